@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Times whole commands side by side: each round runs every command once (fork, exec, wait),
+ * in a rotating order so drift and noise fall on all of them alike. Prints p50/p90 per command
+ * and each p50 as a ratio of the first command's (the baseline).
+ *
+ *   spawn ROUNDS NAME=CMDLINE [NAME=CMDLINE...]     (CMDLINE split on spaces)
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_CMDS 8
+#define MAX_ARGS 64
+
+struct cmd {
+	char *name;
+	char *argv[MAX_ARGS];
+	double *samples;
+	int failures;
+};
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double run_once(struct cmd *c)
+{
+	double t0 = now();
+	int status;
+	pid_t pid = fork();
+
+	if (pid < 0) {
+		perror("fork");
+		exit(1);
+	}
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+		dup2(null, 0);
+		dup2(null, 1);
+		execvp(c->argv[0], c->argv);
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		c->failures++;
+	return now() - t0;
+}
+
+int main(int argc, char **argv)
+{
+	struct cmd cmds[MAX_CMDS] = { 0 };
+	int n = 0, rounds;
+
+	if (argc < 3) {
+		fprintf(stderr, "usage: spawn ROUNDS NAME=CMDLINE...\n");
+		return 2;
+	}
+	rounds = atoi(argv[1]);
+	for (int i = 2; i < argc && n < MAX_CMDS; i++, n++) {
+		char *eq = strchr(argv[i], '=');
+		int k = 0;
+
+		if (!eq)
+			return 2;
+		*eq = '\0';
+		cmds[n].name = argv[i];
+		for (char *tok = strtok(eq + 1, " "); tok && k < MAX_ARGS - 1; tok = strtok(NULL, " "))
+			cmds[n].argv[k++] = tok;
+		cmds[n].samples = calloc((size_t)rounds, sizeof(double));
+	}
+	/* warm-up: caches, page cache, lazily created kernel objects */
+	for (int i = 0; i < n; i++)
+		for (int w = 0; w < 5; w++)
+			run_once(&cmds[i]);
+	for (int r = 0; r < rounds; r++)
+		for (int j = 0; j < n; j++) {
+			struct cmd *c = &cmds[(r + j) % n];
+			c->samples[r] = run_once(c);
+		}
+	double base = 0;
+	printf("%-10s %10s %10s %8s %9s\n", "command", "p50 ms", "p90 ms", "x bare", "failures");
+	for (int i = 0; i < n; i++) {
+		qsort(cmds[i].samples, (size_t)rounds, sizeof(double), cmp);
+		double p50 = cmds[i].samples[rounds / 2] * 1e3;
+		double p90 = cmds[i].samples[(rounds * 9) / 10] * 1e3;
+		if (i == 0)
+			base = p50;
+		printf("%-10s %10.3f %10.3f %8.2f %9d\n", cmds[i].name, p50, p90, p50 / base,
+		       cmds[i].failures);
+	}
+	return 0;
+}

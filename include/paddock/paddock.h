@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * libpaddock: the public API of paddock, an agent sandbox for Linux.
+ *
+ * Every front end (`paddock run`, `paddockd`, `paddock mcp`) uses only what this header
+ * declares. Fallible functions return an int: >= 0 on success, -errno on failure, with the
+ * caller's paddock_error filled. libpaddock never prints and never exits; it reports what
+ * happened through the event sink installed on the context.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PADDOCK_API __attribute__((visibility("default")))
+
+/* Exit statuses of `paddock run`, following docker and podman. */
+#define PADDOCK_EXIT_FAILURE 125 /* paddock itself failed */
+#define PADDOCK_EXIT_CANNOT_EXEC 126
+#define PADDOCK_EXIT_NOT_FOUND 127
+
+typedef struct paddock_error {
+	int code;	/* positive errno value; 0 means no error */
+	char field[64]; /* spec or request field at fault, e.g. "limits.memory"; "" if none */
+	char msg[384];	/* "what failed 'subject'", context added on the way out */
+} paddock_error;
+
+/* Formats "msg: strerror(code)" into buf; returns buf. */
+PADDOCK_API const char *paddock_error_format(const paddock_error *err, char *buf, size_t size);
+/* The symbolic name of an errno value ("EINVAL"), or "E?" when unknown. */
+PADDOCK_API const char *paddock_errno_name(int code);
+
+typedef struct paddock_ctx paddock_ctx;
+typedef struct paddock_spec paddock_spec;
+typedef struct paddock_sandbox paddock_sandbox;
+typedef struct paddock_exec paddock_exec;
+struct event_base;
+
+/* ---- events --------------------------------------------------------------------------- */
+
+enum paddock_event_level {
+	PADDOCK_LEVEL_DEBUG,
+	PADDOCK_LEVEL_INFO,
+	PADDOCK_LEVEL_WARN,
+	PADDOCK_LEVEL_ERROR,
+	_PADDOCK_LEVEL_MAX,
+};
+
+PADDOCK_API const char *paddock_event_level_to_string(enum paddock_event_level level);
+
+/*
+ * One structured event. `json` is the complete JSON line (no trailing newline), envelope
+ * first: ts, level, event, sandbox, exec, then the event's own fields. See docs/events.md.
+ * The pointers are valid only during the callback.
+ */
+struct paddock_event {
+	enum paddock_event_level level;
+	const char *name; /* "sandbox.created", "exec.exited", ... */
+	const char *json;
+};
+
+typedef void (*paddock_event_fn)(const struct paddock_event *ev, void *userdata);
+
+/* ---- context -------------------------------------------------------------------------- */
+
+/*
+ * A context owns the process-wide pieces: the event loop the sandboxes' timers and fds are
+ * served from (borrowed; it must outlive the context) and the event sink.
+ */
+PADDOCK_API int paddock_ctx_new(struct event_base *base, paddock_ctx **ret_ctx,
+				paddock_error *err);
+PADDOCK_API paddock_ctx *paddock_ctx_free(paddock_ctx *ctx);
+PADDOCK_API void paddock_ctx_set_event_sink(paddock_ctx *ctx, paddock_event_fn fn,
+					    void *userdata);
+
+/* ---- spec ----------------------------------------------------------------------------- */
+
+/* A new spec holding every default (docs/spec.md). */
+PADDOCK_API int paddock_spec_new(paddock_spec **ret_spec, paddock_error *err);
+PADDOCK_API paddock_spec *paddock_spec_free(paddock_spec *spec);
+
+/*
+ * Applies a JSON document over the spec: each field present replaces the current value.
+ * Unknown fields and wrong types are errors naming the field. On error the spec is unchanged.
+ */
+PADDOCK_API int paddock_spec_load_json(paddock_spec *spec, const char *json, size_t len,
+				       paddock_error *err);
+
+/*
+ * Sets one field from its string form, as a command-line flag gives it: ("hostname", "box"),
+ * ("limits.timeout_s", "2.5"), ("env", "NAME=VALUE") appends, ("binds", "SRC:DST[:ro]")
+ * appends. On error the spec is unchanged.
+ */
+PADDOCK_API int paddock_spec_set(paddock_spec *spec, const char *field, const char *value,
+				 paddock_error *err);
+
+/* Checks cross-field rules; the create call does it again. */
+PADDOCK_API int paddock_spec_validate(const paddock_spec *spec, paddock_error *err);
+
+/* The effective spec as JSON (every field, defaults included). Caller frees *ret_json. */
+PADDOCK_API int paddock_spec_to_json(const paddock_spec *spec, char **ret_json,
+				     paddock_error *err);
+
+/* ---- sandbox -------------------------------------------------------------------------- */
+
+/*
+ * Creates a sandbox: namespaces, root filesystem, init as PID 1 waiting for commands.
+ * Returns when init is ready (or failed). The spec is copied; the caller keeps its own.
+ * The sandbox's wall-clock limit (limits.timeout_s) starts now.
+ */
+PADDOCK_API int paddock_sandbox_create(paddock_ctx *ctx, const paddock_spec *spec,
+				       paddock_sandbox **ret_sandbox, paddock_error *err);
+
+/*
+ * Kills every process of the sandbox and releases it: after this returns no process,
+ * mount, namespace or fd of the sandbox remains. Execs still pending are released without
+ * their callbacks (the caller is tearing down). Accepts NULL; returns NULL.
+ */
+PADDOCK_API paddock_sandbox *paddock_sandbox_free(paddock_sandbox *sb);
+
+PADDOCK_API const char *paddock_sandbox_id(const paddock_sandbox *sb);
+/* The host pid of the sandbox's init, for diagnostics only (hold no pid for long). */
+PADDOCK_API pid_t paddock_sandbox_init_pid(const paddock_sandbox *sb);
+/* Whether Landlock is in force for the commands of this sandbox, and its ABI (0: none). */
+PADDOCK_API int paddock_sandbox_landlock_abi(const paddock_sandbox *sb);
+
+/* ---- exec ----------------------------------------------------------------------------- */
+
+/* Why an exec ended: a stable string in reports and the API. */
+enum paddock_end_reason {
+	PADDOCK_END_EXITED,
+	PADDOCK_END_SIGNALED,
+	PADDOCK_END_TIMEOUT,
+	PADDOCK_END_KILLED, /* the sandbox was destroyed while the command ran */
+	PADDOCK_END_ERROR,  /* the command could not be started */
+	_PADDOCK_END_MAX,
+};
+
+PADDOCK_API const char *paddock_end_reason_to_string(enum paddock_end_reason r);
+
+struct paddock_result {
+	enum paddock_end_reason reason;
+	int exit_code;	   /* when reason is EXITED, else -1 */
+	int signal;	   /* when the command was killed by a signal, else 0 */
+	double wall_s;	   /* from the request to the exit report */
+	double cpu_user_s; /* of the command and its waited-for children */
+	double cpu_sys_s;
+	int64_t peak_rss_bytes; /* largest RSS of the command or a waited-for child */
+	paddock_error error;	/* when reason is ERROR: why it could not start */
+};
+
+/*
+ * The exit status `paddock run` uses for a result: the exit code, 128+N for signal N,
+ * 126/127 when the command could not be executed or found, 125 for other errors.
+ */
+PADDOCK_API int paddock_result_exit_status(const struct paddock_result *res);
+/* The result as a JSON object (docs/report.md). Caller frees *ret_json. */
+PADDOCK_API int paddock_result_to_json(const struct paddock_result *res, char **ret_json,
+				       paddock_error *err);
+
+struct paddock_exec_opts {
+	const char *const *argv; /* required, argv[0] non-empty; PATH is searched */
+	const char *const *env;	 /* NAME=VALUE added over the spec's environment; may be NULL */
+	const char *cwd;	 /* NULL: the spec's cwd */
+	/*
+	 * The command's stdin, stdout and stderr: fds of the caller, dup'ed into the command
+	 * (the caller keeps its own). -1 means /dev/null. Ignored for the streams a pty serves.
+	 */
+	int fds[3];
+	/*
+	 * Give the command a new pseudo-terminal inside the sandbox as controlling terminal,
+	 * on every stream whose pty_streams bit (1 << fd) is set. The master side is available
+	 * from paddock_exec_pty_fd(); the caller relays it.
+	 */
+	unsigned pty_streams;
+	unsigned short pty_rows, pty_cols;
+};
+
+/* Called once when the exec ends; `res` is valid during the call. */
+typedef void (*paddock_exec_fn)(paddock_exec *ex, const struct paddock_result *res,
+				void *userdata);
+
+/*
+ * Starts a command in the sandbox. Returns once init has forked it (or refused); the
+ * callback runs from the event loop when it ends. The exec belongs to the sandbox: it is
+ * freed after its callback returns, or with the sandbox.
+ */
+PADDOCK_API int paddock_exec_start(paddock_sandbox *sb, const struct paddock_exec_opts *opts,
+				   paddock_exec_fn fn, void *userdata, paddock_exec **ret_exec,
+				   paddock_error *err);
+
+/* Sends a signal to the command (its process group). */
+PADDOCK_API int paddock_exec_signal(paddock_exec *ex, int sig, paddock_error *err);
+/* The pty master, owned by the exec, or -1 when the exec has no pty. */
+PADDOCK_API int paddock_exec_pty_fd(const paddock_exec *ex);
+PADDOCK_API int paddock_exec_resize(paddock_exec *ex, unsigned short rows, unsigned short cols,
+				    paddock_error *err);
+/* The command's pid inside the sandbox. */
+PADDOCK_API pid_t paddock_exec_pid(const paddock_exec *ex);
+
+#ifdef __cplusplus
+}
+#endif

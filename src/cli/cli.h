@@ -1,0 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#pragma once
+
+int cmd_run(int argc, char **argv);

@@ -1,0 +1,522 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * `paddock run [OPTIONS] -- CMD [ARG...]`: one command in a fresh sandbox, no daemon.
+ *
+ * The spec comes from --spec FILE, then each flag in order. The command gets the caller's
+ * stdin/stdout/stderr as they are, except terminals: the sandbox never receives the caller's
+ * terminal. An interactive caller (stdin is a terminal) gets a pty made inside the sandbox,
+ * relayed from here with the caller's terminal in raw mode; a terminal on stdout or stderr
+ * alone is fed through a pipe. Exit status: the command's, 128+N for signal N, 125 when
+ * paddock failed, 126/127 when the command could not be run / found.
+ */
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "paddock/paddock.h"
+#include "cli.h"
+#include "relay.h"
+
+enum {
+	OPT_SPEC = 0x100,
+	OPT_WORKSPACE,
+	OPT_RO_BIND,
+	OPT_BIND,
+	OPT_ENV,
+	OPT_CWD,
+	OPT_HOSTNAME,
+	OPT_TIMEOUT,
+	OPT_REPORT,
+	OPT_ROOTFS,
+	OPT_PRINT_SPEC,
+	OPT_LOG_FORMAT,
+	OPT_DISK,
+	OPT_LANDLOCK,
+};
+
+static const struct option options[] = {
+	{ "spec", required_argument, NULL, OPT_SPEC },
+	{ "workspace", required_argument, NULL, OPT_WORKSPACE },
+	{ "ro-bind", required_argument, NULL, OPT_RO_BIND },
+	{ "bind", required_argument, NULL, OPT_BIND },
+	{ "env", required_argument, NULL, OPT_ENV },
+	{ "cwd", required_argument, NULL, OPT_CWD },
+	{ "hostname", required_argument, NULL, OPT_HOSTNAME },
+	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "report", required_argument, NULL, OPT_REPORT },
+	{ "rootfs", required_argument, NULL, OPT_ROOTFS },
+	{ "disk", required_argument, NULL, OPT_DISK },
+	{ "landlock", required_argument, NULL, OPT_LANDLOCK },
+	{ "print-spec", no_argument, NULL, OPT_PRINT_SPEC },
+	{ "log-format", required_argument, NULL, OPT_LOG_FORMAT },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static void usage(FILE *f)
+{
+	fputs("usage: paddock run [OPTIONS] -- CMD [ARG...]\n"
+	      "\n"
+	      "Runs CMD in a fresh, fully isolated sandbox and exits with its status.\n"
+	      "\n"
+	      "  --spec FILE          JSON spec (docs/spec.md); the flags below override it\n"
+	      "  --workspace DIR      host directory at /workspace, read-write\n"
+	      "                       (default: a private directory, gone afterwards)\n"
+	      "  --bind SRC[:DST]     bind a host path read-write (DST defaults to SRC)\n"
+	      "  --ro-bind SRC[:DST]  bind a host path read-only\n"
+	      "  --env NAME=VALUE     set a variable (the environment starts empty)\n"
+	      "  --cwd DIR            working directory inside (default /workspace)\n"
+	      "  --hostname NAME      hostname inside (default 'sandbox')\n"
+	      "  --timeout SECONDS    wall-clock limit; the whole sandbox is killed\n"
+	      "  --disk SIZE          writable space: /usr layer, /tmp, home, workspace (1G)\n"
+	      "  --rootfs DIR         a directory tree to use as the read-only base\n"
+	      "  --landlock MODE      auto (default) or required\n"
+	      "  --report FILE        write the JSON result (docs/report.md) to FILE\n"
+	      "  --print-spec         print the effective spec as JSON and exit\n"
+	      "  --log-format FORMAT  text (default) or json: events on stderr\n"
+	      "  -v, --verbose        print lifecycle events too, not only errors\n"
+	      "  -h, --help           this text\n"
+	      "\n"
+	      "Exit status: the command's; 128+N if killed by signal N; 125 if paddock failed;\n"
+	      "126 if the command cannot be executed; 127 if it is not found.\n",
+	      f);
+}
+
+static bool arg_json_log;
+static bool arg_verbose;
+
+static void die_error(const paddock_error *err)
+{
+	char buf[sizeof(err->msg) + 128];
+
+	if (err->field[0])
+		fprintf(stderr, "paddock: %s: %s\n", err->field,
+			paddock_error_format(err, buf, sizeof(buf)));
+	else
+		fprintf(stderr, "paddock: %s\n", paddock_error_format(err, buf, sizeof(buf)));
+}
+
+static void on_event(const struct paddock_event *ev, void *userdata)
+{
+	(void)userdata;
+	if (arg_json_log) {
+		if (arg_verbose || ev->level >= PADDOCK_LEVEL_WARN)
+			dprintf(STDERR_FILENO, "%s\n", ev->json);
+		return;
+	}
+	if (arg_verbose)
+		dprintf(STDERR_FILENO, "paddock: %s %s\n", paddock_event_level_to_string(ev->level),
+			ev->json);
+}
+
+/* Relative host paths are taken from the caller's cwd. */
+static char *absolute(const char *p)
+{
+	char cwd[PATH_MAX];
+	char *out;
+
+	if (p[0] == '/')
+		return strdup(p);
+	if (!getcwd(cwd, sizeof(cwd)))
+		return NULL;
+	if (asprintf(&out, "%s/%s", cwd, p) < 0)
+		return NULL;
+	return out;
+}
+
+static int set_path(paddock_spec *spec, const char *field, const char *value, paddock_error *err)
+{
+	char *abs = absolute(value);
+	int r;
+
+	if (!abs) {
+		snprintf(err->msg, sizeof(err->msg), "resolve '%s'", value);
+		err->code = errno ? errno : ENOMEM;
+		return -err->code;
+	}
+	r = paddock_spec_set(spec, field, abs, err);
+	free(abs);
+	return r;
+}
+
+/* "SRC[:DST]" from the command line -> "ABS_SRC:DST:ro|rw" for the spec. */
+static int set_bind(paddock_spec *spec, const char *value, bool readonly, paddock_error *err)
+{
+	const char *colon = strchr(value, ':');
+	char *src = colon ? strndup(value, (size_t)(colon - value)) : strdup(value);
+	char *abs = src ? absolute(src) : NULL, *joined = NULL;
+	int r = -ENOMEM;
+
+	if (abs && asprintf(&joined, "%s:%s:%s", abs, colon ? colon + 1 : abs,
+			    readonly ? "ro" : "rw") >= 0)
+		r = paddock_spec_set(spec, "binds", joined, err);
+	else
+		snprintf(err->msg, sizeof(err->msg), "allocate bind"), err->code = ENOMEM;
+	free(src);
+	free(abs);
+	free(joined);
+	return r;
+}
+
+static int load_spec_file(paddock_spec *spec, const char *path, paddock_error *err)
+{
+	FILE *f = fopen(path, "re");
+	char *buf;
+	size_t n;
+	int r;
+
+	if (!f) {
+		err->code = errno;
+		snprintf(err->msg, sizeof(err->msg), "open spec '%s'", path);
+		return -err->code;
+	}
+	buf = malloc((1u << 20) + 1);
+	if (!buf) {
+		fclose(f);
+		err->code = ENOMEM;
+		snprintf(err->msg, sizeof(err->msg), "allocate spec buffer");
+		return -ENOMEM;
+	}
+	n = fread(buf, 1, (1u << 20) + 1, f);
+	fclose(f);
+	if (n > (1u << 20)) {
+		free(buf);
+		err->code = EFBIG;
+		snprintf(err->msg, sizeof(err->msg), "spec '%s' is larger than 1 MiB", path);
+		return -EFBIG;
+	}
+	r = paddock_spec_load_json(spec, buf, n, err);
+	free(buf);
+	if (r < 0) {
+		char old[sizeof(err->msg)];
+		memcpy(old, err->msg, sizeof(old));
+		snprintf(err->msg, sizeof(err->msg), "spec '%.100s': %.250s", path, old);
+	}
+	return r;
+}
+
+/* ---- running ---------------------------------------------------------------------------- */
+
+struct run {
+	struct event_base *base;
+	paddock_exec *ex;
+	struct paddock_result result;
+	bool done;
+	struct relay *relays[2];
+	int pipe_rd[2]; /* read ends of the pipes feeding a terminal on stdout/stderr */
+	bool raw;
+	struct termios saved;
+};
+
+static void on_exit_cb(paddock_exec *ex, const struct paddock_result *res, void *userdata)
+{
+	struct run *run = userdata;
+
+	(void)ex;
+	run->result = *res;
+	run->done = true;
+	run->ex = NULL;
+	for (int i = 0; i < 2; i++)
+		relay_drain(run->relays[i]);
+	event_base_loopbreak(run->base);
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *userdata)
+{
+	struct run *run = userdata;
+
+	(void)what;
+	if (!run->ex)
+		return;
+	if (sig == SIGWINCH) {
+		struct winsize ws;
+		if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0)
+			(void)paddock_exec_resize(run->ex, ws.ws_row, ws.ws_col, NULL);
+		return;
+	}
+	(void)paddock_exec_signal(run->ex, (int)sig, NULL);
+}
+
+static void restore_terminal(struct run *run)
+{
+	if (run->raw)
+		(void)tcsetattr(STDIN_FILENO, TCSADRAIN, &run->saved);
+	run->raw = false;
+}
+
+static int make_raw(struct run *run)
+{
+	struct termios t;
+
+	if (tcgetattr(STDIN_FILENO, &run->saved) < 0)
+		return -errno;
+	t = run->saved;
+	cfmakeraw(&t);
+	if (tcsetattr(STDIN_FILENO, TCSADRAIN, &t) < 0)
+		return -errno;
+	run->raw = true;
+	return 0;
+}
+
+static int write_report(const char *path, const struct paddock_result *res)
+{
+	paddock_error err = { 0 };
+	char *json = NULL;
+	FILE *f;
+	int r;
+
+	r = paddock_result_to_json(res, &json, &err);
+	if (r < 0) {
+		die_error(&err);
+		return r;
+	}
+	f = fopen(path, "we");
+	if (!f) {
+		fprintf(stderr, "paddock: write report '%s': %s\n", path, strerror(errno));
+		free(json);
+		return -1;
+	}
+	fprintf(f, "%s\n", json);
+	free(json);
+	if (fclose(f) != 0) {
+		fprintf(stderr, "paddock: write report '%s': %s\n", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int run_command(paddock_spec *spec, char **cmd, const char *report)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH };
+	struct run run = { .pipe_rd = { -1, -1 } };
+	struct paddock_exec_opts opts = { .argv = (const char *const *)cmd, .fds = { 0, 1, 2 } };
+	struct event *sigev[sizeof(sigs) / sizeof(sigs[0])] = { 0 };
+	paddock_error err = { 0 };
+	paddock_ctx *ctx = NULL;
+	paddock_sandbox *sb = NULL;
+	const char *env[2] = { NULL, NULL };
+	char term[128];
+	int status = PADDOCK_EXIT_FAILURE, r;
+
+	signal(SIGPIPE, SIG_IGN);
+	run.base = event_base_new();
+	if (!run.base) {
+		fprintf(stderr, "paddock: cannot create event loop\n");
+		return PADDOCK_EXIT_FAILURE;
+	}
+	r = paddock_ctx_new(run.base, &ctx, &err);
+	if (r < 0)
+		goto fail;
+	paddock_ctx_set_event_sink(ctx, on_event, NULL);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		sigev[i] = evsignal_new(run.base, sigs[i], on_signal, &run);
+		if (sigev[i])
+			event_add(sigev[i], NULL);
+	}
+
+	r = paddock_sandbox_create(ctx, spec, &sb, &err);
+	if (r < 0)
+		goto fail;
+
+	/* SECURITY: the caller's terminal never enters the sandbox */
+	if (isatty(STDIN_FILENO)) {
+		struct winsize ws = { 0 };
+		const char *t = getenv("TERM");
+
+		for (int i = 0; i < 3; i++)
+			if (isatty(i))
+				opts.pty_streams |= 1u << i;
+		if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0) {
+			opts.pty_rows = ws.ws_row;
+			opts.pty_cols = ws.ws_col;
+		}
+		if (t && strlen(t) < 64 && strspn(t, "abcdefghijklmnopqrstuvwxyz0123456789-+.") ==
+						   strlen(t)) {
+			snprintf(term, sizeof(term), "TERM=%s", t);
+			env[0] = term;
+		}
+	} else {
+		for (int i = 1; i < 3; i++) {
+			int p[2];
+			if (!isatty(i))
+				continue;
+			if (pipe2(p, O_CLOEXEC) < 0) {
+				r = -errno;
+				snprintf(err.msg, sizeof(err.msg), "pipe");
+				err.code = -r;
+				goto fail;
+			}
+			run.pipe_rd[i - 1] = p[0];
+			opts.fds[i] = p[1];
+		}
+	}
+	opts.env = env;
+	r = paddock_exec_start(sb, &opts, on_exit_cb, &run, &run.ex, &err);
+	for (int i = 1; i < 3; i++)
+		if (opts.fds[i] != i)
+			close(opts.fds[i]); /* the command has its own copy now */
+	if (r < 0)
+		goto fail;
+	if (paddock_exec_pty_fd(run.ex) >= 0) {
+		int master = paddock_exec_pty_fd(run.ex);
+		int out = isatty(STDOUT_FILENO) ? STDOUT_FILENO : STDERR_FILENO;
+
+		(void)make_raw(&run);
+		run.relays[0] = relay_new(run.base, master, out);
+		run.relays[1] = relay_new(run.base, STDIN_FILENO, master);
+	} else {
+		for (int i = 0; i < 2; i++)
+			if (run.pipe_rd[i] >= 0)
+				run.relays[i] = relay_new(run.base, run.pipe_rd[i], i + 1);
+	}
+
+	while (!run.done)
+		if (event_base_loop(run.base, EVLOOP_ONCE) < 0)
+			break;
+	restore_terminal(&run);
+	if (!run.done) {
+		fprintf(stderr, "paddock: event loop failed\n");
+		goto out;
+	}
+	if (run.result.reason == PADDOCK_END_ERROR)
+		die_error(&run.result.error);
+	else if (run.result.reason == PADDOCK_END_TIMEOUT)
+		fprintf(stderr, "paddock: timed out (limits.timeout_s); the sandbox was killed\n");
+	status = paddock_result_exit_status(&run.result);
+	if (report && write_report(report, &run.result) < 0)
+		status = PADDOCK_EXIT_FAILURE;
+	goto out;
+fail:
+	restore_terminal(&run);
+	die_error(&err);
+out:
+	for (int i = 0; i < 2; i++) {
+		run.relays[i] = relay_free(run.relays[i]);
+		if (run.pipe_rd[i] >= 0)
+			close(run.pipe_rd[i]);
+	}
+	paddock_sandbox_free(sb);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		if (sigev[i])
+			event_free(sigev[i]);
+	paddock_ctx_free(ctx);
+	event_base_free(run.base);
+	return status;
+}
+
+int cmd_run(int argc, char **argv)
+{
+	paddock_error err = { 0 };
+	paddock_spec *spec = NULL;
+	const char *report = NULL;
+	bool print_spec = false;
+	int c, r, status = PADDOCK_EXIT_FAILURE;
+
+	if (paddock_spec_new(&spec, &err) < 0) {
+		die_error(&err);
+		return PADDOCK_EXIT_FAILURE;
+	}
+	/* pass 1: the spec file, so flags in pass 2 override it whatever their order */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+vh", options, NULL)) != -1)
+		if (c == OPT_SPEC && load_spec_file(spec, optarg, &err) < 0)
+			goto fail;
+	optind = 0;
+	opterr = 1;
+	while ((c = getopt_long(argc, argv, "+vh", options, NULL)) != -1) {
+		r = 0;
+		switch (c) {
+		case OPT_SPEC:
+			break;
+		case OPT_WORKSPACE:
+			r = set_path(spec, "workspace", optarg, &err);
+			break;
+		case OPT_ROOTFS:
+			r = set_path(spec, "rootfs", optarg, &err);
+			break;
+		case OPT_RO_BIND:
+		case OPT_BIND:
+			r = set_bind(spec, optarg, c == OPT_RO_BIND, &err);
+			break;
+		case OPT_ENV:
+			r = paddock_spec_set(spec, "env", optarg, &err);
+			break;
+		case OPT_CWD:
+			r = paddock_spec_set(spec, "cwd", optarg, &err);
+			break;
+		case OPT_HOSTNAME:
+			r = paddock_spec_set(spec, "hostname", optarg, &err);
+			break;
+		case OPT_TIMEOUT:
+			r = paddock_spec_set(spec, "limits.timeout_s", optarg, &err);
+			break;
+		case OPT_DISK:
+			r = paddock_spec_set(spec, "limits.disk", optarg, &err);
+			break;
+		case OPT_LANDLOCK:
+			r = paddock_spec_set(spec, "security.landlock", optarg, &err);
+			break;
+		case OPT_REPORT:
+			report = optarg;
+			break;
+		case OPT_PRINT_SPEC:
+			print_spec = true;
+			break;
+		case OPT_LOG_FORMAT:
+			if (!strcmp(optarg, "json"))
+				arg_json_log = true;
+			else if (strcmp(optarg, "text")) {
+				fprintf(stderr, "paddock: --log-format: expected 'text' or 'json', "
+						"got '%s'\n", optarg);
+				goto out;
+			}
+			break;
+		case 'v':
+			arg_verbose = true;
+			break;
+		case 'h':
+			usage(stdout);
+			status = 0;
+			goto out;
+		default:
+			usage(stderr);
+			goto out;
+		}
+		if (r < 0)
+			goto fail;
+	}
+	if (paddock_spec_validate(spec, &err) < 0)
+		goto fail;
+	if (print_spec) {
+		char *json = NULL;
+		if (paddock_spec_to_json(spec, &json, &err) < 0)
+			goto fail;
+		printf("%s\n", json);
+		free(json);
+		status = 0;
+		goto out;
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "paddock: run: expected a command after the options (paddock run "
+				"[OPTIONS] -- CMD [ARG...])\n");
+		goto out;
+	}
+	status = run_command(spec, argv + optind, report);
+	goto out;
+fail:
+	die_error(&err);
+out:
+	paddock_spec_free(spec);
+	return status;
+}

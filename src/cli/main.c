@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* `paddock`: a table of subcommands, each in its own cmd-<name>.c. */
+#include <stdio.h>
+#include <string.h>
+
+#include "paddock/paddock.h"
+#include "cli.h"
+
+static const struct {
+	const char *name;
+	int (*run)(int argc, char **argv);
+	const char *summary;
+} commands[] = {
+	{ "run", cmd_run, "run one command in a fresh sandbox" },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: paddock COMMAND [OPTIONS]\n\ncommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f, "\n'paddock COMMAND --help' tells more.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return PADDOCK_EXIT_FAILURE;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("paddock %s\n", PADDOCK_VERSION);
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "paddock: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return PADDOCK_EXIT_FAILURE;
+}

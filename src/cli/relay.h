@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Copying bytes between the caller's terminal and a sandbox's pty or pipes, on the event
+ * loop. The sandbox side is hostile: it can send any bytes at any rate, so reads are bounded
+ * per wakeup and the supervisor never interprets what it copies.
+ */
+#pragma once
+
+#include <stdbool.h>
+
+struct event_base;
+struct relay;
+
+/* Copies from `in` (made non-blocking; borrowed) to `out` (borrowed) until EOF or error. */
+struct relay *relay_new(struct event_base *base, int in, int out);
+/* Copies whatever `in` holds right now, without waiting. */
+void relay_drain(struct relay *r);
+bool relay_eof(const struct relay *r);
+struct relay *relay_free(struct relay *r);

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "caps.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "util/cleanup.h"
+#include "util/fd.h"
+
+int pd_caps_last_cap(void)
+{
+	_cleanup_close_ int fd = -EBADF;
+	char buf[16] = { 0 };
+	ssize_t n;
+	long v;
+
+	fd = open("/proc/sys/kernel/cap_last_cap", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return CAP_LAST_CAP;
+	n = pd_read_full(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return CAP_LAST_CAP;
+	v = strtol(buf, NULL, 10);
+	if (v < CAP_LAST_CAP || v > 63)
+		return v > 63 ? 63 : CAP_LAST_CAP;
+	return (int)v;
+}
+
+int pd_caps_drop_to_user(uid_t uid, gid_t gid, bool setgroups_allowed, int last_cap)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2] = { 0 };
+
+	/* SECURITY: a capability left in the bounding set could be regained by exec. */
+	for (int cap = 0; cap <= last_cap; cap++)
+		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+			return -errno;
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		return -errno;
+	if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0)
+		return -errno;
+	if (setgroups_allowed && setgroups(0, NULL) < 0)
+		return -errno;
+	if (setresgid(gid, gid, gid) < 0)
+		return -errno;
+	if (setresuid(uid, uid, uid) < 0)
+		return -errno;
+	/* Rootless, the uid did not change, so nothing was cleared for us: do it. */
+	if (syscall(SYS_capset, &hdr, data) < 0)
+		return -errno;
+	if (syscall(SYS_capget, &hdr, data) < 0)
+		return -errno;
+	if (data[0].effective | data[0].permitted | data[0].inheritable | data[1].effective |
+	    data[1].permitted | data[1].inheritable)
+		return -EPERM;
+	return 0;
+}

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The control protocol between a supervisor and a sandbox's init: one SOCK_SEQPACKET
+ * socketpair, one message per datagram, fds by SCM_RIGHTS. Each message starts with a
+ * fixed header; payloads are fixed structs, plus a packed string area for exec requests.
+ *
+ * Trust: messages from init are hostile (init runs inside the sandbox's namespaces, and a
+ * kernel bug or a future change could let sandbox code speak for it). The supervisor checks
+ * every length, type, id and string before use, and never trusts a pid from init as a host
+ * pid. Messages from the supervisor are trusted by init.
+ */
+#pragma once
+
+#include <stdint.h>
+#include <sys/resource.h>
+
+#include "paddock/paddock.h"
+
+#define PD_CTL_MAX_MSG (128u << 10) /* bytes in one message, header included */
+#define PD_CTL_MAX_FDS 4
+#define PD_CTL_MAX_ARGS 4096
+
+enum pd_ctl_type {
+	PD_CTL_GO = 1,	   /* S->I: id maps are written, go on */
+	PD_CTL_READY,	   /* I->S: root built, waiting for commands (pd_ctl_ready) */
+	PD_CTL_FAILED,	   /* I->S: setup failed (paddock_error); init exits */
+	PD_CTL_EXEC,	   /* S->I: run a command (pd_ctl_exec + strings), fds 0..2 */
+	PD_CTL_STARTED,	   /* I->S: forked and exec'ed (pd_ctl_started), pty master fd */
+	PD_CTL_EXEC_ERROR, /* I->S: could not start (pd_ctl_exec_error) */
+	PD_CTL_EXITED,	   /* I->S: a command ended (pd_ctl_exited) */
+	PD_CTL_SIGNAL,	   /* S->I: signal a command's process group (pd_ctl_signal) */
+	PD_CTL_RESIZE,	   /* S->I: pty window size (pd_ctl_resize) */
+	_PD_CTL_MAX,
+};
+
+struct pd_ctl_hdr {
+	uint32_t type;
+	uint32_t len; /* payload bytes after the header */
+};
+
+struct pd_ctl_ready {
+	int32_t landlock_abi; /* 0 when commands run without Landlock */
+};
+
+#define PD_EXEC_PTY_STDIN (1u << 0)
+#define PD_EXEC_PTY_STDOUT (1u << 1)
+#define PD_EXEC_PTY_STDERR (1u << 2)
+/* which of stdin/out/err come as fds (in order); the others are /dev/null */
+#define PD_EXEC_FD_STDIN (1u << 4)
+#define PD_EXEC_FD_STDOUT (1u << 5)
+#define PD_EXEC_FD_STDERR (1u << 6)
+
+struct pd_ctl_exec {
+	uint64_t id;
+	uint32_t flags;
+	uint16_t rows, cols;
+	uint32_t argc;
+	uint32_t envc;
+	/* then: cwd\0 (may be empty: the spec's), argv[0]\0 ... argv[argc-1]\0, env... */
+};
+
+struct pd_ctl_started {
+	uint64_t id;
+	int32_t pid;
+};
+
+struct pd_ctl_exec_error {
+	uint64_t id;
+	int32_t step; /* enum pd_exec_step: which pre-exec step failed */
+	paddock_error error;
+};
+
+struct pd_ctl_exited {
+	uint64_t id;
+	int32_t status; /* as from wait4() */
+	int32_t pad;
+	int64_t utime_us, stime_us;
+	int64_t maxrss_kb;
+};
+
+struct pd_ctl_signal {
+	uint64_t id;
+	int32_t sig;
+};
+
+struct pd_ctl_resize {
+	uint64_t id;
+	uint16_t rows, cols;
+};
+
+enum pd_exec_step {
+	PD_STEP_SETUP,	/* fds, terminal, session */
+	PD_STEP_LIMITS, /* rlimits */
+	PD_STEP_LANDLOCK,
+	PD_STEP_PRIVS, /* uid/gid, capabilities, no_new_privs */
+	PD_STEP_CWD,
+	PD_STEP_SECCOMP,
+	PD_STEP_EXECVE,
+	_PD_STEP_MAX,
+};
+
+/*
+ * Sends one message with optional fds. Blocking; retries EINTR. 0 or -errno.
+ */
+int pd_ctl_send(int sock, uint32_t type, const void *payload, size_t len, const int *fds,
+		size_t nfds);
+
+/*
+ * Receives one message into buf (at least sizeof(struct pd_ctl_hdr) + PD_CTL_MAX_MSG is not
+ * required: a message longer than size is an error). fds received are close-on-exec and
+ * returned in fds (*nfds in: capacity, out: count); surplus fds are closed. Returns the payload
+ * length, 0 with *type = 0 on EOF, -EAGAIN when nonblocking and empty, -EPROTO on a
+ * malformed message (and closes any fds it carried).
+ */
+ssize_t pd_ctl_recv(int sock, uint32_t *type, void *buf, size_t size, int *fds, size_t *nfds);

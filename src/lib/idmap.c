@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "idmap.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "util/cleanup.h"
+#include "util/fd.h"
+
+void pd_idmap_init(struct pd_idmap *m)
+{
+	*m = (struct pd_idmap){ .lock_fd = -EBADF };
+}
+
+static int open_lock_dir(paddock_error *err)
+{
+	int fd;
+
+	/* mkdir -p /run/paddock/idmap, root-only so nobody can squat or steal a slot */
+	if (mkdir("/run/paddock", 0700) < 0 && errno != EEXIST)
+		return pd_fail(err, errno, "mkdir '/run/paddock'");
+	if (mkdir(PD_IDMAP_LOCK_DIR, 0700) < 0 && errno != EEXIST)
+		return pd_fail(err, errno, "mkdir '%s'", PD_IDMAP_LOCK_DIR);
+	fd = open(PD_IDMAP_LOCK_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return pd_fail(err, errno, "open '%s'", PD_IDMAP_LOCK_DIR);
+	return fd;
+}
+
+static int acquire_slot(struct pd_idmap *m, paddock_error *err)
+{
+	_cleanup_close_ int dfd = -EBADF;
+	unsigned start = 0;
+
+	dfd = open_lock_dir(err);
+	if (dfd < 0)
+		return dfd;
+	/* Start at a random slot so concurrent supervisors rarely contend. */
+	if (getrandom(&start, sizeof(start), GRND_NONBLOCK) != sizeof(start))
+		start = (unsigned)getpid();
+	for (unsigned i = 0; i < PD_IDMAP_SLOTS; i++) {
+		unsigned slot = (start + i) % PD_IDMAP_SLOTS;
+		_cleanup_close_ int fd = -EBADF;
+		char name[32];
+
+		snprintf(name, sizeof(name), "%u", slot);
+		fd = openat(dfd, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd < 0)
+			return pd_fail(err, errno, "open id slot '%s'", name);
+		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+			if (errno == EWOULDBLOCK)
+				continue;
+			return pd_fail(err, errno, "lock id slot '%s'", name);
+		}
+		m->slot = slot;
+		m->lock_fd = TAKE_FD(fd);
+		return 0;
+	}
+	return pd_fail(err, EAGAIN, "all %u id ranges are in use", PD_IDMAP_SLOTS);
+}
+
+int pd_idmap_acquire(struct pd_idmap *m, paddock_error *err)
+{
+	int r;
+
+	pd_idmap_init(m);
+	if (geteuid() != 0) {
+		m->rootless = true;
+		m->outside_uid = geteuid();
+		m->outside_gid = getegid();
+		m->init_uid = 1000;
+		m->init_gid = 1000;
+		return 0;
+	}
+	r = acquire_slot(m, err);
+	if (r < 0)
+		return r;
+	m->outside_uid = PD_IDMAP_BASE + m->slot * PD_IDMAP_RANGE;
+	m->outside_gid = m->outside_uid;
+	m->init_uid = 0;
+	m->init_gid = 0;
+	return 0;
+}
+
+int pd_idmap_write(const struct pd_idmap *m, pid_t pid, paddock_error *err)
+{
+	_cleanup_close_ int dfd = -EBADF;
+	char path[64], line[64];
+	int r;
+
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return pd_fail(err, errno, "open '%s'", path);
+	if (m->rootless)
+		snprintf(line, sizeof(line), "%u %u 1\n", 1000u, (unsigned)m->outside_uid);
+	else
+		snprintf(line, sizeof(line), "0 %u %u\n", (unsigned)m->outside_uid, PD_IDMAP_RANGE);
+	r = pd_write_control(dfd, "uid_map", line);
+	if (r < 0)
+		return pd_fail(err, r, "write uid_map '%s'", line);
+	if (m->rootless) {
+		/* An unprivileged writer must give up setgroups() before it may map a gid. */
+		r = pd_write_control(dfd, "setgroups", "deny");
+		if (r < 0)
+			return pd_fail(err, r, "write setgroups");
+		snprintf(line, sizeof(line), "%u %u 1\n", 1000u, (unsigned)m->outside_gid);
+	} else {
+		snprintf(line, sizeof(line), "0 %u %u\n", (unsigned)m->outside_gid, PD_IDMAP_RANGE);
+	}
+	r = pd_write_control(dfd, "gid_map", line);
+	if (r < 0)
+		return pd_fail(err, r, "write gid_map '%s'", line);
+	return 0;
+}
+
+void pd_idmap_release(struct pd_idmap *m)
+{
+	m->lock_fd = pd_close(m->lock_fd);
+}

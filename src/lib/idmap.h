@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Who is who inside a sandbox. Commands always run as PD_SANDBOX_UID/GID (1000, "user").
+ *
+ * As root: each live sandbox holds a slot, an outside range of 65536 uids and gids that no
+ * other live sandbox uses (an flock'ed file under /run/paddock/idmap, released by the
+ * kernel when the supervisor dies, which also kills the sandbox). Inside 0..65535 map to
+ * PD_IDMAP_BASE + slot * 65536: nothing inside is host root.
+ *
+ * Rootless: the invoking uid/gid map to 1000 and nothing else exists inside; init runs as
+ * 1000 too, with capabilities only in the sandbox's own user namespace.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "paddock/paddock.h"
+
+#define PD_SANDBOX_UID 1000
+#define PD_SANDBOX_GID 1000
+#define PD_IDMAP_RANGE 65536u
+#define PD_IDMAP_BASE 0x60000000u /* 1610612736: far above any distro's allocations */
+#define PD_IDMAP_SLOTS 4096u
+#define PD_IDMAP_LOCK_DIR "/run/paddock/idmap"
+
+struct pd_idmap {
+	bool rootless;
+	uid_t outside_uid; /* rootless: the invoker; root: start of the range */
+	gid_t outside_gid;
+	unsigned slot;
+	int lock_fd; /* root: held while the sandbox lives */
+	uid_t init_uid; /* what init is inside: 0 as root, 1000 rootless */
+	gid_t init_gid;
+};
+
+void pd_idmap_init(struct pd_idmap *m);
+/* Picks the mapping for a new sandbox (and a slot, as root). */
+int pd_idmap_acquire(struct pd_idmap *m, paddock_error *err);
+/* Writes uid_map, setgroups and gid_map of the child `pid`. */
+int pd_idmap_write(const struct pd_idmap *m, pid_t pid, paddock_error *err);
+void pd_idmap_release(struct pd_idmap *m);

@@ -1,0 +1,655 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * init: PID 1 of a sandbox.
+ *
+ * Theory of operation. The supervisor clone3()s this process into new namespaces, writes its
+ * id maps and says GO over the control socket. init then takes its sandbox identity, ties
+ * its life to the supervisor's (PR_SET_PDEATHSIG, and EOF on the socket), builds the root
+ * filesystem, prepares the Landlock ruleset and the seccomp program once, and reports READY.
+ * From then on it is a fork server: each EXEC request becomes a child that walks the
+ * pre-exec checklist (exec_child()) and execs; init reports STARTED or the step that
+ * failed, reaps every process of the sandbox, and reports EXITED for the commands.
+ *
+ * Trust: init trusts the supervisor. Everything else in the sandbox is hostile: init is
+ * non-dumpable (no ptrace, no /proc/1/mem, no fd peeking from commands even when they share
+ * its uid rootless), commands drop every capability, and the kernel discards signals sent to
+ * a namespace's init from inside it unless init handles them (it handles none). When init
+ * exits, the kernel kills everything else in the pid namespace.
+ *
+ * No stdio and no logging here: failures travel as paddock_error messages.
+ */
+#include "init.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <net/if.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "caps.h"
+#include "control.h"
+#include "error.h"
+#include "landlock.h"
+#include "rootfs.h"
+#include "seccomp.h"
+#include "util/cleanup.h"
+#include "util/fd.h"
+#include "util/strv.h"
+
+#define INIT_MAX_EXECS 1024
+#define CTL_FD 3
+
+static const char *const base_env[] = {
+	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+	"HOME=/home/user",
+	"USER=user",
+	"LOGNAME=user",
+	"SHELL=/bin/bash",
+	"LANG=C.UTF-8",
+	NULL,
+};
+
+struct tracked {
+	uint64_t id;
+	pid_t pid;
+};
+
+struct init_state {
+	const paddock_spec *spec;
+	const struct pd_idmap *idmap;
+	int ctl;
+	int sigfd;
+	int landlock_fd;
+	int last_cap;
+	struct pd_seccomp_prog seccomp;
+	struct tracked execs[INIT_MAX_EXECS];
+	size_t n_execs;
+};
+
+_Noreturn static void fail_setup(int ctl, paddock_error *err)
+{
+	(void)pd_ctl_send(ctl, PD_CTL_FAILED, err, sizeof(*err), NULL, 0);
+	_exit(1);
+}
+
+static void reset_signals(void)
+{
+	struct sigaction sa = { .sa_handler = SIG_DFL };
+	sigset_t all;
+
+	for (int sig = 1; sig < _NSIG; sig++)
+		(void)sigaction(sig, &sa, NULL); /* EINVAL for KILL, STOP and the RT gaps */
+	sigemptyset(&all);
+	(void)sigprocmask(SIG_SETMASK, &all, NULL);
+}
+
+/* Only the control socket stays open; 0, 1, 2 point at /dev/null. */
+static int isolate_fds(int ctl, paddock_error *err)
+{
+	int null;
+
+	if (ctl != CTL_FD) {
+		if (dup3(ctl, CTL_FD, O_CLOEXEC) < 0)
+			return pd_fail(err, errno, "move control socket");
+	}
+	if (close_range(CTL_FD + 1, ~0U, 0) < 0)
+		return pd_fail(err, errno, "close inherited fds");
+	null = open("/dev/null", O_RDWR | O_CLOEXEC);
+	if (null < 0)
+		return pd_fail(err, errno, "open /dev/null");
+	for (int fd = 0; fd < 3; fd++)
+		if (dup2(null, fd) < 0)
+			return pd_fail(err, errno, "redirect fd %d", fd);
+	if (null > 2)
+		pd_close(null);
+	return CTL_FD;
+}
+
+static int wait_go(int ctl, paddock_error *err)
+{
+	char buf[64];
+	uint32_t type = 0;
+	ssize_t n = pd_ctl_recv(ctl, &type, buf, sizeof(buf), NULL, NULL);
+
+	if (n < 0)
+		return pd_fail(err, (int)n, "receive go");
+	if (type != PD_CTL_GO)
+		_exit(0); /* the supervisor gave up on us */
+	return 0;
+}
+
+static int become_init_identity(const struct pd_idmap *m, paddock_error *err)
+{
+	if (!m->rootless && setgroups(0, NULL) < 0)
+		return pd_fail(err, errno, "setgroups");
+	if (setresgid(m->init_gid, m->init_gid, m->init_gid) < 0)
+		return pd_fail(err, errno, "setresgid %u", (unsigned)m->init_gid);
+	if (setresuid(m->init_uid, m->init_uid, m->init_uid) < 0)
+		return pd_fail(err, errno, "setresuid %u", (unsigned)m->init_uid);
+	return 0;
+}
+
+/*
+ * Ties init's life to the supervisor's. Must come after the last credential change (which
+ * clears the parent-death signal); the poll closes the race with a supervisor that died
+ * before prctl().
+ */
+static int bind_lifetime(int ctl, paddock_error *err)
+{
+	struct pollfd p = { .fd = ctl, .events = POLLRDHUP };
+
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		return pd_fail(err, errno, "set parent-death signal");
+	if (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR)))
+		_exit(0);
+	/* SECURITY: no ptrace, no /proc/1/{mem,fd,environ} for anything in the sandbox */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		return pd_fail(err, errno, "make init non-dumpable");
+	return 0;
+}
+
+static int loopback_up(paddock_error *err)
+{
+	_cleanup_close_ int s = -EBADF;
+	struct ifreq ifr = { 0 };
+
+	s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return pd_fail(err, errno, "socket for loopback");
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "lo");
+	if (ioctl(s, SIOCGIFFLAGS, &ifr) < 0)
+		return pd_fail(err, errno, "get flags of lo");
+	ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+	if (ioctl(s, SIOCSIFFLAGS, &ifr) < 0)
+		return pd_fail(err, errno, "bring lo up");
+	return 0;
+}
+
+static int setup(struct init_state *st, paddock_error *err)
+{
+	struct pd_rootfs_sources sources;
+	_cleanup_strv_ char **rw = NULL;
+	int r;
+
+	r = pd_rootfs_open_sources(st->spec, &sources, err);
+	if (r < 0)
+		return r;
+	r = become_init_identity(st->idmap, err);
+	if (r >= 0)
+		r = bind_lifetime(st->ctl, err);
+	if (r >= 0 && sethostname(st->spec->hostname, strlen(st->spec->hostname)) < 0)
+		r = pd_fail(err, errno, "set hostname");
+	if (r >= 0)
+		r = loopback_up(err);
+	if (r >= 0)
+		r = pd_rootfs_build(st->spec, st->idmap, &sources, err);
+	pd_rootfs_sources_release(&sources);
+	if (r < 0)
+		return r;
+
+	st->last_cap = pd_caps_last_cap();
+	if (pd_landlock_abi() > 0) {
+		r = pd_rootfs_writable_paths(st->spec, &rw, err);
+		if (r < 0)
+			return r;
+		r = pd_landlock_prepare((const char *const *)rw, &st->landlock_fd, err);
+		if (r < 0)
+			return r;
+	} else if (st->spec->security.landlock == PD_LANDLOCK_REQUIRED) {
+		return pd_fail_field(err, EOPNOTSUPP, "security.landlock",
+				     "landlock is required but this kernel does not offer it");
+	}
+	r = pd_seccomp_build(&st->seccomp, err);
+	if (r < 0)
+		return r;
+
+	sigset_t chld;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	if (sigprocmask(SIG_BLOCK, &chld, NULL) < 0)
+		return pd_fail(err, errno, "block SIGCHLD");
+	st->sigfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (st->sigfd < 0)
+		return pd_fail(err, errno, "signalfd");
+	return 0;
+}
+
+/* ---- one command ---------------------------------------------------------------------- */
+
+struct child_plan {
+	const struct init_state *st;
+	char *const *argv;
+	char *const *envp;
+	const char *cwd;
+	const char *path; /* PATH value from envp */
+	int fds[3];	  /* -1: /dev/null */
+	int pty_slave;	  /* -1: none */
+	unsigned pty_streams;
+	int errpipe;
+};
+
+_Noreturn static void child_fail(const struct child_plan *p, enum pd_exec_step step, int code,
+				 const char *what)
+{
+	struct pd_ctl_exec_error e = { .step = step };
+
+	e.error.code = code < 0 ? -code : code;
+	/* async-signal-safe: no printf family here */
+	strncpy(e.error.msg, what, sizeof(e.error.msg) - 1);
+	(void)pd_write_all(p->errpipe, &e, sizeof(e));
+	_exit(PADDOCK_EXIT_CANNOT_EXEC);
+}
+
+static int setup_stdio(const struct child_plan *p)
+{
+	int moved[3];
+	int null = -1;
+
+	if (setsid() < 0)
+		return -errno;
+	if (p->pty_slave >= 0 && ioctl(p->pty_slave, TIOCSCTTY, 0) < 0)
+		return -errno;
+	/* move everything above 2 first so dup2() into 0..2 never clobbers a source */
+	for (int i = 0; i < 3; i++) {
+		int src = (p->pty_streams & (1u << i)) ? p->pty_slave : p->fds[i];
+
+		if (src < 0) {
+			if (null < 0) {
+				null = open("/dev/null", O_RDWR | O_CLOEXEC);
+				if (null < 0)
+					return -errno;
+			}
+			src = null;
+		}
+		moved[i] = fcntl(src, F_DUPFD_CLOEXEC, 10);
+		if (moved[i] < 0)
+			return -errno;
+	}
+	for (int i = 0; i < 3; i++)
+		if (dup2(moved[i], i) < 0)
+			return -errno;
+	/* every other fd closes at exec: the errpipe and the Landlock ruleset are still needed */
+	if (close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+		return -errno;
+	return 0;
+}
+
+static void exec_path(const struct child_plan *p, int *ret_errno)
+{
+	const char *file = p->argv[0];
+	char buf[PATH_MAX];
+	int seen_eacces = 0;
+	const char *s;
+
+	if (strchr(file, '/')) {
+		execve(file, p->argv, p->envp);
+		*ret_errno = errno;
+		return;
+	}
+	s = p->path ? p->path : "/usr/bin:/bin";
+	for (;;) {
+		const char *e = strchrnul(s, ':');
+		size_t dl = (size_t)(e - s), fl = strlen(file);
+
+		if (dl + fl + 2 <= sizeof(buf)) {
+			memcpy(buf, dl ? s : ".", dl ? dl : 1);
+			size_t o = dl ? dl : 1;
+			buf[o] = '/';
+			memcpy(buf + o + 1, file, fl + 1);
+			execve(buf, p->argv, p->envp);
+			if (errno == EACCES)
+				seen_eacces = 1;
+			else if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP &&
+				 errno != ENAMETOOLONG) {
+				*ret_errno = errno;
+				return;
+			}
+		}
+		if (!*e)
+			break;
+		s = e + 1;
+	}
+	*ret_errno = seen_eacces ? EACCES : ENOENT;
+}
+
+/*
+ * The pre-exec checklist, top to bottom. Each step is one call; the first failure is
+ * reported with its step and ends the child. Seccomp comes last: after it, only execve.
+ */
+_Noreturn static void exec_child(const struct child_plan *p)
+{
+	const struct init_state *st = p->st;
+	int r, e = 0;
+
+	reset_signals();
+	umask(022);
+	r = setup_stdio(p);
+	if (r < 0)
+		child_fail(p, PD_STEP_SETUP, r, "set up stdio and session");
+	if (st->landlock_fd >= 0) {
+		r = pd_landlock_apply(st->landlock_fd);
+		if (r < 0)
+			child_fail(p, PD_STEP_LANDLOCK, r, "enforce landlock");
+	}
+	r = pd_caps_drop_to_user(PD_SANDBOX_UID, PD_SANDBOX_GID, !st->idmap->rootless,
+				 st->last_cap);
+	if (r < 0)
+		child_fail(p, PD_STEP_PRIVS, r, "drop privileges");
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		child_fail(p, PD_STEP_PRIVS, errno, "set no_new_privs");
+	if (chdir(p->cwd) < 0)
+		child_fail(p, PD_STEP_CWD, errno, "change to the working directory");
+	r = pd_seccomp_load(&st->seccomp);
+	if (r < 0)
+		child_fail(p, PD_STEP_SECCOMP, r, "load seccomp filter");
+	exec_path(p, &e);
+	child_fail(p, PD_STEP_EXECVE, e, "execute the command");
+}
+
+/* ---- requests ------------------------------------------------------------------------- */
+
+/* Unpacks n NUL-terminated strings from *pos..end into a new NULL-terminated array. */
+static char **unpack(const char **pos, const char *end, uint32_t n)
+{
+	char **v;
+
+	if (n > PD_CTL_MAX_ARGS)
+		return NULL;
+	v = calloc(n + 1, sizeof(char *));
+	if (!v)
+		return NULL;
+	for (uint32_t i = 0; i < n; i++) {
+		const char *z = memchr(*pos, '\0', (size_t)(end - *pos));
+		if (!z) {
+			free(v);
+			return NULL;
+		}
+		v[i] = (char *)*pos;
+		*pos = z + 1;
+	}
+	return v;
+}
+
+static bool env_has(char **env, size_t n, const char *kv, size_t *ret_idx)
+{
+	size_t kl = strcspn(kv, "=");
+
+	for (size_t i = 0; i < n; i++)
+		if (!strncmp(env[i], kv, kl) && env[i][kl] == '=') {
+			*ret_idx = i;
+			return true;
+		}
+	return false;
+}
+
+/* base, then the spec's, then the request's; a later NAME replaces an earlier one. */
+static char **build_env(const struct init_state *st, char **extra)
+{
+	size_t cap = ELEMENTSOF(base_env) + st->spec->n_env + pd_strv_length(extra) + 1, n = 0;
+	char **env = calloc(cap, sizeof(char *));
+	const char *const *lists[3] = { base_env, (const char *const *)st->spec->env,
+					(const char *const *)extra };
+
+	if (!env)
+		return NULL;
+	for (int l = 0; l < 3; l++)
+		for (const char *const *e = lists[l]; e && *e; e++) {
+			size_t idx;
+
+			if (!strchr(*e, '='))
+				continue;
+			if (env_has(env, n, *e, &idx))
+				env[idx] = (char *)*e;
+			else
+				env[n++] = (char *)*e;
+		}
+	return env;
+}
+
+static int open_pty(const struct pd_ctl_exec *req, const struct pd_idmap *m, int *ret_master,
+		    int *ret_slave)
+{
+	_cleanup_close_ int master = -EBADF, slave = -EBADF;
+	struct winsize ws = { .ws_row = req->rows ? req->rows : 24,
+			      .ws_col = req->cols ? req->cols : 80 };
+	int unlock = 0;
+
+	master = open("/dev/pts/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (master < 0)
+		return -errno;
+	if (ioctl(master, TIOCSPTLCK, &unlock) < 0)
+		return -errno;
+	slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (slave < 0)
+		return -errno;
+	(void)ioctl(master, TIOCSWINSZ, &ws); /* a default size is still usable */
+	/* the command, not init, owns its terminal */
+	if (fchown(slave, PD_SANDBOX_UID, m->rootless ? PD_SANDBOX_GID : 5) < 0)
+		return -errno;
+	*ret_master = TAKE_FD(master);
+	*ret_slave = TAKE_FD(slave);
+	return 0;
+}
+
+static void reply_error(struct init_state *st, uint64_t id, enum pd_exec_step step, int code,
+			const char *msg)
+{
+	struct pd_ctl_exec_error e = { .id = id, .step = step };
+
+	e.error.code = code < 0 ? -code : code;
+	snprintf(e.error.msg, sizeof(e.error.msg), "%s", msg);
+	(void)pd_ctl_send(st->ctl, PD_CTL_EXEC_ERROR, &e, sizeof(e), NULL, 0);
+}
+
+static void handle_exec(struct init_state *st, const char *buf, size_t len, int *fds,
+			size_t nfds)
+{
+	struct pd_ctl_exec req;
+	_cleanup_free_ char **argv = NULL, **extra = NULL, **envp = NULL;
+	_cleanup_close_ int master = -EBADF, slave = -EBADF;
+	int pipefd[2] = { -EBADF, -EBADF };
+	struct child_plan p = { .st = st, .pty_slave = -1, .fds = { -1, -1, -1 } };
+	struct pd_ctl_exec_error e;
+	const char *pos, *end = buf + len, *cwd;
+	size_t k = 0, idx;
+	ssize_t n;
+	pid_t pid;
+	int r;
+
+	if (len < sizeof(req))
+		return reply_error(st, 0, PD_STEP_SETUP, EPROTO, "malformed exec request");
+	memcpy(&req, buf, sizeof(req));
+	pos = buf + sizeof(req);
+	cwd = pos;
+	if (!memchr(pos, '\0', (size_t)(end - pos)))
+		return reply_error(st, req.id, PD_STEP_SETUP, EPROTO, "malformed exec request");
+	pos += strlen(pos) + 1;
+	argv = unpack(&pos, end, req.argc);
+	extra = argv ? unpack(&pos, end, req.envc) : NULL;
+	if (!argv || !extra || req.argc == 0 || !argv[0][0])
+		return reply_error(st, req.id, PD_STEP_SETUP, EPROTO, "malformed exec request");
+	if (st->n_execs >= INIT_MAX_EXECS)
+		return reply_error(st, req.id, PD_STEP_SETUP, EAGAIN, "too many commands running");
+	envp = build_env(st, extra);
+	if (!envp)
+		return reply_error(st, req.id, PD_STEP_SETUP, ENOMEM, "build environment");
+	for (int i = 0; i < 3; i++)
+		if ((req.flags & (PD_EXEC_FD_STDIN << i)) && k < nfds)
+			p.fds[i] = fds[k++];
+	if (req.flags & (PD_EXEC_PTY_STDIN | PD_EXEC_PTY_STDOUT | PD_EXEC_PTY_STDERR)) {
+		r = open_pty(&req, st->idmap, &master, &slave);
+		if (r < 0)
+			return reply_error(st, req.id, PD_STEP_SETUP, r, "open a pseudo-terminal");
+		p.pty_slave = slave;
+		p.pty_streams = req.flags & 7u;
+	}
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		return reply_error(st, req.id, PD_STEP_SETUP, errno, "pipe");
+	p.argv = argv;
+	p.envp = envp;
+	p.cwd = cwd[0] ? cwd : st->spec->cwd;
+	p.errpipe = pipefd[1];
+	p.path = env_has(envp, pd_strv_length(envp), "PATH=", &idx) ? envp[idx] + 5 : NULL;
+
+	pid = fork();
+	if (pid < 0) {
+		r = -errno;
+		pd_close(pipefd[0]);
+		pd_close(pipefd[1]);
+		return reply_error(st, req.id, PD_STEP_SETUP, r, "fork");
+	}
+	if (pid == 0)
+		exec_child(&p);
+	pd_close(pipefd[1]);
+	slave = pd_close(slave);
+	/* EOF means execve() succeeded (the pipe is close-on-exec); a record means a step failed */
+	n = pd_read_full(pipefd[0], &e, sizeof(e));
+	pd_close(pipefd[0]);
+	if (n == (ssize_t)sizeof(e)) {
+		(void)waitpid(pid, NULL, 0);
+		e.id = req.id;
+		e.error.msg[sizeof(e.error.msg) - 1] = '\0';
+		(void)pd_ctl_send(st->ctl, PD_CTL_EXEC_ERROR, &e, sizeof(e), NULL, 0);
+		return;
+	}
+	st->execs[st->n_execs++] = (struct tracked){ .id = req.id, .pid = pid };
+	struct pd_ctl_started s = { .id = req.id, .pid = pid };
+	(void)pd_ctl_send(st->ctl, PD_CTL_STARTED, &s, sizeof(s), master >= 0 ? &master : NULL,
+			  master >= 0 ? 1 : 0);
+}
+
+static void handle_signal(struct init_state *st, const char *buf, size_t len)
+{
+	struct pd_ctl_signal s;
+
+	if (len < sizeof(s))
+		return;
+	memcpy(&s, buf, sizeof(s));
+	for (size_t i = 0; i < st->n_execs; i++)
+		if (st->execs[i].id == s.id) {
+			/* the command leads its own session and process group */
+			if (kill(-st->execs[i].pid, s.sig) < 0)
+				(void)kill(st->execs[i].pid, s.sig);
+			return;
+		}
+}
+
+static void reap(struct init_state *st)
+{
+	struct signalfd_siginfo si;
+	struct rusage ru;
+	int status;
+	pid_t pid;
+
+	while (read(st->sigfd, &si, sizeof(si)) == sizeof(si))
+		;
+	while ((pid = wait4(-1, &status, WNOHANG, &ru)) > 0) {
+		for (size_t i = 0; i < st->n_execs; i++) {
+			if (st->execs[i].pid != pid)
+				continue;
+			struct pd_ctl_exited x = {
+				.id = st->execs[i].id,
+				.status = status,
+				.utime_us = ru.ru_utime.tv_sec * 1000000LL + ru.ru_utime.tv_usec,
+				.stime_us = ru.ru_stime.tv_sec * 1000000LL + ru.ru_stime.tv_usec,
+				.maxrss_kb = ru.ru_maxrss,
+			};
+			(void)pd_ctl_send(st->ctl, PD_CTL_EXITED, &x, sizeof(x), NULL, 0);
+			st->execs[i] = st->execs[--st->n_execs];
+			break;
+		}
+	}
+}
+
+_Noreturn static void serve(struct init_state *st)
+{
+	static char buf[PD_CTL_MAX_MSG];
+
+	for (;;) {
+		struct pollfd p[2] = {
+			{ .fd = st->ctl, .events = POLLIN },
+			{ .fd = st->sigfd, .events = POLLIN },
+		};
+		int fds[PD_CTL_MAX_FDS];
+		size_t nfds = PD_CTL_MAX_FDS;
+		uint32_t type = 0;
+		ssize_t n;
+
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			_exit(1);
+		}
+		if (p[1].revents & POLLIN)
+			reap(st);
+		if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
+			continue;
+		n = pd_ctl_recv(st->ctl, &type, buf, sizeof(buf), fds, &nfds);
+		if (n == -EAGAIN || n == -EINTR)
+			continue;
+		if (n < 0 || type == 0)
+			_exit(0); /* the supervisor is gone: the sandbox goes with us */
+		switch ((enum pd_ctl_type)type) {
+		case PD_CTL_EXEC:
+			handle_exec(st, buf, (size_t)n, fds, nfds);
+			break;
+		case PD_CTL_SIGNAL:
+			handle_signal(st, buf, (size_t)n);
+			break;
+		case PD_CTL_GO:
+		case PD_CTL_READY:
+		case PD_CTL_FAILED:
+		case PD_CTL_STARTED:
+		case PD_CTL_EXEC_ERROR:
+		case PD_CTL_EXITED:
+		case PD_CTL_RESIZE:
+		case _PD_CTL_MAX:
+			break;
+		}
+		for (size_t i = 0; i < nfds; i++)
+			pd_close(fds[i]);
+	}
+}
+
+_Noreturn void pd_init_main(const paddock_spec *spec, const struct pd_idmap *idmap, int ctl)
+{
+	struct init_state st = {
+		.spec = spec,
+		.idmap = idmap,
+		.sigfd = -EBADF,
+		.landlock_fd = -EBADF,
+	};
+	paddock_error err = { 0 };
+	struct pd_ctl_ready ready = { 0 };
+	int r;
+
+	reset_signals();
+	umask(0);
+	r = isolate_fds(ctl, &err);
+	if (r < 0)
+		fail_setup(ctl, &err);
+	st.ctl = r;
+	r = wait_go(st.ctl, &err);
+	if (r >= 0)
+		r = setup(&st, &err);
+	if (r < 0)
+		fail_setup(st.ctl, &err);
+	ready.landlock_abi = st.landlock_fd >= 0 ? pd_landlock_abi() : 0;
+	if (pd_ctl_send(st.ctl, PD_CTL_READY, &ready, sizeof(ready), NULL, 0) < 0)
+		_exit(1);
+	serve(&st);
+}

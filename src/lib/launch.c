@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Launching a sandbox: clone3() into new user, mount, pid, net, ipc, uts and cgroup
+ * namespaces with a pidfd, write the child's id maps from outside, say GO, and wait for
+ * init's READY (or the error it hit). Runs in the supervisor; the child continues in
+ * pd_init_main() and never returns here.
+ *
+ * The supervisor must be single-threaded when it clones (the child runs on a copy of its
+ * memory and may allocate).
+ */
+#include <errno.h>
+#include <linux/sched.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "control.h"
+#include "error.h"
+#include "init.h"
+#include "sandbox.h"
+#include "util/cleanup.h"
+
+#define LAUNCH_READY_TIMEOUT_MS 30000
+
+static pid_t clone_init(int *ret_pidfd)
+{
+	struct clone_args args = {
+		.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
+			 CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_PIDFD,
+		.pidfd = (uint64_t)(uintptr_t)ret_pidfd,
+		.exit_signal = SIGCHLD,
+	};
+
+	return (pid_t)syscall(SYS_clone3, &args, sizeof(args));
+}
+
+/* Waits for READY or FAILED; anything else from a fresh init is a protocol error. */
+static int await_ready(paddock_sandbox *sb, paddock_error *err)
+{
+	struct pollfd p = { .fd = sb->ctl, .events = POLLIN };
+	union {
+		struct pd_ctl_ready ready;
+		paddock_error error;
+	} msg;
+	uint32_t type = 0;
+	ssize_t n;
+	int r;
+
+	do
+		r = poll(&p, 1, LAUNCH_READY_TIMEOUT_MS);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		return pd_fail(err, errno, "wait for init");
+	if (r == 0)
+		return pd_fail(err, ETIMEDOUT, "init did not get ready within %d s",
+			       LAUNCH_READY_TIMEOUT_MS / 1000);
+	n = pd_ctl_recv(sb->ctl, &type, &msg, sizeof(msg), NULL, NULL);
+	if (n < 0)
+		return pd_fail(err, (int)n, "receive from init");
+	if (type == 0)
+		return pd_fail(err, EPIPE, "init exited during setup");
+	if (type == PD_CTL_FAILED && n == (ssize_t)sizeof(msg.error)) {
+		/* SECURITY: strings from inside are bounded before use */
+		*err = msg.error;
+		err->field[sizeof(err->field) - 1] = '\0';
+		err->msg[sizeof(err->msg) - 1] = '\0';
+		if (err->code <= 0 || err->code > 4095)
+			err->code = EIO;
+		return -err->code;
+	}
+	if (type != PD_CTL_READY || n != (ssize_t)sizeof(msg.ready))
+		return pd_fail(err, EPROTO, "unexpected message %u from init", type);
+	sb->landlock_abi = msg.ready.landlock_abi > 0 && msg.ready.landlock_abi < 64
+				   ? msg.ready.landlock_abi
+				   : 0;
+	return 0;
+}
+
+int pd_launch(paddock_sandbox *sb, paddock_error *err)
+{
+	_cleanup_pidfd_ int pidfd = -EBADF;
+	_cleanup_close_ int child_end = -EBADF;
+	int sv[2];
+	pid_t pid;
+	int r;
+
+	r = pd_idmap_acquire(&sb->idmap, err);
+	if (r < 0)
+		return r;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return pd_fail(err, errno, "socketpair");
+	sb->ctl = sv[0];
+	child_end = sv[1];
+
+	pid = clone_init(&pidfd);
+	if (pid < 0) {
+		r = errno;
+		if (r == ENOSPC || r == EUSERS)
+			return pd_fail(err, r, "clone into new namespaces: namespace limit reached");
+		if (r == EPERM)
+			return pd_fail(err, r,
+				       "clone into new namespaces: user namespaces are not allowed "
+				       "for this user (see docs/security.md)");
+		return pd_fail(err, r, "clone into new namespaces");
+	}
+	if (pid == 0) {
+		pd_close(sv[0]);
+		pd_init_main(sb->spec, &sb->idmap, child_end);
+	}
+	child_end = pd_close(child_end);
+	sb->init_pid = pid;
+
+	r = pd_idmap_write(&sb->idmap, pid, err);
+	if (r >= 0)
+		r = pd_ctl_send(sb->ctl, PD_CTL_GO, NULL, 0, NULL, 0) < 0
+			    ? pd_fail(err, EPIPE, "start init")
+			    : 0;
+	if (r >= 0)
+		r = await_ready(sb, err);
+	if (r < 0) {
+		pd_error_prefix(err, "create sandbox");
+		return r; /* the cleanup kills and reaps init */
+	}
+	sb->pidfd = TAKE_FD(pidfd);
+	return 0;
+}

@@ -1,0 +1,891 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Building a sandbox's root filesystem. Runs in init (inside the new user and mount
+ * namespaces, with capabilities over them only), before any command exists, so nothing
+ * here faces hostile input except what the spec names (validated) and the content of a
+ * --rootfs tree (resolved only beneath that tree).
+ *
+ * One size-limited tmpfs, the sandbox's "disk", holds everything writable:
+ *
+ *   disk/root        the new "/" (bind of itself so it can be pivot_root's target; read-only
+ *                    once built)
+ *   disk/upper,work  the overlay's writable layer over the base /usr
+ *   disk/tmp         -> /tmp          disk/home      -> /home/user
+ *   disk/workspace   -> /workspace (unless the spec binds a host directory there)
+ *   disk/shm         -> /dev/shm
+ *
+ * so the disk limit covers every byte the sandbox can write, and destroying the mount
+ * namespace frees it: there is no host directory to clean up. Everything is mounted by fd
+ * (fsopen/fsmount, open_tree/move_mount, mount_setattr); nothing is mounted by shelling out.
+ *
+ * The stage: the disk is attached at the first existing directory of /tmp, /mnt, /run in
+ * the (private) old root while it is being built; pivot_root then detaches the whole old
+ * root, stage included.
+ */
+#include "rootfs.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "util/cleanup.h"
+#include "util/fd.h"
+#include "util/strv.h"
+
+#define MIRROR_MAX_DIRS 256
+#define MIRROR_MAX_DEPTH 3
+
+void pd_rootfs_sources_init(struct pd_rootfs_sources *s)
+{
+	*s = (struct pd_rootfs_sources){ .workspace_fd = -EBADF };
+}
+
+void pd_rootfs_sources_release(struct pd_rootfs_sources *s)
+{
+	for (size_t i = 0; i < s->n_binds; i++)
+		s->bind_fds[i] = pd_close(s->bind_fds[i]);
+	free(s->bind_fds);
+	s->bind_fds = NULL;
+	s->n_binds = 0;
+	s->workspace_fd = pd_close(s->workspace_fd);
+}
+
+static int set_attr(int fd, const char *path, unsigned flags, uint64_t set, uint64_t clr)
+{
+	struct mount_attr a = { .attr_set = set, .attr_clr = clr };
+
+	if (mount_setattr(fd, path, flags, &a, sizeof(a)) < 0)
+		return -errno;
+	return 0;
+}
+
+/* A detached, recursive clone of a host tree with nosuid,nodev (and rdonly if asked). */
+static int clone_tree(const char *path, bool readonly, paddock_error *err)
+{
+	_cleanup_close_ int fd = -EBADF;
+	int r;
+
+	fd = open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	if (fd < 0)
+		return pd_fail(err, errno, "open '%s'", PD_ESC(path));
+	r = set_attr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE,
+		     MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (readonly ? MOUNT_ATTR_RDONLY : 0), 0);
+	if (r < 0)
+		return pd_fail(err, r, "set attributes of '%s'", PD_ESC(path));
+	return TAKE_FD(fd);
+}
+
+int pd_rootfs_open_sources(const paddock_spec *spec, struct pd_rootfs_sources *ret_sources,
+			   paddock_error *err)
+{
+	struct pd_rootfs_sources s;
+	int r;
+
+	pd_rootfs_sources_init(&s);
+	if (spec->n_binds > 0) {
+		s.bind_fds = calloc(spec->n_binds, sizeof(*s.bind_fds));
+		if (!s.bind_fds)
+			return pd_fail(err, ENOMEM, "allocate bind list");
+		for (size_t i = 0; i < spec->n_binds; i++)
+			s.bind_fds[i] = -EBADF;
+		s.n_binds = spec->n_binds;
+	}
+	for (size_t i = 0; i < spec->n_binds; i++) {
+		r = clone_tree(spec->binds[i].source, spec->binds[i].readonly, err);
+		if (r < 0) {
+			char field[64];
+
+			snprintf(field, sizeof(field), "binds[%zu].source", i);
+			snprintf(err->field, sizeof(err->field), "%s", field);
+			pd_rootfs_sources_release(&s);
+			return r;
+		}
+		s.bind_fds[i] = r;
+	}
+	if (spec->workspace) {
+		r = clone_tree(spec->workspace, false, err);
+		if (r < 0) {
+			snprintf(err->field, sizeof(err->field), "workspace");
+			pd_rootfs_sources_release(&s);
+			return r;
+		}
+		s.workspace_fd = r;
+	}
+	*ret_sources = s;
+	return 0;
+}
+
+/* ---- small fd helpers ------------------------------------------------------------------ */
+
+static int new_fs(const char *type, const char *const *opts, unsigned attrs, paddock_error *err)
+{
+	_cleanup_close_ int fs = -EBADF;
+	int mfd;
+
+	fs = fsopen(type, FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return pd_fail(err, errno, "fsopen %s", type);
+	for (const char *const *o = opts; o && o[0]; o += 2) {
+		int r = o[1] ? fsconfig(fs, FSCONFIG_SET_STRING, o[0], o[1], 0)
+			     : fsconfig(fs, FSCONFIG_SET_FLAG, o[0], NULL, 0);
+		if (r < 0)
+			return pd_fail(err, errno, "configure %s option '%s'", type, o[0]);
+	}
+	if (fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+		return pd_fail(err, errno, "create %s", type);
+	mfd = fsmount(fs, FSMOUNT_CLOEXEC, attrs);
+	if (mfd < 0)
+		return pd_fail(err, errno, "mount %s", type);
+	return mfd;
+}
+
+/* Attaches the detached mount `mfd` at dirfd/path. */
+static int attach(int mfd, int dirfd, const char *path, paddock_error *err)
+{
+	if (move_mount(mfd, "", dirfd, path, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		return pd_fail(err, errno, "attach mount at '%s'", PD_ESC(path));
+	return 0;
+}
+
+/* Binds dirfd/src (a path inside an fd we own) onto to_dirfd/to. */
+static int bind_at(int dirfd, const char *src, int to_dirfd, const char *to, uint64_t attrs,
+		   paddock_error *err)
+{
+	_cleanup_close_ int t = -EBADF;
+	int r;
+
+	t = open_tree(dirfd, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (src[0] ? 0 : AT_EMPTY_PATH));
+	if (t < 0)
+		return pd_fail(err, errno, "clone tree '%s'", PD_ESC(src));
+	if (attrs) {
+		r = set_attr(t, "", AT_EMPTY_PATH, attrs, 0);
+		if (r < 0)
+			return pd_fail(err, r, "set attributes of '%s'", PD_ESC(src));
+	}
+	return attach(t, to_dirfd, to, err);
+}
+
+static int mkdir_owned(int dirfd, const char *name, mode_t mode, uid_t uid, gid_t gid,
+		       paddock_error *err)
+{
+	if (mkdirat(dirfd, name, mode) < 0 && errno != EEXIST)
+		return pd_fail(err, errno, "mkdir '%s'", name);
+	/* mkdirat() applies the umask and drops sticky bits on some filesystems: set exactly */
+	if (fchmodat(dirfd, name, mode, 0) < 0)
+		return pd_fail(err, errno, "chmod '%s'", name);
+	if (fchownat(dirfd, name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
+		return pd_fail(err, errno, "chown '%s'", name);
+	return 0;
+}
+
+static int touch(int dirfd, const char *name, paddock_error *err)
+{
+	int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0)
+		return pd_fail(err, errno, "create '%s'", name);
+	pd_close(fd);
+	return 0;
+}
+
+static int open_dir(int dirfd, const char *name, paddock_error *err)
+{
+	int fd = openat(dirfd, name, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return pd_fail(err, errno, "open '%s'", name);
+	return fd;
+}
+
+/* Opens path below root_fd with every symlink resolved inside root_fd (a --rootfs tree). */
+static int open_in_root(int root_fd, const char *path, int flags)
+{
+	struct open_how how = {
+		.flags = (uint64_t)flags | O_CLOEXEC,
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+	};
+	long fd = syscall(SYS_openat2, root_fd, path, &how, sizeof(how));
+
+	return fd < 0 ? -errno : (int)fd;
+}
+
+/* ---- the pieces of the root --------------------------------------------------------- */
+
+struct build {
+	const paddock_spec *spec;
+	const struct pd_idmap *idmap;
+	const char *base;  /* "/" or the rootfs path */
+	int base_fd;	   /* O_PATH of base */
+	const char *stage; /* where disk is attached in the old root */
+	int disk;	   /* mount fd of the disk tmpfs */
+	int root;	   /* mount fd of the new root */
+	uid_t root_uid;	   /* init's own ids inside */
+	gid_t root_gid;
+};
+
+static const char *const top_links[] = { "bin", "sbin", "lib", "lib32", "lib64", "libx32" };
+
+/* The merged-/usr links (or, in an old-style tree, read-only binds of the real dirs). */
+static int build_top_links(struct build *b, paddock_error *err)
+{
+	for (size_t i = 0; i < ELEMENTSOF(top_links); i++) {
+		const char *name = top_links[i];
+		char target[PATH_MAX];
+		struct stat st;
+		ssize_t n;
+		int r;
+
+		if (fstatat(b->base_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (S_ISLNK(st.st_mode)) {
+			n = readlinkat(b->base_fd, name, target, sizeof(target) - 1);
+			if (n < 0)
+				return pd_fail(err, errno, "readlink '%s'", name);
+			target[n] = '\0';
+			if (symlinkat(target, b->root, name) < 0)
+				return pd_fail(err, errno, "symlink '%s'", name);
+		} else if (S_ISDIR(st.st_mode)) {
+			r = mkdir_owned(b->root, name, 0755, b->root_uid, b->root_gid, err);
+			if (r < 0)
+				return r;
+			r = bind_at(b->base_fd, name, b->root, name,
+				    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, err);
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+/*
+ * The base /usr/local belongs to host root, which is nobody inside: mirror its directories
+ * into the writable layer owned by the sandbox user, so `pip install` and `make install`
+ * into /usr/local work as they do on a machine the user owns. Bounded in depth and count.
+ */
+static int mirror_dirs(int src, int dst, int depth, unsigned *budget, uid_t uid, gid_t gid,
+		       paddock_error *err)
+{
+	_cleanup_close_ int dup_fd = -EBADF;
+	DIR *d;
+	struct dirent *de;
+	int r = 0;
+
+	if (depth > MIRROR_MAX_DEPTH)
+		return 0;
+	dup_fd = openat(src, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dup_fd < 0)
+		return 0; /* unreadable: nothing to mirror */
+	d = fdopendir(dup_fd);
+	if (!d)
+		return pd_fail(err, errno, "read /usr/local");
+	TAKE_FD(dup_fd);
+	while ((de = readdir(d)) && r >= 0) {
+		_cleanup_close_ int s = -EBADF, t = -EBADF;
+		struct stat st;
+
+		if (de->d_type != DT_DIR || !strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (*budget == 0)
+			break;
+		(*budget)--;
+		s = openat(src, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+		if (s < 0 || fstat(s, &st) < 0)
+			continue;
+		r = mkdir_owned(dst, de->d_name, st.st_mode & 07777, uid, gid, err);
+		if (r < 0)
+			break;
+		t = open_dir(dst, de->d_name, err);
+		if (t < 0) {
+			r = t;
+			break;
+		}
+		r = mirror_dirs(s, t, depth + 1, budget, uid, gid, err);
+	}
+	closedir(d);
+	return r;
+}
+
+static int build_usr(struct build *b, paddock_error *err)
+{
+	char lower[PATH_MAX], upper[PATH_MAX], work[PATH_MAX];
+	_cleanup_close_ int usr = -EBADF, mfd = -EBADF, upper_fd = -EBADF, local = -EBADF;
+	struct stat st;
+	int r;
+
+	r = mkdir_owned(b->root, "usr", 0755, b->root_uid, b->root_gid, err);
+	if (r < 0)
+		return r;
+	usr = open_in_root(b->base_fd, "usr", O_PATH | O_DIRECTORY);
+	if (usr == -ENOENT)
+		return 0; /* a tree without /usr: its top-level dirs were bound already */
+	if (usr < 0)
+		return pd_fail(err, usr, "open '%s/usr'", PD_ESC(b->base));
+	if (fstat(usr, &st) < 0)
+		return pd_fail(err, errno, "stat '%s/usr'", PD_ESC(b->base));
+	/*
+	 * The lower layer by fd: its path may lie below the stage (a --rootfs under /tmp is
+	 * hidden by the disk mounted there now), and a path string could hold the ',' and ':'
+	 * overlayfs splits options on. The old root's /proc resolves our own fd.
+	 */
+	snprintf(lower, sizeof(lower), "/proc/self/fd/%d", usr);
+	snprintf(upper, sizeof(upper), "%s/upper", b->stage);
+	snprintf(work, sizeof(work), "%s/work", b->stage);
+
+	r = mkdir_owned(b->disk, "upper", st.st_mode & 07777, b->root_uid, b->root_gid, err);
+	if (r < 0)
+		return r;
+	r = mkdir_owned(b->disk, "work", 0700, b->root_uid, b->root_gid, err);
+	if (r < 0)
+		return r;
+	upper_fd = open_dir(b->disk, "upper", err);
+	if (upper_fd < 0)
+		return upper_fd;
+	local = openat(usr, "local", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (local >= 0) {
+		_cleanup_close_ int dst = -EBADF;
+		unsigned budget = MIRROR_MAX_DIRS;
+
+		if (fstat(local, &st) < 0)
+			return pd_fail(err, errno, "stat /usr/local");
+		r = mkdir_owned(upper_fd, "local", st.st_mode & 07777, PD_SANDBOX_UID,
+				PD_SANDBOX_GID, err);
+		if (r < 0)
+			return r;
+		dst = open_dir(upper_fd, "local", err);
+		if (dst < 0)
+			return dst;
+		r = mirror_dirs(local, dst, 1, &budget, PD_SANDBOX_UID, PD_SANDBOX_GID, err);
+		if (r < 0)
+			return r;
+	}
+
+	mfd = new_fs("overlay",
+		     (const char *const[]){ "lowerdir", lower, "upperdir", upper, "workdir", work,
+					    NULL },
+		     MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, err);
+	if (mfd < 0)
+		return mfd;
+	return attach(mfd, b->root, "usr", err);
+}
+
+static const char passwd_fmt[] = "root:x:0:0:root:/root:/bin/sh\n"
+				 "user:x:1000:1000:user:/home/user:/bin/bash\n"
+				 "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+static const char group_fmt[] = "root:x:0:\ntty:x:5:\nuser:x:1000:\nnogroup:x:65534:\n";
+static const char nsswitch[] = "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
+			       "networks: files\nprotocols: files\nservices: files\n"
+			       "ethers: files\nrpc: files\n";
+static const char resolv_none[] = "# paddock: network mode none - no name server is reachable\n"
+				  "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n";
+
+/*
+ * Host (or --rootfs) /etc entries a sandbox may see: caches, tables and links that tools
+ * need and that hold nothing about the host's users, keys or services. Never shadow, ssh
+ * keys, the machine id, or the host's passwd/group.
+ */
+static const char *const etc_allow[] = {
+	"alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "os-release",
+	"debian_version", "protocols", "services", "mime.types", "ssl/certs", "ssl/openssl.cnf",
+	"ca-certificates", "ca-certificates.conf", "bash.bashrc", "profile", "profile.d",
+	"inputrc", "environment", "timezone", "gai.conf", "login.defs", "magic", "issue",
+	"lsb-release", "python3", "python3.11", "perl", "vim", "gitconfig", "xdg",
+};
+
+static int write_etc(struct build *b, int etc, paddock_error *err)
+{
+	char hosts[256], hostname[80];
+	int r;
+
+	snprintf(hosts, sizeof(hosts),
+		 "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+		 "127.0.1.1\t%s\n",
+		 b->spec->hostname);
+	snprintf(hostname, sizeof(hostname), "%s\n", b->spec->hostname);
+	const struct {
+		const char *name, *data;
+	} files[] = {
+		{ "passwd", passwd_fmt },     { "group", group_fmt },	{ "hosts", hosts },
+		{ "hostname", hostname },     { "nsswitch.conf", nsswitch },
+		{ "resolv.conf", resolv_none },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+		r = pd_write_file_at(etc, files[i].name, files[i].data, strlen(files[i].data),
+				     0644);
+		if (r < 0)
+			return pd_fail(err, r, "write /etc/%s", files[i].name);
+	}
+	return 0;
+}
+
+static int import_etc_entry(struct build *b, int src_etc, int etc, const char *rel,
+			    paddock_error *err)
+{
+	_cleanup_close_ int src = -EBADF, dst_parent = -EBADF;
+	char parent[64], target[PATH_MAX];
+	const char *name = rel, *slash = strrchr(rel, '/');
+	struct stat st;
+	ssize_t n;
+	int r;
+
+	if (fstatat(src_etc, rel, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return 0; /* absent on this host: fine */
+	if (slash) {
+		snprintf(parent, sizeof(parent), "%.*s", (int)(slash - rel), rel);
+		name = slash + 1;
+		r = mkdir_owned(etc, parent, 0755, b->root_uid, b->root_gid, err);
+		if (r < 0)
+			return r;
+		dst_parent = open_dir(etc, parent, err);
+		if (dst_parent < 0)
+			return dst_parent;
+	}
+	int dst = slash ? dst_parent : etc;
+
+	if (S_ISLNK(st.st_mode)) {
+		n = readlinkat(src_etc, rel, target, sizeof(target) - 1);
+		if (n < 0)
+			return 0;
+		target[n] = '\0';
+		if (symlinkat(target, dst, name) < 0)
+			return pd_fail(err, errno, "symlink /etc/%s", rel);
+		return 0;
+	}
+	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+		return 0;
+	/* SECURITY: O_NOFOLLOW on the last component; the entry was checked to be no link */
+	src = openat(src_etc, rel, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (src < 0)
+		return 0;
+	if (S_ISDIR(st.st_mode))
+		r = mkdir_owned(dst, name, 0755, b->root_uid, b->root_gid, err);
+	else
+		r = touch(dst, name, err);
+	if (r < 0)
+		return r;
+	return bind_at(src, "", dst, name,
+		       MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, err);
+}
+
+static int build_etc(struct build *b, paddock_error *err)
+{
+	_cleanup_close_ int etc = -EBADF, src_etc = -EBADF;
+	int r;
+
+	r = mkdir_owned(b->root, "etc", 0755, b->root_uid, b->root_gid, err);
+	if (r < 0)
+		return r;
+	etc = open_dir(b->root, "etc", err);
+	if (etc < 0)
+		return etc;
+	r = write_etc(b, etc, err);
+	if (r < 0)
+		return r;
+	src_etc = open_in_root(b->base_fd, "etc", O_PATH | O_DIRECTORY);
+	if (src_etc < 0)
+		return 0;
+	for (size_t i = 0; i < ELEMENTSOF(etc_allow); i++) {
+		r = import_etc_entry(b, src_etc, etc, etc_allow[i], err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* Files and directories of a fresh /proc that reveal the host or let it be poked. */
+static const char *const proc_null_files[] = {
+	"kcore", "keys", "key-users", "timer_list", "sched_debug", "latency_stats",
+	"kallsyms", "kmsg", "sysrq-trigger", "config.gz", "kpagecount", "kpageflags",
+};
+static const char *const proc_empty_dirs[] = { "acpi", "scsi", "asound", "driver" };
+static const char *const proc_readonly[] = { "sys", "irq", "bus", "fs" };
+
+static int build_proc(struct build *b, paddock_error *err)
+{
+	_cleanup_close_ int mfd = -EBADF, proc = -EBADF;
+	int r;
+
+	r = mkdir_owned(b->root, "proc", 0555, b->root_uid, b->root_gid, err);
+	if (r < 0)
+		return r;
+	mfd = new_fs("proc", NULL, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, err);
+	if (mfd < 0)
+		return mfd;
+	r = attach(mfd, b->root, "proc", err);
+	if (r < 0)
+		return r;
+	proc = open_dir(b->root, "proc", err);
+	if (proc < 0)
+		return proc;
+	for (size_t i = 0; i < ELEMENTSOF(proc_null_files); i++) {
+		struct stat st;
+
+		if (fstatat(proc, proc_null_files[i], &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISREG(st.st_mode))
+			continue;
+		r = bind_at(b->root, "dev/null", proc, proc_null_files[i], MOUNT_ATTR_RDONLY,
+			    err);
+		if (r < 0)
+			return r;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(proc_empty_dirs); i++) {
+		_cleanup_close_ int t = -EBADF;
+		struct stat st;
+
+		if (fstatat(proc, proc_empty_dirs[i], &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISDIR(st.st_mode))
+			continue;
+		t = new_fs("tmpfs", (const char *const[]){ "size", "0", "mode", "0555", NULL },
+			   MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+				   MOUNT_ATTR_NOEXEC,
+			   err);
+		if (t < 0)
+			return t;
+		r = attach(t, proc, proc_empty_dirs[i], err);
+		if (r < 0)
+			return r;
+	}
+	for (size_t i = 0; i < ELEMENTSOF(proc_readonly); i++) {
+		struct stat st;
+
+		if (fstatat(proc, proc_readonly[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		r = bind_at(proc, proc_readonly[i], proc, proc_readonly[i],
+			    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+				    MOUNT_ATTR_NOEXEC,
+			    err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static const char *const dev_nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
+
+static int build_dev(struct build *b, paddock_error *err)
+{
+	_cleanup_close_ int mfd = -EBADF, host_dev = -EBADF, pts = -EBADF;
+	char ptsgid[16];
+	int r;
+
+	r = mkdir_owned(b->root, "dev", 0755, b->root_uid, b->root_gid, err);
+	if (r < 0)
+		return r;
+	mfd = new_fs("tmpfs", (const char *const[]){ "size", "65536", "mode", "0755", NULL },
+		     MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, err);
+	if (mfd < 0)
+		return mfd;
+	host_dev = open("/dev", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (host_dev < 0)
+		return pd_fail(err, errno, "open /dev");
+	for (size_t i = 0; i < ELEMENTSOF(dev_nodes); i++) {
+		r = touch(mfd, dev_nodes[i], err);
+		if (r < 0)
+			return r;
+		r = bind_at(host_dev, dev_nodes[i], mfd, dev_nodes[i],
+			    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, err);
+		if (r < 0)
+			return r;
+	}
+	const struct {
+		const char *name, *target;
+	} links[] = {
+		{ "fd", "/proc/self/fd" },	   { "stdin", "/proc/self/fd/0" },
+		{ "stdout", "/proc/self/fd/1" }, { "stderr", "/proc/self/fd/2" },
+		{ "ptmx", "pts/ptmx" },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(links); i++)
+		if (symlinkat(links[i].target, mfd, links[i].name) < 0)
+			return pd_fail(err, errno, "symlink /dev/%s", links[i].name);
+	r = mkdir_owned(mfd, "pts", 0755, b->root_uid, b->root_gid, err);
+	if (r < 0)
+		return r;
+	r = mkdir_owned(mfd, "shm", 01777, b->root_uid, b->root_gid, err);
+	if (r < 0)
+		return r;
+	/* gid 5 ("tty") exists inside only when a whole range is mapped (as root) */
+	snprintf(ptsgid, sizeof(ptsgid), "%d", 5);
+	pts = new_fs("devpts",
+		     b->idmap->rootless
+			     ? (const char *const[]){ "newinstance", NULL, "ptmxmode", "0666",
+						      "mode", "0620", NULL }
+			     : (const char *const[]){ "newinstance", NULL, "ptmxmode", "0666",
+						      "mode", "0620", "gid", ptsgid, NULL },
+		     MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, err);
+	if (pts < 0)
+		return pts;
+	r = attach(pts, mfd, "pts", err);
+	if (r < 0)
+		return r;
+	r = bind_at(b->disk, "shm", mfd, "shm",
+		    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, err);
+	if (r < 0)
+		return r;
+	/* nothing new can be created in /dev itself */
+	r = set_attr(mfd, "", AT_EMPTY_PATH, MOUNT_ATTR_RDONLY, 0);
+	if (r < 0)
+		return pd_fail(err, r, "make /dev read-only");
+	return attach(mfd, b->root, "dev", err);
+}
+
+/*
+ * Creates the mountpoint for a bind target (absolute, normalised, no "..": the spec checked)
+ * below root, refusing symlinks on the way, and attaches tree_fd there.
+ */
+static int attach_at_target(struct build *b, int tree_fd, const char *target, const char *field,
+			    paddock_error *err)
+{
+	_cleanup_close_ int dir = -EBADF;
+	char buf[PATH_MAX];
+	char *comp, *save = NULL, *next;
+	struct stat st;
+	int r;
+
+	if (fstat(tree_fd, &st) < 0)
+		return pd_fail(err, errno, "stat bind source");
+	snprintf(buf, sizeof(buf), "%s", target + 1);
+	dir = fcntl(b->root, F_DUPFD_CLOEXEC, 3);
+	if (dir < 0)
+		return pd_fail(err, errno, "dup root fd");
+	comp = strtok_r(buf, "/", &save);
+	while (comp) {
+		next = strtok_r(NULL, "/", &save);
+		if (!next)
+			break;
+		if (mkdirat(dir, comp, 0755) < 0 && errno != EEXIST)
+			return pd_fail_field(err, errno, field, "create mountpoint '%s'",
+					     PD_ESC(target));
+		int sub = openat(dir, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub < 0)
+			return pd_fail_field(err, errno, field,
+					     "'%s' crosses a symlink or a non-directory",
+					     PD_ESC(target));
+		pd_close(dir);
+		dir = sub;
+		comp = next;
+	}
+	if (S_ISDIR(st.st_mode))
+		r = (mkdirat(dir, comp, 0755) < 0 && errno != EEXIST) ? -errno : 0;
+	else
+		r = touch(dir, comp, err);
+	if (r < 0)
+		return pd_fail_field(err, r, field, "create mountpoint '%s'", PD_ESC(target));
+	r = attach(tree_fd, dir, comp, err);
+	if (r < 0)
+		snprintf(err->field, sizeof(err->field), "%s", field);
+	return r;
+}
+
+/* The writable areas on the disk tmpfs, before anything is bound from them. */
+static int make_disk_dirs(struct build *b, paddock_error *err)
+{
+	const struct {
+		const char *name;
+		mode_t mode;
+		bool user_owned;
+	} dirs[] = {
+		{ "tmp", 01777, false },
+		{ "home", 0750, true },
+		{ "workspace", 0755, true },
+		{ "shm", 01777, false },
+	};
+	int r;
+
+	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+		r = mkdir_owned(b->disk, dirs[i].name, dirs[i].mode,
+				dirs[i].user_owned ? PD_SANDBOX_UID : b->root_uid,
+				dirs[i].user_owned ? PD_SANDBOX_GID : b->root_gid, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int build_dirs(struct build *b, struct pd_rootfs_sources *src, paddock_error *err)
+{
+	_cleanup_close_ int home = -EBADF, var = -EBADF;
+	int r;
+
+	const struct {
+		const char *name;
+		mode_t mode;
+	} dirs[] = {
+		{ "tmp", 0755 }, { "home", 0755 }, { "workspace", 0755 }, { "var", 0755 },
+		{ "run", 0755 }, { "root", 0700 }, { "opt", 0755 },	  { "mnt", 0755 },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+		r = mkdir_owned(b->root, dirs[i].name, dirs[i].mode, b->root_uid, b->root_gid, err);
+		if (r < 0)
+			return r;
+	}
+	home = open_dir(b->root, "home", err);
+	if (home < 0)
+		return home;
+	r = mkdir_owned(home, "user", 0750, PD_SANDBOX_UID, PD_SANDBOX_GID, err);
+	if (r < 0)
+		return r;
+	var = open_dir(b->root, "var", err);
+	if (var < 0)
+		return var;
+	if (symlinkat("/tmp", var, "tmp") < 0)
+		return pd_fail(err, errno, "symlink /var/tmp");
+
+	const uint64_t rw = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
+	r = bind_at(b->disk, "tmp", b->root, "tmp", rw, err);
+	if (r < 0)
+		return r;
+	r = bind_at(b->disk, "home", home, "user", rw, err);
+	if (r < 0)
+		return r;
+	if (src->workspace_fd >= 0) {
+		r = attach(src->workspace_fd, b->root, "workspace", err);
+		if (r < 0)
+			return r;
+		src->workspace_fd = pd_close(src->workspace_fd);
+	} else {
+		r = bind_at(b->disk, "workspace", b->root, "workspace", rw, err);
+		if (r < 0)
+			return r;
+	}
+	for (size_t i = 0; i < src->n_binds; i++) {
+		char field[64];
+
+		snprintf(field, sizeof(field), "binds[%zu].target", i);
+		r = attach_at_target(b, src->bind_fds[i], b->spec->binds[i].target, field, err);
+		if (r < 0)
+			return r;
+		src->bind_fds[i] = pd_close(src->bind_fds[i]);
+	}
+	return 0;
+}
+
+static const char *pick_stage(void)
+{
+	static const char *const candidates[] = { "/tmp", "/mnt", "/run", "/var/tmp", "/opt" };
+	struct stat st;
+
+	for (size_t i = 0; i < ELEMENTSOF(candidates); i++)
+		if (lstat(candidates[i], &st) == 0 && S_ISDIR(st.st_mode))
+			return candidates[i];
+	return NULL;
+}
+
+static int pivot(int root_fd, paddock_error *err)
+{
+	if (fchdir(root_fd) < 0)
+		return pd_fail(err, errno, "enter new root");
+	/* pivot_root(".", "."): the old root ends up on top of the new one, then goes */
+	if (syscall(SYS_pivot_root, ".", ".") < 0)
+		return pd_fail(err, errno, "pivot_root");
+	if (umount2(".", MNT_DETACH) < 0)
+		return pd_fail(err, errno, "detach old root");
+	if (chdir("/") < 0)
+		return pd_fail(err, errno, "chdir /");
+	return 0;
+}
+
+int pd_rootfs_build(const paddock_spec *spec, const struct pd_idmap *idmap,
+		    struct pd_rootfs_sources *sources, paddock_error *err)
+{
+	_cleanup_close_ int disk = -EBADF, root = -EBADF, base_fd = -EBADF;
+	char size[32];
+	struct build b = {
+		.spec = spec,
+		.idmap = idmap,
+		.base = spec->rootfs ? spec->rootfs : "/",
+		.root_uid = idmap->init_uid,
+		.root_gid = idmap->init_gid,
+	};
+	int r;
+
+	/* SECURITY: nothing we mount may propagate back to the host's mount namespace */
+	{
+		struct mount_attr a = { .propagation = MS_PRIVATE };
+		if (mount_setattr(AT_FDCWD, "/", AT_RECURSIVE, &a, sizeof(a)) < 0)
+			return pd_fail(err, errno, "make mounts private");
+	}
+	base_fd = open(b.base, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (base_fd < 0)
+		return pd_fail_field(err, errno, spec->rootfs ? "rootfs" : "", "open '%s'",
+				     PD_ESC(b.base));
+	b.base_fd = base_fd;
+	b.stage = pick_stage();
+	if (!b.stage)
+		return pd_fail(err, ENOENT, "no directory to stage the root in");
+
+	snprintf(size, sizeof(size), "%llu", (unsigned long long)spec->limits.disk_bytes);
+	disk = new_fs("tmpfs", (const char *const[]){ "size", size, "mode", "0755", NULL },
+		      MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, err);
+	if (disk < 0)
+		return disk;
+	r = attach(disk, AT_FDCWD, b.stage, err);
+	if (r < 0)
+		return r;
+	b.disk = disk;
+	r = mkdir_owned(disk, "root", 0755, b.root_uid, b.root_gid, err);
+	if (r < 0)
+		return r;
+	/* the new root must be a mount point for pivot_root: bind disk/root onto itself */
+	root = open_tree(disk, "root", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (root < 0)
+		return pd_fail(err, errno, "clone new root");
+	r = attach(root, disk, "root", err);
+	if (r < 0)
+		return r;
+	b.root = root;
+
+	r = make_disk_dirs(&b, err);
+	if (r >= 0)
+		r = build_top_links(&b, err);
+	if (r >= 0)
+		r = build_usr(&b, err);
+	if (r >= 0)
+		r = build_etc(&b, err);
+	if (r >= 0)
+		r = build_dev(&b, err);
+	if (r >= 0)
+		r = build_proc(&b, err);
+	if (r >= 0)
+		r = build_dirs(&b, sources, err);
+	if (r < 0) {
+		pd_error_prefix(err, "build root");
+		return r;
+	}
+	/* SECURITY: the root itself is read-only; only the mounts placed on it are writable */
+	r = set_attr(root, "", AT_EMPTY_PATH, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
+					       MOUNT_ATTR_NODEV, 0);
+	if (r < 0)
+		return pd_fail(err, r, "make root read-only");
+	return pivot(root, err);
+}
+
+int pd_rootfs_writable_paths(const paddock_spec *spec, char ***ret_paths, paddock_error *err)
+{
+	static const char *const fixed[] = { "/tmp", "/home/user", "/workspace", "/usr",
+					     "/dev/shm", "/dev/pts" };
+	size_t n = ELEMENTSOF(fixed) + spec->n_binds;
+	_cleanup_strv_ char **v = calloc(n + 1, sizeof(char *));
+	size_t k = 0;
+
+	if (!v)
+		return pd_fail(err, ENOMEM, "allocate path list");
+	for (size_t i = 0; i < ELEMENTSOF(fixed); i++)
+		if (!(v[k++] = strdup(fixed[i])))
+			return pd_fail(err, ENOMEM, "allocate path list");
+	for (size_t i = 0; i < spec->n_binds; i++) {
+		if (spec->binds[i].readonly)
+			continue;
+		if (!(v[k++] = strdup(spec->binds[i].target)))
+			return pd_fail(err, ENOMEM, "allocate path list");
+	}
+	*ret_paths = TAKE_PTR(v);
+	return 0;
+}

@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The sandbox's root filesystem, built by init inside its fresh mount namespace and
+ * entered with pivot_root. See rootfs.c for the layout.
+ */
+#pragma once
+
+#include "paddock/paddock.h"
+#include "idmap.h"
+#include "spec.h"
+
+/* Host trees a sandbox mounts, cloned while init still has the invoker's host identity. */
+struct pd_rootfs_sources {
+	int *bind_fds; /* spec->n_binds detached trees */
+	size_t n_binds;
+	int workspace_fd; /* detached tree of spec->workspace, or -EBADF */
+};
+
+void pd_rootfs_sources_init(struct pd_rootfs_sources *s);
+void pd_rootfs_sources_release(struct pd_rootfs_sources *s);
+
+/*
+ * Clones the trees the spec binds (binds[], workspace). Runs in init before it takes its
+ * sandbox identity, so host permissions are checked against the invoker.
+ */
+int pd_rootfs_open_sources(const paddock_spec *spec, struct pd_rootfs_sources *ret_sources,
+			   paddock_error *err);
+
+/*
+ * Builds the root (consuming the sources' fds), pivots into it and detaches the old root.
+ * On return the cwd is "/" of the new root. Runs in init, as init's sandbox identity.
+ */
+int pd_rootfs_build(const paddock_spec *spec, const struct pd_idmap *idmap,
+		    struct pd_rootfs_sources *sources, paddock_error *err);
+
+/*
+ * The absolute paths (in the new root) a command may write below, NULL-terminated: for
+ * Landlock. Caller frees with pd_strv_free.
+ */
+int pd_rootfs_writable_paths(const paddock_spec *spec, char ***ret_paths, paddock_error *err);

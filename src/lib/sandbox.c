@@ -1,0 +1,706 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Sandboxes and their commands, as the supervisor sees them. A sandbox is its init (held by
+ * pidfd) and the control socket; both are served by the context's libevent loop. Results
+ * reach the caller through callbacks that always run from the loop (never from inside an
+ * API call), so a callback may start another command or free the sandbox.
+ *
+ * Trust: every message from init is checked (type, size, exec id) before use; a protocol
+ * violation kills the sandbox.
+ */
+#include "sandbox.h"
+
+#include <errno.h>
+#include <event2/event.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/random.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "control.h"
+#include "error.h"
+#include "events.h"
+#include "util/cleanup.h"
+#include "util/strv.h"
+
+#define EXEC_START_TIMEOUT_MS 30000
+
+/* ---- context -------------------------------------------------------------------------- */
+
+int paddock_ctx_new(struct event_base *base, paddock_ctx **ret_ctx, paddock_error *err)
+{
+	paddock_ctx *ctx;
+
+	if (!base || !ret_ctx)
+		return pd_fail(err, EINVAL, "paddock_ctx_new: base and ret_ctx are required");
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return pd_fail(err, ENOMEM, "allocate context");
+	ctx->base = base;
+	ctx->next_exec_id = 1;
+	*ret_ctx = ctx;
+	return 0;
+}
+
+paddock_ctx *paddock_ctx_free(paddock_ctx *ctx)
+{
+	free(ctx);
+	return NULL;
+}
+
+void paddock_ctx_set_event_sink(paddock_ctx *ctx, paddock_event_fn fn, void *userdata)
+{
+	if (!ctx)
+		return;
+	ctx->sink = fn;
+	ctx->sink_userdata = userdata;
+}
+
+/* ---- results -------------------------------------------------------------------------- */
+
+static const char *const end_reasons[_PADDOCK_END_MAX] = {
+	[PADDOCK_END_EXITED] = "exited",   [PADDOCK_END_SIGNALED] = "signaled",
+	[PADDOCK_END_TIMEOUT] = "timeout", [PADDOCK_END_KILLED] = "killed",
+	[PADDOCK_END_ERROR] = "error",
+};
+
+const char *paddock_end_reason_to_string(enum paddock_end_reason r)
+{
+	if ((unsigned)r >= _PADDOCK_END_MAX)
+		return NULL;
+	return end_reasons[r];
+}
+
+int paddock_result_exit_status(const struct paddock_result *res)
+{
+	if (!res)
+		return PADDOCK_EXIT_FAILURE;
+	switch (res->reason) {
+	case PADDOCK_END_EXITED:
+		return res->exit_code;
+	case PADDOCK_END_SIGNALED:
+	case PADDOCK_END_TIMEOUT:
+	case PADDOCK_END_KILLED:
+		return 128 + (res->signal > 0 ? res->signal : SIGKILL);
+	case PADDOCK_END_ERROR:
+		return res->exit_code > 0 ? res->exit_code : PADDOCK_EXIT_FAILURE;
+	case _PADDOCK_END_MAX:
+		break;
+	}
+	return PADDOCK_EXIT_FAILURE;
+}
+
+static json_t *result_json(const struct paddock_result *res)
+{
+	json_t *o = json_object();
+
+	if (!o)
+		return NULL;
+	json_object_set_new(o, "reason", json_string(paddock_end_reason_to_string(res->reason)));
+	json_object_set_new(o, "exit_code", res->reason == PADDOCK_END_EXITED
+						    ? json_integer(res->exit_code)
+						    : json_null());
+	json_object_set_new(o, "signal", res->signal ? json_integer(res->signal) : json_null());
+	json_object_set_new(o, "exit_status", json_integer(paddock_result_exit_status(res)));
+	json_object_set_new(o, "wall_s", json_real(res->wall_s));
+	json_object_set_new(o, "cpu_user_s", json_real(res->cpu_user_s));
+	json_object_set_new(o, "cpu_sys_s", json_real(res->cpu_sys_s));
+	json_object_set_new(o, "peak_rss_bytes", json_integer(res->peak_rss_bytes));
+	if (res->reason == PADDOCK_END_ERROR) {
+		json_t *e = json_object();
+		json_object_set_new(e, "code", json_string(paddock_errno_name(res->error.code)));
+		json_object_set_new(e, "field", json_string(res->error.field));
+		json_object_set_new(e, "message", json_string(res->error.msg));
+		json_object_set_new(o, "error", e);
+	}
+	return o;
+}
+
+int paddock_result_to_json(const struct paddock_result *res, char **ret_json,
+			   paddock_error *err)
+{
+	json_t *o;
+	char *s;
+
+	if (!res || !ret_json)
+		return pd_fail(err, EINVAL, "paddock_result_to_json: arguments are required");
+	o = result_json(res);
+	if (!o)
+		return pd_fail(err, ENOMEM, "build result");
+	s = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(6));
+	json_decref(o);
+	if (!s)
+		return pd_fail(err, ENOMEM, "format result");
+	*ret_json = s;
+	return 0;
+}
+
+/* ---- execs ---------------------------------------------------------------------------- */
+
+static double since(const struct timespec *t0)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t0->tv_sec) + (double)(now.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+static void exec_unlink_free(paddock_exec *ex)
+{
+	paddock_sandbox *sb = ex->sb;
+
+	for (paddock_exec **pp = &sb->execs; *pp; pp = &(*pp)->next)
+		if (*pp == ex) {
+			*pp = ex->next;
+			break;
+		}
+	if (ex->deliver)
+		event_free(ex->deliver);
+	ex->pty_fd = pd_close(ex->pty_fd);
+	free(ex);
+}
+
+static void deliver_cb(evutil_socket_t fd, short what, void *arg)
+{
+	paddock_exec *ex = arg;
+
+	(void)fd;
+	(void)what;
+	if (ex->fn)
+		ex->fn(ex, &ex->result, ex->userdata);
+	exec_unlink_free(ex);
+}
+
+static void emit_exit(paddock_exec *ex)
+{
+	json_t *f = result_json(&ex->result);
+	enum paddock_event_level lvl =
+		ex->result.reason == PADDOCK_END_ERROR ? PADDOCK_LEVEL_ERROR : PADDOCK_LEVEL_INFO;
+
+	if (f) {
+		json_object_del(f, "error");
+		pd_event_add_error(f, &ex->result.error);
+	}
+	pd_emit(ex->sb->ctx, lvl,
+		ex->result.reason == PADDOCK_END_ERROR ? "exec.failed" : "exec.exited", ex->sb->id,
+		ex->id_str, f);
+}
+
+/* Makes the result final and schedules the callback from the loop. */
+static void finish(paddock_exec *ex)
+{
+	if (ex->done)
+		return;
+	ex->done = true;
+	ex->result.wall_s = since(&ex->started);
+	emit_exit(ex);
+	event_active(ex->deliver, 0, 0);
+}
+
+static paddock_exec *find_exec(paddock_sandbox *sb, uint64_t id)
+{
+	for (paddock_exec *ex = sb->execs; ex; ex = ex->next)
+		if (ex->id == id && !ex->done)
+			return ex;
+	return NULL;
+}
+
+static void kill_init(paddock_sandbox *sb)
+{
+	if (sb->pidfd >= 0)
+		(void)syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
+}
+
+static void protocol_violation(paddock_sandbox *sb, const char *what)
+{
+	json_t *f = json_pack("{s:s}", "reason", what);
+
+	pd_emit(sb->ctx, PADDOCK_LEVEL_ERROR, "sandbox.protocol_violation", sb->id, NULL, f);
+	kill_init(sb);
+}
+
+static void on_exited(paddock_sandbox *sb, const struct pd_ctl_exited *x)
+{
+	paddock_exec *ex = find_exec(sb, x->id);
+
+	if (!ex)
+		return protocol_violation(sb, "exit report for an unknown command");
+	if (WIFEXITED(x->status)) {
+		ex->result.reason = PADDOCK_END_EXITED;
+		ex->result.exit_code = WEXITSTATUS(x->status);
+	} else if (WIFSIGNALED(x->status)) {
+		ex->result.reason = PADDOCK_END_SIGNALED;
+		ex->result.signal = WTERMSIG(x->status);
+	} else {
+		return protocol_violation(sb, "exit report with an impossible status");
+	}
+	ex->result.cpu_user_s = (double)(x->utime_us > 0 ? x->utime_us : 0) / 1e6;
+	ex->result.cpu_sys_s = (double)(x->stime_us > 0 ? x->stime_us : 0) / 1e6;
+	ex->result.peak_rss_bytes = x->maxrss_kb > 0 ? x->maxrss_kb * 1024 : 0;
+	finish(ex);
+}
+
+static const char *const step_names[_PD_STEP_MAX] = {
+	[PD_STEP_SETUP] = "set up the command",
+	[PD_STEP_LIMITS] = "apply limits",
+	[PD_STEP_LANDLOCK] = "enforce landlock",
+	[PD_STEP_PRIVS] = "drop privileges",
+	[PD_STEP_CWD] = "change to the working directory",
+	[PD_STEP_SECCOMP] = "load the seccomp filter",
+	[PD_STEP_EXECVE] = "execute",
+};
+
+static void on_exec_error(paddock_sandbox *sb, paddock_exec *ex, struct pd_ctl_exec_error *e,
+			  const char *argv0, const char *cwd)
+{
+	int code = e->error.code > 0 && e->error.code < 4096 ? e->error.code : EIO;
+	unsigned step = (unsigned)e->step < _PD_STEP_MAX ? (unsigned)e->step : PD_STEP_SETUP;
+
+	(void)sb;
+	ex->result.reason = PADDOCK_END_ERROR;
+	ex->result.exit_code = PADDOCK_EXIT_FAILURE;
+	if (step == PD_STEP_EXECVE) {
+		ex->result.exit_code = code == ENOENT ? PADDOCK_EXIT_NOT_FOUND
+						      : PADDOCK_EXIT_CANNOT_EXEC;
+		pd_fail_field(&ex->result.error, code, "argv", "%s '%s'", step_names[step],
+			      PD_ESC(argv0));
+	} else if (step == PD_STEP_CWD) {
+		ex->result.exit_code = PADDOCK_EXIT_CANNOT_EXEC;
+		pd_fail_field(&ex->result.error, code, "cwd", "%s '%s'", step_names[step],
+			      PD_ESC(cwd));
+	} else {
+		pd_fail(&ex->result.error, code, "%s", step_names[step]);
+	}
+	finish(ex);
+}
+
+/* Handles one message that is not the reply to a pending start. */
+static void dispatch(paddock_sandbox *sb, uint32_t type, const void *buf, ssize_t n)
+{
+	if (type == PD_CTL_EXITED && n == (ssize_t)sizeof(struct pd_ctl_exited)) {
+		struct pd_ctl_exited x;
+		memcpy(&x, buf, sizeof(x));
+		on_exited(sb, &x);
+		return;
+	}
+	protocol_violation(sb, "unexpected message");
+}
+
+static void ctl_cb(evutil_socket_t fd, short what, void *arg)
+{
+	paddock_sandbox *sb = arg;
+	char buf[sizeof(struct pd_ctl_exec_error) + 64];
+
+	(void)fd;
+	(void)what;
+	for (int i = 0; i < 64; i++) {
+		int fds[PD_CTL_MAX_FDS];
+		size_t nfds = 0; /* init sends fds only with STARTED, which is handled in start */
+		uint32_t type = 0;
+		ssize_t n = pd_ctl_recv(sb->ctl, &type, buf, sizeof(buf), fds, &nfds);
+
+		if (n == -EAGAIN)
+			return;
+		if (n < 0 || type == 0) {
+			/* init is gone or broken; the pidfd event finishes the execs */
+			event_del(sb->ctl_ev);
+			if (n < 0 && n != -ECONNRESET)
+				protocol_violation(sb, "malformed message");
+			return;
+		}
+		dispatch(sb, type, buf, n);
+	}
+}
+
+static void mark_dead(paddock_sandbox *sb)
+{
+	siginfo_t si;
+
+	if (sb->state == PD_SB_DEAD)
+		return;
+	(void)waitid(P_PIDFD, (id_t)sb->pidfd, &si, WEXITED);
+	sb->state = PD_SB_DEAD;
+	if (sb->ctl_ev)
+		event_del(sb->ctl_ev);
+	if (sb->pidfd_ev)
+		event_del(sb->pidfd_ev);
+	if (sb->timeout_ev)
+		event_del(sb->timeout_ev);
+	for (paddock_exec *ex = sb->execs; ex; ex = ex->next) {
+		if (ex->done)
+			continue;
+		ex->result.reason = sb->death_reason;
+		ex->result.signal = SIGKILL;
+		ex->result.exit_code = -1;
+		finish(ex);
+	}
+}
+
+static void pidfd_cb(evutil_socket_t fd, short what, void *arg)
+{
+	paddock_sandbox *sb = arg;
+
+	(void)fd;
+	(void)what;
+	/* drain exit reports init sent before it died, so results are exact */
+	ctl_cb(sb->ctl, EV_READ, sb);
+	mark_dead(sb);
+	pd_emit(sb->ctx, PADDOCK_LEVEL_INFO, "sandbox.exited", sb->id, NULL,
+		json_pack("{s:s}", "reason", paddock_end_reason_to_string(sb->death_reason)));
+}
+
+static void timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	paddock_sandbox *sb = arg;
+
+	(void)fd;
+	(void)what;
+	sb->death_reason = PADDOCK_END_TIMEOUT;
+	pd_emit(sb->ctx, PADDOCK_LEVEL_INFO, "sandbox.timeout", sb->id, NULL,
+		json_pack("{s:f}", "timeout_s", sb->spec->limits.timeout_s));
+	kill_init(sb);
+}
+
+/* ---- sandbox -------------------------------------------------------------------------- */
+
+static void make_id(char *buf, size_t size, const char *prefix)
+{
+	static const char alphabet[] = "abcdefghijkmnpqrstuvwxyz23456789";
+	unsigned char rnd[12];
+	size_t o;
+
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		for (size_t i = 0; i < sizeof(rnd); i++)
+			rnd[i] = (unsigned char)((ts.tv_nsec >> (i % 8)) ^ getpid() ^ (int)i);
+	}
+	o = (size_t)snprintf(buf, size, "%s", prefix);
+	for (size_t i = 0; i < sizeof(rnd) && o + 1 < size; i++)
+		buf[o++] = alphabet[rnd[i] & 31];
+	buf[o] = '\0';
+}
+
+int paddock_sandbox_create(paddock_ctx *ctx, const paddock_spec *spec,
+			   paddock_sandbox **ret_sandbox, paddock_error *err)
+{
+	_cleanup_(paddock_sandbox_freep) paddock_sandbox *sb = NULL;
+	struct timeval tv;
+	double t;
+	int r;
+
+	if (!ctx || !spec || !ret_sandbox)
+		return pd_fail(err, EINVAL, "paddock_sandbox_create: arguments are required");
+	r = paddock_spec_validate(spec, err);
+	if (r < 0)
+		return r;
+	sb = calloc(1, sizeof(*sb));
+	if (!sb)
+		return pd_fail(err, ENOMEM, "allocate sandbox");
+	sb->ctx = ctx;
+	sb->pidfd = -EBADF;
+	sb->ctl = -EBADF;
+	sb->death_reason = PADDOCK_END_KILLED;
+	pd_idmap_init(&sb->idmap);
+	make_id(sb->id, sizeof(sb->id), "sb_");
+	r = pd_spec_dup(spec, &sb->spec, err);
+	if (r < 0)
+		return r;
+	r = pd_launch(sb, err);
+	if (r < 0) {
+		json_t *f = json_object();
+		pd_event_add_error(f, err);
+		pd_emit(ctx, PADDOCK_LEVEL_ERROR, "sandbox.create_failed", sb->id, NULL, f);
+		return r;
+	}
+	if (fcntl(sb->ctl, F_SETFL, O_NONBLOCK) < 0)
+		return pd_fail(err, errno, "set control socket non-blocking");
+	sb->ctl_ev = event_new(ctx->base, sb->ctl, EV_READ | EV_PERSIST, ctl_cb, sb);
+	sb->pidfd_ev = event_new(ctx->base, sb->pidfd, EV_READ, pidfd_cb, sb);
+	sb->timeout_ev = evtimer_new(ctx->base, timeout_cb, sb);
+	if (!sb->ctl_ev || !sb->pidfd_ev || !sb->timeout_ev)
+		return pd_fail(err, ENOMEM, "allocate sandbox events");
+	t = sb->spec->limits.timeout_s;
+	tv.tv_sec = (time_t)t;
+	tv.tv_usec = (suseconds_t)((t - (double)tv.tv_sec) * 1e6);
+	if (event_add(sb->ctl_ev, NULL) < 0 || event_add(sb->pidfd_ev, NULL) < 0 ||
+	    event_add(sb->timeout_ev, &tv) < 0)
+		return pd_fail(err, EIO, "register sandbox events");
+	sb->state = PD_SB_RUNNING;
+	pd_emit(ctx, PADDOCK_LEVEL_INFO, "sandbox.created", sb->id, NULL,
+		json_pack("{s:s,s:b,s:I,s:i}", "hostname", sb->spec->hostname, "rootless",
+			  sb->idmap.rootless, "uid_base", (json_int_t)sb->idmap.outside_uid,
+			  "landlock_abi", sb->landlock_abi));
+	*ret_sandbox = TAKE_PTR(sb);
+	return 0;
+}
+
+paddock_sandbox *paddock_sandbox_free(paddock_sandbox *sb)
+{
+	if (!sb)
+		return NULL;
+	if (sb->pidfd >= 0) {
+		kill_init(sb);
+		mark_dead(sb);
+		pd_emit(sb->ctx, PADDOCK_LEVEL_INFO, "sandbox.destroyed", sb->id, NULL, NULL);
+	}
+	while (sb->execs)
+		exec_unlink_free(sb->execs);
+	if (sb->ctl_ev)
+		event_free(sb->ctl_ev);
+	if (sb->pidfd_ev)
+		event_free(sb->pidfd_ev);
+	if (sb->timeout_ev)
+		event_free(sb->timeout_ev);
+	sb->ctl = pd_close(sb->ctl);
+	sb->pidfd = pd_close(sb->pidfd);
+	pd_idmap_release(&sb->idmap);
+	paddock_spec_free(sb->spec);
+	free(sb);
+	return NULL;
+}
+
+const char *paddock_sandbox_id(const paddock_sandbox *sb)
+{
+	return sb ? sb->id : NULL;
+}
+
+pid_t paddock_sandbox_init_pid(const paddock_sandbox *sb)
+{
+	return sb ? sb->init_pid : -1;
+}
+
+int paddock_sandbox_landlock_abi(const paddock_sandbox *sb)
+{
+	return sb ? sb->landlock_abi : 0;
+}
+
+/* ---- exec start ----------------------------------------------------------------------- */
+
+/* Packs cwd, argv and env after the header into a malloc'ed message. */
+static int pack_exec(const struct pd_ctl_exec *hdr, const char *cwd, const char *const *argv,
+		     const char *const *env, char **ret_buf, size_t *ret_len, paddock_error *err)
+{
+	size_t len = sizeof(*hdr) + strlen(cwd) + 1;
+	char *buf, *p;
+
+	for (size_t i = 0; i < hdr->argc; i++)
+		len += strlen(argv[i]) + 1;
+	for (size_t i = 0; i < hdr->envc; i++)
+		len += strlen(env[i]) + 1;
+	if (len > PD_CTL_MAX_MSG - sizeof(struct pd_ctl_hdr))
+		return pd_fail_field(err, E2BIG, "argv",
+				     "command line and environment exceed %u bytes",
+				     PD_CTL_MAX_MSG / 1024 * 1024);
+	buf = malloc(len);
+	if (!buf)
+		return pd_fail(err, ENOMEM, "allocate exec request");
+	memcpy(buf, hdr, sizeof(*hdr));
+	p = buf + sizeof(*hdr);
+	p = stpcpy(p, cwd) + 1;
+	for (size_t i = 0; i < hdr->argc; i++)
+		p = stpcpy(p, argv[i]) + 1;
+	for (size_t i = 0; i < hdr->envc; i++)
+		p = stpcpy(p, env[i]) + 1;
+	*ret_buf = buf;
+	*ret_len = len;
+	return 0;
+}
+
+static int check_opts(const struct paddock_exec_opts *o, size_t *ret_argc, size_t *ret_envc,
+		      paddock_error *err)
+{
+	size_t argc = 0, envc = 0;
+
+	if (!o->argv || !o->argv[0] || !o->argv[0][0])
+		return pd_fail_field(err, EINVAL, "argv", "expected a non-empty command");
+	while (o->argv[argc])
+		argc++;
+	if (argc > PD_CTL_MAX_ARGS)
+		return pd_fail_field(err, E2BIG, "argv", "expected at most %d arguments, got %zu",
+				     PD_CTL_MAX_ARGS, argc);
+	for (; o->env && o->env[envc]; envc++) {
+		const char *e = o->env[envc], *eq = strchr(e, '=');
+		if (!eq || eq == e)
+			return pd_fail_field(err, EINVAL, "env",
+					     "expected NAME=VALUE, got '%s'", PD_ESC(e));
+	}
+	if (envc > PD_CTL_MAX_ARGS)
+		return pd_fail_field(err, E2BIG, "env", "expected at most %d variables",
+				     PD_CTL_MAX_ARGS);
+	if (o->cwd && o->cwd[0] != '/')
+		return pd_fail_field(err, EINVAL, "cwd", "expected an absolute path, got '%s'",
+				     PD_ESC(o->cwd));
+	*ret_argc = argc;
+	*ret_envc = envc;
+	return 0;
+}
+
+/* Waits for init's answer to exec `id`, dispatching whatever else arrives meanwhile. */
+static int await_start(paddock_sandbox *sb, paddock_exec *ex, const char *argv0,
+		       const char *cwd, paddock_error *err)
+{
+	for (;;) {
+		struct pollfd p = { .fd = sb->ctl, .events = POLLIN };
+		union {
+			struct pd_ctl_started started;
+			struct pd_ctl_exec_error error;
+			struct pd_ctl_exited exited;
+		} msg;
+		int fds[PD_CTL_MAX_FDS];
+		size_t nfds = PD_CTL_MAX_FDS;
+		uint32_t type = 0;
+		ssize_t n;
+		int r;
+
+		r = poll(&p, 1, EXEC_START_TIMEOUT_MS);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return pd_fail(err, r == 0 ? ETIMEDOUT : errno, "wait for the command to start");
+		n = pd_ctl_recv(sb->ctl, &type, &msg, sizeof(msg), fds, &nfds);
+		if (n == -EAGAIN)
+			continue;
+		if (n < 0 || type == 0) {
+			for (size_t i = 0; i < nfds; i++)
+				pd_close(fds[i]);
+			return pd_fail(err, EPIPE, "the sandbox ended before the command started");
+		}
+		if (type == PD_CTL_STARTED && n == (ssize_t)sizeof(msg.started) &&
+		    msg.started.id == ex->id && nfds <= 1) {
+			ex->pid = msg.started.pid;
+			ex->pty_fd = nfds == 1 ? fds[0] : -EBADF;
+			return 0;
+		}
+		for (size_t i = 0; i < nfds; i++)
+			pd_close(fds[i]);
+		if (type == PD_CTL_EXEC_ERROR && n == (ssize_t)sizeof(msg.error) &&
+		    msg.error.id == ex->id) {
+			on_exec_error(sb, ex, &msg.error, argv0, cwd);
+			return 0;
+		}
+		dispatch(sb, type, &msg, n);
+		if (sb->state == PD_SB_DEAD)
+			return pd_fail(err, EPIPE, "the sandbox ended before the command started");
+	}
+}
+
+int paddock_exec_start(paddock_sandbox *sb, const struct paddock_exec_opts *opts,
+		       paddock_exec_fn fn, void *userdata, paddock_exec **ret_exec,
+		       paddock_error *err)
+{
+	_cleanup_free_ char *buf = NULL;
+	struct pd_ctl_exec hdr = { 0 };
+	int fds[3];
+	size_t nfds = 0, len = 0, argc = 0, envc = 0;
+	paddock_exec *ex;
+	int r;
+
+	if (!sb || !opts)
+		return pd_fail(err, EINVAL, "paddock_exec_start: arguments are required");
+	if (sb->state != PD_SB_RUNNING)
+		return pd_fail(err, ESRCH, "sandbox '%s' is not running", sb->id);
+	r = check_opts(opts, &argc, &envc, err);
+	if (r < 0)
+		return r;
+	hdr.id = sb->ctx->next_exec_id++;
+	hdr.argc = (uint32_t)argc;
+	hdr.envc = (uint32_t)envc;
+	hdr.rows = opts->pty_rows;
+	hdr.cols = opts->pty_cols;
+	hdr.flags = opts->pty_streams & 7u;
+	for (int i = 0; i < 3; i++) {
+		if ((hdr.flags & (1u << i)) || opts->fds[i] < 0)
+			continue;
+		hdr.flags |= PD_EXEC_FD_STDIN << i;
+		fds[nfds++] = opts->fds[i];
+	}
+	r = pack_exec(&hdr, opts->cwd ? opts->cwd : "", opts->argv, opts->env, &buf, &len, err);
+	if (r < 0)
+		return r;
+
+	ex = calloc(1, sizeof(*ex));
+	if (!ex)
+		return pd_fail(err, ENOMEM, "allocate exec");
+	ex->sb = sb;
+	ex->id = hdr.id;
+	ex->pty_fd = -EBADF;
+	ex->fn = fn;
+	ex->userdata = userdata;
+	ex->result.exit_code = -1;
+	snprintf(ex->id_str, sizeof(ex->id_str), "ex_%llu", (unsigned long long)hdr.id);
+	clock_gettime(CLOCK_MONOTONIC, &ex->started);
+	ex->deliver = event_new(sb->ctx->base, -1, 0, deliver_cb, ex);
+	if (!ex->deliver) {
+		free(ex);
+		return pd_fail(err, ENOMEM, "allocate exec event");
+	}
+	ex->next = sb->execs;
+	sb->execs = ex;
+
+	r = pd_ctl_send(sb->ctl, PD_CTL_EXEC, buf, len, fds, nfds);
+	if (r < 0) {
+		exec_unlink_free(ex);
+		return pd_fail(err, r, "send command to the sandbox");
+	}
+	r = await_start(sb, ex, opts->argv[0], opts->cwd ? opts->cwd : sb->spec->cwd, err);
+	if (r < 0) {
+		exec_unlink_free(ex);
+		return r;
+	}
+	if (!ex->done)
+		pd_emit(sb->ctx, PADDOCK_LEVEL_INFO, "exec.started", sb->id, ex->id_str,
+			json_pack("{s:s,s:i,s:b}", "argv0", opts->argv[0], "pid", (int)ex->pid,
+				  "pty", ex->pty_fd >= 0));
+	if (ret_exec)
+		*ret_exec = ex;
+	return 0;
+}
+
+int paddock_exec_signal(paddock_exec *ex, int sig, paddock_error *err)
+{
+	struct pd_ctl_signal s;
+	int r;
+
+	if (!ex || sig <= 0 || sig >= _NSIG)
+		return pd_fail_field(err, EINVAL, "signal", "expected a signal number, got %d", sig);
+	if (ex->done || ex->sb->state != PD_SB_RUNNING)
+		return pd_fail(err, ESRCH, "command '%s' has ended", ex->id_str);
+	s = (struct pd_ctl_signal){ .id = ex->id, .sig = sig };
+	r = pd_ctl_send(ex->sb->ctl, PD_CTL_SIGNAL, &s, sizeof(s), NULL, 0);
+	if (r < 0)
+		return pd_fail(err, r, "send signal");
+	return 0;
+}
+
+int paddock_exec_pty_fd(const paddock_exec *ex)
+{
+	return ex && ex->pty_fd >= 0 ? ex->pty_fd : -1;
+}
+
+int paddock_exec_resize(paddock_exec *ex, unsigned short rows, unsigned short cols,
+			paddock_error *err)
+{
+	struct winsize ws = { .ws_row = rows, .ws_col = cols };
+
+	if (!ex || ex->pty_fd < 0)
+		return pd_fail(err, ENOTTY, "command has no terminal");
+	if (ioctl(ex->pty_fd, TIOCSWINSZ, &ws) < 0)
+		return pd_fail(err, errno, "resize terminal");
+	return 0;
+}
+
+pid_t paddock_exec_pid(const paddock_exec *ex)
+{
+	return ex ? ex->pid : -1;
+}

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The supervisor's view of a sandbox: its init (held by pidfd), the control socket, the
+ * execs in flight, and the timers that bound its life. Everything here lives in the
+ * supervisor process and is driven by the context's libevent loop.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "paddock/paddock.h"
+#include "idmap.h"
+#include "spec.h"
+
+struct event;
+struct event_base;
+
+struct paddock_ctx {
+	struct event_base *base; /* borrowed */
+	paddock_event_fn sink;
+	void *sink_userdata;
+	uint64_t next_exec_id;
+};
+
+struct paddock_exec {
+	paddock_sandbox *sb;
+	uint64_t id;
+	char id_str[24]; /* "ex_<n>" for events */
+	pid_t pid;	 /* inside the sandbox's pid namespace */
+	int pty_fd;	 /* master, or -EBADF */
+	struct timespec started;
+	paddock_exec_fn fn;
+	void *userdata;
+	bool done;			/* result is final; callback pending or ran */
+	struct paddock_result result;	/* valid when done */
+	struct event *deliver;		/* deferred callback */
+	struct paddock_exec *next;	/* sandbox's list */
+};
+
+enum pd_sandbox_state {
+	PD_SB_STARTING,
+	PD_SB_RUNNING,
+	PD_SB_DEAD, /* init is gone; every exec finished */
+};
+
+struct paddock_sandbox {
+	paddock_ctx *ctx;
+	paddock_spec *spec; /* owned copy */
+	char id[32];
+	enum pd_sandbox_state state;
+	enum paddock_end_reason death_reason; /* why init died: TIMEOUT or KILLED */
+	struct pd_idmap idmap;
+	pid_t init_pid; /* host pid of init, diagnostics */
+	int pidfd;	/* init */
+	int ctl;	/* control socket, supervisor end */
+	int landlock_abi;
+	struct event *ctl_ev, *pidfd_ev, *timeout_ev;
+	paddock_exec *execs;
+};
+
+static inline void paddock_sandbox_freep(paddock_sandbox **p)
+{
+	paddock_sandbox_free(*p);
+}
+
+/* Created by launch.c: forks init into new namespaces and completes the handshake. */
+int pd_launch(paddock_sandbox *sb, paddock_error *err);

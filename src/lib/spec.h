@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The sandbox spec: what a sandbox is made of. Parsed once at create, from JSON or from
+ * flags; everything after that reads this struct and never re-parses. The whole spec comes
+ * from a client and is untrusted until paddock_spec_validate() accepted it.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "paddock/paddock.h"
+
+#define PD_SPEC_MAX_JSON (1u << 20)  /* bytes of spec JSON accepted */
+#define PD_SPEC_MAX_JSON_DEPTH 16
+#define PD_SPEC_MAX_BINDS 64
+#define PD_SPEC_MAX_ENV 1024
+#define PD_SPEC_MAX_ENV_BYTES (128u << 10) /* all NAME=VALUE strings together */
+#define PD_SPEC_MAX_PATH 1024
+#define PD_SPEC_MAX_HOSTNAME 63
+#define PD_SPEC_MAX_TIMEOUT_S (30.0 * 24 * 3600)
+
+enum pd_landlock_mode {
+	PD_LANDLOCK_AUTO,     /* use it when the kernel has it; the result says when it did not */
+	PD_LANDLOCK_REQUIRED, /* refuse to create the sandbox without it */
+	_PD_LANDLOCK_MAX,
+};
+
+enum pd_net_mode {
+	PD_NET_NONE, /* loopback only */
+	_PD_NET_MAX,
+};
+
+struct pd_bind {
+	char *source; /* host path, absolute */
+	char *target; /* sandbox path, absolute, normalised */
+	bool readonly;
+};
+
+struct paddock_spec {
+	char *hostname;	 /* default "sandbox" */
+	char *rootfs;	 /* NULL: the host's /usr (+ /bin, /lib* links); else a directory tree */
+	char *workspace; /* NULL: a private directory on the sandbox's own tmpfs */
+	char *cwd;	 /* default "/workspace" */
+	char **env;	 /* NULL-terminated "NAME=VALUE", names unique, in insertion order */
+	size_t n_env;
+	struct pd_bind *binds;
+	size_t n_binds;
+	struct {
+		double timeout_s;    /* wall clock of the sandbox; default 86400 */
+		uint64_t disk_bytes; /* writable layer + /tmp + home + private workspace; 1G */
+	} limits;
+	struct {
+		enum pd_landlock_mode landlock;
+	} security;
+	struct {
+		enum pd_net_mode mode;
+	} network;
+};
+
+/* Deep copy. */
+int pd_spec_dup(const paddock_spec *spec, paddock_spec **ret_copy, paddock_error *err);
+
+const char *pd_landlock_mode_to_string(enum pd_landlock_mode m);
+int pd_landlock_mode_from_string(const char *s); /* -EINVAL when unknown */
+const char *pd_net_mode_to_string(enum pd_net_mode m);
+int pd_net_mode_from_string(const char *s);
+
+/*
+ * "512M", "1G", "4096", "1.5G": binary units K M G T (1024-based), optional trailing "B"
+ * or "iB". Rejects negatives, overflow, trailing garbage. -EINVAL on bad input.
+ */
+int pd_parse_size(const char *s, uint64_t *ret);
+/* Seconds as a decimal number, "2", "0.5"; > 0 and finite. -EINVAL on bad input. */
+int pd_parse_seconds(const char *s, double *ret);

@@ -1,0 +1,67 @@
+#!/bin/bash
+# Shared by the integration tests: assertions and the paddock binary under test.
+# Each test is a bash script that sources this file, calls `check` / `expect_*`, and ends
+# with `finish`. Output is TAP, so meson shows each check.
+set -u
+
+PADDOCK=${PADDOCK:?PADDOCK must point at the paddock binary}
+TRY_SYSCALL=${TRY_SYSCALL:-}
+T_N=0
+T_FAILED=0
+T_TMP=$(mktemp -d "${TMPDIR:-/tmp}/pdtest.XXXXXX")
+chmod 755 "$T_TMP"
+trap 'rm -rf "$T_TMP"' EXIT
+
+MODE=root
+[ "$(id -u)" -ne 0 ] && MODE=rootless
+
+ok() { T_N=$((T_N + 1)); echo "ok $T_N - $*"; }
+not_ok() { T_N=$((T_N + 1)); T_FAILED=$((T_FAILED + 1)); echo "not ok $T_N - $*"; }
+diag() { printf '# %s\n' "$@"; }
+
+# expect_eq DESC EXPECTED ACTUAL
+expect_eq() {
+	if [ "$2" == "$3" ]; then ok "$1"; else
+		not_ok "$1"
+		diag "expected: $(printf %q "$2")" "     got: $(printf %q "$3")"
+	fi
+}
+
+# expect_match DESC REGEX ACTUAL
+expect_match() {
+	if [[ "$3" =~ $2 ]]; then ok "$1"; else
+		not_ok "$1"
+		diag "expected to match: $2" "got: $(printf %q "$3")"
+	fi
+}
+
+expect_no_match() {
+	if [[ "$3" =~ $2 ]]; then
+		not_ok "$1"
+		diag "expected not to match: $2" "got: $(printf %q "$3")"
+	else ok "$1"; fi
+}
+
+# run_sb OUTVAR STATUSVAR [paddock run args...]: captures stdout+stderr and status
+run_sb() {
+	local __out=$1 __st=$2
+	shift 2
+	local o s
+	o=$("$PADDOCK" run "$@" </dev/null 2>&1)
+	s=$?
+	printf -v "$__out" '%s' "$o"
+	printf -v "$__st" '%s' "$s"
+}
+
+# the processes of sandboxes still alive, by host uid range or by name
+sandbox_procs() {
+	ps -e -o pid=,uid=,args= | awk -v self=$$ '
+		$2 >= 1610612736 && $2 < 1879048192 { print; next }
+		/[p]addock run/ { print }' | grep -v -e "awk" || true
+}
+
+finish() {
+	echo "1..$T_N"
+	[ "$T_FAILED" -eq 0 ]
+	exit $?
+}

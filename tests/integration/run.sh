@@ -1,0 +1,66 @@
+#!/bin/bash
+# Runs one integration test as root or rootless, then checks that it left nothing behind.
+#   run.sh root|rootless TEST.sh
+# Rootless: the binaries are staged in a world-readable temp dir and the test runs under an
+# unprivileged uid (PADDOCK_TEST_UID, default 4242) via setpriv. As a non-root invoker,
+# "root" cases are skipped and "rootless" ones run as the invoker.
+set -u
+mode=$1
+test=$2
+here=$(cd "$(dirname "$0")" && pwd)
+build=${PADDOCK_BUILD_DIR:?}
+must_work=${PADDOCK_TEST_MUST_WORK:-0}
+uid=${PADDOCK_TEST_UID:-4242}
+
+skip() { echo "1..0 # SKIP $*"; exit 77; }
+
+if [ "$mode" = root ] && [ "$(id -u)" -ne 0 ]; then skip "not running as root"; fi
+
+stage=$(mktemp -d /tmp/pdstage.XXXXXX)
+cleanup() { rm -rf "$stage"; }
+trap cleanup EXIT
+chmod 755 "$stage"
+cp "$build/src/cli/paddock" "$build/tests/try-syscall" "$stage/"
+[ -x "$build/tests/integration/lifecycle" ] && cp "$build/tests/integration/lifecycle" "$stage/"
+cp "$here/lib.sh" "$here/$test" "$stage/"
+chmod -R a+rX "$stage"
+export PADDOCK="$stage/paddock" TRY_SYSCALL="$stage/try-syscall" LIFECYCLE="$stage/lifecycle"
+export TMPDIR=/tmp
+
+snapshot() {
+	{
+		echo "mounts $(wc -l </proc/1/mountinfo)"
+		find /tmp -mindepth 1 -maxdepth 1 -type d ! -name 'pdstage.*' ! -name 'pdtest.*' | sed 's/^/tmpdir /'
+		ps -e -o uid=,args= | awk '$1 >= 1610612736 && $1 < 1879048192 { print "proc " $0 }'
+		ps -e -o args= | grep '[p]addock run' | sed 's/^/proc /'
+		[ -d /sys/fs/cgroup/memory ] && find /sys/fs/cgroup -maxdepth 3 -type d -name 'paddock*' | sed 's/^/cgroup /'
+	} 2>/dev/null | sort
+}
+
+before=$(snapshot)
+if [ "$mode" = rootless ] && [ "$(id -u)" -eq 0 ]; then
+	setpriv --reuid="$uid" --regid="$uid" --clear-groups --reset-env \
+		env PADDOCK="$PADDOCK" TRY_SYSCALL="$TRY_SYSCALL" LIFECYCLE="$LIFECYCLE" \
+		PADDOCK_TEST_MUST_WORK="$must_work" TMPDIR=/tmp PATH=/usr/bin:/bin \
+		bash "$stage/$test"
+	status=$?
+else
+	bash "$stage/$test"
+	status=$?
+fi
+
+# Give the kernel a moment to finish tearing down (a pid namespace dies asynchronously
+# after its init is reaped only in the sense that mounts are dropped lazily).
+after=$(snapshot)
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+	[ "$before" = "$after" ] && break
+	sleep 0.2
+	after=$(snapshot)
+done
+if [ "$before" != "$after" ]; then
+	echo "not ok - leak check: something was left behind"
+	diff <(echo "$before") <(echo "$after") | sed 's/^/# /'
+	exit 1
+fi
+echo "# leak check: nothing left behind"
+exit $status

@@ -1,0 +1,73 @@
+#!/bin/bash
+# Workspaces, binds, --rootfs, and the spec on the command line.
+. "$(dirname "$0")/lib.sh"
+
+ws="$T_TMP/ws"
+mkdir -p "$ws"
+echo "from host" >"$ws/in.txt"
+# as root the sandbox user is a private uid range: let it write into this directory
+chmod 777 "$ws"
+run_sb out st --workspace "$ws" -- sh -c 'cat /workspace/in.txt; echo "from sandbox" > /workspace/out.txt; pwd'
+expect_eq "--workspace is the host directory, read-write" "from host
+/workspace" "$out"
+expect_eq "files written inside reach the host" "from sandbox" "$(cat "$ws/out.txt" 2>&1)"
+
+run_sb out st -- sh -c 'echo private > /workspace/p.txt; ls /workspace'
+expect_eq "default workspace is private and empty" "p.txt" "$out"
+run_sb out st -- ls -A /workspace
+expect_eq "... and gone afterwards" "" "$out"
+
+data="$T_TMP/data"
+mkdir -p "$data"
+echo "ro data" >"$data/f"
+chmod 777 "$data"
+run_sb out st --ro-bind "$data:/data" -- sh -c 'cat /data/f; echo x > /data/g 2>&1 || echo denied'
+expect_match "--ro-bind is readable" "^ro data" "$out"
+expect_match "--ro-bind is not writable" "denied$" "$out"
+[ ! -e "$data/g" ] && ok "nothing was written through a ro bind" || not_ok "ro bind written"
+
+run_sb out st --bind "$data" -- sh -c "echo rw > $data/g && cat $data/g"
+expect_eq "--bind SRC mounts at the same path, writable" "rw" "$out"
+
+run_sb out st --ro-bind "$T_TMP/missing:/x" -- true
+expect_eq "missing bind source fails" 125 "$st"
+expect_match "... naming the field" "binds\[0\]\.source" "$out"
+
+run_sb out st --bind "$data:/proc/x" -- true
+expect_eq "bind onto /proc is refused" 125 "$st"
+
+out=$("$PADDOCK" run --print-spec --hostname h1 --env A=1 --timeout 2.5 -- true)
+expect_match "--print-spec shows flags" '"hostname": "h1"' "$out"
+expect_match "--print-spec shows env" '"A": "1"' "$out"
+echo "$out" >"$T_TMP/spec.json"
+out2=$("$PADDOCK" run --print-spec --spec "$T_TMP/spec.json")
+expect_eq "--print-spec output is a loadable spec" "$out" "$out2"
+run_sb out st --spec "$T_TMP/spec.json" --hostname h2 -- sh -c 'hostname; echo $A'
+expect_eq "flags override the spec file" "h2
+1" "$out"
+echo '{"hostname": 5}' >"$T_TMP/bad.json"
+run_sb out st --spec "$T_TMP/bad.json" -- true
+expect_eq "bad spec is 125" 125 "$st"
+expect_match "... naming the field" "hostname" "$out"
+
+# a tiny image: dash and its libraries, plus an /etc entry of its own
+root="$T_TMP/rootfs"
+mkdir -p "$root/usr/bin" "$root/etc"
+cp /bin/dash "$root/usr/bin/sh"
+for lib in $(ldd /bin/dash | grep -o '/[^ ]*'); do
+	mkdir -p "$root/usr$(dirname "$lib")" "$root$(dirname "$lib")" 2>/dev/null
+	cp -L "$lib" "$root/usr$lib" 2>/dev/null
+done
+rm -rf "$root/lib" "$root/lib64"
+ln -s usr/bin "$root/bin"
+ln -s usr/lib "$root/lib"
+ln -s usr/lib64 "$root/lib64"
+echo 'PRETTY_NAME="paddock test image"' >"$root/etc/os-release"
+chmod -R a+rX "$T_TMP"
+run_sb out st --rootfs "$root" -- /bin/sh -c 'read -r l </etc/os-release; echo "$l"; echo ok'
+expect_eq "--rootfs is the base" 'PRETTY_NAME="paddock test image"
+ok' "$out"
+run_sb out st --rootfs "$root" -- python3 -c 1
+expect_eq "host binaries are absent under --rootfs" 127 "$st"
+
+finish

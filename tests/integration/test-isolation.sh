@@ -1,0 +1,98 @@
+#!/bin/bash
+# The defaults of `paddock run`: identity, privileges, namespaces, what is visible.
+. "$(dirname "$0")/lib.sh"
+
+run_sb out st -- id
+expect_eq "exit status of id" 0 "$st"
+expect_eq "runs as uid/gid 1000 (user)" "uid=1000(user) gid=1000(user) groups=1000(user)" "$out"
+
+run_sb out st -- sh -c 'echo "$HOME $USER $(pwd)"; hostname; cat /etc/hostname'
+expect_eq "home, user, cwd, hostname" "/home/user user /workspace
+sandbox
+sandbox" "$out"
+
+run_sb out st --hostname box-1 -- hostname
+expect_eq "--hostname sets the hostname" "box-1" "$out"
+
+status=$("$PADDOCK" run -- cat /proc/self/status)
+for f in CapInh CapPrm CapEff CapBnd CapAmb; do
+	expect_match "$f is empty" "$f:[[:space:]]+0000000000000000" "$status"
+done
+expect_match "no_new_privs is set" "NoNewPrivs:[[:space:]]+1" "$status"
+expect_match "seccomp filter mode" "Seccomp:[[:space:]]+2" "$status"
+
+run_sb out st -- cat /proc/self/uid_map
+if [ "$MODE" = root ]; then
+	expect_match "root mode maps a private range, never host root" \
+		"^[[:space:]]+0[[:space:]]+1[0-9]{9}[[:space:]]+65536$" "$out"
+else
+	expect_match "rootless maps 1000 to the invoker only" \
+		"^[[:space:]]+1000[[:space:]]+$(id -u)[[:space:]]+1$" "$out"
+fi
+
+run_sb out st -- sh -c 'tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " "'
+expect_eq "only lo in the network namespace" "lo" "$out"
+run_sb out st -- python3 -c '
+import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
+c = socket.create_connection(s.getsockname()); a, _ = s.accept(); c.send(b"ping"); print(a.recv(4).decode())
+try:
+    socket.create_connection(("10.255.255.1", 80), timeout=2); print("reached")
+except OSError as e:
+    print("unreachable", e.errno)'
+expect_match "loopback works, nothing else is routable" "^ping
+unreachable (101|113)$" "$out"
+
+run_sb out st -- sh -c 'ls /proc | grep -E "^[0-9]+$" | sort -n | tr "\n" " "'
+expect_match "ps sees only sandbox processes (pid 1 is init)" "^1 [0-9]+ [0-9]+ [0-9 ]*$" "$out"
+count=$(echo "$out" | wc -w)
+[ "$count" -le 6 ] && ok "few pids visible ($count)" || not_ok "few pids visible: $out"
+
+run_sb out st -- sh -c 'kill -9 1 2>/dev/null; kill -TERM 1 2>/dev/null; echo alive'
+expect_eq "init cannot be killed from inside" "alive" "$out"
+
+canary="$T_TMP/canary-$$"
+echo "host secret" >"$canary"
+chmod 644 "$canary"
+run_sb out st -- cat "$canary"
+expect_match "host canary file is not visible" "No such file" "$out"
+run_sb out st -- sh -c 'ls /etc/shadow /etc/gshadow /etc/ssh 2>&1; grep -c . /etc/passwd'
+expect_match "no shadow, no ssh keys" "No such file.*No such file.*No such file" "$out"
+expect_match "passwd is synthesised (3 entries)" "3$" "$out"
+run_sb out st -- sh -c 'cat /proc/kcore /proc/keys /proc/timer_list 2>/dev/null | wc -c'
+expect_eq "sensitive /proc files are masked" "0" "$out"
+
+run_sb out st -- sh -c '
+for p in / /etc /usr/bin /proc/sys/kernel/hostname /dev /sys; do
+	if (echo x > "$p/paddock-probe") 2>/dev/null; then echo "wrote $p"; fi
+done
+for p in /tmp /workspace /home/user /usr/local /dev/shm; do
+	(echo x > "$p/probe") 2>/dev/null && echo "ok $p"
+done'
+expect_eq "writable exactly where the sandbox may write" "ok /tmp
+ok /workspace
+ok /home/user
+ok /usr/local
+ok /dev/shm" "$out"
+
+run_sb out st -- sh -c 'mkdir -p /tmp/m; mount -t tmpfs none /tmp/m 2>&1; echo "mount=$?"; unshare -r true 2>&1; echo "unshare=$?"'
+expect_match "mount fails" "mount=[1-9]" "$out"
+expect_match "unshare fails" "unshare=[1-9]" "$out"
+
+export PADDOCK_LEAK_CANARY=should-not-leak
+run_sb out st --env FOO=bar -- env
+expect_no_match "caller environment does not leak in" "PADDOCK_LEAK_CANARY" "$out"
+expect_match "--env is set" "(^|
+)FOO=bar(
+|$)" "$out"
+names=$(echo "$out" | cut -d= -f1 | sort | tr '\n' ' ')
+expect_eq "environment is built from nothing" "FOO HOME LANG LOGNAME PATH SHELL USER " "$names"
+
+run_sb out st -- python3 -c 'print(sum(range(10)))'
+expect_eq "python3 from the host works" "45" "$out"
+
+run_sb out st -- sh -c 'echo hi > /usr/local/new && cat /usr/local/new'
+expect_eq "writes to /usr/local work" "hi" "$out"
+[ ! -e /usr/local/new ] && ok "... and never reach the host" || not_ok "/usr/local/new leaked to host"
+
+finish

@@ -1,0 +1,379 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The seccomp policy, tested for real: a forked child sets no_new_privs, loads the program
+ * and tries denied and allowed calls; it sends one record per call over a pipe and the
+ * parent checks them all, showing the expected and the actual result for each miss.
+ *
+ * Each denied call is made with arguments the kernel itself would refuse with another
+ * errno (or, for personality, accept), so EPERM proves the filter, not missing privileges;
+ * and nothing happens if the filter is broken and the call reaches the kernel as root.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/personality.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "seccomp.h"
+#include "util/cleanup.h"
+
+#ifndef CLONE_NEWCGROUP
+#define CLONE_NEWCGROUP 0x02000000
+#endif
+#ifndef CLONE_NEWTIME
+#define CLONE_NEWTIME 0x00000080
+#endif
+#ifndef TIOCLINUX
+#define TIOCLINUX 0x541C
+#endif
+
+/* One call's outcome, written by the child in one write() (well below PIPE_BUF). */
+struct probe_record {
+	char name[48];
+	long ret;
+	int error; /* errno after a failed call, 0 after a successful one */
+	int want;  /* the errno the policy must give, 0 for "must succeed" */
+	int skipped;
+};
+
+static void report(int fd, const char *name, long ret, int error, int want)
+{
+	struct probe_record rec = { .ret = ret, .error = ret < 0 ? error : 0, .want = want };
+
+	snprintf(rec.name, sizeof(rec.name), "%s", name);
+	(void)!write(fd, &rec, sizeof(rec)); /* a lost record shows up as a missing check */
+}
+
+static void report_skip(int fd, const char *name)
+{
+	struct probe_record rec = { .skipped = 1 };
+
+	snprintf(rec.name, sizeof(rec.name), "%s", name);
+	(void)!write(fd, &rec, sizeof(rec));
+}
+
+#define PROBE(fd, name, want, expr)                                                        \
+	do {                                                                               \
+		errno = 0;                                                                 \
+		long _ret = (long)(expr);                                                  \
+		report((fd), (name), _ret, errno, (want));                                 \
+	} while (0)
+
+/* A raw clone() with no new stack: if it ever succeeds, the child leaves at once. */
+static long raw_clone(unsigned long flags)
+{
+	long ret = syscall(SYS_clone, flags, NULL, NULL, NULL, 0);
+
+	if (ret == 0)
+		_exit(0);
+	if (ret > 0)
+		(void)waitpid((pid_t)ret, NULL, __WALL);
+	return ret;
+}
+
+static long fork_and_wait(void)
+{
+	pid_t pid = fork();
+	int status;
+
+	if (pid < 0)
+		return -1;
+	if (pid == 0)
+		_exit(0);
+	if (waitpid(pid, &status, 0) < 0)
+		return -1;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		errno = ECHILD;
+		return -1;
+	}
+	return 0;
+}
+
+static void *thread_main(void *arg)
+{
+	return arg;
+}
+
+static long start_thread(void)
+{
+	pthread_t t;
+	int r = pthread_create(&t, NULL, thread_main, NULL);
+
+	if (r != 0) {
+		errno = r;
+		return -1;
+	}
+	(void)pthread_join(t, NULL);
+	return 0;
+}
+
+#ifdef __x86_64__
+/* An i386 syscall from 64-bit code, as an attacker would make one to dodge x86_64 rules. */
+static long int80(long nr, long a0)
+{
+	long ret;
+
+	__asm__ volatile("int $0x80" : "=a"(ret) : "a"(nr), "b"(a0), "c"(0), "d"(0) : "memory");
+	ret = (int)ret; /* the result is 32 bits wide */
+	if (ret < 0 && ret > -4096) {
+		errno = (int)-ret;
+		return -1;
+	}
+	return ret;
+}
+
+/*
+ * In a grandchild: a kernel booted with ia32_emulation=false answers int 0x80 with
+ * SIGSEGV, which is a skip, not a failure.
+ */
+static void probe_i386(int fd)
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	int status;
+
+	if (pid < 0) {
+		report(fd, "fork for i386 probes", -1, errno, 0);
+		return;
+	}
+	if (pid == 0) {
+		PROBE(fd, "i386 keyctl(invalid)", EPERM, int80(288, 0x7fffffff));
+		PROBE(fd, "i386 mount(NULL)", EPERM, int80(21, 0));
+		PROBE(fd, "i386 getpid", 0, int80(20, 0));
+		_exit(0);
+	}
+	if (waitpid(pid, &status, 0) == pid && WIFSIGNALED(status))
+		report_skip(fd, "i386 syscalls (no ia32 emulation)");
+}
+#endif
+
+static void run_probes(int fd, const struct pd_seccomp_prog *prog)
+{
+	_cleanup_close_ int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+	int p[2] = { -1, -1 };
+	int n = 0, r;
+
+	PROBE(fd, "prctl(NO_NEW_PRIVS)", 0, prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
+	if (pipe2(p, O_CLOEXEC) < 0)
+		report(fd, "pipe2", -1, errno, 0);
+	r = pd_seccomp_load(prog);
+	report(fd, "pd_seccomp_load", r, -r, 0);
+	if (r < 0)
+		return;
+
+	/* unfiltered: ENOTDIR (nothing below /dev/null), whatever our privileges */
+	PROBE(fd, "mount", EPERM, mount(NULL, "/dev/null/paddock", NULL, 0, NULL));
+	PROBE(fd, "umount2", EPERM, umount2("/dev/null/paddock", 0));
+	PROBE(fd, "unshare(CLONE_NEWUSER)", EPERM, unshare(CLONE_NEWUSER));
+	PROBE(fd, "setns(-1)", EPERM, setns(-1, 0));
+	/* unfiltered: EOPNOTSUPP for an unknown operation */
+	PROBE(fd, "keyctl(invalid)", EPERM, syscall(SYS_keyctl, 0x7fffffff, 0, 0, 0, 0));
+	PROBE(fd, "bpf(invalid)", EPERM, syscall(SYS_bpf, -1, NULL, 0));
+	PROBE(fd, "ptrace(ATTACH, 0)", EPERM, ptrace(PTRACE_ATTACH, 0, NULL, NULL));
+	PROBE(fd, "io_uring_setup", EPERM, syscall(SYS_io_uring_setup, 0, NULL));
+	/* unfiltered: EINVAL for a size of 0 */
+	PROBE(fd, "clone3", ENOSYS, syscall(SYS_clone3, NULL, 0));
+
+	/* unfiltered: EINVAL, CLONE_THREAD without CLONE_SIGHAND (checked before anything) */
+	static const struct {
+		const char *name;
+		unsigned long flag;
+	} ns[] = {
+		{ "clone(CLONE_NEWNS)", CLONE_NEWNS },
+		{ "clone(CLONE_NEWUTS)", CLONE_NEWUTS },
+		{ "clone(CLONE_NEWIPC)", CLONE_NEWIPC },
+		{ "clone(CLONE_NEWUSER)", CLONE_NEWUSER },
+		{ "clone(CLONE_NEWPID)", CLONE_NEWPID },
+		{ "clone(CLONE_NEWNET)", CLONE_NEWNET },
+		{ "clone(CLONE_NEWCGROUP)", CLONE_NEWCGROUP },
+		{ "clone(CLONE_NEWTIME)", CLONE_NEWTIME },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(ns); i++)
+		PROBE(fd, ns[i].name, EPERM, raw_clone(ns[i].flag | CLONE_THREAD));
+
+	/* unfiltered: ENOTTY, /dev/null is no terminal */
+	PROBE(fd, "ioctl(TIOCSTI)", EPERM, ioctl(null_fd, TIOCSTI, NULL));
+	PROBE(fd, "ioctl(TIOCSTI | 1 << 32)", EPERM,
+	      syscall(SYS_ioctl, null_fd, (unsigned long)TIOCSTI | (1UL << 32), NULL));
+	PROBE(fd, "ioctl(TIOCLINUX)", EPERM, ioctl(null_fd, TIOCLINUX, NULL));
+	PROBE(fd, "ioctl(FIONREAD) on a pipe", 0, ioctl(p[0], FIONREAD, &n));
+
+	/* unfiltered: all of these succeed */
+	PROBE(fd, "personality(READ_IMPLIES_EXEC)", EPERM, personality(READ_IMPLIES_EXEC));
+	PROBE(fd, "personality(ADDR_NO_RANDOMIZE)", EPERM, personality(ADDR_NO_RANDOMIZE));
+	PROBE(fd, "personality(PER_LINUX32|MMAP_PAGE_ZERO)", EPERM,
+	      personality(PER_LINUX32 | MMAP_PAGE_ZERO));
+	PROBE(fd, "personality(0xfffffffe)", EPERM, personality(0xfffffffe));
+	PROBE(fd, "personality(0x7fffffff)", EPERM, personality(0x7fffffff));
+	PROBE(fd, "personality(1 << 32)", EPERM, syscall(SYS_personality, 1UL << 32));
+	PROBE(fd, "personality(query)", 0, personality(0xffffffff));
+	PROBE(fd, "personality(PER_LINUX32)", 0, personality(PER_LINUX32));
+	PROBE(fd, "personality(PER_LINUX32|UNAME26)", 0, personality(PER_LINUX32 | UNAME26));
+	PROBE(fd, "personality(UNAME26)", 0, personality(UNAME26));
+	PROBE(fd, "personality(PER_LINUX)", 0, personality(PER_LINUX));
+
+	PROBE(fd, "getpid", 0, getpid());
+	PROBE(fd, "fork", 0, fork_and_wait());
+	/* glibc tries clone3 first and falls back to clone on ENOSYS */
+	PROBE(fd, "pthread_create", 0, start_thread());
+
+#ifdef __x86_64__
+	/* x32 keyctl (250 | __X32_SYSCALL_BIT); unfiltered: EOPNOTSUPP, or ENOSYS without x32 */
+	PROBE(fd, "x32 keyctl(invalid)", EPERM, syscall(0x40000000 | 250, 0x7fffffff, 0, 0, 0, 0));
+	probe_i386(fd);
+#endif
+	(void)pd_close(p[0]);
+	(void)pd_close(p[1]);
+}
+
+/*
+ * cmocka catches crashes to report them and go on with the next test; in a child that would
+ * run the rest of the suite a second time. A crash there must end the child.
+ */
+static void reset_crash_signals(void)
+{
+	static const int sigs[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGSYS, SIGABRT };
+
+	for (size_t i = 0; i < ELEMENTSOF(sigs); i++)
+		(void)signal(sigs[i], SIG_DFL);
+}
+
+static int read_record(int fd, struct probe_record *rec)
+{
+	size_t done = 0;
+
+	while (done < sizeof(*rec)) {
+		ssize_t n = read(fd, (char *)rec + done, sizeof(*rec) - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return done == 0 ? 0 : -EIO;
+		done += (size_t)n;
+	}
+	return 1;
+}
+
+static const char *errno_str(int e)
+{
+	const char *s = e ? strerrorname_np(e) : "0";
+
+	return s ? s : "E?";
+}
+
+static void test_build(void **state)
+{
+	struct pd_seccomp_prog a = { 0 }, b = { 0 };
+	paddock_error err = { 0 };
+
+	(void)state;
+	if (pd_seccomp_build(&a, &err) < 0)
+		fail_msg("pd_seccomp_build: %s (%s)", err.msg, errno_str(err.code));
+	assert_non_null(a.filter);
+	assert_true(a.len > 0);
+	assert_true(a.len <= BPF_MAXINSNS);
+
+	/* Deterministic: every sandbox gets the same program. */
+	assert_int_equal(pd_seccomp_build(&b, &err), 0);
+	assert_int_equal(a.len, b.len);
+	assert_memory_equal(a.filter, b.filter, a.len * sizeof(*a.filter));
+
+	pd_seccomp_prog_release(&a);
+	assert_null(a.filter);
+	assert_int_equal(a.len, 0);
+	pd_seccomp_prog_release(&a);
+	pd_seccomp_prog_release(NULL);
+	pd_seccomp_prog_release(&b);
+}
+
+static void test_load_rejects_empty(void **state)
+{
+	struct pd_seccomp_prog empty = { 0 };
+
+	(void)state;
+	assert_int_equal(pd_seccomp_load(&empty), -EINVAL);
+	assert_int_equal(pd_seccomp_load(NULL), -EINVAL);
+}
+
+static void test_policy_in_child(void **state)
+{
+	struct pd_seccomp_prog prog = { 0 };
+	paddock_error err = { 0 };
+	struct probe_record rec;
+	int fds[2], status, failures = 0, checks = 0, r;
+	pid_t pid;
+
+	(void)state;
+	if (pd_seccomp_build(&prog, &err) < 0)
+		fail_msg("pd_seccomp_build: %s (%s)", err.msg, errno_str(err.code));
+	assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
+
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		(void)close(fds[0]);
+		reset_crash_signals();
+		run_probes(fds[1], &prog);
+		_exit(0);
+	}
+	(void)close(fds[1]);
+
+	while ((r = read_record(fds[0], &rec)) > 0) {
+		rec.name[sizeof(rec.name) - 1] = '\0';
+		if (rec.skipped) {
+			print_message("skipped: %s\n", rec.name);
+			continue;
+		}
+		checks++;
+		if (rec.want == 0 && rec.ret < 0) {
+			print_error("%s: expected success, got ret=%ld errno=%s\n", rec.name,
+				    rec.ret, errno_str(rec.error));
+			failures++;
+		} else if (rec.want != 0 && (rec.ret != -1 || rec.error != rec.want)) {
+			print_error("%s: expected ret=-1 errno=%s, got ret=%ld errno=%s\n",
+				    rec.name, errno_str(rec.want), rec.ret, errno_str(rec.error));
+			failures++;
+		}
+	}
+	(void)close(fds[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	pd_seccomp_prog_release(&prog);
+
+	assert_int_equal(r, 0);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fail_msg("probe child did not exit cleanly (status 0x%x) after %d checks", status,
+			 checks);
+	if (failures > 0)
+		fail_msg("%d of %d checks failed", failures, checks);
+	/* 2 setup + 9 denied + 8 clone + 4 ioctl + 11 personality + 3 allowed */
+	assert_true(checks >= 37);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_build),
+		cmocka_unit_test(test_load_rejects_empty),
+		cmocka_unit_test(test_policy_in_child),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
