@@ -110,12 +110,9 @@ static void die_error(const paddock_error *err)
 static void on_event(const struct paddock_event *ev, void *userdata)
 {
 	(void)userdata;
-	if (arg_json_log) {
-		if (arg_verbose || ev->level >= PADDOCK_LEVEL_WARN)
-			dprintf(STDERR_FILENO, "%s\n", ev->json);
-		return;
-	}
-	if (arg_verbose)
+	if (arg_json_log)
+		dprintf(STDERR_FILENO, "%s\n", ev->json);
+	else
 		dprintf(STDERR_FILENO, "paddock: %s %s\n", paddock_event_level_to_string(ev->level),
 			ev->json);
 }
@@ -318,7 +315,9 @@ static int run_command(paddock_spec *spec, char **cmd, const char *report)
 	r = paddock_ctx_new(run.base, &ctx, &err);
 	if (r < 0)
 		goto fail;
-	paddock_ctx_set_event_sink(ctx, on_event, NULL);
+	/* events cost a JSON document each: ask for them only when they are shown */
+	if (arg_verbose || arg_json_log)
+		paddock_ctx_set_event_sink(ctx, on_event, NULL);
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
 		sigev[i] = evsignal_new(run.base, sigs[i], on_signal, &run);
 		if (sigev[i])

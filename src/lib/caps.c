@@ -32,32 +32,53 @@ int pd_caps_last_cap(void)
 	return (int)v;
 }
 
-int pd_caps_drop_to_user(uid_t uid, gid_t gid, bool setgroups_allowed, int last_cap)
+int pd_caps_drop_bounding(int last_cap)
 {
-	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct data[2] = { 0 };
-
 	/* SECURITY: a capability left in the bounding set could be regained by exec. */
 	for (int cap = 0; cap <= last_cap; cap++)
 		if (prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
 			return -errno;
-	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
-		return -errno;
-	if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) < 0)
-		return -errno;
-	if (setgroups_allowed && setgroups(0, NULL) < 0)
-		return -errno;
-	if (setresgid(gid, gid, gid) < 0)
-		return -errno;
-	if (setresuid(uid, uid, uid) < 0)
-		return -errno;
+	return 0;
+}
+
+static long sys(long nr, long a, long b, long c, long d, long e)
+{
+	long r = syscall(nr, a, b, c, d, e);
+
+	return r < 0 ? -errno : r;
+}
+
+int pd_caps_drop_to_user(uid_t uid, gid_t gid, bool setgroups_allowed)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2] = { 0 };
+	long r;
+
+	/*
+	 * Raw syscalls: glibc's set*id wrappers may broadcast to "all threads" through state
+	 * shared with init, which this CLONE_VM child must not touch.
+	 */
+	r = sys(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	if (r < 0 && r != -EINVAL)
+		return (int)r;
+	if ((r = sys(SYS_prctl, PR_SET_KEEPCAPS, 0, 0, 0, 0)) < 0)
+		return (int)r;
+	if (setgroups_allowed && (r = sys(SYS_setgroups, 0, 0, 0, 0, 0)) < 0)
+		return (int)r;
+	if ((r = sys(SYS_setresgid, gid, gid, gid, 0, 0)) < 0)
+		return (int)r;
+	if ((r = sys(SYS_setresuid, uid, uid, uid, 0, 0)) < 0)
+		return (int)r;
 	/* Rootless, the uid did not change, so nothing was cleared for us: do it. */
-	if (syscall(SYS_capset, &hdr, data) < 0)
-		return -errno;
-	if (syscall(SYS_capget, &hdr, data) < 0)
-		return -errno;
+	if ((r = sys(SYS_capset, (long)&hdr, (long)data, 0, 0, 0)) < 0)
+		return (int)r;
+	if ((r = sys(SYS_capget, (long)&hdr, (long)data, 0, 0, 0)) < 0)
+		return (int)r;
 	if (data[0].effective | data[0].permitted | data[0].inheritable | data[1].effective |
 	    data[1].permitted | data[1].inheritable)
+		return -EPERM;
+	/* SECURITY: CAP_SYS_ADMIN is bit 21; init emptied the bounding set, so this fails */
+	if (sys(SYS_prctl, PR_CAPBSET_READ, CAP_SYS_ADMIN, 0, 0, 0) != 0)
 		return -EPERM;
 	return 0;
 }

@@ -11,9 +11,16 @@
 int pd_caps_last_cap(void);
 
 /*
- * In a forked child, before exec: drop every capability from the bounding set (needs
- * CAP_SETPCAP, so first), clear ambient, switch to uid/gid (supplementary groups cleared
- * when `setgroups_allowed`), then clear effective, permitted and inheritable and check
- * that nothing is left. Async-signal-safe. 0 or -errno.
+ * Empties the bounding set (needs CAP_SETPCAP). The caller keeps its permitted and effective
+ * capabilities; nothing it execs, and nothing its children exec, can ever hold one again.
+ * init does this once, so commands need not. 0 or -errno.
  */
-int pd_caps_drop_to_user(uid_t uid, gid_t gid, bool setgroups_allowed, int last_cap);
+int pd_caps_drop_bounding(int last_cap);
+
+/*
+ * In a command's child, before exec: clear ambient, switch to uid/gid (supplementary groups
+ * cleared when `setgroups_allowed`), then clear effective, permitted and inheritable and
+ * check that nothing is left, bounding set included. Raw syscalls only: it runs in a
+ * CLONE_VM child that shares init's memory. 0 or -errno.
+ */
+int pd_caps_drop_to_user(uid_t uid, gid_t gid, bool setgroups_allowed);

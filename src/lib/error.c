@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static void vset(paddock_error *err, int code, const char *field, const char *fmt, va_list ap)
+__attribute__((format(printf, 4, 0))) static void vset(paddock_error *err, int code, const char *field, const char *fmt, va_list ap)
 {
 	if (!err)
 		return;

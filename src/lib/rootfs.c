@@ -43,8 +43,8 @@
 #include "util/fd.h"
 #include "util/strv.h"
 
-#define MIRROR_MAX_DIRS 256
-#define MIRROR_MAX_DEPTH 3
+#define MIRROR_MAX_DIRS 64
+#define MIRROR_MAX_DEPTH 1 /* /usr/local and its children: bin, lib, share, ... */
 
 void pd_rootfs_sources_init(struct pd_rootfs_sources *s)
 {
@@ -393,11 +393,9 @@ static const char resolv_none[] = "# paddock: network mode none - no name server
  * keys, the machine id, or the host's passwd/group.
  */
 static const char *const etc_allow[] = {
-	"alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "os-release",
-	"debian_version", "protocols", "services", "mime.types", "ssl/certs", "ssl/openssl.cnf",
-	"ca-certificates", "ca-certificates.conf", "bash.bashrc", "profile", "profile.d",
-	"inputrc", "environment", "timezone", "gai.conf", "login.defs", "magic", "issue",
-	"lsb-release", "python3", "python3.11", "perl", "vim", "gitconfig", "xdg",
+	"alternatives", "ld.so.cache",	 "ld.so.conf", "ld.so.conf.d", "localtime",
+	"os-release",	"debian_version", "protocols",	"services",	"mime.types",
+	"ssl/certs",	"ssl/openssl.cnf", "bash.bashrc", "profile",	"inputrc",
 };
 
 static int write_etc(struct build *b, int etc, paddock_error *err)

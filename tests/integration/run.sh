@@ -30,7 +30,9 @@ export TMPDIR=/tmp
 snapshot() {
 	{
 		echo "mounts $(wc -l </proc/1/mountinfo)"
-		find /tmp -mindepth 1 -maxdepth 1 -type d ! -name 'pdstage.*' ! -name 'pdtest.*' | sed 's/^/tmpdir /'
+		# paddock makes no host temp dirs; anything named for it or owned by a sandbox is a leak
+		find /tmp /var/tmp /run -maxdepth 1 \( -name '*paddock*' -o -uid +1610612735 \) \
+			! -name 'pdstage.*' ! -name 'pdtest.*' ! -path /run/paddock | sed 's/^/tmp /'
 		ps -e -o uid=,args= | awk '$1 >= 1610612736 && $1 < 1879048192 { print "proc " $0 }'
 		ps -e -o args= | grep '[p]addock run' | sed 's/^/proc /'
 		[ -d /sys/fs/cgroup/memory ] && find /sys/fs/cgroup -maxdepth 3 -type d -name 'paddock*' | sed 's/^/cgroup /'
