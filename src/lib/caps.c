@@ -41,14 +41,15 @@ int pd_caps_drop_bounding(int last_cap)
 	return 0;
 }
 
-static long sys(long nr, long a, long b, long c, long d, long e)
+__attribute__((no_sanitize("address"))) static long sys(long nr, long a, long b, long c, long d, long e)
 {
 	long r = syscall(nr, a, b, c, d, e);
 
 	return r < 0 ? -errno : r;
 }
 
-int pd_caps_drop_to_user(uid_t uid, gid_t gid, bool setgroups_allowed)
+__attribute__((no_sanitize("address"))) int pd_caps_drop_to_user(uid_t uid, gid_t gid,
+								 bool setgroups_allowed)
 {
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct data[2] = { 0 };

@@ -64,7 +64,8 @@ void pd_emit(paddock_ctx *ctx, enum paddock_event_level level, const char *name,
 	if (fields)
 		json_object_update(o, fields);
 	json_decref(fields);
-	line = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_PRESERVE_ORDER);
+	line = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_PRESERVE_ORDER |
+				 JSON_REAL_PRECISION(6));
 	json_decref(o);
 	if (!line)
 		return;
