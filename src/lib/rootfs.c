@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -424,6 +425,38 @@ static int write_etc(struct build *b, int etc, paddock_error *err)
 	return 0;
 }
 
+/*
+ * Small files are copied, not bound: a copy is a few syscalls, a bind is a mount that every
+ * later mount operation and the namespace's teardown pay for. The copy lands on the read-only
+ * root, so the sandbox cannot change it either. Files over ETC_COPY_MAX are skipped.
+ */
+#define ETC_COPY_MAX (1u << 20)
+
+static int copy_small_file(int src_dir, const char *rel, int dst_dir, const char *name,
+			   paddock_error *err)
+{
+	_cleanup_close_ int in = -EBADF, out = -EBADF;
+	struct stat st;
+	off_t off = 0;
+
+	in = openat(src_dir, rel, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+	if (in < 0 || fstat(in, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > ETC_COPY_MAX)
+		return 0; /* unreadable or unusual: the sandbox goes without it */
+	out = openat(dst_dir, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (out < 0)
+		return pd_fail(err, errno, "create /etc/%s", rel);
+	while (off < st.st_size) {
+		ssize_t n = sendfile(out, in, &off, (size_t)(st.st_size - off));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return pd_fail(err, errno, "copy /etc/%s", rel);
+		if (n == 0)
+			break; /* the file shrank while we copied it */
+	}
+	return 0;
+}
+
 static int import_etc_entry(struct build *b, int src_etc, int etc, const char *rel,
 			    paddock_error *err)
 {
@@ -457,16 +490,15 @@ static int import_etc_entry(struct build *b, int src_etc, int etc, const char *r
 			return pd_fail(err, errno, "symlink /etc/%s", rel);
 		return 0;
 	}
-	if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode))
+	if (S_ISREG(st.st_mode))
+		return copy_small_file(src_etc, rel, dst, name, err);
+	if (!S_ISDIR(st.st_mode))
 		return 0;
 	/* SECURITY: O_NOFOLLOW on the last component; the entry was checked to be no link */
 	src = openat(src_etc, rel, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (src < 0)
 		return 0;
-	if (S_ISDIR(st.st_mode))
-		r = mkdir_owned(dst, name, 0755, b->root_uid, b->root_gid, err);
-	else
-		r = touch(dst, name, err);
+	r = mkdir_owned(dst, name, 0755, b->root_uid, b->root_gid, err);
 	if (r < 0)
 		return r;
 	return bind_at(src, "", dst, name,
@@ -498,13 +530,20 @@ static int build_etc(struct build *b, paddock_error *err)
 	return 0;
 }
 
-/* Files and directories of a fresh /proc that reveal the host or let it be poked. */
+/*
+ * Files and directories of a fresh /proc that reveal the host or let it be poked. A file only
+ * host root may open (mode without "other" bits, owned by a uid that is nobody in here) is
+ * out of reach from a user namespace whatever we do, so only those open to others are
+ * masked: the rule is checked when the root is built, not assumed from a kernel version.
+ * /proc/sys is made read-only as a whole: the sysctls of the sandbox's own network namespace
+ * belong to its root.
+ */
 static const char *const proc_null_files[] = {
-	"kcore", "keys", "key-users", "timer_list", "sched_debug", "latency_stats",
-	"kallsyms", "kmsg", "sysrq-trigger", "config.gz", "kpagecount", "kpageflags",
+	"kcore",    "keys",	  "key-users",	"timer_list", "sched_debug", "latency_stats",
+	"kallsyms", "kmsg",	  "sysrq-trigger", "config.gz", "kpagecount",	 "kpageflags",
 };
 static const char *const proc_empty_dirs[] = { "acpi", "scsi", "asound", "driver" };
-static const char *const proc_readonly[] = { "sys", "irq", "bus", "fs" };
+static const char *const proc_readonly[] = { "sys" };
 
 static int build_proc(struct build *b, paddock_error *err)
 {
@@ -527,7 +566,7 @@ static int build_proc(struct build *b, paddock_error *err)
 		struct stat st;
 
 		if (fstatat(proc, proc_null_files[i], &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    !S_ISREG(st.st_mode))
+		    !S_ISREG(st.st_mode) || !(st.st_mode & (S_IROTH | S_IWOTH)))
 			continue;
 		r = bind_at(b->root, "dev/null", proc, proc_null_files[i], MOUNT_ATTR_RDONLY,
 			    err);
