@@ -100,6 +100,13 @@ PADDOCK_API int paddock_spec_load_json(paddock_spec *spec, const char *json, siz
 PADDOCK_API int paddock_spec_set(paddock_spec *spec, const char *field, const char *value,
 				 paddock_error *err);
 
+/*
+ * The value of limit `name` ("memory", "output", "timeout", ... as in the report's
+ * "limits"): bytes, seconds, a count or CPUs. -EINVAL when the name is unknown.
+ */
+PADDOCK_API int paddock_spec_get_limit(const paddock_spec *spec, const char *name,
+				       double *ret_value, paddock_error *err);
+
 /* Checks cross-field rules; the create call does it again. */
 PADDOCK_API int paddock_spec_validate(const paddock_spec *spec, paddock_error *err);
 
@@ -108,6 +115,24 @@ PADDOCK_API int paddock_spec_to_json(const paddock_spec *spec, char **ret_json,
 				     paddock_error *err);
 
 /* ---- sandbox -------------------------------------------------------------------------- */
+
+/* Why an exec ended: a stable string in reports and the API. */
+enum paddock_end_reason {
+	PADDOCK_END_EXITED,
+	PADDOCK_END_SIGNALED,
+	PADDOCK_END_TIMEOUT,
+	PADDOCK_END_KILLED,   /* the sandbox was destroyed while the command ran */
+	PADDOCK_END_ERROR,    /* the command could not be started */
+	PADDOCK_END_CPU_TIME, /* limits.cpu_time_s was used up */
+	PADDOCK_END_OOM,      /* the memory limit was hit and the OOM killer acted */
+	PADDOCK_END_PIDS,     /* the command failed after forks were refused by limits.pids */
+	PADDOCK_END_DISK,     /* the command failed with the sandbox's disk full */
+	PADDOCK_END_OUTPUT,   /* captured output went over limits.output */
+	_PADDOCK_END_MAX,
+};
+
+PADDOCK_API const char *paddock_end_reason_to_string(enum paddock_end_reason r);
+
 
 /*
  * Creates a sandbox: namespaces, root filesystem, init as PID 1 waiting for commands.
@@ -130,19 +155,17 @@ PADDOCK_API pid_t paddock_sandbox_init_pid(const paddock_sandbox *sb);
 /* Whether Landlock is in force for the commands of this sandbox, and its ABI (0: none). */
 PADDOCK_API int paddock_sandbox_landlock_abi(const paddock_sandbox *sb);
 
+/*
+ * Kills every process of the sandbox now, for `reason` (e.g. PADDOCK_END_OUTPUT when a front
+ * end's output limit was hit). Running execs end with that reason; the sandbox stays to be
+ * freed. Idempotent: the first reason wins.
+ */
+PADDOCK_API int paddock_sandbox_kill(paddock_sandbox *sb, enum paddock_end_reason reason,
+				     paddock_error *err);
+
 /* ---- exec ----------------------------------------------------------------------------- */
 
-/* Why an exec ended: a stable string in reports and the API. */
-enum paddock_end_reason {
-	PADDOCK_END_EXITED,
-	PADDOCK_END_SIGNALED,
-	PADDOCK_END_TIMEOUT,
-	PADDOCK_END_KILLED, /* the sandbox was destroyed while the command ran */
-	PADDOCK_END_ERROR,  /* the command could not be started */
-	_PADDOCK_END_MAX,
-};
 
-PADDOCK_API const char *paddock_end_reason_to_string(enum paddock_end_reason r);
 
 struct paddock_result {
 	enum paddock_end_reason reason;
@@ -152,7 +175,15 @@ struct paddock_result {
 	double cpu_user_s; /* of the command and its waited-for children */
 	double cpu_sys_s;
 	int64_t peak_rss_bytes; /* largest RSS of the command or a waited-for child */
-	paddock_error error;	/* when reason is ERROR: why it could not start */
+	/* from the sandbox's cgroup when it has one, else peak_rss_bytes */
+	int64_t peak_memory_bytes;
+	int64_t oom_kills; /* OOM kills in the sandbox while the command ran (cgroup only) */
+	int64_t pids_peak; /* most processes at once, -1 when the kernel does not say */
+	bool output_truncated; /* set by the front end that captured the output */
+	bool disk_full;	       /* the sandbox's disk had no space left when it ended */
+	/* how each limit was enforced, as JSON (see docs/report.md); owned by the library */
+	const char *limits_json;
+	paddock_error error; /* when reason is ERROR: why it could not start */
 };
 
 /*
@@ -180,6 +211,8 @@ struct paddock_exec_opts {
 	 */
 	unsigned pty_streams;
 	unsigned short pty_rows, pty_cols;
+	/* the caller reads the command's output and enforces limits.output on it */
+	bool output_captured;
 };
 
 /* Called once when the exec ends; `res` is valid during the call. */

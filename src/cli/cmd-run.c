@@ -42,6 +42,34 @@ enum {
 	OPT_LOG_FORMAT,
 	OPT_DISK,
 	OPT_LANDLOCK,
+	OPT_MEMORY,
+	OPT_PIDS,
+	OPT_CPUS,
+	OPT_CPU_TIME,
+	OPT_FILE_SIZE,
+	OPT_NOFILE,
+	OPT_OUTPUT_LIMIT,
+	OPT_REQUIRE,
+};
+
+/* Flags that set one spec field from their argument, as paddock_spec_set() takes it. */
+static const struct {
+	int opt;
+	const char *field;
+} field_flags[] = {
+	{ OPT_CWD, "cwd" },
+	{ OPT_HOSTNAME, "hostname" },
+	{ OPT_ENV, "env" },
+	{ OPT_TIMEOUT, "limits.timeout_s" },
+	{ OPT_DISK, "limits.disk" },
+	{ OPT_MEMORY, "limits.memory" },
+	{ OPT_PIDS, "limits.pids" },
+	{ OPT_CPUS, "limits.cpus" },
+	{ OPT_CPU_TIME, "limits.cpu_time_s" },
+	{ OPT_FILE_SIZE, "limits.file_size" },
+	{ OPT_NOFILE, "limits.nofile" },
+	{ OPT_REQUIRE, "limits.required" },
+	{ OPT_LANDLOCK, "security.landlock" },
 };
 
 static const struct option options[] = {
@@ -57,6 +85,14 @@ static const struct option options[] = {
 	{ "rootfs", required_argument, NULL, OPT_ROOTFS },
 	{ "disk", required_argument, NULL, OPT_DISK },
 	{ "landlock", required_argument, NULL, OPT_LANDLOCK },
+	{ "memory", required_argument, NULL, OPT_MEMORY },
+	{ "pids", required_argument, NULL, OPT_PIDS },
+	{ "cpus", required_argument, NULL, OPT_CPUS },
+	{ "cpu-time", required_argument, NULL, OPT_CPU_TIME },
+	{ "file-size", required_argument, NULL, OPT_FILE_SIZE },
+	{ "nofile", required_argument, NULL, OPT_NOFILE },
+	{ "output-limit", required_argument, NULL, OPT_OUTPUT_LIMIT },
+	{ "require", required_argument, NULL, OPT_REQUIRE },
 	{ "print-spec", no_argument, NULL, OPT_PRINT_SPEC },
 	{ "log-format", required_argument, NULL, OPT_LOG_FORMAT },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -78,8 +114,20 @@ static void usage(FILE *f)
 	      "  --env NAME=VALUE     set a variable (the environment starts empty)\n"
 	      "  --cwd DIR            working directory inside (default /workspace)\n"
 	      "  --hostname NAME      hostname inside (default 'sandbox')\n"
-	      "  --timeout SECONDS    wall-clock limit; the whole sandbox is killed\n"
+	      "\n"
+	      "limits (every one has a finite default; docs/spec.md):\n"
+	      "  --timeout SECONDS    wall clock; the whole sandbox is killed (86400)\n"
+	      "  --memory SIZE        memory, no swap (1G)\n"
+	      "  --pids N             processes and threads (512)\n"
+	      "  --cpus N             CPU quota, e.g. 0.5 or 2 (2)\n"
+	      "  --cpu-time SECONDS   CPU time of the whole sandbox (3600)\n"
 	      "  --disk SIZE          writable space: /usr layer, /tmp, home, workspace (1G)\n"
+	      "  --file-size SIZE     largest file a command may write (1G)\n"
+	      "  --nofile N           open files per process (1024)\n"
+	      "  --output-limit SIZE  capture stdout+stderr and stop the run past SIZE (16M when\n"
+	      "                       output is relayed anyway)\n"
+	      "  --require LIMITS     refuse to run unless these are enforced (memory,pids,...)\n"
+	      "\n"
 	      "  --rootfs DIR         a directory tree to use as the read-only base\n"
 	      "  --landlock MODE      auto (default) or required\n"
 	      "  --report FILE        write the JSON result (docs/report.md) to FILE\n"
@@ -95,6 +143,7 @@ static void usage(FILE *f)
 
 static bool arg_json_log;
 static bool arg_verbose;
+static bool arg_capture; /* relay stdout/stderr through pipes and enforce limits.output */
 
 static void die_error(const paddock_error *err)
 {
@@ -214,18 +263,37 @@ struct run {
 	int pipe_rd[2]; /* read ends of the pipes feeding a terminal on stdout/stderr */
 	bool raw;
 	struct termios saved;
+	paddock_sandbox *sb;
+	struct relay_budget budget;
+	char *report_json;
 };
+
+static void on_output_limit(void *arg)
+{
+	struct run *run = arg;
+
+	/* the rest is dropped; the run ends with reason "output" */
+	(void)paddock_sandbox_kill(run->sb, PADDOCK_END_OUTPUT, NULL);
+}
 
 static void on_exit_cb(paddock_exec *ex, const struct paddock_result *res, void *userdata)
 {
 	struct run *run = userdata;
 
+	struct paddock_result copy = *res;
+	paddock_error err = { 0 };
+
 	(void)ex;
-	run->result = *res;
-	run->done = true;
-	run->ex = NULL;
 	for (int i = 0; i < 2; i++)
 		relay_drain(run->relays[i]);
+	copy.output_truncated = run->budget.hit;
+	/* the result's strings live as long as this call: format the report now */
+	if (paddock_result_to_json(&copy, &run->report_json, &err) < 0)
+		die_error(&err);
+	copy.limits_json = NULL;
+	run->result = copy;
+	run->done = true;
+	run->ex = NULL;
 	event_base_loopbreak(run->base);
 }
 
@@ -266,26 +334,18 @@ static int make_raw(struct run *run)
 	return 0;
 }
 
-static int write_report(const char *path, const struct paddock_result *res)
+static int write_report(const char *path, const char *json)
 {
-	paddock_error err = { 0 };
-	char *json = NULL;
 	FILE *f;
-	int r;
 
-	r = paddock_result_to_json(res, &json, &err);
-	if (r < 0) {
-		die_error(&err);
-		return r;
-	}
+	if (!json)
+		return -1;
 	f = fopen(path, "we");
 	if (!f) {
 		fprintf(stderr, "paddock: write report '%s': %s\n", path, strerror(errno));
-		free(json);
 		return -1;
 	}
 	fprintf(f, "%s\n", json);
-	free(json);
 	if (fclose(f) != 0) {
 		fprintf(stderr, "paddock: write report '%s': %s\n", path, strerror(errno));
 		return -1;
@@ -304,6 +364,7 @@ static int run_command(paddock_spec *spec, char **cmd, const char *report)
 	paddock_sandbox *sb = NULL;
 	const char *env[2] = { NULL, NULL };
 	char term[128];
+	double limit = 0;
 	int status = PADDOCK_EXIT_FAILURE, r;
 
 	signal(SIGPIPE, SIG_IGN);
@@ -348,7 +409,7 @@ static int run_command(paddock_spec *spec, char **cmd, const char *report)
 	} else {
 		for (int i = 1; i < 3; i++) {
 			int p[2];
-			if (!isatty(i))
+			if (!isatty(i) && !arg_capture)
 				continue;
 			if (pipe2(p, O_CLOEXEC) < 0) {
 				r = -errno;
@@ -361,6 +422,13 @@ static int run_command(paddock_spec *spec, char **cmd, const char *report)
 		}
 	}
 	opts.env = env;
+	run.sb = sb;
+	run.budget = (struct relay_budget){ .on_hit = on_output_limit, .arg = &run };
+	if (paddock_spec_get_limit(spec, "output", &limit, &err) < 0)
+		goto fail;
+	run.budget.left = (uint64_t)limit;
+	opts.output_captured = arg_capture || opts.pty_streams || run.pipe_rd[0] >= 0 ||
+			       run.pipe_rd[1] >= 0;
 	r = paddock_exec_start(sb, &opts, on_exit_cb, &run, &run.ex, &err);
 	for (int i = 1; i < 3; i++)
 		if (opts.fds[i] != i)
@@ -372,12 +440,13 @@ static int run_command(paddock_spec *spec, char **cmd, const char *report)
 		int out = isatty(STDOUT_FILENO) ? STDOUT_FILENO : STDERR_FILENO;
 
 		(void)make_raw(&run);
-		run.relays[0] = relay_new(run.base, master, out);
-		run.relays[1] = relay_new(run.base, STDIN_FILENO, master);
+		run.relays[0] = relay_new(run.base, master, out, &run.budget);
+		run.relays[1] = relay_new(run.base, STDIN_FILENO, master, NULL);
 	} else {
 		for (int i = 0; i < 2; i++)
 			if (run.pipe_rd[i] >= 0)
-				run.relays[i] = relay_new(run.base, run.pipe_rd[i], i + 1);
+				run.relays[i] = relay_new(run.base, run.pipe_rd[i], i + 1,
+							  &run.budget);
 	}
 
 	while (!run.done)
@@ -392,8 +461,11 @@ static int run_command(paddock_spec *spec, char **cmd, const char *report)
 		die_error(&run.result.error);
 	else if (run.result.reason == PADDOCK_END_TIMEOUT)
 		fprintf(stderr, "paddock: timed out (limits.timeout_s); the sandbox was killed\n");
+	else if (run.result.reason == PADDOCK_END_OUTPUT)
+		fprintf(stderr, "paddock: output went over limits.output; the rest was dropped and "
+				"the sandbox was killed\n");
 	status = paddock_result_exit_status(&run.result);
-	if (report && write_report(report, &run.result) < 0)
+	if (report && write_report(report, run.report_json) < 0)
 		status = PADDOCK_EXIT_FAILURE;
 	goto out;
 fail:
@@ -405,6 +477,7 @@ out:
 		if (run.pipe_rd[i] >= 0)
 			close(run.pipe_rd[i]);
 	}
+	free(run.report_json);
 	paddock_sandbox_free(sb);
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
 		if (sigev[i])
@@ -435,7 +508,17 @@ int cmd_run(int argc, char **argv)
 	opterr = 1;
 	while ((c = getopt_long(argc, argv, "+vh", options, NULL)) != -1) {
 		r = 0;
+		for (size_t i = 0; i < sizeof(field_flags) / sizeof(field_flags[0]); i++)
+			if (c == field_flags[i].opt) {
+				r = paddock_spec_set(spec, field_flags[i].field, optarg, &err);
+				c = 0;
+				break;
+			}
+		if (r < 0)
+			goto fail;
 		switch (c) {
+		case 0:
+			break;
 		case OPT_SPEC:
 			break;
 		case OPT_WORKSPACE:
@@ -448,23 +531,9 @@ int cmd_run(int argc, char **argv)
 		case OPT_BIND:
 			r = set_bind(spec, optarg, c == OPT_RO_BIND, &err);
 			break;
-		case OPT_ENV:
-			r = paddock_spec_set(spec, "env", optarg, &err);
-			break;
-		case OPT_CWD:
-			r = paddock_spec_set(spec, "cwd", optarg, &err);
-			break;
-		case OPT_HOSTNAME:
-			r = paddock_spec_set(spec, "hostname", optarg, &err);
-			break;
-		case OPT_TIMEOUT:
-			r = paddock_spec_set(spec, "limits.timeout_s", optarg, &err);
-			break;
-		case OPT_DISK:
-			r = paddock_spec_set(spec, "limits.disk", optarg, &err);
-			break;
-		case OPT_LANDLOCK:
-			r = paddock_spec_set(spec, "security.landlock", optarg, &err);
+		case OPT_OUTPUT_LIMIT:
+			arg_capture = true;
+			r = paddock_spec_set(spec, "limits.output", optarg, &err);
 			break;
 		case OPT_REPORT:
 			report = optarg;

@@ -8,11 +8,27 @@
 
 #include <stdbool.h>
 
+#include <stdint.h>
+
 struct event_base;
 struct relay;
 
-/* Copies from `in` (made non-blocking; borrowed) to `out` (borrowed) until EOF or error. */
-struct relay *relay_new(struct event_base *base, int in, int out);
+/*
+ * A byte budget shared by the relays of one command (stdout and stderr together). Past it
+ * the rest is read and dropped, `hit` is set and on_hit runs once.
+ */
+struct relay_budget {
+	uint64_t left;
+	bool hit;
+	void (*on_hit)(void *arg);
+	void *arg;
+};
+
+/*
+ * Copies from `in` (made non-blocking; borrowed) to `out` (borrowed) until EOF or error,
+ * charging `budget` when it is not NULL.
+ */
+struct relay *relay_new(struct event_base *base, int in, int out, struct relay_budget *budget);
 /* Copies whatever `in` holds right now, without waiting. */
 void relay_drain(struct relay *r);
 bool relay_eof(const struct relay *r);

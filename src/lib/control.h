@@ -76,6 +76,7 @@ struct pd_ctl_exited {
 	int32_t pad;
 	int64_t utime_us, stime_us;
 	int64_t maxrss_kb;
+	uint64_t disk_free_bytes; /* of the sandbox's disk tmpfs when the command ended */
 };
 
 struct pd_ctl_signal {

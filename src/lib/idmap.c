@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/file.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -36,16 +35,15 @@ static int open_lock_dir(paddock_error *err)
 static int acquire_slot(struct pd_idmap *m, paddock_error *err)
 {
 	_cleanup_close_ int dfd = -EBADF;
-	unsigned start = 0;
 
 	dfd = open_lock_dir(err);
 	if (dfd < 0)
 		return dfd;
-	/* Start at a random slot so concurrent supervisors rarely contend. */
-	if (getrandom(&start, sizeof(start), GRND_NONBLOCK) != sizeof(start))
-		start = (unsigned)getpid();
-	for (unsigned i = 0; i < PD_IDMAP_SLOTS; i++) {
-		unsigned slot = (start + i) % PD_IDMAP_SLOTS;
+	/*
+	 * Lowest free slot first: the slot also names the sandbox's cgroup, which is kept and
+	 * reused (cgroup.h), so the pool stays as small as the peak of live sandboxes.
+	 */
+	for (unsigned slot = 0; slot < PD_IDMAP_SLOTS; slot++) {
 		_cleanup_close_ int fd = -EBADF;
 		char name[32];
 

@@ -20,6 +20,7 @@
  */
 #include "init.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -36,6 +37,8 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -78,8 +81,15 @@ struct tracked {
 	pid_t pid;
 };
 
+#define N_RLIMITS 5
+
 struct init_state {
 	const paddock_spec *spec;
+	struct {
+		int resource;
+		struct rlimit value;
+	} rlimits[N_RLIMITS]; /* applied by each command's child */
+	size_t n_rlimits;
 	const struct pd_idmap *idmap;
 	int ctl;
 	int sigfd;
@@ -218,6 +228,35 @@ static int confine_self(struct init_state *st, paddock_error *err)
 	if (r < 0)
 		return pd_fail(err, r, "load seccomp filter");
 	return 0;
+}
+
+static void add_rlimit(struct init_state *st, int resource, uint64_t soft, uint64_t hard)
+{
+	assert(st->n_rlimits < N_RLIMITS);
+	st->rlimits[st->n_rlimits].resource = resource;
+	st->rlimits[st->n_rlimits].value = (struct rlimit){ .rlim_cur = soft, .rlim_max = hard };
+	st->n_rlimits++;
+}
+
+/*
+ * Per-process limits every command starts with. file_size and nofile exist only as rlimits.
+ * cpu_time is also enforced for the whole sandbox by the supervisor when it has a cgroup;
+ * the rlimit (SIGXCPU at the limit, SIGKILL a second later) bounds each process everywhere.
+ * Without a cgroup, RLIMIT_AS and RLIMIT_NPROC stand in for memory and pids: weaker (address
+ * space, not memory; per process, not per sandbox, for AS), and the report says so.
+ */
+static void plan_rlimits(struct init_state *st, bool cgroup_limits)
+{
+	const typeof(st->spec->limits) *l = &st->spec->limits;
+	uint64_t cpu = (uint64_t)l->cpu_time_s + ((double)(uint64_t)l->cpu_time_s < l->cpu_time_s);
+
+	add_rlimit(st, RLIMIT_FSIZE, l->file_size_bytes, l->file_size_bytes);
+	add_rlimit(st, RLIMIT_NOFILE, l->nofile, l->nofile);
+	add_rlimit(st, RLIMIT_CPU, cpu ? cpu : 1, (cpu ? cpu : 1) + 1);
+	if (!cgroup_limits) {
+		add_rlimit(st, RLIMIT_AS, l->memory_bytes, l->memory_bytes);
+		add_rlimit(st, RLIMIT_NPROC, l->pids, l->pids);
+	}
 }
 
 static int setup(struct init_state *st, paddock_error *err)
@@ -394,6 +433,10 @@ CHILD_CODE static int exec_child(void *arg)
 	r = setup_stdio(p);
 	if (r < 0)
 		child_fail(p, PD_STEP_SETUP, r, "set up stdio and session");
+	for (size_t i = 0; i < st->n_rlimits; i++)
+		if (syscall(SYS_prlimit64, 0, st->rlimits[i].resource, &st->rlimits[i].value,
+			    NULL) < 0)
+			child_fail(p, PD_STEP_LIMITS, errno, "set resource limits");
 	r = pd_caps_drop_to_user(PD_SANDBOX_UID, PD_SANDBOX_GID, !st->idmap->rootless);
 	if (r < 0)
 		child_fail(p, PD_STEP_PRIVS, r, "drop privileges");
@@ -596,6 +639,16 @@ static void handle_signal(struct init_state *st, const char *buf, size_t len)
 		}
 }
 
+/* Free space of the sandbox's disk (the tmpfs /tmp lives on), for the "disk" reason. */
+static uint64_t disk_free(void)
+{
+	struct statfs sf;
+
+	if (statfs("/tmp", &sf) < 0)
+		return UINT64_MAX;
+	return (uint64_t)sf.f_bavail * (uint64_t)sf.f_bsize;
+}
+
 static void reap(struct init_state *st)
 {
 	struct signalfd_siginfo si;
@@ -615,6 +668,7 @@ static void reap(struct init_state *st)
 				.utime_us = ru.ru_utime.tv_sec * 1000000LL + ru.ru_utime.tv_usec,
 				.stime_us = ru.ru_stime.tv_sec * 1000000LL + ru.ru_stime.tv_usec,
 				.maxrss_kb = ru.ru_maxrss,
+				.disk_free_bytes = disk_free(),
 			};
 			(void)pd_ctl_send(st->ctl, PD_CTL_EXITED, &x, sizeof(x), NULL, 0);
 			st->execs[i] = st->execs[--st->n_execs];
@@ -673,7 +727,8 @@ _Noreturn static void serve(struct init_state *st)
 	}
 }
 
-_Noreturn void pd_init_main(const paddock_spec *spec, const struct pd_idmap *idmap, int ctl)
+_Noreturn void pd_init_main(const paddock_spec *spec, const struct pd_idmap *idmap,
+			    bool cgroup_limits, int ctl)
 {
 	struct init_state st = {
 		.spec = spec,
@@ -687,6 +742,7 @@ _Noreturn void pd_init_main(const paddock_spec *spec, const struct pd_idmap *idm
 
 	reset_signals();
 	umask(0);
+	plan_rlimits(&st, cgroup_limits);
 	r = isolate_fds(ctl, &err);
 	if (r < 0)
 		fail_setup(ctl, &err);

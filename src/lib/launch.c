@@ -27,7 +27,11 @@
 
 #define LAUNCH_READY_TIMEOUT_MS 30000
 
-static pid_t clone_init(int *ret_pidfd)
+/*
+ * With a v2 cgroup, init is born in it (CLONE_INTO_CGROUP), so the cgroup namespace made
+ * here is rooted there; with v1 the supervisor moves init before GO.
+ */
+static pid_t clone_init(int cgroup_fd, int *ret_pidfd)
 {
 	struct clone_args args = {
 		.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
@@ -36,7 +40,38 @@ static pid_t clone_init(int *ret_pidfd)
 		.exit_signal = SIGCHLD,
 	};
 
+	if (cgroup_fd >= 0) {
+		args.flags |= CLONE_INTO_CGROUP;
+		args.cgroup = (uint64_t)cgroup_fd;
+	}
 	return (pid_t)syscall(SYS_clone3, &args, sizeof(args));
+}
+
+/* Takes the slot's cgroup as root; rootless, or where cgroups cannot be written, none. */
+static int open_cgroup(paddock_sandbox *sb, paddock_error *err)
+{
+	const typeof(sb->spec->limits) *l = &sb->spec->limits;
+	struct pd_cgroup_limits lim = {
+		.memory_bytes = l->memory_bytes,
+		.pids = l->pids,
+		.cpus = l->cpus,
+	};
+	paddock_error why = { 0 };
+	int r;
+
+	if (sb->idmap.rootless || pd_cgroup_probe() == PD_CGROUP_NONE)
+		r = -EACCES;
+	else
+		r = pd_cgroup_open(sb->idmap.slot, &lim, &sb->cg, &why);
+	if (r >= 0)
+		return 0;
+	sb->cg = NULL;
+	/* SECURITY: nothing the spec requires goes unenforced; cpus has no stand-in */
+	if (l->required & (1u << PD_LIMIT_CPUS))
+		return pd_fail_field(err, EOPNOTSUPP, "limits.required",
+				     "limit 'cpus' is required but no cgroup can be used here (%s)",
+				     why.msg[0] ? why.msg : "rootless, no delegated cgroup");
+	return 0;
 }
 
 /* Waits for READY or FAILED; anything else from a fresh init is a protocol error. */
@@ -97,7 +132,10 @@ int pd_launch(paddock_sandbox *sb, paddock_error *err)
 	sb->ctl = sv[0];
 	child_end = sv[1];
 
-	pid = clone_init(&pidfd);
+	r = open_cgroup(sb, err);
+	if (r < 0)
+		return r;
+	pid = clone_init(sb->cg ? pd_cgroup_clone_fd(sb->cg) : -1, &pidfd);
 	if (pid < 0) {
 		r = errno;
 		if (r == ENOSPC || r == EUSERS)
@@ -110,12 +148,15 @@ int pd_launch(paddock_sandbox *sb, paddock_error *err)
 	}
 	if (pid == 0) {
 		pd_close(sv[0]);
-		pd_init_main(sb->spec, &sb->idmap, child_end);
+		pd_init_main(sb->spec, &sb->idmap, sb->cg != NULL, child_end);
 	}
 	child_end = pd_close(child_end);
 	sb->init_pid = pid;
 
 	r = pd_idmap_write(&sb->idmap, pid, err);
+	/* v1: into the cgroup before init runs a single instruction of its own */
+	if (r >= 0 && sb->cg && pd_cgroup_clone_fd(sb->cg) < 0)
+		r = pd_cgroup_attach(sb->cg, pid, err);
 	if (r >= 0)
 		r = pd_ctl_send(sb->ctl, PD_CTL_GO, NULL, 0, NULL, 0) < 0
 			    ? pd_fail(err, EPIPE, "start init")

@@ -35,6 +35,9 @@
 
 #define EXEC_START_TIMEOUT_MS 30000
 
+static void kill_for(paddock_sandbox *sb, enum paddock_end_reason reason, const char *event,
+		     json_t *fields);
+
 /* ---- context -------------------------------------------------------------------------- */
 
 int paddock_ctx_new(struct event_base *base, paddock_ctx **ret_ctx, paddock_error *err)
@@ -71,7 +74,9 @@ void paddock_ctx_set_event_sink(paddock_ctx *ctx, paddock_event_fn fn, void *use
 static const char *const end_reasons[_PADDOCK_END_MAX] = {
 	[PADDOCK_END_EXITED] = "exited",   [PADDOCK_END_SIGNALED] = "signaled",
 	[PADDOCK_END_TIMEOUT] = "timeout", [PADDOCK_END_KILLED] = "killed",
-	[PADDOCK_END_ERROR] = "error",
+	[PADDOCK_END_ERROR] = "error",	   [PADDOCK_END_CPU_TIME] = "cpu_time",
+	[PADDOCK_END_OOM] = "oom",	   [PADDOCK_END_PIDS] = "pids",
+	[PADDOCK_END_DISK] = "disk",	   [PADDOCK_END_OUTPUT] = "output",
 };
 
 const char *paddock_end_reason_to_string(enum paddock_end_reason r)
@@ -91,6 +96,14 @@ int paddock_result_exit_status(const struct paddock_result *res)
 	case PADDOCK_END_SIGNALED:
 	case PADDOCK_END_TIMEOUT:
 	case PADDOCK_END_KILLED:
+	case PADDOCK_END_CPU_TIME:
+	case PADDOCK_END_OOM:
+	case PADDOCK_END_PIDS:
+	case PADDOCK_END_DISK:
+	case PADDOCK_END_OUTPUT:
+		/* a limit that ended the command leaves its own exit code when it had one */
+		if (res->exit_code >= 0 && res->signal == 0)
+			return res->exit_code;
 		return 128 + (res->signal > 0 ? res->signal : SIGKILL);
 	case PADDOCK_END_ERROR:
 		return res->exit_code > 0 ? res->exit_code : PADDOCK_EXIT_FAILURE;
@@ -107,7 +120,8 @@ static json_t *result_json(const struct paddock_result *res)
 	if (!o)
 		return NULL;
 	json_object_set_new(o, "reason", json_string(paddock_end_reason_to_string(res->reason)));
-	json_object_set_new(o, "exit_code", res->reason == PADDOCK_END_EXITED
+	json_object_set_new(o, "exit_code", res->exit_code >= 0 && res->signal == 0 &&
+							    res->reason != PADDOCK_END_ERROR
 						    ? json_integer(res->exit_code)
 						    : json_null());
 	json_object_set_new(o, "signal", res->signal ? json_integer(res->signal) : json_null());
@@ -116,6 +130,17 @@ static json_t *result_json(const struct paddock_result *res)
 	json_object_set_new(o, "cpu_user_s", json_real(res->cpu_user_s));
 	json_object_set_new(o, "cpu_sys_s", json_real(res->cpu_sys_s));
 	json_object_set_new(o, "peak_rss_bytes", json_integer(res->peak_rss_bytes));
+	json_object_set_new(o, "peak_memory_bytes", json_integer(res->peak_memory_bytes));
+	json_object_set_new(o, "oom_kills", json_integer(res->oom_kills));
+	json_object_set_new(o, "pids_peak",
+			    res->pids_peak >= 0 ? json_integer(res->pids_peak) : json_null());
+	json_object_set_new(o, "output_truncated", json_boolean(res->output_truncated));
+	json_object_set_new(o, "disk_full", json_boolean(res->disk_full));
+	if (res->limits_json) {
+		json_t *l = json_loads(res->limits_json, 0, NULL);
+		if (l)
+			json_object_set_new(o, "limits", l);
+	}
 	if (res->reason == PADDOCK_END_ERROR) {
 		json_t *e = json_object();
 		json_object_set_new(e, "code", json_string(paddock_errno_name(res->error.code)));
@@ -167,6 +192,7 @@ static void exec_unlink_free(paddock_exec *ex)
 	if (ex->deliver)
 		event_free(ex->deliver);
 	ex->pty_fd = pd_close(ex->pty_fd);
+	free(ex->limits_json);
 	free(ex);
 }
 
@@ -196,6 +222,84 @@ static void emit_exit(paddock_exec *ex)
 		ex->id_str, f);
 }
 
+static const char *cgroup_name(const paddock_sandbox *sb)
+{
+	if (!sb->cg)
+		return NULL;
+	return pd_cgroup_version(sb->cg) == PD_CGROUP_V2 ? "cgroup-v2" : "cgroup-v1";
+}
+
+/* The report's "limits": each limit's value and what enforced it (docs/report.md). */
+static char *limits_json(const paddock_exec *ex)
+{
+	const paddock_sandbox *sb = ex->sb;
+	const typeof(sb->spec->limits) *l = &sb->spec->limits;
+	const char *cg = cgroup_name(sb);
+	json_t *o = json_pack(
+		"{s:{s:I,s:s},s:{s:I,s:s},s:{s:f,s:s},s:{s:f,s:s},s:{s:f,s:s},s:{s:I,s:s},"
+		"s:{s:I,s:s},s:{s:I,s:s},s:{s:I,s:s}}",
+		"memory", "value", (json_int_t)l->memory_bytes, "enforced_by", cg ? cg : "rlimit",
+		"pids", "value", (json_int_t)l->pids, "enforced_by", cg ? cg : "rlimit", "cpus",
+		"value", l->cpus, "enforced_by", cg ? cg : "none", "cpu_time", "value",
+		l->cpu_time_s, "enforced_by", cg ? cg : "rlimit", "timeout", "value", l->timeout_s,
+		"enforced_by", "timer", "disk", "value", (json_int_t)l->disk_bytes, "enforced_by",
+		"tmpfs", "file_size", "value", (json_int_t)l->file_size_bytes, "enforced_by",
+		"rlimit", "nofile", "value", (json_int_t)l->nofile, "enforced_by", "rlimit",
+		"output", "value", (json_int_t)l->output_bytes, "enforced_by",
+		ex->output_captured ? "relay" : "none");
+	char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+
+	json_decref(o);
+	return s;
+}
+
+static bool failed(const struct paddock_result *r)
+{
+	return r->signal != 0 || (r->exit_code != 0 && r->reason == PADDOCK_END_EXITED);
+}
+
+/*
+ * The accounting of a command that ended, and the limit that ended it when one did: the
+ * sandbox's own death reason first (timeout, oom, cpu_time, output), then what the counters
+ * show for a command that failed (the OOM killer acted, forks were refused, the disk filled,
+ * its CPU rlimit struck).
+ */
+static void account(paddock_exec *ex)
+{
+	paddock_sandbox *sb = ex->sb;
+	struct paddock_result *r = &ex->result;
+	struct pd_cgroup_stats now;
+
+	r->peak_memory_bytes = r->peak_rss_bytes;
+	r->pids_peak = -1;
+	if (sb->cg && pd_cgroup_stats(sb->cg, &now, NULL) >= 0) {
+		r->peak_memory_bytes = (int64_t)now.memory_peak_bytes;
+		r->oom_kills = (int64_t)(now.oom_kills - ex->base.oom_kills);
+		if (now.pids_peak)
+			r->pids_peak = (int64_t)now.pids_peak;
+		/* killed with the sandbox, the command left no rusage: the cgroup's counters tell */
+		if (r->signal == SIGKILL && r->cpu_user_s + r->cpu_sys_s == 0) {
+			r->cpu_user_s = (double)(now.cpu_user_us - ex->base.cpu_user_us) / 1e6;
+			r->cpu_sys_s = (double)(now.cpu_system_us - ex->base.cpu_system_us) / 1e6;
+		}
+		if (r->reason == PADDOCK_END_EXITED || r->reason == PADDOCK_END_SIGNALED) {
+			if (r->oom_kills > 0 && failed(r))
+				r->reason = PADDOCK_END_OOM;
+			else if (now.pids_max_hits > ex->base.pids_max_hits && failed(r))
+				r->reason = PADDOCK_END_PIDS;
+		}
+	}
+	if ((r->reason == PADDOCK_END_EXITED || r->reason == PADDOCK_END_SIGNALED) &&
+	    (r->signal == SIGXCPU ||
+	     (r->signal == SIGKILL && r->cpu_user_s + r->cpu_sys_s >= sb->spec->limits.cpu_time_s)))
+		r->reason = PADDOCK_END_CPU_TIME;
+	if ((r->reason == PADDOCK_END_EXITED || r->reason == PADDOCK_END_SIGNALED) &&
+	    r->disk_full && failed(r))
+		r->reason = PADDOCK_END_DISK;
+	ex->limits_json = limits_json(ex);
+	r->limits_json = ex->limits_json;
+}
+
 /* Makes the result final and schedules the callback from the loop. */
 static void finish(paddock_exec *ex)
 {
@@ -203,6 +307,8 @@ static void finish(paddock_exec *ex)
 		return;
 	ex->done = true;
 	ex->result.wall_s = since(&ex->started);
+	if (ex->result.reason != PADDOCK_END_ERROR)
+		account(ex);
 	emit_exit(ex);
 	event_active(ex->deliver, 0, 0);
 }
@@ -247,6 +353,9 @@ static void on_exited(paddock_sandbox *sb, const struct pd_ctl_exited *x)
 	ex->result.cpu_user_s = (double)(x->utime_us > 0 ? x->utime_us : 0) / 1e6;
 	ex->result.cpu_sys_s = (double)(x->stime_us > 0 ? x->stime_us : 0) / 1e6;
 	ex->result.peak_rss_bytes = x->maxrss_kb > 0 ? x->maxrss_kb * 1024 : 0;
+	/* tmpfs hands out whole pages: "full" is less than a block per thousand left */
+	ex->result.disk_full = x->disk_free_bytes < 65536 ||
+			       x->disk_free_bytes < ex->sb->spec->limits.disk_bytes / 1000;
 	finish(ex);
 }
 
@@ -336,6 +445,10 @@ static void mark_dead(paddock_sandbox *sb)
 		event_del(sb->pidfd_ev);
 	if (sb->timeout_ev)
 		event_del(sb->timeout_ev);
+	if (sb->oom_ev)
+		event_del(sb->oom_ev);
+	if (sb->cpu_ev)
+		event_del(sb->cpu_ev);
 	for (paddock_exec *ex = sb->execs; ex; ex = ex->next) {
 		if (ex->done)
 			continue;
@@ -365,10 +478,85 @@ static void timeout_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	sb->death_reason = PADDOCK_END_TIMEOUT;
-	pd_emit(sb->ctx, PADDOCK_LEVEL_INFO, "sandbox.timeout", sb->id, NULL,
-		json_pack("{s:f}", "timeout_s", sb->spec->limits.timeout_s));
+	kill_for(sb, PADDOCK_END_TIMEOUT, "sandbox.timeout",
+		 json_pack("{s:f}", "timeout_s", sb->spec->limits.timeout_s));
+}
+
+/* The first limit to end a sandbox names the reason for everything still running. */
+static void kill_for(paddock_sandbox *sb, enum paddock_end_reason reason, const char *event,
+		     json_t *fields)
+{
+	if (sb->state == PD_SB_DEAD || sb->death_reason != PADDOCK_END_KILLED) {
+		json_decref(fields);
+		return;
+	}
+	sb->death_reason = reason;
+	pd_emit(sb->ctx, PADDOCK_LEVEL_INFO, event, sb->id, NULL, fields);
 	kill_init(sb);
+	if (sb->cg)
+		(void)pd_cgroup_kill_all(sb->cg, NULL);
+}
+
+static void oom_cb(evutil_socket_t fd, short what, void *arg)
+{
+	paddock_sandbox *sb = arg;
+	struct pd_cgroup_stats st;
+
+	(void)fd;
+	(void)what;
+	pd_cgroup_oom_ack(sb->cg);
+	if (pd_cgroup_stats(sb->cg, &st, NULL) < 0 || st.oom_kills == 0)
+		return;
+	/* SECURITY: an OOM kill takes one process; the limit takes the whole sandbox */
+	kill_for(sb, PADDOCK_END_OOM, "sandbox.limit_hit",
+		 json_pack("{s:s,s:I,s:I}", "limit", "memory", "value",
+			   (json_int_t)sb->spec->limits.memory_bytes, "oom_kills",
+			   (json_int_t)st.oom_kills));
+}
+
+/*
+ * limits.cpu_time_s for the whole sandbox. No fd tells when a cgroup's CPU time passes a
+ * mark, but it cannot grow faster than the CPU quota: check when the rest of the budget could
+ * first be used up at full quota, and again until it is.
+ */
+static void arm_cpu_check(paddock_sandbox *sb, double used_s)
+{
+	double cpus = sb->spec->limits.cpus > 0 ? sb->spec->limits.cpus : 1;
+	double wait = (sb->spec->limits.cpu_time_s - used_s) / cpus;
+	struct timeval tv;
+
+	if (wait < 0.02)
+		wait = 0.02;
+	tv.tv_sec = (time_t)wait;
+	tv.tv_usec = (suseconds_t)((wait - (double)tv.tv_sec) * 1e6);
+	(void)event_add(sb->cpu_ev, &tv);
+}
+
+static void cpu_cb(evutil_socket_t fd, short what, void *arg)
+{
+	paddock_sandbox *sb = arg;
+	struct pd_cgroup_stats st;
+	double used;
+
+	(void)fd;
+	(void)what;
+	if (pd_cgroup_stats(sb->cg, &st, NULL) < 0)
+		return arm_cpu_check(sb, 0);
+	used = (double)st.cpu_usage_us / 1e6;
+	if (used < sb->spec->limits.cpu_time_s)
+		return arm_cpu_check(sb, used);
+	kill_for(sb, PADDOCK_END_CPU_TIME, "sandbox.limit_hit",
+		 json_pack("{s:s,s:f,s:f}", "limit", "cpu_time", "value",
+			   sb->spec->limits.cpu_time_s, "used_s", used));
+}
+
+int paddock_sandbox_kill(paddock_sandbox *sb, enum paddock_end_reason reason, paddock_error *err)
+{
+	if (!sb || (unsigned)reason >= _PADDOCK_END_MAX)
+		return pd_fail(err, EINVAL, "paddock_sandbox_kill: bad arguments");
+	kill_for(sb, reason, "sandbox.killed",
+		 json_pack("{s:s}", "reason", paddock_end_reason_to_string(reason)));
+	return 0;
 }
 
 /* ---- sandbox -------------------------------------------------------------------------- */
@@ -436,11 +624,24 @@ int paddock_sandbox_create(paddock_ctx *ctx, const paddock_spec *spec,
 	if (event_add(sb->ctl_ev, NULL) < 0 || event_add(sb->pidfd_ev, NULL) < 0 ||
 	    event_add(sb->timeout_ev, &tv) < 0)
 		return pd_fail(err, EIO, "register sandbox events");
+	if (sb->cg) {
+		int ofd = pd_cgroup_oom_fd(sb->cg);
+
+		if (ofd >= 0) {
+			sb->oom_ev = event_new(ctx->base, ofd, EV_READ | EV_PERSIST, oom_cb, sb);
+			if (!sb->oom_ev || event_add(sb->oom_ev, NULL) < 0)
+				return pd_fail(err, ENOMEM, "watch for OOM kills");
+		}
+		sb->cpu_ev = evtimer_new(ctx->base, cpu_cb, sb);
+		if (!sb->cpu_ev)
+			return pd_fail(err, ENOMEM, "allocate CPU time check");
+		arm_cpu_check(sb, 0);
+	}
 	sb->state = PD_SB_RUNNING;
 	pd_emit(ctx, PADDOCK_LEVEL_INFO, "sandbox.created", sb->id, NULL,
-		json_pack("{s:s,s:b,s:I,s:i}", "hostname", sb->spec->hostname, "rootless",
+		json_pack("{s:s,s:b,s:I,s:i,s:s?}", "hostname", sb->spec->hostname, "rootless",
 			  sb->idmap.rootless, "uid_base", (json_int_t)sb->idmap.outside_uid,
-			  "landlock_abi", sb->landlock_abi));
+			  "landlock_abi", sb->landlock_abi, "cgroup", cgroup_name(sb)));
 	*ret_sandbox = TAKE_PTR(sb);
 	return 0;
 }
@@ -462,6 +663,11 @@ paddock_sandbox *paddock_sandbox_free(paddock_sandbox *sb)
 		event_free(sb->pidfd_ev);
 	if (sb->timeout_ev)
 		event_free(sb->timeout_ev);
+	if (sb->oom_ev)
+		event_free(sb->oom_ev);
+	if (sb->cpu_ev)
+		event_free(sb->cpu_ev);
+	sb->cg = pd_cgroup_free(sb->cg);
 	sb->ctl = pd_close(sb->ctl);
 	sb->pidfd = pd_close(sb->pidfd);
 	pd_idmap_release(&sb->idmap);
@@ -638,6 +844,9 @@ int paddock_exec_start(paddock_sandbox *sb, const struct paddock_exec_opts *opts
 	ex->fn = fn;
 	ex->userdata = userdata;
 	ex->result.exit_code = -1;
+	ex->output_captured = opts->output_captured;
+	if (sb->cg)
+		(void)pd_cgroup_stats(sb->cg, &ex->base, NULL);
 	snprintf(ex->id_str, sizeof(ex->id_str), "ex_%llu", (unsigned long long)hdr.id);
 	clock_gettime(CLOCK_MONOTONIC, &ex->started);
 	ex->deliver = event_new(sb->ctx->base, -1, 0, deliver_cb, ex);

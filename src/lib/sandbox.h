@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "paddock/paddock.h"
+#include "cgroup.h"
 #include "idmap.h"
 #include "spec.h"
 
@@ -31,6 +32,9 @@ struct paddock_exec {
 	pid_t pid;	 /* inside the sandbox's pid namespace */
 	int pty_fd;	 /* master, or -EBADF */
 	struct timespec started;
+	bool output_captured;
+	struct pd_cgroup_stats base; /* the cgroup's counters when the command started */
+	char *limits_json;	     /* the report's "limits", built when it ends */
 	paddock_exec_fn fn;
 	void *userdata;
 	bool done;			/* result is final; callback pending or ran */
@@ -56,7 +60,8 @@ struct paddock_sandbox {
 	int pidfd;	/* init */
 	int ctl;	/* control socket, supervisor end */
 	int landlock_abi;
-	struct event *ctl_ev, *pidfd_ev, *timeout_ev;
+	struct pd_cgroup *cg; /* NULL: no cgroup (rootless); rlimits stand in */
+	struct event *ctl_ev, *pidfd_ev, *timeout_ev, *oom_ev, *cpu_ev;
 	paddock_exec *execs;
 };
 

@@ -175,7 +175,9 @@ static bool utf8_valid(const char *s)
 /* "prefix.key", or "key" at the top level; the key is escaped, it comes from the client. */
 static const char *field_join(char buf[static FIELD_MAX], const char *prefix, const char *key)
 {
-	snprintf(buf, FIELD_MAX, "%s%s%s", prefix, *prefix ? "." : "", PD_ESC(key));
+	/* a long hostile key is cut: the field only has to point at the place */
+	if (snprintf(buf, FIELD_MAX, "%s%s%s", prefix, *prefix ? "." : "", PD_ESC(key)) >= FIELD_MAX)
+		buf[FIELD_MAX - 1] = '\0';
 	return buf;
 }
 
@@ -569,6 +571,7 @@ int paddock_spec_new(paddock_spec **ret_spec, paddock_error *err)
 		return oom(err);
 	spec->limits.timeout_s = DEFAULT_TIMEOUT_S;
 	spec->limits.disk_bytes = DEFAULT_DISK_BYTES;
+	pd_spec_limits_defaults(spec);
 	spec->security.landlock = PD_LANDLOCK_AUTO;
 	spec->network.mode = PD_NET_NONE;
 	*ret_spec = TAKE_PTR(spec);
@@ -949,9 +952,41 @@ static const struct json_field network_fields[] = {
 	{ "mode", .set = set_net_mode },
 };
 
+/* timeout_s and disk here; the others by spec-limits.c's table. */
 static int load_limits(paddock_spec *spec, json_t *v, const char *field, paddock_error *err)
 {
-	return load_object(spec, v, field, limits_fields, ELEMENTSOF(limits_fields), err);
+	const char *key;
+	json_t *m;
+	int r;
+
+	if (!json_is_object(v))
+		return pd_fail_field(err, EINVAL, field, "expected an object, got %s",
+				     json_type_name(v));
+	json_object_foreach(v, key, m) {
+		char sub[FIELD_MAX];
+		bool done = false;
+
+		field_join(sub, field, key);
+		for (size_t i = 0; i < ELEMENTSOF(limits_fields); i++)
+			if (streq(limits_fields[i].name, key)) {
+				r = limits_fields[i].load(spec, m, sub, err);
+				if (r < 0)
+					return r;
+				done = true;
+			}
+		if (done)
+			continue;
+		r = pd_spec_limit_load(spec, key, m, sub, err);
+		if (r == -ENOENT)
+			return pd_fail_field(err, EINVAL, sub,
+					     "unknown field '%s', expected one of 'timeout_s', "
+					     "'disk', 'memory', 'pids', 'cpus', 'cpu_time_s', "
+					     "'file_size', 'nofile', 'output', 'required'",
+					     PD_ESC(key));
+		if (r < 0)
+			return r;
+	}
+	return 0;
 }
 
 static int load_security(paddock_spec *spec, json_t *v, const char *field, paddock_error *err)
@@ -1211,6 +1246,11 @@ int paddock_spec_set(paddock_spec *spec, const char *field, const char *value,
 	for (size_t i = 0; i < ELEMENTSOF(setters); i++)
 		if (streq(setters[i].name, field))
 			return setters[i].set(spec, field, value, err);
+	if (!strncmp(field, "limits.", 7)) {
+		int r = pd_spec_limit_set(spec, field + 7, value, field, err);
+		if (r != -ENOENT)
+			return r;
+	}
 
 	accepted[0] = '\0';
 	for (size_t i = 0; i < ELEMENTSOF(setters) && o < sizeof(accepted); i++)
@@ -1342,6 +1382,9 @@ int paddock_spec_validate(const paddock_spec *spec, paddock_error *err)
 	if (r < 0)
 		return r;
 	r = check_disk("limits.disk", spec->limits.disk_bytes, err);
+	if (r < 0)
+		return r;
+	r = pd_spec_limits_validate(spec, err);
 	if (r < 0)
 		return r;
 	if (!pd_landlock_mode_to_string(spec->security.landlock))
@@ -1522,6 +1565,9 @@ int paddock_spec_to_json(const paddock_spec *spec, char **ret_json, paddock_erro
 		return r;
 	r = put_section(root, "limits", "timeout_s", timeout_to_json(spec->limits.timeout_s),
 			"disk", disk_to_json(spec->limits.disk_bytes), err);
+	if (r < 0)
+		return r;
+	r = pd_spec_limits_to_json(spec, json_object_get(root, "limits"), err);
 	if (r < 0)
 		return r;
 	r = put_section(root, "security", "landlock", json_string(landlock), NULL, NULL, err);

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "paddock/paddock.h"
 
 #define PD_SPEC_MAX_JSON (1u << 20)  /* bytes of spec JSON accepted */
@@ -50,6 +52,15 @@ struct paddock_spec {
 	struct {
 		double timeout_s;    /* wall clock of the sandbox; default 86400 */
 		uint64_t disk_bytes; /* writable layer + /tmp + home + private workspace; 1G */
+		/* the rest: spec-limits.c holds their defaults and ranges */
+		uint64_t memory_bytes;	  /* hard, no swap */
+		uint64_t pids;		  /* processes and threads */
+		double cpus;		  /* CPU quota, in CPUs */
+		double cpu_time_s;	  /* CPU time of the whole sandbox */
+		uint64_t file_size_bytes; /* largest file a command may write */
+		uint64_t nofile;	  /* open files per process */
+		uint64_t output_bytes;	  /* captured stdout + stderr */
+		unsigned required;	  /* 1 << enum pd_limit: refuse to run unless enforced */
 	} limits;
 	struct {
 		enum pd_landlock_mode landlock;
@@ -58,6 +69,35 @@ struct paddock_spec {
 		enum pd_net_mode mode;
 	} network;
 };
+
+/* The limits, by the names the spec, the report and the API use. */
+enum pd_limit {
+	PD_LIMIT_MEMORY,
+	PD_LIMIT_PIDS,
+	PD_LIMIT_CPUS,
+	PD_LIMIT_CPU_TIME,
+	PD_LIMIT_TIMEOUT,
+	PD_LIMIT_DISK,
+	PD_LIMIT_FILE_SIZE,
+	PD_LIMIT_NOFILE,
+	PD_LIMIT_OUTPUT,
+	_PD_LIMIT_MAX,
+};
+
+const char *pd_limit_to_string(enum pd_limit l);	 /* "memory", "cpu_time", ... */
+int pd_limit_from_string(const char *s);		 /* -EINVAL when unknown */
+
+/* The limits beyond timeout_s and disk (spec-limits.c), used by spec.c. */
+void pd_spec_limits_defaults(paddock_spec *spec);
+/* Loads limits.<name> (name is the JSON key) from v; -ENOENT when the name is not one of them. */
+int pd_spec_limit_load(paddock_spec *spec, const char *name, json_t *v, const char *field,
+		       paddock_error *err);
+/* Sets limits.<name> from its string form; -ENOENT when the name is not one of them. */
+int pd_spec_limit_set(paddock_spec *spec, const char *name, const char *value,
+		      const char *field, paddock_error *err);
+int pd_spec_limits_validate(const paddock_spec *spec, paddock_error *err);
+/* Adds the limits beyond timeout_s and disk, and "required", to the limits object. */
+int pd_spec_limits_to_json(const paddock_spec *spec, json_t *limits, paddock_error *err);
 
 /* Deep copy. */
 int pd_spec_dup(const paddock_spec *spec, paddock_spec **ret_copy, paddock_error *err);

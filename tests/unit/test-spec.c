@@ -117,7 +117,15 @@ static void test_defaults_json(void **state)
 				  "  \"binds\": [],\n"
 				  "  \"limits\": {\n"
 				  "    \"timeout_s\": 86400,\n"
-				  "    \"disk\": \"1G\"\n"
+				  "    \"disk\": \"1G\",\n"
+				  "    \"memory\": \"1G\",\n"
+				  "    \"pids\": 512,\n"
+				  "    \"cpus\": 2,\n"
+				  "    \"cpu_time_s\": 3600,\n"
+				  "    \"file_size\": \"1G\",\n"
+				  "    \"nofile\": 1024,\n"
+				  "    \"output\": \"16M\",\n"
+				  "    \"required\": []\n"
 				  "  },\n"
 				  "  \"security\": {\n"
 				  "    \"landlock\": \"auto\"\n"
@@ -304,7 +312,16 @@ static void test_bad_json(void **state)
 		{ "{\"bogus\": 1}", "bogus" },
 		{ "{\"Hostname\": \"x\"}", "Hostname" },
 		{ "{\"limits\": {\"bogus\": 1}}", "limits.bogus" },
-		{ "{\"limits\": {\"memory\": \"1G\"}}", "limits.memory" },
+		{ "{\"limits\": {\"memory\": \"1X\"}}", "limits.memory" },
+		{ "{\"limits\": {\"pids\": 1.5}}", "limits.pids" },
+		{ "{\"limits\": {\"pids\": 0}}", "limits.pids" },
+		{ "{\"limits\": {\"cpus\": 0}}", "limits.cpus" },
+		{ "{\"limits\": {\"cpus\": \"1\"}}", "limits.cpus" },
+		{ "{\"limits\": {\"cpu_time_s\": -1}}", "limits.cpu_time_s" },
+		{ "{\"limits\": {\"nofile\": 3}}", "limits.nofile" },
+		{ "{\"limits\": {\"output\": \"1\"}}", "limits.output" },
+		{ "{\"limits\": {\"required\": [\"bogus\"]}}", "limits.required" },
+		{ "{\"limits\": {\"required\": \"memory\"}}", "limits.required" },
 		{ "{\"security\": {\"seccomp\": true}}", "security.seccomp" },
 		{ "{\"network\": {\"allow\": []}}", "network.allow" },
 		{ "{\"binds\": [{\"source\": \"/a\", \"mode\": \"ro\"}]}", "binds[0].mode" },
@@ -664,7 +681,12 @@ static void test_set_errors(void **state)
 	} cases[] = {
 		{ "bogus", "1", "bogus" },
 		{ "limits", "1", "limits" },
-		{ "limits.memory", "1G", "limits.memory" },
+		{ "limits.memory", "1X", "limits.memory" },
+		{ "limits.bogus", "1", "limits.bogus" },
+		{ "limits.pids", "-1", "limits.pids" },
+		{ "limits.pids", "12x", "limits.pids" },
+		{ "limits.cpus", "0", "limits.cpus" },
+		{ "limits.required", "memory,bogus", "limits.required" },
 		{ "", "x", "" },
 		{ "hostname", "", "hostname" },
 		{ "hostname", "a b", "hostname" },
@@ -950,11 +972,53 @@ static void test_parse_seconds_huge(void **state)
 	assert_int_equal(pd_parse_seconds(s, &v), -EINVAL);
 }
 
+static void test_limits(void **state)
+{
+	_cleanup_(paddock_spec_freep) paddock_spec *spec = new_spec();
+	_cleanup_(paddock_spec_freep) paddock_spec *again = new_spec();
+	_cleanup_free_ char *json = NULL, *json2 = NULL;
+	paddock_error err = { 0 };
+
+	(void)state;
+	assert_int_equal(spec->limits.memory_bytes, UINT64_C(1) << 30);
+	assert_int_equal(spec->limits.pids, 512);
+	assert_true(spec->limits.cpus == 2.0);
+	assert_int_equal(paddock_spec_set(spec, "limits.memory", "256M", &err), 0);
+	assert_int_equal(spec->limits.memory_bytes, UINT64_C(256) << 20);
+	assert_int_equal(paddock_spec_set(spec, "limits.pids", "64", &err), 0);
+	assert_int_equal(spec->limits.pids, 64);
+	assert_int_equal(paddock_spec_set(spec, "limits.cpus", "0.5", &err), 0);
+	assert_true(spec->limits.cpus == 0.5);
+	assert_int_equal(paddock_spec_set(spec, "limits.cpu_time_s", "1.5", &err), 0);
+	assert_true(spec->limits.cpu_time_s == 1.5);
+	assert_int_equal(paddock_spec_set(spec, "limits.file_size", "1M", &err), 0);
+	assert_int_equal(spec->limits.file_size_bytes, UINT64_C(1) << 20);
+	assert_int_equal(paddock_spec_set(spec, "limits.nofile", "64", &err), 0);
+	assert_int_equal(paddock_spec_set(spec, "limits.output", "1M", &err), 0);
+	assert_int_equal(paddock_spec_set(spec, "limits.required", "memory,pids", &err), 0);
+	assert_int_equal(spec->limits.required, (1u << PD_LIMIT_MEMORY) | (1u << PD_LIMIT_PIDS));
+	/* a refused value leaves the old one */
+	assert_int_equal(paddock_spec_set(spec, "limits.pids", "0", &err), -EINVAL);
+	assert_string_equal(err.field, "limits.pids");
+	assert_int_equal(spec->limits.pids, 64);
+	/* the JSON form round-trips, "required" included */
+	json = to_json(spec);
+	assert_non_null(strstr(json, "\"required\": [\n      \"memory\",\n      \"pids\"\n    ]"));
+	load_ok(again, json);
+	json2 = to_json(again);
+	assert_string_equal(json, json2);
+	/* sizes load from integers too */
+	load_ok(again, "{\"limits\": {\"memory\": 8388608, \"cpus\": 1}}");
+	assert_int_equal(again->limits.memory_bytes, UINT64_C(8) << 20);
+	assert_true(again->limits.cpus == 1.0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults),
 		cmocka_unit_test(test_defaults_json),
+		cmocka_unit_test(test_limits),
 		cmocka_unit_test(test_full_json),
 		cmocka_unit_test(test_partial_load),
 		cmocka_unit_test(test_round_trip),

@@ -1,0 +1,1038 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * cgroups, the common part: which backend this machine offers (parsed from
+ * /proc/self/mountinfo once, never from assumed paths), the dispatch through struct
+ * pd_cgroup_ops, and what both backends share: bounded reads and checked writes of control
+ * files by directory fd, the slot lock, killing the members of a cgroup, the pids controller,
+ * and pruning the pool.
+ *
+ * Runs in the supervisor as root. The control files are written only by us, but the
+ * processes inside decide what cgroup.procs lists and how long it is, and their pids may be
+ * reused by host processes at any moment: a pid read from cgroup.procs is signalled only
+ * through a pidfd, after checking that the process it holds is still a member.
+ *
+ * The slot lock: a sandbox's cgroup is flock()ed (on the directory of the first hierarchy)
+ * for as long as its handle is open, so two handles never share a cgroup and a concurrent
+ * prune (paddock gc) never removes a cgroup that a sandbox holds between two commands.
+ */
+#include "cgroup.h"
+
+#include <assert.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cgroup-internal.h"
+#include "error.h"
+#include "util/cleanup.h"
+#include "util/fd.h"
+
+#define MOUNTINFO_LINE_MAX (3 * PATH_MAX)
+#define PROC_CGROUP_MAX	   8192	   /* /proc/<pid>/cgroup: one short line per hierarchy */
+#define PROCS_LISTED_MAX   4194304 /* PID_MAX_LIMIT: no cgroup can list more in one read */
+#define KILL_ROUNDS	   100	   /* with the back-off below, about 5 s in all */
+#define KILL_DELAY_MAX_US  50000
+#define LOCK_TRIES	   100 /* 1 ms apart: a prune holds a slot's lock for a few rmdir()s */
+#define PRUNE_SLOTS_MAX	   65536
+#define CPUS_MAX	   1048576.0
+
+PD_DEFINE_CLEANUP(DIR, closedir)
+
+static const char *const controller_names[PD_CGROUP_CONTROLLER_MAX] = {
+	[PD_CGROUP_MEMORY] = "memory",
+	[PD_CGROUP_PIDS] = "pids",
+	[PD_CGROUP_CPU] = "cpu",
+	[PD_CGROUP_CPUACCT] = "cpuacct",
+};
+
+/* The probe cache: the mount layout does not change under a running supervisor. */
+static struct {
+	bool done;
+	struct pd_cgroup_layout layout;
+} probe_cache;
+
+const char *pd_cgroup_controller_to_string(enum pd_cgroup_controller c)
+{
+	return c < PD_CGROUP_CONTROLLER_MAX ? controller_names[c] : NULL;
+}
+
+int pd_cgroup_controller_from_string(const char *s)
+{
+	for (int c = 0; c < PD_CGROUP_CONTROLLER_MAX; c++)
+		if (strcmp(s, controller_names[c]) == 0)
+			return c;
+	return -1;
+}
+
+static void sleep_us(long us)
+{
+	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (us % 1000000) * 1000 };
+
+	(void)nanosleep(&ts, NULL); /* an interrupted wait only shortens one back-off step */
+}
+
+/* ---- parsers ---- */
+
+static int parse_u64_n(const char *s, size_t len, uint64_t *ret)
+{
+	uint64_t v = 0;
+
+	if (len == 3 && memcmp(s, "max", 3) == 0) {
+		*ret = UINT64_MAX;
+		return 0;
+	}
+	if (len == 0 || len > 20)
+		return -EINVAL;
+	for (size_t i = 0; i < len; i++) {
+		unsigned d = (unsigned char)s[i] - '0';
+
+		if (d > 9 || v > (UINT64_MAX - d) / 10)
+			return -EINVAL;
+		v = v * 10 + d;
+	}
+	*ret = v;
+	return 0;
+}
+
+int pd_cgroup_parse_u64(const char *s, uint64_t *ret)
+{
+	size_t len = strcspn(s, "\n");
+
+	/* one value, at most one newline after it */
+	if (s[len] == '\n' && s[len + 1] != '\0')
+		return -EINVAL;
+	return parse_u64_n(s, len, ret);
+}
+
+int pd_cgroup_parse_key(const char *text, const char *key, uint64_t *ret)
+{
+	size_t klen = strlen(key);
+
+	for (const char *line = text; *line;) {
+		size_t len = strcspn(line, "\n");
+
+		if (len > klen && memcmp(line, key, klen) == 0 && line[klen] == ' ')
+			return parse_u64_n(line + klen + 1, len - klen - 1, ret);
+		line += len;
+		if (*line == '\n')
+			line++;
+	}
+	return -ENODATA;
+}
+
+bool pd_cgroup_has_word(const char *list, const char *word)
+{
+	size_t wlen = strlen(word);
+
+	for (const char *p = list; *p;) {
+		size_t len;
+
+		p += strspn(p, " \t\n");
+		len = strcspn(p, " \t\n");
+		if (len == wlen && len > 0 && memcmp(p, word, len) == 0)
+			return true;
+		p += len;
+	}
+	return false;
+}
+
+/* Whether a comma-separated list (p, len) holds `word`. */
+static bool has_item(const char *p, size_t len, const char *word)
+{
+	size_t wlen = strlen(word);
+
+	while (len > 0) {
+		const char *comma = memchr(p, ',', len);
+		size_t ilen = comma ? (size_t)(comma - p) : len;
+
+		if (ilen == wlen && memcmp(p, word, wlen) == 0)
+			return true;
+		if (!comma)
+			break;
+		len -= ilen + 1;
+		p = comma + 1;
+	}
+	return false;
+}
+
+bool pd_cgroup_proc_in(const char *text, const char *controller, const char *cgpath)
+{
+	for (const char *line = text; *line;) {
+		size_t len = strcspn(line, "\n");
+		const char *c1 = memchr(line, ':', len);
+		const char *c2 = c1 ? memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - line)) : NULL;
+
+		if (c2) {
+			const char *ctl = c1 + 1, *path = c2 + 1;
+			size_t ctl_len = (size_t)(c2 - ctl), path_len = len - (size_t)(path - line);
+			bool hier;
+
+			if (controller[0] == '\0')
+				hier = c1 - line == 1 && line[0] == '0' && ctl_len == 0;
+			else
+				hier = has_item(ctl, ctl_len, controller);
+			if (hier)
+				return path_len == strlen(cgpath) &&
+				       memcmp(path, cgpath, path_len) == 0;
+		}
+		line += len;
+		if (*line == '\n')
+			line++;
+	}
+	return false;
+}
+
+/* Undoes mountinfo's octal escapes ("\040" for a space) in place. */
+static void unescape_octal(char *s)
+{
+	char *o = s;
+
+	for (const char *p = s; *p;) {
+		if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' &&
+		    p[3] >= '0' && p[3] <= '7') {
+			*o++ = (char)(((p[1] - '0') << 6) | ((p[2] - '0') << 3) | (p[3] - '0'));
+			p += 4;
+		} else {
+			*o++ = *p++;
+		}
+	}
+	*o = '\0';
+}
+
+static void set_hierarchy(struct pd_cgroup_hierarchy *h, const char *root, const char *point,
+			  unsigned controllers)
+{
+	/* lengths were checked by the caller */
+	snprintf(h->mount_point, sizeof(h->mount_point), "%s", point);
+	snprintf(h->mount_root, sizeof(h->mount_root), "%s", root);
+	h->controllers = controllers;
+}
+
+/*
+ * One line: "id parent maj:min root mount-point options [optional...] - fstype source
+ * super-options". Lines that do not parse, or mount nothing we use, are skipped.
+ */
+static void parse_mountinfo_line(char *line, struct pd_cgroup_layout *l)
+{
+	char *p = line, *field[6], *tail[3], *tok, *fstype, *super;
+	unsigned mask = 0;
+
+	line[strcspn(line, "\n")] = '\0';
+	for (size_t i = 0; i < ELEMENTSOF(field); i++) {
+		field[i] = strsep(&p, " ");
+		if (!p)
+			return;
+	}
+	do
+		tok = strsep(&p, " ");
+	while (tok && strcmp(tok, "-") != 0);
+	if (!tok)
+		return;
+	/* after the separator: fstype, source, super options */
+	for (size_t i = 0; i < ELEMENTSOF(tail); i++) {
+		tail[i] = strsep(&p, " ");
+		if (!tail[i])
+			return;
+	}
+	fstype = tail[0];
+	super = tail[2];
+	unescape_octal(field[3]);
+	unescape_octal(field[4]);
+	if (strlen(field[3]) >= PATH_MAX || strlen(field[4]) >= PATH_MAX || field[4][0] != '/')
+		return;
+	if (strcmp(fstype, "cgroup2") == 0) {
+		if (l->v2.mount_point[0] == '\0')
+			set_hierarchy(&l->v2, field[3], field[4], 0);
+		return;
+	}
+	if (strcmp(fstype, "cgroup") != 0)
+		return;
+	while ((tok = strsep(&super, ","))) {
+		int c = pd_cgroup_controller_from_string(tok);
+
+		/* a controller mounted twice (a bind of its hierarchy): the first mount wins */
+		if (c >= 0 && l->v1_index[c] < 0)
+			mask |= 1u << c;
+	}
+	if (!mask || l->n_v1 >= ELEMENTSOF(l->v1))
+		return;
+	set_hierarchy(&l->v1[l->n_v1], field[3], field[4], mask);
+	for (int c = 0; c < PD_CGROUP_CONTROLLER_MAX; c++)
+		if (mask & (1u << c))
+			l->v1_index[c] = (int)l->n_v1;
+	l->n_v1++;
+}
+
+/* Orders v1[] by controller (memory, pids, cpu, cpuacct), so v1[0] holds memory. */
+static void order_v1(struct pd_cgroup_layout *l)
+{
+	size_t k = 0;
+
+	for (int c = 0; c < PD_CGROUP_CONTROLLER_MAX; c++) {
+		int i = l->v1_index[c];
+		struct pd_cgroup_hierarchy tmp;
+
+		if (i < 0 || (size_t)i < k)
+			continue; /* not mounted, or placed with an earlier controller */
+		if ((size_t)i != k) {
+			tmp = l->v1[k];
+			l->v1[k] = l->v1[i];
+			l->v1[i] = tmp;
+			for (int d = 0; d < PD_CGROUP_CONTROLLER_MAX; d++) {
+				if (l->v1_index[d] == i)
+					l->v1_index[d] = (int)k;
+				else if (l->v1_index[d] == (int)k)
+					l->v1_index[d] = i;
+			}
+		}
+		k++;
+	}
+}
+
+static void layout_init(struct pd_cgroup_layout *l)
+{
+	memset(l, 0, sizeof(*l));
+	l->version = PD_CGROUP_NONE;
+	for (int c = 0; c < PD_CGROUP_CONTROLLER_MAX; c++)
+		l->v1_index[c] = -1;
+}
+
+int pd_cgroup_parse_mountinfo(FILE *f, struct pd_cgroup_layout *l)
+{
+	_cleanup_free_ char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+
+	layout_init(l);
+	while ((n = getline(&line, &cap, f)) >= 0) {
+		if ((size_t)n > MOUNTINFO_LINE_MAX)
+			continue;
+		parse_mountinfo_line(line, l);
+	}
+	if (ferror(f))
+		return -EIO;
+	order_v1(l);
+	return 0;
+}
+
+void pd_cgroup_layout_decide(struct pd_cgroup_layout *l, const char *v2_controllers)
+{
+	l->version = PD_CGROUP_NONE;
+	if (l->v2.mount_point[0] && v2_controllers &&
+	    pd_cgroup_has_word(v2_controllers, "memory") &&
+	    pd_cgroup_has_word(v2_controllers, "pids") &&
+	    pd_cgroup_has_word(v2_controllers, "cpu")) {
+		l->v2.controllers =
+			(1u << PD_CGROUP_MEMORY) | (1u << PD_CGROUP_PIDS) | (1u << PD_CGROUP_CPU);
+		l->version = PD_CGROUP_V2;
+		return;
+	}
+	/* cpuacct is optional: without it v1 reports no CPU usage */
+	if (l->v1_index[PD_CGROUP_MEMORY] >= 0 && l->v1_index[PD_CGROUP_PIDS] >= 0 &&
+	    l->v1_index[PD_CGROUP_CPU] >= 0)
+		l->version = PD_CGROUP_V1;
+}
+
+/* ---- reading and writing control files ---- */
+
+static ssize_t read_at(int dirfd, const char *file, char *buf, size_t size)
+{
+	_cleanup_close_ int fd = -EBADF;
+	ssize_t n, more;
+	char extra;
+
+	assert(size > 1);
+	buf[0] = '\0';
+	fd = openat(dirfd, file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return -errno;
+	n = pd_read_full(fd, buf, size - 1);
+	if (n < 0)
+		return n;
+	if ((size_t)n == size - 1) {
+		more = pd_read_full(fd, &extra, 1);
+		if (more != 0)
+			return more < 0 ? more : -EFBIG;
+	}
+	buf[n] = '\0';
+	return n;
+}
+
+static void load_layout(struct pd_cgroup_layout *l)
+{
+	_cleanup_fclose_ FILE *f = NULL;
+	_cleanup_close_ int root_fd = -EBADF;
+	char controllers[PD_CGROUP_FILE_MAX];
+	bool have_controllers = false;
+
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f || pd_cgroup_parse_mountinfo(f, l) < 0) {
+		layout_init(l);
+		return;
+	}
+	if (l->v2.mount_point[0]) {
+		root_fd = open(l->v2.mount_point, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		have_controllers = root_fd >= 0 && read_at(root_fd, "cgroup.controllers",
+							   controllers, sizeof(controllers)) >= 0;
+	}
+	pd_cgroup_layout_decide(l, have_controllers ? controllers : NULL);
+}
+
+const struct pd_cgroup_layout *pd_cgroup_layout(void)
+{
+	if (!probe_cache.done) {
+		load_layout(&probe_cache.layout);
+		probe_cache.done = true;
+	}
+	return &probe_cache.layout;
+}
+
+enum pd_cgroup_version pd_cgroup_probe(void)
+{
+	const struct pd_cgroup_layout *l = pd_cgroup_layout();
+
+	/* Rootless: the hierarchy roots belong to root; a delegated subtree is not used (yet). */
+	if (l->version == PD_CGROUP_NONE || geteuid() != 0)
+		return PD_CGROUP_NONE;
+	if (l->version == PD_CGROUP_V2)
+		return faccessat(AT_FDCWD, l->v2.mount_point, W_OK, AT_EACCESS) == 0
+			       ? PD_CGROUP_V2
+			       : PD_CGROUP_NONE;
+	for (size_t i = 0; i < l->n_v1; i++)
+		if (faccessat(AT_FDCWD, l->v1[i].mount_point, W_OK, AT_EACCESS) < 0)
+			return PD_CGROUP_NONE;
+	return PD_CGROUP_V1;
+}
+
+void pd_cgroup_dir_release(struct pd_cgroup_dir *d)
+{
+	d->fd = pd_close(d->fd);
+}
+
+int pd_cgroup_read(const struct pd_cgroup_dir *d, const char *file, char *buf, size_t size,
+		   paddock_error *err)
+{
+	ssize_t n = read_at(d->fd, file, buf, size);
+
+	if (n < 0)
+		return pd_fail(err, (int)n, "read '%s/%s'", d->label, file);
+	return 0;
+}
+
+int pd_cgroup_read_u64(const struct pd_cgroup_dir *d, const char *file, uint64_t *ret,
+		       paddock_error *err)
+{
+	char buf[64];
+	int r;
+
+	r = pd_cgroup_read(d, file, buf, sizeof(buf), err);
+	if (r < 0)
+		return r;
+	if (pd_cgroup_parse_u64(buf, ret) < 0)
+		return pd_fail(err, EIO, "unexpected content in '%s/%s': '%s'", d->label, file,
+			       PD_ESC(buf));
+	return 0;
+}
+
+int pd_cgroup_read_key(const struct pd_cgroup_dir *d, const char *file, const char *key,
+		       uint64_t *ret, paddock_error *err)
+{
+	char buf[PD_CGROUP_FILE_MAX];
+	int r;
+
+	r = pd_cgroup_read(d, file, buf, sizeof(buf), err);
+	if (r < 0)
+		return r;
+	r = pd_cgroup_parse_key(buf, key, ret);
+	if (r == -ENODATA)
+		return pd_fail(err, ENODATA, "no '%s' in '%s/%s'", key, d->label, file);
+	if (r < 0)
+		return pd_fail(err, EIO, "unexpected '%s' in '%s/%s'", key, d->label, file);
+	return 0;
+}
+
+int pd_cgroup_write(const struct pd_cgroup_dir *d, const char *file, const char *value,
+		    paddock_error *err)
+{
+	int r = pd_write_control(d->fd, file, value);
+
+	if (r < 0)
+		return pd_fail(err, r, "write '%s' to '%s/%s'", value, d->label, file);
+	return 0;
+}
+
+int pd_cgroup_write_pid(const struct pd_cgroup_dir *d, pid_t pid, paddock_error *err)
+{
+	char buf[24];
+
+	snprintf(buf, sizeof(buf), "%d", (int)pid);
+	return pd_cgroup_write(d, "cgroup.procs", buf, err);
+}
+
+/* ---- directories and the slot lock ---- */
+
+/* "<parent label>/<name>", only for messages: one cut short ends in "..." */
+static void set_label(struct pd_cgroup_dir *d, const char *parent, const char *name)
+{
+	int n = snprintf(d->label, sizeof(d->label), "%s%s%s", parent ? parent : "",
+			 parent ? "/" : "", name);
+
+	if (n < 0 || (size_t)n >= sizeof(d->label))
+		memcpy(d->label + sizeof(d->label) - 4, "...", 4);
+}
+
+/* Opens `name` below `parent` (an absolute path without parent), mkdir first with create. */
+static int dir_open(struct pd_cgroup_dir *d, const struct pd_cgroup_dir *parent, const char *name,
+		    bool create, bool *ret_created, paddock_error *err)
+{
+	int dirfd = parent ? parent->fd : AT_FDCWD;
+	bool created = false;
+
+	set_label(d, parent ? parent->label : NULL, name);
+	if (create) {
+		if (mkdirat(dirfd, name, 0755) == 0)
+			created = true;
+		else if (errno != EEXIST)
+			return pd_fail(err, errno, "mkdir '%s'", PD_ESC(d->label));
+	}
+	d->fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (d->fd < 0)
+		return pd_fail(err, errno, "open '%s'", PD_ESC(d->label));
+	if (ret_created)
+		*ret_created = created;
+	return 0;
+}
+
+int pd_cgroup_open_root(const struct pd_cgroup_hierarchy *h, struct pd_cgroup_dir *ret_root,
+			paddock_error *err)
+{
+	return dir_open(ret_root, NULL, h->mount_point, false, NULL, err);
+}
+
+int pd_cgroup_open_pool(const struct pd_cgroup_dir *root, bool create,
+			struct pd_cgroup_dir *ret_pool, paddock_error *err)
+{
+	return dir_open(ret_pool, root, PD_CGROUP_POOL, create, NULL, err);
+}
+
+/* Takes the flock of a slot directory and checks it is still linked where we found it. */
+static int lock_slot(const struct pd_cgroup_dir *pool, const char *name,
+		     const struct pd_cgroup_dir *d, enum pd_cgroup_lock lock, paddock_error *err)
+{
+	int tries = lock == PD_CGROUP_LOCK_WAIT ? LOCK_TRIES : 0;
+	struct stat held, linked;
+
+	for (int i = 0; flock(d->fd, LOCK_EX | LOCK_NB) < 0; i++) {
+		if (errno != EWOULDBLOCK)
+			return pd_fail(err, errno, "lock '%s'", d->label);
+		if (i >= tries)
+			return pd_fail(err, EBUSY, "'%s' is held by another sandbox", d->label);
+		sleep_us(1000);
+	}
+	/* a prune may have removed it between our mkdir and the lock: then start over */
+	if (fstat(d->fd, &held) < 0)
+		return pd_fail(err, errno, "stat '%s'", d->label);
+	if (fstatat(pool->fd, name, &linked, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (errno == ENOENT)
+			return pd_fail(err, ESTALE, "'%s' was removed while taking it", d->label);
+		return pd_fail(err, errno, "stat '%s'", d->label);
+	}
+	if (held.st_dev != linked.st_dev || held.st_ino != linked.st_ino)
+		return pd_fail(err, ESTALE, "'%s' was replaced while taking it", d->label);
+	return 0;
+}
+
+int pd_cgroup_dir_open(const struct pd_cgroup_hierarchy *h, const struct pd_cgroup_dir *pool,
+		       const char *controller, unsigned slot, enum pd_cgroup_lock lock,
+		       struct pd_cgroup_dir *d, bool *ret_created, paddock_error *err)
+{
+	const char *root = strcmp(h->mount_root, "/") == 0 ? "" : h->mount_root;
+	char name[16];
+	int n, r;
+
+	snprintf(name, sizeof(name), "%u", slot);
+	d->controller = controller;
+	n = snprintf(d->cgpath, sizeof(d->cgpath), "%s/%s/%s", root, PD_CGROUP_POOL, name);
+	if (n < 0 || (size_t)n >= sizeof(d->cgpath))
+		return pd_fail(err, ENAMETOOLONG, "cgroup path below '%s' is too long",
+			       PD_ESC(h->mount_point));
+	r = dir_open(d, pool, name, true, ret_created, err);
+	if (r < 0) {
+		/* the pool itself was pruned under us */
+		return r == -ENOENT ? pd_fail(err, ESTALE, "'%s' was removed", pool->label) : r;
+	}
+	return lock != PD_CGROUP_NO_LOCK ? lock_slot(pool, name, d, lock, err) : 0;
+}
+
+/* ---- killing ---- */
+
+/* SIGKILL to `pid` if the process is (still) in the cgroup of `d`. */
+static int kill_member(const struct pd_cgroup_dir *d, pid_t pid, paddock_error *err)
+{
+	_cleanup_close_ int pidfd = -EBADF;
+	_cleanup_close_ int proc_fd = -EBADF;
+	char path[40], buf[PROC_CGROUP_MAX];
+	ssize_t n;
+
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pidfd < 0) {
+		if (errno == ESRCH)
+			return 0; /* gone already */
+		return pd_fail(err, errno, "pidfd_open %d", (int)pid);
+	}
+	/*
+	 * SECURITY: the pid was listed a moment ago and may name a host process by now. The
+	 * pidfd pins one process; if /proc, read after it was taken, shows that pid in our
+	 * cgroup and the pidfd's process still lives (the signal below fails otherwise), the
+	 * two are the same process. Nothing inside can leave the cgroup on its own.
+	 */
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	proc_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (proc_fd < 0)
+		return errno == ENOENT ? 0 : pd_fail(err, errno, "open '%s'", path);
+	n = read_at(proc_fd, "cgroup", buf, sizeof(buf));
+	if (n == -ESRCH || n == -ENOENT)
+		return 0;
+	if (n < 0)
+		return pd_fail(err, (int)n, "read '%s/cgroup'", path);
+	if (!pd_cgroup_proc_in(buf, d->controller, d->cgpath))
+		return 0;
+	if (syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
+		return pd_fail(err, errno, "kill %d", (int)pid);
+	return 0;
+}
+
+/* Parses one cgroup.procs line. */
+static pid_t parse_pid(const char *s, size_t len)
+{
+	uint64_t v;
+
+	if (parse_u64_n(s, len, &v) < 0 || v == 0 || v > INT32_MAX)
+		return -1;
+	return (pid_t)v;
+}
+
+/* Kills what one cgroup.procs lists, reading it in chunks; returns how many it listed. */
+static int kill_listed(const struct pd_cgroup_dir *d, paddock_error *err)
+{
+	_cleanup_close_ int fd = -EBADF;
+	char buf[4096];
+	size_t have = 0;
+	int listed = 0, r;
+
+	fd = openat(d->fd, "cgroup.procs", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return pd_fail(err, errno, "open '%s/cgroup.procs'", d->label);
+	for (;;) {
+		ssize_t n = read(fd, buf + have, sizeof(buf) - have);
+		char *start = buf, *nl;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return pd_fail(err, errno, "read '%s/cgroup.procs'", d->label);
+		if (n == 0)
+			break;
+		have += (size_t)n;
+		while ((nl = memchr(start, '\n', have - (size_t)(start - buf)))) {
+			pid_t pid = parse_pid(start, (size_t)(nl - start));
+
+			if (pid < 0)
+				return pd_fail(err, EIO, "unexpected line in '%s/cgroup.procs'",
+					       d->label);
+			r = kill_member(d, pid, err);
+			if (r < 0)
+				return r;
+			if (++listed >= PROCS_LISTED_MAX)
+				return listed;
+			start = nl + 1;
+		}
+		have -= (size_t)(start - buf);
+		memmove(buf, start, have);
+		if (have == sizeof(buf))
+			return pd_fail(err, EIO, "overlong line in '%s/cgroup.procs'", d->label);
+	}
+	if (have > 0)
+		return pd_fail(err, EIO, "unterminated line in '%s/cgroup.procs'", d->label);
+	return listed;
+}
+
+int pd_cgroup_kill_round(const struct pd_cgroup_dir *dirs, size_t n, paddock_error *err)
+{
+	int listed = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		int r = kill_listed(&dirs[i], err);
+
+		if (r < 0)
+			return r;
+		listed += r;
+	}
+	return listed;
+}
+
+int pd_cgroup_kill_until_empty(const struct pd_cgroup_dir *dirs, size_t n, paddock_error *err)
+{
+	long delay = 1000;
+
+	for (int round = 0; round < KILL_ROUNDS; round++) {
+		int r = pd_cgroup_kill_round(dirs, n, err);
+
+		if (r <= 0)
+			return r;
+		/* killed processes leave cgroup.procs only once their exit has run */
+		sleep_us(delay);
+		delay = delay * 2 > KILL_DELAY_MAX_US ? KILL_DELAY_MAX_US : delay * 2;
+	}
+	return pd_fail(err, EBUSY, "processes remain in '%s' after %d rounds of SIGKILL",
+		       dirs[0].label, KILL_ROUNDS);
+}
+
+/* ---- the pids controller ---- */
+
+int pd_cgroup_pids_setup(const struct pd_cgroup_dir *d, uint64_t limit, bool created,
+			 struct pd_cgroup_pids_base *ret_base, paddock_error *err)
+{
+	struct pd_cgroup_pids_base base = { .peak_exact = created };
+	char value[24] = "max";
+	int r;
+
+	if (limit > 0)
+		snprintf(value, sizeof(value), "%" PRIu64, limit);
+	r = pd_write_control(d->fd, "pids.max", value);
+	if (r < 0)
+		return pd_fail_field(err, r, "limits.pids", "write '%s' to '%s/pids.max'", value,
+				     d->label);
+	r = pd_cgroup_read_key(d, "pids.events", "max", &base.max_events, err);
+	if (r < 0)
+		return r;
+	/* COMPAT(kernel ~6.1, not pinned down): no pids.peak before; stats report 0 (unknown) */
+	r = pd_cgroup_read_u64(d, "pids.peak", &base.peak, err);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	*ret_base = base;
+	return 0;
+}
+
+int pd_cgroup_pids_stats(const struct pd_cgroup_dir *d, const struct pd_cgroup_pids_base *base,
+			 struct pd_cgroup_stats *st, paddock_error *err)
+{
+	uint64_t v = 0;
+	int r;
+
+	r = pd_cgroup_read_u64(d, "pids.current", &st->pids_current, err);
+	if (r < 0)
+		return r;
+	r = pd_cgroup_read_key(d, "pids.events", "max", &v, err);
+	if (r < 0)
+		return r;
+	st->pids_max_hits = pd_cgroup_since(v, base->max_events);
+	/*
+	 * pids.peak cannot be reset: it is ours when the cgroup was made for us, or when it rose
+	 * above what it was at open; otherwise the peak is unknown (0).
+	 */
+	r = pd_cgroup_read_u64(d, "pids.peak", &v, err);
+	if (r < 0 && r != -ENOENT)
+		return r;
+	st->pids_peak = r == 0 && (base->peak_exact || v > base->peak) ? v : 0;
+	return 0;
+}
+
+uint64_t pd_cgroup_cpu_quota_us(double cpus)
+{
+	return (uint64_t)llround(cpus * PD_CGROUP_CPU_PERIOD_US);
+}
+
+/* ---- pruning ---- */
+
+static int cmp_unsigned(const void *a, const void *b)
+{
+	unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Adds the slot names found in one hierarchy's pool to *slots. */
+static int list_slots(const struct pd_cgroup_hierarchy *h, unsigned **slots, size_t *n,
+		      paddock_error *err)
+{
+	_cleanup_(pd_cgroup_dir_release) struct pd_cgroup_dir root = PD_CGROUP_DIR_INIT;
+	_cleanup_(pd_cgroup_dir_release) struct pd_cgroup_dir pool = PD_CGROUP_DIR_INIT;
+	_cleanup_(closedirp) DIR *dir = NULL;
+	struct dirent *de;
+	int fd, r;
+
+	r = pd_cgroup_open_root(h, &root, err);
+	if (r < 0)
+		return r;
+	r = pd_cgroup_open_pool(&root, false, &pool, err);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	fd = fcntl(pool.fd, F_DUPFD_CLOEXEC, 3);
+	if (fd < 0)
+		return pd_fail(err, errno, "dup '%s'", pool.label);
+	dir = fdopendir(fd);
+	if (!dir) {
+		(void)pd_close(fd);
+		return pd_fail(err, errno, "list '%s'", pool.label);
+	}
+	while ((errno = 0, de = readdir(dir))) {
+		uint64_t v;
+		unsigned *grown;
+
+		if (de->d_type != DT_DIR || parse_u64_n(de->d_name, strlen(de->d_name), &v) < 0 ||
+		    v > UINT32_MAX)
+			continue; /* not ours: a pool slot is named by its number */
+		if (*n >= PRUNE_SLOTS_MAX)
+			break;
+		grown = reallocarray(*slots, *n + 1, sizeof(**slots));
+		if (!grown)
+			return pd_fail(err, ENOMEM, "list '%s'", pool.label);
+		*slots = grown;
+		(*slots)[(*n)++] = (unsigned)v;
+	}
+	if (errno != 0)
+		return pd_fail(err, errno, "list '%s'", pool.label);
+	return 0;
+}
+
+/* rmdir <pool>/<name> of one hierarchy: 1 removed, 0 nothing there, -EBUSY in use. */
+static int remove_slot_dir(const struct pd_cgroup_hierarchy *h, const char *name,
+			   paddock_error *err)
+{
+	_cleanup_(pd_cgroup_dir_release) struct pd_cgroup_dir root = PD_CGROUP_DIR_INIT;
+	_cleanup_(pd_cgroup_dir_release) struct pd_cgroup_dir pool = PD_CGROUP_DIR_INIT;
+	int r;
+
+	r = pd_cgroup_open_root(h, &root, err);
+	if (r < 0)
+		return r;
+	r = pd_cgroup_open_pool(&root, false, &pool, err);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	if (unlinkat(pool.fd, name, AT_REMOVEDIR) == 0)
+		return 1;
+	if (errno == ENOENT)
+		return 0;
+	if (errno == EBUSY || errno == ENOTEMPTY)
+		return -EBUSY; /* processes (or child cgroups) inside */
+	return pd_fail(err, errno, "rmdir '%s/%s'", pool.label, name);
+}
+
+/*
+ * Removes one slot from every hierarchy, holding its lock (on h[0], created there if an
+ * earlier crash left only the others) so that no sandbox takes it meanwhile. Returns 1
+ * when something was removed, 0 when the slot is held or in use.
+ */
+static int prune_slot(const struct pd_cgroup_hierarchy *const *h, size_t n, unsigned slot,
+		      paddock_error *err)
+{
+	_cleanup_(pd_cgroup_dir_release) struct pd_cgroup_dir root = PD_CGROUP_DIR_INIT;
+	_cleanup_(pd_cgroup_dir_release) struct pd_cgroup_dir pool = PD_CGROUP_DIR_INIT;
+	_cleanup_(pd_cgroup_dir_release) struct pd_cgroup_dir d = PD_CGROUP_DIR_INIT;
+	bool created = false, removed = false, busy = false;
+	char name[16];
+	int r;
+
+	snprintf(name, sizeof(name), "%u", slot);
+	r = pd_cgroup_open_root(h[0], &root, err);
+	if (r < 0)
+		return r;
+	r = pd_cgroup_open_pool(&root, true, &pool, err);
+	if (r < 0)
+		return r;
+	r = pd_cgroup_dir_open(h[0], &pool, "", slot, PD_CGROUP_LOCK_TRY, &d, &created, err);
+	if (r == -EBUSY || r == -ESTALE)
+		return 0; /* held by a sandbox, or pruned by someone else */
+	if (r < 0)
+		return r;
+	for (size_t i = n; i-- > 1;) {
+		r = remove_slot_dir(h[i], name, err);
+		if (r == -EBUSY)
+			busy = true;
+		else if (r < 0)
+			return r;
+		else if (r > 0)
+			removed = true;
+	}
+	/* a slot with processes in any hierarchy keeps its first one: the next open kills them */
+	if (busy)
+		return removed;
+	if (unlinkat(pool.fd, name, AT_REMOVEDIR) == 0)
+		return removed || !created;
+	if (errno == EBUSY || errno == ENOTEMPTY)
+		return removed;
+	return pd_fail(err, errno, "rmdir '%s/%s'", pool.label, name);
+}
+
+int pd_cgroup_prune_hierarchies(const struct pd_cgroup_hierarchy *const *h, size_t n,
+				paddock_error *err)
+{
+	_cleanup_free_ unsigned *slots = NULL;
+	size_t n_slots = 0;
+	int pruned = 0, r;
+
+	for (size_t i = 0; i < n; i++) {
+		r = list_slots(h[i], &slots, &n_slots, err);
+		if (r < 0)
+			return r;
+	}
+	if (n_slots > 0)
+		qsort(slots, n_slots, sizeof(*slots), cmp_unsigned);
+	for (size_t i = 0; i < n_slots; i++) {
+		if (i > 0 && slots[i] == slots[i - 1])
+			continue;
+		r = prune_slot(h, n, slots[i], err);
+		if (r < 0)
+			return r;
+		pruned += r;
+	}
+	/* then the pools themselves, where empty (a sandbox may be creating one: it retries) */
+	for (size_t i = n; i-- > 0;) {
+		_cleanup_(pd_cgroup_dir_release) struct pd_cgroup_dir root = PD_CGROUP_DIR_INIT;
+
+		r = pd_cgroup_open_root(h[i], &root, err);
+		if (r < 0)
+			return r;
+		if (unlinkat(root.fd, PD_CGROUP_POOL, AT_REMOVEDIR) < 0 && errno != ENOENT &&
+		    errno != EBUSY && errno != ENOTEMPTY)
+			return pd_fail(err, errno, "rmdir '%s/%s'", root.label, PD_CGROUP_POOL);
+	}
+	return pruned;
+}
+
+int pd_cgroup_prune(paddock_error *err)
+{
+	const struct pd_cgroup_layout *l = pd_cgroup_layout();
+	const struct pd_cgroup_hierarchy *h[PD_CGROUP_CONTROLLER_MAX];
+	size_t n = 0;
+
+	switch (pd_cgroup_probe()) {
+	case PD_CGROUP_NONE:
+		return 0; /* nothing this process could have made */
+	case PD_CGROUP_V1:
+		for (size_t i = 0; i < l->n_v1; i++)
+			h[n++] = &l->v1[i];
+		break;
+	case PD_CGROUP_V2:
+		h[n++] = &l->v2;
+		break;
+	}
+	return pd_cgroup_prune_hierarchies(h, n, err);
+}
+
+/* ---- the interface: dispatch to the backend ---- */
+
+static int check_limits(const struct pd_cgroup_limits *l, paddock_error *err)
+{
+	/* written as a positive test so that NaN fails it */
+	if (!(l->cpus >= 0 && l->cpus <= CPUS_MAX))
+		return pd_fail_field(err, EINVAL, "limits.cpus",
+				     "expected 0 (unlimited) or a CPU count up to %.0f, got %g",
+				     CPUS_MAX, l->cpus);
+	if (l->cpus > 0 && pd_cgroup_cpu_quota_us(l->cpus) < 1000)
+		return pd_fail_field(
+			err, EINVAL, "limits.cpus",
+			"expected at least 0.01 CPUs (the kernel's 1 ms quota), got %g", l->cpus);
+	if (l->memory_bytes > INT64_MAX)
+		return pd_fail_field(err, EINVAL, "limits.memory",
+				     "expected at most %" PRId64 " bytes, got %" PRIu64, INT64_MAX,
+				     l->memory_bytes);
+	return 0;
+}
+
+int pd_cgroup_open(unsigned slot, const struct pd_cgroup_limits *limits,
+		   struct pd_cgroup **ret_cgroup, paddock_error *err)
+{
+	const struct pd_cgroup_ops *ops;
+	int r;
+
+	if (!limits || !ret_cgroup)
+		return pd_fail(err, EINVAL, "open cgroup: missing argument");
+	r = check_limits(limits, err);
+	if (r < 0)
+		return r;
+	switch (pd_cgroup_probe()) {
+	case PD_CGROUP_NONE:
+		return pd_fail(err, EACCES,
+			       "no cgroup hierarchy with the memory, pids and cpu controllers that "
+			       "uid %u may write",
+			       (unsigned)geteuid());
+	case PD_CGROUP_V1:
+		ops = &pd_cgroup_v1_ops;
+		break;
+	case PD_CGROUP_V2:
+		ops = &pd_cgroup_v2_ops;
+		break;
+	default:
+		assert(false);
+		return pd_fail(err, EINVAL, "open cgroup: bad probe");
+	}
+	r = ops->open(pd_cgroup_layout(), slot, limits, ret_cgroup, err);
+	if (r < 0)
+		pd_error_prefix(err, "cgroup of slot %u", slot);
+	return r;
+}
+
+enum pd_cgroup_version pd_cgroup_version(const struct pd_cgroup *cg)
+{
+	return cg ? cg->ops->version : PD_CGROUP_NONE;
+}
+
+int pd_cgroup_clone_fd(const struct pd_cgroup *cg)
+{
+	return cg ? cg->clone_fd : -1;
+}
+
+int pd_cgroup_attach(struct pd_cgroup *cg, pid_t pid, paddock_error *err)
+{
+	if (!cg || pid <= 0)
+		return pd_fail(err, EINVAL, "attach to cgroup: bad argument");
+	return cg->ops->attach(cg, pid, err);
+}
+
+int pd_cgroup_oom_fd(const struct pd_cgroup *cg)
+{
+	return cg ? cg->oom_fd : -1;
+}
+
+void pd_cgroup_oom_ack(struct pd_cgroup *cg)
+{
+	if (cg)
+		cg->ops->oom_ack(cg);
+}
+
+int pd_cgroup_stats(struct pd_cgroup *cg, struct pd_cgroup_stats *ret_stats, paddock_error *err)
+{
+	if (!cg || !ret_stats)
+		return pd_fail(err, EINVAL, "cgroup stats: bad argument");
+	return cg->ops->stats(cg, ret_stats, err);
+}
+
+int pd_cgroup_kill_all(struct pd_cgroup *cg, paddock_error *err)
+{
+	if (!cg)
+		return pd_fail(err, EINVAL, "kill cgroup: bad argument");
+	return cg->ops->kill_all(cg, err);
+}
+
+struct pd_cgroup *pd_cgroup_free(struct pd_cgroup *cg)
+{
+	if (cg)
+		cg->ops->free(cg);
+	return NULL;
+}

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Compute limits and accounting of a sandbox through cgroups: one interface, two backends
+ * (v2 where the memory, pids and cpu controllers are on the unified hierarchy, v1 where they
+ * are not), chosen at run time. Callers never test which backend they hold.
+ *
+ * Placement and reuse: a sandbox's cgroup is "paddock/<slot>" below the root of each
+ * hierarchy that carries a controller we use, where <slot> is the sandbox's id slot (idmap.h).
+ * The directory is kept when the sandbox ends and reused by the next sandbox with that slot:
+ * removed memory cgroups linger in the kernel and slow creation down over thousands of
+ * sandboxes (v1 especially), so paddock keeps a small pool instead of mkdir/rmdir per sandbox.
+ * Slots are handed out lowest-first, so the pool is as large as the peak number of live
+ * sandboxes.
+ *
+ * Trust: the cgroup files are written by the supervisor only. Processes inside the sandbox
+ * cannot write them (they are owned by host root and not mapped in the sandbox's user
+ * namespace), but they can fill them with processes: every read is bounded.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "paddock/paddock.h"
+
+enum pd_cgroup_version {
+	PD_CGROUP_NONE, /* no usable controller: rootless without delegation */
+	PD_CGROUP_V1,
+	PD_CGROUP_V2,
+};
+
+struct pd_cgroup_limits {
+	uint64_t memory_bytes; /* hard limit, no swap; 0 = leave unlimited */
+	uint64_t pids;	       /* 0 = leave unlimited */
+	double cpus;	       /* CPU quota in CPUs (0.5, 2); 0 = leave unlimited */
+};
+
+struct pd_cgroup_stats {
+	uint64_t memory_peak_bytes; /* since this sandbox took the cgroup */
+	uint64_t memory_current_bytes;
+	uint64_t oom_kills;	 /* since this sandbox took the cgroup */
+	uint64_t pids_current;
+	uint64_t pids_peak;	 /* 0 when the kernel does not report it (v1) */
+	uint64_t pids_max_hits;	 /* forks refused by pids.max since this sandbox took it */
+	uint64_t cpu_usage_us;	 /* user + system, since this sandbox took the cgroup */
+	uint64_t cpu_user_us;
+	uint64_t cpu_system_us;
+};
+
+struct pd_cgroup;
+
+/* Which backend this machine offers this process: PD_CGROUP_NONE when it cannot write one. */
+enum pd_cgroup_version pd_cgroup_probe(void);
+
+/*
+ * Takes the cgroup of `slot` (creating it the first time), makes sure it holds no process,
+ * records the counters' baselines and applies the limits. -EACCES/-EROFS/-ENOENT (with err
+ * filled) when this process may not manage cgroups (rootless): the caller falls back to
+ * rlimits.
+ */
+int pd_cgroup_open(unsigned slot, const struct pd_cgroup_limits *limits,
+		   struct pd_cgroup **ret_cgroup, paddock_error *err);
+
+enum pd_cgroup_version pd_cgroup_version(const struct pd_cgroup *cg);
+
+/* v2: a directory fd for clone3(CLONE_INTO_CGROUP); v1: -1 (use pd_cgroup_attach). */
+int pd_cgroup_clone_fd(const struct pd_cgroup *cg);
+
+/* Moves pid (and with v1, only that process) into the cgroup of every controller. */
+int pd_cgroup_attach(struct pd_cgroup *cg, pid_t pid, paddock_error *err);
+
+/*
+ * An fd that becomes readable when the OOM killer acts in the cgroup (v1: an eventfd
+ * registered through cgroup.event_control; v2: inotify on memory.events). After it fires,
+ * pd_cgroup_oom_ack() drains it. -1 when unavailable.
+ */
+int pd_cgroup_oom_fd(const struct pd_cgroup *cg);
+void pd_cgroup_oom_ack(struct pd_cgroup *cg);
+
+int pd_cgroup_stats(struct pd_cgroup *cg, struct pd_cgroup_stats *ret_stats, paddock_error *err);
+
+/* Kills every process in the cgroup (v2: cgroup.kill; v1: SIGKILL to each, repeated until empty, bounded). */
+int pd_cgroup_kill_all(struct pd_cgroup *cg, paddock_error *err);
+
+/*
+ * Releases the handle. The directory stays for the next sandbox of the slot. Accepts NULL,
+ * returns NULL.
+ */
+struct pd_cgroup *pd_cgroup_free(struct pd_cgroup *cg);
+
+/*
+ * Removes every idle pool cgroup (no process inside) of every hierarchy: for `paddock gc`
+ * and tests. Returns the number removed, or -errno.
+ */
+int pd_cgroup_prune(paddock_error *err);
