@@ -90,6 +90,15 @@ int pd_cgroup_open_root(const struct pd_cgroup_hierarchy *h, struct pd_cgroup_di
 int pd_cgroup_open_pool(const struct pd_cgroup_dir *root, bool create,
 			struct pd_cgroup_dir *ret_pool, paddock_error *err);
 
+/*
+ * The pool lock: flock on the root directory of the first hierarchy (v1[0], or the unified
+ * one). An open holds it shared while it creates directories, after which its pools are no
+ * longer empty; a prune removes empty pools only while holding it exclusively (-EBUSY when an
+ * open is under way). `ret_root` holds the lock until released.
+ */
+int pd_cgroup_lock_pools(const struct pd_cgroup_hierarchy *h, bool exclusive,
+			 struct pd_cgroup_dir *ret_root, paddock_error *err);
+
 enum pd_cgroup_lock {
 	PD_CGROUP_NO_LOCK,
 	PD_CGROUP_LOCK_WAIT, /* a prune holds a slot briefly: wait up to ~100 ms */

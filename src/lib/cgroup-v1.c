@@ -31,7 +31,7 @@
 #include "util/cleanup.h"
 #include "util/fd.h"
 
-#define OPEN_ATTEMPTS 3 /* against a concurrent prune of our slot */
+#define OPEN_ATTEMPTS 5 /* against a concurrent prune of our slot (paddock gc) */
 
 struct cgroup_v1 {
 	struct pd_cgroup cg;
@@ -82,6 +82,12 @@ static bool has_file(const struct pd_cgroup_dir *d, const char *file)
 static int take_dirs(struct cgroup_v1 *v, const struct pd_cgroup_layout *l, unsigned slot,
 		     paddock_error *err)
 {
+	_cleanup_(pd_cgroup_dir_release) struct pd_cgroup_dir pools = PD_CGROUP_DIR_INIT;
+	int r;
+
+	r = pd_cgroup_lock_pools(&l->v1[0], false, &pools, err);
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < l->n_v1; i++) {
 		_cleanup_(pd_cgroup_dir_release) struct pd_cgroup_dir root = PD_CGROUP_DIR_INIT;
 		_cleanup_(pd_cgroup_dir_release) struct pd_cgroup_dir pool = PD_CGROUP_DIR_INIT;
@@ -89,7 +95,6 @@ static int take_dirs(struct cgroup_v1 *v, const struct pd_cgroup_layout *l, unsi
 		/* /proc/<pid>/cgroup names a hierarchy by its controllers: any one of ours */
 		const char *controller = pd_cgroup_controller_to_string(
 			(enum pd_cgroup_controller)__builtin_ctz(h->controllers));
-		int r;
 
 		r = pd_cgroup_open_root(h, &root, err);
 		if (r < 0)

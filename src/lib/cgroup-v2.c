@@ -35,7 +35,7 @@
 #include "util/cleanup.h"
 #include "util/fd.h"
 
-#define OPEN_ATTEMPTS 3 /* against a concurrent prune of our slot */
+#define OPEN_ATTEMPTS 5 /* against a concurrent prune of our slot (paddock gc) */
 
 struct cgroup_v2 {
 	struct pd_cgroup cg;
@@ -102,7 +102,8 @@ static int take_dir(struct cgroup_v2 *v, const struct pd_cgroup_hierarchy *h, un
 	_cleanup_(pd_cgroup_dir_release) struct pd_cgroup_dir pool = PD_CGROUP_DIR_INIT;
 	int r;
 
-	r = pd_cgroup_open_root(h, &root, err);
+	/* the root also holds the pool lock: no prune removes the pool while we fill it */
+	r = pd_cgroup_lock_pools(h, false, &root, err);
 	if (r < 0)
 		return r;
 	if (controlled(v)) {

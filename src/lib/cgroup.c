@@ -506,6 +506,8 @@ static int dir_open(struct pd_cgroup_dir *d, const struct pd_cgroup_dir *parent,
 			return pd_fail(err, errno, "mkdir '%s'", PD_ESC(d->label));
 	}
 	d->fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (d->fd < 0 && errno == ENOENT && create) /* a prune removed it after our mkdir */
+		return pd_fail(err, ESTALE, "'%s' was removed while taking it", PD_ESC(d->label));
 	if (d->fd < 0)
 		return pd_fail(err, errno, "open '%s'", PD_ESC(d->label));
 	if (ret_created)
@@ -523,6 +525,25 @@ int pd_cgroup_open_pool(const struct pd_cgroup_dir *root, bool create,
 			struct pd_cgroup_dir *ret_pool, paddock_error *err)
 {
 	return dir_open(ret_pool, root, PD_CGROUP_POOL, create, NULL, err);
+}
+
+int pd_cgroup_lock_pools(const struct pd_cgroup_hierarchy *h, bool exclusive,
+			 struct pd_cgroup_dir *ret_root, paddock_error *err)
+{
+	int r;
+
+	r = pd_cgroup_open_root(h, ret_root, err);
+	if (r < 0)
+		return r;
+	/* shared: wait, a prune holds it for a few rmdir()s; exclusive: never wait for opens */
+	while (flock(ret_root->fd, exclusive ? LOCK_EX | LOCK_NB : LOCK_SH) < 0) {
+		if (errno == EINTR)
+			continue;
+		if (errno == EWOULDBLOCK)
+			return pd_fail(err, EBUSY, "'%s' is being set up", ret_root->label);
+		return pd_fail(err, errno, "lock '%s'", ret_root->label);
+	}
+	return 0;
 }
 
 /* Takes the flock of a slot directory and checks it is still linked where we found it. */
@@ -853,6 +874,8 @@ static int prune_slot(const struct pd_cgroup_hierarchy *const *h, size_t n, unsi
 	if (r < 0)
 		return r;
 	r = pd_cgroup_open_pool(&root, true, &pool, err);
+	if (r == -ESTALE)
+		return 0; /* pruned by someone else */
 	if (r < 0)
 		return r;
 	r = pd_cgroup_dir_open(h[0], &pool, "", slot, PD_CGROUP_LOCK_TRY, &d, &created, err);
@@ -882,6 +905,7 @@ static int prune_slot(const struct pd_cgroup_hierarchy *const *h, size_t n, unsi
 int pd_cgroup_prune_hierarchies(const struct pd_cgroup_hierarchy *const *h, size_t n,
 				paddock_error *err)
 {
+	_cleanup_(pd_cgroup_dir_release) struct pd_cgroup_dir lock = PD_CGROUP_DIR_INIT;
 	_cleanup_free_ unsigned *slots = NULL;
 	size_t n_slots = 0;
 	int pruned = 0, r;
@@ -901,7 +925,12 @@ int pd_cgroup_prune_hierarchies(const struct pd_cgroup_hierarchy *const *h, size
 			return r;
 		pruned += r;
 	}
-	/* then the pools themselves, where empty (a sandbox may be creating one: it retries) */
+	/* then the pools themselves, where empty, unless an open is creating directories */
+	r = pd_cgroup_lock_pools(h[0], true, &lock, err);
+	if (r == -EBUSY)
+		return pruned;
+	if (r < 0)
+		return r;
 	for (size_t i = n; i-- > 0;) {
 		_cleanup_(pd_cgroup_dir_release) struct pd_cgroup_dir root = PD_CGROUP_DIR_INIT;
 

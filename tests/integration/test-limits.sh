@@ -18,6 +18,9 @@ done
 probes=(--ro-bind "$MEMHOG:/probe/memhog" --ro-bind "$FORKBOMB:/probe/forkbomb"
 	--ro-bind "$CPUBURN:/probe/cpuburn" --ro-bind "$DISKFILL:/probe/diskfill")
 MiB=1048576
+# Debian's python3 (dev/deps installs it): a python3 earlier in PATH may be a slow shim
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=python3
 
 # What enforces memory, pids and cpu_time: the cgroup version as root (v1 where the
 # memory controller is mounted on its own hierarchy), rlimits rootless.
@@ -54,7 +57,7 @@ except ValueError:
 # null/true/false as in JSON, numbers as Python prints them; "<missing>" when there is no
 # such field.
 jget() {
-	python3 -c "$PY_LOAD"'
+	"$PY" -c "$PY_LOAD"'
 v = d
 for k in sys.argv[2].split("."):
     if not isinstance(v, dict) or k not in v:
@@ -68,14 +71,14 @@ print(v if isinstance(v, (str, int, float)) and not isinstance(v, bool) else jso
 # jcalc FILE|- EXPR: a Python expression over the document d, e.g. d["wall_s"] * 2;
 # "<missing>" when it cannot be computed
 jcalc() {
-	python3 -c "$PY_LOAD"'
+	"$PY" -c "$PY_LOAD"'
 print(round(eval(sys.argv[2]), 4))
 ' "$1" "$2" 2>/dev/null || echo "<missing>"
 }
 
 # jsum KEY: the sum of KEY over the JSON-object lines on stdin (several probe runs)
 jsum() {
-	python3 -c '
+	"$PY" -c '
 import json, sys
 print(sum(json.loads(l)[sys.argv[1]] for l in sys.stdin if l.startswith("{")))
 ' "$1" 2>/dev/null || echo "<missing>"
@@ -173,7 +176,9 @@ r=$T_TMP/cpu-time.json
 run_sb out st "${probes[@]}" --timeout 60 --cpu-time 1 --report "$r" -- /probe/cpuburn 0
 expect_eq "CPU spin under --cpu-time 1: reason cpu_time" cpu_time "$(jget "$r" reason)"
 expect_range "... ended within 5 s of wall time" 0 5 "$(jget "$r" wall_s)"
-expect_range "... after about 1 s of CPU" 0.9 2.0 "$(jcalc "$r" "$CPU")"
+# the budget is the sandbox's: what init and the kernel spend for it counts too, so the
+# command's own share can fall a little short of 1 s (0.88 seen as root while a benchmark ran)
+expect_range "... after about 1 s of CPU" 0.7 2.0 "$(jcalc "$r" "$CPU")"
 expect_limit "$r" cpu_time 1 "$CG_OR_RLIMIT"
 
 # cpu_time is the whole sandbox's: four spinning processes share one budget of 2 s, which
@@ -320,7 +325,7 @@ expect_range "cpuburn 1: cpu_user_s + cpu_sys_s within 10% of 1.0" 0.9 1.1 "$(jc
 
 # ---- every report says how each limit was enforced -------------------------------------------
 for f in "$T_TMP"/*.json; do
-	bad=$(python3 -c '
+	bad=$("$PY" -c '
 import json, sys
 names = ["memory", "pids", "cpus", "cpu_time", "timeout", "disk", "file_size", "nofile", "output"]
 by = {"cgroup-v1", "cgroup-v2", "rlimit", "tmpfs", "timer", "relay", "none"}
