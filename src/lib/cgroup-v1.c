@@ -6,8 +6,8 @@
  * (v1 has no CLONE_INTO_CGROUP), before init runs its own code.
  *
  * Accounting "since this sandbox took the cgroup": memory.max_usage_in_bytes and
- * memory.failcnt are reset at open, cpuacct.usage too (which resets usage_user/usage_sys with
- * it since Linux 4.x; a baseline taken after the reset covers kernels where it does not);
+ * memory.failcnt are reset at open, cpuacct.usage too (which resets usage_user and usage_sys
+ * with it, seen on 6.18.44; a baseline taken after the reset covers kernels where it does not);
  * oom_kill and pids.events are cumulative and get baselines. The peak counts from the usage
  * at open, which includes page cache the previous sandbox of the slot left charged: it is
  * not force-emptied on purpose, as that would evict the host's cache of the base /usr.
@@ -318,7 +318,7 @@ static int open_once(const struct pd_cgroup_layout *l, unsigned slot,
 	for (size_t i = 0; i < ELEMENTSOF(v->dirs); i++)
 		v->dirs[i] = (struct pd_cgroup_dir)PD_CGROUP_DIR_INIT;
 	v->cg = (struct pd_cgroup){
-		.ops = &pd_cgroup_v1_ops, .slot = slot, .clone_fd = -1, .oom_fd = -1};
+		.ops = &pd_cgroup_v1_ops, .slot = slot, .clone_fd = -1, .oom_fd = -1 };
 	v->oom_efd = -EBADF;
 	r = take_dirs(v, l, slot, err);
 	if (r < 0)

@@ -910,6 +910,8 @@ int pd_cgroup_prune_hierarchies(const struct pd_cgroup_hierarchy *const *h, size
 	size_t n_slots = 0;
 	int pruned = 0, r;
 
+	if (n == 0)
+		return 0;
 	for (size_t i = 0; i < n; i++) {
 		r = list_slots(h[i], &slots, &n_slots, err);
 		if (r < 0)

@@ -80,7 +80,12 @@ void pd_cgroup_oom_ack(struct pd_cgroup *cg);
 
 int pd_cgroup_stats(struct pd_cgroup *cg, struct pd_cgroup_stats *ret_stats, paddock_error *err);
 
-/* Kills every process in the cgroup (v2: cgroup.kill; v1: SIGKILL to each, repeated until empty, bounded). */
+/*
+ * Kills every process in the cgroup: each pid of cgroup.procs through a pidfd (checked to be
+ * still in the cgroup), repeated until empty, bounded; v2 freezes the cgroup meanwhile.
+ * Never v2's cgroup.kill: on 6.14+ kernels a cgroup once killed that way kills every later
+ * clone3(CLONE_INTO_CGROUP) into it at birth, and pool cgroups are reused.
+ */
 int pd_cgroup_kill_all(struct pd_cgroup *cg, paddock_error *err);
 
 /*

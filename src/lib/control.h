@@ -30,12 +30,17 @@ enum pd_ctl_type {
 	PD_CTL_EXITED,	   /* I->S: a command ended (pd_ctl_exited) */
 	PD_CTL_SIGNAL,	   /* S->I: signal a command's process group (pd_ctl_signal) */
 	PD_CTL_RESIZE,	   /* S->I: pty window size (pd_ctl_resize) */
+	PD_CTL_CGROUP,	   /* S->I: init is in its cgroup, or has none (pd_ctl_cgroup) */
 	_PD_CTL_MAX,
 };
 
 struct pd_ctl_hdr {
 	uint32_t type;
 	uint32_t len; /* payload bytes after the header */
+};
+
+struct pd_ctl_cgroup {
+	int32_t enforced; /* memory and pids are enforced by a cgroup: no rlimit stand-ins */
 };
 
 struct pd_ctl_ready {

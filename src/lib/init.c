@@ -259,6 +259,30 @@ static void plan_rlimits(struct init_state *st, bool cgroup_limits)
 	}
 }
 
+/*
+ * The supervisor sets up the sandbox's cgroup while init builds the root, and says when init
+ * is in it (or that there is none: rootless). Only then does init take a cgroup namespace
+ * rooted there, so commands see their cgroup as "/", and plan the rlimits that stand in
+ * when no cgroup enforces memory and pids.
+ */
+static int join_cgroup(struct init_state *st, paddock_error *err)
+{
+	struct pd_ctl_cgroup msg;
+	uint32_t type = 0;
+	ssize_t n = pd_ctl_recv(st->ctl, &type, &msg, sizeof(msg), NULL, NULL);
+
+	if (n < 0)
+		return pd_fail(err, (int)n, "receive cgroup");
+	if (type == 0)
+		_exit(0); /* the supervisor gave up on us */
+	if (type != PD_CTL_CGROUP || n != (ssize_t)sizeof(msg))
+		return pd_fail(err, EPROTO, "expected the cgroup message, got %u", type);
+	if (unshare(CLONE_NEWCGROUP) < 0)
+		return pd_fail(err, errno, "new cgroup namespace");
+	plan_rlimits(st, msg.enforced != 0);
+	return 0;
+}
+
 static int setup(struct init_state *st, paddock_error *err)
 {
 	struct pd_rootfs_sources sources;
@@ -281,6 +305,9 @@ static int setup(struct init_state *st, paddock_error *err)
 	if (r < 0)
 		return r;
 
+	r = join_cgroup(st, err);
+	if (r < 0)
+		return r;
 	st->last_cap = pd_caps_last_cap();
 	if (pd_landlock_abi() > 0) {
 		r = pd_rootfs_writable_paths(st->spec, &rw, err);
@@ -719,6 +746,7 @@ _Noreturn static void serve(struct init_state *st)
 		case PD_CTL_EXEC_ERROR:
 		case PD_CTL_EXITED:
 		case PD_CTL_RESIZE:
+		case PD_CTL_CGROUP:
 		case _PD_CTL_MAX:
 			break;
 		}
@@ -727,8 +755,7 @@ _Noreturn static void serve(struct init_state *st)
 	}
 }
 
-_Noreturn void pd_init_main(const paddock_spec *spec, const struct pd_idmap *idmap,
-			    bool cgroup_limits, int ctl)
+_Noreturn void pd_init_main(const paddock_spec *spec, const struct pd_idmap *idmap, int ctl)
 {
 	struct init_state st = {
 		.spec = spec,
@@ -742,7 +769,6 @@ _Noreturn void pd_init_main(const paddock_spec *spec, const struct pd_idmap *idm
 
 	reset_signals();
 	umask(0);
-	plan_rlimits(&st, cgroup_limits);
 	r = isolate_fds(ctl, &err);
 	if (r < 0)
 		fail_setup(ctl, &err);

@@ -8,10 +8,5 @@
 #include "idmap.h"
 #include "spec.h"
 
-/*
- * `ctl` is init's end of the control socket. `cgroup_limits`: the supervisor put the sandbox
- * in a cgroup enforcing memory and pids, so commands need no rlimit stand-in for them.
- * Exits when the supervisor goes away.
- */
-_Noreturn void pd_init_main(const paddock_spec *spec, const struct pd_idmap *idmap,
-			    bool cgroup_limits, int ctl);
+/* `ctl` is init's end of the control socket. Exits when the supervisor goes away. */
+_Noreturn void pd_init_main(const paddock_spec *spec, const struct pd_idmap *idmap, int ctl);

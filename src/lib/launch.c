@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Launching a sandbox: clone3() into new user, mount, pid, net, ipc, uts and cgroup
- * namespaces with a pidfd, write the child's id maps from outside, say GO, and wait for
- * init's READY (or the error it hit). Runs in the supervisor; the child continues in
+ * namespaces with a pidfd, write the child's id maps from outside, say GO, set up the cgroup
+ * and move init into it while init builds its root, say CGROUP, and wait for init's READY
+ * (or the error it hit). Runs in the supervisor; the child continues in
  * pd_init_main() and never returns here.
  *
  * The supervisor must be single-threaded when it clones (the child runs on a copy of its
@@ -27,11 +28,7 @@
 
 #define LAUNCH_READY_TIMEOUT_MS 30000
 
-/*
- * With a v2 cgroup, init is born in it (CLONE_INTO_CGROUP), so the cgroup namespace made
- * here is rooted there; with v1 the supervisor moves init before GO.
- */
-static pid_t clone_init(int cgroup_fd, int *ret_pidfd)
+static pid_t clone_init(int *ret_pidfd)
 {
 	struct clone_args args = {
 		.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
@@ -40,10 +37,6 @@ static pid_t clone_init(int cgroup_fd, int *ret_pidfd)
 		.exit_signal = SIGCHLD,
 	};
 
-	if (cgroup_fd >= 0) {
-		args.flags |= CLONE_INTO_CGROUP;
-		args.cgroup = (uint64_t)cgroup_fd;
-	}
 	return (pid_t)syscall(SYS_clone3, &args, sizeof(args));
 }
 
@@ -132,10 +125,7 @@ int pd_launch(paddock_sandbox *sb, paddock_error *err)
 	sb->ctl = sv[0];
 	child_end = sv[1];
 
-	r = open_cgroup(sb, err);
-	if (r < 0)
-		return r;
-	pid = clone_init(sb->cg ? pd_cgroup_clone_fd(sb->cg) : -1, &pidfd);
+	pid = clone_init(&pidfd);
 	if (pid < 0) {
 		r = errno;
 		if (r == ENOSPC || r == EUSERS)
@@ -148,19 +138,29 @@ int pd_launch(paddock_sandbox *sb, paddock_error *err)
 	}
 	if (pid == 0) {
 		pd_close(sv[0]);
-		pd_init_main(sb->spec, &sb->idmap, sb->cg != NULL, child_end);
+		pd_init_main(sb->spec, &sb->idmap, child_end);
 	}
 	child_end = pd_close(child_end);
 	sb->init_pid = pid;
 
 	r = pd_idmap_write(&sb->idmap, pid, err);
-	/* v1: into the cgroup before init runs a single instruction of its own */
-	if (r >= 0 && sb->cg && pd_cgroup_clone_fd(sb->cg) < 0)
-		r = pd_cgroup_attach(sb->cg, pid, err);
 	if (r >= 0)
 		r = pd_ctl_send(sb->ctl, PD_CTL_GO, NULL, 0, NULL, 0) < 0
 			    ? pd_fail(err, EPIPE, "start init")
 			    : 0;
+	/*
+	 * The cgroup is set up while init builds the root, off the critical path: init joins
+	 * it before any command exists, and waits for this message before it confines itself.
+	 */
+	if (r >= 0)
+		r = open_cgroup(sb, err);
+	if (r >= 0 && sb->cg)
+		r = pd_cgroup_attach(sb->cg, pid, err);
+	if (r >= 0) {
+		struct pd_ctl_cgroup msg = { .enforced = sb->cg != NULL };
+		if (pd_ctl_send(sb->ctl, PD_CTL_CGROUP, &msg, sizeof(msg), NULL, 0) < 0)
+			r = pd_fail(err, EPIPE, "tell init its cgroup");
+	}
 	if (r >= 0)
 		r = await_ready(sb, err);
 	if (r < 0) {

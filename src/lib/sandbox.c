@@ -845,7 +845,8 @@ int paddock_exec_start(paddock_sandbox *sb, const struct paddock_exec_opts *opts
 	ex->userdata = userdata;
 	ex->result.exit_code = -1;
 	ex->output_captured = opts->output_captured;
-	if (sb->cg)
+	/* the first command starts from the baselines pd_cgroup_open() took: zero */
+	if (sb->cg && sb->n_execs++ > 0)
 		(void)pd_cgroup_stats(sb->cg, &ex->base, NULL);
 	snprintf(ex->id_str, sizeof(ex->id_str), "ex_%llu", (unsigned long long)hdr.id);
 	clock_gettime(CLOCK_MONOTONIC, &ex->started);

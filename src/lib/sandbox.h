@@ -61,6 +61,7 @@ struct paddock_sandbox {
 	int ctl;	/* control socket, supervisor end */
 	int landlock_abi;
 	struct pd_cgroup *cg; /* NULL: no cgroup (rootless); rlimits stand in */
+	unsigned n_execs;     /* commands started so far */
 	struct event *ctl_ev, *pidfd_ev, *timeout_ev, *oom_ev, *cpu_ev;
 	paddock_exec *execs;
 };
