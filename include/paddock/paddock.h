@@ -163,6 +163,13 @@ PADDOCK_API int paddock_sandbox_landlock_abi(const paddock_sandbox *sb);
 PADDOCK_API int paddock_sandbox_kill(paddock_sandbox *sb, enum paddock_end_reason reason,
 				     paddock_error *err);
 
+/*
+ * Removes the idle cgroups paddock keeps for reuse (paddock/<slot> below each hierarchy),
+ * leaving those of live sandboxes. Returns how many were removed, or -errno. For operators
+ * (`paddock gc`) and tests; sandboxes never need it.
+ */
+PADDOCK_API int paddock_gc(paddock_error *err);
+
 /* ---- exec ----------------------------------------------------------------------------- */
 
 

@@ -2,3 +2,4 @@
 #pragma once
 
 int cmd_run(int argc, char **argv);
+int cmd_gc(int argc, char **argv);

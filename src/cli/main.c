@@ -12,6 +12,7 @@ static const struct {
 	const char *summary;
 } commands[] = {
 	{ "run", cmd_run, "run one command in a fresh sandbox" },
+	{ "gc", cmd_gc, "remove the idle cgroups kept for reuse" },
 };
 
 static void usage(FILE *f)

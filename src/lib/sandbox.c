@@ -681,6 +681,13 @@ const char *paddock_sandbox_id(const paddock_sandbox *sb)
 	return sb ? sb->id : NULL;
 }
 
+int paddock_gc(paddock_error *err)
+{
+	if (pd_cgroup_probe() == PD_CGROUP_NONE)
+		return 0; /* nothing of ours can exist where we cannot write cgroups */
+	return pd_cgroup_prune(err);
+}
+
 pid_t paddock_sandbox_init_pid(const paddock_sandbox *sb)
 {
 	return sb ? sb->init_pid : -1;
