@@ -290,19 +290,7 @@ static json_t *value_json(const struct limit_desc *d, const paddock_spec *spec)
 		return json_real(v);
 	}
 	uint64_t u = *(const uint64_t *)cslot(spec, d);
-	if (d->kind == KIND_SIZE) {
-		static const char units[] = "TGMK";
-		char buf[32];
-
-		for (size_t i = 0; i < sizeof(units) - 1; i++) {
-			unsigned shift = 10 * (unsigned)(4 - i);
-			if (u > 0 && u % (UINT64_C(1) << shift) == 0) {
-				snprintf(buf, sizeof(buf), "%" PRIu64 "%c", u >> shift, units[i]);
-				return json_string(buf);
-			}
-		}
-	}
-	return json_integer((json_int_t)u);
+	return d->kind == KIND_SIZE ? pd_spec_size_to_json(u) : json_integer((json_int_t)u);
 }
 
 int pd_spec_limits_to_json(const paddock_spec *spec, json_t *obj, paddock_error *err)

@@ -1427,8 +1427,7 @@ static json_t *timeout_to_json(double t)
 	return json_real(t);
 }
 
-/* The largest unit that divides the size exactly ("1536M"), else a byte count. */
-static json_t *disk_to_json(uint64_t bytes)
+json_t *pd_spec_size_to_json(uint64_t bytes)
 {
 	static const char units[] = "TGMK";
 	char buf[32];
@@ -1564,7 +1563,7 @@ int paddock_spec_to_json(const paddock_spec *spec, char **ret_json, paddock_erro
 	if (r < 0)
 		return r;
 	r = put_section(root, "limits", "timeout_s", timeout_to_json(spec->limits.timeout_s),
-			"disk", disk_to_json(spec->limits.disk_bytes), err);
+			"disk", pd_spec_size_to_json(spec->limits.disk_bytes), err);
 	if (r < 0)
 		return r;
 	r = pd_spec_limits_to_json(spec, json_object_get(root, "limits"), err);

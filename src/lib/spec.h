@@ -99,6 +99,9 @@ int pd_spec_limits_validate(const paddock_spec *spec, paddock_error *err);
 /* Adds the limits beyond timeout_s and disk, and "required", to the limits object. */
 int pd_spec_limits_to_json(const paddock_spec *spec, json_t *limits, paddock_error *err);
 
+/* A size as the largest unit that divides it exactly ("1536M"), else a byte count. */
+json_t *pd_spec_size_to_json(uint64_t bytes);
+
 /* Deep copy. */
 int pd_spec_dup(const paddock_spec *spec, paddock_spec **ret_copy, paddock_error *err);
 
