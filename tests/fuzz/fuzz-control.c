@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The supervisor's reading of messages from init (hostile: init runs inside the sandbox's
+ * namespaces). The input is sent as one SOCK_SEQPACKET datagram, then received with
+ * pd_ctl_recv() into the buffer sizes the supervisor uses; whatever it returns must be
+ * consistent: a length within the buffer, a known type, or an error.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "control.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static const size_t buffers[] = { sizeof(struct pd_ctl_exec_error) + 64, 16, 0 };
+	int sv[2];
+
+	if (size > 65536)
+		return 0;
+	for (size_t b = 0; b < sizeof(buffers) / sizeof(buffers[0]); b++) {
+		char buf[sizeof(struct pd_ctl_exec_error) + 64];
+		int fds[PD_CTL_MAX_FDS];
+		size_t nfds = PD_CTL_MAX_FDS;
+		uint32_t type = 0;
+		ssize_t n;
+
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+			abort();
+		/* an empty datagram is how a peer could fake EOF: send it too */
+		if (send(sv[1], data, size, 0) != (ssize_t)size)
+			abort();
+		n = pd_ctl_recv(sv[0], &type, buf, buffers[b], fds, &nfds);
+		if (n > 0 && ((size_t)n > buffers[b] || type == 0 || type >= _PD_CTL_MAX))
+			abort();
+		/* an empty datagram reads as EOF (type 0), never as a message */
+		if (size == 0 && (n != 0 || type != 0))
+			abort();
+		if (nfds != 0) /* nothing sent fds */
+			abort();
+		close(sv[0]);
+		close(sv[1]);
+	}
+	return 0;
+}
