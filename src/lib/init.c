@@ -108,15 +108,37 @@ _Noreturn static void fail_setup(int ctl, paddock_error *err)
 	_exit(1);
 }
 
+/*
+ * clone3(CLONE_CLEAR_SIGHAND) reset every handled signal; what the supervisor ignores stays
+ * ignored (and would be inherited by commands across exec): /proc/self/status says which.
+ */
 static void reset_signals(void)
 {
 	struct sigaction sa = { .sa_handler = SIG_DFL };
-	sigset_t all;
+	unsigned long long ignored = ~0ULL;
+	char buf[2048];
+	const char *p;
+	sigset_t none;
+	int fd;
+	ssize_t n = -1;
 
-	for (int sig = 1; sig < _NSIG; sig++)
-		(void)sigaction(sig, &sa, NULL); /* EINVAL for KILL, STOP and the RT gaps */
-	sigemptyset(&all);
-	(void)sigprocmask(SIG_SETMASK, &all, NULL);
+	fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = pd_read_full(fd, buf, sizeof(buf) - 1);
+		pd_close(fd);
+	}
+	if (n > 0) {
+		buf[n] = '\0';
+		p = strstr(buf, "\nSigIgn:");
+		if (p)
+			ignored = strtoull(p + 9, NULL, 16);
+	}
+	/* without the status file, reset everything */
+	for (int sig = 1; sig < _NSIG && sig <= 64; sig++)
+		if (ignored & (1ULL << (sig - 1)))
+			(void)sigaction(sig, &sa, NULL); /* EINVAL for KILL, STOP, the RT gaps */
+	sigemptyset(&none);
+	(void)sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
 /* Only the control socket stays open; 0, 1, 2 point at /dev/null. */

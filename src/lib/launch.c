@@ -32,7 +32,7 @@ static pid_t clone_init(int *ret_pidfd)
 {
 	struct clone_args args = {
 		.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
-			 CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_PIDFD,
+			 CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_PIDFD | CLONE_CLEAR_SIGHAND,
 		.pidfd = (uint64_t)(uintptr_t)ret_pidfd,
 		.exit_signal = SIGCHLD,
 	};

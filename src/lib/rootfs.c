@@ -180,12 +180,18 @@ static int bind_at(int dirfd, const char *src, int to_dirfd, const char *to, uin
 static int mkdir_owned(int dirfd, const char *name, mode_t mode, uid_t uid, gid_t gid,
 		       paddock_error *err)
 {
-	if (mkdirat(dirfd, name, mode) < 0 && errno != EEXIST)
+	/*
+	 * init runs with umask 0 and every directory here is new on a fresh tmpfs, so mkdirat()
+	 * sets the mode exactly (sticky bit included) and init owns what it makes: chown only
+	 * what belongs to someone else. A directory that exists already was made here before.
+	 */
+	if (mkdirat(dirfd, name, mode) < 0) {
+		if (errno == EEXIST)
+			return 0;
 		return pd_fail(err, errno, "mkdir '%s'", name);
-	/* mkdirat() applies the umask and drops sticky bits on some filesystems: set exactly */
-	if (fchmodat(dirfd, name, mode, 0) < 0)
-		return pd_fail(err, errno, "chmod '%s'", name);
-	if (fchownat(dirfd, name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
+	}
+	if ((uid != geteuid() || gid != getegid()) &&
+	    fchownat(dirfd, name, uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
 		return pd_fail(err, errno, "chown '%s'", name);
 	return 0;
 }
