@@ -801,7 +801,11 @@ _Noreturn void pd_init_main(const paddock_spec *spec, const struct pd_idmap *idm
 	if (r < 0)
 		fail_setup(st.ctl, &err);
 	ready.landlock_abi = st.landlock_abi;
-	if (pd_ctl_send(st.ctl, PD_CTL_READY, &ready, sizeof(ready), NULL, 0) < 0)
+	/* the sandbox's "/" for the supervisor's file access (fsops.c), held by fd */
+	int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0 ||
+	    pd_ctl_send(st.ctl, PD_CTL_READY, &ready, sizeof(ready), &root, 1) < 0)
 		_exit(1);
+	pd_close(root);
 	serve(&st);
 }

@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -76,6 +77,8 @@ static int await_ready(paddock_sandbox *sb, paddock_error *err)
 		paddock_error error;
 	} msg;
 	uint32_t type = 0;
+	int fds[PD_CTL_MAX_FDS];
+	size_t nfds = PD_CTL_MAX_FDS;
 	ssize_t n;
 	int r;
 
@@ -87,7 +90,18 @@ static int await_ready(paddock_sandbox *sb, paddock_error *err)
 	if (r == 0)
 		return pd_fail(err, ETIMEDOUT, "init did not get ready within %d s",
 			       LAUNCH_READY_TIMEOUT_MS / 1000);
-	n = pd_ctl_recv(sb->ctl, &type, &msg, sizeof(msg), NULL, NULL);
+	n = pd_ctl_recv(sb->ctl, &type, &msg, sizeof(msg), fds, &nfds);
+	/* READY carries the root fd; anything else sends none */
+	if (n >= 0 && type == PD_CTL_READY && nfds == 1) {
+		struct stat st;
+
+		if (fstat(fds[0], &st) == 0 && S_ISDIR(st.st_mode)) {
+			sb->root_fd = fds[0];
+			nfds = 0;
+		}
+	}
+	for (size_t i = 0; i < nfds; i++)
+		pd_close(fds[i]);
 	if (n < 0)
 		return pd_fail(err, (int)n, "receive from init");
 	if (type == 0)
@@ -101,12 +115,29 @@ static int await_ready(paddock_sandbox *sb, paddock_error *err)
 			err->code = EIO;
 		return -err->code;
 	}
-	if (type != PD_CTL_READY || n != (ssize_t)sizeof(msg.ready))
+	if (type != PD_CTL_READY || n != (ssize_t)sizeof(msg.ready) || sb->root_fd < 0)
 		return pd_fail(err, EPROTO, "unexpected message %u from init", type);
 	sb->landlock_abi = msg.ready.landlock_abi > 0 && msg.ready.landlock_abi < 64
 				   ? msg.ready.landlock_abi
 				   : 0;
 	return 0;
+}
+
+/*
+ * init closed the socket under us (EPIPE): did it fail first, and say why? Whatever it sent
+ * before it exited is already queued, so nothing is waited for.
+ */
+static int init_failure(paddock_sandbox *sb, paddock_error *err)
+{
+	struct pollfd p = { .fd = sb->ctl, .events = POLLIN };
+	paddock_error ierr = { 0 };
+
+	if (poll(&p, 1, 0) <= 0 || !(p.revents & POLLIN))
+		return 0;
+	if (await_ready(sb, &ierr) >= 0 || ierr.code == EPROTO || ierr.code == EPIPE)
+		return 0;
+	*err = ierr;
+	return -ierr.code;
 }
 
 int pd_launch(paddock_sandbox *sb, paddock_error *err)
@@ -163,6 +194,8 @@ int pd_launch(paddock_sandbox *sb, paddock_error *err)
 	}
 	if (r >= 0)
 		r = await_ready(sb, err);
+	else if ((r == -EPIPE || r == -ESRCH) && init_failure(sb, err) < 0)
+		r = -err->code; /* init's own reason beats the broken pipe it left us */
 	if (r < 0) {
 		pd_error_prefix(err, "create sandbox");
 		return r; /* the cleanup kills and reaps init */

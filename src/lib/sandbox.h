@@ -59,6 +59,7 @@ struct paddock_sandbox {
 	pid_t init_pid; /* host pid of init, diagnostics */
 	int pidfd;	/* init */
 	int ctl;	/* control socket, supervisor end */
+	int root_fd;	/* O_PATH of the sandbox's "/" (sent by init at READY), for file access */
 	int landlock_abi;
 	struct pd_cgroup *cg; /* NULL: no cgroup (rootless); rlimits stand in */
 	unsigned n_execs;     /* commands started so far */

@@ -244,6 +244,79 @@ static void test_signal_reaches_command(void **state)
 	event_base_free(base);
 }
 
+static void test_files_round_trip_and_escapes(void **state)
+{
+	struct event_base *base = event_base_new();
+	paddock_ctx *ctx = NULL;
+	paddock_error err = { 0 };
+	char *data = NULL;
+	size_t len = 0;
+	const char *cat[] = { "cat", "/workspace/hello.txt", NULL };
+	const char *owner[] = { "stat", "-c", "%U %a", "/workspace/hello.txt", NULL };
+	const char *plant[] = {
+		"sh", "-c",
+		"ln -s /etc/hostname /workspace/abs; ln -s ../../../../../../etc/hostname "
+		"/workspace/rel; ln -s /proc/1/root/etc/hostname /workspace/magic; "
+		"mkfifo /workspace/fifo; ln -s /workspace /workspace/loopdir; "
+		"head -c 5000 /dev/zero > /workspace/big",
+		NULL,
+	};
+
+	(void)state;
+	assert_int_equal(paddock_ctx_new(base, &ctx, &err), 0);
+	paddock_sandbox *sb = make_sandbox(ctx);
+
+	/* a file written from outside is the sandbox user's, and atomic */
+	assert_int_equal(paddock_sandbox_write_file(sb, "/workspace/hello.txt", "hi\n", 3, 0640,
+						    &err),
+			 0);
+	assert_string_equal(run_in(base, sb, cat, NULL), "hi\n");
+	assert_string_equal(run_in(base, sb, owner, NULL), "user 640\n");
+	assert_int_equal(paddock_sandbox_read_file(sb, "workspace/hello.txt", 100, &data, &len,
+						   &err),
+			 0);
+	assert_int_equal(len, 3);
+	assert_string_equal(data, "hi\n");
+	free(data);
+
+	/* symlinks resolve inside the sandbox: its /etc/hostname, never the host's */
+	run_in(base, sb, plant, NULL);
+	assert_int_equal(paddock_sandbox_read_file(sb, "/workspace/abs", 100, &data, &len, &err),
+			 0);
+	assert_string_equal(data, "sandbox\n");
+	free(data);
+	assert_int_equal(paddock_sandbox_read_file(sb, "/workspace/rel", 100, &data, &len, &err),
+			 0);
+	assert_string_equal(data, "sandbox\n");
+	free(data);
+	/* a magic link is refused outright; a fifo is not a file; limits hold */
+	assert_true(paddock_sandbox_read_file(sb, "/workspace/magic", 100, &data, &len, &err) < 0);
+	assert_int_equal(paddock_sandbox_read_file(sb, "/workspace/fifo", 100, &data, &len, &err),
+			 -EINVAL);
+	assert_string_equal(err.field, "path");
+	assert_int_equal(paddock_sandbox_read_file(sb, "/workspace/big", 4096, &data, &len, &err),
+			 -EFBIG);
+	assert_true(paddock_sandbox_read_file(sb, "/workspace/nope", 100, &data, &len, &err) < 0);
+	assert_int_equal(err.code, ENOENT);
+	/* writing over a planted symlink replaces the link, it does not follow it */
+	assert_int_equal(paddock_sandbox_write_file(sb, "/workspace/abs", "x", 1, 0644, &err), 0);
+	assert_int_equal(paddock_sandbox_read_file(sb, "/etc/hostname", 100, &data, &len, &err),
+			 0);
+	assert_string_equal(data, "sandbox\n");
+	free(data);
+	/* read-only places stay read-only; bad arguments change nothing */
+	assert_true(paddock_sandbox_write_file(sb, "/etc/passwd", "x", 1, 0644, &err) < 0);
+	assert_int_equal(paddock_sandbox_write_file(sb, "/workspace/", "x", 1, 0644, &err),
+			 -EINVAL);
+	assert_int_equal(paddock_sandbox_write_file(sb, "/workspace/m", "x", 1, 010000, &err),
+			 -EINVAL);
+	assert_string_equal(err.field, "mode");
+	assert_int_equal(paddock_sandbox_write_file(sb, "/nodir/x", "x", 1, 0644, &err), -ENOENT);
+	paddock_sandbox_free(sb);
+	paddock_ctx_free(ctx);
+	event_base_free(base);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -253,6 +326,7 @@ int main(void)
 		cmocka_unit_test(test_free_with_command_running),
 		cmocka_unit_test(test_bad_exec_options),
 		cmocka_unit_test(test_signal_reaches_command),
+		cmocka_unit_test(test_files_round_trip_and_escapes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
