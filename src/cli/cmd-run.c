@@ -149,7 +149,9 @@ static void die_error(const paddock_error *err)
 {
 	char buf[sizeof(err->msg) + 128];
 
-	if (err->field[0])
+	if (err->field[0] && err->code == EINVAL) /* bad input: the message says it all */
+		fprintf(stderr, "paddock: %s: %s\n", err->field, err->msg);
+	else if (err->field[0])
 		fprintf(stderr, "paddock: %s: %s\n", err->field,
 			paddock_error_format(err, buf, sizeof(buf)));
 	else
@@ -558,7 +560,7 @@ int cmd_run(int argc, char **argv)
 			status = 0;
 			goto out;
 		default:
-			usage(stderr);
+			fprintf(stderr, "paddock: see 'paddock run --help'\n");
 			goto out;
 		}
 		if (r < 0)
