@@ -124,8 +124,7 @@ static void usage(FILE *f)
 	      "  --disk SIZE          writable space: /usr layer, /tmp, home, workspace (1G)\n"
 	      "  --file-size SIZE     largest file a command may write (1G)\n"
 	      "  --nofile N           open files per process (1024)\n"
-	      "  --output-limit SIZE  capture stdout+stderr and stop the run past SIZE (16M when\n"
-	      "                       output is relayed anyway)\n"
+	      "  --output-limit SIZE  capture stdout+stderr and stop the run past SIZE\n"
 	      "  --require LIMITS     refuse to run unless these are enforced (memory,pids,...)\n"
 	      "\n"
 	      "  --rootfs DIR         a directory tree to use as the read-only base\n"
@@ -429,8 +428,11 @@ static int run_command(paddock_spec *spec, char **cmd, const char *report)
 	if (paddock_spec_get_limit(spec, "output", &limit, &err) < 0)
 		goto fail;
 	run.budget.left = (uint64_t)limit;
-	opts.output_captured = arg_capture || opts.pty_streams || run.pipe_rd[0] >= 0 ||
-			       run.pipe_rd[1] >= 0;
+	/*
+	 * Only an explicit --output-limit bounds what is relayed: an interactive session that
+	 * prints a big file must not be killed by a default it never asked for.
+	 */
+	opts.output_captured = arg_capture;
 	r = paddock_exec_start(sb, &opts, on_exit_cb, &run, &run.ex, &err);
 	for (int i = 1; i < 3; i++)
 		if (opts.fds[i] != i)
@@ -442,13 +444,13 @@ static int run_command(paddock_spec *spec, char **cmd, const char *report)
 		int out = isatty(STDOUT_FILENO) ? STDOUT_FILENO : STDERR_FILENO;
 
 		(void)make_raw(&run);
-		run.relays[0] = relay_new(run.base, master, out, &run.budget);
+		run.relays[0] = relay_new(run.base, master, out, arg_capture ? &run.budget : NULL);
 		run.relays[1] = relay_new(run.base, STDIN_FILENO, master, NULL);
 	} else {
 		for (int i = 0; i < 2; i++)
 			if (run.pipe_rd[i] >= 0)
 				run.relays[i] = relay_new(run.base, run.pipe_rd[i], i + 1,
-							  &run.budget);
+							  arg_capture ? &run.budget : NULL);
 	}
 
 	while (!run.done)
