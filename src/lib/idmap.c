@@ -4,7 +4,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -121,4 +126,88 @@ int pd_idmap_write(const struct pd_idmap *m, pid_t pid, paddock_error *err)
 void pd_idmap_release(struct pd_idmap *m)
 {
 	m->lock_fd = pd_close(m->lock_fd);
+}
+
+/*
+ * A user namespace whose only mapping is "owner (inside) <-> the sandbox user's host id
+ * (outside)": an idmapped mount reads an on-disk id as an id inside this namespace. It is
+ * made by a child that unshares and waits; the namespace outlives it through the fd.
+ */
+static int owner_userns(uid_t owner, gid_t group, uid_t user, gid_t ugroup, paddock_error *err)
+{
+	_cleanup_close_ int rd = -EBADF, wr = -EBADF, dfd = -EBADF;
+	char path[64], line[64];
+	int p[2], ns, r;
+	pid_t pid;
+	char c;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return pd_fail(err, errno, "pipe");
+	rd = p[0];
+	wr = p[1];
+	pid = fork();
+	if (pid < 0)
+		return pd_fail(err, errno, "fork an id-mapping helper");
+	if (pid == 0) {
+		/* async-signal-safe only; the parent SIGKILLs us when done, or dies and we follow */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || unshare(CLONE_NEWUSER) < 0)
+			_exit(1);
+		(void)!write(wr, "u", 1);
+		for (;;)
+			pause();
+	}
+	wr = pd_close(wr);
+	r = read(rd, &c, 1) == 1 ? 0 : -EIO;
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	if (r >= 0) {
+		dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		r = dfd < 0 ? -errno : 0;
+	}
+	if (r >= 0) {
+		snprintf(line, sizeof(line), "%u %u 1\n", (unsigned)owner, (unsigned)user);
+		r = pd_write_control(dfd, "uid_map", line);
+	}
+	if (r >= 0) {
+		snprintf(line, sizeof(line), "%u %u 1\n", (unsigned)group, (unsigned)ugroup);
+		r = pd_write_control(dfd, "gid_map", line);
+	}
+	ns = r >= 0 ? openat(dfd, "ns/user", O_RDONLY | O_CLOEXEC) : -1;
+	if (r >= 0 && ns < 0)
+		r = -errno;
+	(void)kill(pid, SIGKILL);
+	(void)waitpid(pid, NULL, 0);
+	if (r < 0)
+		return pd_fail(err, r, "make the id mapping for an idmapped mount");
+	return ns;
+}
+
+int pd_idmap_mount_tree(const struct pd_idmap *m, const char *path, int *ret_fd,
+			paddock_error *err)
+{
+	_cleanup_close_ int tree = -EBADF, ns = -EBADF;
+	struct mount_attr a = { .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
+	struct stat st;
+
+	if (m->rootless)
+		return pd_fail(err, EOPNOTSUPP, "rootless: ids map to the invoker already");
+	tree = open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (tree < 0)
+		return pd_fail_field(err, errno, "workspace", "open '%s'", path);
+	if (fstat(tree, &st) < 0)
+		return pd_fail(err, errno, "stat '%s'", path);
+	if (!S_ISDIR(st.st_mode))
+		return pd_fail_field(err, ENOTDIR, "workspace", "'%s' is not a directory", path);
+	ns = owner_userns(st.st_uid, st.st_gid, m->outside_uid + PD_SANDBOX_UID,
+			  m->outside_gid + PD_SANDBOX_GID, err);
+	if (ns < 0)
+		return ns;
+	a.userns_fd = (uint64_t)ns;
+	if (mount_setattr(tree, "", AT_EMPTY_PATH, &a, sizeof(a)) < 0) {
+		int e = errno;
+		/* COMPAT: filesystems and kernels without idmapped mounts say EINVAL/EPERM */
+		return pd_fail(err, e == EINVAL || e == EPERM || e == ENOSYS ? EOPNOTSUPP : e,
+			       "idmap '%s'", path);
+	}
+	*ret_fd = TAKE_FD(tree);
+	return 0;
 }

@@ -40,3 +40,13 @@ int pd_idmap_acquire(struct pd_idmap *m, paddock_error *err);
 /* Writes uid_map, setgroups and gid_map of the child `pid`. */
 int pd_idmap_write(const struct pd_idmap *m, pid_t pid, paddock_error *err);
 void pd_idmap_release(struct pd_idmap *m);
+
+/*
+ * As root: a detached clone of the host directory `path`, idmapped so that its owner (uid
+ * and gid on disk) is the sandbox user inside, and what the sandbox user creates there is
+ * owned by that owner on the host: a --workspace as the invoker knows it, not owned by the
+ * sandbox's private id range. -EOPNOTSUPP (err filled) when the filesystem or kernel cannot
+ * idmap; the caller falls back to a plain bind.
+ */
+int pd_idmap_mount_tree(const struct pd_idmap *m, const char *path, int *ret_fd,
+			paddock_error *err);

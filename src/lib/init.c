@@ -94,6 +94,7 @@ struct init_state {
 	int ctl;
 	int sigfd;
 	int landlock_fd;
+	int workspace_fd; /* from GO: the workspace tree, idmapped; -EBADF: init binds it */
 	int landlock_abi; /* in force for init and every command; 0: none */
 	int last_cap;
 	struct pd_seccomp_prog seccomp;
@@ -163,16 +164,20 @@ static int isolate_fds(int ctl, paddock_error *err)
 	return CTL_FD;
 }
 
-static int wait_go(int ctl, paddock_error *err)
+/* GO may carry the workspace as a ready tree (an idmapped mount made by the supervisor). */
+static int wait_go(int ctl, int *ret_workspace_fd, paddock_error *err)
 {
 	char buf[64];
 	uint32_t type = 0;
-	ssize_t n = pd_ctl_recv(ctl, &type, buf, sizeof(buf), NULL, NULL);
+	int fds[PD_CTL_MAX_FDS];
+	size_t nfds = 1;
+	ssize_t n = pd_ctl_recv(ctl, &type, buf, sizeof(buf), fds, &nfds);
 
 	if (n < 0)
 		return pd_fail(err, (int)n, "receive go");
 	if (type != PD_CTL_GO)
 		_exit(0); /* the supervisor gave up on us */
+	*ret_workspace_fd = nfds == 1 ? fds[0] : -EBADF;
 	return 0;
 }
 
@@ -311,7 +316,7 @@ static int setup(struct init_state *st, paddock_error *err)
 	_cleanup_strv_ char **rw = NULL;
 	int r;
 
-	r = pd_rootfs_open_sources(st->spec, &sources, err);
+	r = pd_rootfs_open_sources(st->spec, TAKE_FD(st->workspace_fd), &sources, err);
 	if (r < 0)
 		return r;
 	r = become_init_identity(st->idmap, err);
@@ -784,6 +789,7 @@ _Noreturn void pd_init_main(const paddock_spec *spec, const struct pd_idmap *idm
 		.idmap = idmap,
 		.sigfd = -EBADF,
 		.landlock_fd = -EBADF,
+		.workspace_fd = -EBADF,
 	};
 	paddock_error err = { 0 };
 	struct pd_ctl_ready ready = { 0 };
@@ -795,7 +801,7 @@ _Noreturn void pd_init_main(const paddock_spec *spec, const struct pd_idmap *idm
 	if (r < 0)
 		fail_setup(ctl, &err);
 	st.ctl = r;
-	r = wait_go(st.ctl, &err);
+	r = wait_go(st.ctl, &st.workspace_fd, &err);
 	if (r >= 0)
 		r = setup(&st, &err);
 	if (r < 0)

@@ -140,6 +140,27 @@ static int init_failure(paddock_sandbox *sb, paddock_error *err)
 	return -ierr.code;
 }
 
+/*
+ * GO, with the workspace as an idmapped tree when paddock runs as root: the directory's
+ * owner is the sandbox user inside, and files the sandbox creates belong to that owner on the
+ * host. Where the filesystem cannot idmap, init binds the workspace as it is.
+ */
+static int send_go(paddock_sandbox *sb, paddock_error *err)
+{
+	_cleanup_close_ int tree = -EBADF;
+	paddock_error why = { 0 };
+
+	if (sb->spec->workspace && !sb->idmap.rootless &&
+	    pd_idmap_mount_tree(&sb->idmap, sb->spec->workspace, &tree, &why) < 0 &&
+	    why.code != EOPNOTSUPP) {
+		*err = why;
+		return -why.code;
+	}
+	if (pd_ctl_send(sb->ctl, PD_CTL_GO, NULL, 0, tree >= 0 ? &tree : NULL, tree >= 0) < 0)
+		return pd_fail(err, EPIPE, "start init");
+	return 0;
+}
+
 int pd_launch(paddock_sandbox *sb, paddock_error *err)
 {
 	_cleanup_pidfd_ int pidfd = -EBADF;
@@ -176,9 +197,7 @@ int pd_launch(paddock_sandbox *sb, paddock_error *err)
 
 	r = pd_idmap_write(&sb->idmap, pid, err);
 	if (r >= 0)
-		r = pd_ctl_send(sb->ctl, PD_CTL_GO, NULL, 0, NULL, 0) < 0
-			    ? pd_fail(err, EPIPE, "start init")
-			    : 0;
+		r = send_go(sb, err);
 	/*
 	 * The cgroup is set up while init builds the root, off the critical path: init joins
 	 * it before any command exists, and waits for this message before it confines itself.

@@ -87,13 +87,14 @@ static int clone_tree(const char *path, bool readonly, paddock_error *err)
 	return TAKE_FD(fd);
 }
 
-int pd_rootfs_open_sources(const paddock_spec *spec, struct pd_rootfs_sources *ret_sources,
-			   paddock_error *err)
+int pd_rootfs_open_sources(const paddock_spec *spec, int workspace_fd,
+			   struct pd_rootfs_sources *ret_sources, paddock_error *err)
 {
 	struct pd_rootfs_sources s;
 	int r;
 
 	pd_rootfs_sources_init(&s);
+	s.workspace_fd = workspace_fd;
 	if (spec->n_binds > 0) {
 		s.bind_fds = calloc(spec->n_binds, sizeof(*s.bind_fds));
 		if (!s.bind_fds)
@@ -114,7 +115,7 @@ int pd_rootfs_open_sources(const paddock_spec *spec, struct pd_rootfs_sources *r
 		}
 		s.bind_fds[i] = r;
 	}
-	if (spec->workspace) {
+	if (spec->workspace && s.workspace_fd < 0) {
 		r = clone_tree(spec->workspace, false, err);
 		if (r < 0) {
 			snprintf(err->field, sizeof(err->field), "workspace");

@@ -21,10 +21,11 @@ void pd_rootfs_sources_release(struct pd_rootfs_sources *s);
 
 /*
  * Clones the trees the spec binds (binds[], workspace). Runs in init before it takes its
- * sandbox identity, so host permissions are checked against the invoker.
+ * sandbox identity, so host permissions are checked against the invoker. `workspace_fd`
+ * (taken, may be -EBADF) is the workspace already made into a tree by the supervisor.
  */
-int pd_rootfs_open_sources(const paddock_spec *spec, struct pd_rootfs_sources *ret_sources,
-			   paddock_error *err);
+int pd_rootfs_open_sources(const paddock_spec *spec, int workspace_fd,
+			   struct pd_rootfs_sources *ret_sources, paddock_error *err);
 
 /*
  * Builds the root (consuming the sources' fds), pivots into it and detaches the old root.

@@ -5,12 +5,15 @@
 ws="$T_TMP/ws"
 mkdir -p "$ws"
 echo "from host" >"$ws/in.txt"
-# as root the sandbox user is a private uid range: let it write into this directory
-chmod 777 "$ws"
-run_sb out st --workspace "$ws" -- sh -c 'cat /workspace/in.txt; echo "from sandbox" > /workspace/out.txt; pwd'
-expect_eq "--workspace is the host directory, read-write" "from host
-/workspace" "$out"
+# an ordinary directory of the invoker (0755): as root it is idmapped so its owner is the
+# sandbox user inside; rootless the invoker is the sandbox user anyway
+chmod 755 "$ws"
+run_sb out st --workspace "$ws" -- sh -c 'cat /workspace/in.txt; echo "from sandbox" > /workspace/out.txt; pwd; stat -c %U /workspace/in.txt'
+expect_eq "--workspace is the host directory, read-write, owned by the sandbox user" "from host
+/workspace
+user" "$out"
 expect_eq "files written inside reach the host" "from sandbox" "$(cat "$ws/out.txt" 2>&1)"
+expect_eq "... owned by the workspace's owner on the host" "$(stat -c %u "$ws")" "$(stat -c %u "$ws/out.txt" 2>&1)"
 
 run_sb out st -- sh -c 'echo private > /workspace/p.txt; ls /workspace'
 expect_eq "default workspace is private and empty" "p.txt" "$out"
