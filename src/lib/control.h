@@ -31,12 +31,19 @@ enum pd_ctl_type {
 	PD_CTL_SIGNAL,	   /* S->I: signal a command's process group (pd_ctl_signal) */
 	PD_CTL_RESIZE,	   /* S->I: pty window size (pd_ctl_resize) */
 	PD_CTL_CGROUP,	   /* S->I: init is in its cgroup, or has none (pd_ctl_cgroup) */
+	PD_CTL_TREE,	   /* S->I, before GO: a ready mount tree for a bind (pd_ctl_tree), fd */
 	_PD_CTL_MAX,
 };
 
 struct pd_ctl_hdr {
 	uint32_t type;
 	uint32_t len; /* payload bytes after the header */
+};
+
+#define PD_CTL_TREE_WORKSPACE (-1)
+
+struct pd_ctl_tree {
+	int32_t index; /* PD_CTL_TREE_WORKSPACE, or the index in spec->binds */
 };
 
 struct pd_ctl_cgroup {

@@ -195,6 +195,7 @@ int pd_idmap_mount_tree(const struct pd_idmap *m, const char *path, int *ret_fd,
 		return pd_fail_field(err, errno, "workspace", "open '%s'", path);
 	if (fstat(tree, &st) < 0)
 		return pd_fail(err, errno, "stat '%s'", path);
+	/* a single file keeps its owner: only directories are made the sandbox user's */
 	if (!S_ISDIR(st.st_mode))
 		return pd_fail_field(err, ENOTDIR, "workspace", "'%s' is not a directory", path);
 	ns = owner_userns(st.st_uid, st.st_gid, m->outside_uid + PD_SANDBOX_UID,

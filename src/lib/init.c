@@ -94,7 +94,7 @@ struct init_state {
 	int ctl;
 	int sigfd;
 	int landlock_fd;
-	int workspace_fd; /* from GO: the workspace tree, idmapped; -EBADF: init binds it */
+	struct pd_rootfs_sources sources; /* host trees to bind, some sent ready-made */
 	int landlock_abi; /* in force for init and every command; 0: none */
 	int last_cap;
 	struct pd_seccomp_prog seccomp;
@@ -164,21 +164,40 @@ static int isolate_fds(int ctl, paddock_error *err)
 	return CTL_FD;
 }
 
-/* GO may carry the workspace as a ready tree (an idmapped mount made by the supervisor). */
-static int wait_go(int ctl, int *ret_workspace_fd, paddock_error *err)
+/*
+ * Before GO the supervisor may send ready-made trees (idmapped binds and workspace, made
+ * with host privileges init lacks); they go into `sources`, the rest init clones itself.
+ */
+static int wait_go(int ctl, const paddock_spec *spec, struct pd_rootfs_sources *sources,
+		   paddock_error *err)
 {
-	char buf[64];
-	uint32_t type = 0;
-	int fds[PD_CTL_MAX_FDS];
-	size_t nfds = 1;
-	ssize_t n = pd_ctl_recv(ctl, &type, buf, sizeof(buf), fds, &nfds);
+	for (;;) {
+		struct pd_ctl_tree t;
+		uint32_t type = 0;
+		int fd = -EBADF;
+		size_t nfds = 1;
+		ssize_t n = pd_ctl_recv(ctl, &type, &t, sizeof(t), &fd, &nfds);
 
-	if (n < 0)
-		return pd_fail(err, (int)n, "receive go");
-	if (type != PD_CTL_GO)
-		_exit(0); /* the supervisor gave up on us */
-	*ret_workspace_fd = nfds == 1 ? fds[0] : -EBADF;
-	return 0;
+		if (n < 0)
+			return pd_fail(err, (int)n, "receive go");
+		if (type == PD_CTL_GO)
+			return 0;
+		if (type != PD_CTL_TREE)
+			_exit(0); /* the supervisor gave up on us */
+		if (n != (ssize_t)sizeof(t) || nfds != 1) {
+			pd_close(fd);
+			return pd_fail(err, EPROTO, "malformed tree message");
+		}
+		if (t.index == PD_CTL_TREE_WORKSPACE && spec->workspace) {
+			pd_close(sources->workspace_fd);
+			sources->workspace_fd = fd;
+		} else if (t.index >= 0 && (size_t)t.index < sources->n_binds) {
+			pd_close(sources->bind_fds[t.index]);
+			sources->bind_fds[t.index] = fd;
+		} else {
+			pd_close(fd);
+		}
+	}
 }
 
 static int become_init_identity(const struct pd_idmap *m, paddock_error *err)
@@ -312,11 +331,10 @@ static int join_cgroup(struct init_state *st, paddock_error *err)
 
 static int setup(struct init_state *st, paddock_error *err)
 {
-	struct pd_rootfs_sources sources;
 	_cleanup_strv_ char **rw = NULL;
 	int r;
 
-	r = pd_rootfs_open_sources(st->spec, TAKE_FD(st->workspace_fd), &sources, err);
+	r = pd_rootfs_open_sources(st->spec, &st->sources, err);
 	if (r < 0)
 		return r;
 	r = become_init_identity(st->idmap, err);
@@ -327,8 +345,8 @@ static int setup(struct init_state *st, paddock_error *err)
 	if (r >= 0)
 		r = loopback_up(err);
 	if (r >= 0)
-		r = pd_rootfs_build(st->spec, st->idmap, &sources, err);
-	pd_rootfs_sources_release(&sources);
+		r = pd_rootfs_build(st->spec, st->idmap, &st->sources, err);
+	pd_rootfs_sources_release(&st->sources);
 	if (r < 0)
 		return r;
 
@@ -774,6 +792,7 @@ _Noreturn static void serve(struct init_state *st)
 		case PD_CTL_EXITED:
 		case PD_CTL_RESIZE:
 		case PD_CTL_CGROUP:
+		case PD_CTL_TREE:
 		case _PD_CTL_MAX:
 			break;
 		}
@@ -789,7 +808,6 @@ _Noreturn void pd_init_main(const paddock_spec *spec, const struct pd_idmap *idm
 		.idmap = idmap,
 		.sigfd = -EBADF,
 		.landlock_fd = -EBADF,
-		.workspace_fd = -EBADF,
 	};
 	paddock_error err = { 0 };
 	struct pd_ctl_ready ready = { 0 };
@@ -801,7 +819,9 @@ _Noreturn void pd_init_main(const paddock_spec *spec, const struct pd_idmap *idm
 	if (r < 0)
 		fail_setup(ctl, &err);
 	st.ctl = r;
-	r = wait_go(st.ctl, &st.workspace_fd, &err);
+	r = pd_rootfs_sources_prepare(spec, &st.sources, &err);
+	if (r >= 0)
+		r = wait_go(st.ctl, spec, &st.sources, &err);
 	if (r >= 0)
 		r = setup(&st, &err);
 	if (r < 0)

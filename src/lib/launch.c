@@ -141,22 +141,52 @@ static int init_failure(paddock_sandbox *sb, paddock_error *err)
 }
 
 /*
- * GO, with the workspace as an idmapped tree when paddock runs as root: the directory's
- * owner is the sandbox user inside, and files the sandbox creates belong to that owner on the
- * host. Where the filesystem cannot idmap, init binds the workspace as it is.
+ * As root, host directories the sandbox writes to (the workspace, read-write binds) go to
+ * init as idmapped trees: the directory's owner is the sandbox user inside, and what the
+ * sandbox creates belongs to that owner on the host. Where a filesystem cannot idmap (or
+ * the source is not a directory), init binds it as it is.
  */
-static int send_go(paddock_sandbox *sb, paddock_error *err)
+static int send_tree(paddock_sandbox *sb, const char *source, int32_t index, paddock_error *err)
 {
 	_cleanup_close_ int tree = -EBADF;
+	struct pd_ctl_tree t = { .index = index };
 	paddock_error why = { 0 };
+	int r;
 
-	if (sb->spec->workspace && !sb->idmap.rootless &&
-	    pd_idmap_mount_tree(&sb->idmap, sb->spec->workspace, &tree, &why) < 0 &&
-	    why.code != EOPNOTSUPP) {
+	r = pd_idmap_mount_tree(&sb->idmap, source, &tree, &why);
+	if (r < 0) {
+		if (why.code == EOPNOTSUPP || why.code == ENOTDIR)
+			return 0;
 		*err = why;
-		return -why.code;
+		if (index >= 0)
+			snprintf(err->field, sizeof(err->field), "binds[%d].source", (int)index);
+		return r;
 	}
-	if (pd_ctl_send(sb->ctl, PD_CTL_GO, NULL, 0, tree >= 0 ? &tree : NULL, tree >= 0) < 0)
+	if (pd_ctl_send(sb->ctl, PD_CTL_TREE, &t, sizeof(t), &tree, 1) < 0)
+		return pd_fail(err, EPIPE, "send a mount to init");
+	return 0;
+}
+
+static int send_go(paddock_sandbox *sb, paddock_error *err)
+{
+	const paddock_spec *spec = sb->spec;
+	int r;
+
+	if (!sb->idmap.rootless) {
+		if (spec->workspace) {
+			r = send_tree(sb, spec->workspace, PD_CTL_TREE_WORKSPACE, err);
+			if (r < 0)
+				return r;
+		}
+		for (size_t i = 0; i < spec->n_binds; i++) {
+			if (spec->binds[i].readonly)
+				continue;
+			r = send_tree(sb, spec->binds[i].source, (int32_t)i, err);
+			if (r < 0)
+				return r;
+		}
+	}
+	if (pd_ctl_send(sb->ctl, PD_CTL_GO, NULL, 0, NULL, 0) < 0)
 		return pd_fail(err, EPIPE, "start init");
 	return 0;
 }

@@ -24,6 +24,7 @@
  */
 #include "rootfs.h"
 
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -87,44 +88,47 @@ static int clone_tree(const char *path, bool readonly, paddock_error *err)
 	return TAKE_FD(fd);
 }
 
-int pd_rootfs_open_sources(const paddock_spec *spec, int workspace_fd,
-			   struct pd_rootfs_sources *ret_sources, paddock_error *err)
+int pd_rootfs_sources_prepare(const paddock_spec *spec, struct pd_rootfs_sources *sources,
+			      paddock_error *err)
 {
-	struct pd_rootfs_sources s;
+	pd_rootfs_sources_init(sources);
+	if (spec->n_binds == 0)
+		return 0;
+	sources->bind_fds = calloc(spec->n_binds, sizeof(*sources->bind_fds));
+	if (!sources->bind_fds)
+		return pd_fail(err, ENOMEM, "allocate bind list");
+	for (size_t i = 0; i < spec->n_binds; i++)
+		sources->bind_fds[i] = -EBADF;
+	sources->n_binds = spec->n_binds;
+	return 0;
+}
+
+int pd_rootfs_open_sources(const paddock_spec *spec, struct pd_rootfs_sources *s,
+			   paddock_error *err)
+{
 	int r;
 
-	pd_rootfs_sources_init(&s);
-	s.workspace_fd = workspace_fd;
-	if (spec->n_binds > 0) {
-		s.bind_fds = calloc(spec->n_binds, sizeof(*s.bind_fds));
-		if (!s.bind_fds)
-			return pd_fail(err, ENOMEM, "allocate bind list");
-		for (size_t i = 0; i < spec->n_binds; i++)
-			s.bind_fds[i] = -EBADF;
-		s.n_binds = spec->n_binds;
-	}
+	assert(s->n_binds == spec->n_binds);
 	for (size_t i = 0; i < spec->n_binds; i++) {
+		if (s->bind_fds[i] >= 0)
+			continue;
 		r = clone_tree(spec->binds[i].source, spec->binds[i].readonly, err);
 		if (r < 0) {
-			char field[64];
-
-			snprintf(field, sizeof(field), "binds[%zu].source", i);
-			snprintf(err->field, sizeof(err->field), "%s", field);
-			pd_rootfs_sources_release(&s);
+			snprintf(err->field, sizeof(err->field), "binds[%zu].source", i);
+			pd_rootfs_sources_release(s);
 			return r;
 		}
-		s.bind_fds[i] = r;
+		s->bind_fds[i] = r;
 	}
-	if (spec->workspace && s.workspace_fd < 0) {
+	if (spec->workspace && s->workspace_fd < 0) {
 		r = clone_tree(spec->workspace, false, err);
 		if (r < 0) {
 			snprintf(err->field, sizeof(err->field), "workspace");
-			pd_rootfs_sources_release(&s);
+			pd_rootfs_sources_release(s);
 			return r;
 		}
-		s.workspace_fd = r;
+		s->workspace_fd = r;
 	}
-	*ret_sources = s;
 	return 0;
 }
 

@@ -20,12 +20,19 @@ void pd_rootfs_sources_init(struct pd_rootfs_sources *s);
 void pd_rootfs_sources_release(struct pd_rootfs_sources *s);
 
 /*
- * Clones the trees the spec binds (binds[], workspace). Runs in init before it takes its
- * sandbox identity, so host permissions are checked against the invoker. `workspace_fd`
- * (taken, may be -EBADF) is the workspace already made into a tree by the supervisor.
+ * Sizes `sources` for the spec's binds, all fds -EBADF. init fills in the trees the
+ * supervisor sent ready-made (idmapped) before pd_rootfs_open_sources() clones the rest.
  */
-int pd_rootfs_open_sources(const paddock_spec *spec, int workspace_fd,
-			   struct pd_rootfs_sources *ret_sources, paddock_error *err);
+int pd_rootfs_sources_prepare(const paddock_spec *spec, struct pd_rootfs_sources *sources,
+			      paddock_error *err);
+
+/*
+ * Clones the trees the spec binds (binds[], workspace) that `sources` does not hold yet.
+ * Runs in init before it takes its sandbox identity, so host permissions are checked
+ * against the invoker. On error the sources are released.
+ */
+int pd_rootfs_open_sources(const paddock_spec *spec, struct pd_rootfs_sources *sources,
+			   paddock_error *err);
 
 /*
  * Builds the root (consuming the sources' fds), pivots into it and detaches the old root.

@@ -32,6 +32,14 @@ expect_match "--ro-bind is not writable" "denied$" "$out"
 run_sb out st --bind "$data" -- sh -c "echo rw > $data/g && cat $data/g"
 expect_eq "--bind SRC mounts at the same path, writable" "rw" "$out"
 
+out_dir="$T_TMP/outdir"
+mkdir -p "$out_dir"
+chmod 755 "$out_dir"
+run_sb out st --bind "$out_dir:/out" -- sh -c 'echo result > /out/r.txt && stat -c %U /out'
+expect_eq "a read-write bind of an ordinary directory is the sandbox user's" "user" "$out"
+expect_eq "... and what the sandbox writes there is the owner's on the host" \
+	"$(stat -c %u "$out_dir")" "$(stat -c %u "$out_dir/r.txt" 2>&1)"
+
 run_sb out st --ro-bind "$T_TMP/missing:/x" -- true
 expect_eq "missing bind source fails" 125 "$st"
 expect_match "... naming the field" "binds\[0\]\.source" "$out"
