@@ -19,25 +19,13 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now(void)
-{
-	struct timespec ts;
+#include "timing.h"
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 /* Runs argv once; returns its wall time and counts a failure when it did not exit 0. */
 static double run_once(char **argv, int *failures)
 {
-	double t0 = now();
+	double t0 = bench_now();
 	int status;
 	pid_t pid = fork();
 
@@ -57,7 +45,7 @@ static double run_once(char **argv, int *failures)
 		;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		(*failures)++;
-	return now() - t0;
+	return bench_now() - t0;
 }
 
 /* p50 and p90 of n samples, in ms; sorts a copy */
@@ -70,7 +58,7 @@ static void percentiles(const double *s, int n, double *p50, double *p90)
 		exit(1);
 	}
 	memcpy(c, s, (size_t)n * sizeof(*c));
-	qsort(c, (size_t)n, sizeof(*c), cmp);
+	qsort(c, (size_t)n, sizeof(*c), bench_cmp_double);
 	*p50 = c[n / 2] * 1e3;
 	*p90 = c[(n * 9) / 10] * 1e3;
 	free(c);
@@ -94,7 +82,7 @@ int main(int argc, char **argv)
 		perror("calloc");
 		return 1;
 	}
-	t0 = now();
+	t0 = bench_now();
 	for (int i = 0; i < runs; i++) {
 		int *failures = &fail_mid;
 
@@ -108,7 +96,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		if (runs >= 10 && (i + 1) % (runs / 10) == 0)
-			fprintf(stderr, "churn: %d/%d runs, %.1f s\n", i + 1, runs, now() - t0);
+			fprintf(stderr, "churn: %d/%d runs, %.1f s\n", i + 1, runs, bench_now() - t0);
 	}
 	percentiles(samples, window, &f50, &f90);
 	percentiles(samples + runs - window, window, &l50, &l90);
@@ -118,7 +106,7 @@ int main(int argc, char **argv)
 	printf("%-20s %10.3f %10.3f %10d\n", first, f50, f90, fail_first);
 	printf("%-20s %10.3f %10.3f %10d\n", last, l50, l90, fail_last);
 	printf("%-20s %10.2f %10.2f %10s\n", "last / first", l50 / f50, l90 / f90, "-");
-	printf("# %d runs in %.1f s, %d failed\n", runs, now() - t0,
+	printf("# %d runs in %.1f s, %d failed\n", runs, bench_now() - t0,
 	       fail_first + fail_mid + fail_last);
 	free(samples);
 	return fail_first + fail_mid + fail_last ? 1 : 0;

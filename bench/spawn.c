@@ -15,6 +15,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "timing.h"
+
 #define MAX_CMDS 8
 #define MAX_ARGS 64
 
@@ -25,24 +27,10 @@ struct cmd {
 	int failures;
 };
 
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
 
 static double run_once(struct cmd *c)
 {
-	double t0 = now();
+	double t0 = bench_now();
 	int status;
 	pid_t pid = fork();
 
@@ -61,7 +49,7 @@ static double run_once(struct cmd *c)
 		;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		c->failures++;
-	return now() - t0;
+	return bench_now() - t0;
 }
 
 int main(int argc, char **argv)
@@ -98,7 +86,7 @@ int main(int argc, char **argv)
 	double base = 0;
 	printf("%-10s %10s %10s %8s %9s\n", "command", "p50 ms", "p90 ms", "x bare", "failures");
 	for (int i = 0; i < n; i++) {
-		qsort(cmds[i].samples, (size_t)rounds, sizeof(double), cmp);
+		qsort(cmds[i].samples, (size_t)rounds, sizeof(double), bench_cmp_double);
 		double p50 = cmds[i].samples[rounds / 2] * 1e3;
 		double p90 = cmds[i].samples[(rounds * 9) / 10] * 1e3;
 		if (i == 0)
