@@ -266,6 +266,7 @@ struct run {
 	struct termios saved;
 	paddock_sandbox *sb;
 	struct relay_budget budget;
+	bool want_report;
 	char *report_json;
 };
 
@@ -289,7 +290,7 @@ static void on_exit_cb(paddock_exec *ex, const struct paddock_result *res, void 
 		relay_drain(run->relays[i]);
 	copy.output_truncated = run->budget.hit;
 	/* the result's strings live as long as this call: format the report now */
-	if (paddock_result_to_json(&copy, &run->report_json, &err) < 0)
+	if (run->want_report && paddock_result_to_json(&copy, &run->report_json, &err) < 0)
 		die_error(&err);
 	copy.limits_json = NULL;
 	run->result = copy;
@@ -357,7 +358,7 @@ static int write_report(const char *path, const char *json)
 static int run_command(paddock_spec *spec, char **cmd, const char *report)
 {
 	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH };
-	struct run run = { .pipe_rd = { -1, -1 } };
+	struct run run = { .pipe_rd = { -1, -1 }, .want_report = report != NULL };
 	struct paddock_exec_opts opts = { .argv = (const char *const *)cmd, .fds = { 0, 1, 2 } };
 	struct event *sigev[sizeof(sigs) / sizeof(sigs[0])] = { 0 };
 	paddock_error err = { 0 };

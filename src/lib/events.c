@@ -36,6 +36,11 @@ static void format_ts(char *buf, size_t size)
 		 (unsigned)(ts.tv_nsec / 1000000) % 1000u);
 }
 
+bool pd_events_wanted(const paddock_ctx *ctx)
+{
+	return ctx && ctx->sink;
+}
+
 void pd_emit(paddock_ctx *ctx, enum paddock_event_level level, const char *name,
 	     const char *sandbox_id, const char *exec_id, json_t *fields)
 {

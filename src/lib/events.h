@@ -7,6 +7,7 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdbool.h>
 
 #include "paddock/paddock.h"
 
@@ -16,6 +17,9 @@
  */
 void pd_emit(paddock_ctx *ctx, enum paddock_event_level level, const char *name,
 	     const char *sandbox_id, const char *exec_id, json_t *fields);
+
+/* Whether anyone listens: callers skip building fields nobody will read. */
+bool pd_events_wanted(const paddock_ctx *ctx);
 
 /* Adds "errno" (symbolic) and "error" (message) of err to fields (an object). */
 void pd_event_add_error(json_t *fields, const paddock_error *err);

@@ -323,7 +323,8 @@ static int join_cgroup(struct init_state *st, paddock_error *err)
 		_exit(0); /* the supervisor gave up on us */
 	if (type != PD_CTL_CGROUP || n != (ssize_t)sizeof(msg))
 		return pd_fail(err, EPROTO, "expected the cgroup message, got %u", type);
-	if (unshare(CLONE_NEWCGROUP) < 0)
+	/* without a cgroup of its own, the one clone3 made (rooted at the invoker's) stays */
+	if (msg.enforced && unshare(CLONE_NEWCGROUP) < 0)
 		return pd_fail(err, errno, "new cgroup namespace");
 	plan_rlimits(st, msg.enforced != 0);
 	return 0;

@@ -210,6 +210,8 @@ static void deliver_cb(evutil_socket_t fd, short what, void *arg)
 
 static void emit_exit(paddock_exec *ex)
 {
+	if (!pd_events_wanted(ex->sb->ctx))
+		return;
 	json_t *f = result_json(&ex->result);
 	enum paddock_event_level lvl =
 		ex->result.reason == PADDOCK_END_ERROR ? PADDOCK_LEVEL_ERROR : PADDOCK_LEVEL_INFO;
@@ -640,7 +642,8 @@ int paddock_sandbox_create(paddock_ctx *ctx, const paddock_spec *spec,
 		arm_cpu_check(sb, 0);
 	}
 	sb->state = PD_SB_RUNNING;
-	pd_emit(ctx, PADDOCK_LEVEL_INFO, "sandbox.created", sb->id, NULL,
+	if (pd_events_wanted(ctx))
+		pd_emit(ctx, PADDOCK_LEVEL_INFO, "sandbox.created", sb->id, NULL,
 		json_pack("{s:s,s:b,s:I,s:i,s:s?}", "hostname", sb->spec->hostname, "rootless",
 			  sb->idmap.rootless, "uid_base", (json_int_t)sb->idmap.outside_uid,
 			  "landlock_abi", sb->landlock_abi, "cgroup", cgroup_name(sb)));
@@ -925,7 +928,7 @@ int paddock_exec_start(paddock_sandbox *sb, const struct paddock_exec_opts *opts
 		exec_unlink_free(ex);
 		return r;
 	}
-	if (!ex->done)
+	if (!ex->done && pd_events_wanted(sb->ctx))
 		pd_emit(sb->ctx, PADDOCK_LEVEL_INFO, "exec.started", sb->id, ex->id_str,
 			json_pack("{s:s,s:i,s:b}", "argv0", opts->argv[0], "pid", (int)ex->pid,
 				  "pty", ex->pty_fd >= 0));
