@@ -170,24 +170,7 @@ PADDOCK_API int paddock_sandbox_kill(paddock_sandbox *sb, enum paddock_end_reaso
  */
 PADDOCK_API int paddock_gc(paddock_error *err);
 
-/* ---- files --------------------------------------------------------------------------- */
-
-/*
- * Reads a regular file of the sandbox (a path as the sandbox sees it) of at most max_bytes:
- * -EFBIG beyond, -EINVAL when it is not a regular file. Symlinks and ".." resolve inside the
- * sandbox and never reach a host file. Caller frees *ret_data (NUL-terminated).
- */
-PADDOCK_API int paddock_sandbox_read_file(paddock_sandbox *sb, const char *path,
-					  size_t max_bytes, char **ret_data, size_t *ret_len,
-					  paddock_error *err);
-
-/*
- * Writes a regular file of the sandbox atomically, owned by the sandbox user (uid 1000),
- * with `mode`. The directory must exist. Resolves like paddock_sandbox_read_file().
- */
-PADDOCK_API int paddock_sandbox_write_file(paddock_sandbox *sb, const char *path,
-					   const void *data, size_t len, unsigned mode,
-					   paddock_error *err);
+/* ---- files: include/paddock/files.h ------------------------------------------------ */
 
 /* ---- exec ----------------------------------------------------------------------------- */
 
@@ -266,3 +249,6 @@ PADDOCK_API pid_t paddock_exec_pid(const paddock_exec *ex);
 #ifdef __cplusplus
 }
 #endif
+
+/* the file API is declared apart, for the front ends that need it */
+#include "paddock/files.h"
