@@ -142,6 +142,82 @@ PADDOCK_API const char *paddock_end_reason_to_string(enum paddock_end_reason r);
 PADDOCK_API int paddock_sandbox_create(paddock_ctx *ctx, const paddock_spec *spec,
 				       paddock_sandbox **ret_sandbox, paddock_error *err);
 
+/* How a front end that serves many sandboxes (paddockd) wants one created. */
+struct paddock_sandbox_opts {
+	/*
+	 * A unix socket path (in a directory only the supervisor can reach) where the sandbox's
+	 * init waits for a supervisor that died and restarted: the sandbox then outlives its
+	 * supervisor, and paddock_sandbox_adopt() takes it over again. NULL: the sandbox dies
+	 * with its supervisor.
+	 */
+	const char *reconnect_path;
+	/* with reconnect_path: how long init waits for a supervisor before it ends (0: 1 hour) */
+	int orphan_timeout_s;
+	/* no sandbox-wide wall-clock limit: the front end bounds its life (a TTL) */
+	bool no_timeout;
+};
+
+/* paddock_sandbox_create() with options; opts may be NULL. */
+PADDOCK_API int paddock_sandbox_create_with(paddock_ctx *ctx, const paddock_spec *spec,
+					    const struct paddock_sandbox_opts *opts,
+					    paddock_sandbox **ret_sandbox, paddock_error *err);
+
+/*
+ * What a restarted supervisor needs to take a sandbox over again (created with a
+ * reconnect_path), as an opaque JSON string to keep with the sandbox's spec. Caller frees.
+ */
+PADDOCK_API int paddock_sandbox_handle(const paddock_sandbox *sb, char **ret_json,
+				       paddock_error *err);
+
+/*
+ * Takes over a live sandbox whose supervisor died: reconnects to its init, gets its root,
+ * its cgroup and the commands it still runs (paddock_sandbox_exec_next(); those that ended
+ * meanwhile deliver their results as soon as a callback is set and the loop runs). `spec`
+ * must be the sandbox's own. -ECONNREFUSED/-ENOENT when the sandbox is gone.
+ */
+PADDOCK_API int paddock_sandbox_adopt(paddock_ctx *ctx, const paddock_spec *spec,
+				      const char *handle_json, paddock_sandbox **ret_sandbox,
+				      paddock_error *err);
+
+/*
+ * Lets go of a sandbox without ending it (a supervisor shutting down that a successor
+ * will adopt): closes every fd and frees the memory; commands keep running. A sandbox
+ * without a reconnect_path ends. Accepts NULL; returns NULL.
+ */
+PADDOCK_API paddock_sandbox *paddock_sandbox_release(paddock_sandbox *sb);
+
+/* Whether init is alive. */
+PADDOCK_API bool paddock_sandbox_running(const paddock_sandbox *sb);
+
+/* Called from the loop once, when the sandbox's init has died (a limit, a kill, a crash). */
+typedef void (*paddock_sandbox_fn)(paddock_sandbox *sb, enum paddock_end_reason reason,
+				   void *userdata);
+PADDOCK_API void paddock_sandbox_set_exit_callback(paddock_sandbox *sb, paddock_sandbox_fn fn,
+						   void *userdata);
+
+/* Resource use so far (from the cgroup; zeros where there is none). */
+struct paddock_usage {
+	int64_t memory_bytes;
+	int64_t memory_peak_bytes;
+	double cpu_s;
+	int64_t pids;
+	unsigned execs; /* commands started */
+	bool cgroup;	/* the numbers come from a cgroup */
+};
+PADDOCK_API int paddock_sandbox_usage(paddock_sandbox *sb, struct paddock_usage *ret_usage,
+				      paddock_error *err);
+
+/*
+ * A new socket (AF_INET or AF_INET6, SOCK_STREAM or SOCK_DGRAM) made inside the sandbox's
+ * network namespace, for the caller to connect to the sandbox's own services (or listen
+ * on) from outside, without opening the sandbox's network. Close-on-exec; caller closes.
+ */
+PADDOCK_API int paddock_sandbox_socket(paddock_sandbox *sb, int domain, int type, int *ret_fd,
+				       paddock_error *err);
+
+/* Walks the sandbox's commands that have not been delivered yet: NULL starts, NULL ends. */
+PADDOCK_API paddock_exec *paddock_sandbox_exec_next(paddock_sandbox *sb, paddock_exec *prev);
+
 /*
  * Kills every process of the sandbox and releases it: after this returns no process,
  * mount, namespace or fd of the sandbox remains. Execs still pending are released without
@@ -222,6 +298,14 @@ struct paddock_exec_opts {
 	unsigned short pty_rows, pty_cols;
 	/* the caller reads the command's output and enforces limits.output on it */
 	bool output_captured;
+	/*
+	 * Streams (bit 1 << fd) served by a pipe init makes: the caller takes its end with
+	 * paddock_exec_take_fd(). init keeps a copy for a supervisor that restarts, so the
+	 * command's stdin sees EOF only after paddock_exec_close_stdin().
+	 */
+	unsigned pipe_streams;
+	/* ends the command (its process group) with reason "timeout" after this; 0: never */
+	double timeout_s;
 };
 
 /* Called once when the exec ends; `res` is valid during the call. */
@@ -245,6 +329,24 @@ PADDOCK_API int paddock_exec_resize(paddock_exec *ex, unsigned short rows, unsig
 				    paddock_error *err);
 /* The command's pid inside the sandbox. */
 PADDOCK_API pid_t paddock_exec_pid(const paddock_exec *ex);
+/* The command's id, unique in its sandbox, also after the sandbox was adopted. */
+PADDOCK_API uint64_t paddock_exec_id(const paddock_exec *ex);
+/* The pipe_streams and pty_streams the command was started with. */
+PADDOCK_API unsigned paddock_exec_pipe_streams(const paddock_exec *ex);
+PADDOCK_API unsigned paddock_exec_pty_streams(const paddock_exec *ex);
+/*
+ * Takes the caller's end of stream `fd`'s pipe (stdin: the write end; stdout, stderr: the
+ * read end) or, for a pty stream, a duplicate of the master; the caller closes it. -1 when
+ * there is none or it was taken.
+ */
+PADDOCK_API int paddock_exec_take_fd(paddock_exec *ex, int fd);
+/* Closes init's copy of the stdin pipe (and the exec's, if not taken): stdin reaches EOF. */
+PADDOCK_API int paddock_exec_close_stdin(paddock_exec *ex, paddock_error *err);
+/* Replaces the callback (for commands of an adopted sandbox). */
+PADDOCK_API void paddock_exec_set_callback(paddock_exec *ex, paddock_exec_fn fn, void *userdata);
+/* Kills the command's process group now; its result says `reason` (e.g. OUTPUT). */
+PADDOCK_API int paddock_exec_terminate(paddock_exec *ex, enum paddock_end_reason reason,
+				       paddock_error *err);
 
 #ifdef __cplusplus
 }

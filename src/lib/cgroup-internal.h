@@ -142,6 +142,7 @@ struct pd_cgroup_pids_base {
 	uint64_t peak;	     /* pids.peak at open (0 when absent) */
 	bool peak_exact;     /* the cgroup was created by this open: pids.peak is ours */
 };
+#define PD_CGROUP_PIDS_KEEP UINT64_MAX /* adopting: leave pids.max as it is */
 int pd_cgroup_pids_setup(const struct pd_cgroup_dir *d, uint64_t limit, bool created,
 			 struct pd_cgroup_pids_base *ret_base, paddock_error *err);
 int pd_cgroup_pids_stats(const struct pd_cgroup_dir *d, const struct pd_cgroup_pids_base *base,

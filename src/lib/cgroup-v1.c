@@ -283,11 +283,34 @@ static int setup_cpuacct(struct cgroup_v1 *v, paddock_error *err)
 	return read_cpu(v, &v->usage_ns_base, &v->user_ns_base, &v->system_ns_base, err);
 }
 
+/* A live sandbox's cgroup, taken over: its members and limits stay, counters start now. */
+static int adopt(struct cgroup_v1 *v, paddock_error *err)
+{
+	int r;
+
+	r = pd_cgroup_read_key(v->memory, "memory.oom_control", "oom_kill", &v->oom_kills_base,
+			       err);
+	if (r < 0 && r != -ENODATA)
+		return r;
+	r = watch_oom(v, err);
+	if (r < 0)
+		return r;
+	r = pd_cgroup_pids_setup(v->pids, PD_CGROUP_PIDS_KEEP, false, &v->pids_base, err);
+	if (r < 0)
+		return r;
+	if (!v->cpuacct)
+		return 0;
+	v->cpuacct_ns_split = has_file(v->cpuacct, "cpuacct.usage_user");
+	return read_cpu(v, &v->usage_ns_base, &v->user_ns_base, &v->system_ns_base, err);
+}
+
 static int setup(struct cgroup_v1 *v, const struct pd_cgroup_limits *limits, paddock_error *err)
 {
 	size_t pids_i = (size_t)(v->pids - v->dirs);
 	int r;
 
+	if (!limits)
+		return adopt(v, err);
 	/* left by a supervisor that crashed: nothing of an earlier sandbox may share ours */
 	r = pd_cgroup_kill_until_empty(v->dirs, v->n_dirs, err);
 	if (r < 0)

@@ -281,6 +281,9 @@ static int setup(struct cgroup_v2 *v, const struct pd_cgroup_limits *limits, pad
 {
 	int r;
 
+	/* adopting a live sandbox (limits NULL): its members and limits stay */
+	if (!limits)
+		goto baselines;
 	/* left by a supervisor that crashed: nothing of an earlier sandbox may share ours */
 	r = v2_kill_all(&v->cg, err);
 	if (r < 0)
@@ -294,6 +297,7 @@ static int setup(struct cgroup_v2 *v, const struct pd_cgroup_limits *limits, pad
 		if (r < 0)
 			return r;
 	}
+baselines:
 	r = take_baselines(v, err);
 	if (r < 0)
 		return r;

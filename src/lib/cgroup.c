@@ -730,7 +730,7 @@ int pd_cgroup_pids_setup(const struct pd_cgroup_dir *d, uint64_t limit, bool cre
 
 	if (limit > 0)
 		snprintf(value, sizeof(value), "%" PRIu64, limit);
-	r = pd_write_control(d->fd, "pids.max", value);
+	r = limit == PD_CGROUP_PIDS_KEEP ? 0 : pd_write_control(d->fd, "pids.max", value);
 	if (r < 0)
 		return pd_fail_field(err, r, "limits.pids", "write '%s' to '%s/pids.max'", value,
 				     d->label);
@@ -992,9 +992,9 @@ int pd_cgroup_open(unsigned slot, const struct pd_cgroup_limits *limits,
 	const struct pd_cgroup_ops *ops;
 	int r;
 
-	if (!limits || !ret_cgroup)
+	if (!ret_cgroup)
 		return pd_fail(err, EINVAL, "open cgroup: missing argument");
-	r = check_limits(limits, err);
+	r = limits ? check_limits(limits, err) : 0;
 	if (r < 0)
 		return r;
 	switch (pd_cgroup_probe()) {
@@ -1017,6 +1017,11 @@ int pd_cgroup_open(unsigned slot, const struct pd_cgroup_limits *limits,
 	if (r < 0)
 		pd_error_prefix(err, "cgroup of slot %u", slot);
 	return r;
+}
+
+int pd_cgroup_adopt(unsigned slot, struct pd_cgroup **ret_cgroup, paddock_error *err)
+{
+	return pd_cgroup_open(slot, NULL, ret_cgroup, err);
 }
 
 enum pd_cgroup_version pd_cgroup_version(const struct pd_cgroup *cg)

@@ -62,6 +62,13 @@ enum pd_cgroup_version pd_cgroup_probe(void);
 int pd_cgroup_open(unsigned slot, const struct pd_cgroup_limits *limits,
 		   struct pd_cgroup **ret_cgroup, paddock_error *err);
 
+/*
+ * Takes over the cgroup of a live sandbox whose supervisor died (paddock_sandbox_adopt()):
+ * the slot lock is taken again, but nothing is killed and no limit is written; counters
+ * (CPU, OOM kills, forks refused) start from now.
+ */
+int pd_cgroup_adopt(unsigned slot, struct pd_cgroup **ret_cgroup, paddock_error *err);
+
 enum pd_cgroup_version pd_cgroup_version(const struct pd_cgroup *cg);
 
 /* v2: a directory fd for clone3(CLONE_INTO_CGROUP); v1: -1 (use pd_cgroup_attach). */

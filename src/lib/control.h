@@ -32,6 +32,11 @@ enum pd_ctl_type {
 	PD_CTL_RESIZE,	   /* S->I: pty window size (pd_ctl_resize) */
 	PD_CTL_CGROUP,	   /* S->I: init is in its cgroup, or has none (pd_ctl_cgroup) */
 	PD_CTL_TREE,	   /* S->I, before GO: a ready mount tree for a bind (pd_ctl_tree), fd */
+	PD_CTL_HOLD,	   /* S->I, before GO: an fd for init to keep (pd_ctl_hold) */
+	PD_CTL_CLOSE_STDIN, /* S->I: close init's copy of a command's stdin pipe (pd_ctl_id) */
+	PD_CTL_SOCKET,	   /* S->I: make a socket in the sandbox's netns (pd_ctl_socket) */
+	PD_CTL_SOCKET_FD,  /* I->S: the socket (pd_ctl_socket_fd), fd unless error */
+	PD_CTL_EXEC_STATE, /* I->S, on reconnect, before READY: a command (pd_ctl_exec_state), fds */
 	_PD_CTL_MAX,
 };
 
@@ -44,6 +49,28 @@ struct pd_ctl_hdr {
 
 struct pd_ctl_tree {
 	int32_t index; /* PD_CTL_TREE_WORKSPACE, or the index in spec->binds */
+};
+
+enum pd_ctl_hold_kind {
+	PD_HOLD_LOCK = 1, /* the id slot's lock: held for as long as init lives */
+	PD_HOLD_LISTEN,	  /* a listening socket a restarted supervisor reconnects to */
+};
+
+struct pd_ctl_hold {
+	int32_t kind;
+	int32_t orphan_timeout_s; /* PD_HOLD_LISTEN: exit when nobody reconnects by then */
+};
+
+struct pd_ctl_id {
+	uint64_t id;
+};
+
+struct pd_ctl_socket {
+	int32_t domain, type; /* AF_INET/AF_INET6/AF_UNIX, SOCK_STREAM/SOCK_DGRAM */
+};
+
+struct pd_ctl_socket_fd {
+	int32_t error; /* positive errno, 0 with the socket attached */
 };
 
 struct pd_ctl_cgroup {
@@ -61,6 +88,10 @@ struct pd_ctl_ready {
 #define PD_EXEC_FD_STDIN (1u << 4)
 #define PD_EXEC_FD_STDOUT (1u << 5)
 #define PD_EXEC_FD_STDERR (1u << 6)
+/* init makes a pipe for the stream and keeps the supervisor's end until the command ends */
+#define PD_EXEC_PIPE_STDIN (1u << 8)
+#define PD_EXEC_PIPE_STDOUT (1u << 9)
+#define PD_EXEC_PIPE_STDERR (1u << 10)
 
 struct pd_ctl_exec {
 	uint64_t id;
@@ -71,6 +102,7 @@ struct pd_ctl_exec {
 	/* then: cwd\0 (may be empty: the spec's), argv[0]\0 ... argv[argc-1]\0, env... */
 };
 
+/* fds attached: the pty master first when there is one, then the pipes, stdin first */
 struct pd_ctl_started {
 	uint64_t id;
 	int32_t pid;
@@ -89,6 +121,16 @@ struct pd_ctl_exited {
 	int64_t utime_us, stime_us;
 	int64_t maxrss_kb;
 	uint64_t disk_free_bytes; /* of the sandbox's disk tmpfs when the command ended */
+};
+
+/* a command that was running when the supervisor went away; fds as with STARTED */
+struct pd_ctl_exec_state {
+	uint64_t id;
+	int32_t pid;
+	uint32_t flags;	   /* of its exec request */
+	int32_t exited;	   /* ended while nobody listened: `exit` is its report */
+	int32_t pad;
+	struct pd_ctl_exited exit;
 };
 
 struct pd_ctl_signal {

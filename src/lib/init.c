@@ -43,6 +43,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "caps.h"
@@ -76,9 +77,20 @@ static const char *const base_env[] = {
 	NULL,
 };
 
+/*
+ * A command init started. init keeps its own copy of the supervisor's end of each pipe and
+ * of the pty master until the command's end is reported: a supervisor that dies and comes
+ * back (paddock_sandbox_adopt()) gets them again, and the command never sees its output
+ * pipe break in between (it blocks when the pipe is full, as under a stopped reader).
+ */
 struct tracked {
 	uint64_t id;
 	pid_t pid;
+	uint32_t flags;
+	int keep[3]; /* supervisor ends of the pipes: stdin write, stdout/stderr read; or -1 */
+	int pty;     /* master, or -1 */
+	bool exited; /* ended while no supervisor listened: `exit` waits to be reported */
+	struct pd_ctl_exited exit;
 };
 
 #define N_RLIMITS 5
@@ -101,6 +113,9 @@ struct init_state {
 	char *child_stack; /* for commands' CLONE_VM children, CHILD_STACK_SIZE bytes */
 	struct tracked execs[INIT_MAX_EXECS];
 	size_t n_execs;
+	int lock_fd;	      /* the id slot's lock, held for the sandbox's life */
+	int listen_fd;	      /* reconnect socket, or -1: the sandbox dies with its supervisor */
+	int orphan_timeout_s; /* without a supervisor for this long, the sandbox ends */
 };
 
 _Noreturn static void fail_setup(int ctl, paddock_error *err)
@@ -168,20 +183,36 @@ static int isolate_fds(int ctl, paddock_error *err)
  * Before GO the supervisor may send ready-made trees (idmapped binds and workspace, made
  * with host privileges init lacks); they go into `sources`, the rest init clones itself.
  */
-static int wait_go(int ctl, const paddock_spec *spec, struct pd_rootfs_sources *sources,
-		   paddock_error *err)
+static int wait_go(struct init_state *st, int ctl, const paddock_spec *spec,
+		   struct pd_rootfs_sources *sources, paddock_error *err)
 {
 	for (;;) {
+		union {
+			struct pd_ctl_tree t;
+			struct pd_ctl_hold h;
+		} m;
 		struct pd_ctl_tree t;
 		uint32_t type = 0;
 		int fd = -EBADF;
 		size_t nfds = 1;
-		ssize_t n = pd_ctl_recv(ctl, &type, &t, sizeof(t), &fd, &nfds);
+		ssize_t n = pd_ctl_recv(ctl, &type, &m, sizeof(m), &fd, &nfds);
 
 		if (n < 0)
 			return pd_fail(err, (int)n, "receive go");
 		if (type == PD_CTL_GO)
 			return 0;
+		if (type == PD_CTL_HOLD && n == (ssize_t)sizeof(m.h) && nfds == 1) {
+			if (m.h.kind == PD_HOLD_LOCK && st->lock_fd < 0) {
+				st->lock_fd = fd;
+			} else if (m.h.kind == PD_HOLD_LISTEN && st->listen_fd < 0) {
+				st->listen_fd = fd;
+				st->orphan_timeout_s = m.h.orphan_timeout_s;
+			} else {
+				pd_close(fd);
+			}
+			continue;
+		}
+		memcpy(&t, &m, sizeof(t));
 		if (type != PD_CTL_TREE)
 			_exit(0); /* the supervisor gave up on us */
 		if (n != (ssize_t)sizeof(t) || nfds != 1) {
@@ -216,11 +247,12 @@ static int become_init_identity(const struct pd_idmap *m, paddock_error *err)
  * clears the parent-death signal); the poll closes the race with a supervisor that died
  * before prctl().
  */
-static int bind_lifetime(int ctl, paddock_error *err)
+static int bind_lifetime(int ctl, bool outlive, paddock_error *err)
 {
 	struct pollfd p = { .fd = ctl, .events = POLLRDHUP };
 
-	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+	/* a sandbox with a reconnect socket waits for its supervisor's return instead */
+	if (!outlive && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
 		return pd_fail(err, errno, "set parent-death signal");
 	if (poll(&p, 1, 0) > 0 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR)))
 		_exit(0);
@@ -340,7 +372,7 @@ static int setup(struct init_state *st, paddock_error *err)
 		return r;
 	r = become_init_identity(st->idmap, err);
 	if (r >= 0)
-		r = bind_lifetime(st->ctl, err);
+		r = bind_lifetime(st->ctl, st->listen_fd >= 0, err);
 	if (r >= 0 && sethostname(st->spec->hostname, strlen(st->spec->hostname)) < 0)
 		r = pd_fail(err, errno, "set hostname");
 	if (r >= 0)
@@ -606,6 +638,38 @@ static int open_pty(const struct pd_ctl_exec *req, const struct pd_idmap *m, int
 	return 0;
 }
 
+static void close_pipes(int (*pipes)[3][2])
+{
+	for (int i = 0; i < 3; i++)
+		for (int j = 0; j < 2; j++)
+			(*pipes)[i][j] = pd_close((*pipes)[i][j]);
+}
+
+/* Sends a message with a command's fds: its pty master, then its pipes, stdin first. */
+static int send_with_fds(struct init_state *st, uint32_t type, const void *msg, size_t len,
+			 const struct tracked *t)
+{
+	int fds[4];
+	size_t n = 0;
+
+	if (t->pty >= 0)
+		fds[n++] = t->pty;
+	for (int i = 0; i < 3; i++)
+		if (t->keep[i] >= 0)
+			fds[n++] = t->keep[i];
+	return pd_ctl_send(st->ctl, type, msg, len, fds, n);
+}
+
+static void release_tracked(struct init_state *st, size_t i)
+{
+	struct tracked *t = &st->execs[i];
+
+	t->pty = pd_close(t->pty);
+	for (int k = 0; k < 3; k++)
+		t->keep[k] = pd_close(t->keep[k]);
+	st->execs[i] = st->execs[--st->n_execs];
+}
+
 static void reply_error(struct init_state *st, uint64_t id, enum pd_exec_step step, int code,
 			const char *msg)
 {
@@ -622,6 +686,8 @@ static void handle_exec(struct init_state *st, const char *buf, size_t len, int 
 	struct pd_ctl_exec req;
 	_cleanup_free_ char **argv = NULL, **extra = NULL, **envp = NULL;
 	_cleanup_close_ int master = -EBADF, slave = -EBADF;
+	_cleanup_(close_pipes) int pipes[3][2] = { { -EBADF, -EBADF }, { -EBADF, -EBADF },
+						   { -EBADF, -EBADF } };
 	int pipefd[2] = { -EBADF, -EBADF };
 	struct child_plan p = { .st = st, .pty_slave = -1, .fds = { -1, -1, -1 } };
 	struct pd_ctl_exec_error e;
@@ -651,6 +717,14 @@ static void handle_exec(struct init_state *st, const char *buf, size_t len, int 
 	for (int i = 0; i < 3; i++)
 		if ((req.flags & (PD_EXEC_FD_STDIN << i)) && k < nfds)
 			p.fds[i] = fds[k++];
+	for (int i = 0; i < 3; i++) {
+		if (!(req.flags & (PD_EXEC_PIPE_STDIN << i)) || (req.flags & (1u << i)))
+			continue;
+		if (pipe2(pipes[i], O_CLOEXEC) < 0)
+			return reply_error(st, req.id, PD_STEP_SETUP, errno, "pipe");
+		/* the command reads stdin's read end [0] and writes the others' write end [1] */
+		p.fds[i] = pipes[i][i == 0 ? 0 : 1];
+	}
 	if (req.flags & (PD_EXEC_PTY_STDIN | PD_EXEC_PTY_STDOUT | PD_EXEC_PTY_STDERR)) {
 		r = open_pty(&req, st->idmap, &master, &slave);
 		if (r < 0)
@@ -690,10 +764,20 @@ static void handle_exec(struct init_state *st, const char *buf, size_t len, int 
 		(void)pd_ctl_send(st->ctl, PD_CTL_EXEC_ERROR, &e, sizeof(e), NULL, 0);
 		return;
 	}
-	st->execs[st->n_execs++] = (struct tracked){ .id = req.id, .pid = pid };
+	struct tracked *t = &st->execs[st->n_execs++];
+	*t = (struct tracked){ .id = req.id, .pid = pid, .flags = req.flags, .pty = -1,
+			       .keep = { -1, -1, -1 } };
+	t->pty = TAKE_FD(master);
+	for (int i = 0; i < 3; i++) {
+		int child_end = i == 0 ? 0 : 1;
+
+		if (pipes[i][0] < 0)
+			continue;
+		pipes[i][child_end] = pd_close(pipes[i][child_end]);
+		t->keep[i] = TAKE_FD(pipes[i][1 - child_end]);
+	}
 	struct pd_ctl_started s = { .id = req.id, .pid = pid };
-	(void)pd_ctl_send(st->ctl, PD_CTL_STARTED, &s, sizeof(s), master >= 0 ? &master : NULL,
-			  master >= 0 ? 1 : 0);
+	send_with_fds(st, PD_CTL_STARTED, &s, sizeof(s), t);
 }
 
 static void handle_signal(struct init_state *st, const char *buf, size_t len)
@@ -710,6 +794,38 @@ static void handle_signal(struct init_state *st, const char *buf, size_t len)
 				(void)kill(st->execs[i].pid, s.sig);
 			return;
 		}
+}
+
+static void handle_close_stdin(struct init_state *st, const char *buf, size_t len)
+{
+	struct pd_ctl_id m;
+
+	if (len < sizeof(m))
+		return;
+	memcpy(&m, buf, sizeof(m));
+	for (size_t i = 0; i < st->n_execs; i++)
+		if (st->execs[i].id == m.id)
+			st->execs[i].keep[0] = pd_close(st->execs[i].keep[0]);
+}
+
+/* A socket in the sandbox's network namespace, for the supervisor to connect or listen on. */
+static void handle_socket(struct init_state *st, const char *buf, size_t len)
+{
+	struct pd_ctl_socket m;
+	struct pd_ctl_socket_fd reply = { 0 };
+	int fd = -EBADF;
+
+	if (len < sizeof(m))
+		return;
+	memcpy(&m, buf, sizeof(m));
+	if ((m.domain != AF_INET && m.domain != AF_INET6) ||
+	    (m.type != SOCK_STREAM && m.type != SOCK_DGRAM))
+		reply.error = EAFNOSUPPORT;
+	else if ((fd = socket(m.domain, m.type | SOCK_CLOEXEC, 0)) < 0)
+		reply.error = errno;
+	(void)pd_ctl_send(st->ctl, PD_CTL_SOCKET_FD, &reply, sizeof(reply), fd >= 0 ? &fd : NULL,
+			  fd >= 0 ? 1 : 0);
+	pd_close(fd);
 }
 
 /* Free space of the sandbox's disk (the tmpfs /tmp lives on), for the "disk" reason. */
@@ -743,10 +859,97 @@ static void reap(struct init_state *st)
 				.maxrss_kb = ru.ru_maxrss,
 				.disk_free_bytes = disk_free(),
 			};
-			(void)pd_ctl_send(st->ctl, PD_CTL_EXITED, &x, sizeof(x), NULL, 0);
-			st->execs[i] = st->execs[--st->n_execs];
+			/* nobody to tell: keep it (and its output) for the next supervisor */
+			if (st->ctl < 0 ||
+			    pd_ctl_send(st->ctl, PD_CTL_EXITED, &x, sizeof(x), NULL, 0) < 0) {
+				st->execs[i].exited = true;
+				st->execs[i].exit = x;
+				break;
+			}
+			release_tracked(st, i);
 			break;
 		}
+	}
+}
+
+/* READY, with the sandbox's "/" for the supervisor's file access (fsops.c), held by fd. */
+static int send_ready(struct init_state *st)
+{
+	struct pd_ctl_ready ready = { .landlock_abi = st->landlock_abi };
+	int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int r;
+
+	if (root < 0)
+		return -errno;
+	r = pd_ctl_send(st->ctl, PD_CTL_READY, &ready, sizeof(ready), &root, 1);
+	pd_close(root);
+	return r;
+}
+
+/*
+ * A new supervisor connected: tell it every command still known (running, or ended while
+ * nobody listened), with their pipes and terminals, then READY.
+ */
+static int resync(struct init_state *st)
+{
+	for (size_t i = 0; i < st->n_execs;) {
+		struct tracked *t = &st->execs[i];
+		struct pd_ctl_exec_state s = { .id = t->id, .pid = t->pid, .flags = t->flags,
+					       .exited = t->exited, .exit = t->exit };
+		int r = send_with_fds(st, PD_CTL_EXEC_STATE, &s, sizeof(s), t);
+
+		if (r < 0)
+			return r;
+		if (t->exited)
+			release_tracked(st, i);
+		else
+			i++;
+	}
+	return send_ready(st);
+}
+
+/*
+ * The supervisor is gone. With a reconnect socket, the sandbox lives on: init keeps reaping
+ * and waits for the next supervisor, up to orphan_timeout_s; without one, or then, it exits
+ * and the kernel ends everything in the sandbox. The socket sits in the supervisor's state
+ * directory (mode 0700, not reachable from inside the sandbox's mount namespace).
+ */
+static void await_supervisor(struct init_state *st)
+{
+	struct timespec deadline, now;
+
+	st->ctl = pd_close(st->ctl);
+	if (st->listen_fd < 0)
+		_exit(0);
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_sec += st->orphan_timeout_s > 0 ? st->orphan_timeout_s : 3600;
+	for (;;) {
+		struct pollfd p[2] = {
+			{ .fd = st->listen_fd, .events = POLLIN },
+			{ .fd = st->sigfd, .events = POLLIN },
+		};
+		long left_ms;
+		int fd;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		left_ms = (deadline.tv_sec - now.tv_sec) * 1000 +
+			  (deadline.tv_nsec - now.tv_nsec) / 1000000;
+		if (left_ms <= 0)
+			_exit(0);
+		if (poll(p, 2, left_ms > INT32_MAX ? INT32_MAX : (int)left_ms) < 0 &&
+		    errno != EINTR)
+			_exit(1);
+		if (p[1].revents & POLLIN)
+			reap(st);
+		if (!(p[0].revents & POLLIN))
+			continue;
+		fd = accept4(st->listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			continue;
+		st->ctl = fd;
+		if (resync(st) == 0)
+			return;
+		st->ctl = pd_close(st->ctl);
 	}
 }
 
@@ -776,8 +979,10 @@ _Noreturn static void serve(struct init_state *st)
 		n = pd_ctl_recv(st->ctl, &type, buf, sizeof(buf), fds, &nfds);
 		if (n == -EAGAIN || n == -EINTR)
 			continue;
-		if (n < 0 || type == 0)
-			_exit(0); /* the supervisor is gone: the sandbox goes with us */
+		if (n < 0 || type == 0) {
+			await_supervisor(st); /* or exit: the sandbox goes with us */
+			continue;
+		}
 		switch ((enum pd_ctl_type)type) {
 		case PD_CTL_EXEC:
 			handle_exec(st, buf, (size_t)n, fds, nfds);
@@ -785,6 +990,15 @@ _Noreturn static void serve(struct init_state *st)
 		case PD_CTL_SIGNAL:
 			handle_signal(st, buf, (size_t)n);
 			break;
+		case PD_CTL_CLOSE_STDIN:
+			handle_close_stdin(st, buf, (size_t)n);
+			break;
+		case PD_CTL_SOCKET:
+			handle_socket(st, buf, (size_t)n);
+			break;
+		case PD_CTL_HOLD:
+		case PD_CTL_SOCKET_FD:
+		case PD_CTL_EXEC_STATE:
 		case PD_CTL_GO:
 		case PD_CTL_READY:
 		case PD_CTL_FAILED:
@@ -809,9 +1023,10 @@ _Noreturn void pd_init_main(const paddock_spec *spec, const struct pd_idmap *idm
 		.idmap = idmap,
 		.sigfd = -EBADF,
 		.landlock_fd = -EBADF,
+		.lock_fd = -EBADF,
+		.listen_fd = -EBADF,
 	};
 	paddock_error err = { 0 };
-	struct pd_ctl_ready ready = { 0 };
 	int r;
 
 	reset_signals();
@@ -822,17 +1037,12 @@ _Noreturn void pd_init_main(const paddock_spec *spec, const struct pd_idmap *idm
 	st.ctl = r;
 	r = pd_rootfs_sources_prepare(spec, &st.sources, &err);
 	if (r >= 0)
-		r = wait_go(st.ctl, spec, &st.sources, &err);
+		r = wait_go(&st, st.ctl, spec, &st.sources, &err);
 	if (r >= 0)
 		r = setup(&st, &err);
 	if (r < 0)
 		fail_setup(st.ctl, &err);
-	ready.landlock_abi = st.landlock_abi;
-	/* the sandbox's "/" for the supervisor's file access (fsops.c), held by fd */
-	int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (root < 0 ||
-	    pd_ctl_send(st.ctl, PD_CTL_READY, &ready, sizeof(ready), &root, 1) < 0)
+	if (send_ready(&st) < 0)
 		_exit(1);
-	pd_close(root);
 	serve(&st);
 }

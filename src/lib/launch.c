@@ -14,8 +14,10 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -167,10 +169,50 @@ static int send_tree(paddock_sandbox *sb, const char *source, int32_t index, pad
 	return 0;
 }
 
+/*
+ * A sandbox meant to outlive its supervisor: init keeps the id slot's lock (so no other
+ * sandbox takes its uids or cgroup while nobody supervises it) and a listening socket at
+ * reconnect_path, where a restarted supervisor finds it (paddock_sandbox_adopt()).
+ */
+static int send_holds(paddock_sandbox *sb, paddock_error *err)
+{
+	_cleanup_close_ int lfd = -EBADF;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct pd_ctl_hold h = { .kind = PD_HOLD_LOCK };
+	mode_t old;
+	int r;
+
+	if (sb->idmap.lock_fd >= 0 &&
+	    pd_ctl_send(sb->ctl, PD_CTL_HOLD, &h, sizeof(h), &sb->idmap.lock_fd, 1) < 0)
+		return pd_fail(err, EPIPE, "hand the slot lock to init");
+	lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (lfd < 0)
+		return pd_fail(err, errno, "socket");
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sb->reconnect_path);
+	(void)unlink(sa.sun_path); /* a stale one of a sandbox that is gone */
+	old = umask(0077);
+	r = bind(lfd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (r < 0)
+		return pd_fail_field(err, errno, "reconnect_path", "bind '%s'", sb->reconnect_path);
+	if (listen(lfd, 4) < 0)
+		return pd_fail(err, errno, "listen on '%s'", sb->reconnect_path);
+	h = (struct pd_ctl_hold){ .kind = PD_HOLD_LISTEN, .orphan_timeout_s = sb->orphan_timeout_s };
+	if (pd_ctl_send(sb->ctl, PD_CTL_HOLD, &h, sizeof(h), &lfd, 1) < 0)
+		return pd_fail(err, EPIPE, "hand the reconnect socket to init");
+	return 0;
+}
+
 static int send_go(paddock_sandbox *sb, paddock_error *err)
 {
 	const paddock_spec *spec = sb->spec;
 	int r;
+
+	if (sb->reconnect_path) {
+		r = send_holds(sb, err);
+		if (r < 0)
+			return r;
+	}
 
 	if (!sb->idmap.rootless) {
 		if (spec->workspace) {

@@ -21,6 +21,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -191,7 +193,11 @@ static void exec_unlink_free(paddock_exec *ex)
 		}
 	if (ex->deliver)
 		event_free(ex->deliver);
+	if (ex->timeout_ev)
+		event_free(ex->timeout_ev);
 	ex->pty_fd = pd_close(ex->pty_fd);
+	for (int i = 0; i < 3; i++)
+		ex->fds[i] = pd_close(ex->fds[i]);
 	free(ex->limits_json);
 	free(ex);
 }
@@ -308,6 +314,10 @@ static void finish(paddock_exec *ex)
 	if (ex->done)
 		return;
 	ex->done = true;
+	if (ex->timeout_ev)
+		event_del(ex->timeout_ev);
+	if (ex->forced && ex->result.reason != PADDOCK_END_ERROR)
+		ex->result.reason = ex->forced_reason;
 	ex->result.wall_s = since(&ex->started);
 	if (ex->result.reason != PADDOCK_END_ERROR)
 		account(ex);
@@ -343,6 +353,12 @@ static void on_exited(paddock_sandbox *sb, const struct pd_ctl_exited *x)
 
 	if (!ex)
 		return protocol_violation(sb, "exit report for an unknown command");
+	if (pd_exec_exited(ex, x) < 0)
+		return protocol_violation(sb, "exit report with an impossible status");
+}
+
+int pd_exec_exited(paddock_exec *ex, const struct pd_ctl_exited *x)
+{
 	if (WIFEXITED(x->status)) {
 		ex->result.reason = PADDOCK_END_EXITED;
 		ex->result.exit_code = WEXITSTATUS(x->status);
@@ -350,7 +366,7 @@ static void on_exited(paddock_sandbox *sb, const struct pd_ctl_exited *x)
 		ex->result.reason = PADDOCK_END_SIGNALED;
 		ex->result.signal = WTERMSIG(x->status);
 	} else {
-		return protocol_violation(sb, "exit report with an impossible status");
+		return -EPROTO;
 	}
 	ex->result.cpu_user_s = (double)(x->utime_us > 0 ? x->utime_us : 0) / 1e6;
 	ex->result.cpu_sys_s = (double)(x->stime_us > 0 ? x->stime_us : 0) / 1e6;
@@ -359,6 +375,7 @@ static void on_exited(paddock_sandbox *sb, const struct pd_ctl_exited *x)
 	ex->result.disk_full = x->disk_free_bytes < 65536 ||
 			       x->disk_free_bytes < ex->sb->spec->limits.disk_bytes / 1000;
 	finish(ex);
+	return 0;
 }
 
 static const char *const step_names[_PD_STEP_MAX] = {
@@ -472,6 +489,8 @@ static void pidfd_cb(evutil_socket_t fd, short what, void *arg)
 	mark_dead(sb);
 	pd_emit(sb->ctx, PADDOCK_LEVEL_INFO, "sandbox.exited", sb->id, NULL,
 		json_pack("{s:s}", "reason", paddock_end_reason_to_string(sb->death_reason)));
+	if (sb->exit_fn)
+		sb->exit_fn(sb, sb->death_reason, sb->exit_userdata);
 }
 
 static void timeout_cb(evutil_socket_t fd, short what, void *arg)
@@ -563,7 +582,7 @@ int paddock_sandbox_kill(paddock_sandbox *sb, enum paddock_end_reason reason, pa
 
 /* ---- sandbox -------------------------------------------------------------------------- */
 
-static void make_id(char *buf, size_t size, const char *prefix)
+void pd_sandbox_make_id(char *buf, size_t size, const char *prefix)
 {
 	static const char alphabet[] = "abcdefghijkmnpqrstuvwxyz23456789";
 	unsigned char rnd[12];
@@ -581,12 +600,53 @@ static void make_id(char *buf, size_t size, const char *prefix)
 	buf[o] = '\0';
 }
 
+int pd_sandbox_arm(paddock_sandbox *sb, paddock_error *err)
+{
+	paddock_ctx *ctx = sb->ctx;
+	struct timeval tv;
+	double t;
+
+	if (fcntl(sb->ctl, F_SETFL, O_NONBLOCK) < 0)
+		return pd_fail(err, errno, "set control socket non-blocking");
+	sb->ctl_ev = event_new(ctx->base, sb->ctl, EV_READ | EV_PERSIST, ctl_cb, sb);
+	sb->pidfd_ev = event_new(ctx->base, sb->pidfd, EV_READ, pidfd_cb, sb);
+	sb->timeout_ev = evtimer_new(ctx->base, timeout_cb, sb);
+	if (!sb->ctl_ev || !sb->pidfd_ev || !sb->timeout_ev)
+		return pd_fail(err, ENOMEM, "allocate sandbox events");
+	t = sb->spec->limits.timeout_s;
+	tv.tv_sec = (time_t)t;
+	tv.tv_usec = (suseconds_t)((t - (double)tv.tv_sec) * 1e6);
+	if (event_add(sb->ctl_ev, NULL) < 0 || event_add(sb->pidfd_ev, NULL) < 0 ||
+	    (!sb->no_timeout && event_add(sb->timeout_ev, &tv) < 0))
+		return pd_fail(err, EIO, "register sandbox events");
+	if (sb->cg) {
+		int ofd = pd_cgroup_oom_fd(sb->cg);
+
+		if (ofd >= 0) {
+			sb->oom_ev = event_new(ctx->base, ofd, EV_READ | EV_PERSIST, oom_cb, sb);
+			if (!sb->oom_ev || event_add(sb->oom_ev, NULL) < 0)
+				return pd_fail(err, ENOMEM, "watch for OOM kills");
+		}
+		sb->cpu_ev = evtimer_new(ctx->base, cpu_cb, sb);
+		if (!sb->cpu_ev)
+			return pd_fail(err, ENOMEM, "allocate CPU time check");
+		arm_cpu_check(sb, 0);
+	}
+	sb->state = PD_SB_RUNNING;
+	return 0;
+}
+
 int paddock_sandbox_create(paddock_ctx *ctx, const paddock_spec *spec,
 			   paddock_sandbox **ret_sandbox, paddock_error *err)
 {
+	return paddock_sandbox_create_with(ctx, spec, NULL, ret_sandbox, err);
+}
+
+int paddock_sandbox_create_with(paddock_ctx *ctx, const paddock_spec *spec,
+				const struct paddock_sandbox_opts *opts,
+				paddock_sandbox **ret_sandbox, paddock_error *err)
+{
 	_cleanup_(paddock_sandbox_freep) paddock_sandbox *sb = NULL;
-	struct timeval tv;
-	double t;
 	int r;
 
 	if (!ctx || !spec || !ret_sandbox)
@@ -603,7 +663,19 @@ int paddock_sandbox_create(paddock_ctx *ctx, const paddock_spec *spec,
 	sb->root_fd = -EBADF;
 	sb->death_reason = PADDOCK_END_KILLED;
 	pd_idmap_init(&sb->idmap);
-	make_id(sb->id, sizeof(sb->id), "sb_");
+	pd_sandbox_make_id(sb->id, sizeof(sb->id), "sb_");
+	if (opts) {
+		sb->no_timeout = opts->no_timeout;
+		sb->orphan_timeout_s = opts->orphan_timeout_s;
+		if (opts->reconnect_path) {
+			if (strlen(opts->reconnect_path) >= 108)
+				return pd_fail_field(err, ENAMETOOLONG, "reconnect_path",
+						     "expected a socket path under 108 bytes");
+			sb->reconnect_path = strdup(opts->reconnect_path);
+			if (!sb->reconnect_path)
+				return pd_fail(err, ENOMEM, "allocate sandbox");
+		}
+	}
 	r = pd_spec_dup(spec, &sb->spec, err);
 	if (r < 0)
 		return r;
@@ -614,33 +686,9 @@ int paddock_sandbox_create(paddock_ctx *ctx, const paddock_spec *spec,
 		pd_emit(ctx, PADDOCK_LEVEL_ERROR, "sandbox.create_failed", sb->id, NULL, f);
 		return r;
 	}
-	if (fcntl(sb->ctl, F_SETFL, O_NONBLOCK) < 0)
-		return pd_fail(err, errno, "set control socket non-blocking");
-	sb->ctl_ev = event_new(ctx->base, sb->ctl, EV_READ | EV_PERSIST, ctl_cb, sb);
-	sb->pidfd_ev = event_new(ctx->base, sb->pidfd, EV_READ, pidfd_cb, sb);
-	sb->timeout_ev = evtimer_new(ctx->base, timeout_cb, sb);
-	if (!sb->ctl_ev || !sb->pidfd_ev || !sb->timeout_ev)
-		return pd_fail(err, ENOMEM, "allocate sandbox events");
-	t = sb->spec->limits.timeout_s;
-	tv.tv_sec = (time_t)t;
-	tv.tv_usec = (suseconds_t)((t - (double)tv.tv_sec) * 1e6);
-	if (event_add(sb->ctl_ev, NULL) < 0 || event_add(sb->pidfd_ev, NULL) < 0 ||
-	    event_add(sb->timeout_ev, &tv) < 0)
-		return pd_fail(err, EIO, "register sandbox events");
-	if (sb->cg) {
-		int ofd = pd_cgroup_oom_fd(sb->cg);
-
-		if (ofd >= 0) {
-			sb->oom_ev = event_new(ctx->base, ofd, EV_READ | EV_PERSIST, oom_cb, sb);
-			if (!sb->oom_ev || event_add(sb->oom_ev, NULL) < 0)
-				return pd_fail(err, ENOMEM, "watch for OOM kills");
-		}
-		sb->cpu_ev = evtimer_new(ctx->base, cpu_cb, sb);
-		if (!sb->cpu_ev)
-			return pd_fail(err, ENOMEM, "allocate CPU time check");
-		arm_cpu_check(sb, 0);
-	}
-	sb->state = PD_SB_RUNNING;
+	r = pd_sandbox_arm(sb, err);
+	if (r < 0)
+		return r;
 	if (pd_events_wanted(ctx))
 		pd_emit(ctx, PADDOCK_LEVEL_INFO, "sandbox.created", sb->id, NULL,
 		json_pack("{s:s,s:b,s:I,s:i,s:s?}", "hostname", sb->spec->hostname, "rootless",
@@ -649,6 +697,8 @@ int paddock_sandbox_create(paddock_ctx *ctx, const paddock_spec *spec,
 	*ret_sandbox = TAKE_PTR(sb);
 	return 0;
 }
+
+static void drop(paddock_sandbox *sb);
 
 paddock_sandbox *paddock_sandbox_free(paddock_sandbox *sb)
 {
@@ -659,6 +709,25 @@ paddock_sandbox *paddock_sandbox_free(paddock_sandbox *sb)
 		mark_dead(sb);
 		pd_emit(sb->ctx, PADDOCK_LEVEL_INFO, "sandbox.destroyed", sb->id, NULL, NULL);
 	}
+	if (sb->reconnect_path)
+		(void)unlink(sb->reconnect_path); /* ENOENT: never made, or removed already */
+	drop(sb);
+	return NULL;
+}
+
+paddock_sandbox *paddock_sandbox_release(paddock_sandbox *sb)
+{
+	if (!sb)
+		return NULL;
+	if (sb->pidfd >= 0 && sb->state != PD_SB_DEAD)
+		pd_emit(sb->ctx, PADDOCK_LEVEL_INFO, "sandbox.released", sb->id, NULL, NULL);
+	drop(sb);
+	return NULL;
+}
+
+/* Frees what the supervisor holds of a sandbox; init lives on if it has somewhere to wait. */
+static void drop(paddock_sandbox *sb)
+{
 	while (sb->execs)
 		exec_unlink_free(sb->execs);
 	if (sb->ctl_ev)
@@ -677,8 +746,49 @@ paddock_sandbox *paddock_sandbox_free(paddock_sandbox *sb)
 	sb->pidfd = pd_close(sb->pidfd);
 	pd_idmap_release(&sb->idmap);
 	paddock_spec_free(sb->spec);
+	free(sb->reconnect_path);
 	free(sb);
-	return NULL;
+}
+
+bool paddock_sandbox_running(const paddock_sandbox *sb)
+{
+	return sb && sb->state == PD_SB_RUNNING;
+}
+
+void paddock_sandbox_set_exit_callback(paddock_sandbox *sb, paddock_sandbox_fn fn,
+				       void *userdata)
+{
+	if (!sb)
+		return;
+	sb->exit_fn = fn;
+	sb->exit_userdata = userdata;
+}
+
+int paddock_sandbox_usage(paddock_sandbox *sb, struct paddock_usage *ret_usage,
+			  paddock_error *err)
+{
+	struct paddock_usage u = { 0 };
+	struct pd_cgroup_stats st;
+
+	if (!sb || !ret_usage)
+		return pd_fail(err, EINVAL, "paddock_sandbox_usage: arguments are required");
+	u.execs = sb->n_execs;
+	if (sb->cg && sb->state == PD_SB_RUNNING && pd_cgroup_stats(sb->cg, &st, NULL) >= 0) {
+		u.cgroup = true;
+		u.memory_bytes = (int64_t)st.memory_current_bytes;
+		u.memory_peak_bytes = (int64_t)st.memory_peak_bytes;
+		u.cpu_s = (double)st.cpu_usage_us / 1e6;
+		u.pids = (int64_t)st.pids_current;
+	}
+	*ret_usage = u;
+	return 0;
+}
+
+paddock_exec *paddock_sandbox_exec_next(paddock_sandbox *sb, paddock_exec *prev)
+{
+	if (!sb)
+		return NULL;
+	return prev ? prev->next : sb->execs;
 }
 
 const char *paddock_sandbox_id(const paddock_sandbox *sb)
@@ -704,6 +814,75 @@ int paddock_sandbox_landlock_abi(const paddock_sandbox *sb)
 }
 
 /* ---- exec start ----------------------------------------------------------------------- */
+
+paddock_exec *pd_exec_new(paddock_sandbox *sb, uint64_t id, paddock_exec_fn fn, void *userdata)
+{
+	paddock_exec *ex = calloc(1, sizeof(*ex));
+
+	if (!ex)
+		return NULL;
+	ex->sb = sb;
+	ex->id = id;
+	ex->pty_fd = -EBADF;
+	for (int i = 0; i < 3; i++)
+		ex->fds[i] = -EBADF;
+	ex->fn = fn;
+	ex->userdata = userdata;
+	ex->result.exit_code = -1;
+	snprintf(ex->id_str, sizeof(ex->id_str), "ex_%llu", (unsigned long long)id);
+	clock_gettime(CLOCK_MONOTONIC, &ex->started);
+	ex->deliver = event_new(sb->ctx->base, -1, 0, deliver_cb, ex);
+	if (!ex->deliver) {
+		free(ex);
+		return NULL;
+	}
+	ex->next = sb->execs;
+	sb->execs = ex;
+	return ex;
+}
+
+/*
+ * The fds that come with STARTED or EXEC_STATE: the pty master when the command has a
+ * terminal, then one pipe end per piped stream. SECURITY: they come from inside: each must
+ * be what the request asked for (a character device, a pipe), or none is taken.
+ */
+bool pd_exec_assign_fds(paddock_exec *ex, uint32_t flags, int *fds, size_t nfds)
+{
+	unsigned pty = flags & 7u, pipes = (flags >> 8) & 7u & ~pty;
+	size_t want = (pty ? 1 : 0) + (size_t)__builtin_popcount(pipes), k = 0;
+	struct stat st;
+
+	if (nfds != want)
+		return false;
+	for (size_t i = 0; i < nfds; i++) {
+		bool is_pty = pty && i == 0;
+
+		if (fstat(fds[i], &st) < 0 || (is_pty ? !S_ISCHR(st.st_mode) : !S_ISFIFO(st.st_mode)))
+			return false;
+	}
+	ex->pty_streams = pty;
+	ex->pipe_streams = pipes;
+	if (pty)
+		ex->pty_fd = fds[k++];
+	for (int i = 0; i < 3; i++)
+		if (pipes & (1u << i)) {
+			ex->fds[i] = fds[k++];
+			(void)fcntl(ex->fds[i], F_SETFL, O_NONBLOCK);
+		}
+	return true;
+}
+
+static void exec_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	paddock_exec *ex = arg;
+
+	(void)fd;
+	(void)what;
+	if (pd_events_wanted(ex->sb->ctx))
+		pd_emit(ex->sb->ctx, PADDOCK_LEVEL_INFO, "exec.timeout", ex->sb->id, ex->id_str,
+			NULL);
+	(void)paddock_exec_terminate(ex, PADDOCK_END_TIMEOUT, NULL);
+}
 
 /* Packs cwd, argv and env after the header into a malloc'ed message. */
 static int pack_exec(const struct pd_ctl_exec *hdr, const char *cwd, const char *const *argv,
@@ -765,8 +944,8 @@ static int check_opts(const struct paddock_exec_opts *o, size_t *ret_argc, size_
 }
 
 /* Waits for init's answer to exec `id`, dispatching whatever else arrives meanwhile. */
-static int await_start(paddock_sandbox *sb, paddock_exec *ex, const char *argv0,
-		       const char *cwd, paddock_error *err)
+static int await_start(paddock_sandbox *sb, paddock_exec *ex, uint32_t flags,
+		       const char *argv0, const char *cwd, paddock_error *err)
 {
 	for (;;) {
 		struct pollfd p = { .fd = sb->ctl, .events = POLLIN };
@@ -795,9 +974,9 @@ static int await_start(paddock_sandbox *sb, paddock_exec *ex, const char *argv0,
 			return pd_fail(err, EPIPE, "the sandbox ended before the command started");
 		}
 		if (type == PD_CTL_STARTED && n == (ssize_t)sizeof(msg.started) &&
-		    msg.started.id == ex->id && nfds <= 1) {
+		    msg.started.id == ex->id &&
+		    pd_exec_assign_fds(ex, flags, fds, nfds)) {
 			ex->pid = msg.started.pid;
-			ex->pty_fd = nfds == 1 ? fds[0] : -EBADF;
 			return 0;
 		}
 		for (size_t i = 0; i < nfds; i++)
@@ -838,47 +1017,52 @@ int paddock_exec_start(paddock_sandbox *sb, const struct paddock_exec_opts *opts
 	hdr.cols = opts->pty_cols;
 	hdr.flags = opts->pty_streams & 7u;
 	for (int i = 0; i < 3; i++) {
-		if ((hdr.flags & (1u << i)) || opts->fds[i] < 0)
+		if (hdr.flags & (1u << i))
+			continue;
+		if (opts->pipe_streams & (1u << i)) {
+			hdr.flags |= PD_EXEC_PIPE_STDIN << i;
+			continue;
+		}
+		if (opts->fds[i] < 0)
 			continue;
 		hdr.flags |= PD_EXEC_FD_STDIN << i;
 		fds[nfds++] = opts->fds[i];
 	}
+	if (!(opts->timeout_s >= 0 && opts->timeout_s <= 1e7))
+		return pd_fail_field(err, EINVAL, "timeout_s",
+				     "expected seconds between 0 and 10000000");
 	r = pack_exec(&hdr, opts->cwd ? opts->cwd : "", opts->argv, opts->env, &buf, &len, err);
 	if (r < 0)
 		return r;
 
-	ex = calloc(1, sizeof(*ex));
+	ex = pd_exec_new(sb, hdr.id, fn, userdata);
 	if (!ex)
 		return pd_fail(err, ENOMEM, "allocate exec");
-	ex->sb = sb;
-	ex->id = hdr.id;
-	ex->pty_fd = -EBADF;
-	ex->fn = fn;
-	ex->userdata = userdata;
-	ex->result.exit_code = -1;
 	ex->output_captured = opts->output_captured;
 	/* the first command starts from the baselines pd_cgroup_open() took: zero */
-	if (sb->cg && sb->n_execs++ > 0)
+	if (sb->n_execs++ > 0 && sb->cg)
 		(void)pd_cgroup_stats(sb->cg, &ex->base, NULL);
-	snprintf(ex->id_str, sizeof(ex->id_str), "ex_%llu", (unsigned long long)hdr.id);
-	clock_gettime(CLOCK_MONOTONIC, &ex->started);
-	ex->deliver = event_new(sb->ctx->base, -1, 0, deliver_cb, ex);
-	if (!ex->deliver) {
-		free(ex);
-		return pd_fail(err, ENOMEM, "allocate exec event");
-	}
-	ex->next = sb->execs;
-	sb->execs = ex;
 
 	r = pd_ctl_send(sb->ctl, PD_CTL_EXEC, buf, len, fds, nfds);
 	if (r < 0) {
 		exec_unlink_free(ex);
 		return pd_fail(err, r, "send command to the sandbox");
 	}
-	r = await_start(sb, ex, opts->argv[0], opts->cwd ? opts->cwd : sb->spec->cwd, err);
+	r = await_start(sb, ex, hdr.flags, opts->argv[0], opts->cwd ? opts->cwd : sb->spec->cwd,
+			err);
 	if (r < 0) {
 		exec_unlink_free(ex);
 		return r;
+	}
+	if (!ex->done && opts->timeout_s > 0) {
+		struct timeval tv = { .tv_sec = (time_t)opts->timeout_s };
+
+		tv.tv_usec = (suseconds_t)((opts->timeout_s - (double)tv.tv_sec) * 1e6);
+		ex->timeout_ev = evtimer_new(sb->ctx->base, exec_timeout_cb, ex);
+		if (!ex->timeout_ev || evtimer_add(ex->timeout_ev, &tv) < 0) {
+			(void)paddock_exec_terminate(ex, PADDOCK_END_ERROR, NULL);
+			return pd_fail(err, ENOMEM, "arm the command's timeout");
+		}
 	}
 	if (!ex->done && pd_events_wanted(sb->ctx))
 		pd_emit(sb->ctx, PADDOCK_LEVEL_INFO, "exec.started", sb->id, ex->id_str,
@@ -925,4 +1109,135 @@ int paddock_exec_resize(paddock_exec *ex, unsigned short rows, unsigned short co
 pid_t paddock_exec_pid(const paddock_exec *ex)
 {
 	return ex ? ex->pid : -1;
+}
+
+uint64_t paddock_exec_id(const paddock_exec *ex)
+{
+	return ex ? ex->id : 0;
+}
+
+unsigned paddock_exec_pipe_streams(const paddock_exec *ex)
+{
+	return ex ? ex->pipe_streams : 0;
+}
+
+unsigned paddock_exec_pty_streams(const paddock_exec *ex)
+{
+	return ex ? ex->pty_streams : 0;
+}
+
+int paddock_exec_take_fd(paddock_exec *ex, int fd)
+{
+	int r;
+
+	if (!ex || fd < 0 || fd > 2)
+		return -1;
+	if (ex->pty_streams & (1u << fd))
+		return ex->pty_fd >= 0 ? fcntl(ex->pty_fd, F_DUPFD_CLOEXEC, 3) : -1;
+	r = TAKE_FD(ex->fds[fd]);
+	return r >= 0 ? r : -1;
+}
+
+int paddock_exec_close_stdin(paddock_exec *ex, paddock_error *err)
+{
+	struct pd_ctl_id m;
+	int r;
+
+	if (!ex)
+		return pd_fail(err, EINVAL, "paddock_exec_close_stdin: exec is required");
+	ex->fds[0] = pd_close(ex->fds[0]);
+	if (ex->done || ex->sb->state != PD_SB_RUNNING)
+		return 0;
+	m.id = ex->id;
+	r = pd_ctl_send(ex->sb->ctl, PD_CTL_CLOSE_STDIN, &m, sizeof(m), NULL, 0);
+	if (r < 0)
+		return pd_fail(err, r, "close stdin");
+	return 0;
+}
+
+void paddock_exec_set_callback(paddock_exec *ex, paddock_exec_fn fn, void *userdata)
+{
+	if (!ex)
+		return;
+	ex->fn = fn;
+	ex->userdata = userdata;
+}
+
+int paddock_exec_terminate(paddock_exec *ex, enum paddock_end_reason reason, paddock_error *err)
+{
+	if (!ex || (unsigned)reason >= _PADDOCK_END_MAX)
+		return pd_fail(err, EINVAL, "paddock_exec_terminate: bad arguments");
+	if (ex->done)
+		return 0;
+	if (!ex->forced) {
+		ex->forced = true;
+		ex->forced_reason = reason;
+	}
+	return paddock_exec_signal(ex, SIGKILL, err);
+}
+
+int paddock_sandbox_socket(paddock_sandbox *sb, int domain, int type, int *ret_fd,
+			   paddock_error *err)
+{
+	struct pd_ctl_socket req = { .domain = domain, .type = type };
+	int r;
+
+	if (!sb || !ret_fd)
+		return pd_fail(err, EINVAL, "paddock_sandbox_socket: arguments are required");
+	if ((domain != AF_INET && domain != AF_INET6) || (type != SOCK_STREAM && type != SOCK_DGRAM))
+		return pd_fail(err, EAFNOSUPPORT, "expected an AF_INET or AF_INET6 stream or datagram socket");
+	if (sb->state != PD_SB_RUNNING)
+		return pd_fail(err, ESRCH, "sandbox '%s' is not running", sb->id);
+	r = pd_ctl_send(sb->ctl, PD_CTL_SOCKET, &req, sizeof(req), NULL, 0);
+	if (r < 0)
+		return pd_fail(err, r, "ask init for a socket");
+	for (;;) {
+		struct pollfd p = { .fd = sb->ctl, .events = POLLIN };
+		union {
+			struct pd_ctl_socket_fd s;
+			struct pd_ctl_exited exited;
+		} msg;
+		int fds[PD_CTL_MAX_FDS], v = 0;
+		size_t nfds = PD_CTL_MAX_FDS;
+		socklen_t len = sizeof(v);
+		uint32_t mtype = 0;
+		ssize_t n;
+
+		r = poll(&p, 1, EXEC_START_TIMEOUT_MS);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return pd_fail(err, r == 0 ? ETIMEDOUT : errno, "wait for a socket from init");
+		n = pd_ctl_recv(sb->ctl, &mtype, &msg, sizeof(msg), fds, &nfds);
+		if (n == -EAGAIN)
+			continue;
+		if (n < 0 || mtype == 0)
+			return pd_fail(err, EPIPE, "the sandbox ended");
+		if (mtype != PD_CTL_SOCKET_FD) {
+			for (size_t i = 0; i < nfds; i++)
+				pd_close(fds[i]);
+			dispatch(sb, mtype, &msg, n);
+			if (sb->state == PD_SB_DEAD)
+				return pd_fail(err, EPIPE, "the sandbox ended");
+			continue;
+		}
+		if (n != (ssize_t)sizeof(msg.s) || nfds > 1 || (nfds == 0 && msg.s.error <= 0)) {
+			for (size_t i = 0; i < nfds; i++)
+				pd_close(fds[i]);
+			protocol_violation(sb, "malformed socket reply");
+			return pd_fail(err, EPROTO, "malformed socket reply from init");
+		}
+		if (nfds == 0)
+			return pd_fail(err, msg.s.error < 4096 ? msg.s.error : EIO,
+				       "make a socket in the sandbox");
+		/* SECURITY: from inside: it must be the socket asked for */
+		if (getsockopt(fds[0], SOL_SOCKET, SO_DOMAIN, &v, &len) < 0 || v != domain ||
+		    getsockopt(fds[0], SOL_SOCKET, SO_TYPE, &v, &len) < 0 || v != type) {
+			pd_close(fds[0]);
+			protocol_violation(sb, "init sent the wrong socket");
+			return pd_fail(err, EPROTO, "init sent the wrong socket");
+		}
+		*ret_fd = fds[0];
+		return 0;
+	}
 }

@@ -15,6 +15,8 @@
 #include "idmap.h"
 #include "spec.h"
 
+struct pd_ctl_exited;
+
 struct event;
 struct event_base;
 
@@ -33,6 +35,11 @@ struct paddock_exec {
 	int pty_fd;	 /* master, or -EBADF */
 	struct timespec started;
 	bool output_captured;
+	unsigned pipe_streams, pty_streams;
+	int fds[3];	/* the supervisor's pipe ends until taken, or -EBADF */
+	struct event *timeout_ev;
+	bool forced; /* ended on purpose: forced_reason beats what the exit says */
+	enum paddock_end_reason forced_reason;
 	struct pd_cgroup_stats base; /* the cgroup's counters when the command started */
 	char *limits_json;	     /* the report's "limits", built when it ends */
 	paddock_exec_fn fn;
@@ -65,7 +72,22 @@ struct paddock_sandbox {
 	unsigned n_execs;     /* commands started so far */
 	struct event *ctl_ev, *pidfd_ev, *timeout_ev, *oom_ev, *cpu_ev;
 	paddock_exec *execs;
+	char *reconnect_path; /* init listens here for a new supervisor; removed on free */
+	int orphan_timeout_s;
+	bool no_timeout;
+	paddock_sandbox_fn exit_fn;
+	void *exit_userdata;
 };
+
+/* Registers the sandbox's fds and timers with the loop (create and adopt). */
+int pd_sandbox_arm(paddock_sandbox *sb, paddock_error *err);
+/* A new exec object in the sandbox's list (not yet started). */
+paddock_exec *pd_exec_new(paddock_sandbox *sb, uint64_t id, paddock_exec_fn fn, void *userdata);
+/* Gives an exec the fds init sent with STARTED or EXEC_STATE; false when they do not fit. */
+bool pd_exec_assign_fds(paddock_exec *ex, uint32_t flags, int *fds, size_t nfds);
+/* The exit report of a command (from EXITED or EXEC_STATE); -EPROTO when impossible. */
+int pd_exec_exited(paddock_exec *ex, const struct pd_ctl_exited *x);
+void pd_sandbox_make_id(char *buf, size_t size, const char *prefix);
 
 static inline void paddock_sandbox_freep(paddock_sandbox **p)
 {
