@@ -145,13 +145,13 @@ PADDOCK_API int paddock_sandbox_create(paddock_ctx *ctx, const paddock_spec *spe
 /* How a front end that serves many sandboxes (paddockd) wants one created. */
 struct paddock_sandbox_opts {
 	/*
-	 * A unix socket path (in a directory only the supervisor can reach) where the sandbox's
-	 * init waits for a supervisor that died and restarted: the sandbox then outlives its
-	 * supervisor, and paddock_sandbox_adopt() takes it over again. NULL: the sandbox dies
-	 * with its supervisor.
+	 * A directory only the supervisor can reach, where the sandbox's init listens (on a
+	 * unix socket named by the sandbox's id) for a supervisor that died and restarted: the
+	 * sandbox then outlives its supervisor, and paddock_sandbox_adopt() takes it over
+	 * again. NULL: the sandbox dies with its supervisor.
 	 */
-	const char *reconnect_path;
-	/* with reconnect_path: how long init waits for a supervisor before it ends (0: 1 hour) */
+	const char *reconnect_dir;
+	/* with reconnect_dir: how long init waits for a supervisor before it ends (0: 1 hour) */
 	int orphan_timeout_s;
 	/* no sandbox-wide wall-clock limit: the front end bounds its life (a TTL) */
 	bool no_timeout;
@@ -164,7 +164,7 @@ PADDOCK_API int paddock_sandbox_create_with(paddock_ctx *ctx, const paddock_spec
 
 /*
  * What a restarted supervisor needs to take a sandbox over again (created with a
- * reconnect_path), as an opaque JSON string to keep with the sandbox's spec. Caller frees.
+ * reconnect_dir), as an opaque JSON string to keep with the sandbox's spec. Caller frees.
  */
 PADDOCK_API int paddock_sandbox_handle(const paddock_sandbox *sb, char **ret_json,
 				       paddock_error *err);
@@ -182,7 +182,7 @@ PADDOCK_API int paddock_sandbox_adopt(paddock_ctx *ctx, const paddock_spec *spec
 /*
  * Lets go of a sandbox without ending it (a supervisor shutting down that a successor
  * will adopt): closes every fd and frees the memory; commands keep running. A sandbox
- * without a reconnect_path ends. Accepts NULL; returns NULL.
+ * without a reconnect_dir ends. Accepts NULL; returns NULL.
  */
 PADDOCK_API paddock_sandbox *paddock_sandbox_release(paddock_sandbox *sb);
 

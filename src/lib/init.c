@@ -205,6 +205,11 @@ static int wait_go(struct init_state *st, int ctl, const paddock_spec *spec,
 			if (m.h.kind == PD_HOLD_LOCK && st->lock_fd < 0) {
 				st->lock_fd = fd;
 			} else if (m.h.kind == PD_HOLD_LISTEN && st->listen_fd < 0) {
+				/* SO_PEERCRED/SO_PEERPIDFD of a connection name who called listen() */
+				if (listen(fd, 4) < 0) {
+					pd_close(fd);
+					return pd_fail(err, errno, "listen for a supervisor");
+				}
 				st->listen_fd = fd;
 				st->orphan_timeout_s = m.h.orphan_timeout_s;
 			} else {
@@ -1030,6 +1035,8 @@ _Noreturn void pd_init_main(const paddock_spec *spec, const struct pd_idmap *idm
 	int r;
 
 	reset_signals();
+	/* "paddock-init" in ps, and never matched by a `pkill paddockd` meant for the daemon */
+	(void)prctl(PR_SET_NAME, "paddock-init", 0, 0, 0);
 	umask(0);
 	r = isolate_fds(ctl, &err);
 	if (r < 0)

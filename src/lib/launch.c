@@ -195,8 +195,7 @@ static int send_holds(paddock_sandbox *sb, paddock_error *err)
 	umask(old);
 	if (r < 0)
 		return pd_fail_field(err, errno, "reconnect_path", "bind '%s'", sb->reconnect_path);
-	if (listen(lfd, 4) < 0)
-		return pd_fail(err, errno, "listen on '%s'", sb->reconnect_path);
+	/* init calls listen(): the kernel then names init, not us, as the peer of whoever connects */
 	h = (struct pd_ctl_hold){ .kind = PD_HOLD_LISTEN, .orphan_timeout_s = sb->orphan_timeout_s };
 	if (pd_ctl_send(sb->ctl, PD_CTL_HOLD, &h, sizeof(h), &lfd, 1) < 0)
 		return pd_fail(err, EPIPE, "hand the reconnect socket to init");

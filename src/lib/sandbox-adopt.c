@@ -44,7 +44,7 @@ int paddock_sandbox_handle(const paddock_sandbox *sb, char **ret_json, paddock_e
 	if (!sb || !ret_json)
 		return pd_fail(err, EINVAL, "paddock_sandbox_handle: arguments are required");
 	if (!sb->reconnect_path)
-		return pd_fail(err, EINVAL, "sandbox '%s' was created without a reconnect path",
+		return pd_fail(err, EINVAL, "sandbox '%s' was created without a reconnect directory",
 			       sb->id);
 	o = json_pack("{s:i,s:s,s:s,s:b,s:I,s:I,s:i,s:b,s:i}", "v", HANDLE_VERSION, "id", sb->id,
 		      "socket", sb->reconnect_path, "rootless", sb->idmap.rootless, "uid",

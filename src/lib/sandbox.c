@@ -667,12 +667,12 @@ int paddock_sandbox_create_with(paddock_ctx *ctx, const paddock_spec *spec,
 	if (opts) {
 		sb->no_timeout = opts->no_timeout;
 		sb->orphan_timeout_s = opts->orphan_timeout_s;
-		if (opts->reconnect_path) {
-			if (strlen(opts->reconnect_path) >= 108)
-				return pd_fail_field(err, ENAMETOOLONG, "reconnect_path",
-						     "expected a socket path under 108 bytes");
-			sb->reconnect_path = strdup(opts->reconnect_path);
-			if (!sb->reconnect_path)
+		if (opts->reconnect_dir) {
+			if (strlen(opts->reconnect_dir) + 1 + strlen(sb->id) >= 108)
+				return pd_fail_field(err, ENAMETOOLONG, "reconnect_dir",
+						     "expected a directory path under %zu bytes",
+						     107 - strlen(sb->id));
+			if (asprintf(&sb->reconnect_path, "%s/%s", opts->reconnect_dir, sb->id) < 0)
 				return pd_fail(err, ENOMEM, "allocate sandbox");
 		}
 	}

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Events of a sandbox (from the store, then live) and the daemon's metrics (Prometheus text).
+ */
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+
+#define EVENTS_PER_PAGE 10000
+
+static int send_stored(int64_t seq, const char *json, void *userdata)
+{
+	struct watcher *w = userdata;
+
+	(void)seq;
+	pd_stream_line(w, json_loads(json, 0, NULL));
+	return 0;
+}
+
+void pd_api_events(struct request *r, struct box *b)
+{
+	const char *follow = pd_query(r, "follow");
+	paddock_error err = { 0 };
+	struct watcher *w;
+
+	if (r->method != EVHTTP_REQ_GET)
+		return pd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET");
+	w = pd_watcher_new(r, W_EVENTS, b, &b->watchers);
+	if (!w)
+		return pd_reply_error(r, 500, "internal", NULL, "out of memory");
+	pd_stream_start(w, "application/x-ndjson");
+	(void)paddock_store_list_events(r->d->store, b->id, 0, EVENTS_PER_PAGE, send_stored, w,
+					&err);
+	if (!follow || strcmp(follow, "1") != 0) {
+		pd_stream_end(w);
+		pd_watcher_free(w, &b->watchers);
+	}
+}
+
+static const double buckets[12] = { 0.001, 0.002, 0.005, 0.01, 0.025, 0.05,
+				     0.1,   0.25,  0.5,   1,    5,	 1e300 };
+
+void pd_metrics_exec(struct daemon *d, const struct paddock_result *res, double seconds)
+{
+	if ((unsigned)res->reason < _PADDOCK_END_MAX)
+		d->m.execs_by[res->reason]++;
+	for (int i = 0; i < 12; i++)
+		if (seconds <= buckets[i])
+			d->m.exec_buckets[i]++;
+	d->m.exec_count++;
+	d->m.exec_sum += seconds;
+}
+
+void pd_api_metrics(struct request *r)
+{
+	static const char *const destroyed[4] = { "deleted", "ttl", "idle", "other" };
+	struct daemon *d = r->d;
+	struct evbuffer *b = evbuffer_new();
+	unsigned live = 0;
+
+	if (!b)
+		return pd_reply_error(r, 500, "internal", NULL, "out of memory");
+	for (struct box *x = d->boxes; x; x = x->next)
+		live++;
+	evbuffer_add_printf(b, "# TYPE paddock_sandboxes_live gauge\npaddock_sandboxes_live %u\n",
+			    live);
+	evbuffer_add_printf(b, "# TYPE paddock_sandboxes_created_total counter\n"
+			       "paddock_sandboxes_created_total %llu\n",
+			    (unsigned long long)d->m.created);
+	evbuffer_add_printf(b, "# TYPE paddock_sandboxes_destroyed_total counter\n");
+	for (int i = 0; i < 4; i++)
+		evbuffer_add_printf(b, "paddock_sandboxes_destroyed_total{reason=\"%s\"} %llu\n",
+				    destroyed[i], (unsigned long long)d->m.destroyed_by[i]);
+	evbuffer_add_printf(b, "# TYPE paddock_exec_total counter\n");
+	for (int i = 0; i < _PADDOCK_END_MAX; i++)
+		evbuffer_add_printf(b, "paddock_exec_total{reason=\"%s\"} %llu\n",
+				    paddock_end_reason_to_string((enum paddock_end_reason)i),
+				    (unsigned long long)d->m.execs_by[i]);
+	evbuffer_add_printf(b, "# TYPE paddock_exec_seconds histogram\n");
+	for (int i = 0; i < 12; i++) {
+		if (i == 11)
+			evbuffer_add_printf(b, "paddock_exec_seconds_bucket{le=\"+Inf\"} %llu\n",
+					    (unsigned long long)d->m.exec_buckets[i]);
+		else
+			evbuffer_add_printf(b, "paddock_exec_seconds_bucket{le=\"%g\"} %llu\n",
+					    buckets[i], (unsigned long long)d->m.exec_buckets[i]);
+	}
+	evbuffer_add_printf(b, "paddock_exec_seconds_sum %.6f\npaddock_exec_seconds_count %llu\n",
+			    d->m.exec_sum, (unsigned long long)d->m.exec_count);
+	evbuffer_add_printf(b, "# TYPE paddock_http_requests_total counter\n");
+	for (int i = 1; i < 6; i++)
+		evbuffer_add_printf(b, "paddock_http_requests_total{code=\"%dxx\"} %llu\n", i,
+				    (unsigned long long)d->m.http_by_class[i]);
+	evhttp_add_header(evhttp_request_get_output_headers(r->req), "Content-Type",
+			  "text/plain; version=0.0.4");
+	d->m.http_by_class[2]++;
+	evhttp_send_reply(r->req, 200, "OK", b);
+	evbuffer_free(b);
+}

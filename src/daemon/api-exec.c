@@ -1,0 +1,894 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Commands in a sandbox (docs/api.md "Processes"): run to completion, stream as NDJSON, or
+ * start in the background and come back for output, stdin, signals, resize and the result.
+ *
+ * Each command's stdout and stderr are pipes init made (or its pty master); paddockd reads
+ * them from the loop. A foreground command's output is kept whole up to the sandbox's
+ * limits.output (then the command ends with reason "output"); a background one's last
+ * PD_RING_BYTES per stream. Trust: output is hostile bytes, passed on as UTF-8 text or
+ * base64, never interpreted.
+ */
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon.h"
+
+#define READ_CHUNK 65536
+#define ENDED_KEPT 64		 /* ended processes listed per sandbox */
+#define STDIN_QUEUE_MAX (1u << 20)
+#define WAIT_DEFAULT_S 30
+#define WAIT_MAX_S 300
+
+static const char *const exec_fields[] = {
+	"argv", "cmd", "env", "cwd", "stdin", "stdin_b64", "timeout_s", "stream",
+	"background", "tag", "pty", "keep_stdin", NULL,
+};
+
+static const char *const stream_names[2] = { "stdout", "stderr" };
+
+/* ---- process objects -------------------------------------------------------------------- */
+
+json_t *pd_proc_json(struct proc *p)
+{
+	return json_pack("{s:s,s:i,s:s?,s:O,s:b,s:b,s:s,s:o,s:o,s:O?}", "exec", p->exec_str, "pid",
+			 p->pid, "tag", p->tag[0] ? p->tag : NULL, "argv", p->argv, "background",
+			 p->background, "pty", p->pty, "state", p->exited ? "exited" : "running",
+			 "started_at", pd_time_json(p->started_ms), "ended_at",
+			 pd_time_json(p->ended_ms), "result", p->result);
+}
+
+struct proc *pd_proc_find(struct box *b, const char *key)
+{
+	char *end;
+	long pid = strtol(key, &end, 10);
+	bool numeric = *key && !*end;
+
+	for (struct proc *p = b->procs; p; p = p->next) {
+		if (numeric && p->pid == pid && !p->exited)
+			return p;
+		if (!numeric && p->tag[0] && strcmp(p->tag, key) == 0 && !p->exited)
+			return p;
+	}
+	/* an ended one: the newest with that pid or tag */
+	for (struct proc *p = b->procs; p; p = p->next)
+		if ((numeric && p->pid == pid) || (!numeric && p->tag[0] && strcmp(p->tag, key) == 0))
+			return p;
+	return NULL;
+}
+
+static void close_output(struct proc *p, int i)
+{
+	if (p->out_ev[i]) {
+		event_free(p->out_ev[i]);
+		p->out_ev[i] = NULL;
+	}
+	if (p->out_fd[i] >= 0)
+		close(p->out_fd[i]);
+	p->out_fd[i] = -1;
+}
+
+void pd_proc_free(struct proc *p)
+{
+	struct box *b = p->box;
+
+	for (struct proc **pp = &b->procs; *pp; pp = &(*pp)->next)
+		if (*pp == p) {
+			*pp = p->next;
+			break;
+		}
+	b->n_procs--;
+	while (p->watchers) {
+		pd_stream_end(p->watchers);
+		pd_watcher_free(p->watchers, &p->watchers);
+	}
+	if (p->ex)
+		paddock_exec_set_callback(p->ex, NULL, NULL);
+	for (int i = 0; i < 2; i++) {
+		close_output(p, i);
+		if (p->out[i])
+			evbuffer_free(p->out[i]);
+	}
+	if (p->stdin_fd >= 0)
+		close(p->stdin_fd);
+	json_decref(p->argv);
+	json_decref(p->result);
+	free(p);
+}
+
+/* Keeps the newest ENDED_KEPT ended processes. */
+static void prune_ended(struct box *b)
+{
+	unsigned ended = 0;
+	struct proc *p, *next;
+
+	for (p = b->procs; p; p = next) {
+		next = p->next;
+		if (p->exited && !p->watchers && ++ended > ENDED_KEPT)
+			pd_proc_free(p);
+	}
+}
+
+/* ---- output ----------------------------------------------------------------------------- */
+
+static void send_result(struct proc *p, struct watcher *w)
+{
+	json_t *o = json_pack("{s:s,s:i}", "exec", p->exec_str, "pid", p->pid);
+
+	for (int i = 0; i < 2; i++) {
+		size_t n = evbuffer_get_length(p->out[i]);
+		pd_json_set_bytes(o, stream_names[i], evbuffer_pullup(p->out[i], -1), n);
+	}
+	json_object_set(o, "result", p->result ? p->result : json_null());
+	if (w->req) {
+		struct request r = { .d = p->box->d, .req = w->req };
+		pd_reply_json(&r, 200, o);
+		w->req = NULL;
+	} else {
+		json_decref(o);
+	}
+}
+
+static void notify_end(struct proc *p)
+{
+	struct watcher *w, *next;
+
+	for (w = p->watchers; w; w = next) {
+		next = w->next;
+		if (w->kind == W_OUTPUT) {
+			pd_stream_line(w, json_pack("{s:s,s:O?}", "type", "exit", "result",
+						    p->result));
+			pd_stream_end(w);
+		} else if (w->kind == W_RESULT) {
+			send_result(p, w);
+		} else if (w->kind == W_WAIT && w->req) {
+			struct request r = { .d = p->box->d, .req = w->req };
+			pd_reply_json(&r, 200, pd_proc_json(p));
+			w->req = NULL;
+		}
+		pd_watcher_free(w, &p->watchers);
+	}
+}
+
+static bool ended(struct proc *p)
+{
+	return p->exited && p->out_fd[0] < 0 && p->out_fd[1] < 0;
+}
+
+static void chunk(struct proc *p, int i, const char *buf, size_t n)
+{
+	for (struct watcher *w = p->watchers; w; w = w->next)
+		if (w->kind == W_OUTPUT) {
+			json_t *o = json_pack("{s:s}", "type", stream_names[i]);
+			pd_json_set_bytes(o, "data", buf, n);
+			pd_stream_line(w, o);
+		}
+	if (p->background) {
+		evbuffer_add(p->out[i], buf, n);
+		size_t have = evbuffer_get_length(p->out[i]);
+		if (have > PD_RING_BYTES)
+			evbuffer_drain(p->out[i], have - PD_RING_BYTES);
+		return;
+	}
+	/* foreground: limits.output over both streams, then the command ends */
+	if (p->out_total + n > p->out_limit) {
+		n = p->out_limit > p->out_total ? (size_t)(p->out_limit - p->out_total) : 0;
+		p->truncated = true;
+		if (p->ex)
+			(void)paddock_exec_terminate(p->ex, PADDOCK_END_OUTPUT, NULL);
+	}
+	evbuffer_add(p->out[i], buf, n);
+	p->out_total += n;
+}
+
+static void finish_if_ended(struct proc *p)
+{
+	if (!ended(p))
+		return;
+	if (p->truncated && p->result)
+		json_object_set_new(p->result, "output_truncated", json_true());
+	notify_end(p);
+	prune_ended(p->box);
+}
+
+/* Reads what is there; EOF (or EIO: a pty whose last user left) closes the stream. */
+static void drain(struct proc *p, int i)
+{
+	char buf[READ_CHUNK];
+
+	for (int rounds = 0; rounds < 16 && p->out_fd[i] >= 0; rounds++) {
+		ssize_t n = read(p->out_fd[i], buf, sizeof(buf));
+
+		if (n > 0) {
+			p->out_total += 0;
+			chunk(p, i, buf, (size_t)n);
+			continue;
+		}
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return;
+		close_output(p, i);
+	}
+}
+
+static void out_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct proc *p = arg;
+	int i = fd == p->out_fd[0] ? 0 : 1;
+
+	(void)what;
+	drain(p, i);
+	finish_if_ended(p);
+}
+
+static void exec_done(paddock_exec *ex, const struct paddock_result *res, void *userdata)
+{
+	struct proc *p = userdata;
+	struct daemon *d = p->box->d;
+	paddock_error err = { 0 };
+	char *json = NULL;
+
+	(void)ex;
+	p->ex = NULL;
+	p->exited = true;
+	p->ended_ms = pd_now_ms();
+	if (paddock_result_to_json(res, &json, NULL) >= 0) {
+		p->result = json_loads(json, 0, NULL);
+		if (p->result && p->truncated)
+			json_object_set_new(p->result, "output_truncated", json_true());
+	}
+	pd_metrics_exec(d, res, pd_mono_s() - p->t0);
+	if (paddock_store_end_exec(d->store, p->box->id, p->exec_id, p->ended_ms,
+				   json ? json : "null", &err) < 0)
+		fprintf(stderr, "paddockd: store: %s\n", err.msg);
+	free(json);
+	if (p->stdin_fd >= 0)
+		close(p->stdin_fd);
+	p->stdin_fd = -1;
+	/* the command is gone: what it wrote is in the pipe; a child still holding it is
+	 * not waited for */
+	for (int i = 0; i < 2; i++) {
+		drain(p, i);
+		close_output(p, i);
+	}
+	finish_if_ended(p);
+}
+
+static void watcher_gone(struct proc *p)
+{
+	/* a foreground command whose client went away is ended: nobody would see its result */
+	if (p->ex && !p->background)
+		(void)paddock_exec_terminate(p->ex, PADDOCK_END_KILLED, NULL);
+}
+
+/* ---- start ------------------------------------------------------------------------------ */
+
+static struct proc *proc_new(struct box *b)
+{
+	struct proc *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->box = b;
+	p->out_fd[0] = p->out_fd[1] = p->stdin_fd = -1;
+	p->out[0] = evbuffer_new();
+	p->out[1] = evbuffer_new();
+	p->next = b->procs;
+	b->procs = p;
+	b->n_procs++;
+	return p;
+}
+
+static int watch_outputs(struct proc *p, paddock_exec *ex)
+{
+	struct event_base *base = p->box->d->base;
+
+	if (p->pty) {
+		p->out_fd[0] = paddock_exec_take_fd(ex, 1);
+		p->stdin_fd = paddock_exec_take_fd(ex, 0);
+	} else {
+		for (int i = 0; i < 2; i++)
+			p->out_fd[i] = paddock_exec_take_fd(ex, i + 1);
+		p->stdin_fd = paddock_exec_take_fd(ex, 0);
+	}
+	for (int i = 0; i < 2; i++) {
+		if (p->out_fd[i] < 0)
+			continue;
+		(void)fcntl(p->out_fd[i], F_SETFL, O_NONBLOCK);
+		p->out_ev[i] = event_new(base, p->out_fd[i], EV_READ | EV_PERSIST, out_cb, p);
+		if (!p->out_ev[i] || event_add(p->out_ev[i], NULL) < 0)
+			return -ENOMEM;
+	}
+	if (p->stdin_fd >= 0)
+		(void)fcntl(p->stdin_fd, F_SETFL, O_NONBLOCK);
+	return 0;
+}
+
+static void record(struct proc *p)
+{
+	paddock_error err = { 0 };
+	char *argv = json_dumps(p->argv, JSON_COMPACT);
+	struct paddock_store_exec row = {
+		.sandbox_id = p->box->id,
+		.exec_id = p->exec_id,
+		.pid = p->pid,
+		.tag = p->tag[0] ? p->tag : NULL,
+		.argv_json = argv ? argv : "[]",
+		.background = p->background,
+		.pty = p->pty,
+		.started_ms = p->started_ms,
+	};
+
+	if (paddock_store_put_exec(p->box->d->store, &row, &err) < 0)
+		fprintf(stderr, "paddockd: store: %s\n", err.msg);
+	free(argv);
+}
+
+/* Writes stdin bytes without blocking the loop: what does not fit now is refused (429). */
+static int write_stdin(struct proc *p, const char *data, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(p->stdin_fd, data, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		data += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+struct exec_req {
+	json_t *argv;
+	const char **argv_c;
+	const char **env_c;
+	const char *cwd;
+	char *stdin_data;
+	size_t stdin_len;
+	bool has_stdin, stream, background, keep_stdin, pty;
+	double timeout_s;
+	const char *tag;
+	unsigned rows, cols;
+};
+
+static void exec_req_release(struct exec_req *q)
+{
+	json_decref(q->argv);
+	free(q->argv_c);
+	if (q->env_c)
+		for (size_t i = 0; q->env_c[i]; i++)
+			free((char *)q->env_c[i]);
+	free(q->env_c);
+	free(q->stdin_data);
+}
+
+static bool valid_tag(const char *t)
+{
+	size_t n = strlen(t);
+
+	if (n < 1 || n > PD_MAX_TAG)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-", t[i]))
+			return false;
+	/* a tag is never all digits: those name pids */
+	return strspn(t, "0123456789") != n;
+}
+
+static bool parse_exec(struct request *r, struct box *b, json_t *body, struct exec_req *q)
+{
+	json_t *v, *argv = json_object_get(body, "argv"), *cmd = json_object_get(body, "cmd");
+	const char *k;
+	size_t i;
+
+	if (!pd_check_fields(r, body, exec_fields))
+		return false;
+	if ((argv && cmd) || (!argv && !cmd)) {
+		pd_reply_error(r, 400, "invalid", "argv", "expected either 'argv' or 'cmd'");
+		return false;
+	}
+	if (cmd) {
+		if (!json_is_string(cmd) || json_string_length(cmd) == 0) {
+			pd_reply_error(r, 400, "invalid", "cmd", "expected a non-empty string");
+			return false;
+		}
+		q->argv = json_pack("[s,s,O]", "/bin/sh", "-c", cmd);
+	} else {
+		if (!json_is_array(argv) || json_array_size(argv) == 0 ||
+		    json_array_size(argv) > 4096) {
+			pd_reply_error(r, 400, "invalid", "argv",
+				       "expected an array of 1 to 4096 strings");
+			return false;
+		}
+		json_array_foreach(argv, i, v) {
+			if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v)) {
+				pd_reply_error(r, 400, "invalid", "argv",
+					       "expected strings without NUL bytes (item %zu)", i);
+				return false;
+			}
+		}
+		q->argv = json_incref(argv);
+	}
+	q->argv_c = calloc(json_array_size(q->argv) + 1, sizeof(char *));
+	json_array_foreach(q->argv, i, v) q->argv_c[i] = json_string_value(v);
+
+	v = json_object_get(body, "env");
+	if (v && (!json_is_object(v) || json_object_size(v) > 4096)) {
+		pd_reply_error(r, 400, "invalid", "env", "expected an object of strings");
+		return false;
+	}
+	q->env_c = calloc((v ? json_object_size(v) : 0) + 1, sizeof(char *));
+	i = 0;
+	if (v) {
+		json_t *val;
+		json_object_foreach(v, k, val) {
+			char *e;
+			if (!json_is_string(val) || !k[0] || strchr(k, '=') ||
+			    strlen(json_string_value(val)) != json_string_length(val)) {
+				pd_reply_error(r, 400, "invalid", "env",
+					       "expected NAME: \"value\" pairs (NAME without '=')");
+				return false;
+			}
+			if (asprintf(&e, "%s=%s", k, json_string_value(val)) < 0)
+				return false;
+			q->env_c[i++] = e;
+		}
+	}
+	v = json_object_get(body, "cwd");
+	if (v && (!json_is_string(v) || json_string_value(v)[0] != '/')) {
+		pd_reply_error(r, 400, "invalid", "cwd", "expected an absolute path");
+		return false;
+	}
+	q->cwd = v ? json_string_value(v) : NULL;
+	if ((v = json_object_get(body, "stdin"))) {
+		if (!json_is_string(v)) {
+			pd_reply_error(r, 400, "invalid", "stdin", "expected a string");
+			return false;
+		}
+		q->stdin_len = json_string_length(v);
+		q->stdin_data = malloc(q->stdin_len + 1);
+		memcpy(q->stdin_data, json_string_value(v), q->stdin_len);
+		q->has_stdin = true;
+	}
+	if ((v = json_object_get(body, "stdin_b64"))) {
+		if (q->has_stdin || !json_is_string(v) ||
+		    pd_unbase64(json_string_value(v), json_string_length(v), &q->stdin_data,
+				&q->stdin_len) < 0) {
+			pd_reply_error(r, 400, "invalid", "stdin_b64",
+				       "expected base64 (and not together with 'stdin')");
+			return false;
+		}
+		q->has_stdin = true;
+	}
+	if (q->stdin_len > STDIN_QUEUE_MAX / 16 * 16 && q->stdin_len > 65536) {
+		/* more than a pipe holds would block: bounded to what fits */
+		pd_reply_error(r, 413, "too_large", "stdin",
+			       "at most 65536 bytes of stdin in the request; write more through "
+			       "a background process's stdin");
+		return false;
+	}
+	q->timeout_s = b->sb ? -1 : 0;
+	if ((v = json_object_get(body, "timeout_s"))) {
+		if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) > 86400) {
+			pd_reply_error(r, 400, "invalid", "timeout_s",
+				       "expected seconds from 0 to 86400");
+			return false;
+		}
+		q->timeout_s = json_number_value(v);
+	}
+	for (const char *const *f = (const char *const[]){ "stream", "background", "keep_stdin",
+							  NULL };
+	     *f; f++) {
+		v = json_object_get(body, *f);
+		if (v && !json_is_boolean(v)) {
+			pd_reply_error(r, 400, "invalid", *f, "expected true or false");
+			return false;
+		}
+	}
+	q->stream = json_is_true(json_object_get(body, "stream"));
+	q->background = json_is_true(json_object_get(body, "background"));
+	q->keep_stdin = json_is_true(json_object_get(body, "keep_stdin"));
+	if (q->stream && q->background) {
+		pd_reply_error(r, 400, "invalid", "stream",
+			       "a background process is followed through its output endpoint");
+		return false;
+	}
+	if ((v = json_object_get(body, "tag"))) {
+		if (!json_is_string(v) || !valid_tag(json_string_value(v))) {
+			pd_reply_error(r, 400, "invalid", "tag",
+				       "expected 1 to 64 of [A-Za-z0-9_.-], not all digits");
+			return false;
+		}
+		q->tag = json_string_value(v);
+		for (struct proc *p = b->procs; p; p = p->next)
+			if (!p->exited && strcmp(p->tag, q->tag) == 0) {
+				pd_reply_error(r, 409, "conflict", "tag",
+					       "a running process already has tag '%s'", q->tag);
+				return false;
+			}
+	}
+	if ((v = json_object_get(body, "pty"))) {
+		json_t *rows = json_object_get(v, "rows"), *cols = json_object_get(v, "cols");
+
+		if (!json_is_object(v) || (rows && !json_is_integer(rows)) ||
+		    (cols && !json_is_integer(cols)) ||
+		    json_integer_value(rows) < 0 || json_integer_value(rows) > 1000 ||
+		    json_integer_value(cols) < 0 || json_integer_value(cols) > 1000) {
+			pd_reply_error(r, 400, "invalid", "pty",
+				       "expected {\"rows\": 1..1000, \"cols\": 1..1000}");
+			return false;
+		}
+		q->pty = true;
+		q->rows = (unsigned)json_integer_value(rows);
+		q->cols = (unsigned)json_integer_value(cols);
+	}
+	return true;
+}
+
+void pd_api_exec(struct request *r, struct box *b)
+{
+	struct exec_req q = { 0 };
+	struct paddock_exec_opts opts = { .fds = { -1, -1, -1 } };
+	paddock_error err = { 0 };
+	json_t *body;
+	paddock_exec *ex = NULL;
+	struct proc *p;
+	double limit = 0;
+
+	if (r->method != EVHTTP_REQ_POST)
+		return pd_reply_error(r, 405, "method_not_allowed", NULL, "expected POST");
+	if (!b->sb || !paddock_sandbox_running(b->sb))
+		return pd_reply_error(r, 409, "conflict", "id", "the sandbox is not running");
+	body = pd_body_object(r, false);
+	if (!body)
+		return;
+	if (!parse_exec(r, b, body, &q))
+		goto out;
+	if (b->n_procs >= PD_MAX_PROCS) {
+		prune_ended(b);
+		if (b->n_procs >= PD_MAX_PROCS) {
+			pd_reply_error(r, 429, "limit", NULL, "the sandbox has %d processes tracked",
+				       PD_MAX_PROCS);
+			goto out;
+		}
+	}
+	if (q.timeout_s < 0) {
+		json_t *spec = json_loads(b->spec_json, 0, NULL);
+		json_t *t = json_object_get(json_object_get(spec, "limits"), "timeout_s");
+
+		q.timeout_s = q.background ? 0 : (json_is_number(t) ? json_number_value(t) : 0);
+		json_decref(spec);
+	}
+	{
+		json_t *spec = json_loads(b->spec_json, 0, NULL);
+		json_t *o = json_object_get(json_object_get(spec, "limits"), "output");
+		limit = json_is_number(o) ? json_number_value(o) : 16777216;
+		json_decref(spec);
+	}
+	opts.argv = q.argv_c;
+	opts.env = q.env_c;
+	opts.cwd = q.cwd;
+	opts.timeout_s = q.timeout_s;
+	opts.output_captured = true;
+	if (q.pty) {
+		opts.pty_streams = 7;
+		opts.pty_rows = (unsigned short)q.rows;
+		opts.pty_cols = (unsigned short)q.cols;
+	} else {
+		opts.pipe_streams = 6 | ((q.has_stdin || q.keep_stdin) ? 1 : 0);
+	}
+	p = proc_new(b);
+	if (!p) {
+		pd_reply_error(r, 500, "internal", NULL, "out of memory");
+		goto out;
+	}
+	p->argv = json_incref(q.argv);
+	p->background = q.background;
+	p->pty = q.pty;
+	p->out_limit = (uint64_t)limit;
+	p->t0 = pd_mono_s();
+	if (q.tag)
+		snprintf(p->tag, sizeof(p->tag), "%s", q.tag);
+	if (paddock_exec_start(b->sb, &opts, exec_done, p, &ex, &err) < 0) {
+		pd_proc_free(p);
+		pd_reply_paddock_error(r, &err);
+		goto out;
+	}
+	p->ex = ex;
+	p->exec_id = paddock_exec_id(ex);
+	snprintf(p->exec_str, sizeof(p->exec_str), "ex_%llu", (unsigned long long)p->exec_id);
+	p->pid = paddock_exec_pid(ex);
+	p->started_ms = pd_now_ms();
+	if (watch_outputs(p, ex) < 0) {
+		(void)paddock_exec_terminate(ex, PADDOCK_END_ERROR, NULL);
+		pd_reply_error(r, 500, "internal", NULL, "out of memory");
+		goto out;
+	}
+	record(p);
+	if (q.has_stdin) {
+		int w = write_stdin(p, q.stdin_data, q.stdin_len);
+		if (w < 0 && w != -EPIPE)
+			fprintf(stderr, "paddockd: stdin of %s: %s\n", p->exec_str, strerror(-w));
+	}
+	if (q.has_stdin && !q.keep_stdin && !q.pty) {
+		if (p->stdin_fd >= 0)
+			close(p->stdin_fd);
+		p->stdin_fd = -1;
+		if (p->ex)
+			(void)paddock_exec_close_stdin(p->ex, NULL);
+	}
+	if (q.background) {
+		pd_reply_json(r, 201, pd_proc_json(p));
+	} else {
+		struct watcher *w = pd_watcher_new(r, q.stream ? W_OUTPUT : W_RESULT, p,
+						   &p->watchers);
+		if (!w) {
+			pd_reply_error(r, 500, "internal", NULL, "out of memory");
+			goto out;
+		}
+		w->on_gone = (void (*)(void *))watcher_gone;
+		if (q.stream) {
+			pd_stream_start(w, "application/x-ndjson");
+			pd_stream_line(w, json_pack("{s:s,s:s,s:i}", "type", "start", "exec",
+						    p->exec_str, "pid", p->pid));
+		}
+	}
+	/* a command that could not start, or ended at once, answers now */
+	finish_if_ended(p);
+out:
+	exec_req_release(&q);
+	json_decref(body);
+}
+
+/* ---- adopt ------------------------------------------------------------------------------ */
+
+void pd_proc_adopt(struct box *b, paddock_exec *ex, const struct paddock_store_exec *row)
+{
+	struct proc *p = proc_new(b);
+
+	if (!p)
+		return;
+	p->argv = row && row->argv_json ? json_loads(row->argv_json, 0, NULL) : NULL;
+	if (!p->argv)
+		p->argv = json_array();
+	p->exec_id = row ? row->exec_id : paddock_exec_id(ex);
+	snprintf(p->exec_str, sizeof(p->exec_str), "ex_%llu", (unsigned long long)p->exec_id);
+	p->pid = row ? row->pid : paddock_exec_pid(ex);
+	p->background = true; /* whoever waited in the foreground is gone */
+	p->pty = row ? row->pty : paddock_exec_pty_streams(ex) != 0;
+	p->started_ms = row ? row->started_ms : pd_now_ms();
+	p->t0 = pd_mono_s();
+	p->out_limit = UINT64_MAX;
+	if (row && row->tag)
+		snprintf(p->tag, sizeof(p->tag), "%s", row->tag);
+	if (!ex) {
+		/* ended while no paddockd listened, and its report went with the old one */
+		p->exited = true;
+		p->ended_ms = pd_now_ms();
+		p->result = json_pack("{s:s,s:{s:s}}", "reason", "error", "error", "message",
+				      "the command's report was lost when paddockd restarted");
+		(void)paddock_store_end_exec(b->d->store, b->id, p->exec_id, p->ended_ms,
+					     "{\"reason\":\"error\"}", NULL);
+		return;
+	}
+	p->ex = ex;
+	paddock_exec_set_callback(ex, exec_done, p);
+	(void)watch_outputs(p, ex);
+	if (!row)
+		record(p);
+}
+
+/* ---- /processes ------------------------------------------------------------------------- */
+
+static void wait_timeout(evutil_socket_t fd, short what, void *arg)
+{
+	struct watcher *w = arg;
+	struct proc *p = w->owner;
+
+	(void)fd;
+	(void)what;
+	if (w->req) {
+		struct request r = { .d = p->box->d, .req = w->req };
+		pd_reply_json(&r, 200, pd_proc_json(p));
+		w->req = NULL;
+	}
+	pd_watcher_free(w, &p->watchers);
+}
+
+static void output(struct request *r, struct proc *p)
+{
+	const char *follow = pd_query(r, "follow");
+	struct watcher *w = pd_watcher_new(r, W_OUTPUT, p, &p->watchers);
+
+	if (!w)
+		return pd_reply_error(r, 500, "internal", NULL, "out of memory");
+	pd_stream_start(w, "application/x-ndjson");
+	for (int i = 0; i < 2; i++) {
+		size_t n = evbuffer_get_length(p->out[i]);
+		if (n) {
+			json_t *o = json_pack("{s:s}", "type", stream_names[i]);
+			pd_json_set_bytes(o, "data", evbuffer_pullup(p->out[i], -1), n);
+			pd_stream_line(w, o);
+		}
+	}
+	if (ended(p) || !follow || strcmp(follow, "1") != 0) {
+		if (ended(p))
+			pd_stream_line(w, json_pack("{s:s,s:O?}", "type", "exit", "result",
+						    p->result));
+		pd_stream_end(w);
+		pd_watcher_free(w, &p->watchers);
+	}
+}
+
+static void process_action(struct request *r, struct box *b, struct proc *p, const char *what,
+			   const char *sub)
+{
+	paddock_error err = { 0 };
+	json_t *body;
+
+	if (r->method != EVHTTP_REQ_POST)
+		return pd_reply_error(r, 405, "method_not_allowed", NULL, "expected POST");
+	if (strcmp(what, "stdin") == 0 && !sub) {
+		struct evbuffer *in = evhttp_request_get_input_buffer(r->req);
+		size_t n = evbuffer_get_length(in);
+		int w;
+
+		if (p->exited)
+			return pd_reply_error(r, 409, "conflict", NULL, "the process has ended");
+		if (p->stdin_fd < 0)
+			return pd_reply_error(r, 409, "conflict", "stdin",
+					      "the process's stdin is closed (start it with "
+					      "keep_stdin or pty)");
+		if (n > 65536)
+			return pd_reply_error(r, 413, "too_large", "body",
+					      "at most 65536 bytes per write");
+		w = write_stdin(p, (const char *)evbuffer_pullup(in, -1), n);
+		if (w == -EAGAIN)
+			return pd_reply_error(r, 429, "limit", "stdin",
+					      "the process is not reading its stdin");
+		if (w < 0)
+			return pd_reply_error(r, 409, "conflict", "stdin", "write: %s",
+					      strerror(-w));
+		return pd_reply_empty(r, 204);
+	}
+	if (strcmp(what, "stdin") == 0 && strcmp(sub, "close") == 0) {
+		if (p->stdin_fd >= 0)
+			close(p->stdin_fd);
+		p->stdin_fd = -1;
+		if (p->ex && !p->pty)
+			(void)paddock_exec_close_stdin(p->ex, NULL);
+		return pd_reply_empty(r, 204);
+	}
+	if (sub)
+		return pd_reply_error(r, 404, "not_found", "path", "no such route");
+	if (strcmp(what, "wait") == 0) {
+		const char *t = pd_query(r, "timeout_s");
+		char *end = NULL;
+		double s = t ? strtod(t, &end) : WAIT_DEFAULT_S;
+		struct watcher *w;
+
+		if (t && (*end || !(s >= 0 && s <= WAIT_MAX_S)))
+			return pd_reply_error(r, 400, "invalid", "timeout_s",
+					      "expected seconds from 0 to %d", WAIT_MAX_S);
+		if (ended(p) || s == 0)
+			return pd_reply_json(r, 200, pd_proc_json(p));
+		w = pd_watcher_new(r, W_WAIT, p, &p->watchers);
+		if (!w)
+			return pd_reply_error(r, 500, "internal", NULL, "out of memory");
+		struct timeval tv = { .tv_sec = (time_t)s,
+				      .tv_usec = (suseconds_t)((s - (double)(time_t)s) * 1e6) };
+		w->timer = evtimer_new(b->d->base, wait_timeout, w);
+		if (w->timer)
+			evtimer_add(w->timer, &tv);
+		return;
+	}
+	body = pd_body_object(r, false);
+	if (!body)
+		return;
+	if (strcmp(what, "signal") == 0) {
+		static const char *const fields[] = { "signal", NULL };
+		static const struct {
+			const char *name;
+			int sig;
+		} names[] = { { "TERM", SIGTERM }, { "KILL", SIGKILL }, { "INT", SIGINT },
+			      { "HUP", SIGHUP },   { "QUIT", SIGQUIT }, { "USR1", SIGUSR1 },
+			      { "USR2", SIGUSR2 }, { "STOP", SIGSTOP }, { "CONT", SIGCONT } };
+		json_t *v = json_object_get(body, "signal");
+		int sig = 0;
+
+		if (!pd_check_fields(r, body, fields))
+			goto out;
+		if (json_is_integer(v) && json_integer_value(v) > 0 && json_integer_value(v) < 65)
+			sig = (int)json_integer_value(v);
+		for (size_t i = 0; json_is_string(v) && i < sizeof(names) / sizeof(names[0]); i++) {
+			const char *s = json_string_value(v);
+			if (strncmp(s, "SIG", 3) == 0)
+				s += 3;
+			if (strcmp(s, names[i].name) == 0)
+				sig = names[i].sig;
+		}
+		if (!sig) {
+			pd_reply_error(r, 400, "invalid", "signal",
+				       "expected a signal name (TERM, KILL, INT, HUP, QUIT, USR1, "
+				       "USR2, STOP, CONT) or number");
+			goto out;
+		}
+		if (!p->ex) {
+			pd_reply_error(r, 409, "conflict", NULL, "the process has ended");
+			goto out;
+		}
+		if (paddock_exec_signal(p->ex, sig, &err) < 0)
+			pd_reply_paddock_error(r, &err);
+		else
+			pd_reply_empty(r, 204);
+		goto out;
+	}
+	if (strcmp(what, "resize") == 0) {
+		static const char *const fields[] = { "rows", "cols", NULL };
+		json_t *rows = json_object_get(body, "rows"), *cols = json_object_get(body, "cols");
+
+		if (!pd_check_fields(r, body, fields))
+			goto out;
+		if (!json_is_integer(rows) || !json_is_integer(cols) ||
+		    json_integer_value(rows) < 1 || json_integer_value(rows) > 1000 ||
+		    json_integer_value(cols) < 1 || json_integer_value(cols) > 1000) {
+			pd_reply_error(r, 400, "invalid", "rows",
+				       "expected rows and cols from 1 to 1000");
+			goto out;
+		}
+		if (!p->ex || !p->pty) {
+			pd_reply_error(r, 409, "conflict", NULL,
+				       p->ex ? "the process has no terminal" : "the process has ended");
+			goto out;
+		}
+		if (paddock_exec_resize(p->ex, (unsigned short)json_integer_value(rows),
+					(unsigned short)json_integer_value(cols), &err) < 0)
+			pd_reply_paddock_error(r, &err);
+		else
+			pd_reply_empty(r, 204);
+		goto out;
+	}
+	pd_reply_error(r, 404, "not_found", "path", "no such route");
+out:
+	json_decref(body);
+}
+
+void pd_api_processes(struct request *r, struct box *b)
+{
+	struct proc *p;
+
+	if (r->n_seg == 4) {
+		json_t *a = json_array();
+
+		if (r->method != EVHTTP_REQ_GET)
+			return pd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET");
+		for (p = b->procs; p; p = p->next)
+			json_array_append_new(a, pd_proc_json(p));
+		return pd_reply_json(r, 200, json_pack("{s:o}", "processes", a));
+	}
+	p = pd_proc_find(b, r->seg[4]);
+	if (!p)
+		return pd_reply_error(r, 404, "not_found", "process", "no such process");
+	if (r->n_seg == 5) {
+		if (r->method != EVHTTP_REQ_GET)
+			return pd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET");
+		return pd_reply_json(r, 200, pd_proc_json(p));
+	}
+	if (r->n_seg == 6 && strcmp(r->seg[5], "output") == 0) {
+		if (r->method != EVHTTP_REQ_GET)
+			return pd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET");
+		return output(r, p);
+	}
+	if (r->n_seg > 7)
+		return pd_reply_error(r, 404, "not_found", "path", "no such route");
+	process_action(r, b, p, r->seg[5], r->n_seg == 7 ? r->seg[6] : NULL);
+}

@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * /v1/sandboxes/{id}/ports/{port}/... : HTTP to a service the agent started on
+ * 127.0.0.1:{port} inside the sandbox. The connection is a socket init made inside the
+ * sandbox's network namespace (paddock_sandbox_socket()), connected from here: the sandbox
+ * gets no route out, and nothing on the host is reachable through it.
+ *
+ * The request is forwarded as HTTP/1.0 with "Connection: close", so the service answers
+ * without chunked encoding and ends its answer by closing; the answer is buffered (up to
+ * PORT_RESPONSE_MAX) and relayed. Evhttp's client cannot be given a socket that is already
+ * connected (it resets the connection's fd before dialling), hence this small forwarder.
+ *
+ * Trust: the answer comes from inside the sandbox: its head is parsed with bounds, only
+ * well-formed headers are passed on, hop-by-hop ones are dropped.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "daemon.h"
+
+#define PORT_RESPONSE_MAX (16u << 20)
+#define PORT_HEAD_MAX (64u << 10)
+#define PORT_TIMEOUT_S 30
+
+struct forward {
+	struct daemon *d;
+	struct bufferevent *bev;
+	struct watcher *w;
+	struct watcher *list;
+	bool done;
+};
+
+static void forward_free(struct forward *f)
+{
+	if (f->bev)
+		bufferevent_free(f->bev);
+	if (f->w)
+		pd_watcher_free(f->w, &f->list);
+	free(f);
+}
+
+static bool hop_by_hop(const char *name)
+{
+	static const char *const hop[] = { "connection", "keep-alive", "transfer-encoding",
+					   "upgrade", "proxy-connection", "te", "trailer",
+					   "content-length", NULL };
+
+	for (const char *const *h = hop; *h; h++)
+		if (strcasecmp(*h, name) == 0)
+			return true;
+	return false;
+}
+
+static void fail(struct forward *f, int status, const char *msg)
+{
+	if (f->w->req) {
+		struct request r = { .d = f->d, .req = f->w->req };
+		pd_reply_error(&r, status, status == 504 ? "timeout" : "bad_gateway", "port", "%s",
+			       msg);
+		f->w->req = NULL;
+	}
+}
+
+/* Parses the service's answer and relays it. */
+static void relay(struct forward *f)
+{
+	struct evbuffer *in = bufferevent_get_input(f->bev);
+	struct evbuffer_ptr end = evbuffer_search(in, "\r\n\r\n", 4, NULL);
+	struct evkeyvalq *out_h;
+	char *head, *line, *save = NULL;
+	int status = 0;
+
+	if (end.pos < 0 || (size_t)end.pos > PORT_HEAD_MAX)
+		return fail(f, 502, "the service in the sandbox sent no valid HTTP answer");
+	head = malloc((size_t)end.pos + 1);
+	if (!head)
+		return fail(f, 500, "out of memory");
+	evbuffer_remove(in, head, (size_t)end.pos);
+	head[end.pos] = '\0';
+	evbuffer_drain(in, 4);
+	line = strtok_r(head, "\r\n", &save);
+	if (!line || sscanf(line, "HTTP/1.%*1[01] %3d", &status) != 1 || status < 100 ||
+	    status > 599) {
+		free(head);
+		return fail(f, 502, "the service in the sandbox sent no valid status line");
+	}
+	if (!f->w->req) {
+		free(head);
+		return;
+	}
+	out_h = evhttp_request_get_output_headers(f->w->req);
+	while ((line = strtok_r(NULL, "\r\n", &save))) {
+		char *colon = strchr(line, ':');
+		bool ok = colon && colon != line;
+
+		for (char *c = line; ok && c < colon; c++)
+			ok = *c > 0x20 && *c < 0x7f;
+		if (!ok)
+			continue; /* SECURITY: malformed header lines from inside are dropped */
+		*colon = '\0';
+		char *v = colon + 1;
+		while (*v == ' ' || *v == '\t')
+			v++;
+		if (!hop_by_hop(line))
+			evhttp_add_header(out_h, line, v);
+	}
+	free(head);
+	f->d->m.http_by_class[status / 100]++;
+	evhttp_send_reply(f->w->req, status, NULL, in);
+	f->w->req = NULL;
+}
+
+static void read_cb(struct bufferevent *bev, void *arg)
+{
+	struct forward *f = arg;
+
+	if (evbuffer_get_length(bufferevent_get_input(bev)) > PORT_RESPONSE_MAX) {
+		fail(f, 502, "the answer from the sandbox is over 16 MiB");
+		forward_free(f);
+	}
+}
+
+static void event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct forward *f = arg;
+
+	(void)bev;
+	if (what & BEV_EVENT_CONNECTED)
+		return;
+	if (what & BEV_EVENT_TIMEOUT)
+		fail(f, 504, "the service in the sandbox did not answer in time");
+	else if (what & BEV_EVENT_EOF)
+		relay(f);
+	else
+		fail(f, 502, "nothing answers on that port in the sandbox");
+	forward_free(f);
+}
+
+static void client_gone(void *owner)
+{
+	struct forward *f = owner;
+
+	/* evhttp is closing the client's connection; ours is dropped with it */
+	if (f->bev) {
+		bufferevent_disable(f->bev, EV_READ | EV_WRITE);
+		bufferevent_setcb(f->bev, NULL, NULL, NULL, NULL);
+	}
+	f->w->on_gone = NULL;
+}
+
+void pd_api_ports(struct request *r, struct box *b)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	const char *uri = evhttp_request_get_uri(r->req), *rest, *q;
+	struct evbuffer *req_body = evhttp_request_get_input_buffer(r->req);
+	struct evkeyvalq *in_h = evhttp_request_get_input_headers(r->req);
+	struct timeval tv = { .tv_sec = PORT_TIMEOUT_S };
+	paddock_error err = { 0 };
+	struct evbuffer *out;
+	struct forward *f;
+	const char *method;
+	char *end;
+	long port;
+	int fd;
+
+	if (r->n_seg < 5)
+		return pd_reply_error(r, 404, "not_found", "port", "expected /ports/{port}/...");
+	port = strtol(r->seg[4], &end, 10);
+	if (*end || port < 1 || port > 65535)
+		return pd_reply_error(r, 400, "invalid", "port", "expected a port from 1 to 65535");
+	if (!b->sb || !paddock_sandbox_running(b->sb))
+		return pd_reply_error(r, 409, "conflict", "id", "the sandbox is not running");
+	switch (r->method) {
+	case EVHTTP_REQ_GET: method = "GET"; break;
+	case EVHTTP_REQ_POST: method = "POST"; break;
+	case EVHTTP_REQ_PUT: method = "PUT"; break;
+	case EVHTTP_REQ_DELETE: method = "DELETE"; break;
+	case EVHTTP_REQ_HEAD: method = "HEAD"; break;
+	case EVHTTP_REQ_PATCH: method = "PATCH"; break;
+	case EVHTTP_REQ_OPTIONS: method = "OPTIONS"; break;
+	default:
+		return pd_reply_error(r, 405, "method_not_allowed", NULL, "method not forwarded");
+	}
+	/* the raw (still encoded) path after /ports/{port} */
+	rest = strstr(uri, "/ports/");
+	rest = rest ? strchr(rest + 7, '/') : NULL;
+	q = strchr(uri, '?');
+	if (!rest || (q && rest > q))
+		rest = q ? q : "";
+	if (paddock_sandbox_socket(b->sb, AF_INET, SOCK_STREAM, &fd, &err) < 0)
+		return pd_reply_paddock_error(r, &err);
+	f = calloc(1, sizeof(*f));
+	if (!f) {
+		close(fd);
+		return pd_reply_error(r, 500, "internal", NULL, "out of memory");
+	}
+	f->d = r->d;
+	evutil_make_socket_nonblocking(fd);
+	f->bev = bufferevent_socket_new(r->d->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	f->w = pd_watcher_new(r, W_OUTPUT, f, &f->list);
+	if (!f->bev || !f->w) {
+		if (!f->bev)
+			close(fd);
+		forward_free(f);
+		return pd_reply_error(r, 500, "internal", NULL, "out of memory");
+	}
+	f->w->on_gone = client_gone;
+	sa.sin_port = htons((uint16_t)port);
+	bufferevent_setcb(f->bev, read_cb, NULL, event_cb, f);
+	bufferevent_set_timeouts(f->bev, &tv, &tv);
+	if (bufferevent_socket_connect(f->bev, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		fail(f, 502, "nothing answers on that port in the sandbox");
+		return forward_free(f);
+	}
+	out = bufferevent_get_output(f->bev);
+	evbuffer_add_printf(out, "%s %s%s HTTP/1.0\r\nHost: 127.0.0.1:%ld\r\nConnection: close\r\n",
+			    method, rest[0] == '?' ? "/" : "", rest[0] ? rest : "/", port);
+	for (struct evkeyval *h = in_h->tqh_first; h; h = h->next.tqe_next)
+		if (!hop_by_hop(h->key) && strcasecmp(h->key, "Host") != 0 &&
+		    strcasecmp(h->key, "Authorization") != 0)
+			evbuffer_add_printf(out, "%s: %s\r\n", h->key, h->value);
+	evbuffer_add_printf(out, "Content-Length: %zu\r\n\r\n", evbuffer_get_length(req_body));
+	evbuffer_add_buffer(out, req_body);
+	bufferevent_enable(f->bev, EV_READ | EV_WRITE);
+}

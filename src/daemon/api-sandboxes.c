@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * /v1/sandboxes: create, list, get, delete, extend the TTL (docs/api.md "Sandboxes").
+ */
+#include <event2/http.h>
+#include <string.h>
+
+#include "daemon.h"
+
+static void create(struct request *r)
+{
+	paddock_error err = { 0 };
+	struct box *b = NULL;
+	json_t *body = pd_body_object(r, true);
+
+	if (!body)
+		return;
+	if (pd_box_create(r->d, r->tenant, body, &b, &err) < 0) {
+		json_decref(body);
+		return pd_reply_paddock_error(r, &err);
+	}
+	json_decref(body);
+	pd_reply_json(r, 201, pd_box_json(b));
+}
+
+static void list(struct request *r)
+{
+	json_t *a = json_array();
+
+	for (struct box *b = r->d->boxes; b; b = b->next)
+		if (strcmp(b->tenant, r->tenant) == 0)
+			json_array_append_new(a, pd_box_json(b));
+	pd_reply_json(r, 200, json_pack("{s:o}", "sandboxes", a));
+}
+
+static void set_ttl(struct request *r, struct box *b)
+{
+	static const char *const fields[] = { "ttl_s", NULL };
+	json_t *body = pd_body_object(r, false), *v;
+
+	if (!body)
+		return;
+	if (!pd_check_fields(r, body, fields)) {
+		json_decref(body);
+		return;
+	}
+	v = json_object_get(body, "ttl_s");
+	if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+	    json_integer_value(v) > PD_MAX_TTL_S) {
+		json_decref(body);
+		return pd_reply_error(r, 400, "invalid", "ttl_s",
+				      "expected whole seconds from 1 to %d", PD_MAX_TTL_S);
+	}
+	b->ttl_s = json_integer_value(v);
+	b->expires_ms = pd_now_ms() + b->ttl_s * 1000;
+	json_decref(body);
+	pd_box_persist(b);
+	pd_reply_json(r, 200, pd_box_json(b));
+}
+
+void pd_api_sandboxes(struct request *r)
+{
+	struct box *b;
+
+	if (r->n_seg == 2) {
+		if (r->method == EVHTTP_REQ_POST)
+			return create(r);
+		if (r->method == EVHTTP_REQ_GET)
+			return list(r);
+		return pd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET or POST");
+	}
+	b = pd_box_find(r->d, r->tenant, r->seg[2]);
+	if (r->n_seg == 4) {
+		if (r->method != EVHTTP_REQ_POST)
+			return pd_reply_error(r, 405, "method_not_allowed", NULL, "expected POST");
+		return set_ttl(r, b);
+	}
+	if (r->method == EVHTTP_REQ_GET)
+		return pd_reply_json(r, 200, pd_box_json(b));
+	if (r->method == EVHTTP_REQ_DELETE) {
+		pd_box_destroy(b, "deleted");
+		return pd_reply_empty(r, 204);
+	}
+	pd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET or DELETE");
+}

@@ -1,0 +1,203 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * paddockd: sandboxes as a service. One libevent loop serves the HTTP API (evhttp on a unix
+ * socket, optionally TCP with bearer tokens), every sandbox's control socket and timers
+ * (libpaddock), command output, and the TTL reaper. State that must survive a crash lives in
+ * SQLite (paddock/store.h); a restarted paddockd adopts the sandboxes it finds there.
+ *
+ * Trust: API clients are untrusted apart from the tenant their token names; everything a
+ * sandbox produces (output, file names, exit reports) is hostile and bounded.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "paddock/paddock.h"
+#include "paddock/store.h"
+
+struct event;
+struct event_base;
+struct evbuffer;
+struct evhttp;
+struct evhttp_request;
+struct evhttp_connection;
+
+#define PD_MAX_TENANT 64
+#define PD_MAX_TAG 64
+#define PD_RING_BYTES (1u << 20)     /* background output kept per stream */
+#define PD_MAX_BODY (1u << 20)	      /* JSON request bodies */
+#define PD_MAX_HEADERS (64u << 10)
+#define PD_DEFAULT_TTL_S 1800
+#define PD_MAX_TTL_S 86400
+#define PD_MAX_SANDBOXES 1024	      /* per tenant */
+#define PD_MAX_PROCS 256	      /* tracked processes per sandbox */
+
+struct daemon;
+struct box;
+struct proc;
+
+/* A client following a stream (exec stream, process output, events), or waiting. */
+struct watcher {
+	struct evhttp_request *req;
+	struct evhttp_connection *evcon;
+	struct watcher *next;
+	struct event *timer; /* wait: the deadline */
+	int kind;	     /* enum watcher_kind */
+	void *owner;	     /* struct proc * or struct box * */
+	void (*on_gone)(void *owner); /* the client went away */
+};
+
+enum watcher_kind {
+	W_OUTPUT, /* NDJSON output then exit of a process */
+	W_WAIT,	  /* one JSON answer when the process ends (or the deadline) */
+	W_RESULT, /* foreground exec: one JSON answer with stdout, stderr, result */
+	W_EVENTS, /* NDJSON events of a sandbox */
+};
+
+struct proc {
+	struct box *box;
+	paddock_exec *ex; /* NULL once ended */
+	uint64_t exec_id;
+	char exec_str[24];
+	int pid;
+	char tag[PD_MAX_TAG + 1];
+	json_t *argv;
+	bool background, pty, exited;
+	int64_t started_ms, ended_ms;
+	json_t *result;		  /* the report, once ended */
+	int out_fd[2];		  /* stdout, stderr (or the pty on [0]); -1 at EOF */
+	struct event *out_ev[2];
+	int stdin_fd;		  /* -1 when closed or none */
+	struct evbuffer *out[2];  /* foreground: everything; background: the last PD_RING_BYTES */
+	uint64_t out_total;	  /* bytes read so far, both streams */
+	uint64_t out_limit;	  /* limits.output of the sandbox */
+	bool truncated;
+	struct watcher *watchers;
+	double t0;		  /* for the latency histogram */
+	struct proc *next;
+};
+
+struct box {
+	struct daemon *d;
+	paddock_sandbox *sb; /* NULL once stopped */
+	char id[32];
+	char tenant[PD_MAX_TENANT + 1];
+	char *spec_json;
+	json_t *metadata;
+	int64_t created_ms, expires_ms, last_active_ms;
+	int64_t ttl_s, idle_timeout_s;
+	bool stopped;
+	struct proc *procs;
+	unsigned n_procs;
+	struct watcher *watchers; /* event followers */
+	struct box *next;
+};
+
+struct tenant_token {
+	char tenant[PD_MAX_TENANT + 1];
+	char token[256];
+};
+
+struct metrics {
+	uint64_t created, destroyed_by[8], execs_by[_PADDOCK_END_MAX], http_by_class[6];
+	uint64_t exec_buckets[12], exec_count;
+	double exec_sum;
+};
+
+struct daemon {
+	struct event_base *base;
+	paddock_ctx *ctx;
+	paddock_store *store;
+	struct evhttp *http_unix, *http_tcp;
+	char state_dir[256];
+	char socket_path[108];
+	uint64_t max_upload;
+	int orphan_timeout_s;
+	bool destroy_on_exit;
+	bool stopping;
+	int event_log_fd;
+	struct box *boxes;
+	struct tenant_token *tokens;
+	size_t n_tokens;
+	struct metrics m;
+	struct event *reaper_ev, *sig_ev[3];
+};
+
+/* ---- util ---- */
+int64_t pd_now_ms(void);
+double pd_mono_s(void);
+void pd_format_time(int64_t ms, char *buf, size_t size); /* RFC 3339 UTC with ms */
+json_t *pd_time_json(int64_t ms);		       /* string, or null for 0 */
+char *pd_base64(const void *data, size_t len);	       /* caller frees */
+int pd_unbase64(const char *s, size_t len, char **ret, size_t *ret_len);
+/* a UTF-8 JSON string when the bytes are valid UTF-8, else base64 under key "<key>_b64" */
+void pd_json_set_bytes(json_t *o, const char *key, const void *data, size_t len);
+/* a JSON string of s; bytes that are not UTF-8 become \\xNN */
+json_t *pd_json_text(const char *s);
+
+/* fills err (no field) and returns -code */
+int dfail(paddock_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int pd_http_listen_tcp(struct daemon *d, const char *addr, unsigned short port, paddock_error *err);
+
+/* ---- http (http.c) ---- */
+struct request {
+	struct daemon *d;
+	struct evhttp_request *req;
+	const char *tenant;
+	char *path;		/* decoded path */
+	char *seg[8];		/* path segments */
+	size_t n_seg;
+	struct evkeyvalq *query; /* parsed query */
+	int method;		/* EVHTTP_REQ_* */
+};
+
+void pd_reply_json(struct request *r, int status, json_t *body_take);
+void pd_reply_error(struct request *r, int status, const char *code, const char *field,
+		    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+void pd_reply_paddock_error(struct request *r, const paddock_error *err);
+void pd_reply_empty(struct request *r, int status);
+/* The body as a JSON object; replies 400/413 and returns NULL when it is not one. */
+json_t *pd_body_object(struct request *r, bool empty_ok);
+/* Rejects fields not in the NULL-terminated list: replies 400 and returns false. */
+bool pd_check_fields(struct request *r, json_t *o, const char *const *allowed);
+const char *pd_query(struct request *r, const char *key);
+int pd_http_setup(struct daemon *d, paddock_error *err);
+void pd_http_stop(struct daemon *d);
+
+/* NDJSON streaming to a watcher */
+void pd_stream_start(struct watcher *w, const char *content_type);
+void pd_stream_line(struct watcher *w, json_t *o_take);
+void pd_stream_end(struct watcher *w);
+struct watcher *pd_watcher_new(struct request *r, int kind, void *owner,
+			       struct watcher **list);
+void pd_watcher_free(struct watcher *w, struct watcher **list);
+
+/* ---- lifecycle (lifecycle.c) ---- */
+struct box *pd_box_find(struct daemon *d, const char *tenant, const char *id);
+int pd_box_create(struct daemon *d, const char *tenant, json_t *body, struct box **ret,
+		  paddock_error *err);
+void pd_box_destroy(struct box *b, const char *reason);
+void pd_box_touch(struct box *b);
+json_t *pd_box_json(struct box *b);
+void pd_box_persist(struct box *b);
+int pd_lifecycle_start(struct daemon *d, paddock_error *err);
+void pd_lifecycle_stop(struct daemon *d);
+void pd_event_sink(const struct paddock_event *ev, void *userdata);
+
+/* ---- processes (api-exec.c) ---- */
+struct proc *pd_proc_find(struct box *b, const char *key);
+void pd_proc_free(struct proc *p);
+void pd_proc_adopt(struct box *b, paddock_exec *ex, const struct paddock_store_exec *row);
+json_t *pd_proc_json(struct proc *p);
+
+/* ---- routes ---- */
+void pd_api_sandboxes(struct request *r);
+void pd_api_exec(struct request *r, struct box *b);
+void pd_api_processes(struct request *r, struct box *b);
+void pd_api_files(struct request *r, struct box *b);
+void pd_api_events(struct request *r, struct box *b);
+void pd_api_ports(struct request *r, struct box *b);
+void pd_api_metrics(struct request *r);
+void pd_metrics_exec(struct daemon *d, const struct paddock_result *res, double seconds);

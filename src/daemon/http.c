@@ -1,0 +1,455 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The HTTP front of paddockd: evhttp on a unix socket (every client is the tenant "local";
+ * the socket's mode 0600 is the access control) and optionally on TCP, where a bearer token
+ * names the tenant. Parses the path into segments, routes, and answers errors in one shape:
+ * {"error":{"code","field","message"}}. evhttp bounds header and body sizes itself (413/400).
+ *
+ * Trust: every request is hostile until its tenant is known, and then still bounded.
+ */
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "daemon.h"
+
+static void count_status(struct daemon *d, int status)
+{
+	if (status >= 100 && status < 600)
+		d->m.http_by_class[status / 100]++;
+}
+
+void pd_reply_json(struct request *r, int status, json_t *body)
+{
+	struct evbuffer *b = evbuffer_new();
+	char *s = body ? json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+
+	json_decref(body);
+	if (b && s) {
+		evbuffer_add(b, s, strlen(s));
+		evbuffer_add(b, "\n", 1);
+	}
+	free(s);
+	evhttp_add_header(evhttp_request_get_output_headers(r->req), "Content-Type",
+			  "application/json");
+	count_status(r->d, status);
+	evhttp_send_reply(r->req, status, NULL, b);
+	if (b)
+		evbuffer_free(b);
+}
+
+void pd_reply_empty(struct request *r, int status)
+{
+	count_status(r->d, status);
+	evhttp_send_reply(r->req, status, NULL, NULL);
+}
+
+void pd_reply_error(struct request *r, int status, const char *code, const char *field,
+		    const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	pd_reply_json(r, status,
+		      json_pack("{s:{s:s,s:s,s:s}}", "error", "code", code, "field",
+				field ? field : "", "message", msg));
+}
+
+void pd_reply_paddock_error(struct request *r, const paddock_error *err)
+{
+	int status = 500;
+	const char *code = "internal";
+
+	switch (err->code) {
+	case EINVAL:
+	case E2BIG:
+	case ENAMETOOLONG:
+	case ERANGE:
+	case EDOM:
+	case ENOTDIR:
+	case EISDIR:
+	case ELOOP:
+	case EXDEV:
+	case ENOTEMPTY:
+		status = 400, code = "invalid";
+		break;
+	case ENOENT:
+		status = 404, code = "not_found";
+		break;
+	case EEXIST:
+	case ESRCH:
+	case EBUSY:
+		status = 409, code = "conflict";
+		break;
+	case EACCES:
+	case EPERM:
+		status = 403, code = "forbidden";
+		break;
+	case EFBIG:
+		status = 413, code = "too_large";
+		break;
+	case EAGAIN:
+	case ENOSPC:
+	case EDQUOT:
+		status = 429, code = "limit";
+		break;
+	case EOPNOTSUPP:
+		status = 422, code = "unsupported";
+		break;
+	default:
+		break;
+	}
+	pd_reply_json(r, status,
+		      json_pack("{s:{s:s,s:s,s:s,s:s}}", "error", "code", code, "field", err->field,
+				"message", err->msg, "errno", paddock_errno_name(err->code)));
+}
+
+json_t *pd_body_object(struct request *r, bool empty_ok)
+{
+	struct evbuffer *in = evhttp_request_get_input_buffer(r->req);
+	size_t len = evbuffer_get_length(in);
+	json_error_t jerr;
+	json_t *o;
+
+	if (len == 0 && empty_ok)
+		return json_object();
+	if (len > PD_MAX_BODY) {
+		pd_reply_error(r, 413, "too_large", "body", "a JSON body may have %u bytes",
+			       PD_MAX_BODY);
+		return NULL;
+	}
+	o = json_loadb((const char *)evbuffer_pullup(in, -1), len,
+		       JSON_REJECT_DUPLICATES, &jerr);
+	if (!o) {
+		pd_reply_error(r, 400, "malformed", "body", "expected a JSON object: %s (line %d)",
+			       jerr.text, jerr.line);
+		return NULL;
+	}
+	if (!json_is_object(o)) {
+		json_decref(o);
+		pd_reply_error(r, 400, "malformed", "body", "expected a JSON object");
+		return NULL;
+	}
+	return o;
+}
+
+bool pd_check_fields(struct request *r, json_t *o, const char *const *allowed)
+{
+	const char *key;
+	json_t *v;
+
+	json_object_foreach(o, key, v) {
+		bool ok = false;
+
+		for (const char *const *a = allowed; *a && !ok; a++)
+			ok = strcmp(*a, key) == 0;
+		if (!ok) {
+			char esc[80];
+			size_t n = 0;
+
+			for (const char *k = key; *k && n + 1 < sizeof(esc); k++)
+				esc[n++] = (*k >= 0x20 && *k < 0x7f) ? *k : '?';
+			esc[n] = '\0';
+			pd_reply_error(r, 400, "unknown_field", esc, "unknown field '%s'", esc);
+			return false;
+		}
+	}
+	return true;
+}
+
+const char *pd_query(struct request *r, const char *key)
+{
+	return r->query ? evhttp_find_header(r->query, key) : NULL;
+}
+
+/* ---- streams ---------------------------------------------------------------------------- */
+
+static void watcher_closed(struct evhttp_connection *evcon, void *arg)
+{
+	struct watcher *w = arg;
+
+	(void)evcon;
+	w->req = NULL; /* evhttp frees the request with the connection */
+	w->evcon = NULL;
+	if (w->on_gone)
+		w->on_gone(w->owner);
+}
+
+struct watcher *pd_watcher_new(struct request *r, int kind, void *owner, struct watcher **list)
+{
+	struct watcher *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return NULL;
+	w->req = r->req;
+	w->evcon = evhttp_request_get_connection(r->req);
+	w->kind = kind;
+	w->owner = owner;
+	evhttp_connection_set_closecb(w->evcon, watcher_closed, w);
+	w->next = *list;
+	*list = w;
+	return w;
+}
+
+void pd_watcher_free(struct watcher *w, struct watcher **list)
+{
+	for (struct watcher **pp = list; *pp; pp = &(*pp)->next)
+		if (*pp == w) {
+			*pp = w->next;
+			break;
+		}
+	if (w->evcon)
+		evhttp_connection_set_closecb(w->evcon, NULL, NULL);
+	if (w->timer)
+		event_free(w->timer);
+	free(w);
+}
+
+void pd_stream_start(struct watcher *w, const char *content_type)
+{
+	if (!w->req)
+		return;
+	evhttp_add_header(evhttp_request_get_output_headers(w->req), "Content-Type",
+			  content_type);
+	evhttp_send_reply_start(w->req, 200, "OK");
+}
+
+void pd_stream_line(struct watcher *w, json_t *o)
+{
+	char *s;
+
+	if (!w->req || !o) {
+		json_decref(o);
+		return;
+	}
+	s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	json_decref(o);
+	if (!s)
+		return;
+	struct evbuffer *b = evbuffer_new();
+	if (b) {
+		evbuffer_add(b, s, strlen(s));
+		evbuffer_add(b, "\n", 1);
+		evhttp_send_reply_chunk(w->req, b);
+		evbuffer_free(b);
+	}
+	free(s);
+}
+
+void pd_stream_end(struct watcher *w)
+{
+	if (!w->req)
+		return;
+	evhttp_send_reply_end(w->req);
+	w->req = NULL;
+}
+
+/* ---- routing ----------------------------------------------------------------------------- */
+
+static bool valid_id(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n != 15 || strncmp(s, "sb_", 3) != 0)
+		return false;
+	for (size_t i = 3; i < n; i++)
+		if (!strchr("abcdefghijkmnpqrstuvwxyz23456789", s[i]))
+			return false;
+	return true;
+}
+
+static void route(struct request *r)
+{
+	struct daemon *d = r->d;
+	struct box *b;
+
+	if (r->n_seg == 1 && strcmp(r->seg[0], "healthz") == 0) {
+		unsigned n = 0;
+
+		for (b = d->boxes; b; b = b->next)
+			n++;
+		return pd_reply_json(r, d->stopping ? 503 : 200,
+				     json_pack("{s:s,s:i}", "status",
+					       d->stopping ? "stopping" : "ok", "sandboxes", n));
+	}
+	if (r->n_seg == 1 && strcmp(r->seg[0], "metrics") == 0)
+		return pd_api_metrics(r);
+	if (r->n_seg < 2 || strcmp(r->seg[0], "v1") != 0 || strcmp(r->seg[1], "sandboxes") != 0)
+		return pd_reply_error(r, 404, "not_found", "path", "no such route");
+	if (r->n_seg == 2)
+		return pd_api_sandboxes(r);
+	b = valid_id(r->seg[2]) ? pd_box_find(d, r->tenant, r->seg[2]) : NULL;
+	if (!b)
+		return pd_reply_error(r, 404, "not_found", "id", "no such sandbox");
+	if (r->n_seg == 3 || (r->n_seg == 4 && strcmp(r->seg[3], "ttl") == 0))
+		return pd_api_sandboxes(r);
+	pd_box_touch(b);
+	if (strcmp(r->seg[3], "exec") == 0 && r->n_seg == 4)
+		return pd_api_exec(r, b);
+	if (strcmp(r->seg[3], "processes") == 0)
+		return pd_api_processes(r, b);
+	if (strcmp(r->seg[3], "files") == 0)
+		return pd_api_files(r, b);
+	if (strcmp(r->seg[3], "events") == 0 && r->n_seg == 4)
+		return pd_api_events(r, b);
+	if (strcmp(r->seg[3], "ports") == 0)
+		return pd_api_ports(r, b);
+	pd_reply_error(r, 404, "not_found", "path", "no such route");
+}
+
+static const char *bearer_tenant(struct daemon *d, struct evhttp_request *req)
+{
+	const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+	const char *tenant = NULL;
+
+	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+		return NULL;
+	h += 7;
+	/* SECURITY: compare every token in full, in time independent of where they differ */
+	for (size_t i = 0; i < d->n_tokens; i++) {
+		const char *t = d->tokens[i].token;
+		size_t lt = strlen(t), lh = strlen(h);
+		unsigned char diff = (unsigned char)(lt != lh);
+
+		for (size_t k = 0; k < lt; k++)
+			diff |= (unsigned char)(t[k] ^ (k < lh ? h[k] : 0));
+		if (!diff)
+			tenant = d->tokens[i].tenant;
+	}
+	return tenant;
+}
+
+static void handle(struct evhttp_request *req, void *arg, bool tcp)
+{
+	struct daemon *d = arg;
+	struct request r = { .d = d, .req = req, .method = (int)evhttp_request_get_command(req) };
+	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+	struct evkeyvalq q = { 0 };
+	const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+	const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
+	char *save = NULL;
+
+	r.tenant = tcp ? bearer_tenant(d, req) : "local";
+	if (!r.tenant) {
+		evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
+				  "Bearer");
+		return pd_reply_error(&r, 401, "unauthorized", "Authorization",
+				      "expected 'Authorization: Bearer <token>' with a known token");
+	}
+	if (d->stopping)
+		return pd_reply_error(&r, 503, "unavailable", NULL, "paddockd is shutting down");
+	if (!path || !(r.path = evhttp_uridecode(path, 0, NULL)))
+		return pd_reply_error(&r, 400, "malformed", "path", "bad request path");
+	if (strlen(r.path) != strlen(path) && strchr(r.path, '\0') != r.path + strlen(r.path)) {
+		free(r.path);
+		return pd_reply_error(&r, 400, "malformed", "path", "bad request path");
+	}
+	if (query) {
+		if (evhttp_parse_query_str(query, &q) < 0) {
+			free(r.path);
+			return pd_reply_error(&r, 400, "malformed", "query", "bad query string");
+		}
+		r.query = &q;
+	}
+	for (char *s = strtok_r(r.path, "/", &save); s; s = strtok_r(NULL, "/", &save)) {
+		if (r.n_seg == sizeof(r.seg) / sizeof(r.seg[0])) {
+			/* the ports proxy keeps the rest of the path itself */
+			break;
+		}
+		r.seg[r.n_seg++] = s;
+	}
+	route(&r);
+	if (r.query)
+		evhttp_clear_headers(&q);
+	free(r.path);
+}
+
+static void handle_unix(struct evhttp_request *req, void *arg)
+{
+	handle(req, arg, false);
+}
+
+static void handle_tcp(struct evhttp_request *req, void *arg)
+{
+	handle(req, arg, true);
+}
+
+static struct evhttp *new_http(struct daemon *d, void (*cb)(struct evhttp_request *, void *))
+{
+	struct evhttp *h = evhttp_new(d->base);
+
+	if (!h)
+		return NULL;
+	evhttp_set_gencb(h, cb, d);
+	evhttp_set_max_headers_size(h, PD_MAX_HEADERS);
+	evhttp_set_max_body_size(h, (ev_ssize_t)(d->max_upload + 65536));
+	evhttp_set_timeout(h, 600);
+	evhttp_set_allowed_methods(h, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
+					      EVHTTP_REQ_DELETE | EVHTTP_REQ_HEAD |
+					      EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS);
+	evhttp_set_default_content_type(h, "application/json");
+	return h;
+}
+
+int pd_http_setup(struct daemon *d, paddock_error *err)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	mode_t old;
+	int fd, r;
+
+	d->http_unix = new_http(d, handle_unix);
+	if (!d->http_unix)
+		return dfail(err, ENOMEM, "evhttp");
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return dfail(err, errno, "socket");
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", d->socket_path);
+	(void)unlink(sa.sun_path);
+	old = umask(0177);
+	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (r < 0 || chmod(sa.sun_path, 0600) < 0 || listen(fd, 128) < 0) {
+		r = errno;
+		close(fd);
+		return dfail(err, r, "listen on '%s'", d->socket_path);
+	}
+	if (!evhttp_accept_socket_with_handle(d->http_unix, fd)) {
+		close(fd);
+		return dfail(err, EIO, "serve '%s'", d->socket_path);
+	}
+	return 0;
+}
+
+int pd_http_listen_tcp(struct daemon *d, const char *addr, unsigned short port,
+		       paddock_error *err)
+{
+	d->http_tcp = new_http(d, handle_tcp);
+	if (!d->http_tcp)
+		return dfail(err, ENOMEM, "evhttp");
+	if (evhttp_bind_socket(d->http_tcp, addr, port) < 0)
+		return dfail(err, errno ? errno : EADDRINUSE, "listen on %s:%u", addr, port);
+	return 0;
+}
+
+void pd_http_stop(struct daemon *d)
+{
+	if (d->http_unix)
+		evhttp_free(d->http_unix);
+	if (d->http_tcp)
+		evhttp_free(d->http_tcp);
+	d->http_unix = d->http_tcp = NULL;
+	(void)unlink(d->socket_path);
+}

@@ -1,0 +1,507 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The life of paddockd's sandboxes: create (with a reconnect socket under the state dir, so
+ * the sandbox outlives a crash of paddockd), TTL and idle timeout (the reaper), destroy,
+ * and on start the adoption of every sandbox the store says was live: re-adopted with its
+ * processes, or, when that cannot be, ended and forgotten. Each state change is one store
+ * transaction; events go to the store, the JSON-lines log and the sandbox's followers.
+ */
+#include <errno.h>
+#include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon.h"
+
+#define REAPER_PERIOD_S 1
+#define EVENTS_KEPT 2000
+
+static const char *const create_fields[] = {
+	"ttl_s", "idle_timeout_s", "metadata", NULL,
+};
+
+struct box *pd_box_find(struct daemon *d, const char *tenant, const char *id)
+{
+	for (struct box *b = d->boxes; b; b = b->next)
+		/* SECURITY: another tenant's sandbox is exactly as absent as an unknown one */
+		if (strcmp(b->id, id) == 0 && strcmp(b->tenant, tenant) == 0)
+			return b;
+	return NULL;
+}
+
+void pd_box_touch(struct box *b)
+{
+	b->last_active_ms = pd_now_ms();
+}
+
+static void store_warn(struct daemon *d, const paddock_error *err)
+{
+	char buf[600];
+
+	fprintf(stderr, "paddockd: store: %s\n", paddock_error_format(err, buf, sizeof(buf)));
+	(void)d;
+}
+
+void pd_box_persist(struct box *b)
+{
+	paddock_error err = { 0 };
+	char *handle = NULL, *meta = json_dumps(b->metadata, JSON_COMPACT);
+	struct paddock_store_sandbox row = {
+		.id = b->id,
+		.tenant = b->tenant,
+		.state = b->stopped ? "stopped" : "running",
+		.spec_json = b->spec_json,
+		.metadata_json = meta ? meta : "{}",
+		.created_ms = b->created_ms,
+		.expires_ms = b->expires_ms,
+		.last_active_ms = b->last_active_ms,
+		.ttl_s = b->ttl_s,
+		.idle_timeout_s = b->idle_timeout_s,
+	};
+
+	if (b->sb && paddock_sandbox_handle(b->sb, &handle, NULL) >= 0)
+		row.handle_json = handle;
+	else
+		row.handle_json = "{}";
+	if (paddock_store_put_sandbox(b->d->store, &row, &err) < 0)
+		store_warn(b->d, &err);
+	free(handle);
+	free(meta);
+}
+
+json_t *pd_box_json(struct box *b)
+{
+	struct paddock_usage u = { 0 };
+	json_t *spec = json_loads(b->spec_json, 0, NULL);
+	unsigned running = 0;
+
+	for (struct proc *p = b->procs; p; p = p->next)
+		running += !p->exited;
+	if (b->sb)
+		(void)paddock_sandbox_usage(b->sb, &u, NULL);
+	return json_pack("{s:s,s:s,s:o,s:o,s:I,s:I,s:o,s:O,s:o,s:{s:I,s:I,s:f,s:I,s:i,s:i}}",
+			 "id", b->id, "state", b->stopped ? "stopped" : "running", "created_at",
+			 pd_time_json(b->created_ms), "expires_at", pd_time_json(b->expires_ms),
+			 "ttl_s", (json_int_t)b->ttl_s, "idle_timeout_s",
+			 (json_int_t)b->idle_timeout_s, "last_active_at",
+			 pd_time_json(b->last_active_ms), "metadata", b->metadata, "spec",
+			 spec ? spec : json_object(), "usage", "memory_bytes",
+			 (json_int_t)u.memory_bytes, "memory_peak_bytes",
+			 (json_int_t)u.memory_peak_bytes, "cpu_s", u.cpu_s, "pids",
+			 (json_int_t)u.pids, "execs", (int)u.execs, "processes", (int)running);
+}
+
+/* ---- events ---------------------------------------------------------------------------- */
+
+void pd_event_sink(const struct paddock_event *ev, void *userdata)
+{
+	struct daemon *d = userdata;
+	json_t *o = json_loads(ev->json, 0, NULL);
+	const char *sid = o ? json_string_value(json_object_get(o, "sandbox")) : NULL;
+	paddock_error err = { 0 };
+	size_t len = strlen(ev->json);
+
+	/* one write per line, O_APPEND: lines from concurrent writers never interleave */
+	if (d->event_log_fd >= 0) {
+		char *line = malloc(len + 1);
+		if (line) {
+			memcpy(line, ev->json, len);
+			line[len] = '\n';
+			(void)!write(d->event_log_fd, line, len + 1);
+			free(line);
+		}
+	}
+	if (sid && ev->level != PADDOCK_LEVEL_DEBUG) {
+		struct box *b = NULL;
+
+		for (b = d->boxes; b; b = b->next)
+			if (strcmp(b->id, sid) == 0)
+				break;
+		/* a sandbox being created is not listed yet: its events still go to the store */
+		/* -ENOENT: the row does not exist yet or any more (foreign key); the log has it */
+		(void)paddock_store_add_event(d->store, sid[0] ? sid : NULL, pd_now_ms(), ev->name,
+					      ev->json, NULL, &err);
+		for (struct watcher *w = b ? b->watchers : NULL; w; w = w->next)
+			pd_stream_line(w, json_incref(o));
+	}
+	json_decref(o);
+}
+
+/* ---- create / destroy ------------------------------------------------------------------ */
+
+static int get_seconds(json_t *body, const char *key, int64_t def, int64_t max, int64_t *ret,
+		       paddock_error *err)
+{
+	json_t *v = json_object_get(body, key);
+
+	if (!v) {
+		*ret = def;
+		return 0;
+	}
+	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > max) {
+		int r = dfail(err, EINVAL, "expected whole seconds from 0 to %lld", (long long)max);
+		snprintf(err->field, sizeof(err->field), "%s", key);
+		return r;
+	}
+	*ret = json_integer_value(v);
+	return 0;
+}
+
+static int check_metadata(json_t *m, paddock_error *err)
+{
+	const char *k;
+	json_t *v;
+	int r;
+
+	if (!json_is_object(m) || json_object_size(m) > 32) {
+		r = dfail(err, EINVAL, "expected an object of at most 32 string values");
+		snprintf(err->field, sizeof(err->field), "metadata");
+		return r;
+	}
+	json_object_foreach(m, k, v) {
+		if (strlen(k) > 64 || !json_is_string(v) || json_string_length(v) > 1024) {
+			r = dfail(err, EINVAL,
+				  "expected keys of at most 64 and string values of at most 1024 bytes");
+			snprintf(err->field, sizeof(err->field), "metadata");
+			return r;
+		}
+	}
+	return 0;
+}
+
+static unsigned tenant_count(struct daemon *d, const char *tenant)
+{
+	unsigned n = 0;
+
+	for (struct box *b = d->boxes; b; b = b->next)
+		n += strcmp(b->tenant, tenant) == 0;
+	return n;
+}
+
+static void box_exited(paddock_sandbox *sb, enum paddock_end_reason reason, void *userdata)
+{
+	struct box *b = userdata;
+
+	(void)sb;
+	(void)reason;
+	b->stopped = true;
+	pd_box_persist(b);
+}
+
+static struct box *box_new(struct daemon *d, const char *id, const char *tenant)
+{
+	struct box *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return NULL;
+	b->d = d;
+	snprintf(b->id, sizeof(b->id), "%s", id);
+	snprintf(b->tenant, sizeof(b->tenant), "%s", tenant);
+	return b;
+}
+
+static void box_link(struct box *b)
+{
+	b->next = b->d->boxes;
+	b->d->boxes = b;
+}
+
+int pd_box_create(struct daemon *d, const char *tenant, json_t *body, struct box **ret,
+		  paddock_error *err)
+{
+	paddock_spec *spec = NULL;
+	json_t *specj = json_deep_copy(body), *meta = json_object_get(body, "metadata");
+	char path[300];
+	struct paddock_sandbox_opts opts = { .orphan_timeout_s = d->orphan_timeout_s,
+					     .no_timeout = true };
+	paddock_sandbox *sb = NULL;
+	int64_t ttl, idle;
+	struct box *b;
+	char *s;
+	int r;
+
+	if (!specj)
+		return dfail(err, ENOMEM, "copy request");
+	for (const char *const *f = create_fields; *f; f++)
+		json_object_del(specj, *f);
+	r = get_seconds(body, "ttl_s", PD_DEFAULT_TTL_S, PD_MAX_TTL_S, &ttl, err);
+	if (r >= 0)
+		r = get_seconds(body, "idle_timeout_s", 0, PD_MAX_TTL_S, &idle, err);
+	if (r >= 0 && meta)
+		r = check_metadata(meta, err);
+	if (r >= 0 && tenant_count(d, tenant) >= PD_MAX_SANDBOXES)
+		r = dfail(err, EAGAIN, "tenant '%s' has %u sandboxes, the most allowed", tenant,
+			  PD_MAX_SANDBOXES);
+	s = r >= 0 ? json_dumps(specj, JSON_COMPACT) : NULL;
+	json_decref(specj);
+	if (r < 0)
+		return r;
+	r = paddock_spec_new(&spec, err);
+	if (r >= 0)
+		r = paddock_spec_load_json(spec, s, strlen(s), err);
+	free(s);
+	if (r < 0) {
+		paddock_spec_free(spec);
+		return r;
+	}
+	b = box_new(d, "sb_pending", tenant);
+	if (!b) {
+		paddock_spec_free(spec);
+		return dfail(err, ENOMEM, "allocate sandbox");
+	}
+	snprintf(path, sizeof(path), "%s/s", d->state_dir);
+	opts.reconnect_dir = path;
+	r = paddock_sandbox_create_with(d->ctx, spec, &opts, &sb, err);
+	if (r < 0) {
+		paddock_spec_free(spec);
+		free(b);
+		return r;
+	}
+	r = paddock_spec_to_json(spec, &b->spec_json, err);
+	paddock_spec_free(spec);
+	if (r < 0) {
+		paddock_sandbox_free(sb);
+		free(b);
+		return r;
+	}
+	snprintf(b->id, sizeof(b->id), "%s", paddock_sandbox_id(sb));
+	b->sb = sb;
+	b->metadata = meta ? json_incref(meta) : json_object();
+	b->created_ms = b->last_active_ms = pd_now_ms();
+	b->ttl_s = ttl;
+	b->idle_timeout_s = idle;
+	b->expires_ms = b->created_ms + ttl * 1000;
+	paddock_sandbox_set_exit_callback(sb, box_exited, b);
+	box_link(b);
+	d->m.created++;
+	pd_box_persist(b);
+	*ret = b;
+	return 0;
+}
+
+void pd_box_destroy(struct box *b, const char *reason)
+{
+	struct daemon *d = b->d;
+	paddock_error err = { 0 };
+
+	for (struct box **pp = &d->boxes; *pp; pp = &(*pp)->next)
+		if (*pp == b) {
+			*pp = b->next;
+			break;
+		}
+	while (b->procs)
+		pd_proc_free(b->procs);
+	while (b->watchers) {
+		pd_stream_end(b->watchers);
+		pd_watcher_free(b->watchers, &b->watchers);
+	}
+	if (b->sb)
+		b->sb = paddock_sandbox_free(b->sb);
+	if (paddock_store_delete_sandbox(d->store, b->id, &err) < 0)
+		store_warn(d, &err);
+	if (strcmp(reason, "deleted") == 0)
+		d->m.destroyed_by[0]++;
+	else if (strcmp(reason, "ttl") == 0)
+		d->m.destroyed_by[1]++;
+	else if (strcmp(reason, "idle") == 0)
+		d->m.destroyed_by[2]++;
+	else
+		d->m.destroyed_by[3]++;
+	{
+		char line[256], ts[40];
+		pd_format_time(pd_now_ms(), ts, sizeof(ts));
+		snprintf(line, sizeof(line),
+			 "{\"ts\":\"%s\",\"level\":\"info\",\"event\":\"sandbox.removed\","
+			 "\"sandbox\":\"%s\",\"reason\":\"%s\"}\n",
+			 ts, b->id, reason);
+		if (d->event_log_fd >= 0)
+			(void)!write(d->event_log_fd, line, strlen(line));
+	}
+	json_decref(b->metadata);
+	free(b->spec_json);
+	free(b);
+}
+
+/* ---- reaper ---------------------------------------------------------------------------- */
+
+static void reaper_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct daemon *d = arg;
+	int64_t now = pd_now_ms();
+	struct box *b, *next;
+
+	(void)fd;
+	(void)what;
+	for (b = d->boxes; b; b = next) {
+		next = b->next;
+		if (now >= b->expires_ms)
+			pd_box_destroy(b, "ttl");
+		else if (b->idle_timeout_s > 0 && now - b->last_active_ms >= b->idle_timeout_s * 1000)
+			pd_box_destroy(b, "idle");
+	}
+}
+
+/* ---- start: adopt what the store says is live ---------------------------------------- */
+
+struct adopt_ctx {
+	struct daemon *d;
+	char **ids;
+	size_t n;
+};
+
+static int collect(const struct paddock_store_sandbox *row, void *userdata)
+{
+	struct adopt_ctx *a = userdata;
+	char **ids = realloc(a->ids, (a->n + 1) * sizeof(char *));
+
+	if (!ids)
+		return -ENOMEM;
+	a->ids = ids;
+	a->ids[a->n++] = strdup(row->id);
+	return 0;
+}
+
+struct exec_rows {
+	struct box *b;
+};
+
+static int adopt_exec_row(const struct paddock_store_exec *row, void *userdata)
+{
+	struct box *b = userdata;
+	paddock_exec *ex;
+
+	for (ex = b->sb ? paddock_sandbox_exec_next(b->sb, NULL) : NULL; ex;
+	     ex = paddock_sandbox_exec_next(b->sb, ex))
+		if (paddock_exec_id(ex) == row->exec_id)
+			break;
+	if (row->result_json && row->ended_ms > 0)
+		return 0; /* ended and recorded: history, not a process to follow */
+	pd_proc_adopt(b, ex, row);
+	return 0;
+}
+
+static int adopt_row(const struct paddock_store_sandbox *row, void *userdata)
+{
+	struct adopt_ctx *a = userdata;
+	struct daemon *d = a->d;
+	paddock_spec *spec = NULL;
+	paddock_error err = { 0 };
+	struct box *b;
+	int r;
+
+	b = box_new(d, row->id, row->tenant);
+	if (!b)
+		return -ENOMEM;
+	b->spec_json = strdup(row->spec_json);
+	b->metadata = json_loads(row->metadata_json, 0, NULL);
+	if (!b->metadata)
+		b->metadata = json_object();
+	b->created_ms = row->created_ms;
+	b->expires_ms = row->expires_ms;
+	b->last_active_ms = row->last_active_ms;
+	b->ttl_s = row->ttl_s;
+	b->idle_timeout_s = row->idle_timeout_s;
+	b->stopped = strcmp(row->state, "running") != 0;
+	r = paddock_spec_new(&spec, &err);
+	if (r >= 0 && b->spec_json)
+		r = paddock_spec_load_json(spec, b->spec_json, strlen(b->spec_json), &err);
+	if (r >= 0 && !b->stopped)
+		r = paddock_sandbox_adopt(d->ctx, spec, row->handle_json, &b->sb, &err);
+	paddock_spec_free(spec);
+	box_link(b);
+	if (r < 0) {
+		char buf[600];
+		/* SECURITY: what cannot be supervised is ended (adopt killed it) and forgotten */
+		fprintf(stderr, "paddockd: sandbox %s cannot be adopted, removing it: %s\n",
+			row->id, paddock_error_format(&err, buf, sizeof(buf)));
+		pd_box_destroy(b, "adopt_failed");
+		return 0;
+	}
+	if (b->sb)
+		paddock_sandbox_set_exit_callback(b->sb, box_exited, b);
+	return 0;
+}
+
+static int adopt_all(struct daemon *d, paddock_error *err)
+{
+	struct adopt_ctx a = { .d = d };
+	int r;
+
+	r = paddock_store_list_sandboxes(d->store, collect, &a, err);
+	for (size_t i = 0; i < a.n; i++)
+		free(a.ids[i]);
+	free(a.ids);
+	if (r < 0)
+		return r;
+	r = paddock_store_list_sandboxes(d->store, adopt_row, &a, err);
+	if (r < 0)
+		return r;
+	for (struct box *b = d->boxes; b; b = b->next) {
+		if (!b->sb)
+			continue;
+		r = paddock_store_list_execs(d->store, b->id, adopt_exec_row, b, err);
+		if (r < 0)
+			return r;
+		/* commands init knows but the store does not (paddockd died in between) */
+		for (paddock_exec *ex = paddock_sandbox_exec_next(b->sb, NULL); ex;
+		     ex = paddock_sandbox_exec_next(b->sb, ex)) {
+			bool known = false;
+
+			for (struct proc *p = b->procs; p; p = p->next)
+				known |= p->exec_id == paddock_exec_id(ex);
+			if (!known)
+				pd_proc_adopt(b, ex, NULL);
+		}
+	}
+	return 0;
+}
+
+int pd_lifecycle_start(struct daemon *d, paddock_error *err)
+{
+	char dir[300];
+	struct timeval tv = { .tv_sec = REAPER_PERIOD_S };
+	int r;
+
+	snprintf(dir, sizeof(dir), "%s/s", d->state_dir);
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return dfail(err, errno, "mkdir '%s'", dir);
+	r = adopt_all(d, err);
+	if (r < 0)
+		return r;
+	d->reaper_ev = event_new(d->base, -1, EV_PERSIST, reaper_cb, d);
+	if (!d->reaper_ev || event_add(d->reaper_ev, &tv) < 0)
+		return dfail(err, ENOMEM, "reaper timer");
+	return 0;
+}
+
+/* SIGTERM: sandboxes stay for the next paddockd, unless told to destroy them. */
+void pd_lifecycle_stop(struct daemon *d)
+{
+	while (d->boxes) {
+		struct box *b = d->boxes;
+
+		if (d->destroy_on_exit) {
+			pd_box_destroy(b, "shutdown");
+			continue;
+		}
+		d->boxes = b->next;
+		pd_box_persist(b);
+		while (b->procs)
+			pd_proc_free(b->procs);
+		while (b->watchers) {
+			pd_stream_end(b->watchers);
+			pd_watcher_free(b->watchers, &b->watchers);
+		}
+		if (b->sb)
+			paddock_sandbox_release(b->sb);
+		json_decref(b->metadata);
+		free(b->spec_json);
+		free(b);
+	}
+	if (d->reaper_ev)
+		event_free(d->reaper_ev);
+	d->reaper_ev = NULL;
+}

@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * paddockd [--socket PATH] [--state-dir DIR] [--listen ADDR:PORT --tokens FILE]
+ *          [--max-upload BYTES] [--orphan-timeout S] [--destroy-on-exit]
+ *
+ * Start-up: state dir (0700), SQLite store, adopt the sandboxes the store lists, then serve.
+ * SIGTERM/SIGINT: stop accepting, let the loop finish what is in flight, release the
+ * sandboxes for the next start (or destroy them with --destroy-on-exit).
+ */
+#include <errno.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: paddockd [--socket PATH] [--state-dir DIR] [--listen ADDR:PORT --tokens FILE]\n"
+		   "                [--max-upload BYTES] [--orphan-timeout SECONDS] [--destroy-on-exit]\n"
+		   "Serves the paddock HTTP API (docs/api.md).\n");
+}
+
+static int load_tokens(struct daemon *d, const char *path)
+{
+	FILE *f = fopen(path, "re");
+	char line[512];
+
+	if (!f) {
+		fprintf(stderr, "paddockd: open tokens '%s': %s\n", path, strerror(errno));
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char tenant[PD_MAX_TENANT + 1], token[256];
+		struct tenant_token *t;
+
+		if (line[0] == '#' || line[0] == '\n')
+			continue;
+		if (sscanf(line, "%64s %255s", tenant, token) != 2 || strlen(token) < 16) {
+			fprintf(stderr, "paddockd: tokens '%s': expected 'TENANT TOKEN' lines with "
+					"tokens of at least 16 characters\n",
+				path);
+			fclose(f);
+			return -1;
+		}
+		t = realloc(d->tokens, (d->n_tokens + 1) * sizeof(*t));
+		if (!t) {
+			fclose(f);
+			return -1;
+		}
+		d->tokens = t;
+		snprintf(t[d->n_tokens].tenant, sizeof(t->tenant), "%s", tenant);
+		snprintf(t[d->n_tokens].token, sizeof(t->token), "%s", token);
+		d->n_tokens++;
+	}
+	fclose(f);
+	return 0;
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct daemon *d = arg;
+
+	(void)what;
+	fprintf(stderr, "paddockd: %s: stopping\n", strsignal((int)sig));
+	d->stopping = true;
+	event_base_loopexit(d->base, NULL);
+}
+
+static int mkdir_p(const char *path)
+{
+	char buf[256];
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *p = buf + 1; *p; p++)
+		if (*p == '/') {
+			*p = '\0';
+			if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+				return -1;
+			*p = '/';
+		}
+	if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+		return -1;
+	return chmod(buf, 0700);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "state-dir", required_argument, NULL, 'd' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "tokens", required_argument, NULL, 't' },
+		{ "max-upload", required_argument, NULL, 'u' },
+		{ "orphan-timeout", required_argument, NULL, 'o' },
+		{ "destroy-on-exit", no_argument, NULL, 'x' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct daemon d = { .max_upload = 256u << 20, .orphan_timeout_s = 3600,
+			    .event_log_fd = -1 };
+	const char *listen_addr = NULL, *tokens = NULL, *rt = getenv("XDG_RUNTIME_DIR");
+	paddock_error err = { 0 };
+	char path[300], buf[600];
+	int c, r = 1;
+
+	if (geteuid() == 0 || !rt) {
+		snprintf(d.state_dir, sizeof(d.state_dir), "%s",
+			 geteuid() == 0 ? "/var/lib/paddock" : "/tmp/paddock");
+		snprintf(d.socket_path, sizeof(d.socket_path), "/run/paddock/paddockd.sock");
+	} else {
+		snprintf(d.state_dir, sizeof(d.state_dir), "%s/paddock/state", rt);
+		snprintf(d.socket_path, sizeof(d.socket_path), "%s/paddock/paddockd.sock", rt);
+	}
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		char *end = NULL;
+
+		switch (c) {
+		case 's':
+			if (strlen(optarg) >= sizeof(d.socket_path)) {
+				fprintf(stderr, "paddockd: --socket: path too long\n");
+				return 2;
+			}
+			snprintf(d.socket_path, sizeof(d.socket_path), "%s", optarg);
+			break;
+		case 'd':
+			if (strlen(optarg) >= 64) {
+				fprintf(stderr, "paddockd: --state-dir: expected a path under 64 bytes "
+						"(sockets live below it)\n");
+				return 2;
+			}
+			snprintf(d.state_dir, sizeof(d.state_dir), "%s", optarg);
+			break;
+		case 'l':
+			listen_addr = optarg;
+			break;
+		case 't':
+			tokens = optarg;
+			break;
+		case 'u':
+			d.max_upload = strtoull(optarg, &end, 10);
+			if (*end || d.max_upload == 0) {
+				fprintf(stderr, "paddockd: --max-upload: expected bytes\n");
+				return 2;
+			}
+			break;
+		case 'o':
+			d.orphan_timeout_s = (int)strtol(optarg, &end, 10);
+			if (*end || d.orphan_timeout_s < 1) {
+				fprintf(stderr, "paddockd: --orphan-timeout: expected seconds\n");
+				return 2;
+			}
+			break;
+		case 'x':
+			d.destroy_on_exit = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (!!listen_addr != !!tokens) {
+		fprintf(stderr, "paddockd: --listen needs --tokens (every TCP client is a tenant)\n");
+		return 2;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	/* file access into sandboxes runs with the sandbox user's fsuid: no group of ours may
+	 * count in those permission checks */
+	if (geteuid() == 0 && setgroups(0, NULL) < 0) {
+		fprintf(stderr, "paddockd: setgroups: %s\n", strerror(errno));
+		return 1;
+	}
+	{
+		char dir[sizeof(d.socket_path)];
+		snprintf(dir, sizeof(dir), "%s", d.socket_path);
+		char *slash = strrchr(dir, '/');
+		if (slash && slash != dir) {
+			*slash = '\0';
+			if (mkdir_p(dir) < 0) {
+				fprintf(stderr, "paddockd: mkdir '%s': %s\n", dir, strerror(errno));
+				return 1;
+			}
+		}
+	}
+	if (mkdir_p(d.state_dir) < 0) {
+		fprintf(stderr, "paddockd: mkdir '%s': %s\n", d.state_dir, strerror(errno));
+		return 1;
+	}
+	if (tokens && load_tokens(&d, tokens) < 0)
+		return 1;
+	d.base = event_base_new();
+	if (!d.base || paddock_ctx_new(d.base, &d.ctx, &err) < 0)
+		goto fail;
+	snprintf(path, sizeof(path), "%s/events.jsonl", d.state_dir);
+	d.event_log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
+	snprintf(path, sizeof(path), "%s/paddockd.db", d.state_dir);
+	if (paddock_store_open(path, &d.store, &err) < 0)
+		goto fail;
+	paddock_ctx_set_event_sink(d.ctx, pd_event_sink, &d);
+	if (pd_lifecycle_start(&d, &err) < 0)
+		goto fail;
+	if (pd_http_setup(&d, &err) < 0)
+		goto fail;
+	if (listen_addr) {
+		char host[128];
+		const char *colon = strrchr(listen_addr, ':');
+		long port = colon ? strtol(colon + 1, NULL, 10) : 0;
+
+		if (!colon || port < 1 || port > 65535 || (size_t)(colon - listen_addr) >= sizeof(host)) {
+			fprintf(stderr, "paddockd: --listen: expected ADDR:PORT\n");
+			goto out;
+		}
+		memcpy(host, listen_addr, (size_t)(colon - listen_addr));
+		host[colon - listen_addr] = '\0';
+		if (pd_http_listen_tcp(&d, host, (unsigned short)port, &err) < 0)
+			goto fail;
+	}
+	d.sig_ev[0] = evsignal_new(d.base, SIGTERM, on_signal, &d);
+	d.sig_ev[1] = evsignal_new(d.base, SIGINT, on_signal, &d);
+	event_add(d.sig_ev[0], NULL);
+	event_add(d.sig_ev[1], NULL);
+	fprintf(stderr, "paddockd: serving %s (state in %s)\n", d.socket_path, d.state_dir);
+	event_base_dispatch(d.base);
+	r = 0;
+	goto out;
+fail:
+	fprintf(stderr, "paddockd: %s\n", paddock_error_format(&err, buf, sizeof(buf)));
+out:
+	pd_http_stop(&d);
+	if (d.ctx)
+		pd_lifecycle_stop(&d);
+	for (int i = 0; i < 3; i++)
+		if (d.sig_ev[i])
+			event_free(d.sig_ev[i]);
+	paddock_store_free(d.store);
+	paddock_ctx_free(d.ctx);
+	if (d.base)
+		event_base_free(d.base);
+	if (d.event_log_fd >= 0)
+		close(d.event_log_fd);
+	free(d.tokens);
+	return r;
+}

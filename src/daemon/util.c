@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Small helpers of paddockd: clocks, RFC 3339 times, and base64 for bytes that are not
+ * UTF-8. base64 is written here because none of our libraries has it short of OpenSSL,
+ * which paddock takes on only with the TLS work (secrets); it is 40 lines.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "daemon.h"
+
+int64_t pd_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+double pd_mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void pd_format_time(int64_t ms, char *buf, size_t size)
+{
+	time_t s = (time_t)(ms / 1000);
+	struct tm tm;
+
+	gmtime_r(&s, &tm);
+	snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
+}
+
+json_t *pd_time_json(int64_t ms)
+{
+	char buf[40];
+
+	if (ms <= 0)
+		return json_null();
+	pd_format_time(ms, buf, sizeof(buf));
+	return json_string(buf);
+}
+
+static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+char *pd_base64(const void *data, size_t len)
+{
+	const unsigned char *p = data;
+	char *out = malloc((len + 2) / 3 * 4 + 1), *o = out;
+
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < len; i += 3) {
+		unsigned v = (unsigned)p[i] << 16;
+
+		if (i + 1 < len)
+			v |= (unsigned)p[i + 1] << 8;
+		if (i + 2 < len)
+			v |= p[i + 2];
+		*o++ = b64[(v >> 18) & 63];
+		*o++ = b64[(v >> 12) & 63];
+		*o++ = i + 1 < len ? b64[(v >> 6) & 63] : '=';
+		*o++ = i + 2 < len ? b64[v & 63] : '=';
+	}
+	*o = '\0';
+	return out;
+}
+
+int pd_unbase64(const char *s, size_t len, char **ret, size_t *ret_len)
+{
+	char *out = malloc(len / 4 * 3 + 3);
+	unsigned v = 0;
+	size_t n = 0;
+	int bits = 0;
+
+	if (!out)
+		return -1;
+	for (size_t i = 0; i < len; i++) {
+		const char *c = strchr(b64, s[i]);
+
+		if (s[i] == '=' || s[i] == '\n' || s[i] == '\r')
+			continue;
+		if (!c || !s[i]) {
+			free(out);
+			return -1;
+		}
+		v = (v << 6) | (unsigned)(c - b64);
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			out[n++] = (char)((v >> bits) & 0xff);
+		}
+	}
+	*ret = out;
+	*ret_len = n;
+	return 0;
+}
+
+void pd_json_set_bytes(json_t *o, const char *key, const void *data, size_t len)
+{
+	json_t *s = json_stringn(len ? data : "", len); /* NULL when not valid UTF-8 */
+	char k[32];
+
+	if (s) {
+		json_object_set_new(o, key, s);
+		return;
+	}
+	snprintf(k, sizeof(k), "%s_b64", key);
+	char *b = pd_base64(data, len);
+	json_object_set_new(o, k, b ? json_string(b) : json_null());
+	free(b);
+}
+
+int dfail(paddock_error *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err) {
+		memset(err, 0, sizeof(*err));
+		err->code = code;
+		va_start(ap, fmt);
+		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+		va_end(ap);
+	}
+	return -code;
+}
+
+json_t *pd_json_text(const char *s)
+{
+	json_t *j;
+	char *buf, *o;
+
+	if (!s)
+		return json_null();
+	j = json_string(s);
+	if (j)
+		return j;
+	/* SECURITY: a name from inside that is not UTF-8: its odd bytes as \xNN, never dropped */
+	buf = malloc(strlen(s) * 4 + 1);
+	if (!buf)
+		return json_null();
+	o = buf;
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p < 0x80)
+			*o++ = (char)*p;
+		else
+			o += sprintf(o, "\\x%02x", *p);
+	}
+	*o = '\0';
+	j = json_string(buf);
+	free(buf);
+	return j ? j : json_null();
+}
