@@ -561,19 +561,10 @@ void pd_api_exec(struct request *r, struct box *b)
 			goto out;
 		}
 	}
-	if (q.timeout_s < 0) {
-		json_t *spec = json_loads(b->spec_json, 0, NULL);
-		json_t *t = json_object_get(json_object_get(spec, "limits"), "timeout_s");
-
-		q.timeout_s = q.background ? 0 : (json_is_number(t) ? json_number_value(t) : 0);
-		json_decref(spec);
-	}
-	{
-		json_t *spec = json_loads(b->spec_json, 0, NULL);
-		json_t *o = json_object_get(json_object_get(spec, "limits"), "output");
-		limit = json_is_number(o) ? json_number_value(o) : 16777216;
-		json_decref(spec);
-	}
+	/* a background command runs until it ends or is signalled, unless asked otherwise */
+	if (q.timeout_s < 0)
+		q.timeout_s = q.background ? 0 : b->exec_timeout_s;
+	limit = b->output_limit > 0 ? b->output_limit : 16777216;
 	opts.argv = q.argv_c;
 	opts.env = q.env_c;
 	opts.cwd = q.cwd;

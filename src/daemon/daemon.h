@@ -88,6 +88,8 @@ struct box {
 	json_t *metadata;
 	int64_t created_ms, expires_ms, last_active_ms;
 	int64_t ttl_s, idle_timeout_s;
+	double exec_timeout_s; /* limits.timeout_s: each command's default timeout */
+	double output_limit;   /* limits.output: a foreground command's captured bytes */
 	bool stopped;
 	struct proc *procs;
 	unsigned n_procs;
@@ -123,6 +125,14 @@ struct daemon {
 	size_t n_tokens;
 	struct metrics m;
 	struct event *reaper_ev, *sig_ev[3];
+	/* events of a sandbox being created, before its row exists (the store's foreign key) */
+	struct pending_event {
+		char sandbox[32];
+		char name[48];
+		char *json;
+		int64_t ts_ms;
+	} pending[8];
+	size_t n_pending;
 };
 
 /* ---- util ---- */

@@ -121,13 +121,39 @@ void pd_event_sink(const struct paddock_event *ev, void *userdata)
 			if (strcmp(b->id, sid) == 0)
 				break;
 		/* a sandbox being created is not listed yet: its events still go to the store */
-		/* -ENOENT: the row does not exist yet or any more (foreign key); the log has it */
-		(void)paddock_store_add_event(d->store, sid[0] ? sid : NULL, pd_now_ms(), ev->name,
-					      ev->json, NULL, &err);
+		/* a sandbox being created has no row yet: keep its first events until it has */
+		if (!b && d->n_pending < sizeof(d->pending) / sizeof(d->pending[0])) {
+			struct pending_event *pe = &d->pending[d->n_pending];
+
+			pe->json = strdup(ev->json);
+			if (pe->json) {
+				snprintf(pe->sandbox, sizeof(pe->sandbox), "%s", sid);
+				snprintf(pe->name, sizeof(pe->name), "%s", ev->name);
+				pe->ts_ms = pd_now_ms();
+				d->n_pending++;
+			}
+		} else if (b) {
+			(void)paddock_store_add_event(d->store, b->id, pd_now_ms(), ev->name,
+						      ev->json, NULL, &err);
+		}
 		for (struct watcher *w = b ? b->watchers : NULL; w; w = w->next)
 			pd_stream_line(w, json_incref(o));
 	}
 	json_decref(o);
+}
+
+/* Stores the events kept for `id` (now that it has a row) and drops every kept one. */
+static void flush_pending(struct daemon *d, const char *id)
+{
+	for (size_t i = 0; i < d->n_pending; i++) {
+		struct pending_event *pe = &d->pending[i];
+
+		if (strcmp(pe->sandbox, id) == 0)
+			(void)paddock_store_add_event(d->store, id, pe->ts_ms, pe->name, pe->json,
+						      NULL, NULL);
+		free(pe->json);
+	}
+	d->n_pending = 0;
 }
 
 /* ---- create / destroy ------------------------------------------------------------------ */
@@ -256,11 +282,14 @@ int pd_box_create(struct daemon *d, const char *tenant, json_t *body, struct box
 	opts.reconnect_dir = path;
 	r = paddock_sandbox_create_with(d->ctx, spec, &opts, &sb, err);
 	if (r < 0) {
+		flush_pending(d, ""); /* the failure is in the log; no row to keep it with */
 		paddock_spec_free(spec);
 		free(b);
 		return r;
 	}
 	r = paddock_spec_to_json(spec, &b->spec_json, err);
+	(void)paddock_spec_get_limit(spec, "timeout", &b->exec_timeout_s, NULL);
+	(void)paddock_spec_get_limit(spec, "output", &b->output_limit, NULL);
 	paddock_spec_free(spec);
 	if (r < 0) {
 		paddock_sandbox_free(sb);
@@ -278,6 +307,7 @@ int pd_box_create(struct daemon *d, const char *tenant, json_t *body, struct box
 	box_link(b);
 	d->m.created++;
 	pd_box_persist(b);
+	flush_pending(d, b->id);
 	*ret = b;
 	return 0;
 }
@@ -408,6 +438,10 @@ static int adopt_row(const struct paddock_store_sandbox *row, void *userdata)
 	r = paddock_spec_new(&spec, &err);
 	if (r >= 0 && b->spec_json)
 		r = paddock_spec_load_json(spec, b->spec_json, strlen(b->spec_json), &err);
+	if (r >= 0) {
+		(void)paddock_spec_get_limit(spec, "timeout", &b->exec_timeout_s, NULL);
+		(void)paddock_spec_get_limit(spec, "output", &b->output_limit, NULL);
+	}
 	if (r >= 0 && !b->stopped)
 		r = paddock_sandbox_adopt(d->ctx, spec, row->handle_json, &b->sb, &err);
 	paddock_spec_free(spec);
@@ -504,4 +538,5 @@ void pd_lifecycle_stop(struct daemon *d)
 	if (d->reaper_ev)
 		event_free(d->reaper_ev);
 	d->reaper_ev = NULL;
+	flush_pending(d, "");
 }

@@ -20,7 +20,7 @@ stage=$(mktemp -d /tmp/pdstage.XXXXXX)
 cleanup() { rm -rf "$stage"; }
 trap cleanup EXIT
 chmod 755 "$stage"
-cp "$build/src/cli/paddock" "$build/tests/try-syscall" "$stage/"
+cp "$build/src/cli/paddock" "$build/src/daemon/paddockd" "$build/tests/try-syscall" "$stage/"
 [ -x "$build/tests/integration/lifecycle" ] && cp "$build/tests/integration/lifecycle" "$stage/"
 # the limit probes (tests/helpers), for test-limits.sh
 for p in memhog forkbomb cpuburn diskfill; do
@@ -28,7 +28,7 @@ for p in memhog forkbomb cpuburn diskfill; do
 done
 cp "$here/lib.sh" "$here/$test" "$stage/"
 chmod -R a+rX "$stage"
-export PADDOCK="$stage/paddock" TRY_SYSCALL="$stage/try-syscall" LIFECYCLE="$stage/lifecycle"
+export PADDOCK="$stage/paddock" PADDOCKD="$stage/paddockd" TRY_SYSCALL="$stage/try-syscall" LIFECYCLE="$stage/lifecycle"
 export MEMHOG="$stage/memhog" FORKBOMB="$stage/forkbomb" CPUBURN="$stage/cpuburn" DISKFILL="$stage/diskfill"
 export TMPDIR=/tmp
 
@@ -40,6 +40,7 @@ snapshot() {
 			! -name 'pdstage.*' ! -name 'pdtest.*' ! -path /run/paddock | sed 's/^/tmp /'
 		ps -e -o uid=,args= | awk '$1 >= 1610612736 && $1 < 1879048192 { print "proc " $0 }'
 		ps -e -o args= | grep '[p]addock run' | sed 's/^/proc /'
+		ps -e -o comm= | grep -E '^(paddock-init|paddockd)$' | sed 's/^/proc /'
 		# pool cgroups stay for reuse (cgroup.h); one that still holds a process is a leak
 		for procs in /sys/fs/cgroup/*/paddock/*/cgroup.procs /sys/fs/cgroup/paddock/*/cgroup.procs; do
 			[ -s "$procs" ] && echo "cgroup-busy $procs"
@@ -50,7 +51,7 @@ snapshot() {
 before=$(snapshot)
 if [ "$mode" = rootless ] && [ "$(id -u)" -eq 0 ]; then
 	setpriv --reuid="$uid" --regid="$uid" --clear-groups --reset-env \
-		env PADDOCK="$PADDOCK" TRY_SYSCALL="$TRY_SYSCALL" LIFECYCLE="$LIFECYCLE" \
+		env PADDOCK="$PADDOCK" PADDOCKD="$PADDOCKD" TRY_SYSCALL="$TRY_SYSCALL" LIFECYCLE="$LIFECYCLE" \
 		MEMHOG="$MEMHOG" FORKBOMB="$FORKBOMB" CPUBURN="$CPUBURN" DISKFILL="$DISKFILL" \
 		PADDOCK_TEST_MUST_WORK="$must_work" TMPDIR=/tmp PATH=/usr/bin:/bin \
 		bash "$stage/$test"

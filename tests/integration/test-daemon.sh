@@ -1,0 +1,294 @@
+#!/bin/bash
+# paddockd end to end: a real daemon on a real unix socket (and TCP with tokens), driven with
+# curl: every endpoint's happy path and its bad inputs, tenants, symlink escapes on the file
+# endpoints, a server reached through the ports endpoint, TTL expiry, kill -9 and restart
+# with live sandboxes, SIGTERM and restart. run.sh checks that nothing is left behind.
+. "$(dirname "$0")/lib.sh"
+
+PADDOCKD=${PADDOCKD:?PADDOCKD must point at paddockd}
+PY=/usr/bin/python3
+SOCK=$T_TMP/sock
+STATE=$T_TMP/st
+DPID=
+
+start_daemon() {
+	"$PADDOCKD" --socket "$SOCK" --state-dir "$STATE" --max-upload 100000 "$@" \
+		2>>"$T_TMP/daemon.log" &
+	DPID=$!
+	for _ in $(seq 100); do
+		[ -S "$SOCK" ] && curl -s --unix-socket "$SOCK" -o /dev/null http://x/healthz && return 0
+		sleep 0.05
+	done
+	diag "paddockd did not start:" "$(cat "$T_TMP/daemon.log")"
+	return 1
+}
+
+stop_daemon() {
+	kill -TERM "$DPID" 2>/dev/null
+	wait "$DPID"
+}
+
+# api METHOD PATH [curl args...]: body on stdout, then a last line with the status code
+api() {
+	local m=$1 p=$2
+	shift 2
+	curl -s --unix-socket "$SOCK" -X "$m" -w '\n%{http_code}' "http://x$p" "$@"
+}
+
+status_of() { tail -n1 <<<"$1"; }
+body_of() { sed '$d' <<<"$1"; }
+# j JSON EXPR: evaluates a python expression on the parsed JSON `d`
+j() { $PY -c 'import json,sys; d=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2" 2>/dev/null; }
+
+start_daemon || { not_ok "paddockd starts"; finish; }
+ok "paddockd starts"
+
+r=$(api GET /healthz)
+expect_eq "healthz answers 200" 200 "$(status_of "$r")"
+expect_eq "socket is mode 0600" 600 "$(stat -c %a "$SOCK")"
+
+# ---- bad input changes nothing ----
+r=$(api POST /v1/sandboxes -d '{"limits":')
+expect_eq "malformed JSON: 400" 400 "$(status_of "$r")"
+expect_eq "malformed JSON: code" malformed "$(j "$(body_of "$r")" 'd["error"]["code"]')"
+r=$(api POST /v1/sandboxes -d '{"limitz":{}}')
+expect_eq "unknown spec field: 400 naming it" "400 limitz" \
+	"$(status_of "$r") $(j "$(body_of "$r")" 'd["error"]["field"]')"
+r=$(api POST /v1/sandboxes -d '{"limits":{"memory":"lots"}}')
+expect_eq "bad limit: 400 naming it" "400 limits.memory" \
+	"$(status_of "$r") $(j "$(body_of "$r")" 'd["error"]["field"]')"
+r=$(api POST /v1/sandboxes -d '{"ttl_s":-1}')
+expect_eq "bad ttl: 400 naming it" "400 ttl_s" \
+	"$(status_of "$r") $(j "$(body_of "$r")" 'd["error"]["field"]')"
+r=$(api POST /v1/sandboxes -d '{"metadata":{"a":1}}')
+expect_eq "bad metadata: 400" 400 "$(status_of "$r")"
+r=$(api GET /v1/sandboxes)
+expect_eq "nothing was created by bad requests" 0 "$(j "$(body_of "$r")" 'len(d["sandboxes"])')"
+r=$(api GET /v1/sandboxes/sb_nonexistent1)
+expect_eq "unknown sandbox: 404" 404 "$(status_of "$r")"
+r=$(api GET /v1/sandboxes/../../etc/passwd)
+expect_eq "a path that is no id: 404" 404 "$(status_of "$r")"
+r=$(api GET /v1/nothing)
+expect_eq "unknown route: 404" 404 "$(status_of "$r")"
+
+# ---- lifecycle ----
+r=$(api POST /v1/sandboxes -d '{"ttl_s":600,"metadata":{"owner":"test"},"limits":{"output":"4K","timeout_s":5}}')
+expect_eq "create: 201" 201 "$(status_of "$r")"
+ID=$(j "$(body_of "$r")" 'd["id"]')
+expect_match "create: an id" '^sb_[a-z2-9]{12}$' "$ID"
+r=$(api GET "/v1/sandboxes/$ID")
+expect_eq "get: running, with metadata" "running test" \
+	"$(j "$(body_of "$r")" 'd["state"]+" "+d["metadata"]["owner"]')"
+r=$(api GET /v1/sandboxes)
+expect_eq "list: one" 1 "$(j "$(body_of "$r")" 'len(d["sandboxes"])')"
+
+# ---- exec ----
+r=$(api POST "/v1/sandboxes/$ID/exec" -d '{"cmd":"echo out; echo err >&2; id -u; exit 3"}')
+b=$(body_of "$r")
+expect_eq "exec: stdout" $'out\n1000' "$(j "$b" 'd["stdout"].strip()')"
+expect_eq "exec: stderr" "err" "$(j "$b" 'd["stderr"].strip()')"
+expect_eq "exec: exit code and reason" "3 exited" "$(j "$b" 'str(d["result"]["exit_code"])+" "+d["result"]["reason"]')"
+r=$(api POST "/v1/sandboxes/$ID/exec" -d '{"argv":["cat"],"stdin":"from stdin"}')
+expect_eq "exec: stdin" "from stdin" "$(j "$(body_of "$r")" 'd["stdout"]')"
+r=$(api POST "/v1/sandboxes/$ID/exec" -d '{"argv":["printf","\\377\\376"]}')
+expect_eq "exec: binary output as base64" "//4=" "$(j "$(body_of "$r")" 'd["stdout_b64"]')"
+r=$(api POST "/v1/sandboxes/$ID/exec" -d '{"argv":["sh","-c","echo a; echo b >&2"],"stream":true}')
+b=$(body_of "$r")
+expect_eq "stream: start, output, exit" "start stdout stderr exit" \
+	"$(echo "$b" | $PY -c 'import json,sys; print(" ".join(json.loads(l)["type"] for l in sys.stdin if l.strip()))')"
+r=$(api POST "/v1/sandboxes/$ID/exec" -d '{"argv":["sleep","10"],"timeout_s":0.5}')
+expect_eq "exec: timeout" timeout "$(j "$(body_of "$r")" 'd["result"]["reason"]')"
+r=$(api POST "/v1/sandboxes/$ID/exec" -d '{"argv":["sleep","10"]}')
+expect_eq "exec: the sandbox's limits.timeout_s is the default" timeout \
+	"$(j "$(body_of "$r")" 'd["result"]["reason"]')"
+r=$(api POST "/v1/sandboxes/$ID/exec" -d '{"argv":["yes"]}')
+b=$(body_of "$r")
+expect_eq "exec: output limit ends it" "output True 4096" \
+	"$(j "$b" 'd["result"]["reason"]+" "+str(d["result"]["output_truncated"])+" "+str(len(d["stdout"]))')"
+r=$(api POST "/v1/sandboxes/$ID/exec" -d '{"argv":["no-such-command"]}')
+expect_eq "exec: missing command is an error result, 127" "error 127" \
+	"$(j "$(body_of "$r")" 'd["result"]["reason"]+" "+str(d["result"]["exit_status"])')"
+r=$(api POST "/v1/sandboxes/$ID/exec" -d '{"argv":[]}')
+expect_eq "exec: empty argv: 400" "400 argv" "$(status_of "$r") $(j "$(body_of "$r")" 'd["error"]["field"]')"
+r=$(api POST "/v1/sandboxes/$ID/exec" -d '{"argv":["true"],"cmd":"true"}')
+expect_eq "exec: argv and cmd: 400" 400 "$(status_of "$r")"
+r=$(api POST "/v1/sandboxes/$ID/exec" -d '{"argv":["true"],"bogus":1}')
+expect_eq "exec: unknown field: 400 naming it" "400 bogus" "$(status_of "$r") $(j "$(body_of "$r")" 'd["error"]["field"]')"
+r=$(api POST "/v1/sandboxes/$ID/exec" -d '{"argv":["true"],"cwd":"relative"}')
+expect_eq "exec: relative cwd: 400" "400 cwd" "$(status_of "$r") $(j "$(body_of "$r")" 'd["error"]["field"]')"
+
+# ---- background processes ----
+r=$(api POST "/v1/sandboxes/$ID/exec" -d '{"argv":["cat"],"background":true,"tag":"cat","keep_stdin":true}')
+expect_eq "background: 201" 201 "$(status_of "$r")"
+r=$(api POST "/v1/sandboxes/$ID/exec" -d '{"argv":["cat"],"background":true,"tag":"cat"}')
+expect_eq "background: a running tag is unique (409)" 409 "$(status_of "$r")"
+r=$(api POST "/v1/sandboxes/$ID/processes/cat/stdin" --data-binary 'line one')
+expect_eq "stdin write: 204" 204 "$(status_of "$r")"
+r=$(api POST "/v1/sandboxes/$ID/processes/cat/stdin/close")
+expect_eq "stdin close: 204" 204 "$(status_of "$r")"
+r=$(api POST "/v1/sandboxes/$ID/processes/cat/wait?timeout_s=10")
+expect_eq "wait: the process ended after EOF" "exited 0" \
+	"$(j "$(body_of "$r")" 'd["state"]+" "+str(d["result"]["exit_code"])')"
+r=$(api GET "/v1/sandboxes/$ID/processes/cat/output")
+expect_eq "output: what it wrote, then exit" "line one exit" \
+	"$(body_of "$r" | $PY -c 'import json,sys; e=[json.loads(l) for l in sys.stdin if l.strip()]; print(e[0]["data"], e[-1]["type"])')"
+r=$(api POST "/v1/sandboxes/$ID/exec" -d '{"argv":["sleep","100"],"background":true,"tag":"sleeper"}')
+PID=$(j "$(body_of "$r")" 'd["pid"]')
+r=$(api GET "/v1/sandboxes/$ID/processes")
+expect_match "list: the sleeper is running" "sleeper running" \
+	"$(j "$(body_of "$r")" '" ".join(p["tag"]+" "+p["state"] for p in d["processes"] if p["tag"])')"
+r=$(api POST "/v1/sandboxes/$ID/processes/$PID/signal" -d '{"signal":"NOPE"}')
+expect_eq "signal: bad name: 400" 400 "$(status_of "$r")"
+r=$(api POST "/v1/sandboxes/$ID/processes/$PID/signal" -d '{"signal":"TERM"}')
+expect_eq "signal by pid: 204" 204 "$(status_of "$r")"
+r=$(api POST "/v1/sandboxes/$ID/processes/sleeper/wait?timeout_s=10")
+expect_eq "signal: it ended by SIGTERM" "signaled 15" \
+	"$(j "$(body_of "$r")" 'd["result"]["reason"]+" "+str(d["result"]["signal"])')"
+r=$(api GET "/v1/sandboxes/$ID/processes/nosuch")
+expect_eq "unknown process: 404" 404 "$(status_of "$r")"
+
+# ---- files ----
+r=$(api PUT "/v1/sandboxes/$ID/files?path=/workspace/d%20ir/new.txt&mode=0600" --data-binary 'hello files')
+expect_eq "upload: 201, parents made, mode" "201 0600 11" \
+	"$(status_of "$r") $(j "$(body_of "$r")" 'd["mode"]+" "+str(d["size"])')"
+r=$(api GET "/v1/sandboxes/$ID/files?path=/workspace/d%20ir/new.txt")
+expect_eq "download" "hello files" "$(body_of "$r")"
+r=$(curl -s --unix-socket "$SOCK" -H 'Range: bytes=6-10' -w '\n%{http_code}' "http://x/v1/sandboxes/$ID/files?path=/workspace/d%20ir/new.txt")
+expect_eq "download a range: 206" $'files\n206' "$r"
+r=$(api POST "/v1/sandboxes/$ID/exec" -d '{"cmd":"cat \"/workspace/d ir/new.txt\""}')
+expect_eq "the sandbox sees the upload" "hello files" "$(j "$(body_of "$r")" 'd["stdout"]')"
+r=$(api GET "/v1/sandboxes/$ID/files/stat?path=/workspace/d%20ir")
+expect_eq "stat: a dir owned by the sandbox user" "dir 1000" "$(j "$(body_of "$r")" 'd["type"]+" "+str(d["uid"])')"
+r=$(api POST "/v1/sandboxes/$ID/files/mkdir" -d '{"path":"/workspace/x/y/z"}')
+expect_eq "mkdir -p: 201" 201 "$(status_of "$r")"
+r=$(api POST "/v1/sandboxes/$ID/files/move" -d '{"from":"/workspace/d ir/new.txt","to":"/workspace/x/moved.txt"}')
+expect_eq "move: 200" 200 "$(status_of "$r")"
+r=$(api GET "/v1/sandboxes/$ID/files/list?path=/workspace&depth=3")
+expect_eq "list with depth" "/workspace/d ir /workspace/x /workspace/x/moved.txt /workspace/x/y /workspace/x/y/z" \
+	"$(j "$(body_of "$r")" '" ".join(e["path"] for e in d["entries"])')"
+r=$(api GET "/v1/sandboxes/$ID/files/list?path=/workspace&depth=99")
+expect_eq "list: bad depth: 400" "400 depth" "$(status_of "$r") $(j "$(body_of "$r")" 'd["error"]["field"]')"
+r=$(api DELETE "/v1/sandboxes/$ID/files?path=/workspace/x")
+expect_eq "remove a non-empty dir without recursive: refused" 400 "$(status_of "$r")"
+r=$(api DELETE "/v1/sandboxes/$ID/files?path=/workspace/x&recursive=1")
+expect_eq "remove recursive: 204" 204 "$(status_of "$r")"
+r=$(api GET "/v1/sandboxes/$ID/files/stat?path=/workspace/x")
+expect_eq "removed: 404" 404 "$(status_of "$r")"
+r=$(api GET "/v1/sandboxes/$ID/files?path=/workspace/nope")
+expect_eq "missing file: 404" 404 "$(status_of "$r")"
+r=$(api GET "/v1/sandboxes/$ID/files")
+expect_eq "no path: 400" "400 path" "$(status_of "$r") $(j "$(body_of "$r")" 'd["error"]["field"]')"
+head -c 200000 /dev/zero >"$T_TMP/big"
+r=$(api PUT "/v1/sandboxes/$ID/files?path=/workspace/big" -H 'Expect: 100-continue' --data-binary @"$T_TMP/big")
+expect_eq "upload over --max-upload: 413" 413 "$(status_of "$r")"
+
+# symlinks the agent plants never reach the host
+echo "host-secret-$$" >"$T_TMP/secret"
+chmod 644 "$T_TMP/secret"
+api POST "/v1/sandboxes/$ID/exec" -d "{\"cmd\":\"ln -s $T_TMP/secret /workspace/l1; ln -s /proc/1/root /workspace/l2; ln -s ../../../../.. /workspace/l3; ln -s $T_TMP /workspace/l4\"}" >/dev/null
+for p in /workspace/l1 "/workspace/l2$T_TMP/secret" "/workspace/l3$T_TMP/secret" "../../..$T_TMP/secret" /workspace/l4/secret; do
+	q=$($PY -c 'import urllib.parse,sys; print(urllib.parse.quote(sys.argv[1]))' "$p")
+	r=$(api GET "/v1/sandboxes/$ID/files?path=$q")
+	expect_no_match "read through '$p' stays inside" "host-secret" "$r"
+done
+r=$(api PUT "/v1/sandboxes/$ID/files?path=/workspace/l4/planted" --data-binary 'x')
+[ -e "$T_TMP/planted" ] && not_ok "write through a symlink stays inside" || ok "write through a symlink stays inside"
+r=$(api DELETE "/v1/sandboxes/$ID/files?path=/workspace/l4&recursive=1")
+[ -e "$T_TMP/secret" ] && ok "recursive remove of a symlink keeps its target" || not_ok "recursive remove of a symlink keeps its target"
+r=$(api POST "/v1/sandboxes/$ID/files/move" -d "{\"from\":\"/workspace/l1\",\"to\":\"/workspace/l1b\"}")
+[ -e "$T_TMP/secret" ] && ok "move of a symlink moves the link" || not_ok "move of a symlink moves the link"
+
+# ---- ports: a service inside, reached from outside without opening the network ----
+api POST "/v1/sandboxes/$ID/exec" -d '{"cmd":"mkdir -p /tmp/www && echo served-from-inside > /tmp/www/index.html && cd /tmp/www && exec python3 -m http.server 8000 --bind 127.0.0.1","background":true,"tag":"web"}' >/dev/null
+r=
+for _ in $(seq 50); do
+	r=$(api GET "/v1/sandboxes/$ID/ports/8000/index.html")
+	[ "$(status_of "$r")" = 200 ] && break
+	sleep 0.1
+done
+expect_eq "ports: GET reaches the service" $'served-from-inside\n\n200' "$r"
+r=$(api GET "/v1/sandboxes/$ID/ports/8001/")
+expect_eq "ports: nothing listening: 502" 502 "$(status_of "$r")"
+r=$(api GET "/v1/sandboxes/$ID/ports/99999/")
+expect_eq "ports: bad port: 400" 400 "$(status_of "$r")"
+
+# ---- events and metrics ----
+r=$(api GET "/v1/sandboxes/$ID/events")
+expect_match "events: created, exec started and exited" "sandbox.created.*exec.started.*exec.exited" \
+	"$(body_of "$r" | $PY -c 'import json,sys; print(" ".join(json.loads(l)["event"] for l in sys.stdin if l.strip()))')"
+r=$(api GET /metrics)
+expect_match "metrics: live sandboxes" "paddock_sandboxes_live 1" "$r"
+expect_match "metrics: exec histogram" "paddock_exec_seconds_count [1-9]" "$r"
+
+# ---- kill -9 and restart: the sandbox and its processes are adopted ----
+api POST "/v1/sandboxes/$ID/exec" -d '{"cmd":"i=0; while [ $i -lt 30 ]; do echo tick $i; i=$((i+1)); sleep 0.1; done","background":true,"tag":"ticker"}' >/dev/null
+sleep 0.3
+kill -9 "$DPID"
+wait "$DPID" 2>/dev/null
+# live (not zombie) inits
+inits() { ps -e -o stat=,comm= | awk '$1 !~ /^Z/ && $2 == "paddock-init"' | wc -l; }
+expect_eq "kill -9: the sandbox's init lives on" 1 "$(inits)"
+start_daemon || not_ok "paddockd restarts"
+r=$(api GET "/v1/sandboxes/$ID")
+expect_eq "restart: the sandbox is back, running" "200 running" "$(status_of "$r") $(j "$(body_of "$r")" 'd["state"]')"
+r=$(api GET "/v1/sandboxes/$ID/processes/ticker")
+expect_eq "restart: its process still runs" running "$(j "$(body_of "$r")" 'd["state"]')"
+r=$(api GET "/v1/sandboxes/$ID/ports/8000/index.html")
+expect_eq "restart: its server still answers" $'served-from-inside\n\n200' "$r"
+r=$(api POST "/v1/sandboxes/$ID/exec" -d '{"cmd":"cat /workspace/l1b >/dev/null 2>&1; ls /workspace"}')
+expect_match "restart: its files are intact" "d ir" "$(j "$(body_of "$r")" 'd["stdout"]')"
+r=$(api POST "/v1/sandboxes/$ID/processes/ticker/wait?timeout_s=60")
+expect_eq "restart: the adopted process ends with its report" "exited 0" \
+	"$(j "$(body_of "$r")" 'd["state"]+" "+str(d["result"]["exit_code"])')"
+
+# ---- TTL ----
+r=$(api POST /v1/sandboxes -d '{"ttl_s":1}')
+ID2=$(j "$(body_of "$r")" 'd["id"]')
+r=$(api POST "/v1/sandboxes/$ID2/ttl" -d '{"ttl_s":0}')
+expect_eq "ttl: 0 is refused" 400 "$(status_of "$r")"
+sleep 2.5
+r=$(api GET "/v1/sandboxes/$ID2")
+expect_eq "ttl: expired sandbox is gone" 404 "$(status_of "$r")"
+r=$(api POST "/v1/sandboxes/$ID/ttl" -d '{"ttl_s":1200}')
+expect_eq "ttl: extended" "200 1200" "$(status_of "$r") $(j "$(body_of "$r")" 'd["ttl_s"]')"
+
+# ---- SIGTERM leaves sandboxes for the next start ----
+stop_daemon
+expect_eq "SIGTERM: paddockd exits 0" 0 "$?"
+start_daemon || not_ok "paddockd restarts after SIGTERM"
+r=$(api POST "/v1/sandboxes/$ID/exec" -d '{"argv":["echo","still here"]}')
+expect_eq "SIGTERM: the sandbox survived" "still here" "$(j "$(body_of "$r")" 'd["stdout"].strip()')"
+
+# ---- tenants over TCP ----
+PORT=$((20000 + RANDOM % 20000))
+printf '# tenant token\nalice aaaaaaaaaaaaaaaaaaaaaaaa\nbob bbbbbbbbbbbbbbbbbbbbbbbb\n' >"$T_TMP/tokens"
+stop_daemon
+start_daemon --listen "127.0.0.1:$PORT" --tokens "$T_TMP/tokens"
+tcp() { local m=$1 p=$2; shift 2; curl -s -X "$m" -w '\n%{http_code}' "http://127.0.0.1:$PORT$p" "$@"; }
+r=$(tcp GET /v1/sandboxes)
+expect_eq "tcp: no token: 401" 401 "$(status_of "$r")"
+r=$(tcp GET /v1/sandboxes -H 'Authorization: Bearer aaaaaaaaaaaaaaaaaaaaaaab')
+expect_eq "tcp: wrong token: 401" 401 "$(status_of "$r")"
+r=$(tcp POST /v1/sandboxes -H 'Authorization: Bearer aaaaaaaaaaaaaaaaaaaaaaaa' -d '{}')
+IDA=$(j "$(body_of "$r")" 'd["id"]')
+expect_eq "tcp: alice creates" 201 "$(status_of "$r")"
+r=$(tcp GET "/v1/sandboxes/$IDA" -H 'Authorization: Bearer bbbbbbbbbbbbbbbbbbbbbbbb')
+expect_eq "tcp: bob cannot see alice's sandbox" 404 "$(status_of "$r")"
+r=$(tcp DELETE "/v1/sandboxes/$IDA" -H 'Authorization: Bearer bbbbbbbbbbbbbbbbbbbbbbbb')
+expect_eq "tcp: nor delete it" 404 "$(status_of "$r")"
+r=$(tcp GET /v1/sandboxes -H 'Authorization: Bearer bbbbbbbbbbbbbbbbbbbbbbbb')
+expect_eq "tcp: bob lists none" 0 "$(j "$(body_of "$r")" 'len(d["sandboxes"])')"
+r=$(api GET "/v1/sandboxes/$IDA")
+expect_eq "unix socket (tenant local) cannot see alice's either" 404 "$(status_of "$r")"
+r=$(tcp DELETE "/v1/sandboxes/$IDA" -H 'Authorization: Bearer aaaaaaaaaaaaaaaaaaaaaaaa')
+expect_eq "tcp: alice deletes hers" 204 "$(status_of "$r")"
+
+# ---- delete leaves nothing ----
+r=$(api DELETE "/v1/sandboxes/$ID")
+expect_eq "delete: 204" 204 "$(status_of "$r")"
+r=$(api GET "/v1/sandboxes/$ID")
+expect_eq "deleted: 404" 404 "$(status_of "$r")"
+stop_daemon
+expect_eq "no sandbox process is left" 0 "$(inits)"
+expect_eq "no reconnect socket is left" "" "$(ls "$STATE/s")"
+finish
