@@ -347,20 +347,7 @@ static int write_stdin(struct proc *p, const char *data, size_t len)
 	return 0;
 }
 
-struct exec_req {
-	json_t *argv;
-	const char **argv_c;
-	const char **env_c;
-	const char *cwd;
-	char *stdin_data;
-	size_t stdin_len;
-	bool has_stdin, stream, background, keep_stdin, pty;
-	double timeout_s;
-	const char *tag;
-	unsigned rows, cols;
-};
-
-static void exec_req_release(struct exec_req *q)
+void pd_exec_req_release(struct exec_req *q)
 {
 	json_decref(q->argv);
 	free(q->argv_c);
@@ -384,7 +371,7 @@ static bool valid_tag(const char *t)
 	return strspn(t, "0123456789") != n;
 }
 
-static bool parse_exec(struct request *r, struct box *b, json_t *body, struct exec_req *q)
+bool pd_exec_parse(struct request *r, struct box *b, json_t *body, struct exec_req *q)
 {
 	json_t *v, *argv = json_object_get(body, "argv"), *cmd = json_object_get(body, "cmd");
 	const char *k;
@@ -551,7 +538,7 @@ void pd_api_exec(struct request *r, struct box *b)
 	body = pd_body_object(r, false);
 	if (!body)
 		return;
-	if (!parse_exec(r, b, body, &q))
+	if (!pd_exec_parse(r, b, body, &q))
 		goto out;
 	if (b->n_procs >= PD_MAX_PROCS) {
 		prune_ended(b);
@@ -636,7 +623,7 @@ void pd_api_exec(struct request *r, struct box *b)
 	/* a command that could not start, or ended at once, answers now */
 	finish_if_ended(p);
 out:
-	exec_req_release(&q);
+	pd_exec_req_release(&q);
 	json_decref(body);
 }
 

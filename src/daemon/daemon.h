@@ -161,6 +161,7 @@ struct request {
 	size_t n_seg;
 	struct evkeyvalq *query; /* parsed query */
 	int method;		/* EVHTTP_REQ_* */
+	int status;		/* the status answered (also when req is NULL: parsers under test) */
 };
 
 void pd_reply_json(struct request *r, int status, json_t *body_take);
@@ -201,6 +202,27 @@ struct proc *pd_proc_find(struct box *b, const char *key);
 void pd_proc_free(struct proc *p);
 void pd_proc_adopt(struct box *b, paddock_exec *ex, const struct paddock_store_exec *row);
 json_t *pd_proc_json(struct proc *p);
+
+/* An exec request, parsed and checked (api-exec.c). */
+struct exec_req {
+	json_t *argv;
+	const char **argv_c;
+	const char **env_c;
+	const char *cwd;
+	char *stdin_data;
+	size_t stdin_len;
+	bool has_stdin, stream, background, keep_stdin, pty;
+	double timeout_s;
+	const char *tag;
+	unsigned rows, cols;
+};
+
+/* false when the body is not a valid exec request: the error is answered on r */
+bool pd_exec_parse(struct request *r, struct box *b, json_t *body, struct exec_req *q);
+void pd_exec_req_release(struct exec_req *q);
+/* the create body: spec fields plus ttl_s, idle_timeout_s, metadata (lifecycle.c) */
+int pd_create_parse(struct daemon *d, const char *tenant, json_t *body, paddock_spec **ret_spec,
+		    int64_t *ret_ttl, int64_t *ret_idle, paddock_error *err);
 
 /* ---- routes ---- */
 void pd_api_sandboxes(struct request *r);

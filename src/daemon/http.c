@@ -31,9 +31,16 @@ static void count_status(struct daemon *d, int status)
 
 void pd_reply_json(struct request *r, int status, json_t *body)
 {
-	struct evbuffer *b = evbuffer_new();
-	char *s = body ? json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+	struct evbuffer *b;
+	char *s;
 
+	r->status = status;
+	if (!r->req) { /* a parser under test: the status is all that is kept */
+		json_decref(body);
+		return;
+	}
+	b = evbuffer_new();
+	s = body ? json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
 	json_decref(body);
 	if (b && s) {
 		evbuffer_add(b, s, strlen(s));
@@ -50,6 +57,9 @@ void pd_reply_json(struct request *r, int status, json_t *body)
 
 void pd_reply_empty(struct request *r, int status)
 {
+	r->status = status;
+	if (!r->req)
+		return;
 	count_status(r->d, status);
 	evhttp_send_reply(r->req, status, NULL, NULL);
 }

@@ -235,17 +235,11 @@ static void box_link(struct box *b)
 	b->d->boxes = b;
 }
 
-int pd_box_create(struct daemon *d, const char *tenant, json_t *body, struct box **ret,
-		  paddock_error *err)
+int pd_create_parse(struct daemon *d, const char *tenant, json_t *body, paddock_spec **ret_spec,
+		    int64_t *ret_ttl, int64_t *ret_idle, paddock_error *err)
 {
 	paddock_spec *spec = NULL;
 	json_t *specj = json_deep_copy(body), *meta = json_object_get(body, "metadata");
-	char path[300];
-	struct paddock_sandbox_opts opts = { .orphan_timeout_s = d->orphan_timeout_s,
-					     .no_timeout = true };
-	paddock_sandbox *sb = NULL;
-	int64_t ttl, idle;
-	struct box *b;
 	char *s;
 	int r;
 
@@ -253,9 +247,9 @@ int pd_box_create(struct daemon *d, const char *tenant, json_t *body, struct box
 		return dfail(err, ENOMEM, "copy request");
 	for (const char *const *f = create_fields; *f; f++)
 		json_object_del(specj, *f);
-	r = get_seconds(body, "ttl_s", PD_DEFAULT_TTL_S, PD_MAX_TTL_S, &ttl, err);
+	r = get_seconds(body, "ttl_s", PD_DEFAULT_TTL_S, PD_MAX_TTL_S, ret_ttl, err);
 	if (r >= 0)
-		r = get_seconds(body, "idle_timeout_s", 0, PD_MAX_TTL_S, &idle, err);
+		r = get_seconds(body, "idle_timeout_s", 0, PD_MAX_TTL_S, ret_idle, err);
 	if (r >= 0 && meta)
 		r = check_metadata(meta, err);
 	if (r >= 0 && tenant_count(d, tenant) >= PD_MAX_SANDBOXES)
@@ -265,6 +259,8 @@ int pd_box_create(struct daemon *d, const char *tenant, json_t *body, struct box
 	json_decref(specj);
 	if (r < 0)
 		return r;
+	if (!s)
+		return dfail(err, ENOMEM, "format spec");
 	r = paddock_spec_new(&spec, err);
 	if (r >= 0)
 		r = paddock_spec_load_json(spec, s, strlen(s), err);
@@ -273,6 +269,26 @@ int pd_box_create(struct daemon *d, const char *tenant, json_t *body, struct box
 		paddock_spec_free(spec);
 		return r;
 	}
+	*ret_spec = spec;
+	return 0;
+}
+
+int pd_box_create(struct daemon *d, const char *tenant, json_t *body, struct box **ret,
+		  paddock_error *err)
+{
+	paddock_spec *spec = NULL;
+	json_t *meta = json_object_get(body, "metadata");
+	char path[300];
+	struct paddock_sandbox_opts opts = { .orphan_timeout_s = d->orphan_timeout_s,
+					     .no_timeout = true };
+	paddock_sandbox *sb = NULL;
+	int64_t ttl = 0, idle = 0;
+	struct box *b;
+	int r;
+
+	r = pd_create_parse(d, tenant, body, &spec, &ttl, &idle, err);
+	if (r < 0)
+		return r;
 	b = box_new(d, "sb_pending", tenant);
 	if (!b) {
 		paddock_spec_free(spec);

@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * paddockd side by side with bare fork+exec and bubblewrap, interleaved in one run:
+ *   bare       fork + exec /bin/true + wait
+ *   exec       POST /v1/sandboxes/{id}/exec {"argv":["/bin/true"]} in a live sandbox
+ *              (one keep-alive connection, the answer read whole)
+ *   lifecycle  create + exec /bin/true + delete, through the API
+ *   bwrap      a bubblewrap cold start running /bin/true (when given)
+ * Prints p50/p99 and each p50 as a multiple of bare.
+ *
+ *   api SOCKET ROUNDS [BWRAP CMDLINE...]
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "timing.h"
+
+static int conn = -1;
+static const char *sock_path;
+
+static int dial(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		perror("connect");
+		exit(1);
+	}
+	return fd;
+}
+
+/* One request on the keep-alive connection; the body into buf (NUL-terminated). */
+static int request(const char *method, const char *path, const char *body, char *buf,
+		   size_t size)
+{
+	char req[1024], head[8192];
+	size_t have = 0, blen = body ? strlen(body) : 0;
+	long clen = -1;
+	int status = 0;
+	char *end;
+
+	if (conn < 0)
+		conn = dial();
+	snprintf(req, sizeof(req),
+		 "%s %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+		 "Content-Length: %zu\r\n\r\n%s",
+		 method, path, blen, body ? body : "");
+	if (write(conn, req, strlen(req)) != (ssize_t)strlen(req)) {
+		perror("write");
+		exit(1);
+	}
+	for (;;) {
+		ssize_t n = read(conn, head + have, sizeof(head) - 1 - have);
+		if (n <= 0) {
+			fprintf(stderr, "read: connection closed\n");
+			exit(1);
+		}
+		have += (size_t)n;
+		head[have] = '\0';
+		if ((end = strstr(head, "\r\n\r\n")))
+			break;
+	}
+	sscanf(head, "HTTP/1.1 %d", &status);
+	char *cl = strcasestr(head, "Content-Length:");
+	if (cl && cl < end)
+		clen = strtol(cl + 15, NULL, 10);
+	if (status == 204)
+		clen = 0;
+	size_t got = have - (size_t)(end + 4 - head);
+	if (clen < 0 || (size_t)clen >= size) {
+		fprintf(stderr, "unexpected answer: %.200s\n", head);
+		exit(1);
+	}
+	memcpy(buf, end + 4, got);
+	while (got < (size_t)clen) {
+		ssize_t n = read(conn, buf + got, (size_t)clen - got);
+		if (n <= 0) {
+			fprintf(stderr, "read body: closed\n");
+			exit(1);
+		}
+		got += (size_t)n;
+	}
+	buf[clen] = '\0';
+	return status;
+}
+
+static char *create(char *buf, size_t size)
+{
+	static char id[64];
+	char *p;
+
+	if (request("POST", "/v1/sandboxes", "{\"ttl_s\":3600}", buf, size) != 201 ||
+	    !(p = strstr(buf, "\"id\":\""))) {
+		fprintf(stderr, "create failed: %.300s\n", buf);
+		exit(1);
+	}
+	snprintf(id, sizeof(id), "%.15s", p + 6);
+	return id;
+}
+
+static double run_bare(char **argv)
+{
+	double t0 = bench_now();
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+		dup2(null, 0);
+		dup2(null, 1);
+		dup2(null, 2);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		fprintf(stderr, "%s failed\n", argv[0]);
+		exit(1);
+	}
+	return bench_now() - t0;
+}
+
+static double run_exec(const char *id, char *buf, size_t size)
+{
+	char path[128];
+	double t0 = bench_now();
+
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s/exec", id);
+	if (request("POST", path, "{\"argv\":[\"/bin/true\"]}", buf, size) != 200 ||
+	    !strstr(buf, "\"exit_code\":0")) {
+		fprintf(stderr, "exec failed: %.300s\n", buf);
+		exit(1);
+	}
+	return bench_now() - t0;
+}
+
+static double run_lifecycle(char *buf, size_t size)
+{
+	char path[128];
+	double t0 = bench_now();
+	char *id = create(buf, size);
+
+	run_exec(id, buf, size);
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s", id);
+	if (request("DELETE", path, NULL, buf, size) != 204) {
+		fprintf(stderr, "delete failed\n");
+		exit(1);
+	}
+	return bench_now() - t0;
+}
+
+int main(int argc, char **argv)
+{
+	static char buf[1 << 20];
+	char *bare[] = { "/bin/true", NULL };
+	const char *names[4] = { "bare", "exec", "lifecycle", "bwrap" };
+	int rounds, n = 3;
+	double *s[4];
+	char *id, path[128];
+
+	if (argc < 3) {
+		fprintf(stderr, "usage: api SOCKET ROUNDS [BWRAP CMDLINE...]\n");
+		return 2;
+	}
+	sock_path = argv[1];
+	rounds = atoi(argv[2]);
+	if (argc > 3)
+		n = 4;
+	for (int i = 0; i < 4; i++)
+		s[i] = calloc((size_t)rounds, sizeof(double));
+	id = strdup(create(buf, sizeof(buf)));
+	for (int w = 0; w < 10; w++) {
+		run_bare(bare);
+		run_exec(id, buf, sizeof(buf));
+	}
+	for (int r = 0; r < rounds; r++)
+		for (int j = 0; j < n; j++) {
+			int k = (r + j) % n;
+			s[k][r] = k == 0 ? run_bare(bare)
+				: k == 1 ? run_exec(id, buf, sizeof(buf))
+				: k == 2 ? run_lifecycle(buf, sizeof(buf))
+					 : run_bare(argv + 3);
+		}
+	snprintf(path, sizeof(path), "/v1/sandboxes/%s", id);
+	request("DELETE", path, NULL, buf, sizeof(buf));
+	printf("%-10s %10s %10s %8s\n", "what", "p50 ms", "p99 ms", "x bare");
+	double base = 0;
+	for (int i = 0; i < n; i++) {
+		qsort(s[i], (size_t)rounds, sizeof(double), bench_cmp_double);
+		double p50 = s[i][rounds / 2] * 1e3, p99 = s[i][(rounds * 99) / 100] * 1e3;
+		if (i == 0)
+			base = p50;
+		printf("%-10s %10.3f %10.3f %8.2f\n", names[i], p50, p99, p50 / base);
+	}
+	return 0;
+}
