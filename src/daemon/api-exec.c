@@ -87,8 +87,18 @@ void pd_proc_free(struct proc *p)
 		}
 	b->n_procs--;
 	while (p->watchers) {
-		pd_stream_end(p->watchers);
-		pd_watcher_free(p->watchers, &p->watchers);
+		struct watcher *w = p->watchers;
+
+		/* one-answer requests get one; streams end */
+		if (w->req && (w->kind == W_RESULT || w->kind == W_WAIT)) {
+			struct request r = { .d = b->d, .req = w->req };
+			pd_reply_error(&r, 409, "conflict", "id",
+				       "the sandbox was deleted or paddockd is stopping");
+			w->req = NULL;
+		}
+		w->on_gone = NULL;
+		pd_stream_end(w);
+		pd_watcher_free(w, &p->watchers);
 	}
 	if (p->ex)
 		paddock_exec_set_callback(p->ex, NULL, NULL);

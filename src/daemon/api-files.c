@@ -285,10 +285,19 @@ struct file_watch {
 	struct event *ev;
 	struct watcher *w;
 	struct watcher *list; /* owns w */
+	struct box *box;
+	struct file_watch *next;
 };
 
 static void watch_free(struct file_watch *fw)
 {
+	for (struct file_watch **pp = &fw->box->file_watches; *pp; pp = &(*pp)->next)
+		if (*pp == fw) {
+			*pp = fw->next;
+			break;
+		}
+	if (fw->w)
+		fw->w->on_gone = NULL;
 	if (fw->ev)
 		event_free(fw->ev);
 	paddock_watch_free(fw->pw);
@@ -333,8 +342,11 @@ static void watch(struct request *r, struct box *b, const char *path)
 
 	if (!fw)
 		return pd_reply_error(r, 500, "internal", NULL, "out of memory");
+	fw->box = b;
+	fw->next = b->file_watches;
+	b->file_watches = fw;
 	if (paddock_sandbox_watch(b->sb, path, rec && strcmp(rec, "1") == 0, &fw->pw, &err) < 0) {
-		free(fw);
+		watch_free(fw);
 		return pd_reply_paddock_error(r, &err);
 	}
 	fw->ev = event_new(r->d->base, paddock_watch_fd(fw->pw), EV_READ | EV_PERSIST, watch_cb,
@@ -346,6 +358,12 @@ static void watch(struct request *r, struct box *b, const char *path)
 	}
 	fw->w->on_gone = watch_gone;
 	pd_stream_start(fw->w, "application/x-ndjson");
+}
+
+void pd_files_release(struct box *b)
+{
+	while (b->file_watches)
+		watch_free(b->file_watches);
 }
 
 void pd_api_files(struct request *r, struct box *b)

@@ -94,6 +94,7 @@ struct box {
 	struct proc *procs;
 	unsigned n_procs;
 	struct watcher *watchers; /* event followers */
+	struct file_watch *file_watches;
 	struct box *next;
 };
 
@@ -229,6 +230,8 @@ void pd_api_sandboxes(struct request *r);
 void pd_api_exec(struct request *r, struct box *b);
 void pd_api_processes(struct request *r, struct box *b);
 void pd_api_files(struct request *r, struct box *b);
+/* ends the file watches of a sandbox (destroy, shutdown) */
+void pd_files_release(struct box *b);
 void pd_api_events(struct request *r, struct box *b);
 void pd_api_ports(struct request *r, struct box *b);
 void pd_api_metrics(struct request *r);

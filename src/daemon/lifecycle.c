@@ -340,6 +340,7 @@ void pd_box_destroy(struct box *b, const char *reason)
 		}
 	while (b->procs)
 		pd_proc_free(b->procs);
+	pd_files_release(b);
 	while (b->watchers) {
 		pd_stream_end(b->watchers);
 		pd_watcher_free(b->watchers, &b->watchers);
@@ -541,6 +542,7 @@ void pd_lifecycle_stop(struct daemon *d)
 		pd_box_persist(b);
 		while (b->procs)
 			pd_proc_free(b->procs);
+		pd_files_release(b);
 		while (b->watchers) {
 			pd_stream_end(b->watchers);
 			pd_watcher_free(b->watchers, &b->watchers);

@@ -65,14 +65,44 @@ static int load_tokens(struct daemon *d, const char *path)
 	return 0;
 }
 
+#define DRAIN_MAX_S 30
+
+/* Requests still waiting for a command's answer (not the streams a client follows). */
+static bool in_flight(struct daemon *d)
+{
+	for (struct box *b = d->boxes; b; b = b->next)
+		for (struct proc *p = b->procs; p; p = p->next)
+			for (struct watcher *w = p->watchers; w; w = w->next)
+				if (w->req && (w->kind == W_RESULT || w->kind == W_WAIT))
+					return true;
+	return false;
+}
+
+static void drain_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct daemon *d = arg;
+	static int ticks;
+
+	(void)fd;
+	(void)what;
+	if (!in_flight(d) || ++ticks > DRAIN_MAX_S * 20)
+		event_base_loopexit(d->base, NULL);
+}
+
+/* SIGTERM/SIGINT: new requests get 503, those in flight finish (up to DRAIN_MAX_S). */
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
 	struct daemon *d = arg;
+	struct timeval tv = { .tv_usec = 50000 };
 
 	(void)what;
+	if (d->stopping)
+		return;
 	fprintf(stderr, "paddockd: %s: stopping\n", strsignal((int)sig));
 	d->stopping = true;
-	event_base_loopexit(d->base, NULL);
+	d->sig_ev[2] = event_new(d->base, -1, EV_PERSIST, drain_cb, d);
+	if (!d->sig_ev[2] || event_add(d->sig_ev[2], &tv) < 0)
+		event_base_loopexit(d->base, NULL);
 }
 
 static int mkdir_p(const char *path)
