@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * paddockd [--socket PATH] [--state-dir DIR] [--listen ADDR:PORT --tokens FILE]
+ * paddockd [--config FILE] [--socket PATH] [--state-dir DIR] [--listen ADDR:PORT --tokens FILE]
  *          [--max-upload BYTES] [--orphan-timeout S] [--destroy-on-exit]
+ *
+ * The config file is a JSON object with the same settings (docs/api.md "Running paddockd");
+ * flags given after --config override it.
  *
  * Start-up: state dir (0700), SQLite store, adopt the sandboxes the store lists, then serve.
  * SIGTERM/SIGINT: stop accepting, let the loop finish what is in flight, release the
@@ -24,7 +27,8 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: paddockd [--socket PATH] [--state-dir DIR] [--listen ADDR:PORT --tokens FILE]\n"
+	fprintf(f, "usage: paddockd [--config FILE] [--socket PATH] [--state-dir DIR]\n"
+		   "                [--listen ADDR:PORT --tokens FILE]\n"
 		   "                [--max-upload BYTES] [--orphan-timeout SECONDS] [--destroy-on-exit]\n"
 		   "Serves the paddock HTTP API (docs/api.md).\n");
 }
@@ -90,6 +94,56 @@ static void drain_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /* SIGTERM/SIGINT: new requests get 503, those in flight finish (up to DRAIN_MAX_S). */
+/*
+ * {"socket": PATH, "state_dir": DIR, "listen": "ADDR:PORT", "tokens": FILE,
+ *  "max_upload": BYTES, "orphan_timeout_s": S, "destroy_on_exit": BOOL}; unknown keys and
+ * wrong types are refused by name.
+ */
+static int load_config(struct daemon *d, const char *path, const char **listen_addr,
+		       const char **tokens)
+{
+	static json_t *keep; /* the strings handed out live as long as the process */
+	json_error_t jerr;
+	json_t *o = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr), *v;
+	const char *k;
+
+	if (!json_is_object(o)) {
+		fprintf(stderr, "paddockd: config '%s': expected a JSON object: %s (line %d)\n", path,
+			jerr.text, jerr.line);
+		json_decref(o);
+		return -1;
+	}
+	json_object_foreach(o, k, v) {
+		bool str = json_is_string(v);
+		const char *s = json_string_value(v);
+
+		if (strcmp(k, "socket") == 0 && str && strlen(s) < sizeof(d->socket_path))
+			snprintf(d->socket_path, sizeof(d->socket_path), "%s", s);
+		else if (strcmp(k, "state_dir") == 0 && str && strlen(s) < 64)
+			snprintf(d->state_dir, sizeof(d->state_dir), "%s", s);
+		else if (strcmp(k, "listen") == 0 && str)
+			*listen_addr = s;
+		else if (strcmp(k, "tokens") == 0 && str)
+			*tokens = s;
+		else if (strcmp(k, "max_upload") == 0 && json_is_integer(v) && json_integer_value(v) > 0)
+			d->max_upload = (uint64_t)json_integer_value(v);
+		else if (strcmp(k, "orphan_timeout_s") == 0 && json_is_integer(v) &&
+			 json_integer_value(v) > 0 && json_integer_value(v) < INT32_MAX)
+			d->orphan_timeout_s = (int)json_integer_value(v);
+		else if (strcmp(k, "destroy_on_exit") == 0 && json_is_boolean(v))
+			d->destroy_on_exit = json_is_true(v);
+		else {
+			fprintf(stderr, "paddockd: config '%s': '%s' is unknown or has a bad value\n",
+				path, k);
+			json_decref(o);
+			return -1;
+		}
+	}
+	json_decref(keep);
+	keep = o;
+	return 0;
+}
+
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
 	struct daemon *d = arg;
@@ -132,6 +186,7 @@ int main(int argc, char **argv)
 		{ "max-upload", required_argument, NULL, 'u' },
 		{ "orphan-timeout", required_argument, NULL, 'o' },
 		{ "destroy-on-exit", no_argument, NULL, 'x' },
+		{ "config", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -191,6 +246,10 @@ int main(int argc, char **argv)
 			break;
 		case 'x':
 			d.destroy_on_exit = true;
+			break;
+		case 'c':
+			if (load_config(&d, optarg, &listen_addr, &tokens) < 0)
+				return 2;
 			break;
 		case 'h':
 			usage(stdout);

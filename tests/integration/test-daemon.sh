@@ -117,6 +117,17 @@ expect_eq "exec: unknown field: 400 naming it" "400 bogus" "$(status_of "$r") $(
 r=$(api POST "/v1/sandboxes/$ID/exec" -d '{"argv":["true"],"cwd":"relative"}')
 expect_eq "exec: relative cwd: 400" "400 cwd" "$(status_of "$r") $(j "$(body_of "$r")" 'd["error"]["field"]')"
 
+r=$(api POST "/v1/sandboxes/$ID/exec" -d '{"cmd":"tty; stty size","pty":{"rows":30,"cols":100}}')
+expect_match "exec: pty mode gives a terminal of the asked size" $'/dev/pts/[0-9]+\r?\n30 100' \
+	"$(j "$(body_of "$r")" 'd["stdout"]')"
+r=$(api POST "/v1/sandboxes/$ID/exec" -d '{"cmd":"read l; echo got $l","background":true,"tag":"tty","pty":{"rows":24,"cols":80}}')
+r=$(api POST "/v1/sandboxes/$ID/processes/tty/resize" -d '{"rows":50,"cols":120}')
+expect_eq "pty: resize: 204" 204 "$(status_of "$r")"
+r=$(api POST "/v1/sandboxes/$ID/processes/tty/stdin" --data-binary $'typed\n')
+r=$(api POST "/v1/sandboxes/$ID/processes/tty/wait?timeout_s=10")
+r=$(api GET "/v1/sandboxes/$ID/processes/tty/output")
+expect_match "pty: typed input reaches the command" "got typed" "$r"
+
 # ---- background processes ----
 r=$(api POST "/v1/sandboxes/$ID/exec" -d '{"argv":["cat"],"background":true,"tag":"cat","keep_stdin":true}')
 expect_eq "background: 201" 201 "$(status_of "$r")"
@@ -198,6 +209,19 @@ r=$(api DELETE "/v1/sandboxes/$ID/files?path=/workspace/l4&recursive=1")
 r=$(api POST "/v1/sandboxes/$ID/files/move" -d "{\"from\":\"/workspace/l1\",\"to\":\"/workspace/l1b\"}")
 [ -e "$T_TMP/secret" ] && ok "move of a symlink moves the link" || not_ok "move of a symlink moves the link"
 
+# a watch sees what the sandbox does to its files
+curl -s -N --max-time 3 --unix-socket "$SOCK" \
+	"http://x/v1/sandboxes/$ID/files/watch?path=/workspace&recursive=1" >"$T_TMP/watch" &
+wpid=$!
+sleep 0.5
+api POST "/v1/sandboxes/$ID/exec" -d '{"cmd":"mkdir /workspace/wd; echo x > /workspace/wd/new; rm /workspace/wd/new"}' >/dev/null
+wait $wpid
+expect_match "watch: create, write, remove in a new directory" \
+	"create /workspace/wd.*create /workspace/wd/new.*write /workspace/wd/new.*remove /workspace/wd/new" \
+	"$($PY -c 'import json,sys; print(" ".join(e["type"]+" "+e["path"] for e in map(json.loads, filter(str.strip, open(sys.argv[1])))))' "$T_TMP/watch")"
+r=$(api GET "/v1/sandboxes/$ID/files/watch?path=/workspace/nope")
+expect_eq "watch: a missing directory: 404" 404 "$(status_of "$r")"
+
 # ---- ports: a service inside, reached from outside without opening the network ----
 api POST "/v1/sandboxes/$ID/exec" -d '{"cmd":"mkdir -p /tmp/www && echo served-from-inside > /tmp/www/index.html && cd /tmp/www && exec python3 -m http.server 8000 --bind 127.0.0.1","background":true,"tag":"web"}' >/dev/null
 r=
@@ -249,6 +273,11 @@ expect_eq "ttl: 0 is refused" 400 "$(status_of "$r")"
 sleep 2.5
 r=$(api GET "/v1/sandboxes/$ID2")
 expect_eq "ttl: expired sandbox is gone" 404 "$(status_of "$r")"
+r=$(api POST /v1/sandboxes -d '{"idle_timeout_s":1}')
+ID3=$(j "$(body_of "$r")" 'd["id"]')
+sleep 2.5
+r=$(api GET "/v1/sandboxes/$ID3")
+expect_eq "idle timeout: an unused sandbox is gone" 404 "$(status_of "$r")"
 r=$(api POST "/v1/sandboxes/$ID/ttl" -d '{"ttl_s":1200}')
 expect_eq "ttl: extended" "200 1200" "$(status_of "$r") $(j "$(body_of "$r")" 'd["ttl_s"]')"
 
@@ -259,11 +288,16 @@ start_daemon || not_ok "paddockd restarts after SIGTERM"
 r=$(api POST "/v1/sandboxes/$ID/exec" -d '{"argv":["echo","still here"]}')
 expect_eq "SIGTERM: the sandbox survived" "still here" "$(j "$(body_of "$r")" 'd["stdout"].strip()')"
 
-# ---- tenants over TCP ----
+# ---- tenants over TCP (settings from a config file) ----
 PORT=$((20000 + RANDOM % 20000))
 printf '# tenant token\nalice aaaaaaaaaaaaaaaaaaaaaaaa\nbob bbbbbbbbbbbbbbbbbbbbbbbb\n' >"$T_TMP/tokens"
 stop_daemon
-start_daemon --listen "127.0.0.1:$PORT" --tokens "$T_TMP/tokens"
+echo '{"listen":"127.0.0.1:1","bogus":true}' >"$T_TMP/bad.json"
+"$PADDOCKD" --config "$T_TMP/bad.json" 2>"$T_TMP/err"
+expect_eq "config: an unknown key is refused" 2 "$?"
+expect_match "config: the error names it" "'bogus'" "$(cat "$T_TMP/err")"
+printf '{"listen":"127.0.0.1:%d","tokens":"%s"}\n' "$PORT" "$T_TMP/tokens" >"$T_TMP/config.json"
+start_daemon --config "$T_TMP/config.json" --socket "$SOCK"
 tcp() { local m=$1 p=$2; shift 2; curl -s -X "$m" -w '\n%{http_code}' "http://127.0.0.1:$PORT$p" "$@"; }
 r=$(tcp GET /v1/sandboxes)
 expect_eq "tcp: no token: 401" 401 "$(status_of "$r")"
