@@ -328,12 +328,10 @@ int pd_box_create(struct daemon *d, const char *tenant, json_t *body, struct box
 	return 0;
 }
 
-void pd_box_destroy(struct box *b, const char *reason)
+/* Unlinks a box and ends what clients hold of it: processes, file watches, event streams. */
+static void box_unlink(struct box *b)
 {
-	struct daemon *d = b->d;
-	paddock_error err = { 0 };
-
-	for (struct box **pp = &d->boxes; *pp; pp = &(*pp)->next)
+	for (struct box **pp = &b->d->boxes; *pp; pp = &(*pp)->next)
 		if (*pp == b) {
 			*pp = b->next;
 			break;
@@ -345,6 +343,14 @@ void pd_box_destroy(struct box *b, const char *reason)
 		pd_stream_end(b->watchers);
 		pd_watcher_free(b->watchers, &b->watchers);
 	}
+}
+
+void pd_box_destroy(struct box *b, const char *reason)
+{
+	struct daemon *d = b->d;
+	paddock_error err = { 0 };
+
+	box_unlink(b);
 	if (b->sb)
 		b->sb = paddock_sandbox_free(b->sb);
 	if (paddock_store_delete_sandbox(d->store, b->id, &err) < 0)
@@ -538,15 +544,8 @@ void pd_lifecycle_stop(struct daemon *d)
 			pd_box_destroy(b, "shutdown");
 			continue;
 		}
-		d->boxes = b->next;
 		pd_box_persist(b);
-		while (b->procs)
-			pd_proc_free(b->procs);
-		pd_files_release(b);
-		while (b->watchers) {
-			pd_stream_end(b->watchers);
-			pd_watcher_free(b->watchers, &b->watchers);
-		}
+		box_unlink(b);
 		if (b->sb)
 			paddock_sandbox_release(b->sb);
 		json_decref(b->metadata);

@@ -2,6 +2,7 @@
 #include "control.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
@@ -111,4 +112,28 @@ ssize_t pd_ctl_recv(int sock, uint32_t *type, void *buf, size_t size, int *fds, 
 	}
 	*type = hdr.type;
 	return (ssize_t)hdr.len;
+}
+
+ssize_t pd_ctl_recv_wait(int sock, int timeout_ms, uint32_t *type, void *buf, size_t size,
+			 int *fds, size_t *nfds)
+{
+	size_t cap = nfds ? *nfds : 0;
+
+	for (;;) {
+		struct pollfd p = { .fd = sock, .events = POLLIN };
+		ssize_t n;
+		int r = poll(&p, 1, timeout_ms);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			return -ETIMEDOUT;
+		if (nfds)
+			*nfds = cap;
+		n = pd_ctl_recv(sock, type, buf, size, fds, nfds);
+		if (n != -EAGAIN)
+			return n;
+	}
 }

@@ -168,3 +168,10 @@ int pd_ctl_send(int sock, uint32_t type, const void *payload, size_t len, const 
  * malformed message (and closes any fds it carried).
  */
 ssize_t pd_ctl_recv(int sock, uint32_t *type, void *buf, size_t size, int *fds, size_t *nfds);
+
+/*
+ * pd_ctl_recv() that waits up to timeout_ms for a message (also on a non-blocking socket):
+ * -ETIMEDOUT when none came.
+ */
+ssize_t pd_ctl_recv_wait(int sock, int timeout_ms, uint32_t *type, void *buf, size_t size,
+			 int *fds, size_t *nfds);

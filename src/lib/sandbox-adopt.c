@@ -158,7 +158,6 @@ static int adopt_exec(paddock_sandbox *sb, const struct pd_ctl_exec_state *s, in
 static int resync(paddock_sandbox *sb, paddock_error *err)
 {
 	for (;;) {
-		struct pollfd p = { .fd = sb->ctl, .events = POLLIN };
 		union {
 			struct pd_ctl_exec_state state;
 			struct pd_ctl_ready ready;
@@ -169,12 +168,7 @@ static int resync(paddock_sandbox *sb, paddock_error *err)
 		ssize_t n;
 		int r;
 
-		r = poll(&p, 1, ADOPT_TIMEOUT_MS);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return pd_fail(err, r == 0 ? ETIMEDOUT : errno, "wait for init");
-		n = pd_ctl_recv(sb->ctl, &type, &msg, sizeof(msg), fds, &nfds);
+		n = pd_ctl_recv_wait(sb->ctl, ADOPT_TIMEOUT_MS, &type, &msg, sizeof(msg), fds, &nfds);
 		if (n < 0 || type == 0)
 			return pd_fail(err, n < 0 ? (int)-n : EPIPE, "receive from init");
 		if (type == PD_CTL_EXEC_STATE && n == (ssize_t)sizeof(msg.state)) {

@@ -948,7 +948,6 @@ static int await_start(paddock_sandbox *sb, paddock_exec *ex, uint32_t flags,
 		       const char *argv0, const char *cwd, paddock_error *err)
 {
 	for (;;) {
-		struct pollfd p = { .fd = sb->ctl, .events = POLLIN };
 		union {
 			struct pd_ctl_started started;
 			struct pd_ctl_exec_error error;
@@ -958,16 +957,11 @@ static int await_start(paddock_sandbox *sb, paddock_exec *ex, uint32_t flags,
 		size_t nfds = PD_CTL_MAX_FDS;
 		uint32_t type = 0;
 		ssize_t n;
-		int r;
 
-		r = poll(&p, 1, EXEC_START_TIMEOUT_MS);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return pd_fail(err, r == 0 ? ETIMEDOUT : errno, "wait for the command to start");
-		n = pd_ctl_recv(sb->ctl, &type, &msg, sizeof(msg), fds, &nfds);
-		if (n == -EAGAIN)
-			continue;
+		n = pd_ctl_recv_wait(sb->ctl, EXEC_START_TIMEOUT_MS, &type, &msg, sizeof(msg), fds,
+				     &nfds);
+		if (n == -ETIMEDOUT)
+			return pd_fail(err, ETIMEDOUT, "wait for the command to start");
 		if (n < 0 || type == 0) {
 			for (size_t i = 0; i < nfds; i++)
 				pd_close(fds[i]);
@@ -1192,7 +1186,6 @@ int paddock_sandbox_socket(paddock_sandbox *sb, int domain, int type, int *ret_f
 	if (r < 0)
 		return pd_fail(err, r, "ask init for a socket");
 	for (;;) {
-		struct pollfd p = { .fd = sb->ctl, .events = POLLIN };
 		union {
 			struct pd_ctl_socket_fd s;
 			struct pd_ctl_exited exited;
@@ -1203,14 +1196,10 @@ int paddock_sandbox_socket(paddock_sandbox *sb, int domain, int type, int *ret_f
 		uint32_t mtype = 0;
 		ssize_t n;
 
-		r = poll(&p, 1, EXEC_START_TIMEOUT_MS);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return pd_fail(err, r == 0 ? ETIMEDOUT : errno, "wait for a socket from init");
-		n = pd_ctl_recv(sb->ctl, &mtype, &msg, sizeof(msg), fds, &nfds);
-		if (n == -EAGAIN)
-			continue;
+		n = pd_ctl_recv_wait(sb->ctl, EXEC_START_TIMEOUT_MS, &mtype, &msg, sizeof(msg), fds,
+				     &nfds);
+		if (n == -ETIMEDOUT)
+			return pd_fail(err, ETIMEDOUT, "wait for a socket from init");
 		if (n < 0 || mtype == 0)
 			return pd_fail(err, EPIPE, "the sandbox ended");
 		if (mtype != PD_CTL_SOCKET_FD) {
