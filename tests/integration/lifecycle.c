@@ -15,6 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -317,6 +320,199 @@ static void test_files_round_trip_and_escapes(void **state)
 	event_base_free(base);
 }
 
+/* Reads an fd to EOF (bounded), waiting in poll. */
+static size_t read_all(int fd, char *buf, size_t size)
+{
+	size_t got = 0;
+
+	(void)fcntl(fd, F_SETFL, 0);
+	while (got + 1 < size) {
+		ssize_t n = read(fd, buf + got, size - 1 - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	buf[got] = '\0';
+	return got;
+}
+
+static void wait_done(struct event_base *base, struct waiter *w)
+{
+	while (!w->done)
+		assert_true(event_base_loop(base, EVLOOP_ONCE) >= 0);
+}
+
+/* init-made pipes: the caller takes its ends; stdin reaches EOF only by close_stdin */
+static void test_pipes_and_close_stdin(void **state)
+{
+	struct event_base *base = event_base_new();
+	paddock_ctx *ctx = NULL;
+	paddock_error err = { 0 };
+	const char *argv[] = { "sh", "-c", "cat; echo done >&2", NULL };
+	struct waiter w = { .base = base };
+	paddock_exec *ex = NULL;
+	char buf[256];
+	int in, out, errfd;
+
+	(void)state;
+	assert_int_equal(paddock_ctx_new(base, &ctx, &err), 0);
+	paddock_sandbox *sb = make_sandbox(ctx);
+	struct paddock_exec_opts o = { .argv = argv, .fds = { -1, -1, -1 }, .pipe_streams = 7 };
+	assert_int_equal(paddock_exec_start(sb, &o, on_exit_cb, &w, &ex, &err), 0);
+	assert_int_equal(paddock_exec_pipe_streams(ex), 7u);
+	in = paddock_exec_take_fd(ex, 0);
+	out = paddock_exec_take_fd(ex, 1);
+	errfd = paddock_exec_take_fd(ex, 2);
+	assert_true(in >= 0 && out >= 0 && errfd >= 0);
+	assert_int_equal(paddock_exec_take_fd(ex, 1), -1); /* taken once */
+	assert_int_equal(write(in, "piped", 5), 5);
+	close(in);
+	/* our end is closed, init's copy is not: cat still waits */
+	assert_false(w.done);
+	assert_int_equal(paddock_exec_close_stdin(ex, &err), 0);
+	wait_done(base, &w);
+	assert_int_equal(w.res.reason, PADDOCK_END_EXITED);
+	read_all(out, buf, sizeof(buf));
+	assert_string_equal(buf, "piped");
+	read_all(errfd, buf, sizeof(buf));
+	assert_string_equal(buf, "done\n");
+	close(out);
+	close(errfd);
+	paddock_sandbox_free(sb);
+	paddock_ctx_free(ctx);
+	event_base_free(base);
+}
+
+/* a command's own timeout, and an end forced by the caller, name their reason */
+static void test_exec_timeout_and_terminate(void **state)
+{
+	struct event_base *base = event_base_new();
+	paddock_ctx *ctx = NULL;
+	paddock_error err = { 0 };
+	const char *argv[] = { "sleep", "30", NULL };
+	struct waiter w1 = { .base = base }, w2 = { .base = base };
+	paddock_exec *ex = NULL;
+
+	(void)state;
+	assert_int_equal(paddock_ctx_new(base, &ctx, &err), 0);
+	paddock_sandbox *sb = make_sandbox(ctx);
+	struct paddock_exec_opts o = { .argv = argv, .fds = { -1, -1, -1 }, .timeout_s = 0.2 };
+	assert_int_equal(paddock_exec_start(sb, &o, on_exit_cb, &w1, NULL, &err), 0);
+	wait_done(base, &w1);
+	assert_int_equal(w1.res.reason, PADDOCK_END_TIMEOUT);
+	assert_int_equal(w1.res.signal, SIGKILL);
+	o.timeout_s = 0;
+	assert_int_equal(paddock_exec_start(sb, &o, on_exit_cb, &w2, &ex, &err), 0);
+	assert_int_equal(paddock_exec_terminate(ex, PADDOCK_END_OUTPUT, &err), 0);
+	wait_done(base, &w2);
+	assert_int_equal(w2.res.reason, PADDOCK_END_OUTPUT);
+	o.timeout_s = -1;
+	assert_int_equal(paddock_exec_start(sb, &o, on_exit_cb, &w2, NULL, &err), -EINVAL);
+	assert_string_equal(err.field, "timeout_s");
+	paddock_sandbox_free(sb);
+	paddock_ctx_free(ctx);
+	event_base_free(base);
+}
+
+/* a socket made in the sandbox's netns reaches a server on the sandbox's own loopback */
+static void test_socket_in_sandbox_netns(void **state)
+{
+	struct event_base *base = event_base_new();
+	paddock_ctx *ctx = NULL;
+	paddock_error err = { 0 };
+	const char *argv[] = { "python3", "-c",
+			       "import socket\n"
+			       "s=socket.socket(); s.bind(('127.0.0.1', 7777)); s.listen(1)\n"
+			       "print('ready', flush=True)\n"
+			       "c,_=s.accept(); c.sendall(b'inside'); c.close()",
+			       NULL };
+	struct waiter w = { .base = base };
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(7777),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	paddock_exec *ex = NULL;
+	char buf[64];
+	int fd = -1, out;
+
+	(void)state;
+	assert_int_equal(paddock_ctx_new(base, &ctx, &err), 0);
+	paddock_sandbox *sb = make_sandbox(ctx);
+	assert_int_equal(paddock_sandbox_socket(sb, AF_UNIX, SOCK_STREAM, &fd, &err), -EAFNOSUPPORT);
+	struct paddock_exec_opts o = { .argv = argv, .fds = { -1, -1, -1 }, .pipe_streams = 2 };
+	assert_int_equal(paddock_exec_start(sb, &o, on_exit_cb, &w, &ex, &err), 0);
+	out = paddock_exec_take_fd(ex, 1);
+	(void)fcntl(out, F_SETFL, 0);
+	assert_true(read(out, buf, 6) == 6);
+	/* the host's own loopback has nothing on 7777; the sandbox's has the server */
+	assert_int_equal(paddock_sandbox_socket(sb, AF_INET, SOCK_STREAM, &fd, &err), 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(read_all(fd, buf, sizeof(buf)), 6);
+	assert_string_equal(buf, "inside");
+	close(fd);
+	close(out);
+	wait_done(base, &w);
+	paddock_sandbox_free(sb);
+	paddock_ctx_free(ctx);
+	event_base_free(base);
+}
+
+/* released by one supervisor, adopted by the next: the command is still there */
+static void test_release_and_adopt(void **state)
+{
+	struct event_base *base = event_base_new();
+	paddock_ctx *ctx = NULL;
+	paddock_spec *spec = NULL;
+	paddock_sandbox *sb = NULL;
+	paddock_error err = { 0 };
+	char dir[] = "/tmp/pdtest.adoptXXXXXX", *handle = NULL, id[32], buf[64];
+	const char *argv[] = { "sh", "-c", "read x; echo got $x", NULL };
+	struct waiter w = { .base = base };
+	paddock_exec *ex = NULL;
+	int in, out;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(paddock_ctx_new(base, &ctx, &err), 0);
+	assert_int_equal(paddock_spec_new(&spec, &err), 0);
+	struct paddock_sandbox_opts so = { .reconnect_dir = dir, .orphan_timeout_s = 30 };
+	if (paddock_sandbox_create_with(ctx, spec, &so, &sb, &err) < 0)
+		fail_msg("create: %s", err.msg);
+	snprintf(id, sizeof(id), "%s", paddock_sandbox_id(sb));
+	assert_int_equal(paddock_sandbox_handle(sb, &handle, &err), 0);
+	struct paddock_exec_opts o = { .argv = argv, .fds = { -1, -1, -1 }, .pipe_streams = 3 };
+	assert_int_equal(paddock_exec_start(sb, &o, NULL, NULL, &ex, &err), 0);
+	uint64_t exec_id = paddock_exec_id(ex);
+	paddock_sandbox_release(sb);
+	sb = NULL;
+
+	assert_int_equal(paddock_sandbox_adopt(ctx, spec, "{\"v\":1}", &sb, &err), -EINVAL);
+	assert_string_equal(err.field, "handle");
+	if (paddock_sandbox_adopt(ctx, spec, handle, &sb, &err) < 0)
+		fail_msg("adopt: %s", err.msg);
+	assert_string_equal(paddock_sandbox_id(sb), id);
+	ex = paddock_sandbox_exec_next(sb, NULL);
+	assert_non_null(ex);
+	assert_int_equal(paddock_exec_id(ex), exec_id);
+	assert_null(paddock_sandbox_exec_next(sb, ex));
+	paddock_exec_set_callback(ex, on_exit_cb, &w);
+	in = paddock_exec_take_fd(ex, 0);
+	out = paddock_exec_take_fd(ex, 1);
+	assert_true(in >= 0 && out >= 0);
+	assert_int_equal(write(in, "again\n", 6), 6);
+	wait_done(base, &w);
+	assert_int_equal(w.res.reason, PADDOCK_END_EXITED);
+	read_all(out, buf, sizeof(buf));
+	assert_string_equal(buf, "got again\n");
+	close(in);
+	close(out);
+	paddock_sandbox_free(sb);
+	/* the reconnect socket went with the sandbox */
+	assert_int_equal(rmdir(dir), 0);
+	free(handle);
+	paddock_spec_free(spec);
+	paddock_ctx_free(ctx);
+	event_base_free(base);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -327,6 +523,10 @@ int main(void)
 		cmocka_unit_test(test_bad_exec_options),
 		cmocka_unit_test(test_signal_reaches_command),
 		cmocka_unit_test(test_files_round_trip_and_escapes),
+		cmocka_unit_test(test_pipes_and_close_stdin),
+		cmocka_unit_test(test_exec_timeout_and_terminate),
+		cmocka_unit_test(test_socket_in_sandbox_netns),
+		cmocka_unit_test(test_release_and_adopt),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
