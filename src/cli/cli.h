@@ -3,3 +3,13 @@
 
 int cmd_run(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
+int cmd_create(int argc, char **argv);
+int cmd_ls(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
+int cmd_exec(int argc, char **argv);
+int cmd_cp(int argc, char **argv);
+int cmd_files(int argc, char **argv);
+int cmd_logs(int argc, char **argv);
+int cmd_rm(int argc, char **argv);
+int cmd_ttl(int argc, char **argv);
+int cmd_ps(int argc, char **argv);

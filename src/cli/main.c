@@ -13,6 +13,17 @@ static const struct {
 } commands[] = {
 	{ "run", cmd_run, "run one command in a fresh sandbox" },
 	{ "gc", cmd_gc, "remove the idle cgroups kept for reuse" },
+	/* the client of paddockd */
+	{ "create", cmd_create, "create a sandbox in paddockd" },
+	{ "ls", cmd_ls, "list your sandboxes" },
+	{ "inspect", cmd_inspect, "show a sandbox as JSON" },
+	{ "exec", cmd_exec, "run a command in a sandbox" },
+	{ "ps", cmd_ps, "list the processes of a sandbox" },
+	{ "cp", cmd_cp, "copy a file into or out of a sandbox" },
+	{ "files", cmd_files, "list, stat, make, move or remove files in a sandbox" },
+	{ "logs", cmd_logs, "show the events of a sandbox" },
+	{ "ttl", cmd_ttl, "set when a sandbox expires" },
+	{ "rm", cmd_rm, "delete sandboxes" },
 };
 
 static void usage(FILE *f)

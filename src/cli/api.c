@@ -1,0 +1,421 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The client side of paddockd's API, shared by the `paddock` subcommands that talk to it.
+ * Everything paddockd sends back is treated as hostile for the terminal: strings are escaped
+ * before they are shown, and answers are bounded (API_*_MAX) before they are parsed.
+ */
+#include "api.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void *api_oom(void *p)
+{
+	if (!p) {
+		fputs("paddock: out of memory\n", stderr);
+		abort();
+	}
+	return p;
+}
+
+void api_set(json_t *obj, const char *key, json_t *value)
+{
+	if (!value || json_object_set_new(obj, key, value) < 0)
+		api_oom(NULL);
+}
+
+bool api_option(struct api *api, int opt, const char *arg)
+{
+	switch (opt) {
+	case OPT_API_SOCKET:
+		api->socket = arg;
+		return true;
+	case OPT_API_JSON:
+		api->json = true;
+		return true;
+	default:
+		return false;
+	}
+}
+
+const char *api_socket_path(struct api *api)
+{
+	const char *env;
+
+	if (api->socket)
+		return api->socket;
+	env = secure_getenv("PADDOCK_SOCKET");
+	if (env && *env)
+		return api->socket = env;
+	/* as paddockd chooses its own (src/daemon/main.c) */
+	env = secure_getenv("XDG_RUNTIME_DIR");
+	if (geteuid() == 0 || !env || !*env)
+		return api->socket = "/run/paddock/paddockd.sock";
+	snprintf(api->socket_buf, sizeof(api->socket_buf), "%s/paddock/paddockd.sock", env);
+	return api->socket = api->socket_buf;
+}
+
+/* ---- URLs ----------------------------------------------------------------------------- */
+
+static void put_encoded(FILE *f, const char *s, bool keep_slash)
+{
+	static const char hex[] = "0123456789ABCDEF";
+
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		bool alnum = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+			     (*p >= '0' && *p <= '9');
+
+		if (alnum || strchr("-._~", *p) || (keep_slash && *p == '/'))
+			fputc(*p, f);
+		else
+			fprintf(f, "%%%c%c", hex[*p >> 4], hex[*p & 15]);
+	}
+}
+
+char *api_url(const char *const *segments)
+{
+	char *url = NULL;
+	size_t len;
+	FILE *f = api_oom(open_memstream(&url, &len));
+
+	fputs("/v1", f);
+	for (; *segments; segments++) {
+		fputc('/', f);
+		put_encoded(f, *segments, false);
+	}
+	if (fclose(f) != 0)
+		api_oom(NULL);
+	return url;
+}
+
+void api_url_query(char **url, const char *key, const char *value)
+{
+	char *out = NULL;
+	size_t len;
+	FILE *f = api_oom(open_memstream(&out, &len));
+
+	fprintf(f, "%s%c", *url, strchr(*url, '?') ? '&' : '?');
+	put_encoded(f, key, false);
+	fputc('=', f);
+	put_encoded(f, value, true);
+	if (fclose(f) != 0)
+		api_oom(NULL);
+	free(*url);
+	*url = out;
+}
+
+/* ---- requests ------------------------------------------------------------------------- */
+
+void api_reply_release(struct api_reply *reply)
+{
+	free(reply->body);
+	json_decref(reply->json);
+	*reply = (struct api_reply){ 0 };
+}
+
+int api_fail(const char *what, const paddock_error *err)
+{
+	char buf[sizeof(err->msg) + 128];
+
+	fprintf(stderr, "paddock: %s: ", what);
+	api_fput_escaped(stderr, paddock_error_format(err, buf, sizeof(buf)));
+	fputc('\n', stderr);
+	return PADDOCK_EXIT_FAILURE;
+}
+
+int api_failf(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("paddock: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return PADDOCK_EXIT_FAILURE;
+}
+
+/* "ENOENT" -> ENOENT, through libpaddock's table; 0 when unknown. */
+static int errno_from_name(const char *name)
+{
+	for (int e = 1; e < 200; e++)
+		if (!strcmp(paddock_errno_name(e), name))
+			return e;
+	return 0;
+}
+
+/*
+ * {"error":{"code","field","message"[,"errno"]}} -> "paddock: MESSAGE[: ERRNO-TEXT]
+ * (field: FIELD)"
+ */
+static int print_error_answer(int status, const char *reason, const char *body, size_t len)
+{
+	json_t *json = json_loadb(body, len, JSON_ALLOW_NUL, NULL);
+	json_t *e = json_object_get(json, "error");
+	const char *msg = api_str(e, "message", ""), *code = api_str(e, "code", "");
+	const char *field = api_str(e, "field", "");
+	int errnum = errno_from_name(api_str(e, "errno", ""));
+
+	fputs("paddock: ", stderr);
+	if (*msg || *code) {
+		api_fput_escaped(stderr, *msg ? msg : code);
+		if (errnum && errnum != EINVAL) /* bad input: the message says it all */
+			fprintf(stderr, ": %s", strerror(errnum));
+		if (*field) {
+			fputs(" (field: ", stderr);
+			api_fput_escaped(stderr, field);
+			fputc(')', stderr);
+		}
+	} else {
+		/* not paddockd's JSON: evhttp's own answers (413 past its body limit, 400) */
+		fprintf(stderr, "paddockd answered %d ", status);
+		api_fput_escaped(stderr, reason);
+	}
+	fputc('\n', stderr);
+	json_decref(json);
+	return API_EXIT_REFUSED;
+}
+
+int api_open(struct api *api, const struct http_request *req, struct http_conn **ret_conn,
+	     struct http_response *ret_resp)
+{
+	const char *path = api_socket_path(api);
+	struct http_conn *c = NULL;
+	struct http_response resp;
+	paddock_error err = { 0 };
+	char *body = NULL;
+	size_t len;
+	int r;
+
+	api->last_status = 0;
+	r = http_connect_unix(path, &c, &err);
+	if (r < 0) {
+		char buf[sizeof(err.msg) + 128];
+		fputs("paddock: cannot connect to paddockd at '", stderr);
+		api_fput_escaped(stderr, path);
+		fprintf(stderr, "': %s\n", paddock_error_format(&err, buf, sizeof(buf)));
+		fputs("paddock: is paddockd running? Start it, or name its socket with "
+		      "--socket PATH or PADDOCK_SOCKET\n",
+		      stderr);
+		return PADDOCK_EXIT_FAILURE;
+	}
+	r = http_send_request(c, req, &err);
+	if (r < 0) {
+		http_conn_free(c);
+		return api_fail("send a request to paddockd", &err);
+	}
+	r = http_read_response(c, &resp, &err);
+	if (r < 0) {
+		http_conn_free(c);
+		return api_fail("read paddockd's answer", &err);
+	}
+	api->last_status = resp.status;
+	if (resp.status >= 200 && resp.status < 300) {
+		*ret_conn = c;
+		*ret_resp = resp;
+		return 0;
+	}
+	r = http_read_body_all(c, API_ERROR_BODY_MAX, &body, &len, &err);
+	http_conn_free(c);
+	if (resp.status == api->quiet_status || api->quiet_status < 0) {
+		free(body);
+		return API_EXIT_REFUSED;
+	}
+	if (r < 0) {
+		fprintf(stderr, "paddock: paddockd answered %d\n", resp.status);
+		return api_fail("read paddockd's error", &err);
+	}
+	r = print_error_answer(resp.status, resp.reason, body, len);
+	free(body);
+	return r;
+}
+
+int api_call(struct api *api, const char *method, const char *url, const json_t *body,
+	     struct api_reply *ret_reply)
+{
+	char *text = body ? api_oom(json_dumps(body, JSON_COMPACT)) : NULL;
+	struct http_request req = {
+		.method = method,
+		.target = url,
+		.content_type = text ? "application/json" : NULL,
+		.body = text,
+		.body_len = text ? strlen(text) : 0,
+		.body_fd = -1,
+	};
+	struct api_reply reply = { 0 };
+	struct http_conn *c = NULL;
+	struct http_response resp;
+	paddock_error err = { 0 };
+	json_error_t jerr;
+	int r;
+
+	r = api_open(api, &req, &c, &resp);
+	free(text);
+	if (r != 0)
+		return r;
+	reply.status = resp.status;
+	r = http_read_body_all(c, api->answer_max ? api->answer_max : API_ANSWER_MAX, &reply.body,
+			       &reply.len, &err);
+	http_conn_free(c);
+	if (r < 0)
+		return api_fail("read paddockd's answer", &err);
+	if (reply.len > 0) {
+		/* output in an answer may hold NUL bytes: \u0000 is allowed, lengths are used */
+		reply.json = json_loadb(reply.body, reply.len, JSON_ALLOW_NUL, &jerr);
+		if (!reply.json) {
+			api_reply_release(&reply);
+			return api_failf("paddockd's answer is not JSON (line %d: %s)", jerr.line,
+					 jerr.text);
+		}
+	}
+	*ret_reply = reply;
+	return 0;
+}
+
+/* ---- output --------------------------------------------------------------------------- */
+
+int api_print_raw(const struct api_reply *reply)
+{
+	if (reply->len > 0 && fwrite(reply->body, 1, reply->len, stdout) != reply->len)
+		return api_failf("write the answer: %s", strerror(errno));
+	if (reply->len == 0 || reply->body[reply->len - 1] != '\n')
+		fputc('\n', stdout);
+	return 0;
+}
+
+int api_print_pretty(const json_t *json)
+{
+	if (json_dumpf(json, stdout, JSON_INDENT(2) | JSON_REAL_PRECISION(15)) < 0)
+		return api_failf("write the answer");
+	fputc('\n', stdout);
+	return 0;
+}
+
+void api_fput_escaped(FILE *f, const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '\\')
+			fputs("\\\\", f);
+		else if (*p < 0x20 || *p == 0x7f)
+			fprintf(f, "\\x%02x", *p);
+		else if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) /* C1 controls, as UTF-8 */
+			fprintf(f, "\\u%04x", p[1]), p++;
+		else
+			fputc(*p, f);
+	}
+}
+
+char *api_escape(const char *s)
+{
+	char *out = NULL;
+	size_t len;
+	FILE *f = api_oom(open_memstream(&out, &len));
+
+	api_fput_escaped(f, s);
+	if (fclose(f) != 0)
+		api_oom(NULL);
+	return out;
+}
+
+const char *api_str(const json_t *obj, const char *key, const char *fallback)
+{
+	const char *s = json_string_value(json_object_get(obj, key));
+
+	return s ? s : fallback;
+}
+
+/* ---- base64 --------------------------------------------------------------------------- */
+
+static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+char *api_b64_encode(const void *data, size_t len)
+{
+	const unsigned char *in = data;
+	char *out = api_oom(malloc((len + 2) / 3 * 4 + 1)), *o = out;
+	size_t i;
+
+	for (i = 0; i + 2 < len; i += 3) {
+		uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
+		*o++ = b64[v >> 18];
+		*o++ = b64[(v >> 12) & 63];
+		*o++ = b64[(v >> 6) & 63];
+		*o++ = b64[v & 63];
+	}
+	if (i < len) {
+		uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < len ? (uint32_t)in[i + 1] << 8 : 0);
+		*o++ = b64[v >> 18];
+		*o++ = b64[(v >> 12) & 63];
+		*o++ = i + 1 < len ? b64[(v >> 6) & 63] : '=';
+		*o++ = '=';
+	}
+	*o = '\0';
+	return out;
+}
+
+int api_b64_decode(const char *s, size_t len, unsigned char **ret_data, size_t *ret_len)
+{
+	unsigned char *out, *o;
+	uint32_t acc = 0;
+	int bits = 0;
+
+	while (len > 0 && s[len - 1] == '=' && len % 4 != 1)
+		len--;
+	if (len % 4 == 1)
+		return -EINVAL;
+	out = o = malloc(len / 4 * 3 + 3);
+	if (!out)
+		return -ENOMEM;
+	for (size_t i = 0; i < len; i++) {
+		const char *p = s[i] ? strchr(b64, s[i]) : NULL;
+		if (!p) {
+			free(out);
+			return -EINVAL;
+		}
+		acc = acc << 6 | (uint32_t)(p - b64);
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			*o++ = (unsigned char)(acc >> bits);
+		}
+	}
+	*ret_data = out;
+	*ret_len = (size_t)(o - out);
+	return 0;
+}
+
+/* ---- numbers -------------------------------------------------------------------------- */
+
+int api_parse_seconds(const char *s, double *ret)
+{
+	size_t digits = strspn(s, "0123456789");
+	const char *rest = s + digits;
+	char *end;
+	double v;
+
+	if (*rest == '.' && rest[1]) {
+		size_t frac = strspn(rest + 1, "0123456789");
+		rest += 1 + frac;
+		if (frac == 0)
+			return -EINVAL;
+	}
+	if (digits == 0 || *rest)
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || *end || !isfinite(v))
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
+json_t *api_seconds_json(double s)
+{
+	if (s == floor(s) && s < 9e15)
+		return api_oom(json_integer((json_int_t)s));
+	return api_oom(json_real(s));
+}

@@ -1,0 +1,483 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * `paddock create [OPTIONS]`: a sandbox in paddockd (POST /v1/sandboxes); prints its id.
+ *
+ * The spec flags are `paddock run`'s and mean the same: --spec FILE first, then each flag in
+ * order, all checked here by libpaddock (paddock_spec_set) so a typo fails before anything
+ * is sent, with the same message as `paddock run`. The request carries only the fields the
+ * file or a flag named, written the way libpaddock writes them back; everything else is left
+ * to paddockd's defaults. Relative host paths (--workspace, --rootfs, binds) are made
+ * absolute against our working directory, since paddockd has its own.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "paddock/paddock.h"
+#include "api.h"
+#include "cli.h"
+
+#define SPEC_FILE_MAX (1u << 20)
+
+enum {
+	OPT_SPEC = 0x100,
+	OPT_WORKSPACE,
+	OPT_ROOTFS,
+	OPT_RO_BIND,
+	OPT_BIND,
+	OPT_ENV,
+	OPT_CWD,
+	OPT_HOSTNAME,
+	OPT_TIMEOUT,
+	OPT_DISK,
+	OPT_LANDLOCK,
+	OPT_MEMORY,
+	OPT_PIDS,
+	OPT_CPUS,
+	OPT_CPU_TIME,
+	OPT_FILE_SIZE,
+	OPT_NOFILE,
+	OPT_OUTPUT_LIMIT,
+	OPT_REQUIRE,
+	OPT_TTL,
+	OPT_IDLE_TIMEOUT,
+	OPT_METADATA,
+	OPT_PRINT_REQUEST,
+};
+
+/* Flags that set one spec field from their argument, as paddock_spec_set() takes it. */
+static const struct {
+	int opt;
+	const char *field;
+} field_flags[] = {
+	{ OPT_CWD, "cwd" },
+	{ OPT_HOSTNAME, "hostname" },
+	{ OPT_ENV, "env" },
+	{ OPT_TIMEOUT, "limits.timeout_s" },
+	{ OPT_DISK, "limits.disk" },
+	{ OPT_MEMORY, "limits.memory" },
+	{ OPT_PIDS, "limits.pids" },
+	{ OPT_CPUS, "limits.cpus" },
+	{ OPT_CPU_TIME, "limits.cpu_time_s" },
+	{ OPT_FILE_SIZE, "limits.file_size" },
+	{ OPT_NOFILE, "limits.nofile" },
+	{ OPT_OUTPUT_LIMIT, "limits.output" },
+	{ OPT_REQUIRE, "limits.required" },
+	{ OPT_LANDLOCK, "security.landlock" },
+};
+
+static const struct option options[] = {
+	{ "spec", required_argument, NULL, OPT_SPEC },
+	{ "workspace", required_argument, NULL, OPT_WORKSPACE },
+	{ "rootfs", required_argument, NULL, OPT_ROOTFS },
+	{ "ro-bind", required_argument, NULL, OPT_RO_BIND },
+	{ "bind", required_argument, NULL, OPT_BIND },
+	{ "env", required_argument, NULL, OPT_ENV },
+	{ "cwd", required_argument, NULL, OPT_CWD },
+	{ "hostname", required_argument, NULL, OPT_HOSTNAME },
+	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	{ "disk", required_argument, NULL, OPT_DISK },
+	{ "landlock", required_argument, NULL, OPT_LANDLOCK },
+	{ "memory", required_argument, NULL, OPT_MEMORY },
+	{ "pids", required_argument, NULL, OPT_PIDS },
+	{ "cpus", required_argument, NULL, OPT_CPUS },
+	{ "cpu-time", required_argument, NULL, OPT_CPU_TIME },
+	{ "file-size", required_argument, NULL, OPT_FILE_SIZE },
+	{ "nofile", required_argument, NULL, OPT_NOFILE },
+	{ "output-limit", required_argument, NULL, OPT_OUTPUT_LIMIT },
+	{ "require", required_argument, NULL, OPT_REQUIRE },
+	{ "ttl", required_argument, NULL, OPT_TTL },
+	{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
+	{ "metadata", required_argument, NULL, OPT_METADATA },
+	{ "print-request", no_argument, NULL, OPT_PRINT_REQUEST },
+	{ "help", no_argument, NULL, 'h' },
+	API_LONG_OPTIONS,
+	{ NULL, 0, NULL, 0 },
+};
+
+static void usage(FILE *f)
+{
+	fputs("usage: paddock create [OPTIONS]\n"
+	      "\n"
+	      "Creates a sandbox in paddockd and prints its id.\n"
+	      "\n"
+	      "  --ttl SECONDS        delete it this long after now (whole seconds, at most\n"
+	      "                       86400; paddockd's default 1800; 'paddock ttl' changes it)\n"
+	      "  --idle-timeout SECONDS\n"
+	      "                       delete it after this long without use (default: never)\n"
+	      "  --metadata KEY=VALUE a label, shown by 'paddock ls' (repeatable)\n"
+	      "  --spec FILE          JSON spec (docs/spec.md), or a whole create request (the\n"
+	      "                       spec plus ttl_s, idle_timeout_s, metadata); the other\n"
+	      "                       flags override it\n"
+	      "\n"
+	      "the spec, as with 'paddock run' (docs/spec.md); paddockd's defaults otherwise:\n"
+	      "  --workspace DIR      host directory at /workspace, read-write\n"
+	      "  --bind SRC[:DST]     bind a host path read-write (DST defaults to SRC)\n"
+	      "  --ro-bind SRC[:DST]  bind a host path read-only\n"
+	      "  --env NAME=VALUE     set a variable of every command\n"
+	      "  --cwd DIR            working directory of commands (default /workspace)\n"
+	      "  --hostname NAME      hostname inside (default 'sandbox')\n"
+	      "  --rootfs DIR         a directory tree to use as the read-only base\n"
+	      "  --landlock MODE      auto (default) or required\n"
+	      "  --timeout SECONDS    default timeout of each exec (86400)\n"
+	      "  --memory SIZE        memory, no swap (1G)\n"
+	      "  --pids N             processes and threads (512)\n"
+	      "  --cpus N             CPU quota, e.g. 0.5 or 2 (2)\n"
+	      "  --cpu-time SECONDS   CPU time of the whole sandbox (3600)\n"
+	      "  --disk SIZE          writable space (1G)\n"
+	      "  --file-size SIZE     largest file a command may write (1G)\n"
+	      "  --nofile N           open files per process (1024)\n"
+	      "  --output-limit SIZE  captured stdout+stderr of one exec (16M)\n"
+	      "  --require LIMITS     refuse to create unless these are enforced\n"
+	      "\n"
+	      "  --print-request      print the request body (JSON); nothing is sent\n"
+	      API_OPTIONS_HELP
+	      "  -h, --help           this text\n"
+	      "\n"
+	      "Output: the new sandbox's id and a newline; with --json, the sandbox object.\n"
+	      "Exit status: 0; 1 if paddockd refused; 125 if paddock failed.\n",
+	      f);
+}
+
+static int spec_error(const paddock_error *err)
+{
+	char buf[sizeof(err->msg) + 128];
+
+	fputs("paddock: ", stderr);
+	if (err->field[0])
+		fprintf(stderr, "%s: ", err->field);
+	/* bad input: the message says it all */
+	api_fput_escaped(stderr, err->field[0] && err->code == EINVAL
+					 ? err->msg
+					 : paddock_error_format(err, buf, sizeof(buf)));
+	fputc('\n', stderr);
+	return PADDOCK_EXIT_FAILURE;
+}
+
+/* Relative host paths are taken from the caller's cwd. Aborts when out of memory. */
+static char *absolute(const char *p)
+{
+	char cwd[PATH_MAX];
+	char *out;
+
+	if (p[0] == '/')
+		return api_oom(strdup(p));
+	if (!getcwd(cwd, sizeof(cwd))) {
+		api_failf("cannot resolve '%s': %s", p, strerror(errno));
+		exit(PADDOCK_EXIT_FAILURE);
+	}
+	if (asprintf(&out, "%s/%s", cwd, p) < 0)
+		api_oom(NULL);
+	return out;
+}
+
+/* "SRC[:DST]" from the command line -> "ABS_SRC:DST:ro|rw" for the spec. */
+static int set_bind(paddock_spec *spec, const char *value, bool readonly, paddock_error *err)
+{
+	const char *colon = strchr(value, ':');
+	char *src = api_oom(colon ? strndup(value, (size_t)(colon - value)) : strdup(value));
+	char *abs = absolute(src), *joined;
+	int r;
+
+	if (asprintf(&joined, "%s:%s:%s", abs, colon ? colon + 1 : abs, readonly ? "ro" : "rw") < 0)
+		api_oom(NULL);
+	r = paddock_spec_set(spec, "binds", joined, err);
+	free(src);
+	free(abs);
+	free(joined);
+	return r;
+}
+
+static char *read_spec_file(const char *path, size_t *ret_len)
+{
+	char *buf = api_oom(malloc(SPEC_FILE_MAX + 1));
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	size_t n = 0;
+	ssize_t r;
+
+	if (fd < 0) {
+		api_failf("open spec '%s': %s", path, strerror(errno));
+		free(buf);
+		return NULL;
+	}
+	do {
+		r = read(fd, buf + n, SPEC_FILE_MAX + 1 - n);
+		if (r > 0)
+			n += (size_t)r;
+	} while ((r > 0 && n <= SPEC_FILE_MAX) || (r < 0 && errno == EINTR));
+	if (r < 0)
+		api_failf("read spec '%s': %s", path, strerror(errno));
+	else if (n > SPEC_FILE_MAX)
+		api_failf("spec '%s' is larger than 1 MiB", path);
+	close(fd);
+	if (r < 0 || n > SPEC_FILE_MAX) {
+		free(buf);
+		return NULL;
+	}
+	buf[n] = '\0';
+	*ret_len = n;
+	return buf;
+}
+
+/* The request's own members, which a spec does not have. */
+static const char *const request_keys[] = { "ttl_s", "idle_timeout_s", "metadata" };
+
+/*
+ * Loads --spec FILE into `spec` and returns it parsed, without the request's own members,
+ * which go into `req`. NULL (printed) on failure.
+ */
+static json_t *load_spec_file(paddock_spec *spec, const char *path, json_t *req)
+{
+	paddock_error err = { 0 };
+	json_t *doc, *rest;
+	char *text, *dumped = NULL;
+	size_t len;
+	bool stripped = false;
+	int r;
+
+	text = read_spec_file(path, &len);
+	if (!text)
+		return NULL;
+	doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
+	rest = json_is_object(doc) ? doc : NULL;
+	for (size_t i = 0; rest && i < sizeof(request_keys) / sizeof(request_keys[0]); i++) {
+		json_t *v = json_object_get(rest, request_keys[i]);
+		if (!v)
+			continue;
+		api_set(req, request_keys[i], json_incref(v));
+		(void)json_object_del(rest, request_keys[i]);
+		stripped = true;
+	}
+	/* libpaddock checks the file (its messages give line and column of the file itself) */
+	if (stripped)
+		dumped = api_oom(json_dumps(rest, JSON_COMPACT));
+	r = paddock_spec_load_json(spec, dumped ? dumped : text, dumped ? strlen(dumped) : len,
+				   &err);
+	free(dumped);
+	free(text);
+	if (r < 0) {
+		char msg[sizeof(err.msg)];
+		memcpy(msg, err.msg, sizeof(msg));
+		snprintf(err.msg, sizeof(err.msg), "spec '%.100s': %.250s", path, msg);
+		spec_error(&err);
+		json_decref(doc);
+		return NULL;
+	}
+	return rest ? rest : api_oom(json_object());
+}
+
+/* req[a][b] = full[a][b] for the field "a.b" (or req[a] = full[a] for "a"). */
+static void copy_field(json_t *req, const json_t *full, const char *field)
+{
+	const char *dot = strchr(field, '.');
+	char section[32];
+	json_t *v, *sec;
+
+	if (!dot) {
+		v = json_object_get(full, field);
+		if (v)
+			api_set(req, field, json_deep_copy(v));
+		return;
+	}
+	snprintf(section, sizeof(section), "%.*s", (int)(dot - field), field);
+	v = json_object_get(json_object_get(full, section), dot + 1);
+	if (!v)
+		return;
+	sec = json_object_get(req, section);
+	if (!sec) {
+		sec = api_oom(json_object());
+		api_set(req, section, sec); /* still borrowed through req */
+	}
+	api_set(sec, dot + 1, json_deep_copy(v));
+}
+
+static bool is_section(const char *key)
+{
+	return !strcmp(key, "limits") || !strcmp(key, "security") || !strcmp(key, "network");
+}
+
+/* The request: the fields the file or a flag named, as libpaddock writes them back. */
+static json_t *build_request(const paddock_spec *spec, const json_t *file, const char **touched,
+			     size_t n_touched, json_t *req)
+{
+	paddock_error err = { 0 };
+	const char *key;
+	json_t *full, *v;
+	char *text = NULL;
+
+	if (paddock_spec_to_json(spec, &text, &err) < 0) {
+		spec_error(&err);
+		return NULL;
+	}
+	full = api_oom(json_loads(text, 0, NULL));
+	free(text);
+	json_object_foreach((json_t *)file, key, v) {
+		if (is_section(key) && json_is_object(v)) {
+			const char *sub;
+			json_t *sv;
+			json_object_foreach(v, sub, sv) {
+				char field[128];
+				(void)sv;
+				snprintf(field, sizeof(field), "%s.%s", key, sub);
+				copy_field(req, full, field);
+			}
+		} else {
+			copy_field(req, full, key);
+		}
+	}
+	for (size_t i = 0; i < n_touched; i++)
+		copy_field(req, full, touched[i]);
+	json_decref(full);
+	return req;
+}
+
+static int set_seconds(json_t *req, const char *key, const char *flag, const char *value)
+{
+	double s;
+
+	if (api_parse_seconds(value, &s) < 0)
+		return api_failf("%s: expected a number of seconds such as '600', got '%s'", flag,
+				 value);
+	api_set(req, key, api_seconds_json(s));
+	return 0;
+}
+
+static int add_metadata(json_t *req, const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+	json_t *md = json_object_get(req, "metadata");
+	char *key;
+
+	if (!eq || eq == kv)
+		return api_failf("--metadata: expected KEY=VALUE, got '%s'", kv);
+	if (!json_is_object(md)) {
+		md = api_oom(json_object());
+		api_set(req, "metadata", md);
+	}
+	key = api_oom(strndup(kv, (size_t)(eq - kv)));
+	api_set(md, key, api_oom(json_string(eq + 1)));
+	free(key);
+	return 0;
+}
+
+int cmd_create(int argc, char **argv)
+{
+	struct api api = { 0 };
+	struct api_reply reply = { 0 };
+	paddock_error err = { 0 };
+	paddock_spec *spec = NULL;
+	json_t *req = api_oom(json_object()), *file = NULL;
+	const char **touched = api_oom(calloc((size_t)argc + 1, sizeof(*touched)));
+	size_t n_touched = 0;
+	bool print_request = false;
+	int c, r, status = PADDOCK_EXIT_FAILURE;
+
+	if (paddock_spec_new(&spec, &err) < 0) {
+		spec_error(&err);
+		goto out;
+	}
+	/* pass 1: the spec file, so the flags in pass 2 override it whatever their order */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1)
+		if (c == OPT_SPEC) {
+			json_decref(file);
+			file = load_spec_file(spec, optarg, req);
+			if (!file)
+				goto out;
+		}
+	optind = 0;
+	opterr = 1;
+	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+		const char *field = NULL;
+
+		r = 0;
+		for (size_t i = 0; i < sizeof(field_flags) / sizeof(field_flags[0]); i++)
+			if (c == field_flags[i].opt) {
+				field = field_flags[i].field;
+				r = paddock_spec_set(spec, field, optarg, &err);
+				break;
+			}
+		if (field) {
+			/* fallthrough to the checks below */
+		} else if (c == OPT_WORKSPACE || c == OPT_ROOTFS) {
+			char *abs = absolute(optarg);
+			field = c == OPT_WORKSPACE ? "workspace" : "rootfs";
+			r = paddock_spec_set(spec, field, abs, &err);
+			free(abs);
+		} else if (c == OPT_BIND || c == OPT_RO_BIND) {
+			field = "binds";
+			r = set_bind(spec, optarg, c == OPT_RO_BIND, &err);
+		} else if (api_option(&api, c, optarg) || c == OPT_SPEC) {
+			continue;
+		} else if (c == OPT_TTL || c == OPT_IDLE_TIMEOUT) {
+			if (set_seconds(req, c == OPT_TTL ? "ttl_s" : "idle_timeout_s",
+					c == OPT_TTL ? "--ttl" : "--idle-timeout", optarg) != 0)
+				goto out;
+			continue;
+		} else if (c == OPT_METADATA) {
+			if (add_metadata(req, optarg) != 0)
+				goto out;
+			continue;
+		} else if (c == OPT_PRINT_REQUEST) {
+			print_request = true;
+			continue;
+		} else if (c == 'h') {
+			usage(stdout);
+			status = 0;
+			goto out;
+		} else {
+			fprintf(stderr, "paddock: see 'paddock create --help'\n");
+			goto out;
+		}
+		if (r < 0) {
+			spec_error(&err);
+			goto out;
+		}
+		touched[n_touched++] = field;
+	}
+	if (optind < argc) {
+		api_failf("create: unexpected argument '%s'", argv[optind]);
+		goto out;
+	}
+	if (paddock_spec_validate(spec, &err) < 0) {
+		spec_error(&err);
+		goto out;
+	}
+	if (!file)
+		file = api_oom(json_object());
+	if (!build_request(spec, file, touched, n_touched, req))
+		goto out;
+	if (print_request) {
+		status = api_print_pretty(req);
+		goto out;
+	}
+	{
+		char *url = API_URL("sandboxes");
+		status = api_call(&api, "POST", url, req, &reply);
+		free(url);
+	}
+	if (status != 0)
+		goto out;
+	if (api.json) {
+		status = api_print_raw(&reply);
+	} else {
+		const char *id = api_str(reply.json, "id", NULL);
+		if (!id)
+			status = api_failf("paddockd's answer has no sandbox id");
+		else
+			api_fput_escaped(stdout, id), fputc('\n', stdout);
+	}
+out:
+	api_reply_release(&reply);
+	json_decref(file);
+	json_decref(req);
+	free(touched);
+	paddock_spec_free(spec);
+	return status;
+}
