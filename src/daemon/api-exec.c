@@ -35,6 +35,8 @@ static const char *const exec_fields[] = {
 
 static const char *const stream_names[2] = { "stdout", "stderr" };
 
+static void stdin_closed(struct proc *p);
+
 /* ---- process objects -------------------------------------------------------------------- */
 
 json_t *pd_proc_json(struct proc *p)
@@ -107,6 +109,10 @@ void pd_proc_free(struct proc *p)
 		if (p->out[i])
 			evbuffer_free(p->out[i]);
 	}
+	if (p->stdin_ev)
+		event_free(p->stdin_ev);
+	if (p->stdin_q)
+		evbuffer_free(p->stdin_q);
 	if (p->stdin_fd >= 0)
 		close(p->stdin_fd);
 	json_decref(p->argv);
@@ -259,9 +265,7 @@ static void exec_done(paddock_exec *ex, const struct paddock_result *res, void *
 				   json ? json : "null", &err) < 0)
 		fprintf(stderr, "paddockd: store: %s\n", err.msg);
 	free(json);
-	if (p->stdin_fd >= 0)
-		close(p->stdin_fd);
-	p->stdin_fd = -1;
+	stdin_closed(p);
 	/* the command is gone: what it wrote is in the pipe; a child still holding it is
 	 * not waited for */
 	for (int i = 0; i < 2; i++) {
@@ -341,19 +345,79 @@ static void record(struct proc *p)
 	free(argv);
 }
 
-/* Writes stdin bytes without blocking the loop: what does not fit now is refused (429). */
+static void stdin_closed(struct proc *p)
+{
+	if (p->stdin_ev) {
+		event_free(p->stdin_ev);
+		p->stdin_ev = NULL;
+	}
+	if (p->stdin_q)
+		evbuffer_drain(p->stdin_q, evbuffer_get_length(p->stdin_q));
+	if (p->stdin_fd >= 0)
+		close(p->stdin_fd);
+	p->stdin_fd = -1;
+	/* init's copy too, so the command sees EOF (a pty has none: the master is the tty) */
+	if (p->ex && !p->pty)
+		(void)paddock_exec_close_stdin(p->ex, NULL);
+}
+
+/* Closes stdin once what was accepted has been written. */
+static void close_stdin(struct proc *p)
+{
+	if (p->stdin_q && evbuffer_get_length(p->stdin_q) > 0 && p->stdin_fd >= 0)
+		p->stdin_close = true;
+	else
+		stdin_closed(p);
+}
+
+static void stdin_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct proc *p = arg;
+
+	(void)what;
+	if (evbuffer_write(p->stdin_q, fd) < 0 && errno != EAGAIN && errno != EINTR) {
+		stdin_closed(p); /* EPIPE: the command closed its stdin */
+		return;
+	}
+	if (evbuffer_get_length(p->stdin_q) == 0) {
+		event_del(p->stdin_ev);
+		if (p->stdin_close)
+			stdin_closed(p);
+	}
+}
+
+/*
+ * Takes stdin bytes without blocking the loop: written now as far as the pipe takes them,
+ * the rest queued (up to STDIN_QUEUE_MAX) and written as the command reads. All or
+ * nothing: over the bound, nothing is taken (-EAGAIN).
+ */
 static int write_stdin(struct proc *p, const char *data, size_t len)
 {
-	while (len > 0) {
+	if (!p->stdin_q && !(p->stdin_q = evbuffer_new()))
+		return -ENOMEM;
+	if (evbuffer_get_length(p->stdin_q) + len > STDIN_QUEUE_MAX)
+		return -EAGAIN;
+	while (len > 0 && evbuffer_get_length(p->stdin_q) == 0) {
 		ssize_t n = write(p->stdin_fd, data, len);
 
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (n < 0 && errno == EAGAIN)
+			break;
 		if (n < 0)
 			return -errno;
 		data += n;
 		len -= (size_t)n;
 	}
+	if (len == 0)
+		return 0;
+	if (evbuffer_add(p->stdin_q, data, len) < 0)
+		return -ENOMEM;
+	if (!p->stdin_ev)
+		p->stdin_ev = event_new(p->box->d->base, p->stdin_fd, EV_WRITE | EV_PERSIST,
+					stdin_cb, p);
+	if (!p->stdin_ev || event_add(p->stdin_ev, NULL) < 0)
+		return -ENOMEM;
 	return 0;
 }
 
@@ -607,13 +671,8 @@ void pd_api_exec(struct request *r, struct box *b)
 		if (w < 0 && w != -EPIPE)
 			fprintf(stderr, "paddockd: stdin of %s: %s\n", p->exec_str, strerror(-w));
 	}
-	if (q.has_stdin && !q.keep_stdin && !q.pty) {
-		if (p->stdin_fd >= 0)
-			close(p->stdin_fd);
-		p->stdin_fd = -1;
-		if (p->ex)
-			(void)paddock_exec_close_stdin(p->ex, NULL);
-	}
+	if (q.has_stdin && !q.keep_stdin && !q.pty)
+		close_stdin(p);
 	if (q.background) {
 		pd_reply_json(r, 201, pd_proc_json(p));
 	} else {
@@ -742,18 +801,16 @@ static void process_action(struct request *r, struct box *b, struct proc *p, con
 		w = write_stdin(p, (const char *)evbuffer_pullup(in, -1), n);
 		if (w == -EAGAIN)
 			return pd_reply_error(r, 429, "limit", "stdin",
-					      "the process is not reading its stdin");
+					      "the process is not reading its stdin: %u bytes wait "
+					      "already; nothing of this write was taken",
+					      (unsigned)evbuffer_get_length(p->stdin_q));
 		if (w < 0)
 			return pd_reply_error(r, 409, "conflict", "stdin", "write: %s",
 					      strerror(-w));
 		return pd_reply_empty(r, 204);
 	}
 	if (strcmp(what, "stdin") == 0 && strcmp(sub, "close") == 0) {
-		if (p->stdin_fd >= 0)
-			close(p->stdin_fd);
-		p->stdin_fd = -1;
-		if (p->ex && !p->pty)
-			(void)paddock_exec_close_stdin(p->ex, NULL);
+		close_stdin(p);
 		return pd_reply_empty(r, 204);
 	}
 	if (sub)

@@ -70,6 +70,9 @@ struct proc {
 	int out_fd[2];		  /* stdout, stderr (or the pty on [0]); -1 at EOF */
 	struct event *out_ev[2];
 	int stdin_fd;		  /* -1 when closed or none */
+	struct evbuffer *stdin_q; /* accepted, not yet taken by the command (bounded) */
+	struct event *stdin_ev;
+	bool stdin_close;	  /* close once the queue is empty */
 	struct evbuffer *out[2];  /* foreground: everything; background: the last PD_RING_BYTES */
 	uint64_t out_total;	  /* bytes read so far, both streams */
 	uint64_t out_limit;	  /* limits.output of the sandbox */

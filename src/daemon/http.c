@@ -122,6 +122,8 @@ void pd_reply_paddock_error(struct request *r, const paddock_error *err)
 	default:
 		break;
 	}
+	if (status == 400 && strncmp(err->msg, "unknown field", 13) == 0)
+		code = "unknown_field";
 	pd_reply_json(r, status,
 		      json_pack("{s:{s:s,s:s,s:s,s:s}}", "error", "code", code, "field", err->field,
 				"message", err->msg, "errno", paddock_errno_name(err->code)));
@@ -209,6 +211,9 @@ struct watcher *pd_watcher_new(struct request *r, int kind, void *owner, struct 
 	w->kind = kind;
 	w->owner = owner;
 	evhttp_connection_set_closecb(w->evcon, watcher_closed, w);
+	/* a stream may be quiet for long (a follow, a wait): evhttp's 10 min would cut it */
+	if (kind != W_RESULT)
+		evhttp_connection_set_timeout(w->evcon, 7 * 24 * 3600);
 	w->next = *list;
 	*list = w;
 	return w;
@@ -351,6 +356,7 @@ static void handle(struct evhttp_request *req, void *arg, bool tcp)
 	const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
 	const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
 	char *save = NULL;
+	bool bad = false;
 
 	r.tenant = tcp ? bearer_tenant(d, req) : "local";
 	if (!r.tenant) {
@@ -361,12 +367,8 @@ static void handle(struct evhttp_request *req, void *arg, bool tcp)
 	}
 	if (d->stopping)
 		return pd_reply_error(&r, 503, "unavailable", NULL, "paddockd is shutting down");
-	if (!path || !(r.path = evhttp_uridecode(path, 0, NULL)))
+	if (!path || !(r.path = strdup(path)))
 		return pd_reply_error(&r, 400, "malformed", "path", "bad request path");
-	if (strlen(r.path) != strlen(path) && strchr(r.path, '\0') != r.path + strlen(r.path)) {
-		free(r.path);
-		return pd_reply_error(&r, 400, "malformed", "path", "bad request path");
-	}
 	if (query) {
 		if (evhttp_parse_query_str(query, &q) < 0) {
 			free(r.path);
@@ -374,16 +376,29 @@ static void handle(struct evhttp_request *req, void *arg, bool tcp)
 		}
 		r.query = &q;
 	}
+	/* split first, then decode each segment: "%2F" inside a segment is no separator */
 	for (char *s = strtok_r(r.path, "/", &save); s; s = strtok_r(NULL, "/", &save)) {
-		if (r.n_seg == sizeof(r.seg) / sizeof(r.seg[0])) {
-			/* the ports proxy keeps the rest of the path itself */
+		size_t len = 0;
+		char *dec;
+
+		if (r.n_seg == sizeof(r.seg) / sizeof(r.seg[0]))
+			break; /* the ports proxy takes the rest of the raw path itself */
+		dec = evhttp_uridecode(s, 0, &len);
+		if (!dec || len != strlen(dec)) { /* SECURITY: no NUL smuggled into a name */
+			free(dec);
+			bad = true;
 			break;
 		}
-		r.seg[r.n_seg++] = s;
+		r.seg[r.n_seg++] = dec;
 	}
-	route(&r);
+	if (bad)
+		pd_reply_error(&r, 400, "malformed", "path", "bad request path");
+	else
+		route(&r);
 	if (r.query)
 		evhttp_clear_headers(&q);
+	for (size_t i = 0; i < r.n_seg; i++)
+		free(r.seg[i]);
 	free(r.path);
 }
 

@@ -155,6 +155,29 @@ expect_eq "signal by pid: 204" 204 "$(status_of "$r")"
 r=$(api POST "/v1/sandboxes/$ID/processes/sleeper/wait?timeout_s=10")
 expect_eq "signal: it ended by SIGTERM" "signaled 15" \
 	"$(j "$(body_of "$r")" 'd["result"]["reason"]+" "+str(d["result"]["signal"])')"
+# stdin beyond what a pipe holds is queued, in order, and bounded
+head -c 65536 /dev/zero | tr '\0' 'a' >"$T_TMP/64k"
+api POST "/v1/sandboxes/$ID/exec" -d '{"cmd":"sleep 0.5; wc -c","background":true,"tag":"slow","keep_stdin":true}' >/dev/null
+codes=
+for _ in 1 2 3 4; do
+	r=$(api POST "/v1/sandboxes/$ID/processes/slow/stdin" --data-binary @"$T_TMP/64k")
+	codes+="$(status_of "$r") "
+done
+api POST "/v1/sandboxes/$ID/processes/slow/stdin/close" >/dev/null
+r=$(api POST "/v1/sandboxes/$ID/processes/slow/wait?timeout_s=10")
+r=$(api GET "/v1/sandboxes/$ID/processes/slow/output")
+expect_eq "stdin: 4 x 64 KiB to a slow reader, all taken" "204 204 204 204 " "$codes"
+expect_match "stdin: every byte arrives" '"data":"262144' "$r"
+api POST "/v1/sandboxes/$ID/exec" -d '{"argv":["sleep","100"],"background":true,"tag":"noread","keep_stdin":true}' >/dev/null
+codes=
+for _ in $(seq 18); do
+	r=$(api POST "/v1/sandboxes/$ID/processes/noread/stdin" --data-binary @"$T_TMP/64k")
+	codes+="$(status_of "$r") "
+done
+expect_match "stdin: a pipe and 1 MiB are taken, then 429" "^(204 ){17}429 $" "$codes"
+api POST "/v1/sandboxes/$ID/processes/noread/signal" -d '{"signal":"KILL"}' >/dev/null
+r=$(api GET "/v1/sandboxes/$ID%2Fprocesses")
+expect_eq "an encoded slash is no path separator" 404 "$(status_of "$r")"
 r=$(api GET "/v1/sandboxes/$ID/processes/nosuch")
 expect_eq "unknown process: 404" 404 "$(status_of "$r")"
 
@@ -214,7 +237,7 @@ curl -s -N --max-time 1.5 --unix-socket "$SOCK" \
 	"http://x/v1/sandboxes/$ID/files/watch?path=/workspace&recursive=1" >"$T_TMP/watch" &
 wpid=$!
 sleep 0.5
-api POST "/v1/sandboxes/$ID/exec" -d '{"cmd":"mkdir /workspace/wd; echo x > /workspace/wd/new; rm /workspace/wd/new"}' >/dev/null
+api POST "/v1/sandboxes/$ID/exec" -d '{"cmd":"mkdir /workspace/wd; sleep 0.2; echo x > /workspace/wd/new; rm /workspace/wd/new"}' >/dev/null
 wait $wpid
 expect_match "watch: create, write, remove in a new directory" \
 	"create /workspace/wd.*create /workspace/wd/new.*write /workspace/wd/new.*remove /workspace/wd/new" \
