@@ -20,6 +20,13 @@ static int send_stored(int64_t seq, const char *json, void *userdata)
 	return 0;
 }
 
+static void follower_gone(struct watcher *w)
+{
+	struct box *b = w->owner;
+
+	pd_watcher_free(w, &b->watchers);
+}
+
 void pd_api_events(struct request *r, struct box *b)
 {
 	const char *follow = pd_query(r, "follow");
@@ -31,6 +38,7 @@ void pd_api_events(struct request *r, struct box *b)
 	w = pd_watcher_new(r, W_EVENTS, b, &b->watchers);
 	if (!w)
 		return pd_reply_error(r, 500, "internal", NULL, "out of memory");
+	w->on_gone = follower_gone;
 	pd_stream_start(w, "application/x-ndjson");
 	(void)paddock_store_list_events(r->d->store, b->id, 0, EVENTS_PER_PAGE, send_stored, w,
 					&err);

@@ -94,6 +94,7 @@ void pd_proc_free(struct proc *p)
 		/* one-answer requests get one; streams end */
 		if (w->req && (w->kind == W_RESULT || w->kind == W_WAIT)) {
 			struct request r = { .d = b->d, .req = w->req };
+			pd_watcher_detach(w);
 			pd_reply_error(&r, 409, "conflict", "id",
 				       "the sandbox was deleted or paddockd is stopping");
 			w->req = NULL;
@@ -144,6 +145,7 @@ static void send_result(struct proc *p, struct watcher *w)
 		pd_json_set_bytes(o, stream_names[i], evbuffer_pullup(p->out[i], -1), n);
 	}
 	json_object_set(o, "result", p->result ? p->result : json_null());
+	pd_watcher_detach(w);
 	if (w->req) {
 		struct request r = { .d = p->box->d, .req = w->req };
 		pd_reply_json(&r, 200, o);
@@ -167,6 +169,7 @@ static void notify_end(struct proc *p)
 			send_result(p, w);
 		} else if (w->kind == W_WAIT && w->req) {
 			struct request r = { .d = p->box->d, .req = w->req };
+			pd_watcher_detach(w);
 			pd_reply_json(&r, 200, pd_proc_json(p));
 			w->req = NULL;
 		}
@@ -275,11 +278,14 @@ static void exec_done(paddock_exec *ex, const struct paddock_result *res, void *
 	finish_if_ended(p);
 }
 
-static void watcher_gone(struct proc *p)
+static void watcher_gone(struct watcher *w)
 {
+	struct proc *p = w->owner;
+
 	/* a foreground command whose client went away is ended: nobody would see its result */
-	if (p->ex && !p->background)
+	if ((w->kind == W_RESULT || w->kind == W_OUTPUT) && p->ex && !p->background)
 		(void)paddock_exec_terminate(p->ex, PADDOCK_END_KILLED, NULL);
+	pd_watcher_free(w, &p->watchers);
 }
 
 /* ---- start ------------------------------------------------------------------------------ */
@@ -682,7 +688,7 @@ void pd_api_exec(struct request *r, struct box *b)
 			pd_reply_error(r, 500, "internal", NULL, "out of memory");
 			goto out;
 		}
-		w->on_gone = (void (*)(void *))watcher_gone;
+		w->on_gone = watcher_gone;
 		if (q.stream) {
 			pd_stream_start(w, "application/x-ndjson");
 			pd_stream_line(w, json_pack("{s:s,s:s,s:i}", "type", "start", "exec",
@@ -745,6 +751,7 @@ static void wait_timeout(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (w->req) {
 		struct request r = { .d = p->box->d, .req = w->req };
+		pd_watcher_detach(w);
 		pd_reply_json(&r, 200, pd_proc_json(p));
 		w->req = NULL;
 	}
@@ -758,6 +765,7 @@ static void output(struct request *r, struct proc *p)
 
 	if (!w)
 		return pd_reply_error(r, 500, "internal", NULL, "out of memory");
+	w->on_gone = watcher_gone; /* a background process's followers come and go */
 	pd_stream_start(w, "application/x-ndjson");
 	for (int i = 0; i < 2; i++) {
 		size_t n = evbuffer_get_length(p->out[i]);
@@ -829,6 +837,7 @@ static void process_action(struct request *r, struct box *b, struct proc *p, con
 		w = pd_watcher_new(r, W_WAIT, p, &p->watchers);
 		if (!w)
 			return pd_reply_error(r, 500, "internal", NULL, "out of memory");
+		w->on_gone = watcher_gone;
 		struct timeval tv = { .tv_sec = (time_t)s,
 				      .tv_usec = (suseconds_t)((s - (double)(time_t)s) * 1e6) };
 		w->timer = evtimer_new(b->d->base, wait_timeout, w);

@@ -326,9 +326,9 @@ static void watch_cb(evutil_socket_t fd, short what, void *arg)
 		watch_free(fw);
 }
 
-static void watch_gone(void *owner)
+static void watch_gone(struct watcher *w)
 {
-	struct file_watch *fw = owner;
+	struct file_watch *fw = w->owner;
 
 	/* the connection is going: free from the loop, not from inside evhttp's callback */
 	event_active(fw->ev, EV_READ, 0);

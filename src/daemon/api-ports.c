@@ -64,6 +64,7 @@ static bool hop_by_hop(const char *name)
 
 static void fail(struct forward *f, int status, const char *msg)
 {
+	pd_watcher_detach(f->w);
 	if (f->w->req) {
 		struct request r = { .d = f->d, .req = f->w->req };
 		pd_reply_error(&r, status, status == 504 ? "timeout" : "bad_gateway", "port", "%s",
@@ -117,6 +118,7 @@ static void relay(struct forward *f)
 	}
 	free(head);
 	f->d->m.http_by_class[status / 100]++;
+	pd_watcher_detach(f->w);
 	evhttp_send_reply(f->w->req, status, NULL, in);
 	f->w->req = NULL;
 }
@@ -147,16 +149,10 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 	forward_free(f);
 }
 
-static void client_gone(void *owner)
+static void client_gone(struct watcher *w)
 {
-	struct forward *f = owner;
-
-	/* evhttp is closing the client's connection; ours is dropped with it */
-	if (f->bev) {
-		bufferevent_disable(f->bev, EV_READ | EV_WRITE);
-		bufferevent_setcb(f->bev, NULL, NULL, NULL, NULL);
-	}
-	f->w->on_gone = NULL;
+	/* evhttp is closing the client's connection; ours to the sandbox goes with it */
+	forward_free(w->owner);
 }
 
 void pd_api_ports(struct request *r, struct box *b)

@@ -44,9 +44,11 @@ struct watcher {
 	struct evhttp_connection *evcon;
 	struct watcher *next;
 	struct event *timer; /* wait: the deadline */
+	struct event *hup;   /* the client hung up while we had nothing to send */
 	int kind;	     /* enum watcher_kind */
 	void *owner;	     /* struct proc * or struct box * */
-	void (*on_gone)(void *owner); /* the client went away */
+	/* the client went away (evhttp frees its request): unlink and free the watcher */
+	void (*on_gone)(struct watcher *w);
 };
 
 enum watcher_kind {
@@ -188,6 +190,11 @@ void pd_stream_end(struct watcher *w);
 struct watcher *pd_watcher_new(struct request *r, int kind, void *owner,
 			       struct watcher **list);
 void pd_watcher_free(struct watcher *w, struct watcher **list);
+/*
+ * Before a watcher's final answer: evhttp may free the connection from inside the reply
+ * (a client that asked to close), and its close callback must not find the watcher then.
+ */
+void pd_watcher_detach(struct watcher *w);
 
 /* ---- lifecycle (lifecycle.c) ---- */
 struct box *pd_box_find(struct daemon *d, const char *tenant, const char *id);

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -196,8 +197,41 @@ static void watcher_closed(struct evhttp_connection *evcon, void *arg)
 	(void)evcon;
 	w->req = NULL; /* evhttp frees the request with the connection */
 	w->evcon = NULL;
+	if (w->hup) {
+		event_free(w->hup);
+		w->hup = NULL;
+	}
 	if (w->on_gone)
-		w->on_gone(w->owner);
+		w->on_gone(w); /* may free w */
+}
+
+/*
+ * evhttp notices a client that left only when it next reads or writes the connection; a
+ * command that prints nothing for minutes would run on for nobody. EV_CLOSED (EPOLLRDHUP)
+ * tells without reading: the connection is then freed, which runs the close callback.
+ */
+static void hup_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct watcher *w = arg;
+
+	(void)fd;
+	(void)what;
+	if (w->evcon)
+		evhttp_connection_free(w->evcon); /* calls watcher_closed(), which may free w */
+}
+
+static void watch_hangup(struct daemon *d, struct watcher *w)
+{
+	struct bufferevent *bev = evhttp_connection_get_bufferevent(w->evcon);
+	evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+
+	if (fd < 0 || !(event_base_get_features(d->base) & EV_FEATURE_EARLY_CLOSE))
+		return;
+	w->hup = event_new(d->base, fd, EV_CLOSED, hup_cb, w);
+	if (w->hup && event_add(w->hup, NULL) < 0) {
+		event_free(w->hup);
+		w->hup = NULL;
+	}
 }
 
 struct watcher *pd_watcher_new(struct request *r, int kind, void *owner, struct watcher **list)
@@ -211,12 +245,25 @@ struct watcher *pd_watcher_new(struct request *r, int kind, void *owner, struct 
 	w->kind = kind;
 	w->owner = owner;
 	evhttp_connection_set_closecb(w->evcon, watcher_closed, w);
+	watch_hangup(r->d, w);
 	/* a stream may be quiet for long (a follow, a wait): evhttp's 10 min would cut it */
 	if (kind != W_RESULT)
 		evhttp_connection_set_timeout(w->evcon, 7 * 24 * 3600);
 	w->next = *list;
 	*list = w;
 	return w;
+}
+
+void pd_watcher_detach(struct watcher *w)
+{
+	if (w->hup) {
+		event_free(w->hup);
+		w->hup = NULL;
+	}
+	if (w->evcon)
+		evhttp_connection_set_closecb(w->evcon, NULL, NULL);
+	w->evcon = NULL;
+	w->on_gone = NULL;
 }
 
 void pd_watcher_free(struct watcher *w, struct watcher **list)
@@ -230,6 +277,8 @@ void pd_watcher_free(struct watcher *w, struct watcher **list)
 		evhttp_connection_set_closecb(w->evcon, NULL, NULL);
 	if (w->timer)
 		event_free(w->timer);
+	if (w->hup)
+		event_free(w->hup);
 	free(w);
 }
 
@@ -268,6 +317,7 @@ void pd_stream_end(struct watcher *w)
 {
 	if (!w->req)
 		return;
+	pd_watcher_detach(w);
 	evhttp_send_reply_end(w->req);
 	w->req = NULL;
 }

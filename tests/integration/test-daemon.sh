@@ -259,6 +259,27 @@ expect_eq "ports: nothing listening: 502" 502 "$(status_of "$r")"
 r=$(api GET "/v1/sandboxes/$ID/ports/99999/")
 expect_eq "ports: bad port: 400" 400 "$(status_of "$r")"
 
+# clients that go away mid-stream: followers, a waiter, a foreground exec, a port request
+api POST "/v1/sandboxes/$ID/exec" -d '{"cmd":"for i in 1 2 3 4 5 6 7 8; do echo $i; sleep 0.1; done","background":true,"tag":"chatty"}' >/dev/null
+for _ in 1 2 3; do
+	curl -s -N --max-time 0.2 --unix-socket "$SOCK" "http://x/v1/sandboxes/$ID/processes/chatty/output?follow=1" >/dev/null
+	curl -s --max-time 0.2 --unix-socket "$SOCK" -X POST "http://x/v1/sandboxes/$ID/processes/chatty/wait" >/dev/null
+	curl -s -N --max-time 0.2 --unix-socket "$SOCK" "http://x/v1/sandboxes/$ID/events?follow=1" >/dev/null
+done
+curl -s --max-time 0.3 --unix-socket "$SOCK" -X POST "http://x/v1/sandboxes/$ID/exec" -d '{"argv":["sleep","30"],"tag":"fg"}' >/dev/null
+api POST "/v1/sandboxes/$ID/exec" -d '{"cmd":"exec python3 -c \"import socket,time\ns=socket.socket(); s.bind((\u0027127.0.0.1\u0027, 8002)); s.listen(4)\nwhile True: c,_=s.accept(); time.sleep(5)\"","background":true,"tag":"slowweb"}' >/dev/null
+sleep 0.3
+curl -s --max-time 0.3 --unix-socket "$SOCK" "http://x/v1/sandboxes/$ID/ports/8002/" >/dev/null
+r=$(api POST "/v1/sandboxes/$ID/processes/chatty/wait?timeout_s=10")
+expect_eq "after clients went away mid-stream, the process still ends normally" "exited 0" \
+	"$(j "$(body_of "$r")" 'd["state"]+" "+str(d["result"]["exit_code"])')"
+r=$(api GET "/v1/sandboxes/$ID/processes/fg")
+expect_eq "a foreground exec whose client left is killed" "killed" \
+	"$(j "$(body_of "$r")" 'd["result"]["reason"]')"
+api POST "/v1/sandboxes/$ID/processes/slowweb/signal" -d '{"signal":"KILL"}' >/dev/null
+r=$(api GET /healthz)
+expect_eq "paddockd is still healthy" 200 "$(status_of "$r")"
+
 # ---- events and metrics ----
 r=$(api GET "/v1/sandboxes/$ID/events")
 expect_match "events: created, exec started and exited" "sandbox.created.*exec.started.*exec.exited" \
