@@ -10,6 +10,11 @@
  * PORT_RESPONSE_MAX) and relayed. Evhttp's client cannot be given a socket that is already
  * connected (it resets the connection's fd before dialling), hence this small forwarder.
  *
+ * A GET with "Connection: Upgrade" (WebSocket, or any raw protocol) is forwarded as HTTP/1.1
+ * with its Upgrade header; when the service answers 101, paddockd takes the client's
+ * connection over from evhttp and splices the two sockets, bytes both ways, until either
+ * side closes (bounded buffers, backpressure).
+ *
  * Trust: the answer comes from inside the sandbox: its head is parsed with bounds, only
  * well-formed headers are passed on, hop-by-hop ones are dropped.
  */
@@ -33,13 +38,91 @@
 #define PORT_HEAD_MAX (64u << 10)
 #define PORT_TIMEOUT_S 30
 
+#define SPLICE_BUFFER_MAX (1u << 20)
+
 struct forward {
 	struct daemon *d;
 	struct bufferevent *bev;
 	struct watcher *w;
 	struct watcher *list;
-	bool done;
+	bool upgrade; /* the client asked to switch protocols */
 };
+
+static void forward_free(struct forward *f);
+
+/* An upgraded connection: the client's (taken from evhttp) and the sandbox's, spliced. */
+struct splice {
+	struct evhttp_connection *evcon; /* owns the client's bufferevent */
+	struct bufferevent *client, *sandbox;
+};
+
+static void splice_free(struct splice *s)
+{
+	bufferevent_free(s->sandbox);
+	evhttp_connection_free(s->evcon); /* frees the client's bufferevent and the request */
+	free(s);
+}
+
+static struct bufferevent *peer(struct splice *s, struct bufferevent *bev)
+{
+	return bev == s->client ? s->sandbox : s->client;
+}
+
+static void splice_read(struct bufferevent *bev, void *arg)
+{
+	struct splice *s = arg;
+	struct bufferevent *to = peer(s, bev);
+
+	evbuffer_add_buffer(bufferevent_get_output(to), bufferevent_get_input(bev));
+	/* backpressure: stop reading until the other side has taken most of it */
+	if (evbuffer_get_length(bufferevent_get_output(to)) > SPLICE_BUFFER_MAX)
+		bufferevent_disable(bev, EV_READ);
+}
+
+static void splice_write(struct bufferevent *bev, void *arg)
+{
+	struct splice *s = arg;
+
+	/* called when bev's output drained below its low watermark (0: empty) */
+	bufferevent_enable(peer(s, bev), EV_READ);
+}
+
+static void splice_event(struct bufferevent *bev, short what, void *arg)
+{
+	(void)bev;
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT))
+		splice_free(arg);
+}
+
+/* The service switched protocols: hand the client its 101 and splice the sockets. */
+static void start_splice(struct forward *f, struct evbuffer *head)
+{
+	struct evhttp_connection *evcon = f->w->req ? evhttp_request_get_connection(f->w->req)
+						      : NULL;
+	struct bufferevent *client = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+	struct splice *s = client ? calloc(1, sizeof(*s)) : NULL;
+
+	if (!s) {
+		forward_free(f);
+		return;
+	}
+	pd_watcher_detach(f->w);
+	s->evcon = evcon;
+	s->client = client;
+	s->sandbox = f->bev;
+	f->bev = NULL;
+	forward_free(f);
+	bufferevent_set_timeouts(s->client, NULL, NULL);
+	bufferevent_set_timeouts(s->sandbox, NULL, NULL);
+	bufferevent_setcb(s->client, splice_read, splice_write, splice_event, s);
+	bufferevent_setcb(s->sandbox, splice_read, splice_write, splice_event, s);
+	evbuffer_add_buffer(bufferevent_get_output(s->client), head);
+	/* what either side sent already: the rest of the answer, early frames of the client */
+	evbuffer_add_buffer(bufferevent_get_output(s->client), bufferevent_get_input(s->sandbox));
+	evbuffer_add_buffer(bufferevent_get_output(s->sandbox), bufferevent_get_input(s->client));
+	bufferevent_enable(s->client, EV_READ | EV_WRITE);
+	bufferevent_enable(s->sandbox, EV_READ | EV_WRITE);
+}
 
 static void forward_free(struct forward *f)
 {
@@ -126,8 +209,39 @@ static void relay(struct forward *f)
 static void read_cb(struct bufferevent *bev, void *arg)
 {
 	struct forward *f = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
 
-	if (evbuffer_get_length(bufferevent_get_input(bev)) > PORT_RESPONSE_MAX) {
+	if (f->upgrade) {
+		struct evbuffer_ptr end = evbuffer_search(in, "\r\n\r\n", 4, NULL);
+		char line[16] = "";
+		struct evbuffer *head;
+
+		if (end.pos < 0) {
+			if (evbuffer_get_length(in) > PORT_HEAD_MAX) {
+				fail(f, 502, "the answer from the sandbox has no end of its head");
+				forward_free(f);
+			}
+			return;
+		}
+		evbuffer_copyout(in, line, sizeof(line) - 1);
+		if (strncmp(line, "HTTP/1.1 101", 12) != 0) {
+			fail(f, 502, "the service in the sandbox did not switch protocols");
+			forward_free(f);
+			return;
+		}
+		head = evbuffer_new();
+		if (!head || evbuffer_remove_buffer(in, head, (size_t)end.pos + 4) < 0) {
+			if (head)
+				evbuffer_free(head);
+			fail(f, 500, "out of memory");
+			forward_free(f);
+			return;
+		}
+		start_splice(f, head);
+		evbuffer_free(head);
+		return;
+	}
+	if (evbuffer_get_length(in) > PORT_RESPONSE_MAX) {
 		fail(f, 502, "the answer from the sandbox is over 16 MiB");
 		forward_free(f);
 	}
@@ -220,8 +334,22 @@ void pd_api_ports(struct request *r, struct box *b)
 		return forward_free(f);
 	}
 	out = bufferevent_get_output(f->bev);
-	evbuffer_add_printf(out, "%s %s%s HTTP/1.0\r\nHost: 127.0.0.1:%ld\r\nConnection: close\r\n",
-			    method, rest[0] == '?' ? "/" : "", rest[0] ? rest : "/", port);
+	{
+		const char *up = evhttp_find_header(in_h, "Upgrade");
+		const char *conn = evhttp_find_header(in_h, "Connection");
+
+		f->upgrade = r->method == EVHTTP_REQ_GET && up && conn && strcasestr(conn, "upgrade");
+		if (f->upgrade)
+			evbuffer_add_printf(out,
+					    "GET %s%s HTTP/1.1\r\nHost: 127.0.0.1:%ld\r\n"
+					    "Connection: Upgrade\r\nUpgrade: %s\r\n",
+					    rest[0] == '?' ? "/" : "", rest[0] ? rest : "/", port, up);
+		else
+			evbuffer_add_printf(out,
+					    "%s %s%s HTTP/1.0\r\nHost: 127.0.0.1:%ld\r\n"
+					    "Connection: close\r\n",
+					    method, rest[0] == '?' ? "/" : "", rest[0] ? rest : "/", port);
+	}
 	for (struct evkeyval *h = in_h->tqh_first; h; h = h->next.tqe_next)
 		if (!hop_by_hop(h->key) && strcasecmp(h->key, "Host") != 0 &&
 		    strcasecmp(h->key, "Authorization") != 0)

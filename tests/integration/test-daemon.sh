@@ -254,6 +254,70 @@ for _ in $(seq 50); do
 	sleep 0.1
 done
 expect_eq "ports: GET reaches the service" $'served-from-inside\n\n200' "$r"
+# an upgrade to a raw stream (what WebSocket does): 101, then bytes both ways, 3 MB back
+cat >"$T_TMP/upsrv.py" <<'PYEOF'
+import socket
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 8003)); s.listen(4)
+while True:
+    c, _ = s.accept()
+    req = b""
+    while b"\r\n\r\n" not in req:
+        req += c.recv(4096)
+    if b"Upgrade: echo" not in req:
+        c.sendall(b"HTTP/1.1 400 Bad\r\nContent-Length: 0\r\n\r\n"); c.close(); continue
+    c.sendall(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n")
+    while True:
+        d = c.recv(65536)
+        if not d: break
+        c.sendall(d.upper())
+    c.close()
+PYEOF
+cat >"$T_TMP/upcli.py" <<'PYEOF'
+import socket, sys
+sock, sid = sys.argv[1], sys.argv[2]
+c = socket.socket(socket.AF_UNIX); c.connect(sock)
+c.sendall(("GET /v1/sandboxes/%s/ports/8003/ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: echo\r\n\r\n" % sid).encode())
+buf = b""
+while b"\r\n\r\n" not in buf:
+    d = c.recv(4096)
+    if not d: break
+    buf += d
+head, _, rest = buf.partition(b"\r\n\r\n")
+print(head.split(b"\r\n")[0].decode())
+c.sendall(b"hello raw stream")
+got = rest
+while len(got) < 16:
+    d = c.recv(4096)
+    if not d: break
+    got += d
+print(got.decode())
+big = b"x" * 3000000
+import threading
+res = []
+def rd():
+    n = 0
+    while n < len(big):
+        d = c.recv(65536)
+        if not d: break
+        n += len(d)
+    res.append(n)
+t = threading.Thread(target=rd); t.start()
+c.sendall(big); t.join(10)
+print("big", res[0] if res else None)
+c.close()
+PYEOF
+api PUT "/v1/sandboxes/$ID/files?path=/tmp/upsrv.py" --data-binary @"$T_TMP/upsrv.py" >/dev/null
+api POST "/v1/sandboxes/$ID/exec" -d '{"argv":["python3","/tmp/upsrv.py"],"background":true,"tag":"upsrv"}' >/dev/null
+for _ in $(seq 50); do
+	r=$(api GET "/v1/sandboxes/$ID/ports/8003/")
+	[ "$(status_of "$r")" = 400 ] && break
+	sleep 0.1
+done
+r=$(timeout 20 $PY "$T_TMP/upcli.py" "$SOCK" "$ID" 2>&1)
+expect_eq "ports: upgrade, then a raw stream both ways" \
+	$'HTTP/1.1 101 Switching Protocols\nHELLO RAW STREAM\nbig 3000000' "$r"
+api POST "/v1/sandboxes/$ID/processes/upsrv/signal" -d '{"signal":"KILL"}' >/dev/null
 r=$(api GET "/v1/sandboxes/$ID/ports/8001/")
 expect_eq "ports: nothing listening: 502" 502 "$(status_of "$r")"
 r=$(api GET "/v1/sandboxes/$ID/ports/99999/")
