@@ -306,6 +306,13 @@ struct paddock_exec_opts {
 	unsigned pipe_streams;
 	/* ends the command (its process group) with reason "timeout" after this; 0: never */
 	double timeout_s;
+	/*
+	 * Asynchronous start: paddock_exec_start() returns once the request is sent, and this
+	 * is called from the loop (with the exec's userdata) when the command runs: its pid and
+	 * fds are known from then on. A command that cannot start never gets it; it ends through
+	 * the exit callback with reason "error". NULL: paddock_exec_start() waits (up to 30 s).
+	 */
+	void (*on_started)(paddock_exec *ex, void *userdata);
 };
 
 /* Called once when the exec ends; `res` is valid during the call. */
@@ -313,8 +320,8 @@ typedef void (*paddock_exec_fn)(paddock_exec *ex, const struct paddock_result *r
 				void *userdata);
 
 /*
- * Starts a command in the sandbox. Returns once init has forked it (or refused); the
- * callback runs from the event loop when it ends. The exec belongs to the sandbox: it is
+ * Starts a command in the sandbox. Returns once init has forked it (or refused), or at once
+ * with opts->on_started; the callback runs from the event loop when it ends. The exec belongs to the sandbox: it is
  * freed after its callback returns, or with the sandbox.
  */
 PADDOCK_API int paddock_exec_start(paddock_sandbox *sb, const struct paddock_exec_opts *opts,

@@ -198,6 +198,8 @@ static void exec_unlink_free(paddock_exec *ex)
 	ex->pty_fd = pd_close(ex->pty_fd);
 	for (int i = 0; i < 3; i++)
 		ex->fds[i] = pd_close(ex->fds[i]);
+	free(ex->argv0);
+	free(ex->cwd);
 	free(ex->limits_json);
 	free(ex);
 }
@@ -388,13 +390,15 @@ static const char *const step_names[_PD_STEP_MAX] = {
 	[PD_STEP_EXECVE] = "execute",
 };
 
-static void on_exec_error(paddock_sandbox *sb, paddock_exec *ex, struct pd_ctl_exec_error *e,
-			  const char *argv0, const char *cwd)
+static void on_exec_error(paddock_sandbox *sb, paddock_exec *ex, struct pd_ctl_exec_error *e)
 {
+	const char *argv0 = ex->argv0 ? ex->argv0 : "", *cwd = ex->cwd ? ex->cwd : "";
+
 	int code = e->error.code > 0 && e->error.code < 4096 ? e->error.code : EIO;
 	unsigned step = (unsigned)e->step < _PD_STEP_MAX ? (unsigned)e->step : PD_STEP_SETUP;
 
 	(void)sb;
+	ex->starting = false;
 	ex->result.reason = PADDOCK_END_ERROR;
 	ex->result.exit_code = PADDOCK_EXIT_FAILURE;
 	if (step == PD_STEP_EXECVE) {
@@ -412,13 +416,60 @@ static void on_exec_error(paddock_sandbox *sb, paddock_exec *ex, struct pd_ctl_e
 	finish(ex);
 }
 
-/* Handles one message that is not the reply to a pending start. */
-static void dispatch(paddock_sandbox *sb, uint32_t type, const void *buf, ssize_t n)
+static paddock_exec *find_starting(paddock_sandbox *sb, uint64_t id)
+{
+	paddock_exec *ex = find_exec(sb, id);
+
+	return ex && ex->starting ? ex : NULL;
+}
+
+/* init forked the command: its pid and fds (taken from fds: *nfds becomes 0) */
+static void on_started(paddock_sandbox *sb, const struct pd_ctl_started *s, int *fds,
+		       size_t *nfds)
+{
+	paddock_exec *ex = find_starting(sb, s->id);
+
+	if (!ex)
+		return protocol_violation(sb, "start report for an unknown command");
+	if (!pd_exec_assign_fds(ex, ex->flags, fds, *nfds))
+		return protocol_violation(sb, "start report with the wrong fds");
+	*nfds = 0;
+	ex->pid = s->pid;
+	ex->starting = false;
+	if (pd_events_wanted(sb->ctx))
+		pd_emit(sb->ctx, PADDOCK_LEVEL_INFO, "exec.started", sb->id, ex->id_str,
+			json_pack("{s:s,s:i,s:b}", "argv0", ex->argv0 ? ex->argv0 : "", "pid",
+				  (int)ex->pid, "pty", ex->pty_fd >= 0));
+	if (ex->started_fn)
+		ex->started_fn(ex, ex->userdata);
+}
+
+/* Handles one message from init; fds it does not take are closed by the caller. */
+static void dispatch(paddock_sandbox *sb, uint32_t type, const void *buf, ssize_t n, int *fds,
+		     size_t *nfds)
 {
 	if (type == PD_CTL_EXITED && n == (ssize_t)sizeof(struct pd_ctl_exited)) {
 		struct pd_ctl_exited x;
 		memcpy(&x, buf, sizeof(x));
 		on_exited(sb, &x);
+		return;
+	}
+	if (type == PD_CTL_STARTED && n == (ssize_t)sizeof(struct pd_ctl_started)) {
+		struct pd_ctl_started s;
+		memcpy(&s, buf, sizeof(s));
+		on_started(sb, &s, fds, nfds);
+		return;
+	}
+	if (type == PD_CTL_EXEC_ERROR && n == (ssize_t)sizeof(struct pd_ctl_exec_error)) {
+		struct pd_ctl_exec_error e;
+		paddock_exec *ex;
+
+		memcpy(&e, buf, sizeof(e));
+		ex = find_starting(sb, e.id);
+		if (!ex)
+			return protocol_violation(sb, "start error for an unknown command");
+		e.error.msg[sizeof(e.error.msg) - 1] = '\0';
+		on_exec_error(sb, ex, &e);
 		return;
 	}
 	protocol_violation(sb, "unexpected message");
@@ -431,9 +482,9 @@ static void ctl_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	for (int i = 0; i < 64; i++) {
+	for (int i = 0; i < 64 && sb->state != PD_SB_DEAD; i++) {
 		int fds[PD_CTL_MAX_FDS];
-		size_t nfds = 0; /* init sends fds only with STARTED, which is handled in start */
+		size_t nfds = PD_CTL_MAX_FDS; /* STARTED brings the command's pipes and pty */
 		uint32_t type = 0;
 		ssize_t n = pd_ctl_recv(sb->ctl, &type, buf, sizeof(buf), fds, &nfds);
 
@@ -446,7 +497,9 @@ static void ctl_cb(evutil_socket_t fd, short what, void *arg)
 				protocol_violation(sb, "malformed message");
 			return;
 		}
-		dispatch(sb, type, buf, n);
+		dispatch(sb, type, buf, n, fds, &nfds);
+		for (size_t k = 0; k < nfds; k++)
+			pd_close(fds[k]);
 	}
 }
 
@@ -943,11 +996,10 @@ static int check_opts(const struct paddock_exec_opts *o, size_t *ret_argc, size_
 	return 0;
 }
 
-/* Waits for init's answer to exec `id`, dispatching whatever else arrives meanwhile. */
-static int await_start(paddock_sandbox *sb, paddock_exec *ex, uint32_t flags,
-		       const char *argv0, const char *cwd, paddock_error *err)
+/* Waits for init's answer to `ex`, dispatching whatever else arrives meanwhile. */
+static int await_start(paddock_sandbox *sb, paddock_exec *ex, paddock_error *err)
 {
-	for (;;) {
+	while (ex->starting) {
 		union {
 			struct pd_ctl_started started;
 			struct pd_ctl_exec_error error;
@@ -967,23 +1019,13 @@ static int await_start(paddock_sandbox *sb, paddock_exec *ex, uint32_t flags,
 				pd_close(fds[i]);
 			return pd_fail(err, EPIPE, "the sandbox ended before the command started");
 		}
-		if (type == PD_CTL_STARTED && n == (ssize_t)sizeof(msg.started) &&
-		    msg.started.id == ex->id &&
-		    pd_exec_assign_fds(ex, flags, fds, nfds)) {
-			ex->pid = msg.started.pid;
-			return 0;
-		}
+		dispatch(sb, type, &msg, n, fds, &nfds);
 		for (size_t i = 0; i < nfds; i++)
 			pd_close(fds[i]);
-		if (type == PD_CTL_EXEC_ERROR && n == (ssize_t)sizeof(msg.error) &&
-		    msg.error.id == ex->id) {
-			on_exec_error(sb, ex, &msg.error, argv0, cwd);
-			return 0;
-		}
-		dispatch(sb, type, &msg, n);
-		if (sb->state == PD_SB_DEAD)
+		if (sb->state == PD_SB_DEAD || sb->pidfd < 0)
 			return pd_fail(err, EPIPE, "the sandbox ended before the command started");
 	}
+	return 0;
 }
 
 int paddock_exec_start(paddock_sandbox *sb, const struct paddock_exec_opts *opts,
@@ -1033,6 +1075,14 @@ int paddock_exec_start(paddock_sandbox *sb, const struct paddock_exec_opts *opts
 	if (!ex)
 		return pd_fail(err, ENOMEM, "allocate exec");
 	ex->output_captured = opts->output_captured;
+	ex->flags = hdr.flags;
+	ex->started_fn = opts->on_started;
+	ex->argv0 = strdup(opts->argv[0]);
+	ex->cwd = strdup(opts->cwd ? opts->cwd : sb->spec->cwd);
+	if (!ex->argv0 || !ex->cwd) {
+		exec_unlink_free(ex);
+		return pd_fail(err, ENOMEM, "allocate exec");
+	}
 	/* the first command starts from the baselines pd_cgroup_open() took: zero */
 	if (sb->n_execs++ > 0 && sb->cg)
 		(void)pd_cgroup_stats(sb->cg, &ex->base, NULL);
@@ -1042,11 +1092,18 @@ int paddock_exec_start(paddock_sandbox *sb, const struct paddock_exec_opts *opts
 		exec_unlink_free(ex);
 		return pd_fail(err, r, "send command to the sandbox");
 	}
-	r = await_start(sb, ex, hdr.flags, opts->argv[0], opts->cwd ? opts->cwd : sb->spec->cwd,
-			err);
-	if (r < 0) {
-		exec_unlink_free(ex);
-		return r;
+	ex->starting = true;
+	/*
+	 * Asynchronous: STARTED or EXEC_ERROR arrive through ctl_cb. A supervisor serving many
+	 * sandboxes must not wait here: init may be slow to fork when its sandbox has used up
+	 * its CPU quota or is short of memory.
+	 */
+	if (!opts->on_started) {
+		r = await_start(sb, ex, err);
+		if (r < 0) {
+			exec_unlink_free(ex);
+			return r;
+		}
 	}
 	if (!ex->done && opts->timeout_s > 0) {
 		struct timeval tv = { .tv_sec = (time_t)opts->timeout_s };
@@ -1058,10 +1115,6 @@ int paddock_exec_start(paddock_sandbox *sb, const struct paddock_exec_opts *opts
 			return pd_fail(err, ENOMEM, "arm the command's timeout");
 		}
 	}
-	if (!ex->done && pd_events_wanted(sb->ctx))
-		pd_emit(sb->ctx, PADDOCK_LEVEL_INFO, "exec.started", sb->id, ex->id_str,
-			json_pack("{s:s,s:i,s:b}", "argv0", opts->argv[0], "pid", (int)ex->pid,
-				  "pty", ex->pty_fd >= 0));
 	if (ret_exec)
 		*ret_exec = ex;
 	return 0;
@@ -1189,6 +1242,8 @@ int paddock_sandbox_socket(paddock_sandbox *sb, int domain, int type, int *ret_f
 		union {
 			struct pd_ctl_socket_fd s;
 			struct pd_ctl_exited exited;
+			struct pd_ctl_started started;
+			struct pd_ctl_exec_error error;
 		} msg;
 		int fds[PD_CTL_MAX_FDS], v = 0;
 		size_t nfds = PD_CTL_MAX_FDS;
@@ -1203,9 +1258,9 @@ int paddock_sandbox_socket(paddock_sandbox *sb, int domain, int type, int *ret_f
 		if (n < 0 || mtype == 0)
 			return pd_fail(err, EPIPE, "the sandbox ended");
 		if (mtype != PD_CTL_SOCKET_FD) {
+			dispatch(sb, mtype, &msg, n, fds, &nfds);
 			for (size_t i = 0; i < nfds; i++)
 				pd_close(fds[i]);
-			dispatch(sb, mtype, &msg, n);
 			if (sb->state == PD_SB_DEAD)
 				return pd_fail(err, EPIPE, "the sandbox ended");
 			continue;

@@ -36,6 +36,10 @@ struct paddock_exec {
 	struct timespec started;
 	bool output_captured;
 	unsigned pipe_streams, pty_streams;
+	uint32_t flags;	    /* of the exec request */
+	bool starting;	    /* sent, neither STARTED nor EXEC_ERROR yet */
+	char *argv0, *cwd; /* for the error of a command that cannot start */
+	void (*started_fn)(paddock_exec *ex, void *userdata);
 	int fds[3];	/* the supervisor's pipe ends until taken, or -EBADF */
 	struct event *timeout_ev;
 	bool forced; /* ended on purpose: forced_reason beats what the exit says */
