@@ -116,6 +116,7 @@ void pd_proc_free(struct proc *p)
 		evbuffer_free(p->stdin_q);
 	if (p->stdin_fd >= 0)
 		close(p->stdin_fd);
+	free(p->pending_stdin);
 	json_decref(p->argv);
 	json_decref(p->result);
 	free(p);
@@ -162,9 +163,15 @@ static void notify_end(struct proc *p)
 	for (w = p->watchers; w; w = next) {
 		next = w->next;
 		if (w->kind == W_OUTPUT) {
+			pd_stream_start(w, "application/x-ndjson"); /* one that never started */
 			pd_stream_line(w, json_pack("{s:s,s:O?}", "type", "exit", "result",
 						    p->result));
 			pd_stream_end(w);
+		} else if (w->kind == W_START && w->req) {
+			struct request r = { .d = p->box->d, .req = w->req };
+			pd_watcher_detach(w);
+			pd_reply_json(&r, 201, pd_proc_json(p));
+			w->req = NULL;
 		} else if (w->kind == W_RESULT) {
 			send_result(p, w);
 		} else if (w->kind == W_WAIT && w->req) {
@@ -289,6 +296,52 @@ static void watcher_gone(struct watcher *w)
 }
 
 /* ---- start ------------------------------------------------------------------------------ */
+
+static int watch_outputs(struct proc *p, paddock_exec *ex);
+static void record(struct proc *p);
+static int write_stdin(struct proc *p, const char *data, size_t len);
+static void close_stdin(struct proc *p);
+
+/* init forked the command: follow its output, give it its stdin, tell who waits for that */
+static void proc_started(paddock_exec *ex, void *userdata)
+{
+	struct proc *p = userdata;
+	struct watcher *w, *next;
+
+	p->started = true;
+	p->pid = paddock_exec_pid(ex);
+	if (watch_outputs(p, ex) < 0) {
+		(void)paddock_exec_terminate(ex, PADDOCK_END_ERROR, NULL);
+		return;
+	}
+	record(p);
+	if (p->pending_stdin) {
+		int r = write_stdin(p, p->pending_stdin, p->pending_len);
+
+		if (r < 0 && r != -EPIPE)
+			fprintf(stderr, "paddockd: stdin of %s: %s\n", p->exec_str, strerror(-r));
+		free(p->pending_stdin);
+		p->pending_stdin = NULL;
+	}
+	if (p->pending_close)
+		close_stdin(p);
+	for (w = p->watchers; w; w = next) {
+		next = w->next;
+		if (w->kind == W_START) {
+			if (w->req) {
+				struct request r = { .d = p->box->d, .req = w->req };
+				pd_watcher_detach(w);
+				pd_reply_json(&r, 201, pd_proc_json(p));
+				w->req = NULL;
+			}
+			pd_watcher_free(w, &p->watchers);
+		} else if (w->kind == W_OUTPUT && !w->streaming) {
+			pd_stream_start(w, "application/x-ndjson");
+			pd_stream_line(w, json_pack("{s:s,s:s,s:i}", "type", "start", "exec",
+						    p->exec_str, "pid", p->pid));
+		}
+	}
+}
 
 static struct proc *proc_new(struct box *b)
 {
@@ -656,6 +709,7 @@ void pd_api_exec(struct request *r, struct box *b)
 	p->t0 = pd_mono_s();
 	if (q.tag)
 		snprintf(p->tag, sizeof(p->tag), "%s", q.tag);
+	opts.on_started = proc_started;
 	if (paddock_exec_start(b->sb, &opts, exec_done, p, &ex, &err) < 0) {
 		pd_proc_free(p);
 		pd_reply_paddock_error(r, &err);
@@ -664,39 +718,22 @@ void pd_api_exec(struct request *r, struct box *b)
 	p->ex = ex;
 	p->exec_id = paddock_exec_id(ex);
 	snprintf(p->exec_str, sizeof(p->exec_str), "ex_%llu", (unsigned long long)p->exec_id);
-	p->pid = paddock_exec_pid(ex);
 	p->started_ms = pd_now_ms();
-	if (watch_outputs(p, ex) < 0) {
+	if (q.has_stdin) {
+		p->pending_stdin = q.stdin_data;
+		q.stdin_data = NULL;
+		p->pending_len = q.stdin_len;
+	}
+	p->pending_close = q.has_stdin && !q.keep_stdin && !q.pty;
+	/* the answer waits for init: a 201 with the pid, the stream's start, or the result */
+	struct watcher *w = pd_watcher_new(r, q.background ? W_START : q.stream ? W_OUTPUT : W_RESULT,
+					   p, &p->watchers);
+	if (!w) {
 		(void)paddock_exec_terminate(ex, PADDOCK_END_ERROR, NULL);
 		pd_reply_error(r, 500, "internal", NULL, "out of memory");
 		goto out;
 	}
-	record(p);
-	if (q.has_stdin) {
-		int w = write_stdin(p, q.stdin_data, q.stdin_len);
-		if (w < 0 && w != -EPIPE)
-			fprintf(stderr, "paddockd: stdin of %s: %s\n", p->exec_str, strerror(-w));
-	}
-	if (q.has_stdin && !q.keep_stdin && !q.pty)
-		close_stdin(p);
-	if (q.background) {
-		pd_reply_json(r, 201, pd_proc_json(p));
-	} else {
-		struct watcher *w = pd_watcher_new(r, q.stream ? W_OUTPUT : W_RESULT, p,
-						   &p->watchers);
-		if (!w) {
-			pd_reply_error(r, 500, "internal", NULL, "out of memory");
-			goto out;
-		}
-		w->on_gone = watcher_gone;
-		if (q.stream) {
-			pd_stream_start(w, "application/x-ndjson");
-			pd_stream_line(w, json_pack("{s:s,s:s,s:i}", "type", "start", "exec",
-						    p->exec_str, "pid", p->pid));
-		}
-	}
-	/* a command that could not start, or ended at once, answers now */
-	finish_if_ended(p);
+	w->on_gone = watcher_gone;
 out:
 	pd_exec_req_release(&q);
 	json_decref(body);
@@ -734,6 +771,7 @@ void pd_proc_adopt(struct box *b, paddock_exec *ex, const struct paddock_store_e
 		return;
 	}
 	p->ex = ex;
+	p->started = true;
 	paddock_exec_set_callback(ex, exec_done, p);
 	(void)watch_outputs(p, ex);
 	if (!row)

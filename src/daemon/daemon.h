@@ -46,6 +46,7 @@ struct watcher {
 	struct event *timer; /* wait: the deadline */
 	struct event *hup;   /* the client hung up while we had nothing to send */
 	int kind;	     /* enum watcher_kind */
+	bool streaming;	     /* the 200 and its headers went out: lines follow */
 	void *owner;	     /* struct proc * or struct box * */
 	/* the client went away (evhttp frees its request): unlink and free the watcher */
 	void (*on_gone)(struct watcher *w);
@@ -56,6 +57,7 @@ enum watcher_kind {
 	W_WAIT,	  /* one JSON answer when the process ends (or the deadline) */
 	W_RESULT, /* foreground exec: one JSON answer with stdout, stderr, result */
 	W_EVENTS, /* NDJSON events of a sandbox */
+	W_START,  /* background exec: the process object once it runs (or could not) */
 };
 
 struct proc {
@@ -67,6 +69,10 @@ struct proc {
 	char tag[PD_MAX_TAG + 1];
 	json_t *argv;
 	bool background, pty, exited;
+	bool started;	       /* init forked it: pid and fds known */
+	char *pending_stdin;   /* the request's stdin, written once it runs */
+	size_t pending_len;
+	bool pending_close;    /* then close stdin */
 	int64_t started_ms, ended_ms;
 	json_t *result;		  /* the report, once ended */
 	int out_fd[2];		  /* stdout, stderr (or the pty on [0]); -1 at EOF */

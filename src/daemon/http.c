@@ -286,6 +286,9 @@ void pd_stream_start(struct watcher *w, const char *content_type)
 {
 	if (!w->req)
 		return;
+	if (w->streaming)
+		return;
+	w->streaming = true;
 	evhttp_add_header(evhttp_request_get_output_headers(w->req), "Content-Type",
 			  content_type);
 	evhttp_send_reply_start(w->req, 200, "OK");
