@@ -513,6 +513,67 @@ static void test_release_and_adopt(void **state)
 	event_base_free(base);
 }
 
+struct async_waiter {
+	struct waiter w;
+	int started;
+	pid_t pid;
+};
+
+static void on_started_cb(paddock_exec *ex, void *userdata)
+{
+	struct async_waiter *a = userdata;
+
+	a->started++;
+	a->pid = paddock_exec_pid(ex);
+}
+
+static void on_async_exit(paddock_exec *ex, const struct paddock_result *res, void *userdata)
+{
+	on_exit_cb(ex, res, &((struct async_waiter *)userdata)->w);
+}
+
+/* an asynchronous start returns at once; on_started, then the exit; or only the exit */
+static void test_async_start(void **state)
+{
+	struct event_base *base = event_base_new();
+	paddock_ctx *ctx = NULL;
+	paddock_error err = { 0 };
+	const char *ok_argv[] = { "sh", "-c", "echo $$", NULL };
+	const char *bad_argv[] = { "no-such-command", NULL };
+	struct async_waiter a = { .w = { .base = base } }, b = { .w = { .base = base } };
+	paddock_exec *ex = NULL;
+	char buf[64];
+	int out;
+
+	(void)state;
+	assert_int_equal(paddock_ctx_new(base, &ctx, &err), 0);
+	paddock_sandbox *sb = make_sandbox(ctx);
+	struct paddock_exec_opts o = { .argv = ok_argv, .fds = { -1, -1, -1 }, .pipe_streams = 2,
+				       .on_started = on_started_cb };
+	assert_int_equal(paddock_exec_start(sb, &o, on_async_exit, &a, &ex, &err), 0);
+	assert_int_equal(a.started, 0); /* not yet: the loop has not run */
+	assert_int_equal(paddock_exec_take_fd(ex, 1), -1);
+	while (!a.started && !a.w.done)
+		assert_true(event_base_loop(base, EVLOOP_ONCE) >= 0);
+	assert_int_equal(a.started, 1);
+	out = paddock_exec_take_fd(ex, 1);
+	assert_true(out >= 0);
+	wait_done(base, &a.w);
+	assert_int_equal(a.w.res.reason, PADDOCK_END_EXITED);
+	read_all(out, buf, sizeof(buf));
+	assert_int_equal(atoi(buf), a.pid); /* the pid on_started saw is the command's */
+	close(out);
+	o.argv = bad_argv;
+	assert_int_equal(paddock_exec_start(sb, &o, on_async_exit, &b, NULL, &err), 0);
+	wait_done(base, &b.w);
+	assert_int_equal(b.started, 0);
+	assert_int_equal(b.w.res.reason, PADDOCK_END_ERROR);
+	assert_int_equal(paddock_result_exit_status(&b.w.res), 127);
+	paddock_sandbox_free(sb);
+	paddock_ctx_free(ctx);
+	event_base_free(base);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -527,6 +588,7 @@ int main(void)
 		cmocka_unit_test(test_exec_timeout_and_terminate),
 		cmocka_unit_test(test_socket_in_sandbox_netns),
 		cmocka_unit_test(test_release_and_adopt),
+		cmocka_unit_test(test_async_start),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
