@@ -25,6 +25,7 @@ struct evhttp_request;
 struct evhttp_connection;
 
 #define PD_MAX_TENANT 64
+#define PD_LOCAL_TENANT "local" /* every client of the unix socket; no token may name it */
 #define PD_MAX_TAG 64
 #define PD_RING_BYTES (1u << 20)     /* background output kept per stream */
 #define PD_MAX_BODY (1u << 20)	      /* JSON request bodies */
@@ -126,6 +127,9 @@ struct daemon {
 	paddock_store *store;
 	struct evhttp *http_unix, *http_tcp;
 	char state_dir[256];
+	/* host directories a TCP tenant's spec may name (workspace, binds, rootfs) */
+	char **host_paths;
+	size_t n_host_paths;
 	char socket_path[108];
 	uint64_t max_upload;
 	int orphan_timeout_s;

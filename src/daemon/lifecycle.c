@@ -235,6 +235,71 @@ static void box_link(struct box *b)
 	b->d->boxes = b;
 }
 
+/*
+ * SECURITY: a spec names host paths (workspace, binds, rootfs) that init mounts into the
+ * sandbox, writable ones idmapped to the sandbox user: whoever names /etc could write the
+ * host's /etc. The unix socket's clients already are paddockd's own user; a TCP tenant may
+ * name only what the operator listed (--allow-host-path), checked on the resolved path, and
+ * the resolved path is what is used.
+ */
+static int check_host_path(struct daemon *d, json_t *holder, const char *key, const char *field,
+			   paddock_error *err)
+{
+	json_t *v = json_object_get(holder, key);
+	char *real;
+	int r;
+
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_string(v))
+		return 0; /* the spec parser names the type error */
+	real = realpath(json_string_value(v), NULL);
+	for (size_t i = 0; real && i < d->n_host_paths; i++) {
+		size_t n = strlen(d->host_paths[i]);
+
+		if (strncmp(real, d->host_paths[i], n) == 0 && (real[n] == '\0' || real[n] == '/' ||
+								 strcmp(d->host_paths[i], "/") == 0)) {
+			json_object_set_new(holder, key, json_string(real));
+			free(real);
+			return 0;
+		}
+	}
+	free(real);
+	r = dfail(err, EACCES, "host path '%.200s' is not among the directories this paddockd "
+		  "lets API clients use (--allow-host-path)", json_string_value(v));
+	snprintf(err->field, sizeof(err->field), "%s", field);
+	return r;
+}
+
+static int check_host_paths(struct daemon *d, const char *tenant, json_t *spec,
+			    paddock_error *err)
+{
+	json_t *binds = json_object_get(spec, "binds"), *b;
+	size_t i;
+	int r;
+
+	if (strcmp(tenant, PD_LOCAL_TENANT) == 0)
+		return 0;
+	r = check_host_path(d, spec, "workspace", "workspace", err);
+	if (r >= 0)
+		r = check_host_path(d, spec, "rootfs", "rootfs", err);
+	json_array_foreach(binds, i, b) {
+		char field[64];
+
+		if (r < 0)
+			break;
+		if (json_is_string(b)) {
+			r = dfail(err, EACCES, "binds from a TCP tenant must be objects "
+				  "({\"source\": ..., \"target\": ...})");
+			snprintf(err->field, sizeof(err->field), "binds[%zu]", i);
+			break;
+		}
+		snprintf(field, sizeof(field), "binds[%zu].source", i);
+		r = check_host_path(d, b, "source", field, err);
+	}
+	return r;
+}
+
 int pd_create_parse(struct daemon *d, const char *tenant, json_t *body, paddock_spec **ret_spec,
 		    int64_t *ret_ttl, int64_t *ret_idle, paddock_error *err)
 {
@@ -252,6 +317,8 @@ int pd_create_parse(struct daemon *d, const char *tenant, json_t *body, paddock_
 		r = get_seconds(body, "idle_timeout_s", 0, PD_MAX_TTL_S, ret_idle, err);
 	if (r >= 0 && meta)
 		r = check_metadata(meta, err);
+	if (r >= 0)
+		r = check_host_paths(d, tenant, specj, err);
 	if (r >= 0 && tenant_count(d, tenant) >= PD_MAX_SANDBOXES)
 		r = dfail(err, EAGAIN, "tenant '%s' has %u sandboxes, the most allowed", tenant,
 			  PD_MAX_SANDBOXES);

@@ -48,9 +48,11 @@ static int load_tokens(struct daemon *d, const char *path)
 
 		if (line[0] == '#' || line[0] == '\n')
 			continue;
-		if (sscanf(line, "%64s %255s", tenant, token) != 2 || strlen(token) < 16) {
+		if (sscanf(line, "%64s %255s", tenant, token) != 2 || strlen(token) < 16 ||
+		    strcmp(tenant, PD_LOCAL_TENANT) == 0) {
 			fprintf(stderr, "paddockd: tokens '%s': expected 'TENANT TOKEN' lines with "
-					"tokens of at least 16 characters\n",
+					"tokens of at least 16 characters (and no tenant named 'local': the unix "
+					"socket's)\n",
 				path);
 			fclose(f);
 			return -1;
@@ -94,6 +96,25 @@ static void drain_cb(evutil_socket_t fd, short what, void *arg)
 }
 
 /* SIGTERM/SIGINT: new requests get 503, those in flight finish (up to DRAIN_MAX_S). */
+/* An operator-allowed host directory, resolved now (it must exist). */
+static int add_host_path(struct daemon *d, const char *path)
+{
+	char *real = realpath(path, NULL), **n;
+
+	if (!real) {
+		fprintf(stderr, "paddockd: --allow-host-path '%s': %s\n", path, strerror(errno));
+		return -1;
+	}
+	n = realloc(d->host_paths, (d->n_host_paths + 1) * sizeof(*n));
+	if (!n) {
+		free(real);
+		return -1;
+	}
+	d->host_paths = n;
+	d->host_paths[d->n_host_paths++] = real;
+	return 0;
+}
+
 /*
  * {"socket": PATH, "state_dir": DIR, "listen": "ADDR:PORT", "tokens": FILE,
  *  "max_upload": BYTES, "orphan_timeout_s": S, "destroy_on_exit": BOOL}; unknown keys and
@@ -132,6 +153,17 @@ static int load_config(struct daemon *d, const char *path, const char **listen_a
 			d->orphan_timeout_s = (int)json_integer_value(v);
 		else if (strcmp(k, "destroy_on_exit") == 0 && json_is_boolean(v))
 			d->destroy_on_exit = json_is_true(v);
+		else if (strcmp(k, "allow_host_paths") == 0 && json_is_array(v)) {
+			size_t i;
+			json_t *e;
+
+			json_array_foreach(v, i, e) {
+				if (!json_is_string(e) || add_host_path(d, json_string_value(e)) < 0) {
+					json_decref(o);
+					return -1;
+				}
+			}
+		}
 		else {
 			fprintf(stderr, "paddockd: config '%s': '%s' is unknown or has a bad value\n",
 				path, k);
@@ -187,6 +219,7 @@ int main(int argc, char **argv)
 		{ "orphan-timeout", required_argument, NULL, 'o' },
 		{ "destroy-on-exit", no_argument, NULL, 'x' },
 		{ "config", required_argument, NULL, 'c' },
+		{ "allow-host-path", required_argument, NULL, 'a' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -249,6 +282,10 @@ int main(int argc, char **argv)
 			break;
 		case 'c':
 			if (load_config(&d, optarg, &listen_addr, &tokens) < 0)
+				return 2;
+			break;
+		case 'a':
+			if (add_host_path(&d, optarg) < 0)
 				return 2;
 			break;
 		case 'h':
@@ -339,5 +376,8 @@ out:
 	if (d.event_log_fd >= 0)
 		close(d.event_log_fd);
 	free(d.tokens);
+	for (size_t i = 0; i < d.n_host_paths; i++)
+		free(d.host_paths[i]);
+	free(d.host_paths);
 	return r;
 }

@@ -403,7 +403,10 @@ echo '{"listen":"127.0.0.1:1","bogus":true}' >"$T_TMP/bad.json"
 "$PADDOCKD" --config "$T_TMP/bad.json" 2>"$T_TMP/err"
 expect_eq "config: an unknown key is refused" 2 "$?"
 expect_match "config: the error names it" "'bogus'" "$(cat "$T_TMP/err")"
-printf '{"listen":"127.0.0.1:%d","tokens":"%s"}\n' "$PORT" "$T_TMP/tokens" >"$T_TMP/config.json"
+mkdir -p "$T_TMP/shared/ok" && chmod 777 "$T_TMP/shared/ok"
+ln -s /etc "$T_TMP/shared/ok/etc-link"
+printf '{"listen":"127.0.0.1:%d","tokens":"%s","allow_host_paths":["%s"]}\n' \
+	"$PORT" "$T_TMP/tokens" "$T_TMP/shared" >"$T_TMP/config.json"
 start_daemon --config "$T_TMP/config.json" --socket "$SOCK"
 tcp() { local m=$1 p=$2; shift 2; curl -s -X "$m" -w '\n%{http_code}' "http://127.0.0.1:$PORT$p" "$@"; }
 r=$(tcp GET /v1/sandboxes)
@@ -423,6 +426,20 @@ r=$(api GET "/v1/sandboxes/$IDA")
 expect_eq "unix socket (tenant local) cannot see alice's either" 404 "$(status_of "$r")"
 r=$(tcp DELETE "/v1/sandboxes/$IDA" -H 'Authorization: Bearer aaaaaaaaaaaaaaaaaaaaaaaa')
 expect_eq "tcp: alice deletes hers" 204 "$(status_of "$r")"
+# a TCP tenant names host paths only under --allow-host-path, checked once resolved
+A='Authorization: Bearer aaaaaaaaaaaaaaaaaaaaaaaa'
+r=$(tcp POST /v1/sandboxes -H "$A" -d '{"workspace":"/etc"}')
+expect_eq "tcp: workspace /etc is refused, naming the field" "403 workspace" \
+	"$(status_of "$r") $(j "$(body_of "$r")" 'd["error"]["field"]')"
+r=$(tcp POST /v1/sandboxes -H "$A" -d "{\"binds\":[{\"source\":\"$T_TMP/shared/ok/etc-link\",\"target\":\"/mnt\"}]}")
+expect_eq "tcp: a symlink out of an allowed directory is refused" "403 binds[0].source" \
+	"$(status_of "$r") $(j "$(body_of "$r")" 'd["error"]["field"]')"
+r=$(tcp POST /v1/sandboxes -H "$A" -d "{\"rootfs\":\"$T_TMP/shared/../..\"}")
+expect_eq "tcp: .. out of an allowed directory is refused" 403 "$(status_of "$r")"
+r=$(tcp POST /v1/sandboxes -H "$A" -d "{\"workspace\":\"$T_TMP/shared/ok\"}")
+expect_eq "tcp: a workspace inside an allowed directory is fine" 201 "$(status_of "$r")"
+IDW=$(j "$(body_of "$r")" 'd["id"]')
+tcp DELETE "/v1/sandboxes/$IDW" -H "$A" >/dev/null
 
 # ---- delete leaves nothing ----
 r=$(api DELETE "/v1/sandboxes/$ID")
