@@ -215,6 +215,17 @@ PADDOCK_API int paddock_sandbox_usage(paddock_sandbox *sb, struct paddock_usage 
 PADDOCK_API int paddock_sandbox_socket(paddock_sandbox *sb, int domain, int type, int *ret_fd,
 				       paddock_error *err);
 
+/*
+ * paddock_sandbox_socket() without waiting: `fn` gets the socket (the caller owns it) or, with
+ * fd -1, why not; from the loop, or from paddock_sandbox_free() (ESRCH) for a request
+ * still pending then.
+ */
+typedef void (*paddock_socket_fn)(paddock_sandbox *sb, int fd, const paddock_error *err,
+				  void *userdata);
+PADDOCK_API int paddock_sandbox_socket_async(paddock_sandbox *sb, int domain, int type,
+					     paddock_socket_fn fn, void *userdata,
+					     paddock_error *err);
+
 /* Walks the sandbox's commands that have not been delivered yet: NULL starts, NULL ends. */
 PADDOCK_API paddock_exec *paddock_sandbox_exec_next(paddock_sandbox *sb, paddock_exec *prev);
 

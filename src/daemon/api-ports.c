@@ -45,7 +45,12 @@ struct forward {
 	struct bufferevent *bev;
 	struct watcher *w;
 	struct watcher *list;
-	bool upgrade; /* the client asked to switch protocols */
+	bool upgrade;	   /* the client asked to switch protocols */
+	bool asking;	   /* waiting for init's socket */
+	bool client_gone;  /* ... and the client left meanwhile */
+	long port;
+	char *request;	   /* the head to send (built while the request was at hand) */
+	struct evbuffer *body;
 };
 
 static void forward_free(struct forward *f);
@@ -126,6 +131,9 @@ static void start_splice(struct forward *f, struct evbuffer *head)
 
 static void forward_free(struct forward *f)
 {
+	free(f->request);
+	if (f->body)
+		evbuffer_free(f->body);
 	if (f->bev)
 		bufferevent_free(f->bev);
 	if (f->w)
@@ -265,24 +273,73 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 
 static void client_gone(struct watcher *w)
 {
+	struct forward *f = w->owner;
+
 	/* evhttp is closing the client's connection; ours to the sandbox goes with it */
-	forward_free(w->owner);
+	if (f->asking) {
+		f->client_gone = true; /* init's answer frees it */
+		pd_watcher_free(f->w, &f->list);
+		f->w = NULL;
+		return;
+	}
+	forward_free(f);
+}
+
+/* init made the socket in the sandbox's netns: connect it and send the request */
+static void socket_cb(paddock_sandbox *sb, int fd, const paddock_error *err, void *userdata)
+{
+	struct forward *f = userdata;
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+				  .sin_port = htons((uint16_t)f->port) };
+	struct timeval tv = { .tv_sec = PORT_TIMEOUT_S };
+	struct evbuffer *out;
+
+	(void)sb;
+	f->asking = false;
+	if (f->client_gone) {
+		if (fd >= 0)
+			close(fd);
+		return forward_free(f);
+	}
+	if (fd < 0) {
+		pd_watcher_detach(f->w);
+		if (f->w->req) {
+			struct request r = { .d = f->d, .req = f->w->req };
+			pd_reply_paddock_error(&r, err);
+			f->w->req = NULL;
+		}
+		return forward_free(f);
+	}
+	evutil_make_socket_nonblocking(fd);
+	f->bev = bufferevent_socket_new(f->d->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (!f->bev) {
+		close(fd);
+		fail(f, 500, "out of memory");
+		return forward_free(f);
+	}
+	bufferevent_setcb(f->bev, read_cb, NULL, event_cb, f);
+	bufferevent_set_timeouts(f->bev, &tv, &tv);
+	if (bufferevent_socket_connect(f->bev, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		fail(f, 502, "nothing answers on that port in the sandbox");
+		return forward_free(f);
+	}
+	out = bufferevent_get_output(f->bev);
+	evbuffer_add(out, f->request, strlen(f->request));
+	evbuffer_add_buffer(out, f->body);
+	bufferevent_enable(f->bev, EV_READ | EV_WRITE);
 }
 
 void pd_api_ports(struct request *r, struct box *b)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	const char *uri = evhttp_request_get_uri(r->req), *rest, *q;
 	struct evbuffer *req_body = evhttp_request_get_input_buffer(r->req);
 	struct evkeyvalq *in_h = evhttp_request_get_input_headers(r->req);
-	struct timeval tv = { .tv_sec = PORT_TIMEOUT_S };
 	paddock_error err = { 0 };
 	struct evbuffer *out;
 	struct forward *f;
 	const char *method;
 	char *end;
 	long port;
-	int fd;
 
 	if (r->n_seg < 5)
 		return pd_reply_error(r, 404, "not_found", "port", "expected /ports/{port}/...");
@@ -308,32 +365,24 @@ void pd_api_ports(struct request *r, struct box *b)
 	q = strchr(uri, '?');
 	if (!rest || (q && rest > q))
 		rest = q ? q : "";
-	if (paddock_sandbox_socket(b->sb, AF_INET, SOCK_STREAM, &fd, &err) < 0)
-		return pd_reply_paddock_error(r, &err);
 	f = calloc(1, sizeof(*f));
-	if (!f) {
-		close(fd);
+	out = evbuffer_new();
+	if (!f || !out) {
+		free(f);
+		if (out)
+			evbuffer_free(out);
 		return pd_reply_error(r, 500, "internal", NULL, "out of memory");
 	}
 	f->d = r->d;
-	evutil_make_socket_nonblocking(fd);
-	f->bev = bufferevent_socket_new(r->d->base, fd, BEV_OPT_CLOSE_ON_FREE);
+	f->port = port;
+	f->body = evbuffer_new();
 	f->w = pd_watcher_new(r, W_OUTPUT, f, &f->list);
-	if (!f->bev || !f->w) {
-		if (!f->bev)
-			close(fd);
+	if (!f->body || !f->w) {
+		evbuffer_free(out);
 		forward_free(f);
 		return pd_reply_error(r, 500, "internal", NULL, "out of memory");
 	}
 	f->w->on_gone = client_gone;
-	sa.sin_port = htons((uint16_t)port);
-	bufferevent_setcb(f->bev, read_cb, NULL, event_cb, f);
-	bufferevent_set_timeouts(f->bev, &tv, &tv);
-	if (bufferevent_socket_connect(f->bev, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		fail(f, 502, "nothing answers on that port in the sandbox");
-		return forward_free(f);
-	}
-	out = bufferevent_get_output(f->bev);
 	{
 		const char *up = evhttp_find_header(in_h, "Upgrade");
 		const char *conn = evhttp_find_header(in_h, "Connection");
@@ -355,6 +404,22 @@ void pd_api_ports(struct request *r, struct box *b)
 		    strcasecmp(h->key, "Authorization") != 0)
 			evbuffer_add_printf(out, "%s: %s\r\n", h->key, h->value);
 	evbuffer_add_printf(out, "Content-Length: %zu\r\n\r\n", evbuffer_get_length(req_body));
-	evbuffer_add_buffer(out, req_body);
-	bufferevent_enable(f->bev, EV_READ | EV_WRITE);
+	evbuffer_add_buffer(f->body, req_body);
+	f->request = calloc(1, evbuffer_get_length(out) + 1);
+	if (f->request)
+		evbuffer_remove(out, f->request, evbuffer_get_length(out));
+	evbuffer_free(out);
+	/* the socket comes from init, asynchronously: a busy sandbox delays only this request */
+	f->asking = true;
+	if (!f->request ||
+	    paddock_sandbox_socket_async(b->sb, AF_INET, SOCK_STREAM, socket_cb, f, &err) < 0) {
+		f->asking = false;
+		pd_watcher_detach(f->w);
+		if (f->request)
+			pd_reply_paddock_error(r, &err);
+		else
+			pd_reply_error(r, 500, "internal", NULL, "out of memory");
+		f->w->req = NULL;
+		forward_free(f);
+	}
 }

@@ -444,6 +444,46 @@ static void on_started(paddock_sandbox *sb, const struct pd_ctl_started *s, int 
 		ex->started_fn(ex, ex->userdata);
 }
 
+/* Completes the oldest socket request: fd >= 0, or fd -1 with err. */
+static void socket_done(paddock_sandbox *sb, int fd, const paddock_error *err)
+{
+	struct pd_socket_req *q = sb->sockets;
+
+	sb->sockets = q->next;
+	if (!q->fn) {
+		q->done = true;
+		q->fd = fd;
+		if (err)
+			q->err = *err;
+		return;
+	}
+	q->fn(sb, fd, err, q->userdata);
+	free(q);
+}
+
+/* init's answer to the oldest socket request (fds taken: *nfds becomes 0) */
+static void on_socket(paddock_sandbox *sb, const struct pd_ctl_socket_fd *m, int *fds,
+		      size_t *nfds)
+{
+	struct pd_socket_req *q = sb->sockets;
+	paddock_error e = { 0 };
+	int v = 0;
+	socklen_t len = sizeof(v);
+
+	if (!q || *nfds > 1 || (*nfds == 0 && m->error <= 0))
+		return protocol_violation(sb, "malformed socket reply");
+	if (*nfds == 0) {
+		pd_fail(&e, m->error < 4096 ? m->error : EIO, "make a socket in the sandbox");
+		return socket_done(sb, -1, &e);
+	}
+	/* SECURITY: from inside: it must be the socket asked for */
+	if (getsockopt(fds[0], SOL_SOCKET, SO_DOMAIN, &v, &len) < 0 || v != q->domain ||
+	    getsockopt(fds[0], SOL_SOCKET, SO_TYPE, &v, &len) < 0 || v != q->type)
+		return protocol_violation(sb, "init sent the wrong socket");
+	*nfds = 0;
+	socket_done(sb, fds[0], NULL);
+}
+
 /* Handles one message from init; fds it does not take are closed by the caller. */
 static void dispatch(paddock_sandbox *sb, uint32_t type, const void *buf, ssize_t n, int *fds,
 		     size_t *nfds)
@@ -458,6 +498,12 @@ static void dispatch(paddock_sandbox *sb, uint32_t type, const void *buf, ssize_
 		struct pd_ctl_started s;
 		memcpy(&s, buf, sizeof(s));
 		on_started(sb, &s, fds, nfds);
+		return;
+	}
+	if (type == PD_CTL_SOCKET_FD && n == (ssize_t)sizeof(struct pd_ctl_socket_fd)) {
+		struct pd_ctl_socket_fd m;
+		memcpy(&m, buf, sizeof(m));
+		on_socket(sb, &m, fds, nfds);
 		return;
 	}
 	if (type == PD_CTL_EXEC_ERROR && n == (ssize_t)sizeof(struct pd_ctl_exec_error)) {
@@ -521,6 +567,12 @@ static void mark_dead(paddock_sandbox *sb)
 		event_del(sb->oom_ev);
 	if (sb->cpu_ev)
 		event_del(sb->cpu_ev);
+	while (sb->sockets) {
+		paddock_error e = { 0 };
+
+		pd_fail(&e, ESRCH, "sandbox '%s' ended before init made the socket", sb->id);
+		socket_done(sb, -1, &e);
+	}
 	for (paddock_exec *ex = sb->execs; ex; ex = ex->next) {
 		if (ex->done)
 			continue;
@@ -781,6 +833,12 @@ paddock_sandbox *paddock_sandbox_release(paddock_sandbox *sb)
 /* Frees what the supervisor holds of a sandbox; init lives on if it has somewhere to wait. */
 static void drop(paddock_sandbox *sb)
 {
+	while (sb->sockets) {
+		paddock_error e = { 0 };
+
+		pd_fail(&e, ESRCH, "sandbox '%s' was released", sb->id);
+		socket_done(sb, -1, &e);
+	}
 	while (sb->execs)
 		exec_unlink_free(sb->execs);
 	if (sb->ctl_ev)
@@ -1223,65 +1281,93 @@ int paddock_exec_terminate(paddock_exec *ex, enum paddock_end_reason reason, pad
 	return paddock_exec_signal(ex, SIGKILL, err);
 }
 
-int paddock_sandbox_socket(paddock_sandbox *sb, int domain, int type, int *ret_fd,
-			   paddock_error *err)
+static int ask_socket(paddock_sandbox *sb, struct pd_socket_req *q, paddock_error *err)
 {
-	struct pd_ctl_socket req = { .domain = domain, .type = type };
+	struct pd_ctl_socket req = { .domain = q->domain, .type = q->type };
+	struct pd_socket_req **tail;
 	int r;
 
-	if (!sb || !ret_fd)
-		return pd_fail(err, EINVAL, "paddock_sandbox_socket: arguments are required");
-	if ((domain != AF_INET && domain != AF_INET6) || (type != SOCK_STREAM && type != SOCK_DGRAM))
-		return pd_fail(err, EAFNOSUPPORT, "expected an AF_INET or AF_INET6 stream or datagram socket");
+	if ((q->domain != AF_INET && q->domain != AF_INET6) ||
+	    (q->type != SOCK_STREAM && q->type != SOCK_DGRAM))
+		return pd_fail(err, EAFNOSUPPORT,
+			       "expected an AF_INET or AF_INET6 stream or datagram socket");
 	if (sb->state != PD_SB_RUNNING)
 		return pd_fail(err, ESRCH, "sandbox '%s' is not running", sb->id);
 	r = pd_ctl_send(sb->ctl, PD_CTL_SOCKET, &req, sizeof(req), NULL, 0);
 	if (r < 0)
 		return pd_fail(err, r, "ask init for a socket");
-	for (;;) {
+	for (tail = &sb->sockets; *tail; tail = &(*tail)->next)
+		;
+	q->next = NULL;
+	*tail = q;
+	return 0;
+}
+
+int paddock_sandbox_socket_async(paddock_sandbox *sb, int domain, int type,
+				 paddock_socket_fn fn, void *userdata, paddock_error *err)
+{
+	struct pd_socket_req *q;
+	int r;
+
+	if (!sb || !fn)
+		return pd_fail(err, EINVAL, "paddock_sandbox_socket_async: arguments are required");
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return pd_fail(err, ENOMEM, "allocate socket request");
+	*q = (struct pd_socket_req){ .domain = domain, .type = type, .fn = fn,
+				     .userdata = userdata, .fd = -1 };
+	r = ask_socket(sb, q, err);
+	if (r < 0)
+		free(q);
+	return r;
+}
+
+int paddock_sandbox_socket(paddock_sandbox *sb, int domain, int type, int *ret_fd,
+			   paddock_error *err)
+{
+	struct pd_socket_req q = { .domain = domain, .type = type, .fd = -1 };
+	int r;
+
+	if (!sb || !ret_fd)
+		return pd_fail(err, EINVAL, "paddock_sandbox_socket: arguments are required");
+	r = ask_socket(sb, &q, err);
+	if (r < 0)
+		return r;
+	while (!q.done) {
 		union {
 			struct pd_ctl_socket_fd s;
 			struct pd_ctl_exited exited;
 			struct pd_ctl_started started;
 			struct pd_ctl_exec_error error;
 		} msg;
-		int fds[PD_CTL_MAX_FDS], v = 0;
+		int fds[PD_CTL_MAX_FDS];
 		size_t nfds = PD_CTL_MAX_FDS;
-		socklen_t len = sizeof(v);
 		uint32_t mtype = 0;
 		ssize_t n;
 
 		n = pd_ctl_recv_wait(sb->ctl, EXEC_START_TIMEOUT_MS, &mtype, &msg, sizeof(msg), fds,
 				     &nfds);
-		if (n == -ETIMEDOUT)
-			return pd_fail(err, ETIMEDOUT, "wait for a socket from init");
-		if (n < 0 || mtype == 0)
+		if (n < 0 || mtype == 0) {
+			/* the request cannot be answered any more: take it off the queue */
+			for (struct pd_socket_req **pp = &sb->sockets; *pp; pp = &(*pp)->next)
+				if (*pp == &q) {
+					*pp = q.next;
+					break;
+				}
+			for (size_t i = 0; i < nfds; i++)
+				pd_close(fds[i]);
+			if (n == -ETIMEDOUT)
+				return pd_fail(err, ETIMEDOUT, "wait for a socket from init");
 			return pd_fail(err, EPIPE, "the sandbox ended");
-		if (mtype != PD_CTL_SOCKET_FD) {
-			dispatch(sb, mtype, &msg, n, fds, &nfds);
-			for (size_t i = 0; i < nfds; i++)
-				pd_close(fds[i]);
-			if (sb->state == PD_SB_DEAD)
-				return pd_fail(err, EPIPE, "the sandbox ended");
-			continue;
 		}
-		if (n != (ssize_t)sizeof(msg.s) || nfds > 1 || (nfds == 0 && msg.s.error <= 0)) {
-			for (size_t i = 0; i < nfds; i++)
-				pd_close(fds[i]);
-			protocol_violation(sb, "malformed socket reply");
-			return pd_fail(err, EPROTO, "malformed socket reply from init");
-		}
-		if (nfds == 0)
-			return pd_fail(err, msg.s.error < 4096 ? msg.s.error : EIO,
-				       "make a socket in the sandbox");
-		/* SECURITY: from inside: it must be the socket asked for */
-		if (getsockopt(fds[0], SOL_SOCKET, SO_DOMAIN, &v, &len) < 0 || v != domain ||
-		    getsockopt(fds[0], SOL_SOCKET, SO_TYPE, &v, &len) < 0 || v != type) {
-			pd_close(fds[0]);
-			protocol_violation(sb, "init sent the wrong socket");
-			return pd_fail(err, EPROTO, "init sent the wrong socket");
-		}
-		*ret_fd = fds[0];
-		return 0;
+		dispatch(sb, mtype, &msg, n, fds, &nfds);
+		for (size_t i = 0; i < nfds; i++)
+			pd_close(fds[i]);
 	}
+	if (q.fd < 0) {
+		*err = q.err;
+		return -(q.err.code ? q.err.code : EIO);
+	}
+	*ret_fd = q.fd;
+	return 0;
 }

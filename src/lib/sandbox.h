@@ -81,6 +81,18 @@ struct paddock_sandbox {
 	bool no_timeout;
 	paddock_sandbox_fn exit_fn;
 	void *exit_userdata;
+	struct pd_socket_req *sockets; /* asked of init, answered in order */
+};
+
+/* A socket asked of init (PD_CTL_SOCKET); fn NULL: a synchronous caller waits on `done`. */
+struct pd_socket_req {
+	int domain, type;
+	paddock_socket_fn fn;
+	void *userdata;
+	bool done;
+	int fd;
+	paddock_error err;
+	struct pd_socket_req *next;
 };
 
 /* Registers the sandbox's fds and timers with the loop (create and adopt). */
