@@ -172,6 +172,11 @@ static char *absolute(const char *p)
 		api_failf("cannot resolve '%s': %s", p, strerror(errno));
 		exit(PADDOCK_EXIT_FAILURE);
 	}
+	/* "." and "./x": no "." component in what the spec gets */
+	while (p[0] == '.' && p[1] == '/')
+		p += 2;
+	if (strcmp(p, ".") == 0 || !p[0])
+		return api_oom(strdup(cwd));
 	if (asprintf(&out, "%s/%s", cwd, p) < 0)
 		api_oom(NULL);
 	return out;

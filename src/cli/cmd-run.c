@@ -177,6 +177,11 @@ static char *absolute(const char *p)
 		return strdup(p);
 	if (!getcwd(cwd, sizeof(cwd)))
 		return NULL;
+	/* "." and "./x": no "." component in what the spec gets */
+	while (p[0] == '.' && p[1] == '/')
+		p += 2;
+	if (strcmp(p, ".") == 0 || !p[0])
+		return strdup(cwd);
 	if (asprintf(&out, "%s/%s", cwd, p) < 0)
 		return NULL;
 	return out;

@@ -14,6 +14,8 @@ expect_eq "--workspace is the host directory, read-write, owned by the sandbox u
 user" "$out"
 expect_eq "files written inside reach the host" "from sandbox" "$(cat "$ws/out.txt" 2>&1)"
 expect_eq "... owned by the workspace's owner on the host" "$(stat -c %u "$ws")" "$(stat -c %u "$ws/out.txt" 2>&1)"
+out=$(cd "$ws" && "$PADDOCK" run --workspace . -- cat /workspace/in.txt 2>&1)
+expect_eq "--workspace . is the current directory" "from host" "$out"
 
 run_sb out st -- sh -c 'echo private > /workspace/p.txt; ls /workspace'
 expect_eq "default workspace is private and empty" "p.txt" "$out"
