@@ -22,76 +22,17 @@
 #include "paddock/paddock.h"
 #include "api.h"
 #include "cli.h"
-
-#define SPEC_FILE_MAX (1u << 20)
+#include "spec-flags.h"
 
 enum {
-	OPT_SPEC = 0x100,
-	OPT_WORKSPACE,
-	OPT_ROOTFS,
-	OPT_RO_BIND,
-	OPT_BIND,
-	OPT_ENV,
-	OPT_CWD,
-	OPT_HOSTNAME,
-	OPT_TIMEOUT,
-	OPT_DISK,
-	OPT_LANDLOCK,
-	OPT_MEMORY,
-	OPT_PIDS,
-	OPT_CPUS,
-	OPT_CPU_TIME,
-	OPT_FILE_SIZE,
-	OPT_NOFILE,
-	OPT_OUTPUT_LIMIT,
-	OPT_REQUIRE,
-	OPT_TTL,
+	OPT_TTL = SPEC_OPT_END,
 	OPT_IDLE_TIMEOUT,
 	OPT_METADATA,
 	OPT_PRINT_REQUEST,
 };
 
-/* Flags that set one spec field from their argument, as paddock_spec_set() takes it. */
-static const struct {
-	int opt;
-	const char *field;
-} field_flags[] = {
-	{ OPT_CWD, "cwd" },
-	{ OPT_HOSTNAME, "hostname" },
-	{ OPT_ENV, "env" },
-	{ OPT_TIMEOUT, "limits.timeout_s" },
-	{ OPT_DISK, "limits.disk" },
-	{ OPT_MEMORY, "limits.memory" },
-	{ OPT_PIDS, "limits.pids" },
-	{ OPT_CPUS, "limits.cpus" },
-	{ OPT_CPU_TIME, "limits.cpu_time_s" },
-	{ OPT_FILE_SIZE, "limits.file_size" },
-	{ OPT_NOFILE, "limits.nofile" },
-	{ OPT_OUTPUT_LIMIT, "limits.output" },
-	{ OPT_REQUIRE, "limits.required" },
-	{ OPT_LANDLOCK, "security.landlock" },
-};
-
 static const struct option options[] = {
-	{ "spec", required_argument, NULL, OPT_SPEC },
-	{ "workspace", required_argument, NULL, OPT_WORKSPACE },
-	{ "rootfs", required_argument, NULL, OPT_ROOTFS },
-	{ "ro-bind", required_argument, NULL, OPT_RO_BIND },
-	{ "bind", required_argument, NULL, OPT_BIND },
-	{ "env", required_argument, NULL, OPT_ENV },
-	{ "cwd", required_argument, NULL, OPT_CWD },
-	{ "hostname", required_argument, NULL, OPT_HOSTNAME },
-	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
-	{ "disk", required_argument, NULL, OPT_DISK },
-	{ "landlock", required_argument, NULL, OPT_LANDLOCK },
-	{ "memory", required_argument, NULL, OPT_MEMORY },
-	{ "pids", required_argument, NULL, OPT_PIDS },
-	{ "cpus", required_argument, NULL, OPT_CPUS },
-	{ "cpu-time", required_argument, NULL, OPT_CPU_TIME },
-	{ "file-size", required_argument, NULL, OPT_FILE_SIZE },
-	{ "nofile", required_argument, NULL, OPT_NOFILE },
-	{ "output-limit", required_argument, NULL, OPT_OUTPUT_LIMIT },
-	{ "require", required_argument, NULL, OPT_REQUIRE },
+	SPEC_LONG_OPTIONS,
 	{ "ttl", required_argument, NULL, OPT_TTL },
 	{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
 	{ "metadata", required_argument, NULL, OPT_METADATA },
@@ -160,76 +101,6 @@ static int spec_error(const paddock_error *err)
 	return PADDOCK_EXIT_FAILURE;
 }
 
-/* Relative host paths are taken from the caller's cwd. Aborts when out of memory. */
-static char *absolute(const char *p)
-{
-	char cwd[PATH_MAX];
-	char *out;
-
-	if (p[0] == '/')
-		return api_oom(strdup(p));
-	if (!getcwd(cwd, sizeof(cwd))) {
-		api_failf("cannot resolve '%s': %s", p, strerror(errno));
-		exit(PADDOCK_EXIT_FAILURE);
-	}
-	/* "." and "./x": no "." component in what the spec gets */
-	while (p[0] == '.' && p[1] == '/')
-		p += 2;
-	if (strcmp(p, ".") == 0 || !p[0])
-		return api_oom(strdup(cwd));
-	if (asprintf(&out, "%s/%s", cwd, p) < 0)
-		api_oom(NULL);
-	return out;
-}
-
-/* "SRC[:DST]" from the command line -> "ABS_SRC:DST:ro|rw" for the spec. */
-static int set_bind(paddock_spec *spec, const char *value, bool readonly, paddock_error *err)
-{
-	const char *colon = strchr(value, ':');
-	char *src = api_oom(colon ? strndup(value, (size_t)(colon - value)) : strdup(value));
-	char *abs = absolute(src), *joined;
-	int r;
-
-	if (asprintf(&joined, "%s:%s:%s", abs, colon ? colon + 1 : abs, readonly ? "ro" : "rw") < 0)
-		api_oom(NULL);
-	r = paddock_spec_set(spec, "binds", joined, err);
-	free(src);
-	free(abs);
-	free(joined);
-	return r;
-}
-
-static char *read_spec_file(const char *path, size_t *ret_len)
-{
-	char *buf = api_oom(malloc(SPEC_FILE_MAX + 1));
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	size_t n = 0;
-	ssize_t r;
-
-	if (fd < 0) {
-		api_failf("open spec '%s': %s", path, strerror(errno));
-		free(buf);
-		return NULL;
-	}
-	do {
-		r = read(fd, buf + n, SPEC_FILE_MAX + 1 - n);
-		if (r > 0)
-			n += (size_t)r;
-	} while ((r > 0 && n <= SPEC_FILE_MAX) || (r < 0 && errno == EINTR));
-	if (r < 0)
-		api_failf("read spec '%s': %s", path, strerror(errno));
-	else if (n > SPEC_FILE_MAX)
-		api_failf("spec '%s' is larger than 1 MiB", path);
-	close(fd);
-	if (r < 0 || n > SPEC_FILE_MAX) {
-		free(buf);
-		return NULL;
-	}
-	buf[n] = '\0';
-	*ret_len = n;
-	return buf;
-}
-
 /* The request's own members, which a spec does not have. */
 static const char *const request_keys[] = { "ttl_s", "idle_timeout_s", "metadata" };
 
@@ -246,9 +117,10 @@ static json_t *load_spec_file(paddock_spec *spec, const char *path, json_t *req)
 	bool stripped = false;
 	int r;
 
-	text = read_spec_file(path, &len);
-	if (!text)
+	if (spec_file_read(path, &text, &len, &err) < 0) {
+		spec_error(&err);
 		return NULL;
+	}
 	doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, NULL);
 	rest = json_is_object(doc) ? doc : NULL;
 	for (size_t i = 0; rest && i < sizeof(request_keys) / sizeof(request_keys[0]); i++) {
@@ -390,7 +262,7 @@ int cmd_create(int argc, char **argv)
 	/* pass 1: the spec file, so the flags in pass 2 override it whatever their order */
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1)
-		if (c == OPT_SPEC) {
+		if (c == SPEC_OPT_SPEC) {
 			json_decref(file);
 			file = load_spec_file(spec, optarg, req);
 			if (!file)
@@ -401,24 +273,17 @@ int cmd_create(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
 		const char *field = NULL;
 
-		r = 0;
-		for (size_t i = 0; i < sizeof(field_flags) / sizeof(field_flags[0]); i++)
-			if (c == field_flags[i].opt) {
-				field = field_flags[i].field;
-				r = paddock_spec_set(spec, field, optarg, &err);
-				break;
-			}
-		if (field) {
-			/* fallthrough to the checks below */
-		} else if (c == OPT_WORKSPACE || c == OPT_ROOTFS) {
-			char *abs = absolute(optarg);
-			field = c == OPT_WORKSPACE ? "workspace" : "rootfs";
-			r = paddock_spec_set(spec, field, abs, &err);
-			free(abs);
-		} else if (c == OPT_BIND || c == OPT_RO_BIND) {
-			field = "binds";
-			r = set_bind(spec, optarg, c == OPT_RO_BIND, &err);
-		} else if (api_option(&api, c, optarg) || c == OPT_SPEC) {
+		r = spec_flag_apply(spec, c, optarg, &field, &err);
+		if (r < 0) {
+			spec_error(&err);
+			goto out;
+		}
+		if (r > 0) {
+			if (field)
+				touched[n_touched++] = field;
+			continue;
+		}
+		if (api_option(&api, c, optarg)) {
 			continue;
 		} else if (c == OPT_TTL || c == OPT_IDLE_TIMEOUT) {
 			if (set_seconds(req, c == OPT_TTL ? "ttl_s" : "idle_timeout_s",
@@ -440,11 +305,6 @@ int cmd_create(int argc, char **argv)
 			fprintf(stderr, "paddock: see 'paddock create --help'\n");
 			goto out;
 		}
-		if (r < 0) {
-			spec_error(&err);
-			goto out;
-		}
-		touched[n_touched++] = field;
 	}
 	if (optind < argc) {
 		api_failf("create: unexpected argument '%s'", argv[optind]);

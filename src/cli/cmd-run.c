@@ -26,73 +26,17 @@
 #include "paddock/paddock.h"
 #include "cli.h"
 #include "relay.h"
+#include "spec-flags.h"
 
 enum {
-	OPT_SPEC = 0x100,
-	OPT_WORKSPACE,
-	OPT_RO_BIND,
-	OPT_BIND,
-	OPT_ENV,
-	OPT_CWD,
-	OPT_HOSTNAME,
-	OPT_TIMEOUT,
-	OPT_REPORT,
-	OPT_ROOTFS,
+	OPT_REPORT = SPEC_OPT_END,
 	OPT_PRINT_SPEC,
 	OPT_LOG_FORMAT,
-	OPT_DISK,
-	OPT_LANDLOCK,
-	OPT_MEMORY,
-	OPT_PIDS,
-	OPT_CPUS,
-	OPT_CPU_TIME,
-	OPT_FILE_SIZE,
-	OPT_NOFILE,
-	OPT_OUTPUT_LIMIT,
-	OPT_REQUIRE,
-};
-
-/* Flags that set one spec field from their argument, as paddock_spec_set() takes it. */
-static const struct {
-	int opt;
-	const char *field;
-} field_flags[] = {
-	{ OPT_CWD, "cwd" },
-	{ OPT_HOSTNAME, "hostname" },
-	{ OPT_ENV, "env" },
-	{ OPT_TIMEOUT, "limits.timeout_s" },
-	{ OPT_DISK, "limits.disk" },
-	{ OPT_MEMORY, "limits.memory" },
-	{ OPT_PIDS, "limits.pids" },
-	{ OPT_CPUS, "limits.cpus" },
-	{ OPT_CPU_TIME, "limits.cpu_time_s" },
-	{ OPT_FILE_SIZE, "limits.file_size" },
-	{ OPT_NOFILE, "limits.nofile" },
-	{ OPT_REQUIRE, "limits.required" },
-	{ OPT_LANDLOCK, "security.landlock" },
 };
 
 static const struct option options[] = {
-	{ "spec", required_argument, NULL, OPT_SPEC },
-	{ "workspace", required_argument, NULL, OPT_WORKSPACE },
-	{ "ro-bind", required_argument, NULL, OPT_RO_BIND },
-	{ "bind", required_argument, NULL, OPT_BIND },
-	{ "env", required_argument, NULL, OPT_ENV },
-	{ "cwd", required_argument, NULL, OPT_CWD },
-	{ "hostname", required_argument, NULL, OPT_HOSTNAME },
-	{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+	SPEC_LONG_OPTIONS,
 	{ "report", required_argument, NULL, OPT_REPORT },
-	{ "rootfs", required_argument, NULL, OPT_ROOTFS },
-	{ "disk", required_argument, NULL, OPT_DISK },
-	{ "landlock", required_argument, NULL, OPT_LANDLOCK },
-	{ "memory", required_argument, NULL, OPT_MEMORY },
-	{ "pids", required_argument, NULL, OPT_PIDS },
-	{ "cpus", required_argument, NULL, OPT_CPUS },
-	{ "cpu-time", required_argument, NULL, OPT_CPU_TIME },
-	{ "file-size", required_argument, NULL, OPT_FILE_SIZE },
-	{ "nofile", required_argument, NULL, OPT_NOFILE },
-	{ "output-limit", required_argument, NULL, OPT_OUTPUT_LIMIT },
-	{ "require", required_argument, NULL, OPT_REQUIRE },
 	{ "print-spec", no_argument, NULL, OPT_PRINT_SPEC },
 	{ "log-format", required_argument, NULL, OPT_LOG_FORMAT },
 	{ "verbose", no_argument, NULL, 'v' },
@@ -167,87 +111,15 @@ static void on_event(const struct paddock_event *ev, void *userdata)
 			ev->json);
 }
 
-/* Relative host paths are taken from the caller's cwd. */
-static char *absolute(const char *p)
-{
-	char cwd[PATH_MAX];
-	char *out;
-
-	if (p[0] == '/')
-		return strdup(p);
-	if (!getcwd(cwd, sizeof(cwd)))
-		return NULL;
-	/* "." and "./x": no "." component in what the spec gets */
-	while (p[0] == '.' && p[1] == '/')
-		p += 2;
-	if (strcmp(p, ".") == 0 || !p[0])
-		return strdup(cwd);
-	if (asprintf(&out, "%s/%s", cwd, p) < 0)
-		return NULL;
-	return out;
-}
-
-static int set_path(paddock_spec *spec, const char *field, const char *value, paddock_error *err)
-{
-	char *abs = absolute(value);
-	int r;
-
-	if (!abs) {
-		snprintf(err->msg, sizeof(err->msg), "resolve '%s'", value);
-		err->code = errno ? errno : ENOMEM;
-		return -err->code;
-	}
-	r = paddock_spec_set(spec, field, abs, err);
-	free(abs);
-	return r;
-}
-
-/* "SRC[:DST]" from the command line -> "ABS_SRC:DST:ro|rw" for the spec. */
-static int set_bind(paddock_spec *spec, const char *value, bool readonly, paddock_error *err)
-{
-	const char *colon = strchr(value, ':');
-	char *src = colon ? strndup(value, (size_t)(colon - value)) : strdup(value);
-	char *abs = src ? absolute(src) : NULL, *joined = NULL;
-	int r = -ENOMEM;
-
-	if (abs && asprintf(&joined, "%s:%s:%s", abs, colon ? colon + 1 : abs,
-			    readonly ? "ro" : "rw") >= 0)
-		r = paddock_spec_set(spec, "binds", joined, err);
-	else
-		snprintf(err->msg, sizeof(err->msg), "allocate bind"), err->code = ENOMEM;
-	free(src);
-	free(abs);
-	free(joined);
-	return r;
-}
-
 static int load_spec_file(paddock_spec *spec, const char *path, paddock_error *err)
 {
-	FILE *f = fopen(path, "re");
-	char *buf;
-	size_t n;
+	char *buf = NULL;
+	size_t n = 0;
 	int r;
 
-	if (!f) {
-		err->code = errno;
-		snprintf(err->msg, sizeof(err->msg), "open spec '%s'", path);
-		return -err->code;
-	}
-	buf = malloc((1u << 20) + 1);
-	if (!buf) {
-		fclose(f);
-		err->code = ENOMEM;
-		snprintf(err->msg, sizeof(err->msg), "allocate spec buffer");
-		return -ENOMEM;
-	}
-	n = fread(buf, 1, (1u << 20) + 1, f);
-	fclose(f);
-	if (n > (1u << 20)) {
-		free(buf);
-		err->code = EFBIG;
-		snprintf(err->msg, sizeof(err->msg), "spec '%s' is larger than 1 MiB", path);
-		return -EFBIG;
-	}
+	r = spec_file_read(path, &buf, &n, err);
+	if (r < 0)
+		return r;
 	r = paddock_spec_load_json(spec, buf, n, err);
 	free(buf);
 	if (r < 0) {
@@ -512,39 +384,21 @@ int cmd_run(int argc, char **argv)
 	/* pass 1: the spec file, so flags in pass 2 override it whatever their order */
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+vh", options, NULL)) != -1)
-		if (c == OPT_SPEC && load_spec_file(spec, optarg, &err) < 0)
+		if (c == SPEC_OPT_SPEC && load_spec_file(spec, optarg, &err) < 0)
 			goto fail;
 	optind = 0;
 	opterr = 1;
 	while ((c = getopt_long(argc, argv, "+vh", options, NULL)) != -1) {
-		r = 0;
-		for (size_t i = 0; i < sizeof(field_flags) / sizeof(field_flags[0]); i++)
-			if (c == field_flags[i].opt) {
-				r = paddock_spec_set(spec, field_flags[i].field, optarg, &err);
-				c = 0;
-				break;
-			}
+		const char *field = NULL;
+
+		if (c == SPEC_OPT_OUTPUT_LIMIT)
+			arg_capture = true; /* relay stdout/stderr through pipes to enforce it */
+		r = spec_flag_apply(spec, c, optarg, &field, &err);
 		if (r < 0)
 			goto fail;
+		if (r > 0)
+			continue;
 		switch (c) {
-		case 0:
-			break;
-		case OPT_SPEC:
-			break;
-		case OPT_WORKSPACE:
-			r = set_path(spec, "workspace", optarg, &err);
-			break;
-		case OPT_ROOTFS:
-			r = set_path(spec, "rootfs", optarg, &err);
-			break;
-		case OPT_RO_BIND:
-		case OPT_BIND:
-			r = set_bind(spec, optarg, c == OPT_RO_BIND, &err);
-			break;
-		case OPT_OUTPUT_LIMIT:
-			arg_capture = true;
-			r = paddock_spec_set(spec, "limits.output", optarg, &err);
-			break;
 		case OPT_REPORT:
 			report = optarg;
 			break;
