@@ -574,6 +574,56 @@ static void test_async_start(void **state)
 	event_base_free(base);
 }
 
+/*
+ * The egress listeners' mechanism: a socket init made in the sandbox's netns, bound and
+ * listened on from outside (a privileged port too, rootless), reached from inside.
+ */
+static void test_listen_in_sandbox_netns(void **state)
+{
+	struct event_base *base = event_base_new();
+	paddock_ctx *ctx = NULL;
+	paddock_error err = { 0 };
+	const char *argv[] = { "python3", "-c",
+			       "import socket\n"
+			       "c=socket.create_connection(('127.0.0.1', 3128)); c.sendall(b'from inside')\n"
+			       "u=socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+			       "u.sendto(b'query', ('127.0.0.1', 53))",
+			       NULL };
+	struct waiter w = { .base = base };
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(3128),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int one = 1, lfd = -1, ufd = -1, c;
+	char buf[64];
+
+	(void)state;
+	assert_int_equal(paddock_ctx_new(base, &ctx, &err), 0);
+	paddock_sandbox *sb = make_sandbox(ctx);
+	assert_int_equal(paddock_sandbox_socket(sb, AF_INET, SOCK_STREAM, &lfd, &err), 0);
+	assert_int_equal(setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)), 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(lfd, 4), 0);
+	assert_int_equal(paddock_sandbox_socket(sb, AF_INET, SOCK_DGRAM, &ufd, &err), 0);
+	sa.sin_port = htons(53);
+	if (bind(ufd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		fail_msg("bind 127.0.0.1:53 in the sandbox's netns: %s", strerror(errno));
+	struct paddock_exec_opts o = { .argv = argv, .fds = { -1, -1, -1 } };
+	assert_int_equal(paddock_exec_start(sb, &o, on_exit_cb, &w, NULL, &err), 0);
+	c = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	assert_true(c >= 0);
+	assert_int_equal(read_all(c, buf, sizeof(buf)), 11);
+	assert_string_equal(buf, "from inside");
+	assert_int_equal(recv(ufd, buf, sizeof(buf), 0), 5);
+	assert_memory_equal(buf, "query", 5);
+	wait_done(base, &w);
+	assert_int_equal(w.res.exit_code, 0);
+	close(c);
+	close(lfd);
+	close(ufd);
+	paddock_sandbox_free(sb);
+	paddock_ctx_free(ctx);
+	event_base_free(base);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -589,6 +639,7 @@ int main(void)
 		cmocka_unit_test(test_socket_in_sandbox_netns),
 		cmocka_unit_test(test_release_and_adopt),
 		cmocka_unit_test(test_async_start),
+		cmocka_unit_test(test_listen_in_sandbox_netns),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
