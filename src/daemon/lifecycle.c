@@ -11,8 +11,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
 #include <unistd.h>
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
 
 #include "daemon.h"
 
@@ -583,6 +592,46 @@ static int adopt_all(struct daemon *d, paddock_error *err)
 	return 0;
 }
 
+/*
+ * Reconnect sockets the store does not know: a sandbox whose creation a crash interrupted
+ * (launched, not yet recorded). If its init still listens it is ended (its pidfd, from the
+ * kernel's view of the peer), and the socket file goes in any case.
+ */
+static void sweep_orphans(struct daemon *d, const char *dir)
+{
+	DIR *dh = opendir(dir);
+	struct dirent *de;
+
+	if (!dh)
+		return;
+	while ((de = readdir(dh))) {
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		bool known = false;
+		int fd, pidfd = -1;
+		socklen_t len = sizeof(pidfd);
+
+		if (de->d_name[0] == '.')
+			continue;
+		for (struct box *b = d->boxes; b && !known; b = b->next)
+			known = strcmp(b->id, de->d_name) == 0;
+		if (known || snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", dir, de->d_name) >=
+				     (int)sizeof(sa.sun_path))
+			continue;
+		fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+		    getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) == 0 && pidfd >= 0) {
+			fprintf(stderr, "paddockd: ending sandbox %s, which no record names\n",
+				de->d_name);
+			(void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+			close(pidfd);
+		}
+		if (fd >= 0)
+			close(fd);
+		(void)unlink(sa.sun_path);
+	}
+	closedir(dh);
+}
+
 int pd_lifecycle_start(struct daemon *d, paddock_error *err)
 {
 	char dir[300];
@@ -595,6 +644,7 @@ int pd_lifecycle_start(struct daemon *d, paddock_error *err)
 	r = adopt_all(d, err);
 	if (r < 0)
 		return r;
+	sweep_orphans(d, dir);
 	d->reaper_ev = event_new(d->base, -1, EV_PERSIST, reaper_cb, d);
 	if (!d->reaper_ev || event_add(d->reaper_ev, &tv) < 0)
 		return dfail(err, ENOMEM, "reaper timer");

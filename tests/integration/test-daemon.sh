@@ -446,6 +446,22 @@ r=$(api DELETE "/v1/sandboxes/$ID")
 expect_eq "delete: 204" 204 "$(status_of "$r")"
 r=$(api GET "/v1/sandboxes/$ID")
 expect_eq "deleted: 404" 404 "$(status_of "$r")"
+
+# a crash between a sandbox's launch and its record: at the next start, the sandbox that no
+# record names is ended, and a reconnect socket nobody listens on is removed
+r=$(api POST /v1/sandboxes -d '{}')
+IDO=$(j "$(body_of "$r")" 'd["id"]')
+kill -9 "$DPID"
+wait "$DPID" 2>/dev/null
+$PY -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("delete from sandboxes where id=?", (sys.argv[2],)); c.commit()' \
+	"$STATE/paddockd.db" "$IDO"
+$PY -c 'import socket,sys; socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET).bind(sys.argv[1])' \
+	"$STATE/s/sb_stalestale22"
+expect_eq "an unrecorded sandbox's init lives on after kill -9" 1 "$(inits)"
+start_daemon
+for _ in $(seq 40); do [ "$(inits)" = 0 ] && break; sleep 0.05; done
+expect_eq "restart: the sandbox no record names is ended" 0 "$(inits)"
+expect_eq "restart: no stale reconnect socket is left" "" "$(ls "$STATE/s")"
 stop_daemon
 expect_eq "no sandbox process is left" 0 "$(inits)"
 expect_eq "no reconnect socket is left" "" "$(ls "$STATE/s")"
