@@ -186,6 +186,14 @@ PADDOCK_API int paddock_sandbox_adopt(paddock_ctx *ctx, const paddock_spec *spec
  */
 PADDOCK_API paddock_sandbox *paddock_sandbox_release(paddock_sandbox *sb);
 
+/*
+ * Ends the sandbox without waiting: SIGKILL to its init (the kernel takes every process of
+ * the sandbox with it). The exit callback runs from the loop once init is gone; after that,
+ * paddock_sandbox_free() returns at once. For a supervisor that must not wait on the kernel
+ * tearing a large sandbox down.
+ */
+PADDOCK_API int paddock_sandbox_end(paddock_sandbox *sb, paddock_error *err);
+
 /* Whether init is alive. */
 PADDOCK_API bool paddock_sandbox_running(const paddock_sandbox *sb);
 

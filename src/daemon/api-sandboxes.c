@@ -77,9 +77,7 @@ void pd_api_sandboxes(struct request *r)
 	}
 	if (r->method == EVHTTP_REQ_GET)
 		return pd_reply_json(r, 200, pd_box_json(b));
-	if (r->method == EVHTTP_REQ_DELETE) {
-		pd_box_destroy(b, "deleted");
-		return pd_reply_empty(r, 204);
-	}
+	if (r->method == EVHTTP_REQ_DELETE)
+		return pd_box_destroy(b, "deleted", r); /* 204 once nothing of it is left */
 	pd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET or DELETE");
 }

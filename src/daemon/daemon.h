@@ -107,6 +107,8 @@ struct box {
 	unsigned n_procs;
 	struct watcher *watchers; /* event followers */
 	struct file_watch *file_watches;
+	struct watcher *deleters; /* DELETE requests waiting for the sandbox to be gone */
+	char removed_reason[16];  /* set when it is being torn down */
 	struct box *next;
 };
 
@@ -137,6 +139,7 @@ struct daemon {
 	bool stopping;
 	int event_log_fd;
 	struct box *boxes;
+	struct box *dying; /* torn down: init killed, waiting for the kernel to finish */
 	struct tenant_token *tokens;
 	size_t n_tokens;
 	struct metrics m;
@@ -210,7 +213,12 @@ void pd_watcher_detach(struct watcher *w);
 struct box *pd_box_find(struct daemon *d, const char *tenant, const char *id);
 int pd_box_create(struct daemon *d, const char *tenant, json_t *body, struct box **ret,
 		  paddock_error *err);
-void pd_box_destroy(struct box *b, const char *reason);
+/*
+ * Removes a sandbox: at once from the API's view and the store; its processes are killed and
+ * the kernel's teardown finishes off the loop's time. `deleter`: a DELETE request answered
+ * 204 once nothing of the sandbox is left (may be NULL).
+ */
+void pd_box_destroy(struct box *b, const char *reason, struct request *deleter);
 void pd_box_touch(struct box *b);
 json_t *pd_box_json(struct box *b);
 void pd_box_persist(struct box *b);

@@ -421,14 +421,72 @@ static void box_unlink(struct box *b)
 	}
 }
 
-void pd_box_destroy(struct box *b, const char *reason)
+static void box_free(struct box *b)
+{
+	if (b->sb)
+		b->sb = paddock_sandbox_free(b->sb); /* init is gone: no wait */
+	while (b->deleters) {
+		struct watcher *w = b->deleters;
+
+		if (w->req) {
+			struct request r = { .d = b->d, .req = w->req };
+			pd_watcher_detach(w);
+			pd_reply_empty(&r, 204);
+			w->req = NULL;
+		}
+		pd_watcher_free(w, &b->deleters);
+	}
+	json_decref(b->metadata);
+	free(b->spec_json);
+	free(b);
+}
+
+static void dying_unlink(struct box *b)
+{
+	for (struct box **pp = &b->d->dying; *pp; pp = &(*pp)->next)
+		if (*pp == b) {
+			*pp = b->next;
+			break;
+		}
+}
+
+static void dead_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct box *b = arg;
+
+	(void)fd;
+	(void)what;
+	dying_unlink(b);
+	box_free(b);
+}
+
+/* init of a dying sandbox is gone: free it from the loop, not from its own callback */
+static void box_dead(paddock_sandbox *sb, enum paddock_end_reason reason, void *userdata)
+{
+	struct box *b = userdata;
+	struct timeval now = { 0 };
+
+	(void)sb;
+	(void)reason;
+	if (event_base_once(b->d->base, -1, EV_TIMEOUT, dead_cb, b, &now) < 0) {
+		dying_unlink(b);
+		box_free(b); /* out of memory: the sandbox is dead anyway, so this is quick */
+	}
+}
+
+static void deleter_gone(struct watcher *w)
+{
+	struct box *b = w->owner;
+
+	pd_watcher_free(w, &b->deleters);
+}
+
+void pd_box_destroy(struct box *b, const char *reason, struct request *deleter)
 {
 	struct daemon *d = b->d;
 	paddock_error err = { 0 };
 
 	box_unlink(b);
-	if (b->sb)
-		b->sb = paddock_sandbox_free(b->sb);
 	if (paddock_store_delete_sandbox(d->store, b->id, &err) < 0)
 		store_warn(d, &err);
 	if (strcmp(reason, "deleted") == 0)
@@ -449,9 +507,35 @@ void pd_box_destroy(struct box *b, const char *reason)
 		if (d->event_log_fd >= 0)
 			(void)!write(d->event_log_fd, line, strlen(line));
 	}
-	json_decref(b->metadata);
-	free(b->spec_json);
-	free(b);
+	snprintf(b->removed_reason, sizeof(b->removed_reason), "%s", reason);
+	if (deleter) {
+		struct watcher *w = pd_watcher_new(deleter, W_WAIT, b, &b->deleters);
+
+		if (w)
+			w->on_gone = deleter_gone;
+		else
+			pd_reply_empty(deleter, 204);
+	}
+	/* a sandbox still running is ended, and freed when the kernel has finished with it */
+	if (b->sb && paddock_sandbox_running(b->sb) && !d->stopping) {
+		paddock_sandbox_set_exit_callback(b->sb, box_dead, b);
+		b->next = d->dying;
+		d->dying = b;
+		(void)paddock_sandbox_end(b->sb, NULL);
+		return;
+	}
+	box_free(b);
+}
+
+/* Waits for every sandbox being torn down (shutdown). */
+static void finish_dying(struct daemon *d)
+{
+	while (d->dying) {
+		struct box *b = d->dying;
+
+		d->dying = b->next;
+		box_free(b);
+	}
 }
 
 /* ---- reaper ---------------------------------------------------------------------------- */
@@ -467,9 +551,9 @@ static void reaper_cb(evutil_socket_t fd, short what, void *arg)
 	for (b = d->boxes; b; b = next) {
 		next = b->next;
 		if (now >= b->expires_ms)
-			pd_box_destroy(b, "ttl");
+			pd_box_destroy(b, "ttl", NULL);
 		else if (b->idle_timeout_s > 0 && now - b->last_active_ms >= b->idle_timeout_s * 1000)
-			pd_box_destroy(b, "idle");
+			pd_box_destroy(b, "idle", NULL);
 	}
 }
 
@@ -550,7 +634,7 @@ static int adopt_row(const struct paddock_store_sandbox *row, void *userdata)
 		/* SECURITY: what cannot be supervised is ended (adopt killed it) and forgotten */
 		fprintf(stderr, "paddockd: sandbox %s cannot be adopted, removing it: %s\n",
 			row->id, paddock_error_format(&err, buf, sizeof(buf)));
-		pd_box_destroy(b, "adopt_failed");
+		pd_box_destroy(b, "adopt_failed", NULL);
 		return 0;
 	}
 	if (b->sb)
@@ -658,7 +742,7 @@ void pd_lifecycle_stop(struct daemon *d)
 		struct box *b = d->boxes;
 
 		if (d->destroy_on_exit) {
-			pd_box_destroy(b, "shutdown");
+			pd_box_destroy(b, "shutdown", NULL);
 			continue;
 		}
 		pd_box_persist(b);
@@ -669,6 +753,7 @@ void pd_lifecycle_stop(struct daemon *d)
 		free(b->spec_json);
 		free(b);
 	}
+	finish_dying(d);
 	if (d->reaper_ev)
 		event_free(d->reaper_ev);
 	d->reaper_ev = NULL;

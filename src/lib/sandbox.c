@@ -861,6 +861,15 @@ static void drop(paddock_sandbox *sb)
 	free(sb);
 }
 
+int paddock_sandbox_end(paddock_sandbox *sb, paddock_error *err)
+{
+	if (!sb)
+		return pd_fail(err, EINVAL, "paddock_sandbox_end: sandbox is required");
+	if (sb->state != PD_SB_DEAD)
+		kill_init(sb);
+	return 0;
+}
+
 bool paddock_sandbox_running(const paddock_sandbox *sb)
 {
 	return sb && sb->state == PD_SB_RUNNING;
