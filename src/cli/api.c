@@ -419,3 +419,44 @@ json_t *api_seconds_json(double s)
 		return api_oom(json_integer((json_int_t)s));
 	return api_oom(json_real(s));
 }
+
+int api_parse_common(struct api *api, int argc, char **argv, const struct option *options,
+		     const char *command, void (*usage)(FILE *f))
+{
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+		if (api_option(api, c, optarg))
+			continue;
+		if (c == 'h') {
+			usage(stdout);
+			return 0;
+		}
+		fprintf(stderr, "paddock: see 'paddock %s --help'\n", command);
+		return PADDOCK_EXIT_FAILURE;
+	}
+	return API_PARSE_GO;
+}
+
+int api_get_list(struct api *api, const char *url, const char *key, struct api_reply *reply,
+		 json_t **ret_list)
+{
+	json_t *list;
+	int r = api_call(api, "GET", url, NULL, reply);
+
+	*ret_list = NULL;
+	if (r != 0)
+		return r;
+	if (api->json) {
+		r = api_print_raw(reply);
+		api_reply_release(reply);
+		return r;
+	}
+	list = json_object_get(reply->json, key);
+	if (!json_is_array(list)) {
+		api_reply_release(reply);
+		return api_failf("paddockd's answer has no list of %s", key);
+	}
+	*ret_list = list;
+	return 0;
+}

@@ -92,6 +92,22 @@ int api_open(struct api *api, const struct http_request *req, struct http_conn *
 
 /* Prints "paddock: WHAT: MESSAGE: ERRNO-TEXT" and returns PADDOCK_EXIT_FAILURE. */
 int api_fail(const char *what, const paddock_error *err);
+
+/*
+ * The option loop of a command that takes only the client options (--socket, --json) and
+ * -h: API_PARSE_GO to go on (optind at the first argument), else the exit status to return
+ * (0 after --help).
+ */
+#define API_PARSE_GO (-1)
+int api_parse_common(struct api *api, int argc, char **argv, const struct option *options,
+		     const char *command, void (*usage)(FILE *f));
+
+/*
+ * GETs `url` and finds the array `key` in the answer (with --json, prints the answer and
+ * returns 0 with *ret_list NULL). The reply is the caller's to release.
+ */
+int api_get_list(struct api *api, const char *url, const char *key, struct api_reply *reply,
+		 json_t **ret_list);
 /* Prints "paddock: MESSAGE" (a vprintf format) and returns PADDOCK_EXIT_FAILURE. */
 __attribute__((format(printf, 1, 2))) int api_failf(const char *fmt, ...);
 

@@ -31,18 +31,11 @@ int cmd_inspect(int argc, char **argv)
 	struct api api = { 0 };
 	struct api_reply reply = { 0 };
 	char *url;
-	int c, r;
+	int r;
 
-	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
-		if (api_option(&api, c, optarg))
-			continue;
-		if (c == 'h') {
-			usage(stdout);
-			return 0;
-		}
-		fprintf(stderr, "paddock: see 'paddock inspect --help'\n");
-		return PADDOCK_EXIT_FAILURE;
-	}
+	r = api_parse_common(&api, argc, argv, options, "inspect", usage);
+	if (r != API_PARSE_GO)
+		return r;
 	if (argc - optind != 1)
 		return api_failf("inspect: expected one sandbox id (paddock inspect ID)");
 	url = API_URL("sandboxes", argv[optind]);

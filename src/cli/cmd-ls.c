@@ -79,20 +79,10 @@ int cmd_ls(int argc, char **argv)
 	if (optind < argc)
 		return api_failf("ls: unexpected argument '%s'", argv[optind]);
 	url = API_URL("sandboxes");
-	r = api_call(&api, "GET", url, NULL, &reply);
+	r = api_get_list(&api, url, "sandboxes", &reply, &list);
 	free(url);
-	if (r != 0)
+	if (r != 0 || !list)
 		return r;
-	if (api.json) {
-		r = api_print_raw(&reply);
-		api_reply_release(&reply);
-		return r;
-	}
-	list = json_object_get(reply.json, "sandboxes");
-	if (!json_is_array(list)) {
-		api_reply_release(&reply);
-		return api_failf("paddockd's answer has no list of sandboxes");
-	}
 	if (!quiet)
 		printf("%-15s  %-8s  %-24s  %-24s  %s\n", "ID", "STATE", "CREATED", "EXPIRES",
 		       "METADATA");

@@ -54,35 +54,18 @@ int cmd_ps(int argc, char **argv)
 	int tag_width = 3;
 	size_t i;
 	char *url;
-	int c, r;
+	int r;
 
-	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
-		if (api_option(&api, c, optarg))
-			continue;
-		if (c == 'h') {
-			usage(stdout);
-			return 0;
-		}
-		fprintf(stderr, "paddock: see 'paddock ps --help'\n");
-		return PADDOCK_EXIT_FAILURE;
-	}
+	r = api_parse_common(&api, argc, argv, options, "ps", usage);
+	if (r != API_PARSE_GO)
+		return r;
 	if (argc - optind != 1)
 		return api_failf("ps: expected one sandbox id (paddock ps ID)");
 	url = API_URL("sandboxes", argv[optind], "processes");
-	r = api_call(&api, "GET", url, NULL, &reply);
+	r = api_get_list(&api, url, "processes", &reply, &list);
 	free(url);
-	if (r != 0)
+	if (r != 0 || !list)
 		return r;
-	if (api.json) {
-		r = api_print_raw(&reply);
-		api_reply_release(&reply);
-		return r;
-	}
-	list = json_object_get(reply.json, "processes");
-	if (!json_is_array(list)) {
-		api_reply_release(&reply);
-		return api_failf("paddockd's answer has no list of processes");
-	}
 	json_array_foreach(list, i, p) {
 		char *tag = api_escape(api_str(p, "tag", "-"));
 		if ((int)strlen(tag) > tag_width)

@@ -34,18 +34,11 @@ int cmd_ttl(int argc, char **argv)
 	double seconds;
 	json_t *body;
 	char *url;
-	int c, r;
+	int r;
 
-	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
-		if (api_option(&api, c, optarg))
-			continue;
-		if (c == 'h') {
-			usage(stdout);
-			return 0;
-		}
-		fprintf(stderr, "paddock: see 'paddock ttl --help'\n");
-		return PADDOCK_EXIT_FAILURE;
-	}
+	r = api_parse_common(&api, argc, argv, options, "ttl", usage);
+	if (r != API_PARSE_GO)
+		return r;
 	if (argc - optind != 2)
 		return api_failf("ttl: expected a sandbox id and a number of seconds (paddock ttl "
 				 "ID SECONDS)");
