@@ -328,8 +328,10 @@ struct paddock_exec_opts {
 	/*
 	 * Asynchronous start: paddock_exec_start() returns once the request is sent, and this
 	 * is called from the loop (with the exec's userdata) when the command runs: its pid and
-	 * fds are known from then on. A command that cannot start never gets it; it ends through
-	 * the exit callback with reason "error". NULL: paddock_exec_start() waits (up to 30 s).
+	 * fds are known from then on; take them here: a short command can end, and its exec be
+	 * freed, within the same turn of the loop. A command that cannot start never gets it; it
+	 * ends through the exit callback with reason "error". NULL: paddock_exec_start() waits
+	 * (up to 30 s).
 	 */
 	void (*on_started)(paddock_exec *ex, void *userdata);
 };

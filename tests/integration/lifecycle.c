@@ -517,6 +517,7 @@ struct async_waiter {
 	struct waiter w;
 	int started;
 	pid_t pid;
+	int out; /* taken in on_started: the exec may be gone by the time the loop returns */
 };
 
 static void on_started_cb(paddock_exec *ex, void *userdata)
@@ -525,6 +526,7 @@ static void on_started_cb(paddock_exec *ex, void *userdata)
 
 	a->started++;
 	a->pid = paddock_exec_pid(ex);
+	a->out = paddock_exec_take_fd(ex, 1);
 }
 
 static void on_async_exit(paddock_exec *ex, const struct paddock_result *res, void *userdata)
@@ -540,7 +542,8 @@ static void test_async_start(void **state)
 	paddock_error err = { 0 };
 	const char *ok_argv[] = { "sh", "-c", "echo $$", NULL };
 	const char *bad_argv[] = { "no-such-command", NULL };
-	struct async_waiter a = { .w = { .base = base } }, b = { .w = { .base = base } };
+	struct async_waiter a = { .w = { .base = base }, .out = -1 },
+			    b = { .w = { .base = base }, .out = -1 };
 	paddock_exec *ex = NULL;
 	char buf[64];
 	int out;
@@ -553,12 +556,10 @@ static void test_async_start(void **state)
 	assert_int_equal(paddock_exec_start(sb, &o, on_async_exit, &a, &ex, &err), 0);
 	assert_int_equal(a.started, 0); /* not yet: the loop has not run */
 	assert_int_equal(paddock_exec_take_fd(ex, 1), -1);
-	while (!a.started && !a.w.done)
-		assert_true(event_base_loop(base, EVLOOP_ONCE) >= 0);
-	assert_int_equal(a.started, 1);
-	out = paddock_exec_take_fd(ex, 1);
-	assert_true(out >= 0);
 	wait_done(base, &a.w);
+	assert_int_equal(a.started, 1);
+	out = a.out;
+	assert_true(out >= 0);
 	assert_int_equal(a.w.res.reason, PADDOCK_END_EXITED);
 	read_all(out, buf, sizeof(buf));
 	assert_int_equal(atoi(buf), a.pid); /* the pid on_started saw is the command's */
