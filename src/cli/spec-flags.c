@@ -32,6 +32,9 @@ static const struct {
 	{ SPEC_OPT_OUTPUT_LIMIT, "limits.output" },
 	{ SPEC_OPT_REQUIRE, "limits.required" },
 	{ SPEC_OPT_LANDLOCK, "security.landlock" },
+	{ SPEC_OPT_NET, "network.mode" },
+	{ SPEC_OPT_ALLOW, "network.allow" },
+	{ SPEC_OPT_DENY, "network.deny" },
 };
 
 static int fail(paddock_error *err, int code, const char *what, const char *arg)
@@ -106,6 +109,10 @@ int spec_flag_apply(paddock_spec *spec, int opt, const char *arg, const char **r
 		r = paddock_spec_set(spec, field, abs, err);
 		free(abs);
 		*ret_field = field;
+		return r < 0 ? r : 1;
+	case SPEC_OPT_NO_TRANSPARENT:
+		*ret_field = "network.transparent";
+		r = paddock_spec_set(spec, "network.transparent", "false", err);
 		return r < 0 ? r : 1;
 	case SPEC_OPT_BIND:
 	case SPEC_OPT_RO_BIND:

@@ -30,6 +30,10 @@ enum {
 	SPEC_OPT_NOFILE,
 	SPEC_OPT_OUTPUT_LIMIT,
 	SPEC_OPT_REQUIRE,
+	SPEC_OPT_NET,
+	SPEC_OPT_ALLOW,
+	SPEC_OPT_DENY,
+	SPEC_OPT_NO_TRANSPARENT,
 	SPEC_OPT_END, /* a command's own options start here */
 };
 
@@ -53,7 +57,11 @@ enum {
 	{ "file-size", required_argument, NULL, SPEC_OPT_FILE_SIZE },                        \
 	{ "nofile", required_argument, NULL, SPEC_OPT_NOFILE },                              \
 	{ "output-limit", required_argument, NULL, SPEC_OPT_OUTPUT_LIMIT },                  \
-	{ "require", required_argument, NULL, SPEC_OPT_REQUIRE }
+	{ "require", required_argument, NULL, SPEC_OPT_REQUIRE },                            \
+	{ "net", required_argument, NULL, SPEC_OPT_NET },                                    \
+	{ "allow", required_argument, NULL, SPEC_OPT_ALLOW },                                \
+	{ "deny", required_argument, NULL, SPEC_OPT_DENY },                                  \
+	{ "no-transparent", no_argument, NULL, SPEC_OPT_NO_TRANSPARENT }
 
 /*
  * Applies spec flag `opt` with its argument: 1 when it was one (*ret_field: the spec field it

@@ -58,6 +58,8 @@ static const char *const landlock_mode_table[_PD_LANDLOCK_MAX] = {
 
 static const char *const net_mode_table[_PD_NET_MAX] = {
 	[PD_NET_NONE] = "none",
+	[PD_NET_ALLOWLIST] = "allowlist",
+	[PD_NET_OPEN] = "open",
 };
 
 static int table_lookup(const char *const *table, size_t n, const char *s)
@@ -376,21 +378,6 @@ static int set_landlock(paddock_spec *spec, const char *field, const char *s,
 	return 0;
 }
 
-static int set_net_mode(paddock_spec *spec, const char *field, const char *s,
-			paddock_error *err)
-{
-	char accepted[64];
-	int m = pd_net_mode_from_string(s);
-
-	if (m < 0)
-		return pd_fail_field(err, EINVAL, field, "expected one of %s, got '%s'",
-				     table_join(net_mode_table, _PD_NET_MAX, accepted,
-						sizeof(accepted)),
-				     PD_ESC(s));
-	spec->network.mode = (enum pd_net_mode)m;
-	return 0;
-}
-
 /* ---- env ------------------------------------------------------------------------------ */
 
 /* NAME is what a POSIX shell accepts, so every program in the sandbox can read it. */
@@ -573,7 +560,7 @@ int paddock_spec_new(paddock_spec **ret_spec, paddock_error *err)
 	spec->limits.disk_bytes = DEFAULT_DISK_BYTES;
 	pd_spec_limits_defaults(spec);
 	spec->security.landlock = PD_LANDLOCK_AUTO;
-	spec->network.mode = PD_NET_NONE;
+	pd_spec_network_defaults(spec);
 	*ret_spec = TAKE_PTR(spec);
 	return 0;
 }
@@ -588,6 +575,7 @@ paddock_spec *paddock_spec_free(paddock_spec *spec)
 	free(spec->cwd);
 	pd_strv_free(spec->env);
 	binds_clear(spec);
+	pd_spec_network_clear(spec);
 	free(spec);
 	return NULL;
 }
@@ -614,7 +602,8 @@ int pd_spec_dup(const paddock_spec *spec, paddock_spec **ret_copy, paddock_error
 		return oom(err);
 	c->limits = spec->limits;
 	c->security = spec->security;
-	c->network = spec->network;
+	if (pd_spec_network_copy(c, spec) < 0)
+		return oom(err);
 	if (strdup_or_null(spec->hostname, &c->hostname) < 0 ||
 	    strdup_or_null(spec->rootfs, &c->rootfs) < 0 ||
 	    strdup_or_null(spec->workspace, &c->workspace) < 0 ||
@@ -948,10 +937,6 @@ static const struct json_field security_fields[] = {
 	{ "landlock", .set = set_landlock },
 };
 
-static const struct json_field network_fields[] = {
-	{ "mode", .set = set_net_mode },
-};
-
 /* timeout_s and disk here; the others by spec-limits.c's table. */
 static int load_limits(paddock_spec *spec, json_t *v, const char *field, paddock_error *err)
 {
@@ -996,7 +981,7 @@ static int load_security(paddock_spec *spec, json_t *v, const char *field, paddo
 
 static int load_network(paddock_spec *spec, json_t *v, const char *field, paddock_error *err)
 {
-	return load_object(spec, v, field, network_fields, ELEMENTSOF(network_fields), err);
+	return pd_spec_network_load(spec, v, field, err);
 }
 
 static const struct json_field spec_fields[] = {
@@ -1232,20 +1217,29 @@ static const struct {
 	{ "limits.timeout_s", set_timeout },
 	{ "limits.disk", set_disk },
 	{ "security.landlock", set_landlock },
-	{ "network.mode", set_net_mode },
+	{ "network.mode", NULL },
+	{ "network.allow", NULL },
+	{ "network.deny", NULL },
+	{ "network.transparent", NULL },
+	{ "network.max_connections", NULL },
 };
 
 int paddock_spec_set(paddock_spec *spec, const char *field, const char *value,
 		     paddock_error *err)
 {
-	char accepted[256];
+	char accepted[512];
 	size_t o = 0;
 
 	if (!spec || !field || !value)
 		return pd_fail(err, EINVAL, "set spec field: no spec, field or value given");
 	for (size_t i = 0; i < ELEMENTSOF(setters); i++)
-		if (streq(setters[i].name, field))
+		if (streq(setters[i].name, field) && setters[i].set)
 			return setters[i].set(spec, field, value, err);
+	if (!strncmp(field, "network.", 8)) {
+		int r = pd_spec_network_set(spec, field + 8, value, field, err);
+		if (r != -ENOENT)
+			return r;
+	}
 	if (!strncmp(field, "limits.", 7)) {
 		int r = pd_spec_limit_set(spec, field + 7, value, field, err);
 		if (r != -ENOENT)
@@ -1390,10 +1384,7 @@ int paddock_spec_validate(const paddock_spec *spec, paddock_error *err)
 	if (!pd_landlock_mode_to_string(spec->security.landlock))
 		return pd_fail_field(err, EINVAL, "security.landlock", "unknown mode %d",
 				     (int)spec->security.landlock);
-	if (!pd_net_mode_to_string(spec->network.mode))
-		return pd_fail_field(err, EINVAL, "network.mode", "unknown mode %d",
-				     (int)spec->network.mode);
-	return 0;
+	return pd_spec_network_validate(spec, err);
 }
 
 /* ---- JSON out ------------------------------------------------------------------------- */
@@ -1520,20 +1511,16 @@ static int put_section(json_t *obj, const char *key, const char *k1, json_t *v1,
 int paddock_spec_to_json(const paddock_spec *spec, char **ret_json, paddock_error *err)
 {
 	_cleanup_(json_decrefp) json_t *root = NULL;
-	const char *landlock, *net_mode;
+	const char *landlock;
 	char *s;
 	int r;
 
 	if (!spec || !ret_json)
 		return pd_fail(err, EINVAL, "write spec JSON: no spec or result pointer given");
 	landlock = pd_landlock_mode_to_string(spec->security.landlock);
-	net_mode = pd_net_mode_to_string(spec->network.mode);
 	if (!landlock)
 		return pd_fail_field(err, EINVAL, "security.landlock", "unknown mode %d",
 				     (int)spec->security.landlock);
-	if (!net_mode)
-		return pd_fail_field(err, EINVAL, "network.mode", "unknown mode %d",
-				     (int)spec->network.mode);
 	/* JSON has no NaN or infinity, and jansson integers are signed */
 	if (!isfinite(spec->limits.timeout_s))
 		return pd_fail_field(err, EINVAL, "limits.timeout_s", "expected a finite number");
@@ -1572,7 +1559,7 @@ int paddock_spec_to_json(const paddock_spec *spec, char **ret_json, paddock_erro
 	r = put_section(root, "security", "landlock", json_string(landlock), NULL, NULL, err);
 	if (r < 0)
 		return r;
-	r = put_section(root, "network", "mode", json_string(net_mode), NULL, NULL, err);
+	r = pd_spec_network_to_json(spec, root, err);
 	if (r < 0)
 		return r;
 

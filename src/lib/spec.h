@@ -30,7 +30,9 @@ enum pd_landlock_mode {
 };
 
 enum pd_net_mode {
-	PD_NET_NONE, /* loopback only */
+	PD_NET_NONE,	  /* loopback only */
+	PD_NET_ALLOWLIST, /* only what a rule allows, through the supervisor's proxy */
+	PD_NET_OPEN,	  /* any public destination, through the proxy */
 	_PD_NET_MAX,
 };
 
@@ -67,6 +69,12 @@ struct paddock_spec {
 	} security;
 	struct {
 		enum pd_net_mode mode;
+		char **allow; /* rules as written (egress-policy.h), "preset:NAME" too */
+		size_t n_allow;
+		char **deny;
+		size_t n_deny;
+		bool transparent;	  /* redirect all TCP/UDP to the proxy; default true */
+		unsigned max_connections; /* concurrent proxied connections; default 256 */
 	} network;
 };
 
@@ -108,6 +116,21 @@ int pd_spec_dup(const paddock_spec *spec, paddock_spec **ret_copy, paddock_error
 const char *pd_landlock_mode_to_string(enum pd_landlock_mode m);
 int pd_landlock_mode_from_string(const char *s); /* -EINVAL when unknown */
 const char *pd_net_mode_to_string(enum pd_net_mode m);
+
+/* The network section (spec-network.c). */
+struct pd_egress_policy;
+void pd_spec_network_defaults(paddock_spec *spec);
+void pd_spec_network_clear(paddock_spec *spec);
+int pd_spec_network_copy(paddock_spec *dst, const paddock_spec *src); /* -ENOMEM */
+int pd_spec_network_load(paddock_spec *spec, json_t *v, const char *field, paddock_error *err);
+/* network.<name> from its string form ("allow" and "deny" append); -ENOENT: unknown name. */
+int pd_spec_network_set(paddock_spec *spec, const char *name, const char *value,
+			const char *field, paddock_error *err);
+int pd_spec_network_validate(const paddock_spec *spec, paddock_error *err);
+/* The policy the proxy decides with; release it with pd_egress_policy_release(). */
+int pd_spec_network_policy(const paddock_spec *spec, struct pd_egress_policy *ret,
+			   paddock_error *err);
+int pd_spec_network_to_json(const paddock_spec *spec, json_t *root, paddock_error *err);
 int pd_net_mode_from_string(const char *s);
 
 /*

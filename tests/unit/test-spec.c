@@ -131,7 +131,11 @@ static void test_defaults_json(void **state)
 				  "    \"landlock\": \"auto\"\n"
 				  "  },\n"
 				  "  \"network\": {\n"
-				  "    \"mode\": \"none\"\n"
+				  "    \"mode\": \"none\",\n"
+				  "    \"allow\": [],\n"
+				  "    \"deny\": [],\n"
+				  "    \"transparent\": true,\n"
+				  "    \"max_connections\": 256\n"
 				  "  }\n"
 				  "}");
 }
@@ -323,7 +327,18 @@ static void test_bad_json(void **state)
 		{ "{\"limits\": {\"required\": [\"bogus\"]}}", "limits.required" },
 		{ "{\"limits\": {\"required\": \"memory\"}}", "limits.required" },
 		{ "{\"security\": {\"seccomp\": true}}", "security.seccomp" },
-		{ "{\"network\": {\"allow\": []}}", "network.allow" },
+		{ "{\"network\": {\"colour\": []}}", "network.colour" },
+		{ "{\"network\": {\"allow\": \"pypi.org\"}}", "network.allow" },
+		{ "{\"network\": {\"allow\": [1]}}", "network.allow[0]" },
+		{ "{\"network\": {\"mode\": \"allowlist\", \"allow\": [\"ok.org\", \"bad host\"]}}",
+		  "network.allow[1]" },
+		{ "{\"network\": {\"mode\": \"open\", \"deny\": [\"10.0.0.0/33\"]}}",
+		  "network.deny[0]" },
+		{ "{\"network\": {\"mode\": \"open\", \"allow\": [\"preset:nope\"]}}",
+		  "network.allow[0]" },
+		{ "{\"network\": {\"transparent\": \"yes\"}}", "network.transparent" },
+		{ "{\"network\": {\"max_connections\": 0}}", "network.max_connections" },
+		{ "{\"network\": {\"max_connections\": 1.5}}", "network.max_connections" },
 		{ "{\"binds\": [{\"source\": \"/a\", \"mode\": \"ro\"}]}", "binds[0].mode" },
 		{ "{\"a\\nb\": 1}", "a\\x0ab" },
 		/* wrong types */
@@ -435,7 +450,7 @@ static void test_bad_json_messages(void **state)
 	} cases[] = {
 		{ "{\"hostname\": }", "line 1, column 14" },
 		{ "{\n\"a\": 1,\n\"a\": 2}", "line 3" },
-		{ "{\"network\": {\"mode\": \"host\"}}", "expected one of 'none', got 'host'" },
+		{ "{\"network\": {\"mode\": \"host\"}}", "expected one of 'none', 'allowlist', 'open', got 'host'" },
 		{ "{\"security\": {\"landlock\": \"x\"}}", "'auto', 'required'" },
 		{ "{\"limits\": {\"bogus\": 1}}", "unknown field 'bogus'" },
 		{ "{\"limits\": {\"bogus\": 1}}", "'timeout_s', 'disk'" },
@@ -810,6 +825,48 @@ static void test_validate(void **state)
 	}
 }
 
+/* The network section: rules kept as written, checked when given, refused under "none". */
+static void test_network(void **state)
+{
+	paddock_spec *spec = new_spec();
+	paddock_error err = { 0 };
+	char *json = NULL;
+
+	(void)state;
+	set_ok(spec, "network.allow", "pypi.org");
+	assert_int_equal(spec->network.mode, PD_NET_ALLOWLIST); /* implied by a rule */
+	set_ok(spec, "network.allow", "*.githubusercontent.com:443");
+	set_ok(spec, "network.allow", "preset:npm");
+	set_ok(spec, "network.deny", "evil.pypi.org");
+	set_ok(spec, "network.transparent", "false");
+	set_ok(spec, "network.max_connections", "16");
+	assert_int_equal(spec->network.n_allow, 3);
+	assert_int_equal(spec->network.n_deny, 1);
+	assert_false(spec->network.transparent);
+	assert_int_equal(spec->network.max_connections, 16);
+	assert_int_equal(paddock_spec_validate(spec, &err), 0);
+	assert_round_trip(spec);
+	assert_int_equal(paddock_spec_to_json(spec, &json, &err), 0);
+	assert_non_null(strstr(json, "\"preset:npm\""));
+	free(json);
+
+	/* a JSON array replaces the rules; a bad rule leaves the spec as it was */
+	assert_int_not_equal(paddock_spec_load_json(spec, "{\"network\": {\"allow\": [\"a.org\", \"-x\"]}}", strlen("{\"network\": {\"allow\": [\"a.org\", \"-x\"]}}"), &err), 0);
+	assert_int_equal(spec->network.n_allow, 3);
+	assert_int_equal(paddock_spec_load_json(spec, "{\"network\": {\"allow\": [\"a.org\"]}}", strlen("{\"network\": {\"allow\": [\"a.org\"]}}"), &err), 0);
+	assert_int_equal(spec->network.n_allow, 1);
+
+	/* rules under mode none would do nothing: refused, naming the field */
+	set_ok(spec, "network.mode", "none");
+	assert_validate_fails(spec, "network.allow");
+	assert_int_not_equal(paddock_spec_set(spec, "network.allow", "a b", &err), 0);
+	assert_string_equal(err.field, "network.allow");
+	assert_int_not_equal(paddock_spec_set(spec, "network.max_connections", "-1", &err), 0);
+	assert_int_not_equal(paddock_spec_set(spec, "network.transparent", "maybe", &err), 0);
+	assert_int_not_equal(paddock_spec_set(spec, "network.colour", "red", &err), 0);
+	paddock_spec_free(spec);
+}
+
 static void test_null_args(void **state)
 {
 	_cleanup_(paddock_spec_freep) paddock_spec *spec = new_spec();
@@ -1028,6 +1085,7 @@ int main(void)
 		cmocka_unit_test(test_bad_json_messages),
 		cmocka_unit_test(test_limits_json),
 		cmocka_unit_test(test_set),
+		cmocka_unit_test(test_network),
 		cmocka_unit_test(test_set_env),
 		cmocka_unit_test(test_set_env_limits),
 		cmocka_unit_test(test_set_binds),
