@@ -234,6 +234,42 @@ PADDOCK_API int paddock_sandbox_socket_async(paddock_sandbox *sb, int domain, in
 					     paddock_socket_fn fn, void *userdata,
 					     paddock_error *err);
 
+/* ---- network egress (docs/network.md) ---------------------------------------------------- */
+
+/* What a sandbox's egress did so far: connections, queries, bytes. */
+struct paddock_egress_stats {
+	uint64_t connections_allowed, connections_denied;
+	uint64_t connections_active;
+	uint64_t bytes_out, bytes_in; /* sandbox to destination, destination to sandbox */
+	uint64_t dns_allowed, dns_denied;
+	uint64_t udp_dropped; /* datagrams other than DNS */
+};
+
+/*
+ * The sandbox's egress counters. -ENOENT (err filled) when the sandbox has no egress:
+ * network.mode "none".
+ */
+PADDOCK_API int paddock_sandbox_egress_stats(const paddock_sandbox *sb,
+					     struct paddock_egress_stats *ret_stats,
+					     paddock_error *err);
+
+/*
+ * Replaces the network policy of a live sandbox with `from`'s network section (mode "none",
+ * "allowlist" or "open"; rules). New connections and DNS queries follow it at once; those
+ * already open are left alone. A sandbox created with mode "none" has no egress to change:
+ * -EPERM. On error nothing changes.
+ */
+PADDOCK_API int paddock_sandbox_set_network(paddock_sandbox *sb, const paddock_spec *from,
+					    paddock_error *err);
+
+/*
+ * Names are resolved (for every sandbox of ctx that has egress) only from this hosts-style
+ * file ("ADDRESS NAME..." per line), not the system's resolver: for tests and air-gapped
+ * hosts. Call before the first sandbox with egress. The addresses still face the policy.
+ */
+PADDOCK_API int paddock_ctx_set_resolve_hosts(paddock_ctx *ctx, const char *path,
+					      paddock_error *err);
+
 /* Walks the sandbox's commands that have not been delivered yet: NULL starts, NULL ends. */
 PADDOCK_API paddock_exec *paddock_sandbox_exec_next(paddock_sandbox *sb, paddock_exec *prev);
 

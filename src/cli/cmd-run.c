@@ -32,6 +32,7 @@ enum {
 	OPT_REPORT = SPEC_OPT_END,
 	OPT_PRINT_SPEC,
 	OPT_LOG_FORMAT,
+	OPT_RESOLVE_HOSTS,
 };
 
 static const struct option options[] = {
@@ -39,6 +40,7 @@ static const struct option options[] = {
 	{ "report", required_argument, NULL, OPT_REPORT },
 	{ "print-spec", no_argument, NULL, OPT_PRINT_SPEC },
 	{ "log-format", required_argument, NULL, OPT_LOG_FORMAT },
+	{ "resolve-hosts", required_argument, NULL, OPT_RESOLVE_HOSTS },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -94,6 +96,7 @@ static void usage(FILE *f)
 }
 
 static bool arg_json_log;
+static const char *arg_resolve_hosts;
 static bool arg_verbose;
 static bool arg_capture; /* relay stdout/stderr through pipes and enforce limits.output */
 
@@ -262,6 +265,8 @@ static int run_command(paddock_spec *spec, char **cmd, const char *report)
 		return PADDOCK_EXIT_FAILURE;
 	}
 	r = paddock_ctx_new(run.base, &ctx, &err);
+	if (r >= 0 && arg_resolve_hosts)
+		r = paddock_ctx_set_resolve_hosts(ctx, arg_resolve_hosts, &err);
 	if (r < 0)
 		goto fail;
 	/* events cost a JSON document each: ask for them only when they are shown */
@@ -413,6 +418,9 @@ int cmd_run(int argc, char **argv)
 			break;
 		case OPT_PRINT_SPEC:
 			print_spec = true;
+			break;
+		case OPT_RESOLVE_HOSTS:
+			arg_resolve_hosts = optarg;
 			break;
 		case OPT_LOG_FORMAT:
 			if (!strcmp(optarg, "json"))

@@ -102,6 +102,7 @@ void pd_api_metrics(struct request *r)
 	for (int i = 1; i < 6; i++)
 		evbuffer_add_printf(b, "paddock_http_requests_total{code=\"%dxx\"} %llu\n", i,
 				    (unsigned long long)d->m.http_by_class[i]);
+	pd_metrics_egress(d, b);
 	evhttp_add_header(evhttp_request_get_output_headers(r->req), "Content-Type",
 			  "text/plain; version=0.0.4");
 	d->m.http_by_class[2]++;

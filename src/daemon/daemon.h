@@ -263,4 +263,7 @@ void pd_files_release(struct box *b);
 void pd_api_events(struct request *r, struct box *b);
 void pd_api_ports(struct request *r, struct box *b);
 void pd_api_metrics(struct request *r);
+void pd_api_network(struct request *r, struct box *b);
+/* The per-sandbox egress counters of /metrics (api-network.c). */
+void pd_metrics_egress(struct daemon *d, struct evbuffer *out);
 void pd_metrics_exec(struct daemon *d, const struct paddock_result *res, double seconds);

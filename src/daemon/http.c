@@ -373,6 +373,8 @@ static void route(struct request *r)
 		return pd_api_files(r, b);
 	if (strcmp(r->seg[3], "events") == 0 && r->n_seg == 4)
 		return pd_api_events(r, b);
+	if (strcmp(r->seg[3], "network") == 0 && r->n_seg == 4)
+		return pd_api_network(r, b);
 	if (strcmp(r->seg[3], "ports") == 0)
 		return pd_api_ports(r, b);
 	pd_reply_error(r, 404, "not_found", "path", "no such route");

@@ -30,6 +30,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: paddockd [--config FILE] [--socket PATH] [--state-dir DIR]\n"
 		   "                [--listen ADDR:PORT --tokens FILE]\n"
 		   "                [--max-upload BYTES] [--orphan-timeout SECONDS] [--destroy-on-exit]\n"
+		   "                [--resolve-hosts FILE]\n"
 		   "Serves the paddock HTTP API (docs/api.md).\n");
 }
 
@@ -220,12 +221,14 @@ int main(int argc, char **argv)
 		{ "destroy-on-exit", no_argument, NULL, 'x' },
 		{ "config", required_argument, NULL, 'c' },
 		{ "allow-host-path", required_argument, NULL, 'a' },
+		{ "resolve-hosts", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct daemon d = { .max_upload = 256u << 20, .orphan_timeout_s = 3600,
 			    .event_log_fd = -1 };
 	const char *listen_addr = NULL, *tokens = NULL, *rt = getenv("XDG_RUNTIME_DIR");
+	const char *resolve_hosts = NULL;
 	paddock_error err = { 0 };
 	char path[300], buf[600];
 	int c, r = 1;
@@ -288,6 +291,9 @@ int main(int argc, char **argv)
 			if (add_host_path(&d, optarg) < 0)
 				return 2;
 			break;
+		case 'r':
+			resolve_hosts = optarg;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -327,6 +333,8 @@ int main(int argc, char **argv)
 		return 1;
 	d.base = event_base_new();
 	if (!d.base || paddock_ctx_new(d.base, &d.ctx, &err) < 0)
+		goto fail;
+	if (resolve_hosts && paddock_ctx_set_resolve_hosts(d.ctx, resolve_hosts, &err) < 0)
 		goto fail;
 	snprintf(path, sizeof(path), "%s/events.jsonl", d.state_dir);
 	d.event_log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The HTTP request head and TLS ClientHello parsers of the egress proxy (egress-parse.h).
- * Written by hand: evhttp parses requests for a server it runs itself and gives no access
- * to a head that is to be judged and then forwarded byte for byte, and OpenSSL reads a
- * ClientHello only inside a handshake paddock does not terminate (a tunnelled connection
- * must reach the real server unchanged). Strict on purpose: CRLF line ends only, no
- * obsolete line folding, one Host header, no credentials in URLs.
+ * The HTTP request head, TLS ClientHello and SOCKS5 parsers of the egress proxy
+ * (egress-parse.h). Written by hand: evhttp parses requests for a server it runs itself and
+ * gives no access to a head that is to be judged and then forwarded byte for byte, and
+ * OpenSSL reads a ClientHello only inside a handshake paddock does not terminate (a tunnelled
+ * connection must reach the real server unchanged). Strict on purpose: CRLF line ends only,
+ * no obsolete line folding, one Host header, no credentials in URLs; SOCKS5 version 5 only,
+ * a zero reserved byte, domain names of visible ASCII.
  */
 #include "egress-parse.h"
 
@@ -13,6 +14,7 @@
 #include <errno.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 
 /* ---- HTTP ------------------------------------------------------------------------------- */
 
@@ -345,4 +347,110 @@ int pd_tls_sni_parse(const uint8_t *buf, size_t len, char *name, size_t size,
 		have += rec;
 		off += 5 + rec;
 	}
+}
+
+/* ---- SOCKS5 ----------------------------------------------------------------------------- */
+
+static int fail_socks(const char **why, const char *text)
+{
+	*why = text;
+	return -EPROTO;
+}
+
+int pd_socks5_greeting_parse(const uint8_t *buf, size_t len, size_t *ret_len, bool *ret_noauth,
+			     const char **ret_why)
+{
+	size_t n;
+
+	*ret_why = NULL;
+	if (len < 1)
+		return -EAGAIN;
+	if (buf[0] != 5)
+		return fail_socks(ret_why, "SOCKS version 5");
+	if (len < 2)
+		return -EAGAIN;
+	n = buf[1];
+	if (n == 0)
+		return fail_socks(ret_why, "at least one authentication method");
+	if (len - 2 < n)
+		return -EAGAIN;
+	*ret_noauth = memchr(buf + 2, PD_SOCKS5_METHOD_NOAUTH, n) != NULL;
+	*ret_len = 2 + n;
+	return 0;
+}
+
+int pd_socks5_request_parse(const uint8_t *buf, size_t len, struct pd_socks5_request *ret,
+			    const char **ret_why)
+{
+	struct pd_socks5_request q = { 0 };
+	size_t off, alen;
+
+	*ret_why = NULL;
+	/* VER CMD RSV ATYP, each judged as soon as it is there */
+	if (len < 1)
+		return -EAGAIN;
+	if (buf[0] != 5)
+		return fail_socks(ret_why, "SOCKS version 5");
+	if (len < 2)
+		return -EAGAIN;
+	q.cmd = buf[1];
+	if (q.cmd != PD_SOCKS5_CMD_CONNECT && q.cmd != PD_SOCKS5_CMD_BIND &&
+	    q.cmd != PD_SOCKS5_CMD_UDP_ASSOCIATE)
+		return fail_socks(ret_why, "a command: CONNECT, BIND or UDP ASSOCIATE");
+	if (len < 3)
+		return -EAGAIN;
+	if (buf[2] != 0)
+		return fail_socks(ret_why, "a reserved byte of 0");
+	if (len < 4)
+		return -EAGAIN;
+	q.atyp = buf[3];
+	switch (q.atyp) {
+	case PD_SOCKS5_ATYP_IPV4:
+		off = 4, alen = 4;
+		q.family = AF_INET;
+		break;
+	case PD_SOCKS5_ATYP_IPV6:
+		off = 4, alen = 16;
+		q.family = AF_INET6;
+		break;
+	case PD_SOCKS5_ATYP_DOMAIN:
+		if (len < 5)
+			return -EAGAIN;
+		off = 5, alen = buf[4];
+		q.family = AF_UNSPEC;
+		if (alen == 0 || alen > PD_EGRESS_NAME_MAX)
+			return fail_socks(ret_why, "a domain name of 1..253 bytes");
+		/* the name's bytes that are here: a NUL, a space or a control byte is final */
+		for (size_t i = off; i < len && i < off + alen; i++)
+			if (buf[i] <= 0x20 || buf[i] >= 0x7f)
+				return fail_socks(ret_why, "a domain name of visible ASCII");
+		break;
+	default:
+		return fail_socks(ret_why, "an address type: IPv4, domain name or IPv6");
+	}
+	/* DST.ADDR, DST.PORT */
+	if (len - off < alen + 2)
+		return -EAGAIN;
+	if (q.family == AF_UNSPEC) {
+		memcpy(q.host, buf + off, alen);
+		q.host[alen] = '\0';
+	} else {
+		memcpy(q.addr, buf + off, alen);
+		/* cannot fail: host has room for any address (INET6_ADDRSTRLEN) */
+		(void)inet_ntop(q.family, q.addr, q.host, sizeof(q.host));
+	}
+	q.port = (uint16_t)(buf[off + alen] << 8 | buf[off + alen + 1]);
+	q.len = off + alen + 2;
+	*ret = q;
+	return 0;
+}
+
+size_t pd_socks5_reply(uint8_t rep, uint8_t out[PD_SOCKS5_REPLY_LEN])
+{
+	/* BND.ADDR 0.0.0.0, BND.PORT 0: the sandbox need not learn where paddock connects from */
+	memset(out, 0, PD_SOCKS5_REPLY_LEN);
+	out[0] = 5;
+	out[1] = rep;
+	out[3] = PD_SOCKS5_ATYP_IPV4;
+	return PD_SOCKS5_REPLY_LEN;
 }

@@ -464,3 +464,29 @@ bool pd_egress_allow_name(const struct pd_egress_policy *p, const char *name, ui
 	*ret_rule = allow;
 	return allow || p->mode == PD_EGRESS_OPEN;
 }
+
+bool pd_egress_allow_dns(const struct pd_egress_policy *p, const char *name,
+			 const struct pd_egress_rule **ret_rule)
+{
+	const struct pd_egress_rule *allow = NULL;
+	char norm[PD_EGRESS_NAME_MAX + 1];
+
+	*ret_rule = NULL;
+	if (p->mode == PD_EGRESS_NONE || pd_egress_name_normalise(name, norm, sizeof(norm)) < 0)
+		return false;
+	for (size_t i = 0; i < p->n_rules; i++) {
+		const struct pd_egress_rule *r = &p->rules[i];
+
+		if (!name_matches(r, norm))
+			continue;
+		/* a deny rule for one port leaves the name's other ports, so it still resolves */
+		if (r->deny && r->port == 0) {
+			*ret_rule = r;
+			return false;
+		}
+		if (!r->deny && !allow)
+			allow = r;
+	}
+	*ret_rule = allow;
+	return allow || p->mode == PD_EGRESS_OPEN;
+}

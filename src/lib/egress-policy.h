@@ -103,6 +103,13 @@ bool pd_egress_allow_name(const struct pd_egress_policy *p, const char *name, ui
 			  const struct pd_egress_rule **ret_rule);
 
 /*
+ * May the DNS filter answer for `name`? As pd_egress_allow_name() for a port not yet known:
+ * an allow rule for the name with any port allows, a deny rule for all its ports refuses.
+ */
+bool pd_egress_allow_dns(const struct pd_egress_policy *p, const char *name,
+			 const struct pd_egress_rule **ret_rule);
+
+/*
  * May the proxy connect to this address (resolved by the supervisor from an allowed name,
  * or given as a literal)? `name_allowed`: the name that led here was allowed by a rule.
  * SECURITY: a non-public address is reachable only through a CIDR allow rule that covers it,

@@ -48,8 +48,10 @@
 
 #include "caps.h"
 #include "control.h"
+#include "egress-ports.h"
 #include "error.h"
 #include "landlock.h"
+#include "netns-egress.h"
 #include "rootfs.h"
 #include "seccomp-bpf.h"
 #include "util/cleanup.h"
@@ -382,6 +384,9 @@ static int setup(struct init_state *st, paddock_error *err)
 		r = pd_fail(err, errno, "set hostname");
 	if (r >= 0)
 		r = loopback_up(err);
+	/* before the root is built: libnftables is loaded from the host's files (netns-egress.h) */
+	if (r >= 0 && st->spec->network.mode != PD_NET_NONE)
+		r = pd_netns_egress_setup(st->spec->network.transparent, err);
 	if (r >= 0)
 		r = pd_rootfs_build(st->spec, st->idmap, &st->sources, err);
 	pd_rootfs_sources_release(&st->sources);
@@ -594,17 +599,37 @@ static bool env_has(char **env, size_t n, const char *kv, size_t *ret_idx)
 	return false;
 }
 
-/* base, then the spec's, then the request's; a later NAME replaces an earlier one. */
+/*
+ * With egress, the proxy in every spelling tools read (curl reads only the lowercase
+ * http_proxy; Go, Python and Node read either). socks5h: the proxy resolves the name.
+ */
+static const char *const egress_env[] = {
+	"http_proxy=http://127.0.0.1:" STRINGIFY(PD_EGRESS_PROXY_PORT),
+	"HTTP_PROXY=http://127.0.0.1:" STRINGIFY(PD_EGRESS_PROXY_PORT),
+	"https_proxy=http://127.0.0.1:" STRINGIFY(PD_EGRESS_PROXY_PORT),
+	"HTTPS_PROXY=http://127.0.0.1:" STRINGIFY(PD_EGRESS_PROXY_PORT),
+	"all_proxy=socks5h://127.0.0.1:" STRINGIFY(PD_EGRESS_SOCKS_PORT),
+	"ALL_PROXY=socks5h://127.0.0.1:" STRINGIFY(PD_EGRESS_SOCKS_PORT),
+	"no_proxy=localhost,127.0.0.1,::1",
+	"NO_PROXY=localhost,127.0.0.1,::1",
+	NULL,
+};
+
+/* base, egress, the spec's, then the request's; a later NAME replaces an earlier one. */
 static char **build_env(const struct init_state *st, char **extra)
 {
-	size_t cap = ELEMENTSOF(base_env) + st->spec->n_env + pd_strv_length(extra) + 1, n = 0;
+	size_t cap = ELEMENTSOF(base_env) + ELEMENTSOF(egress_env) + st->spec->n_env +
+		     pd_strv_length(extra) + 1,
+	       n = 0;
 	char **env = calloc(cap, sizeof(char *));
-	const char *const *lists[3] = { base_env, (const char *const *)st->spec->env,
+	const char *const *lists[4] = { base_env,
+					st->spec->network.mode != PD_NET_NONE ? egress_env : NULL,
+					(const char *const *)st->spec->env,
 					(const char *const *)extra };
 
 	if (!env)
 		return NULL;
-	for (int l = 0; l < 3; l++)
+	for (int l = 0; l < 4; l++)
 		for (const char *const *e = lists[l]; e && *e; e++) {
 			size_t idx;
 

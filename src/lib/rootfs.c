@@ -398,6 +398,9 @@ static const char nsswitch[] = "passwd: files\ngroup: files\nshadow: files\nhost
 			       "ethers: files\nrpc: files\n";
 static const char resolv_none[] = "# paddock: network mode none - no name server is reachable\n"
 				  "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n";
+/* the DNS filter: answers only names the policy allows, from the supervisor's resolution */
+static const char resolv_egress[] = "# paddock: the sandbox's DNS filter (docs/network.md)\n"
+				    "nameserver 127.0.0.1\noptions timeout:2 attempts:2\n";
 
 /*
  * Host (or --rootfs) /etc entries a sandbox may see: caches, tables and links that tools
@@ -425,7 +428,8 @@ static int write_etc(struct build *b, int etc, paddock_error *err)
 	} files[] = {
 		{ "passwd", passwd_fmt },     { "group", group_fmt },	{ "hosts", hosts },
 		{ "hostname", hostname },     { "nsswitch.conf", nsswitch },
-		{ "resolv.conf", resolv_none },
+		{ "resolv.conf",
+		  b->spec->network.mode == PD_NET_NONE ? resolv_none : resolv_egress },
 	};
 	for (size_t i = 0; i < ELEMENTSOF(files); i++) {
 		r = pd_write_file_at(etc, files[i].name, files[i].data, strlen(files[i].data),

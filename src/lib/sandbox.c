@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "control.h"
+#include "egress.h"
 #include "error.h"
 #include "events.h"
 #include "util/cleanup.h"
@@ -59,6 +60,10 @@ int paddock_ctx_new(struct event_base *base, paddock_ctx **ret_ctx, paddock_erro
 
 paddock_ctx *paddock_ctx_free(paddock_ctx *ctx)
 {
+	if (!ctx)
+		return NULL;
+	pd_resolver_free(ctx->resolver);
+	free(ctx->resolve_hosts);
 	free(ctx);
 	return NULL;
 }
@@ -567,6 +572,9 @@ static void mark_dead(paddock_sandbox *sb)
 		event_del(sb->oom_ev);
 	if (sb->cpu_ev)
 		event_del(sb->cpu_ev);
+	/* its sockets hold the sandbox's netns: closed with it, not with the object */
+	pd_egress_free(sb->egress);
+	sb->egress = NULL;
 	while (sb->sockets) {
 		paddock_error e = { 0 };
 
@@ -794,6 +802,9 @@ int paddock_sandbox_create_with(paddock_ctx *ctx, const paddock_spec *spec,
 	r = pd_sandbox_arm(sb, err);
 	if (r < 0)
 		return r;
+	r = pd_egress_start(sb, &sb->egress, err);
+	if (r < 0)
+		return r;
 	if (pd_events_wanted(ctx))
 		pd_emit(ctx, PADDOCK_LEVEL_INFO, "sandbox.created", sb->id, NULL,
 		json_pack("{s:s,s:b,s:I,s:i,s:s?}", "hostname", sb->spec->hostname, "rootless",
@@ -833,6 +844,8 @@ paddock_sandbox *paddock_sandbox_release(paddock_sandbox *sb)
 /* Frees what the supervisor holds of a sandbox; init lives on if it has somewhere to wait. */
 static void drop(paddock_sandbox *sb)
 {
+	pd_egress_free(sb->egress);
+	sb->egress = NULL;
 	while (sb->sockets) {
 		paddock_error e = { 0 };
 

@@ -25,6 +25,8 @@ struct paddock_ctx {
 	paddock_event_fn sink;
 	void *sink_userdata;
 	uint64_t next_exec_id;
+	struct pd_resolver *resolver; /* egress name resolution, made on first use */
+	char *resolve_hosts;	      /* paddock_ctx_set_resolve_hosts(), or NULL */
 };
 
 struct paddock_exec {
@@ -82,6 +84,7 @@ struct paddock_sandbox {
 	paddock_sandbox_fn exit_fn;
 	void *exit_userdata;
 	struct pd_socket_req *sockets; /* asked of init, answered in order */
+	struct pd_egress *egress;      /* network.mode allowlist/open: the proxy; else NULL */
 };
 
 /* A socket asked of init (PD_CTL_SOCKET); fn NULL: a synchronous caller waits on `done`. */

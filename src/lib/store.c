@@ -40,8 +40,6 @@
 #include "util/cleanup.h"
 
 #define BUSY_TIMEOUT_MS 5000
-#define STRINGIFY_(x)	#x
-#define STRINGIFY(x)	STRINGIFY_(x)
 
 /* migrations[i] takes the schema from version i to i + 1 */
 static const char *const migrations[] = {

@@ -16,7 +16,18 @@ skip() { echo "1..0 # SKIP $*"; exit 77; }
 
 if [ "$mode" = root ] && [ "$(id -u)" -ne 0 ]; then skip "not running as root"; fi
 
+# A test that says "# run.sh: netns" runs inside a network namespace of its own with test
+# servers (netns-wrap.sh); making one with addresses needs root, whatever the test's mode.
+if grep -q '^# run.sh: netns' "$here/$test" && [ "$(id -u)" -ne 0 ]; then
+	skip "needs root to build the test's own network"
+fi
+
 stage=$(mktemp -d /tmp/pdstage.XXXXXX)
+wrap=()
+if grep -q '^# run.sh: netns' "$here/$test"; then
+	export EGRESS_DIR="$stage/egress"
+	wrap=(unshare --net -- bash "$here/netns-wrap.sh")
+fi
 cleanup() { rm -rf "$stage"; }
 trap cleanup EXIT
 chmod 755 "$stage"
@@ -50,14 +61,14 @@ snapshot() {
 
 before=$(snapshot)
 if [ "$mode" = rootless ] && [ "$(id -u)" -eq 0 ]; then
-	setpriv --reuid="$uid" --regid="$uid" --clear-groups --reset-env \
-		env PADDOCK="$PADDOCK" PADDOCKD="$PADDOCKD" TRY_SYSCALL="$TRY_SYSCALL" LIFECYCLE="$LIFECYCLE" \
+	"${wrap[@]}" setpriv --reuid="$uid" --regid="$uid" --clear-groups --reset-env \
+		env EGRESS_DIR="${EGRESS_DIR:-}" PADDOCK="$PADDOCK" PADDOCKD="$PADDOCKD" TRY_SYSCALL="$TRY_SYSCALL" LIFECYCLE="$LIFECYCLE" \
 		MEMHOG="$MEMHOG" FORKBOMB="$FORKBOMB" CPUBURN="$CPUBURN" DISKFILL="$DISKFILL" \
 		PADDOCK_TEST_MUST_WORK="$must_work" TMPDIR=/tmp PATH=/usr/bin:/bin \
 		bash "$stage/$test"
 	status=$?
 else
-	bash "$stage/$test"
+	"${wrap[@]}" bash "$stage/$test"
 	status=$?
 fi
 

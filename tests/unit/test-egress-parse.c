@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The egress proxy's parsers: HTTP request heads and the server name of a ClientHello. */
+/*
+ * The egress proxy's parsers: HTTP request heads, the server name of a ClientHello, and
+ * SOCKS5 greetings and requests.
+ */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -8,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include <cmocka.h>
 
@@ -228,6 +232,182 @@ static void test_sni_real_client(void **state)
 	assert_string_equal(name, "files.pythonhosted.org");
 }
 
+static int greeting(const uint8_t *buf, size_t len, size_t *ret_len, bool *ret_noauth)
+{
+	const char *why = NULL;
+	int r = pd_socks5_greeting_parse(buf, len, ret_len, ret_noauth, &why);
+
+	if (r == -EPROTO)
+		assert_non_null(why);
+	return r;
+}
+
+static void test_socks5_greeting(void **state)
+{
+	static const uint8_t noauth[] = { 5, 2, 0x02, 0x00, 0xaa }; /* 0xaa: the request's */
+	static const uint8_t userpass[] = { 5, 1, 0x02 };
+	static const uint8_t v4[] = { 4, 1, 0x00 };
+	static const uint8_t none[] = { 5, 0, 0x00 };
+	size_t n = 99;
+	bool ok = false;
+
+	(void)state;
+	assert_int_equal(greeting(noauth, sizeof(noauth), &n, &ok), 0);
+	assert_int_equal(n, 4);
+	assert_true(ok);
+	for (size_t k = 0; k < 4; k++)
+		assert_int_equal(greeting(noauth, k, &n, &ok), -EAGAIN);
+	assert_int_equal(greeting(userpass, sizeof(userpass), &n, &ok), 0);
+	assert_int_equal(n, 3);
+	assert_false(ok);
+	for (size_t k = 0; k < sizeof(userpass); k++)
+		assert_int_equal(greeting(userpass, k, &n, &ok), -EAGAIN);
+	/* wrong version and no methods are final from the first byte that shows it */
+	assert_int_equal(greeting(v4, sizeof(v4), &n, &ok), -EPROTO);
+	assert_int_equal(greeting(v4, 1, &n, &ok), -EPROTO);
+	assert_int_equal(greeting(none, 2, &n, &ok), -EPROTO);
+	assert_int_equal(greeting(none, sizeof(none), &n, &ok), -EPROTO);
+	/* out-parameters untouched on failure */
+	assert_int_equal(n, 3);
+	assert_false(ok);
+}
+
+static int request(const uint8_t *buf, size_t len, struct pd_socks5_request *q)
+{
+	const char *why = NULL;
+	int r = pd_socks5_request_parse(buf, len, q, &why);
+
+	if (r == -EPROTO)
+		assert_non_null(why);
+	return r;
+}
+
+/* every proper prefix of a valid request is incomplete, never an error */
+static void assert_prefixes_incomplete(const uint8_t *buf, size_t len)
+{
+	struct pd_socks5_request q;
+
+	for (size_t k = 0; k < len; k++) {
+		int r = request(buf, k, &q);
+
+		if (r != -EAGAIN)
+			fail_msg("prefix of %zu bytes: expected -EAGAIN, got %d", k, r);
+	}
+}
+
+static void test_socks5_request(void **state)
+{
+	static const uint8_t v4[] = { 5, 1, 0, 1, 11, 22, 33, 1, 0x01, 0xbb, 0xee };
+	static const uint8_t name[] = { 5, 1, 0, 3, 8, 'P', 'y', 'P', 'I', '.', 'o', 'r', 'g',
+					0, 80 };
+	static const uint8_t v6[] = { 5, 1, 0, 4, 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0,
+				      0, 0, 0, 0, 0, 0, 0, 1, 0x1f, 0x90 };
+	static const uint8_t bind[] = { 5, 2, 0, 1, 0, 0, 0, 0, 0, 0 };
+	static const uint8_t udp[] = { 5, 3, 0, 1, 0, 0, 0, 0, 0, 0 };
+	struct pd_socks5_request q;
+
+	(void)state;
+	assert_int_equal(request(v4, sizeof(v4), &q), 0);
+	assert_int_equal(q.cmd, PD_SOCKS5_CMD_CONNECT);
+	assert_int_equal(q.atyp, PD_SOCKS5_ATYP_IPV4);
+	assert_int_equal(q.family, AF_INET);
+	assert_string_equal(q.host, "11.22.33.1");
+	assert_memory_equal(q.addr, v4 + 4, 4);
+	assert_int_equal(q.port, 443);
+	assert_int_equal(q.len, sizeof(v4) - 1); /* the trailing byte is not its */
+	assert_prefixes_incomplete(v4, sizeof(v4) - 1);
+
+	assert_int_equal(request(name, sizeof(name), &q), 0);
+	assert_int_equal(q.atyp, PD_SOCKS5_ATYP_DOMAIN);
+	assert_int_equal(q.family, AF_UNSPEC);
+	assert_string_equal(q.host, "PyPI.org"); /* as given: the caller normalises */
+	assert_int_equal(q.port, 80);
+	assert_int_equal(q.len, sizeof(name));
+	assert_prefixes_incomplete(name, sizeof(name));
+
+	assert_int_equal(request(v6, sizeof(v6), &q), 0);
+	assert_int_equal(q.atyp, PD_SOCKS5_ATYP_IPV6);
+	assert_int_equal(q.family, AF_INET6);
+	assert_string_equal(q.host, "2001:db8::1");
+	assert_memory_equal(q.addr, v6 + 4, 16);
+	assert_int_equal(q.port, 8080);
+	assert_int_equal(q.len, sizeof(v6));
+	assert_prefixes_incomplete(v6, sizeof(v6));
+
+	/* BIND and UDP ASSOCIATE parse: refusing them (reply 7) is the caller's */
+	assert_int_equal(request(bind, sizeof(bind), &q), 0);
+	assert_int_equal(q.cmd, PD_SOCKS5_CMD_BIND);
+	assert_string_equal(q.host, "0.0.0.0");
+	assert_int_equal(q.port, 0); /* port 0 too */
+	assert_int_equal(request(udp, sizeof(udp), &q), 0);
+	assert_int_equal(q.cmd, PD_SOCKS5_CMD_UDP_ASSOCIATE);
+}
+
+static void test_socks5_domain_bounds(void **state)
+{
+	uint8_t buf[PD_SOCKS5_REQUEST_MAX + 16];
+	struct pd_socks5_request q;
+
+	(void)state;
+	/* the longest name allowed, then one byte more */
+	buf[0] = 5, buf[1] = 1, buf[2] = 0, buf[3] = 3, buf[4] = PD_EGRESS_NAME_MAX;
+	memset(buf + 5, 'a', PD_EGRESS_NAME_MAX);
+	buf[5 + PD_EGRESS_NAME_MAX] = 0x01, buf[6 + PD_EGRESS_NAME_MAX] = 0xbb;
+	assert_int_equal(request(buf, PD_SOCKS5_REQUEST_MAX, &q), 0);
+	assert_int_equal(q.len, PD_SOCKS5_REQUEST_MAX);
+	assert_int_equal(strlen(q.host), PD_EGRESS_NAME_MAX);
+	assert_int_equal(q.port, 443);
+	buf[4] = PD_EGRESS_NAME_MAX + 1;
+	memset(buf + 5, 'a', sizeof(buf) - 5);
+	assert_int_equal(request(buf, sizeof(buf), &q), -EPROTO);
+	assert_int_equal(request(buf, 5, &q), -EPROTO); /* known from the length byte */
+	buf[4] = 255;
+	assert_int_equal(request(buf, sizeof(buf), &q), -EPROTO);
+}
+
+static void test_socks5_refused(void **state)
+{
+	static const struct {
+		uint8_t b[24];
+		size_t len;
+	} bad[] = {
+		{ { 4, 1, 0, 1, 1, 2, 3, 4, 0, 80 }, 10 },	    /* SOCKS4 */
+		{ { 5, 0, 0, 1, 1, 2, 3, 4, 0, 80 }, 10 },	    /* command 0 */
+		{ { 5, 4, 0, 1, 1, 2, 3, 4, 0, 80 }, 10 },	    /* command 4 */
+		{ { 5, 1, 1, 1, 1, 2, 3, 4, 0, 80 }, 10 },	    /* reserved byte */
+		{ { 5, 1, 0, 2, 1, 2, 3, 4, 0, 80 }, 10 },	    /* ATYP 2 */
+		{ { 5, 1, 0, 0 }, 4 },				    /* ATYP 0 */
+		{ { 5, 1, 0, 5, 1, 2, 3, 4, 0, 80 }, 10 },	    /* ATYP 5 */
+		{ { 5, 1, 0, 3, 0, 0, 80 }, 7 },		    /* empty name */
+		{ { 5, 1, 0, 3, 3, 'a', 0, 'b', 0, 80 }, 10 },	    /* NUL inside */
+		{ { 5, 1, 0, 3, 3, 'a', 0 }, 7 },		    /* ... known early */
+		{ { 5, 1, 0, 3, 3, 'a', ' ', 'b', 0, 80 }, 10 },    /* space */
+		{ { 5, 1, 0, 3, 3, 'a', '\n', 'b', 0, 80 }, 10 },   /* control byte */
+		{ { 5, 1, 0, 3, 3, 'a', 0x7f, 'b', 0, 80 }, 10 },   /* DEL */
+		{ { 5, 1, 0, 3, 3, 'a', 0xc3, 0xa9, 0, 80 }, 10 }, /* not ASCII */
+	};
+	struct pd_socks5_request q;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int r = request(bad[i].b, bad[i].len, &q);
+
+		if (r != -EPROTO)
+			fail_msg("case %zu should be refused, got %d", i, r);
+	}
+}
+
+static void test_socks5_reply(void **state)
+{
+	static const uint8_t want[] = { 5, 7, 0, 1, 0, 0, 0, 0, 0, 0 };
+	uint8_t out[PD_SOCKS5_REPLY_LEN];
+
+	(void)state;
+	memset(out, 0xaa, sizeof(out));
+	assert_int_equal(pd_socks5_reply(PD_SOCKS5_REP_CMD_UNSUPPORTED, out), 10);
+	assert_memory_equal(out, want, sizeof(want));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -236,6 +416,11 @@ int main(void)
 		cmocka_unit_test(test_http_refused),
 		cmocka_unit_test(test_sni),
 		cmocka_unit_test(test_sni_real_client),
+		cmocka_unit_test(test_socks5_greeting),
+		cmocka_unit_test(test_socks5_request),
+		cmocka_unit_test(test_socks5_domain_bounds),
+		cmocka_unit_test(test_socks5_refused),
+		cmocka_unit_test(test_socks5_reply),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -31,6 +31,8 @@
 	})
 
 #define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
+#define STRINGIFY_(x) #x
+#define STRINGIFY(x) STRINGIFY_(x)
 
 static inline void pd_freep(void *p)
 {

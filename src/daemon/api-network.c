@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * /v1/sandboxes/{id}/network: the egress policy of a live sandbox — read it with its
+ * counters, or replace it ("install dependencies, then lock"); docs/api.md "Network".
+ * And the per-sandbox egress counters of /metrics.
+ */
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+
+static json_t *stats_json(const struct paddock_egress_stats *s)
+{
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "connections_allowed",
+			 (json_int_t)s->connections_allowed, "connections_denied",
+			 (json_int_t)s->connections_denied, "connections_active",
+			 (json_int_t)s->connections_active, "bytes_out", (json_int_t)s->bytes_out,
+			 "bytes_in", (json_int_t)s->bytes_in, "dns_allowed",
+			 (json_int_t)s->dns_allowed, "dns_denied", (json_int_t)s->dns_denied,
+			 "udp_dropped", (json_int_t)s->udp_dropped);
+}
+
+static json_t *network_json(struct box *b)
+{
+	struct paddock_egress_stats st;
+	json_t *spec = json_loads(b->spec_json, 0, NULL), *o;
+
+	o = json_pack("{s:O?}", "network", spec ? json_object_get(spec, "network") : NULL);
+	json_decref(spec);
+	if (o && b->sb && paddock_sandbox_egress_stats(b->sb, &st, NULL) >= 0)
+		json_object_set_new(o, "stats", stats_json(&st));
+	return o;
+}
+
+/*
+ * PUT replaces the whole policy: a member left out is its default (no rules), not the old
+ * value, so what the caller sent is exactly what is in force.
+ */
+static void put_network(struct request *r, struct box *b)
+{
+	static const char *const fields[] = { "mode", "allow", "deny", "max_connections", NULL };
+	json_t *body = pd_body_object(r, false), *doc = NULL, *v;
+	paddock_spec *spec = NULL;
+	paddock_error err = { 0 };
+	char *text = NULL, *spec_json = NULL;
+	int k;
+
+	if (!body)
+		return;
+	if (!pd_check_fields(r, body, fields))
+		goto out;
+	if (!json_is_string(json_object_get(body, "mode"))) {
+		pd_reply_error(r, 400, "invalid", "network.mode",
+			       "expected 'none', 'allowlist' or 'open' (the mode is required)");
+		goto out;
+	}
+	if (!json_object_get(body, "allow"))
+		json_object_set_new(body, "allow", json_array());
+	if (!json_object_get(body, "deny"))
+		json_object_set_new(body, "deny", json_array());
+	/* the rest of the spec is the sandbox's own: only its network section changes */
+	k = paddock_spec_new(&spec, &err);
+	if (k >= 0)
+		k = paddock_spec_load_json(spec, b->spec_json, strlen(b->spec_json), &err);
+	v = json_object_get(body, "max_connections");
+	doc = json_pack("{s:{s:O, s:O, s:O}}", "network", "mode", json_object_get(body, "mode"),
+			"allow", json_object_get(body, "allow"), "deny",
+			json_object_get(body, "deny"));
+	if (doc && v)
+		json_object_set(json_object_get(doc, "network"), "max_connections", v);
+	text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+	if (k >= 0 && !text)
+		k = -ENOMEM, err.code = ENOMEM;
+	if (k >= 0)
+		k = paddock_spec_load_json(spec, text, strlen(text), &err);
+	if (k >= 0)
+		k = paddock_spec_validate(spec, &err);
+	if (k >= 0)
+		k = paddock_spec_to_json(spec, &spec_json, &err);
+	if (k >= 0)
+		k = paddock_sandbox_set_network(b->sb, spec, &err);
+	if (k < 0) {
+		if (err.code == EPERM)
+			pd_reply_error(r, 409, "conflict", "network.mode", "%s", err.msg);
+		else
+			pd_reply_paddock_error(r, &err);
+		goto out;
+	}
+	free(b->spec_json);
+	b->spec_json = spec_json;
+	spec_json = NULL;
+	pd_box_persist(b); /* a restarted daemon re-adopts the sandbox with this policy */
+	pd_reply_json(r, 200, network_json(b));
+out:
+	free(spec_json);
+	free(text);
+	json_decref(doc);
+	json_decref(body);
+	paddock_spec_free(spec);
+}
+
+void pd_api_network(struct request *r, struct box *b)
+{
+	if (!b->sb)
+		return pd_reply_error(r, 409, "conflict", "id", "the sandbox has stopped");
+	if (r->method == EVHTTP_REQ_GET)
+		return pd_reply_json(r, 200, network_json(b));
+	if (r->method == EVHTTP_REQ_PUT)
+		return put_network(r, b);
+	pd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET or PUT");
+}
+
+void pd_metrics_egress(struct daemon *d, struct evbuffer *out)
+{
+	static const char *const names[] = {
+		"paddock_egress_connections_total", "paddock_egress_bytes_total",
+		"paddock_egress_dns_queries_total", "paddock_egress_udp_dropped_total",
+		"paddock_egress_connections_active",
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		evbuffer_add_printf(out, "# TYPE %s %s\n", names[i], i == 4 ? "gauge" : "counter");
+		for (struct box *b = d->boxes; b; b = b->next) {
+			struct paddock_egress_stats s;
+			unsigned long long a, c;
+
+			if (!b->sb || paddock_sandbox_egress_stats(b->sb, &s, NULL) < 0)
+				continue;
+			switch (i) {
+			case 0:
+				a = s.connections_allowed, c = s.connections_denied;
+				evbuffer_add_printf(out,
+						    "%s{sandbox=\"%s\",decision=\"allow\"} %llu\n"
+						    "%s{sandbox=\"%s\",decision=\"deny\"} %llu\n",
+						    names[i], b->id, a, names[i], b->id, c);
+				break;
+			case 1:
+				a = s.bytes_out, c = s.bytes_in;
+				evbuffer_add_printf(out,
+						    "%s{sandbox=\"%s\",direction=\"out\"} %llu\n"
+						    "%s{sandbox=\"%s\",direction=\"in\"} %llu\n",
+						    names[i], b->id, a, names[i], b->id, c);
+				break;
+			case 2:
+				a = s.dns_allowed, c = s.dns_denied;
+				evbuffer_add_printf(out,
+						    "%s{sandbox=\"%s\",decision=\"allow\"} %llu\n"
+						    "%s{sandbox=\"%s\",decision=\"deny\"} %llu\n",
+						    names[i], b->id, a, names[i], b->id, c);
+				break;
+			case 3:
+				evbuffer_add_printf(out, "%s{sandbox=\"%s\"} %llu\n", names[i], b->id,
+						    (unsigned long long)s.udp_dropped);
+				break;
+			default:
+				evbuffer_add_printf(out, "%s{sandbox=\"%s\"} %llu\n", names[i], b->id,
+						    (unsigned long long)s.connections_active);
+				break;
+			}
+		}
+	}
+}

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A sandbox's egress, served by its supervisor (DESIGN.md: Network). Listening sockets live
+ * inside the sandbox's netns (init makes them; egress-ports.h has their addresses); this
+ * process accepts on them and decides every connection and DNS query outside the sandbox:
+ *
+ *   egress.c       listeners, policy, counters, the DNS filter and the UDP sink
+ *   egress-conn.c  one proxied TCP connection: HTTP proxy (CONNECT and absolute-form),
+ *                  SOCKS5 and transparent (SO_ORIGINAL_DST + SNI/Host), then splice(2)
+ *   egress-resolve.c  the supervisor's own name resolution, pinned
+ *
+ * Trust: everything read from these sockets is hostile. Every buffer is bounded, every
+ * connection counted against network.max_connections, every phase has a timeout.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "egress-policy.h"
+#include "egress-resolve.h"
+#include "paddock/paddock.h"
+
+struct event;
+
+enum pd_egress_via {
+	PD_VIA_PROXY,	    /* HTTP proxy port: CONNECT or absolute-form */
+	PD_VIA_SOCKS,	    /* SOCKS5 port */
+	PD_VIA_TRANSPARENT, /* redirected by the sandbox's nftables rules */
+	PD_VIA_DNS,	    /* the DNS filter (UDP) */
+	PD_VIA_SINK,	    /* redirected UDP other than DNS: recorded, dropped */
+	_PD_VIA_MAX,
+};
+
+const char *pd_egress_via_to_string(enum pd_egress_via v);
+
+#define PD_EGRESS_LISTENERS 8
+
+struct pd_egress_conn;
+struct pd_egress_dnsq;
+
+struct pd_egress {
+	paddock_sandbox *sb;
+	paddock_ctx *ctx;
+	const char *sandbox_id;
+	struct pd_egress_policy policy;
+	unsigned max_conns;
+	int listen_fd[PD_EGRESS_LISTENERS];
+	enum pd_egress_via listen_via[PD_EGRESS_LISTENERS];
+	struct event *listen_ev[PD_EGRESS_LISTENERS];
+	size_t n_listeners;
+	struct pd_egress_conn *conns;
+	struct pd_egress_dnsq *dnsqs;
+	unsigned n_dnsqs;
+	struct paddock_egress_stats stats;
+	/* addresses the DNS filter answered, and for which name: a redirected connection that
+	 * carries no name of its own (ssh, a database protocol) is decided by this one */
+	struct pd_egress_answer {
+		int family;
+		uint8_t addr[16];
+		char name[PD_EGRESS_NAME_MAX + 1];
+	} *answers;
+	size_t n_answers, next_answer;
+	/* UDP sink events are rate limited: at most a few per second, the rest counted */
+	uint64_t sink_window_s;
+	unsigned sink_events_in_window;
+};
+
+/* Asks init for the listening sockets, binds and serves them. Called at create and adopt. */
+int pd_egress_start(paddock_sandbox *sb, struct pd_egress **ret, paddock_error *err);
+/* Closes listeners and every connection (each recorded); NULL is fine. */
+void pd_egress_free(struct pd_egress *eg);
+/* Replaces the policy (taken over); new connections and queries follow it at once. */
+void pd_egress_set_policy(struct pd_egress *eg, struct pd_egress_policy *policy);
+
+/* The name the DNS filter gave this address to most recently, or NULL. */
+const char *pd_egress_name_for_addr(const struct pd_egress *eg, int family, const uint8_t *addr);
+
+/* The context's resolver, made on first use (egress.c). */
+struct pd_resolver *pd_egress_resolver(paddock_ctx *ctx, paddock_error *err);
+
+/* egress-conn.c: serves an accepted TCP connection (fd taken over). */
+void pd_egress_conn_new(struct pd_egress *eg, int fd, enum pd_egress_via via, int family);
+void pd_egress_conn_free_all(struct pd_egress *eg);

@@ -1,0 +1,172 @@
+#!/bin/bash
+# run.sh: netns
+# Network egress end to end (docs/network.md): run.sh runs this inside a network namespace
+# of its own whose only other members are the test servers of netns-wrap.sh, so no packet
+# can leave the machine. Names resolve only through $EGRESS_DIR/hosts (--resolve-hosts).
+# Each case is a real `paddock run` (root, then rootless) and what it printed; the servers'
+# requests.jsonl says what did, or did not, arrive.
+. "$(dirname "$0")/lib.sh"
+
+: "${EGRESS_DIR:?run.sh runs this test inside netns-wrap.sh}"
+H=$EGRESS_DIR/hosts
+REQ=$EGRESS_DIR/requests.jsonl
+PY=/usr/bin/python3
+
+# eg [paddock run args...]: a sandbox that sees the test CA at /egress/ca.pem
+eg() { run_sb OUT ST --resolve-hosts "$H" --ro-bind "$EGRESS_DIR:/egress" "$@"; }
+C='curl -sS -m 5'
+CA='--cacert /egress/ca.pem'
+
+# ---- allowed, through the proxy variables ----
+eg --allow allowed.test -- $C http://allowed.test/
+expect_match "proxy variables: curl reaches an allowed name" '^hello from allowed.test' "$OUT"
+eg --allow allowed.test -- $PY -c 'import urllib.request as u; print(u.urlopen("http://allowed.test/", timeout=5).read().decode())'
+expect_match "proxy variables: python urllib reaches it" '^hello from allowed.test' "$OUT"
+eg --allow allowed.test -- $C $CA https://allowed.test/
+expect_match "HTTPS through CONNECT, end to end TLS" '^hello from allowed.test' "$OUT"
+eg --allow git.test -- sh -c 'cd /tmp && git clone -q http://git.test:8080/repo.git r && cat r/README'
+expect_match "git clone over http" 'paddock-egress-test' "$OUT"
+eg --allow allowed.test -- $C --socks5-hostname 127.0.0.1:1080 http://allowed.test/
+expect_match "SOCKS5 with the name resolved by the proxy" '^hello from allowed.test' "$OUT"
+
+# ---- allowed, transparently: programs that ignore the variables ----
+eg --allow allowed.test -- $C --noproxy '*' http://allowed.test/
+expect_match "transparent HTTP: decided by Host" '^hello from allowed.test' "$OUT"
+eg --allow allowed.test -- $C --noproxy '*' $CA https://allowed.test/
+expect_match "transparent HTTPS: decided by the TLS server name" '^hello from allowed.test' "$OUT"
+eg --allow allowed.test -- $PY -c 'import socket; s = socket.create_connection(("allowed.test", 7), timeout=5); s.sendall(b"ping"); print(s.recv(4).decode())'
+expect_eq "transparent raw TCP: decided by the name the DNS filter answered" "ping" "$OUT"
+
+# ---- refused, with an answer an agent understands ----
+eg --allow allowed.test -- $C http://denied.test/
+expect_match "denied name: 403 names the host" 'egress to denied.test:80 is blocked' "$OUT"
+expect_match "denied name: and says other routes are blocked too" 'Other routes' "$OUT"
+eg --allow allowed.test -- $C -o /dev/null -w '%{http_code}' http://denied.test/
+expect_eq "denied name: status 403" "403" "$OUT"
+eg --allow allowed.test -- $C $CA https://denied.test/
+expect_match "denied HTTPS: CONNECT refused with 403" 'CONNECT|403' "$OUT"
+eg --allow allowed.test -- $C --noproxy '*' http://denied.test/
+expect_match "denied name: the DNS filter does not resolve it" 'resolve' "$OUT"
+eg --allow allowed.test -- $C --noproxy '*' http://11.22.33.2/
+expect_match "IP literal without a CIDR rule: refused" 'egress to 11.22.33.2:80 is blocked' "$OUT"
+eg --allow allowed.test -- $C --noproxy '*' $CA --resolve denied.test:443:11.22.33.2 https://denied.test/
+expect_eq "transparent TLS to a denied server name: no connection" "1" "$([ "$ST" -ne 0 ] && echo 1)"
+eg --allow allowed.test -- $C --socks5-hostname 127.0.0.1:1080 http://denied.test/
+expect_eq "SOCKS5 to a denied name fails" "1" "$([ "$ST" -ne 0 ] && echo 1)"
+eg --allow 11.22.33.2/32 -- $C http://11.22.33.2/
+expect_match "IP literal with a CIDR rule: allowed" '^hello from 11.22.33.2' "$OUT"
+
+# ---- rules: wildcard, ports, deny beats allow ----
+eg --allow '*.wild.test' --deny deny.wild.test -- sh -c "$C http://www.wild.test/; $C http://deny.wild.test/"
+expect_match "wildcard rule allows a name below it" 'hello from www.wild.test' "$OUT"
+expect_match "deny beats allow, and the 403 names the rule" 'deny.wild.test:80 is blocked .*deny deny.wild.test' "$OUT"
+eg --allow allowed.test:443 -- sh -c "$C $CA https://allowed.test/; $C http://allowed.test/"
+expect_match "port rule: the port it names works" 'hello from allowed.test' "$OUT"
+expect_match "port rule: another port is refused" 'allowed.test:80 is blocked' "$OUT"
+eg --allow preset:nope -- true
+expect_match "unknown preset: an error naming the field" 'network.allow' "$OUT"
+
+# ---- no SSRF: names resolving to private, metadata and loopback addresses ----
+eg --allow private.test --allow metadata.test --allow loopback.test -- sh -c \
+	"$C http://private.test/; $C http://metadata.test/; $C http://loopback.test:8099/; $C --noproxy '*' http://169.254.169.254/"
+expect_match "a name resolving to 10.x is refused" 'private.test:80 is blocked .*not public' "$OUT"
+expect_match "a name resolving to 169.254.169.254 is refused" 'metadata.test:80 is blocked' "$OUT"
+expect_match "a name resolving to 127.0.0.1 is refused" 'loopback.test:8099 is blocked' "$OUT"
+expect_match "the metadata address itself is refused" '169.254.169.254:80 is blocked' "$OUT"
+eg --allow private.test --allow 10.0.0.5/32 -- $C http://private.test/
+expect_match "a CIDR rule lets a private address through" '^hello from private.test' "$OUT"
+
+# ---- a tunnel carries only the host it was opened for ----
+cat >"$T_TMP/mismatch.py" <<'PYEOF'
+import socket, ssl
+s = socket.create_connection(("127.0.0.1", 3128), timeout=5)
+s.sendall(b"CONNECT allowed.test:443 HTTP/1.1\r\nHost: allowed.test:443\r\n\r\n")
+print(s.recv(100).split(b"\r\n")[0].decode())
+ctx = ssl.create_default_context(cafile="/egress/ca.pem")
+ctx.check_hostname = False
+try:
+    ctx.wrap_socket(s, server_hostname="denied.test").close()
+    print("sni-mismatch: passed")
+except (OSError, ssl.SSLError):
+    print("sni-mismatch: refused")
+s = socket.create_connection(("127.0.0.1", 3128), timeout=5)
+s.sendall(b"GET http://allowed.test/ HTTP/1.1\r\nHost: denied.test\r\n\r\n")
+print("host-mismatch:", s.recv(200).split(b"\r\n")[0].decode())
+PYEOF
+chmod 644 "$T_TMP/mismatch.py"
+eg --allow allowed.test --ro-bind "$T_TMP/mismatch.py:/m.py" -- $PY /m.py
+expect_match "CONNECT to an allowed host answers 200" 'HTTP/1.1 200' "$OUT"
+expect_match "TLS server name differing from the CONNECT host: refused" 'sni-mismatch: refused' "$OUT"
+expect_match "Host header differing from the request's host: 403" 'host-mismatch: HTTP/1.1 403' "$OUT"
+
+# ---- DNS filter ----
+eg --allow allowed.test --allow private.test -- sh -c \
+	'getent hosts allowed.test; echo "denied=$(getent hosts denied.test >/dev/null; echo $?)"; echo "private=$(getent hosts private.test >/dev/null; echo $?)"'
+expect_match "DNS answers an allowed name with the supervisor's address" '11.22.33.1 +allowed.test' "$OUT"
+expect_match "DNS does not answer a name the policy refuses" 'denied=2' "$OUT"
+expect_match "DNS hides a name resolving only to private addresses" 'private=2' "$OUT"
+
+# ---- UDP other than DNS is dropped, and recorded ----
+before=$(grep -c '"server": "udp"' "$REQ" 2>/dev/null)
+eg --allow allowed.test --log-format json -- $PY -c 'import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.sendto(b"x" * 10, ("11.22.33.1", 9999)); print("sent")'
+sleep 0.3
+expect_match "UDP: a drop is recorded" '"event":"egress.udp_dropped"' "$OUT"
+expect_eq "UDP: nothing reached the server" "$before" "$(grep -c '"server": "udp"' "$REQ" 2>/dev/null)"
+
+# ---- events ----
+eg --allow allowed.test --log-format json -- $C --noproxy '*' http://allowed.test/
+ev=$(grep '"event":"egress.connection"' <<<"$OUT" | head -n1)
+expect_match "event: the connection, its host and decision" '"host":"allowed.test".*"decision":"allow"' "$ev"
+expect_match "event: the address dialled, the rule and the bytes" '"address":"11.22.33.1".*"rule":"allowed.test".*"bytes_in":[1-9]' "$ev"
+expect_match "event: the DNS query" '"event":"egress.dns".*"name":"allowed.test".*"decision":"allow"' "$OUT"
+eg --allow allowed.test --log-format json -- $C http://denied.test/
+expect_match "event: a refusal, with its reason" '"event":"egress.connection".*"host":"denied.test".*"decision":"deny".*"reason"' "$OUT"
+
+# ---- none really has no egress; --no-transparent only the proxy ----
+run_sb OUT ST --net none --resolve-hosts "$H" -- sh -c \
+	"env | grep -ci _proxy; $C --noproxy '*' http://11.22.33.1/; echo c=\$?; $PY -c 'import socket; socket.create_connection((\"11.22.33.1\", 80), timeout=3)'"
+expect_match "none: no proxy variables" '^0' "$OUT"
+expect_match "none: no route anywhere" 'c=7' "$OUT"
+expect_match "none: connect fails with ENETUNREACH" 'Network is unreachable' "$OUT"
+eg --allow allowed.test --no-transparent -- sh -c "$C http://allowed.test/; $C --noproxy '*' http://11.22.33.1/; echo c=\$?"
+expect_match "--no-transparent: the proxy works" 'hello from allowed.test' "$OUT"
+expect_match "--no-transparent: nothing else leaves" 'c=7' "$OUT"
+
+# ---- paddockd: the policy of a live sandbox is replaced at once ----
+SOCK=$T_TMP/sock
+"${PADDOCKD:?}" --socket "$SOCK" --state-dir "$T_TMP/st" --resolve-hosts "$H" 2>>"$T_TMP/d.log" &
+DPID=$!
+for _ in $(seq 100); do curl -s --unix-socket "$SOCK" -o /dev/null http://x/healthz && break; sleep 0.05; done
+api() { local m=$1 p=$2; shift 2; curl -s --unix-socket "$SOCK" -X "$m" -w '\n%{http_code}' "http://x$p" "$@"; }
+r=$(api POST /v1/sandboxes -d '{"network":{"mode":"allowlist","allow":["allowed.test"]}}')
+ID=$($PY -c 'import json,sys; print(json.loads(sys.argv[1].rsplit("\n",1)[0])["id"])' "$r" 2>/dev/null)
+expect_match "daemon: a sandbox with an allowlist" '^sb_' "$ID"
+r=$(api POST "/v1/sandboxes/$ID/exec" -d '{"cmd":"curl -sS -m 5 http://allowed.test/"}')
+expect_match "daemon: allowed before the change" 'hello from allowed.test' "$r"
+r=$(api PUT "/v1/sandboxes/$ID/network" -d '{"mode":"allowlist","allow":["denied.test"]}')
+expect_eq "daemon: PUT network answers 200" 200 "$(tail -n1 <<<"$r")"
+r=$(api POST "/v1/sandboxes/$ID/exec" -d '{"cmd":"curl -sS -m 5 http://allowed.test/; curl -sS -m 5 http://denied.test/"}')
+expect_match "daemon: the old name is refused at once" 'allowed.test:80 is blocked' "$r"
+expect_match "daemon: the new name works at once" 'hello from denied.test' "$r"
+r=$(api PUT "/v1/sandboxes/$ID/network" -d '{"mode":"none"}')
+r=$(api POST "/v1/sandboxes/$ID/exec" -d '{"cmd":"curl -sS -m 5 http://denied.test/"}')
+expect_match "daemon: locked with mode none" 'denied.test:80 is blocked' "$r"
+r=$(api PUT "/v1/sandboxes/$ID/network" -d '{"mode":"allowlist","allow":["bad host"]}')
+expect_eq "daemon: a bad rule is a 400 naming it" "400" "$(tail -n1 <<<"$r")"
+expect_match "daemon: ...the field" 'network.allow\[0\]' "$r"
+r=$(api PUT "/v1/sandboxes/$ID/network" -d '{"allow":[]}')
+expect_eq "daemon: the mode is required" "400" "$(tail -n1 <<<"$r")"
+r=$(api GET "/v1/sandboxes/$ID/network")
+expect_match "daemon: GET network shows the policy in force and counters" '"mode": *"none".*"connections_denied": *[1-9]' "$(tr -d '\n' <<<"$r")"
+r=$(curl -s --unix-socket "$SOCK" http://x/metrics)
+expect_match "daemon: per-sandbox egress metrics" "paddock_egress_connections_total\\{sandbox=\"$ID\",decision=\"deny\"\\} [1-9]" "$r"
+r=$(api POST /v1/sandboxes -d '{}')
+ID2=$($PY -c 'import json,sys; print(json.loads(sys.argv[1].rsplit("\n",1)[0])["id"])' "$r" 2>/dev/null)
+r=$(api PUT "/v1/sandboxes/$ID2/network" -d '{"mode":"allowlist","allow":["allowed.test"]}')
+expect_eq "daemon: a sandbox made with none has no egress to open: 409" "409" "$(tail -n1 <<<"$r")"
+api DELETE "/v1/sandboxes/$ID" >/dev/null
+api DELETE "/v1/sandboxes/$ID2" >/dev/null
+kill -TERM "$DPID"
+wait "$DPID"
+
+finish
