@@ -377,6 +377,7 @@ static void on_resolved(int error, const struct pd_addrs *addrs, void *userdata)
 
 static void conn_resolve(struct pd_egress_conn *c)
 {
+	struct pd_resolve_req *req;
 	struct pd_resolver *res;
 
 	c->st = ST_RESOLVE;
@@ -388,7 +389,10 @@ static void conn_resolve(struct pd_egress_conn *c)
 	if (!res)
 		return conn_fail(c, 0x01, "502 Bad Gateway", "no resolver");
 	set_timer(c, HEAD_TIMEOUT_S * 1000);
-	c->req = pd_resolve(res, c->name, on_resolved, c);
+	/* an answer at once (cache, hosts file) has run on_resolved, which may have freed c */
+	req = pd_resolve(res, c->name, on_resolved, c);
+	if (req)
+		c->req = req;
 }
 
 static void connect_next(struct pd_egress_conn *c)

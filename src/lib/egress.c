@@ -252,6 +252,7 @@ static void dns_one(struct pd_egress *eg, int fd, const uint8_t *msg, size_t len
 		    const struct sockaddr_storage *from, socklen_t fromlen)
 {
 	const struct pd_egress_rule *rule;
+	struct pd_resolve_req *req;
 	struct pd_egress_dnsq *d;
 	struct pd_dns_query q;
 	struct pd_resolver *res;
@@ -314,7 +315,10 @@ static void dns_one(struct pd_egress *eg, int fd, const uint8_t *msg, size_t len
 		eg->dnsqs->prev = d;
 	eg->dnsqs = d;
 	eg->n_dnsqs++;
-	d->req = pd_resolve(res, q.name, on_dns_resolved, d);
+	/* an answer at once (cache, hosts file) has run on_dns_resolved and freed d already */
+	req = pd_resolve(res, q.name, on_dns_resolved, d);
+	if (req)
+		d->req = req;
 }
 
 static void sink_record(struct pd_egress *eg, size_t bytes, const struct sockaddr_storage *from)

@@ -164,6 +164,17 @@ r=$(api POST /v1/sandboxes -d '{}')
 ID2=$($PY -c 'import json,sys; print(json.loads(sys.argv[1].rsplit("\n",1)[0])["id"])' "$r" 2>/dev/null)
 r=$(api PUT "/v1/sandboxes/$ID2/network" -d '{"mode":"allowlist","allow":["allowed.test"]}')
 expect_eq "daemon: a sandbox made with none has no egress to open: 409" "409" "$(tail -n1 <<<"$r")"
+# a crash of the daemon: the re-adopted sandbox gets its listeners back, with the policy
+# last PUT (the store has it)
+api PUT "/v1/sandboxes/$ID/network" -d '{"mode":"allowlist","allow":["allowed.test"]}' >/dev/null
+kill -9 "$DPID"
+wait "$DPID" 2>/dev/null
+"$PADDOCKD" --socket "$SOCK" --state-dir "$T_TMP/st" --resolve-hosts "$H" 2>>"$T_TMP/d.log" &
+DPID=$!
+for _ in $(seq 100); do curl -s --unix-socket "$SOCK" -o /dev/null http://x/healthz && break; sleep 0.05; done
+r=$(api POST "/v1/sandboxes/$ID/exec" -d '{"cmd":"curl -sS -m 5 http://allowed.test/; curl -sS -m 5 http://denied.test/"}')
+expect_match "daemon: after kill -9 and restart, egress works again" 'hello from allowed.test' "$r"
+expect_match "daemon: ...with the policy last set" 'denied.test:80 is blocked' "$r"
 api DELETE "/v1/sandboxes/$ID" >/dev/null
 api DELETE "/v1/sandboxes/$ID2" >/dev/null
 kill -TERM "$DPID"
