@@ -76,6 +76,10 @@ static void usage(FILE *f)
 	      "  --nofile N           open files per process (1024)\n"
 	      "  --output-limit SIZE  captured stdout+stderr of one exec (16M)\n"
 	      "  --require LIMITS     refuse to create unless these are enforced\n"
+	      "  --net MODE           none (default), allowlist or open (docs/network.md)\n"
+	      "  --allow RULE         allow a destination (implies --net allowlist)\n"
+	      "  --deny RULE          refuse a destination; deny beats allow\n"
+	      "  --no-transparent     only programs honouring HTTP(S)_PROXY get egress\n"
 	      "\n"
 	      "  --print-request      print the request body (JSON); nothing is sent\n"
 	      API_OPTIONS_HELP

@@ -249,6 +249,7 @@ static void http_answer(struct pd_egress_conn *c, const char *status, const char
 static void conn_refuse(struct pd_egress_conn *c, const char *reason)
 {
 	char target[PD_EGRESS_NAME_MAX + 16], body[1536];
+	bool deny = strncmp(c->rule, "deny ", 5) == 0;
 
 	c->decided = true;
 	c->allowed = false;
@@ -266,11 +267,13 @@ static void conn_refuse(struct pd_egress_conn *c, const char *reason)
 		 */
 		snprintf(body, sizeof(body),
 			 "paddock: egress to %s is blocked by this sandbox's network policy "
-			 "(%s; %s).\nOther routes (direct connections, other ports, DNS, other "
-			 "proxies or tunnels) are blocked as well; ask the operator to allow this "
-			 "destination (--allow %s).\n",
-			 target, reason, c->rule,
-			 c->kind == TARGET_NAME ? c->name : c->addr_text);
+			 "(%s%s%s).\nOther routes (direct connections, other ports, DNS, other "
+			 "proxies or tunnels) are blocked as well; %s%s%s\n",
+			 target, reason, c->rule[0] ? "; " : "", c->rule,
+			 deny ? "the operator denies this destination." :
+				"ask the operator to allow this destination (--allow ",
+			 deny ? "" : c->kind == TARGET_NAME ? c->name : c->addr_text,
+			 deny ? "" : ").");
 		http_answer(c, "403 Forbidden", body);
 	}
 	/* TLS or unknown bytes, redirected: nothing it would understand; the close says it */
@@ -354,6 +357,8 @@ static void on_resolved(int error, const struct pd_addrs *addrs, void *userdata)
 		return conn_fail(c, 0x04, "502 Bad Gateway", "the name does not resolve");
 	if (error < 0)
 		return conn_fail(c, 0x04, "502 Bad Gateway", "name resolution failed");
+	const struct pd_egress_rule *deny = NULL;
+
 	for (size_t i = 0; i < addrs->n; i++) {
 		const struct pd_egress_rule *rule;
 
@@ -361,13 +366,18 @@ static void on_resolved(int error, const struct pd_addrs *addrs, void *userdata)
 		if (pd_egress_allow_addr(&c->eg->policy, addrs->a[i].family, addrs->a[i].addr,
 					 c->port, true, &rule))
 			ok.a[ok.n++] = addrs->a[i];
+		else if (rule && rule->deny)
+			deny = rule;
 		else
-			why = rule ? "a deny rule matches its address"
-				   : "it resolves only to addresses that are not public (loopback, "
-				     "private, link-local or reserved) and no CIDR rule allows them";
+			why = "it resolves only to addresses that are not public (loopback, private, "
+			      "link-local or reserved) and no CIDR rule allows them";
 	}
 	if (ok.n == 0) {
 		inet_ntop(addrs->a[0].family, addrs->a[0].addr, c->addr_text, sizeof(c->addr_text));
+		if (deny) {
+			set_rule(c, deny);
+			why = "a deny rule matches its address";
+		}
 		return conn_refuse(c, why);
 	}
 	c->addrs = ok;

@@ -66,6 +66,24 @@ expect_match "port rule: another port is refused" 'allowed.test:80 is blocked' "
 eg --allow preset:nope -- true
 expect_match "unknown preset: an error naming the field" 'network.allow' "$OUT"
 
+# ---- open: any public destination, still no private one ----
+eg --net open --deny 11.22.33.2/32 -- sh -c "$C http://allowed.test/; $C http://denied.test/; $C http://private.test/"
+expect_match "open: a public name without a rule" 'hello from allowed.test' "$OUT"
+expect_match "open: a deny rule still applies (by address)" 'denied.test:80 is blocked .*deny 11.22.33.2/32' "$OUT"
+expect_match "open: a private address is still refused" 'private.test:80 is blocked .*not public' "$OUT"
+
+# ---- bounds: network.max_connections ----
+cat >"$T_TMP/maxconn.json" <<'JSON'
+{"network": {"mode": "allowlist", "allow": ["allowed.test"], "max_connections": 1}}
+JSON
+chmod 644 "$T_TMP/maxconn.json"
+eg --spec "$T_TMP/maxconn.json" -- $PY -c '
+import socket, subprocess
+s = socket.create_connection(("allowed.test", 7), timeout=5)
+s.sendall(b"x"); s.recv(1)
+print(subprocess.run(["curl", "-sS", "-m", "5", "http://allowed.test/"], capture_output=True, text=True).stdout)'
+expect_match "max_connections: one more is refused with 503" 'too many connections' "$OUT"
+
 # ---- no SSRF: names resolving to private, metadata and loopback addresses ----
 eg --allow private.test --allow metadata.test --allow loopback.test -- sh -c \
 	"$C http://private.test/; $C http://metadata.test/; $C http://loopback.test:8099/; $C --noproxy '*' http://169.254.169.254/"
