@@ -36,8 +36,9 @@ static json_t *network_json(struct box *b)
 }
 
 /*
- * PUT replaces the whole policy: a member left out is its default (no rules), not the old
- * value, so what the caller sent is exactly what is in force.
+ * PUT replaces the policy: the mode is required and a rule list left out is empty, not the
+ * old one, so the rules in force are exactly those sent. max_connections, a bound rather
+ * than a rule, keeps its value unless given.
  */
 static void put_network(struct request *r, struct box *b)
 {
@@ -104,7 +105,7 @@ out:
 
 void pd_api_network(struct request *r, struct box *b)
 {
-	if (!b->sb)
+	if (!b->sb || !paddock_sandbox_running(b->sb))
 		return pd_reply_error(r, 409, "conflict", "id", "the sandbox has stopped");
 	if (r->method == EVHTTP_REQ_GET)
 		return pd_reply_json(r, 200, network_json(b));

@@ -136,14 +136,7 @@ static void target_text(const struct pd_egress_conn *c, char *buf, size_t size)
 
 static void set_rule(struct pd_egress_conn *c, const struct pd_egress_rule *rule)
 {
-	/* no rule: the mode decided (open allows public destinations, allowlist nothing) */
-	if (rule)
-		snprintf(c->rule, sizeof(c->rule), "%s%s", rule->deny ? "deny " : "", rule->text);
-	else
-		snprintf(c->rule, sizeof(c->rule), "mode %s",
-			 c->eg->policy.mode == PD_EGRESS_OPEN	   ? "open"
-			 : c->eg->policy.mode == PD_EGRESS_ALLOWLIST ? "allowlist"
-								      : "none");
+	pd_egress_rule_text(c->eg, rule, c->rule, sizeof(c->rule));
 }
 
 /* The target as the client gave it: a name, or an address literal. */
@@ -554,6 +547,8 @@ static void pipe_run(struct pd_egress_conn *c)
 
 static void pipe_start(struct pd_egress_conn *c, uint8_t *pre_up, size_t pre_up_len)
 {
+	/* counted here, once every check has passed: a tunnel refused after CONNECT is a denial */
+	c->eg->stats.connections_allowed++;
 	c->st = ST_PIPE;
 	c->u_rd = event_new(c->eg->ctx->base, c->ufd, EV_READ, conn_io, c);
 	if (!c->u_wr)
@@ -836,6 +831,7 @@ static void check_tunnel(struct pd_egress_conn *c, bool timed_out)
 	if (c->kind == TARGET_NAME && name[0] &&
 	    (pd_egress_name_normalise(name, norm, sizeof(norm)) < 0 || !streq(norm, c->name))) {
 		c->allowed = false;
+		c->rule[0] = '\0'; /* the rule allowed the host; the tunnel's contents are refused */
 		c->eg->stats.connections_denied++;
 		c->reason = c->is_tls ? "the TLS server name differs from the tunnel's host"
 				      : "the Host header differs from the tunnel's host";
@@ -861,7 +857,6 @@ static void on_connected(struct pd_egress_conn *c)
 		return connect_next(c);
 	}
 	c->reason = NULL;
-	c->eg->stats.connections_allowed++;
 	switch (c->via) {
 	case PD_VIA_PROXY:
 		if (c->absolute) {

@@ -63,6 +63,18 @@ static const struct listener {
 static_assert(sizeof(listeners) / sizeof(listeners[0]) <= PD_EGRESS_LISTENERS,
 	      "PD_EGRESS_LISTENERS too small");
 
+void pd_egress_rule_text(const struct pd_egress *eg, const struct pd_egress_rule *rule,
+			 char *buf, size_t size)
+{
+	if (rule)
+		snprintf(buf, size, "%s%s", rule->deny ? "deny " : "", rule->text);
+	else
+		snprintf(buf, size, "mode %s",
+			 eg->policy.mode == PD_EGRESS_OPEN	   ? "open"
+			 : eg->policy.mode == PD_EGRESS_ALLOWLIST ? "allowlist"
+								   : "none");
+}
+
 /* ---- resolver ------------------------------------------------------------------------- */
 
 struct pd_resolver *pd_egress_resolver(paddock_ctx *ctx, paddock_error *err)
@@ -105,7 +117,7 @@ struct pd_egress_dnsq {
 	struct sockaddr_storage from;
 	socklen_t fromlen;
 	struct pd_dns_query q;
-	char rule[sizeof(((struct pd_egress_rule *)0)->text)];
+	char rule[sizeof(((struct pd_egress_rule *)0)->text) + 8];
 	struct pd_resolve_req *req;
 	struct pd_egress_dnsq *next, *prev;
 };
@@ -252,6 +264,7 @@ static void dns_one(struct pd_egress *eg, int fd, const uint8_t *msg, size_t len
 		    const struct sockaddr_storage *from, socklen_t fromlen)
 {
 	const struct pd_egress_rule *rule;
+	char rtext[sizeof(rule->text) + 8];
 	struct pd_resolve_req *req;
 	struct pd_egress_dnsq *d;
 	struct pd_dns_query q;
@@ -277,16 +290,18 @@ static void dns_one(struct pd_egress *eg, int fd, const uint8_t *msg, size_t len
 		n = pd_dns_answer_build(&q, PD_DNS_RCODE_NXDOMAIN, AF_INET, NULL, 0, 0, out,
 					sizeof(out));
 		dns_send(fd, from, fromlen, out, n);
-		dns_record(eg, &q, false, rule ? rule->text : NULL, PD_DNS_RCODE_NXDOMAIN, NULL,
+		pd_egress_rule_text(eg, rule, rtext, sizeof(rtext));
+		dns_record(eg, &q, false, rtext, PD_DNS_RCODE_NXDOMAIN, NULL,
 			   rule ? "a deny rule matches the name" : "no allow rule matches the name");
 		return;
 	}
+	pd_egress_rule_text(eg, rule, rtext, sizeof(rtext));
 	if (q.qtype != PD_DNS_TYPE_A && q.qtype != PD_DNS_TYPE_AAAA) {
 		/* an allowed name has no other records here (MX, TXT, HTTPS...): "no data" */
 		n = pd_dns_answer_build(&q, PD_DNS_RCODE_NOERROR, AF_INET, NULL, 0, 0, out,
 					sizeof(out));
 		dns_send(fd, from, fromlen, out, n);
-		dns_record(eg, &q, true, rule ? rule->text : NULL, PD_DNS_RCODE_NOERROR, NULL,
+		dns_record(eg, &q, true, rtext, PD_DNS_RCODE_NOERROR, NULL,
 			   "only A and AAAA records are answered");
 		return;
 	}
@@ -305,11 +320,7 @@ static void dns_one(struct pd_egress *eg, int fd, const uint8_t *msg, size_t len
 	memcpy(&d->from, from, fromlen);
 	d->fromlen = fromlen;
 	d->q = q;
-	if (rule)
-		snprintf(d->rule, sizeof(d->rule), "%s", rule->text);
-	else
-		snprintf(d->rule, sizeof(d->rule), "mode:%s",
-			 eg->policy.mode == PD_EGRESS_OPEN ? "open" : "allowlist");
+	snprintf(d->rule, sizeof(d->rule), "%s", rtext);
 	d->next = eg->dnsqs;
 	if (eg->dnsqs)
 		eg->dnsqs->prev = d;

@@ -74,6 +74,13 @@ void pd_egress_free(struct pd_egress *eg);
 /* Replaces the policy (taken over); new connections and queries follow it at once. */
 void pd_egress_set_policy(struct pd_egress *eg, struct pd_egress_policy *policy);
 
+/*
+ * How events and 403s name what decided: the rule as written ("deny " before a deny rule),
+ * or "mode open" / "mode allowlist" when no rule matched and the mode decided.
+ */
+void pd_egress_rule_text(const struct pd_egress *eg, const struct pd_egress_rule *rule,
+			 char *buf, size_t size);
+
 /* The name the DNS filter gave this address to most recently, or NULL. */
 const char *pd_egress_name_for_addr(const struct pd_egress *eg, int family, const uint8_t *addr);
 
