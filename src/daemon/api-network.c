@@ -12,6 +12,38 @@
 
 #include "daemon.h"
 
+static const char *const net_modes[] = { "none", "allowlist", "open" };
+
+int pd_max_network_parse(const char *s)
+{
+	for (int i = 0; i < 3; i++)
+		if (s && strcmp(s, net_modes[i]) == 0)
+			return i;
+	return -1;
+}
+
+int pd_check_max_network(struct daemon *d, const char *spec_json, paddock_error *err)
+{
+	json_t *spec = json_loads(spec_json, 0, NULL);
+	const char *mode = json_string_value(json_object_get(json_object_get(spec, "network"),
+							     "mode"));
+	int m = pd_max_network_parse(mode), r = 0;
+
+	/* SECURITY: the operator's bound on egress holds for every tenant, at create and PUT */
+	if (m < 0 || m > d->max_net) {
+		memset(err, 0, sizeof(*err));
+		err->code = EPERM;
+		snprintf(err->field, sizeof(err->field), "network.mode");
+		snprintf(err->msg, sizeof(err->msg),
+			 "this paddockd allows network.mode '%s' at most (--max-network); "
+			 "'%s' was asked for",
+			 net_modes[d->max_net], mode ? mode : "?");
+		r = -EPERM;
+	}
+	json_decref(spec);
+	return r;
+}
+
 static json_t *stats_json(const struct paddock_egress_stats *s)
 {
 	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "connections_allowed",
@@ -82,9 +114,13 @@ static void put_network(struct request *r, struct box *b)
 	if (k >= 0)
 		k = paddock_spec_to_json(spec, &spec_json, &err);
 	if (k >= 0)
+		k = pd_check_max_network(r->d, spec_json, &err);
+	if (k >= 0)
 		k = paddock_sandbox_set_network(b->sb, spec, &err);
 	if (k < 0) {
-		if (err.code == EPERM)
+		if (err.code == EPERM && strstr(err.msg, "--max-network"))
+			pd_reply_paddock_error(r, &err); /* 403 */
+		else if (err.code == EPERM)
 			pd_reply_error(r, 409, "conflict", "network.mode", "%s", err.msg);
 		else
 			pd_reply_paddock_error(r, &err);

@@ -136,6 +136,7 @@ struct daemon {
 	uint64_t max_upload;
 	int orphan_timeout_s;
 	bool destroy_on_exit;
+	int max_net; /* the widest network.mode a client may ask for: 0 none, 1 allowlist, 2 open */
 	bool stopping;
 	int event_log_fd;
 	struct box *boxes;
@@ -264,6 +265,9 @@ void pd_api_events(struct request *r, struct box *b);
 void pd_api_ports(struct request *r, struct box *b);
 void pd_api_metrics(struct request *r);
 void pd_api_network(struct request *r, struct box *b);
+/* -EPERM (err names network.mode) when spec_json asks for more egress than --max-network. */
+int pd_check_max_network(struct daemon *d, const char *spec_json, paddock_error *err);
+int pd_max_network_parse(const char *s); /* 0..2, or -1 */
 /* The per-sandbox egress counters of /metrics (api-network.c). */
 void pd_metrics_egress(struct daemon *d, struct evbuffer *out);
 void pd_metrics_exec(struct daemon *d, const struct paddock_result *res, double seconds);

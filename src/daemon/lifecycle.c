@@ -365,6 +365,18 @@ int pd_box_create(struct daemon *d, const char *tenant, json_t *body, struct box
 	r = pd_create_parse(d, tenant, body, &spec, &ttl, &idle, err);
 	if (r < 0)
 		return r;
+	{
+		char *sj = NULL;
+
+		r = paddock_spec_to_json(spec, &sj, err);
+		if (r >= 0)
+			r = pd_check_max_network(d, sj, err);
+		free(sj);
+		if (r < 0) {
+			paddock_spec_free(spec);
+			return r;
+		}
+	}
 	b = box_new(d, "sb_pending", tenant);
 	if (!b) {
 		paddock_spec_free(spec);

@@ -30,7 +30,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: paddockd [--config FILE] [--socket PATH] [--state-dir DIR]\n"
 		   "                [--listen ADDR:PORT --tokens FILE]\n"
 		   "                [--max-upload BYTES] [--orphan-timeout SECONDS] [--destroy-on-exit]\n"
-		   "                [--resolve-hosts FILE]\n"
+		   "                [--resolve-hosts FILE] [--max-network none|allowlist|open]\n"
 		   "Serves the paddock HTTP API (docs/api.md).\n");
 }
 
@@ -118,7 +118,8 @@ static int add_host_path(struct daemon *d, const char *path)
 
 /*
  * {"socket": PATH, "state_dir": DIR, "listen": "ADDR:PORT", "tokens": FILE,
- *  "max_upload": BYTES, "orphan_timeout_s": S, "destroy_on_exit": BOOL}; unknown keys and
+ *  "max_upload": BYTES, "orphan_timeout_s": S, "destroy_on_exit": BOOL,
+ *  "max_network": "none"|"allowlist"|"open"}; unknown keys and
  * wrong types are refused by name.
  */
 static int load_config(struct daemon *d, const char *path, const char **listen_addr,
@@ -154,6 +155,9 @@ static int load_config(struct daemon *d, const char *path, const char **listen_a
 			d->orphan_timeout_s = (int)json_integer_value(v);
 		else if (strcmp(k, "destroy_on_exit") == 0 && json_is_boolean(v))
 			d->destroy_on_exit = json_is_true(v);
+		else if (strcmp(k, "max_network") == 0 && json_is_string(v) &&
+			 pd_max_network_parse(json_string_value(v)) >= 0)
+			d->max_net = pd_max_network_parse(json_string_value(v));
 		else if (strcmp(k, "allow_host_paths") == 0 && json_is_array(v)) {
 			size_t i;
 			json_t *e;
@@ -222,10 +226,11 @@ int main(int argc, char **argv)
 		{ "config", required_argument, NULL, 'c' },
 		{ "allow-host-path", required_argument, NULL, 'a' },
 		{ "resolve-hosts", required_argument, NULL, 'r' },
+		{ "max-network", required_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
-	struct daemon d = { .max_upload = 256u << 20, .orphan_timeout_s = 3600,
+	struct daemon d = { .max_upload = 256u << 20, .orphan_timeout_s = 3600, .max_net = 2,
 			    .event_log_fd = -1 };
 	const char *listen_addr = NULL, *tokens = NULL, *rt = getenv("XDG_RUNTIME_DIR");
 	const char *resolve_hosts = NULL;
@@ -293,6 +298,14 @@ int main(int argc, char **argv)
 			break;
 		case 'r':
 			resolve_hosts = optarg;
+			break;
+		case 'N':
+			d.max_net = pd_max_network_parse(optarg);
+			if (d.max_net < 0) {
+				fprintf(stderr, "paddockd: --max-network: expected none, allowlist or "
+						"open, got '%s'\n", optarg);
+				return 2;
+			}
 			break;
 		case 'h':
 			usage(stdout);

@@ -198,4 +198,21 @@ api DELETE "/v1/sandboxes/$ID2" >/dev/null
 kill -TERM "$DPID"
 wait "$DPID"
 
+# the operator's bound: --max-network allowlist refuses open, at create and PUT
+"$PADDOCKD" --socket "$SOCK" --state-dir "$T_TMP/st" --resolve-hosts "$H" --max-network allowlist 2>>"$T_TMP/d.log" &
+DPID=$!
+for _ in $(seq 100); do curl -s --unix-socket "$SOCK" -o /dev/null http://x/healthz && break; sleep 0.05; done
+r=$(api POST /v1/sandboxes -d '{"network":{"mode":"open"}}')
+expect_eq "--max-network: open refused at create, 403" "403" "$(tail -n1 <<<"$r")"
+expect_match "--max-network: the error names network.mode" '"field": *"network.mode"' "$r"
+r=$(api POST /v1/sandboxes -d '{"network":{"allow":["allowed.test"]}}')
+ID=$($PY -c 'import json,sys; print(json.loads(sys.argv[1].rsplit("\n",1)[0])["id"])' "$r" 2>/dev/null)
+r=$(api PUT "/v1/sandboxes/$ID/network" -d '{"mode":"open"}')
+expect_eq "--max-network: open refused at PUT, 403" "403" "$(tail -n1 <<<"$r")"
+r=$(api POST "/v1/sandboxes/$ID/exec" -d '{"cmd":"curl -sS -m 5 http://allowed.test/"}')
+expect_match "--max-network: the refused PUT changed nothing" 'hello from allowed.test' "$r"
+api DELETE "/v1/sandboxes/$ID" >/dev/null
+kill -TERM "$DPID"
+wait "$DPID"
+
 finish
