@@ -909,7 +909,6 @@ static void conn_io(evutil_socket_t fd, short what, void *arg)
 	bool timeout = what & EV_TIMEOUT;
 	ssize_t n;
 
-	(void)fd;
 	if (timeout && c->st != ST_CHECK && !(c->st == ST_HEAD && c->via == PD_VIA_TRANSPARENT)) {
 		c->reason = c->st == ST_CONNECT ? "connect timed out"
 			    : c->st == ST_PIPE	 ? "idle timeout"
@@ -942,6 +941,12 @@ static void conn_io(evutil_socket_t fd, short what, void *arg)
 	case ST_RESOLVE:
 		return;
 	case ST_CONNECT:
+		/*
+		 * Only the upstream socket's writability says the connect is done; the client's
+		 * read event may still be pending from the peek (it is served again at PIPE).
+		 */
+		if (fd != c->ufd || !(what & EV_WRITE))
+			return;
 		return on_connected(c);
 	case ST_PIPE:
 		return pipe_run(c);
