@@ -80,6 +80,10 @@ static void usage(FILE *f)
 	      "  --allow RULE         allow a destination (implies --net allowlist)\n"
 	      "  --deny RULE          refuse a destination; deny beats allow\n"
 	      "  --no-transparent     only programs honouring HTTP(S)_PROXY get egress\n"
+	      "  --secret NAME@HOST[,HOST...]\n"
+	      "                       the sandbox gets a placeholder in $NAME; the proxy puts the\n"
+	      "                       real value (this process's $NAME, or NAME=file:PATH@HOST)\n"
+	      "                       into requests to HOST only (docs/secrets.md)\n"
 	      "\n"
 	      "  --print-request      print the request body (JSON); nothing is sent\n"
 	      API_OPTIONS_HELP

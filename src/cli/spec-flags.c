@@ -35,6 +35,7 @@ static const struct {
 	{ SPEC_OPT_NET, "network.mode" },
 	{ SPEC_OPT_ALLOW, "network.allow" },
 	{ SPEC_OPT_DENY, "network.deny" },
+	{ SPEC_OPT_SECRET, "secrets" },
 };
 
 static int fail(paddock_error *err, int code, const char *what, const char *arg)

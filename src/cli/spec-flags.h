@@ -34,6 +34,7 @@ enum {
 	SPEC_OPT_ALLOW,
 	SPEC_OPT_DENY,
 	SPEC_OPT_NO_TRANSPARENT,
+	SPEC_OPT_SECRET,
 	SPEC_OPT_END, /* a command's own options start here */
 };
 
@@ -61,7 +62,8 @@ enum {
 	{ "net", required_argument, NULL, SPEC_OPT_NET },                                    \
 	{ "allow", required_argument, NULL, SPEC_OPT_ALLOW },                                \
 	{ "deny", required_argument, NULL, SPEC_OPT_DENY },                                  \
-	{ "no-transparent", no_argument, NULL, SPEC_OPT_NO_TRANSPARENT }
+	{ "no-transparent", no_argument, NULL, SPEC_OPT_NO_TRANSPARENT },                    \
+	{ "secret", required_argument, NULL, SPEC_OPT_SECRET }
 
 /*
  * Applies spec flag `opt` with its argument: 1 when it was one (*ret_field: the spec field it

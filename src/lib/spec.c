@@ -576,6 +576,7 @@ paddock_spec *paddock_spec_free(paddock_spec *spec)
 	pd_strv_free(spec->env);
 	binds_clear(spec);
 	pd_spec_network_clear(spec);
+	pd_spec_secrets_clear(spec);
 	free(spec);
 	return NULL;
 }
@@ -602,7 +603,7 @@ int pd_spec_dup(const paddock_spec *spec, paddock_spec **ret_copy, paddock_error
 		return oom(err);
 	c->limits = spec->limits;
 	c->security = spec->security;
-	if (pd_spec_network_copy(c, spec) < 0)
+	if (pd_spec_network_copy(c, spec) < 0 || pd_spec_secrets_copy(c, spec) < 0)
 		return oom(err);
 	if (strdup_or_null(spec->hostname, &c->hostname) < 0 ||
 	    strdup_or_null(spec->rootfs, &c->rootfs) < 0 ||
@@ -994,6 +995,7 @@ static const struct json_field spec_fields[] = {
 	{ "limits", load_limits },
 	{ "security", load_security },
 	{ "network", load_network },
+	{ "secrets", pd_spec_secrets_load },
 };
 
 /*
@@ -1222,6 +1224,7 @@ static const struct {
 	{ "network.deny", NULL },
 	{ "network.transparent", NULL },
 	{ "network.max_connections", NULL },
+	{ "secrets", NULL },
 };
 
 int paddock_spec_set(paddock_spec *spec, const char *field, const char *value,
@@ -1240,6 +1243,8 @@ int paddock_spec_set(paddock_spec *spec, const char *field, const char *value,
 		if (r != -ENOENT)
 			return r;
 	}
+	if (streq(field, "secrets"))
+		return pd_spec_secrets_set(spec, value, field, err);
 	if (!strncmp(field, "limits.", 7)) {
 		int r = pd_spec_limit_set(spec, field + 7, value, field, err);
 		if (r != -ENOENT)
@@ -1384,7 +1389,10 @@ int paddock_spec_validate(const paddock_spec *spec, paddock_error *err)
 	if (!pd_landlock_mode_to_string(spec->security.landlock))
 		return pd_fail_field(err, EINVAL, "security.landlock", "unknown mode %d",
 				     (int)spec->security.landlock);
-	return pd_spec_network_validate(spec, err);
+	r = pd_spec_network_validate(spec, err);
+	if (r < 0)
+		return r;
+	return pd_spec_secrets_validate(spec, err);
 }
 
 /* ---- JSON out ------------------------------------------------------------------------- */
@@ -1560,6 +1568,9 @@ int paddock_spec_to_json(const paddock_spec *spec, char **ret_json, paddock_erro
 	if (r < 0)
 		return r;
 	r = pd_spec_network_to_json(spec, root, err);
+	if (r < 0)
+		return r;
+	r = pd_spec_secrets_to_json(spec, root, err);
 	if (r < 0)
 		return r;
 

@@ -42,6 +42,21 @@ struct pd_bind {
 	bool readonly;
 };
 
+#define PD_SECRETS_MAX 32
+#define PD_SECRET_NAME_MAX 64
+#define PD_SECRET_HOSTS_MAX 32
+#define PD_SECRET_VALUE_MAX 8192
+
+struct pd_spec_secret {
+	char *name;	  /* the variable the sandbox sees, holding the placeholder */
+	char *source;	  /* "env:VAR", "file:/path", or "value" (given directly) */
+	uint8_t *value;	  /* source "value" only; never written out; wiped when freed */
+	size_t value_len;
+	char **hosts; /* names or "*.domain" the value may be sent to */
+	size_t n_hosts;
+	bool in_body; /* substitute in request bodies too */
+};
+
 struct paddock_spec {
 	char *hostname;	 /* default "sandbox" */
 	char *rootfs;	 /* NULL: the host's /usr (+ /bin, /lib* links); else a directory tree */
@@ -76,6 +91,8 @@ struct paddock_spec {
 		bool transparent;	  /* redirect all TCP/UDP to the proxy; default true */
 		unsigned max_connections; /* concurrent proxied connections; default 256 */
 	} network;
+	struct pd_spec_secret *secrets; /* spec-secrets.c */
+	size_t n_secrets;
 };
 
 /* The limits, by the names the spec, the report and the API use. */
@@ -131,6 +148,19 @@ int pd_spec_network_validate(const paddock_spec *spec, paddock_error *err);
 int pd_spec_network_policy(const paddock_spec *spec, struct pd_egress_policy *ret,
 			   paddock_error *err);
 int pd_spec_network_to_json(const paddock_spec *spec, json_t *root, paddock_error *err);
+
+/* The secrets (spec-secrets.c). */
+void pd_spec_secrets_clear(paddock_spec *spec);
+int pd_spec_secrets_copy(paddock_spec *dst, const paddock_spec *src); /* -ENOMEM */
+int pd_spec_secrets_load(paddock_spec *spec, json_t *v, const char *field, paddock_error *err);
+/* "NAME@host,...", "NAME=env:VAR@host", "NAME=file:/path@host": appends one. */
+int pd_spec_secrets_set(paddock_spec *spec, const char *text, const char *field,
+			paddock_error *err);
+int pd_spec_secrets_validate(const paddock_spec *spec, paddock_error *err);
+int pd_spec_secrets_to_json(const paddock_spec *spec, json_t *root, paddock_error *err);
+/* Reads the real value of a secret (the supervisor's env or file, or the given value). */
+int pd_spec_secret_value(const struct pd_spec_secret *s, const char *field, uint8_t **ret,
+			 size_t *ret_len, paddock_error *err);
 int pd_net_mode_from_string(const char *s);
 
 /*

@@ -136,7 +136,8 @@ static void test_defaults_json(void **state)
 				  "    \"deny\": [],\n"
 				  "    \"transparent\": true,\n"
 				  "    \"max_connections\": 256\n"
-				  "  }\n"
+				  "  },\n"
+				  "  \"secrets\": []\n"
 				  "}");
 }
 
@@ -867,6 +868,78 @@ static void test_network(void **state)
 	paddock_spec_free(spec);
 }
 
+/* Secrets: the source is kept, a value never written out; bad ones name their field. */
+static void test_secrets(void **state)
+{
+	static const char doc[] =
+		"{\"network\": {\"allow\": [\"api.test\"]}, \"secrets\": ["
+		"{\"name\": \"TOKEN\", \"value\": \"s3cr3t-value-123\", \"hosts\": [\"api.test\"]},"
+		"{\"name\": \"KEY\", \"source\": \"file:/run/key\", \"hosts\": [\"*.api.test\"],"
+		" \"in_body\": true}]}";
+	paddock_spec *spec = new_spec(), *copy = NULL;
+	paddock_error err = { 0 };
+	char *json = NULL;
+
+	(void)state;
+	load_ok(spec, doc);
+	assert_int_equal(spec->n_secrets, 2);
+	assert_int_equal(paddock_spec_validate(spec, &err), 0);
+	assert_int_equal(paddock_spec_to_json(spec, &json, &err), 0);
+	assert_null(strstr(json, "s3cr3t")); /* SECURITY: never written out */
+	assert_non_null(strstr(json, "\"source\": \"value\""));
+	assert_non_null(strstr(json, "\"source\": \"file:/run/key\""));
+	free(json);
+	assert_int_equal(pd_spec_dup(spec, &copy, &err), 0);
+	assert_int_equal(copy->secrets[0].value_len, strlen("s3cr3t-value-123"));
+	paddock_spec_free(copy);
+	set_ok(spec, "secrets", "GH_TOKEN@api.test,*.gh.test");
+	set_ok(spec, "secrets", "OAI=file:/etc/key@api.test");
+	assert_string_equal(spec->secrets[2].source, "env:GH_TOKEN");
+	assert_int_equal(spec->secrets[2].n_hosts, 2);
+
+	static const struct {
+		const char *text, *field;
+	} bad[] = {
+		{ "NOHOST", "secrets" },
+		{ "1BAD@api.test", "secrets" },
+		{ "X=file:rel@api.test", "secrets" },
+		{ "X=http:x@api.test", "secrets" },
+		{ "X@api.test:443", "secrets" },
+		{ "X@10.0.0.0/8", "secrets" },
+		{ "TOKEN@api.test", "secrets" }, /* given twice */
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		assert_int_equal(paddock_spec_set(spec, "secrets", bad[i].text, &err), -EINVAL);
+		assert_string_equal(err.field, bad[i].field);
+	}
+	static const struct {
+		const char *json, *field;
+	} badj[] = {
+		{ "{\"secrets\": {}}", "secrets" },
+		{ "{\"secrets\": [{\"name\": \"A\", \"hosts\": [\"a.test\"]}]}", "secrets[0]" },
+		{ "{\"secrets\": [{\"name\": \"A\", \"value\": \"v\", \"source\": \"env:A\", \"hosts\": [\"a.test\"]}]}", "secrets[0]" },
+		{ "{\"secrets\": [{\"name\": \"A\", \"value\": \"v\", \"hosts\": []}]}", "secrets[0].hosts" },
+		{ "{\"secrets\": [{\"name\": \"A\", \"value\": \"\", \"hosts\": [\"a.test\"]}]}", "secrets[0].value" },
+		{ "{\"secrets\": [{\"name\": \"A\", \"value\": \"v\", \"hosts\": [\"a.test\"], \"colour\": 1}]}", "secrets[0].colour" },
+	};
+	for (size_t i = 0; i < sizeof(badj) / sizeof(badj[0]); i++) {
+		assert_int_equal(paddock_spec_load_json(spec, badj[i].json, strlen(badj[i].json), &err),
+				 -EINVAL);
+		assert_string_equal(err.field, badj[i].field);
+	}
+	assert_int_equal(spec->n_secrets, 4); /* a refused document changed nothing */
+
+	/* secrets need egress; a secret's name is not also an env entry */
+	paddock_spec *none = new_spec();
+	set_ok(none, "secrets", "A@a.test");
+	assert_validate_fails(none, "secrets");
+	set_ok(none, "network.allow", "a.test");
+	set_ok(none, "env", "A=1");
+	assert_validate_fails(none, "env");
+	paddock_spec_free(none);
+	paddock_spec_free(spec);
+}
+
 static void test_null_args(void **state)
 {
 	_cleanup_(paddock_spec_freep) paddock_spec *spec = new_spec();
@@ -1086,6 +1159,7 @@ int main(void)
 		cmocka_unit_test(test_limits_json),
 		cmocka_unit_test(test_set),
 		cmocka_unit_test(test_network),
+		cmocka_unit_test(test_secrets),
 		cmocka_unit_test(test_set_env),
 		cmocka_unit_test(test_set_env_limits),
 		cmocka_unit_test(test_set_binds),
