@@ -270,6 +270,14 @@ PADDOCK_API int paddock_sandbox_set_network(paddock_sandbox *sb, const paddock_s
 PADDOCK_API int paddock_ctx_set_resolve_hosts(paddock_ctx *ctx, const char *path,
 					      paddock_error *err);
 
+/*
+ * HTTPS the proxy intercepts (hosts a secret is bound to) is re-encrypted to the real host
+ * and verified against the system's trust store and each CA file (PEM) added here: an
+ * internal CA, or a test's. Call before the first sandbox with secrets.
+ */
+PADDOCK_API int paddock_ctx_add_upstream_ca(paddock_ctx *ctx, const char *path,
+					    paddock_error *err);
+
 /* Walks the sandbox's commands that have not been delivered yet: NULL starts, NULL ends. */
 PADDOCK_API paddock_exec *paddock_sandbox_exec_next(paddock_sandbox *sb, paddock_exec *prev);
 

@@ -33,6 +33,7 @@ enum {
 	OPT_PRINT_SPEC,
 	OPT_LOG_FORMAT,
 	OPT_RESOLVE_HOSTS,
+	OPT_UPSTREAM_CA,
 };
 
 static const struct option options[] = {
@@ -41,6 +42,7 @@ static const struct option options[] = {
 	{ "print-spec", no_argument, NULL, OPT_PRINT_SPEC },
 	{ "log-format", required_argument, NULL, OPT_LOG_FORMAT },
 	{ "resolve-hosts", required_argument, NULL, OPT_RESOLVE_HOSTS },
+	{ "upstream-ca", required_argument, NULL, OPT_UPSTREAM_CA },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -85,6 +87,7 @@ static void usage(FILE *f)
 	      "                       real value (this process's $NAME, or NAME=file:PATH@HOST)\n"
 	      "                       into requests to HOST only (docs/secrets.md)\n"
 	      "  --resolve-hosts FILE resolve names only from this hosts-style file (tests)\n"
+	      "  --upstream-ca FILE   also trust this CA for hosts whose HTTPS a secret intercepts\n"
 	      "\n"
 	      "  --rootfs DIR         a directory tree to use as the read-only base\n"
 	      "  --landlock MODE      auto (default) or required\n"
@@ -101,6 +104,8 @@ static void usage(FILE *f)
 
 static bool arg_json_log;
 static const char *arg_resolve_hosts;
+static const char *arg_upstream_ca[8];
+static size_t arg_n_upstream_ca;
 static bool arg_verbose;
 static bool arg_capture; /* relay stdout/stderr through pipes and enforce limits.output */
 
@@ -271,6 +276,8 @@ static int run_command(paddock_spec *spec, char **cmd, const char *report)
 	r = paddock_ctx_new(run.base, &ctx, &err);
 	if (r >= 0 && arg_resolve_hosts)
 		r = paddock_ctx_set_resolve_hosts(ctx, arg_resolve_hosts, &err);
+	for (size_t i = 0; r >= 0 && i < arg_n_upstream_ca; i++)
+		r = paddock_ctx_add_upstream_ca(ctx, arg_upstream_ca[i], &err);
 	if (r < 0)
 		goto fail;
 	/* events cost a JSON document each: ask for them only when they are shown */
@@ -425,6 +432,13 @@ int cmd_run(int argc, char **argv)
 			break;
 		case OPT_RESOLVE_HOSTS:
 			arg_resolve_hosts = optarg;
+			break;
+		case OPT_UPSTREAM_CA:
+			if (arg_n_upstream_ca >= 8) {
+				fprintf(stderr, "paddock: --upstream-ca: at most 8 files\n");
+				goto out;
+			}
+			arg_upstream_ca[arg_n_upstream_ca++] = optarg;
 			break;
 		case OPT_LOG_FORMAT:
 			if (!strcmp(optarg, "json"))

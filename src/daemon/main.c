@@ -31,6 +31,7 @@ static void usage(FILE *f)
 		   "                [--listen ADDR:PORT --tokens FILE]\n"
 		   "                [--max-upload BYTES] [--orphan-timeout SECONDS] [--destroy-on-exit]\n"
 		   "                [--resolve-hosts FILE] [--max-network none|allowlist|open]\n"
+		   "                [--upstream-ca FILE]...\n"
 		   "Serves the paddock HTTP API (docs/api.md).\n");
 }
 
@@ -227,13 +228,15 @@ int main(int argc, char **argv)
 		{ "allow-host-path", required_argument, NULL, 'a' },
 		{ "resolve-hosts", required_argument, NULL, 'r' },
 		{ "max-network", required_argument, NULL, 'N' },
+		{ "upstream-ca", required_argument, NULL, 'U' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct daemon d = { .max_upload = 256u << 20, .orphan_timeout_s = 3600, .max_net = 2,
 			    .event_log_fd = -1 };
 	const char *listen_addr = NULL, *tokens = NULL, *rt = getenv("XDG_RUNTIME_DIR");
-	const char *resolve_hosts = NULL;
+	const char *resolve_hosts = NULL, *upstream_ca[8];
+	size_t n_upstream_ca = 0;
 	paddock_error err = { 0 };
 	char path[300], buf[600];
 	int c, r = 1;
@@ -299,6 +302,13 @@ int main(int argc, char **argv)
 		case 'r':
 			resolve_hosts = optarg;
 			break;
+		case 'U':
+			if (n_upstream_ca >= 8) {
+				fprintf(stderr, "paddockd: --upstream-ca: at most 8 files\n");
+				return 2;
+			}
+			upstream_ca[n_upstream_ca++] = optarg;
+			break;
 		case 'N':
 			d.max_net = pd_max_network_parse(optarg);
 			if (d.max_net < 0) {
@@ -349,6 +359,9 @@ int main(int argc, char **argv)
 		goto fail;
 	if (resolve_hosts && paddock_ctx_set_resolve_hosts(d.ctx, resolve_hosts, &err) < 0)
 		goto fail;
+	for (size_t i = 0; i < n_upstream_ca; i++)
+		if (paddock_ctx_add_upstream_ca(d.ctx, upstream_ca[i], &err) < 0)
+			goto fail;
 	snprintf(path, sizeof(path), "%s/events.jsonl", d.state_dir);
 	d.event_log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
 	snprintf(path, sizeof(path), "%s/paddockd.db", d.state_dir);

@@ -21,6 +21,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <event2/buffer.h>
 #include <event2/event.h>
 #include <fcntl.h>
 #include <linux/netfilter_ipv4.h>
@@ -39,6 +40,10 @@
 #include "error.h"
 #include "events.h"
 #include "sandbox.h"
+#include "secret-subst.h"
+#include "secrets.h"
+#include "tls-ca.h"
+#include "tls-mitm.h"
 #include "util/cleanup.h"
 
 #define HEAD_TIMEOUT_S 30	/* to send a request head or SOCKS request */
@@ -52,7 +57,9 @@
 #define BUF_MAX PD_HTTP_HEAD_MAX /* head, hello or peek: never more */
 #define streq(a, b) (strcmp((a), (b)) == 0)
 
-enum state { ST_HEAD, ST_RESOLVE, ST_CONNECT, ST_CHECK, ST_PIPE };
+enum state { ST_HEAD, ST_RESOLVE, ST_CONNECT, ST_CHECK, ST_PIPE, ST_BROKER };
+
+#define BROKER_BODY_MAX (1u << 20) /* a request body buffered to substitute in it */
 
 enum target_kind { TARGET_NONE, TARGET_NAME, TARGET_ADDR };
 
@@ -97,12 +104,21 @@ struct pd_egress_conn {
 	struct dir up, down;
 	uint64_t bytes_out, bytes_in;
 	struct timespec t0;
+	/* the secret broker (ST_BROKER): an HTTP relay through the substitution engine */
+	struct pd_mitm *mitm;
+	struct pd_subst *subst;
+	struct pd_scrub *scrub;
+	struct pd_secret *view; /* the sandbox's secrets, bound or not to this host */
+	bool intercepted, leaked;
+	size_t leak_idx;
 };
 
 static void conn_io(evutil_socket_t fd, short what, void *arg);
 static void conn_close(struct pd_egress_conn *c);
 static void conn_refuse(struct pd_egress_conn *c, const char *reason);
 static void conn_resolve(struct pd_egress_conn *c);
+static bool broker_wanted(const struct pd_egress_conn *c, bool *ret_tls);
+static void broker_start(struct pd_egress_conn *c, bool tls, uint8_t *pre, size_t pre_len);
 
 /* ---- small pieces ----------------------------------------------------------------------- */
 
@@ -199,6 +215,10 @@ static void conn_close(struct pd_egress_conn *c)
 	for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
 		if (evs[i])
 			event_free(evs[i]);
+	pd_mitm_free(c->mitm);
+	pd_subst_free(c->subst);
+	pd_scrub_free(c->scrub);
+	free(c->view);
 	pd_close(c->cfd);
 	pd_close(c->ufd);
 	for (int i = 0; i < 2; i++) {
@@ -839,6 +859,7 @@ static void check_tunnel(struct pd_egress_conn *c, bool timed_out)
 	uint16_t port = 0;
 	uint8_t *pre;
 	size_t pre_len;
+	bool tls;
 
 	if (!timed_out && sniff(c, name, sizeof(name), &port) == 0)
 		return arm(c->c_rd, 0);
@@ -854,7 +875,227 @@ static void check_tunnel(struct pd_egress_conn *c, bool timed_out)
 		return conn_close(c);
 	}
 	pre = take_rest(c, 0, &pre_len);
+	if (broker_wanted(c, &tls))
+		return broker_start(c, tls, pre, pre_len);
 	pipe_start(c, pre, pre_len);
+}
+
+/* ---- the secret broker -------------------------------------------------------------------- */
+
+static const char *secret_host(const struct pd_egress_conn *c)
+{
+	return c->kind == TARGET_NAME ? c->name : c->addr_text;
+}
+
+static void on_secret_use(const struct pd_subst_use *use, const char *request_line, void *ud)
+{
+	struct pd_egress_conn *c = ud;
+	const struct pd_secret_rt *rt = &c->eg->secrets->s[use->secret];
+
+	if (!pd_events_wanted(c->eg->ctx))
+		return;
+	/* SECURITY: the name and a fingerprint; the request line holds placeholders only */
+	pd_emit(c->eg->ctx, PADDOCK_LEVEL_INFO, "secret.used", c->eg->sandbox_id, NULL,
+		json_pack("{s:s, s:s, s:s, s:s, s:s}", "secret", rt->name, "fingerprint",
+			  rt->fingerprint, "host", secret_host(c), "where", use->where, "request",
+			  request_line));
+}
+
+static void leak_blocked(struct pd_egress_conn *c, size_t idx)
+{
+	const struct pd_secret_rt *rt = &c->eg->secrets->s[idx];
+
+	c->allowed = false;
+	c->reason = "a secret's placeholder was sent to a host it is not bound to";
+	c->eg->stats.connections_denied++;
+	if (pd_events_wanted(c->eg->ctx))
+		pd_emit(c->eg->ctx, PADDOCK_LEVEL_WARN, "secret.leak_blocked", c->eg->sandbox_id,
+			NULL,
+			json_pack("{s:s, s:s, s:s, s:s}", "secret", rt->name, "fingerprint",
+				  rt->fingerprint, "host", secret_host(c), "reason",
+				  "its placeholder was sent to a host the secret is not bound to"));
+}
+
+/* Feeds every byte of `in` through fn; drains it. */
+static int feed_all(struct evbuffer *in, int (*fn)(struct pd_egress_conn *, const uint8_t *,
+						   size_t, struct evbuffer *),
+		    struct pd_egress_conn *c, struct evbuffer *out)
+{
+	while (evbuffer_get_length(in) > 0) {
+		struct evbuffer_iovec v;
+		int r;
+
+		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
+			return -1;
+		r = fn(c, v.iov_base, v.iov_len, out);
+		evbuffer_drain(in, v.iov_len);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int subst_chunk(struct pd_egress_conn *c, const uint8_t *p, size_t n, struct evbuffer *out)
+{
+	const char *why = NULL;
+	size_t idx = 0;
+	int r = pd_subst_feed(c->subst, p, n, out, &idx, &why);
+
+	if (r == -EPERM) {
+		c->leak_idx = idx;
+		leak_blocked(c, idx);
+	}
+	else if (r < 0 && !c->reason)
+		c->reason = why ? why : "the request cannot be brokered";
+	return r;
+}
+
+static int scrub_chunk(struct pd_egress_conn *c, const uint8_t *p, size_t n, struct evbuffer *out)
+{
+	return pd_scrub_feed(c->scrub, p, n, out);
+}
+
+static int broker_client_data(struct evbuffer *in, struct evbuffer *out, void *ud)
+{
+	struct pd_egress_conn *c = ud;
+	char body[512], msg[1024];
+	int n, r;
+
+	if (c->leaked) {
+		evbuffer_drain(in, evbuffer_get_length(in)); /* the answer is on its way */
+		return 0;
+	}
+	r = feed_all(in, subst_chunk, c, out);
+	if (r != -EPERM || !c->mitm)
+		return r < 0 ? -1 : 0;
+	/* a leak: the request went nowhere; say so in HTTP, naming the secret */
+	c->leaked = true;
+	snprintf(body, sizeof(body),
+		 "paddock: blocked: the request carries the placeholder of secret %s, which may "
+		 "go only to its own hosts, not %s.\n",
+		 c->eg->secrets->s[c->leak_idx].name, secret_host(c));
+	n = snprintf(msg, sizeof(msg),
+		     "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; charset=utf-8\r\n"
+		     "Content-Length: %zu\r\nConnection: close\r\nX-Paddock-Egress: "
+		     "secret-blocked\r\n\r\n%s",
+		     strlen(body), body);
+	evbuffer_drain(in, evbuffer_get_length(in));
+	pd_mitm_answer(c->mitm, msg, (size_t)n, c->reason);
+	return 0;
+}
+
+static int broker_upstream_data(struct evbuffer *in, struct evbuffer *out, void *ud)
+{
+	return feed_all(in, scrub_chunk, ud, out) < 0 ? -1 : 0;
+}
+
+static void broker_closed(const char *reason, uint64_t from_client, uint64_t from_upstream,
+			  void *ud)
+{
+	struct pd_egress_conn *c = ud;
+	static char why[160];
+
+	c->mitm = NULL; /* freed by the library */
+	c->bytes_out += from_client;
+	c->bytes_in += from_upstream;
+	c->eg->stats.bytes_out += from_client;
+	c->eg->stats.bytes_in += from_upstream;
+	if (!c->reason) {
+		/* the text lives for the call only; the record is made inside conn_close() */
+		snprintf(why, sizeof(why), "%s", reason);
+		c->reason = why;
+	}
+	conn_close(c);
+}
+
+static const struct pd_mitm_ops broker_ops = {
+	.client_data = broker_client_data,
+	.upstream_data = broker_upstream_data,
+	.closed = broker_closed,
+};
+
+/*
+ * Takes the connection over for the secret broker: HTTPS to a host a secret is bound to is
+ * intercepted (a leaf from the sandbox's CA towards the sandbox, verified TLS upstream), and
+ * plain HTTP of a sandbox with secrets is relayed through the same engine, so placeholders
+ * are replaced for bound hosts and stopped for any other. `pre` (taken) goes first.
+ */
+static void broker_start(struct pd_egress_conn *c, bool tls, uint8_t *pre, size_t pre_len)
+{
+	struct pd_secrets *s = c->eg->secrets;
+	paddock_error err = { 0 };
+	SSL_CTX *sctx = NULL, *uctx;
+	SSL *ussl = NULL;
+	int r;
+
+	c->view = calloc(s->n, sizeof(*c->view));
+	if (!c->view) {
+		free(pre);
+		c->reason = "out of memory";
+		return conn_close(c);
+	}
+	for (size_t i = 0; i < s->n; i++) {
+		const struct pd_secret_rt *rt = &s->s[i];
+
+		c->view[i] = (struct pd_secret){
+			.name = rt->name,
+			.value = rt->value,
+			.value_len = rt->value_len,
+			.placeholder = (const uint8_t *)rt->placeholder,
+			.placeholder_len = rt->placeholder_len,
+			.bound = c->kind == TARGET_NAME && pd_secret_bound(rt, c->name),
+			.in_body = rt->in_body,
+		};
+	}
+	c->subst = pd_subst_new(c->view, s->n, PD_HTTP_HEAD_MAX, BROKER_BODY_MAX, on_secret_use, c);
+	c->scrub = pd_scrub_new(c->view, s->n);
+	if (!c->subst || !c->scrub) {
+		free(pre);
+		c->reason = "out of memory";
+		return conn_close(c);
+	}
+	if (tls) {
+		sctx = pd_ca_server_ctx(s->ca, c->name, &err);
+		uctx = sctx ? pd_egress_upstream_tls(c->eg->ctx, &err) : NULL;
+		ussl = uctx ? pd_tls_client_ssl(uctx, c->name, &err) : NULL;
+		if (!ussl) {
+			free(pre);
+			c->reason = "the interception cannot be set up";
+			return conn_close(c);
+		}
+	}
+	/* the relay owns both sockets from here; our own events on them go */
+	struct event **evs[] = { &c->c_rd, &c->c_wr, &c->u_rd, &c->u_wr };
+
+	for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
+		if (*evs[i]) {
+			event_free(*evs[i]);
+			*evs[i] = NULL;
+		}
+	event_del(c->timer);
+	c->st = ST_BROKER;
+	c->intercepted = tls;
+	c->eg->stats.connections_allowed++;
+	r = pd_mitm_start(c->eg->ctx->base, sctx, ussl, c->cfd, c->ufd, pre, pre_len, &broker_ops,
+			  c, &c->mitm, &err);
+	free(pre);
+	c->cfd = c->ufd = -EBADF; /* taken over, even on failure */
+	if (r < 0) {
+		c->mitm = NULL;
+		c->reason = "the interception cannot start";
+		return conn_close(c);
+	}
+}
+
+/* Whether this connection goes through the broker, and how. */
+static bool broker_wanted(const struct pd_egress_conn *c, bool *ret_tls)
+{
+	if (!c->eg->secrets)
+		return false;
+	*ret_tls = c->is_tls;
+	if (c->is_tls)
+		return c->kind == TARGET_NAME && pd_secrets_any_bound(c->eg->secrets, c->name);
+	return c->is_http || c->absolute;
 }
 
 /* ---- events ------------------------------------------------------------------------------ */
@@ -865,6 +1106,7 @@ static void on_connected(struct pd_egress_conn *c)
 	socklen_t el = sizeof(e);
 	uint8_t *pre;
 	size_t pre_len;
+	bool tls;
 
 	if (getsockopt(c->ufd, SOL_SOCKET, SO_ERROR, &e, &el) < 0)
 		e = errno;
@@ -879,6 +1121,8 @@ static void on_connected(struct pd_egress_conn *c)
 			pre = rewrite_absolute(c, &pre_len);
 			if (!pre)
 				return conn_fail(c, 0, "502 Bad Gateway", "out of memory");
+			if (broker_wanted(c, &tls))
+				return broker_start(c, false, pre, pre_len);
 			return pipe_start(c, pre, pre_len);
 		}
 		send_client(c, "HTTP/1.1 200 Connection established\r\n\r\n", 39);
@@ -896,6 +1140,8 @@ static void on_connected(struct pd_egress_conn *c)
 	case PD_VIA_SINK:
 	case _PD_VIA_MAX:
 		pre = take_rest(c, 0, &pre_len);
+		if (broker_wanted(c, &tls))
+			return broker_start(c, tls, pre, pre_len);
 		return pipe_start(c, pre, pre_len);
 	}
 	c->st = ST_CHECK;
@@ -950,6 +1196,8 @@ static void conn_io(evutil_socket_t fd, short what, void *arg)
 		return on_connected(c);
 	case ST_PIPE:
 		return pipe_run(c);
+	case ST_BROKER:
+		return; /* the relay has the sockets */
 	}
 }
 

@@ -24,6 +24,8 @@
 #include "events.h"
 #include "sandbox.h"
 #include "spec.h"
+#include "tls-ca.h"
+#include "util/strv.h"
 #include "util/cleanup.h"
 #include "util/fd.h"
 
@@ -107,6 +109,34 @@ int paddock_ctx_set_resolve_hosts(paddock_ctx *ctx, const char *path, paddock_er
 	ctx->resolver = r;
 	ctx->resolve_hosts = copy;
 	return 0;
+}
+
+int paddock_ctx_add_upstream_ca(paddock_ctx *ctx, const char *path, paddock_error *err)
+{
+	size_t n = pd_strv_length(ctx ? ctx->upstream_ca : NULL);
+	char **v;
+
+	if (!ctx || !path)
+		return pd_fail(err, EINVAL, "paddock_ctx_add_upstream_ca: arguments are required");
+	if (access(path, R_OK) < 0)
+		return pd_fail(err, errno, "read upstream CA file %s", path);
+	v = realloc(ctx->upstream_ca, (n + 2) * sizeof(*v));
+	if (!v)
+		return pd_fail(err, ENOMEM, "out of memory");
+	ctx->upstream_ca = v;
+	v[n] = strdup(path);
+	v[n + 1] = NULL;
+	if (!v[n])
+		return pd_fail(err, ENOMEM, "out of memory");
+	return 0;
+}
+
+struct ssl_ctx_st *pd_egress_upstream_tls(paddock_ctx *ctx, paddock_error *err)
+{
+	if (!ctx->upstream_tls)
+		ctx->upstream_tls =
+			pd_tls_upstream_ctx_new((const char *const *)ctx->upstream_ca, err);
+	return ctx->upstream_tls;
 }
 
 /* ---- DNS filter ----------------------------------------------------------------------- */
@@ -459,6 +489,7 @@ int pd_egress_start(paddock_sandbox *sb, struct pd_egress **ret, paddock_error *
 	eg->ctx = sb->ctx;
 	eg->sandbox_id = sb->id;
 	eg->max_conns = sb->spec->network.max_connections;
+	eg->secrets = sb->secrets;
 	r = pd_spec_network_policy(sb->spec, &eg->policy, err);
 	if (r < 0)
 		return r;

@@ -23,6 +23,8 @@
 #include "paddock/paddock.h"
 
 struct event;
+struct pd_secrets;
+struct ssl_ctx_st;
 
 enum pd_egress_via {
 	PD_VIA_PROXY,	    /* HTTP proxy port: CONNECT or absolute-form */
@@ -46,6 +48,7 @@ struct pd_egress {
 	const char *sandbox_id;
 	struct pd_egress_policy policy;
 	unsigned max_conns;
+	struct pd_secrets *secrets; /* the sandbox's, borrowed; NULL without secrets */
 	int listen_fd[PD_EGRESS_LISTENERS];
 	enum pd_egress_via listen_via[PD_EGRESS_LISTENERS];
 	struct event *listen_ev[PD_EGRESS_LISTENERS];
@@ -83,6 +86,9 @@ void pd_egress_rule_text(const struct pd_egress *eg, const struct pd_egress_rule
 
 /* The name the DNS filter gave this address to most recently, or NULL. */
 const char *pd_egress_name_for_addr(const struct pd_egress *eg, int family, const uint8_t *addr);
+
+/* The context's upstream TLS context for interceptions (egress.c), made on first use. */
+struct ssl_ctx_st *pd_egress_upstream_tls(paddock_ctx *ctx, paddock_error *err);
 
 /* The context's resolver, made on first use (egress.c). */
 struct pd_resolver *pd_egress_resolver(paddock_ctx *ctx, paddock_error *err);

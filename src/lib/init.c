@@ -615,21 +615,35 @@ static const char *const egress_env[] = {
 	NULL,
 };
 
-/* base, egress, the spec's, then the request's; a later NAME replaces an earlier one. */
+/* With secrets, every TLS stack's way to a CA bundle leads to one that trusts the sandbox's CA. */
+static const char *const ca_env[] = {
+	"SSL_CERT_FILE=" PD_CA_BUNDLE_PATH,	"REQUESTS_CA_BUNDLE=" PD_CA_BUNDLE_PATH,
+	"CURL_CA_BUNDLE=" PD_CA_BUNDLE_PATH,	"GIT_SSL_CAINFO=" PD_CA_BUNDLE_PATH,
+	"NODE_EXTRA_CA_CERTS=" PD_CA_CERT_PATH, "PIP_CERT=" PD_CA_BUNDLE_PATH,
+	NULL,
+};
+
+/*
+ * base, egress, CA, the secrets' placeholders, the spec's, then the request's; a later NAME
+ * replaces an earlier one (the spec cannot name a secret: validated).
+ */
 static char **build_env(const struct init_state *st, char **extra)
 {
-	size_t cap = ELEMENTSOF(base_env) + ELEMENTSOF(egress_env) + st->spec->n_env +
+	size_t cap = ELEMENTSOF(base_env) + ELEMENTSOF(egress_env) + ELEMENTSOF(ca_env) +
+		     pd_strv_length(st->spec->secret_env) + st->spec->n_env +
 		     pd_strv_length(extra) + 1,
 	       n = 0;
 	char **env = calloc(cap, sizeof(char *));
-	const char *const *lists[4] = { base_env,
+	const char *const *lists[6] = { base_env,
 					st->spec->network.mode != PD_NET_NONE ? egress_env : NULL,
+					st->spec->ca_pem ? ca_env : NULL,
+					(const char *const *)st->spec->secret_env,
 					(const char *const *)st->spec->env,
 					(const char *const *)extra };
 
 	if (!env)
 		return NULL;
-	for (int l = 0; l < 4; l++)
+	for (int l = 0; l < 6; l++)
 		for (const char *const *e = lists[l]; e && *e; e++) {
 			size_t idx;
 

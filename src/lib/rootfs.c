@@ -520,6 +520,56 @@ static int import_etc_entry(struct build *b, int src_etc, int etc, const char *r
 		       MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, err);
 }
 
+#define CA_BUNDLE_MAX (4u << 20)
+
+/*
+ * With secrets: /etc/paddock/ca.pem (the sandbox's CA) and ca-bundle.pem (the base's
+ * bundle followed by it), which the environment points every TLS stack at. Written into the
+ * read-only root, so the sandbox cannot swap its own CA in.
+ */
+static int write_ca(struct build *b, int etc, paddock_error *err)
+{
+	_cleanup_close_ int dir = -EBADF, in = -EBADF;
+	_cleanup_free_ char *bundle = NULL;
+	size_t n = 0, ca_len = strlen(b->spec->ca_pem);
+	ssize_t k;
+	int r;
+
+	r = mkdir_owned(etc, "paddock", 0755, b->root_uid, b->root_gid, err);
+	if (r < 0)
+		return r;
+	dir = open_dir(etc, "paddock", err);
+	if (dir < 0)
+		return dir;
+	r = pd_write_file_at(dir, "ca.pem", b->spec->ca_pem, ca_len, 0644);
+	if (r < 0)
+		return pd_fail(err, r, "write %s", PD_CA_CERT_PATH);
+	bundle = malloc(CA_BUNDLE_MAX + ca_len + 1);
+	if (!bundle)
+		return pd_fail(err, ENOMEM, "out of memory");
+	/*
+	 * The base's own bundle (Debian's path), if it has one. SECURITY: resolved inside the
+	 * base, so a --rootfs tree's link cannot pull a host file into the sandbox.
+	 */
+	in = open_in_root(b->base_fd, "etc/ssl/certs/ca-certificates.crt", O_RDONLY);
+	while (in >= 0 && n < CA_BUNDLE_MAX &&
+	       (k = read(in, bundle + n, CA_BUNDLE_MAX - n)) != 0) {
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			break;
+		n += (size_t)k;
+	}
+	if (n > 0 && bundle[n - 1] != '\n')
+		bundle[n++] = '\n';
+	memcpy(bundle + n, b->spec->ca_pem, ca_len);
+	n += ca_len;
+	r = pd_write_file_at(dir, "ca-bundle.pem", bundle, n, 0644);
+	if (r < 0)
+		return pd_fail(err, r, "write %s", PD_CA_BUNDLE_PATH);
+	return 0;
+}
+
 static int build_etc(struct build *b, paddock_error *err)
 {
 	_cleanup_close_ int etc = -EBADF, src_etc = -EBADF;
@@ -535,6 +585,11 @@ static int build_etc(struct build *b, paddock_error *err)
 	if (r < 0)
 		return r;
 	src_etc = open_in_root(b->base_fd, "etc", O_PATH | O_DIRECTORY);
+	if (b->spec->ca_pem) {
+		r = write_ca(b, etc, err);
+		if (r < 0)
+			return r;
+	}
 	if (src_etc < 0)
 		return 0;
 	for (size_t i = 0; i < ELEMENTSOF(etc_allow); i++) {

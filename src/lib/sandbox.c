@@ -31,6 +31,8 @@
 
 #include "control.h"
 #include "egress.h"
+#include "secrets.h"
+#include "tls-ca.h"
 #include "error.h"
 #include "events.h"
 #include "util/cleanup.h"
@@ -64,6 +66,9 @@ paddock_ctx *paddock_ctx_free(paddock_ctx *ctx)
 		return NULL;
 	pd_resolver_free(ctx->resolver);
 	free(ctx->resolve_hosts);
+	pd_strv_free(ctx->upstream_ca);
+	if (ctx->upstream_tls)
+		SSL_CTX_free(ctx->upstream_tls);
 	free(ctx);
 	return NULL;
 }
@@ -575,6 +580,9 @@ static void mark_dead(paddock_sandbox *sb)
 	/* its sockets hold the sandbox's netns: closed with it, not with the object */
 	pd_egress_free(sb->egress);
 	sb->egress = NULL;
+	/* SECURITY: nothing can use the secrets any more: wiped now, not when freed */
+	pd_secrets_free(sb->secrets);
+	sb->secrets = NULL;
 	while (sb->sockets) {
 		paddock_error e = { 0 };
 
@@ -755,6 +763,32 @@ int paddock_sandbox_create(paddock_ctx *ctx, const paddock_spec *spec,
 	return paddock_sandbox_create_with(ctx, spec, NULL, ret_sandbox, err);
 }
 
+/*
+ * Reads the secrets' values (the supervisor's env and files) and gives init what the
+ * sandbox may know of them: each placeholder under its name, and the CA's certificate.
+ */
+static int secrets_prepare(paddock_sandbox *sb, paddock_error *err)
+{
+	struct pd_secrets *s;
+	int r;
+
+	r = pd_secrets_new(sb->spec, &sb->secrets, err);
+	if (r < 0 || !sb->secrets)
+		return r;
+	s = sb->secrets;
+	sb->spec->secret_env = calloc(s->n + 1, sizeof(char *));
+	sb->spec->ca_pem = strdup(s->ca_pem);
+	if (!sb->spec->secret_env || !sb->spec->ca_pem)
+		return pd_fail(err, ENOMEM, "out of memory");
+	for (size_t i = 0; i < s->n; i++)
+		if (asprintf(&sb->spec->secret_env[i], "%s=%s", s->s[i].name, s->s[i].placeholder) <
+		    0) {
+			sb->spec->secret_env[i] = NULL;
+			return pd_fail(err, ENOMEM, "out of memory");
+		}
+	return 0;
+}
+
 int paddock_sandbox_create_with(paddock_ctx *ctx, const paddock_spec *spec,
 				const struct paddock_sandbox_opts *opts,
 				paddock_sandbox **ret_sandbox, paddock_error *err)
@@ -790,6 +824,9 @@ int paddock_sandbox_create_with(paddock_ctx *ctx, const paddock_spec *spec,
 		}
 	}
 	r = pd_spec_dup(spec, &sb->spec, err);
+	if (r < 0)
+		return r;
+	r = secrets_prepare(sb, err);
 	if (r < 0)
 		return r;
 	r = pd_launch(sb, err);
@@ -846,6 +883,8 @@ static void drop(paddock_sandbox *sb)
 {
 	pd_egress_free(sb->egress);
 	sb->egress = NULL;
+	pd_secrets_free(sb->secrets);
+	sb->secrets = NULL;
 	while (sb->sockets) {
 		paddock_error e = { 0 };
 

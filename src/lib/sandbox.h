@@ -27,6 +27,8 @@ struct paddock_ctx {
 	uint64_t next_exec_id;
 	struct pd_resolver *resolver; /* egress name resolution, made on first use */
 	char *resolve_hosts;	      /* paddock_ctx_set_resolve_hosts(), or NULL */
+	char **upstream_ca;	      /* paddock_ctx_add_upstream_ca(): NULL-terminated */
+	struct ssl_ctx_st *upstream_tls; /* verifies intercepted hosts; made on first use */
 };
 
 struct paddock_exec {
@@ -85,6 +87,7 @@ struct paddock_sandbox {
 	void *exit_userdata;
 	struct pd_socket_req *sockets; /* asked of init, answered in order */
 	struct pd_egress *egress;      /* network.mode allowlist/open: the proxy; else NULL */
+	struct pd_secrets *secrets;    /* values and placeholders; NULL without secrets */
 };
 
 /* A socket asked of init (PD_CTL_SOCKET); fn NULL: a synchronous caller waits on `done`. */

@@ -210,7 +210,9 @@ static int load_one(paddock_spec *spec, json_t *o, const char *field, paddock_er
 			else if (streq(key, "name") && (r = check_name(json_string_value(m), sub, err)) >= 0)
 				r = (s.name = strdup(json_string_value(m))) ? 0 : -ENOMEM;
 			else if (streq(key, "source") &&
-				 (r = check_source(json_string_value(m), sub, err)) >= 0)
+				 /* "value": an effective spec read back (a restarted paddockd) */
+				 (streq(json_string_value(m), "value") ||
+				  (r = check_source(json_string_value(m), sub, err)) >= 0))
 				r = (s.source = strdup(json_string_value(m))) ? 0 : -ENOMEM;
 		} else if (streq(key, "value")) {
 			size_t n = json_string_length(m);
@@ -262,7 +264,7 @@ static int load_one(paddock_spec *spec, json_t *o, const char *field, paddock_er
 			return r;
 		}
 	}
-	if (!s.name || !s.n_hosts || !!s.source == !!s.value) {
+	if (!s.name || !s.n_hosts || (s.value && s.source) || (!s.value && !s.source)) {
 		secret_clear(&s);
 		return pd_fail_field(err, EINVAL, field,
 				     "expected \"name\", \"hosts\", and one of \"source\" "
@@ -434,6 +436,11 @@ int pd_spec_secret_value(const struct pd_spec_secret *s, const char *field, uint
 			return pd_fail(err, ENOMEM, "out of memory");
 		memcpy(*ret, s->value, s->value_len + 1);
 		*ret_len = s->value_len;
+	} else if (streq(s->source, "value")) {
+		return pd_fail_field(err, ENOENT, field,
+				     "secret '%s' was given by value, which is never kept: give it "
+				     "again",
+				     PD_ESC(s->name));
 	} else if (!strncmp(s->source, "env:", 4)) {
 		const char *v = getenv(s->source + 4);
 

@@ -577,6 +577,8 @@ paddock_spec *paddock_spec_free(paddock_spec *spec)
 	binds_clear(spec);
 	pd_spec_network_clear(spec);
 	pd_spec_secrets_clear(spec);
+	pd_strv_free(spec->secret_env);
+	free(spec->ca_pem);
 	free(spec);
 	return NULL;
 }

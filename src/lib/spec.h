@@ -93,6 +93,12 @@ struct paddock_spec {
 	} network;
 	struct pd_spec_secret *secrets; /* spec-secrets.c */
 	size_t n_secrets;
+	/*
+	 * Set by the supervisor on its own copy for init, never loaded, written or copied:
+	 * "NAME=placeholder" of each secret, and the certificate of the sandbox's CA.
+	 */
+	char **secret_env;
+	char *ca_pem;
 };
 
 /* The limits, by the names the spec, the report and the API use. */

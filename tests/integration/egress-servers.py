@@ -27,7 +27,8 @@ HTTP (--http) and HTTPS (--https, the same handler in TLS):
   GET /               200 "hello from <Host> via <listen addr:port>\\n"
   GET /bytes/N        N bytes (0 <= N <= 2 GiB), Content-Length set, sent in 64 KiB chunks
   GET /echo-headers   the request headers as a JSON object (repeated names joined by ", ")
-  POST /echo          the request body back (Content-Length or chunked)
+  POST /echo          the request body back (Content-Length or chunked); its first
+                      4 KiB recorded as {"event": "body", "body": ...}
 An absolute-form target (GET http://host/path) is routed by its path. Records:
   {"server": "http"|"https", "listen", "peer", "method", "path", "host", "headers", ["sni"]}
   a TLS connection that carried no request (a failed handshake, a client that refused the
@@ -293,6 +294,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return self.send_error(400, str(e))
         if self.route() != "/echo":
             return self.send_error(404)
+        # what arrived, for tests that check a body was (or was not) rewritten on the way
+        self.server.log.write(server=self.server.kind, listen=self.server.listen,
+                              event="body", body=body[:4096].decode("utf-8", "replace"))
         self.reply(200, body, self.headers.get("Content-Type", "application/octet-stream"))
 
 

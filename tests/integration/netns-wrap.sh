@@ -6,7 +6,8 @@
 #
 # The addresses are public-class (so the policy treats them as the internet) but exist only
 # here: even a wrong proxy cannot send a packet off this machine.
-#   11.22.33.1   allowed.test git.test *.wild.test   http 80, https 443, echo 7, udp 9999, git 8080
+#   11.22.33.1   allowed.test git.test *.wild.test api.test evil.test
+#                http 80, https 443, echo 7, udp 9999, git 8080
 #   11.22.33.2   denied.test                        http 80, https 443
 #   10.0.0.5     private.test                       http 80 (RFC 1918)
 #   169.254.169.254 metadata.test                   http 80 (cloud metadata)
@@ -23,7 +24,7 @@ done
 mkdir -p "$EGRESS_DIR"
 chmod 755 "$EGRESS_DIR"
 cat >"$EGRESS_DIR/hosts" <<'HOSTS'
-11.22.33.1 allowed.test git.test www.wild.test api.wild.test deny.wild.test
+11.22.33.1 allowed.test git.test www.wild.test api.wild.test deny.wild.test api.test evil.test
 11.22.33.2 denied.test
 10.0.0.5 private.test
 169.254.169.254 metadata.test
@@ -31,7 +32,7 @@ cat >"$EGRESS_DIR/hosts" <<'HOSTS'
 HOSTS
 chmod 644 "$EGRESS_DIR/hosts"
 /usr/bin/python3 "$here/egress-servers.py" --dir "$EGRESS_DIR" \
-	--names allowed.test,git.test,www.wild.test,denied.test \
+	--names allowed.test,git.test,www.wild.test,denied.test,api.test,evil.test \
 	--http 11.22.33.1:80,11.22.33.2:80,10.0.0.5:80,169.254.169.254:80,127.0.0.1:8099 \
 	--https 11.22.33.1:443,11.22.33.2:443 --echo 11.22.33.1:7 --udp 11.22.33.1:9999 \
 	--git 11.22.33.1:8080 >"$EGRESS_DIR/servers.log" 2>&1 &

@@ -1,0 +1,1486 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Secret substitution on the egress proxy's HTTP/1.x streams (secret-subst.h). Runs in the
+ * supervisor, outside the sandbox; every byte of a request comes from the sandbox and is
+ * hostile, so this file does its own strict parsing rather than trust any hint in the data.
+ *
+ * Request side: a byte-at-a-time head reader (bounded by max_head), then the body framed
+ * per RFC 9112 §6 — Content-Length, chunked, or none — tracked exactly, since the next
+ * request's head is where the body ends. A head is checked whole before any of it goes out,
+ * so a refused request leaves nothing upstream. Bodies either stream through (scanned for
+ * placeholders of unbound secrets, holding back only a possible partial match) or, when a
+ * bound secret has in_body, are buffered and substituted.
+ *
+ * Response side: a byte-stream replace, value -> placeholder, holding back a possible
+ * partial match at the end of each feed.
+ *
+ * Determinism: every decision depends on the bytes, never on how they were split into
+ * feeds — a partial match is held until it is decided — so a stream fed in any pieces gives
+ * the same output and the same error (the fuzzer checks this).
+ */
+#include "secret-subst.h"
+
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <event2/buffer.h>
+
+#include "util/cleanup.h"
+
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define WHERE_NAME_MAX 64 /* of a header name in a "header NAME" use */
+
+/* ---- byte buffers that wipe what they held ------------------------------------------ */
+
+struct buf {
+	uint8_t *p;
+	size_t len, cap;
+};
+
+static void buf_release(struct buf *b)
+{
+	if (b->p) {
+		explicit_bzero(b->p, b->cap);
+		free(b->p);
+	}
+	*b = (struct buf){ 0 };
+}
+
+static void buf_clear(struct buf *b)
+{
+	if (b->p)
+		explicit_bzero(b->p, b->len);
+	b->len = 0;
+}
+
+static void buf_releasep(struct buf *b)
+{
+	buf_release(b);
+}
+#define _cleanup_buf_ _cleanup_(buf_releasep)
+
+/* SECURITY: never realloc(): it could leave a copy of substituted data in freed memory. */
+static int buf_add(struct buf *b, const void *d, size_t n)
+{
+	if (n > b->cap - b->len) {
+		size_t cap = MAX(MAX(b->cap * 2, (size_t)256), b->len + n);
+		uint8_t *p;
+
+		if (b->len + n < b->len)
+			return -ENOMEM;
+		p = malloc(cap);
+		if (!p)
+			return -ENOMEM;
+		if (b->len)
+			memcpy(p, b->p, b->len);
+		if (b->p) {
+			explicit_bzero(b->p, b->cap);
+			free(b->p);
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	if (n)
+		memcpy(b->p + b->len, d, n);
+	b->len += n;
+	return 0;
+}
+
+/* Where rendered bytes go: an evbuffer, a buf, or nowhere (only counted). */
+struct sink {
+	struct evbuffer *ev;
+	struct buf *b;
+	size_t total;
+};
+
+static int sink_add(struct sink *k, const void *d, size_t n)
+{
+	k->total += n;
+	if (n == 0)
+		return 0;
+	if (k->ev)
+		return evbuffer_add(k->ev, d, n) < 0 ? -ENOMEM : 0;
+	if (k->b)
+		return buf_add(k->b, d, n);
+	return 0;
+}
+
+static int sink_str(struct sink *k, const char *s)
+{
+	return sink_add(k, s, strlen(s));
+}
+
+/* ---- pattern sets ------------------------------------------------------------------- */
+
+enum set {
+	SET_UNBOUND, /* placeholders of unbound secrets: a leak */
+	SET_BOUND,   /* placeholders of bound secrets -> values */
+	SET_BODY,    /* placeholders of bound in_body secrets -> values */
+	SET_SCRUB,   /* values of all secrets -> placeholders */
+};
+
+struct pat {
+	size_t id; /* the secret's index */
+	const uint8_t *p, *rep;
+	size_t len, rep_len;
+};
+
+struct patset {
+	struct pat *pats; /* in secret order: the lower index wins a tie */
+	size_t n, maxlen;
+	uint8_t first[32]; /* bitmap of the patterns' first bytes: a quick skip */
+};
+
+static bool bit(const uint8_t map[32], uint8_t c)
+{
+	return map[c >> 3] & (1u << (c & 7));
+}
+
+static bool in_set(const struct pd_secret *x, enum set set)
+{
+	switch (set) {
+	case SET_UNBOUND:
+		return !x->bound;
+	case SET_BOUND:
+		return x->bound;
+	case SET_BODY:
+		return x->bound && x->in_body;
+	case SET_SCRUB:
+		return true;
+	}
+	return false;
+}
+
+static int patset_init(struct patset *ps, const struct pd_secret *secrets, size_t n, enum set set)
+{
+	*ps = (struct patset){ 0 };
+	ps->pats = calloc(n ? n : 1, sizeof(*ps->pats));
+	if (!ps->pats)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		const struct pd_secret *x = &secrets[i];
+		struct pat *p = &ps->pats[ps->n];
+
+		if (!in_set(x, set))
+			continue;
+		if (set == SET_SCRUB) {
+			*p = (struct pat){ i, x->value, x->placeholder, x->value_len,
+					   x->placeholder_len };
+		} else {
+			*p = (struct pat){ i, x->placeholder, x->value, x->placeholder_len,
+					   x->value_len };
+		}
+		ps->first[p->p[0] >> 3] |= (uint8_t)(1u << (p->p[0] & 7));
+		ps->maxlen = MAX(ps->maxlen, p->len);
+		ps->n++;
+	}
+	return 0;
+}
+
+static void patset_release(struct patset *ps)
+{
+	free(ps->pats);
+	*ps = (struct patset){ 0 };
+}
+
+/*
+ * The leftmost occurrence in t[from, len) of a pattern; at that position the longest (or
+ * the shortest) that matches, the lower secret index on a tie.
+ */
+static const struct pat *patset_find(const struct patset *ps, const uint8_t *t, size_t len,
+				     size_t from, bool longest, size_t *ret_pos)
+{
+	if (ps->n == 0)
+		return NULL;
+	for (size_t i = from; i < len; i++) {
+		const struct pat *best = NULL;
+
+		if (!bit(ps->first, t[i]))
+			continue;
+		for (size_t k = 0; k < ps->n; k++) {
+			const struct pat *p = &ps->pats[k];
+
+			if (p->len > len - i || memcmp(t + i, p->p, p->len) != 0)
+				continue;
+			if (!best || (longest ? p->len > best->len : p->len < best->len))
+				best = p;
+		}
+		if (best) {
+			*ret_pos = i;
+			return best;
+		}
+	}
+	return NULL;
+}
+
+/* ---- streaming search --------------------------------------------------------------- */
+
+/* What was held back followed by what was fed, seen as one sequence. */
+struct view {
+	const uint8_t *a, *b;
+	size_t alen, blen;
+};
+
+static uint8_t view_at(const struct view *v, size_t i)
+{
+	return i < v->alen ? v->a[i] : v->b[i - v->alen];
+}
+
+static bool view_eq(const struct view *v, size_t i, const uint8_t *p, size_t len)
+{
+	if (i < v->alen) {
+		size_t k = MIN(len, v->alen - i);
+
+		if (memcmp(v->a + i, p, k) != 0)
+			return false;
+		p += k;
+		len -= k;
+		i = v->alen;
+	}
+	return len == 0 || memcmp(v->b + (i - v->alen), p, len) == 0;
+}
+
+static int view_emit(const struct view *v, size_t from, size_t to, struct evbuffer *out)
+{
+	if (from >= to)
+		return 0;
+	if (from < v->alen) {
+		size_t e = MIN(to, v->alen);
+
+		if (evbuffer_add(out, v->a + from, e - from) < 0)
+			return -ENOMEM;
+		from = e;
+	}
+	if (from < to && evbuffer_add(out, v->b + (from - v->alen), to - from) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+/*
+ * A search over a stream. `tail` holds the bytes from the first position not yet decided:
+ * one where a pattern matches what has arrived so far but needs more — so fewer than
+ * maxlen bytes. tail_emitted of them (a prefix) were already written out: a chunk boundary
+ * forces them out but they still count for a match across it.
+ */
+struct stream {
+	struct patset ps;
+	bool scrub; /* replace matches; else stop at the first (a leak) */
+	uint8_t *tail;
+	size_t tail_len, tail_emitted;
+};
+
+static int stream_init(struct stream *st, const struct pd_secret *secrets, size_t n, enum set set)
+{
+	int r;
+
+	*st = (struct stream){ .scrub = set == SET_SCRUB };
+	r = patset_init(&st->ps, secrets, n, set);
+	if (r < 0)
+		return r;
+	st->tail = malloc(MAX(st->ps.maxlen, (size_t)1));
+	if (!st->tail)
+		return -ENOMEM;
+	return 0;
+}
+
+static void stream_reset(struct stream *st)
+{
+	if (st->tail)
+		explicit_bzero(st->tail, st->tail_len);
+	st->tail_len = st->tail_emitted = 0;
+}
+
+static void stream_release(struct stream *st)
+{
+	stream_reset(st);
+	free(st->tail);
+	patset_release(&st->ps);
+	st->tail = NULL;
+}
+
+/*
+ * Scans tail + in. At each position, in order: a scrubber replaces the longest value that
+ * matches there, or holds back if a longer one may still match; a leak scan stops at the
+ * shortest placeholder that matches there (returns 1, *ret its pattern, with everything
+ * before it written out), or holds back if one may still match. `final`: no more bytes
+ * follow, nothing is held back.
+ */
+static int stream_run(struct stream *st, const uint8_t *in, size_t len, bool final,
+		      struct evbuffer *out, const struct pat **ret)
+{
+	const struct view v = { st->tail, in, st->tail_len, len };
+	size_t total = st->tail_len + len, i = 0, done = st->tail_emitted, keep;
+	int r;
+
+	while (i < total) {
+		const struct pat *best = NULL;
+		size_t undecided = 0; /* the longest pattern that may still match at i */
+
+		if (!bit(st->ps.first, view_at(&v, i))) {
+			i++;
+			continue;
+		}
+		for (size_t k = 0; k < st->ps.n; k++) {
+			const struct pat *p = &st->ps.pats[k];
+			size_t avail = total - i;
+
+			if (p->len <= avail) {
+				if (view_eq(&v, i, p->p, p->len) &&
+				    (!best || (st->scrub ? p->len > best->len : p->len < best->len)))
+					best = p;
+			} else if (!final && view_eq(&v, i, p->p, avail)) {
+				undecided = MAX(undecided, p->len);
+			}
+		}
+		if (st->scrub) {
+			if (undecided > (best ? best->len : 0))
+				break;
+			if (best) {
+				r = view_emit(&v, done, i, out);
+				if (r < 0)
+					return r;
+				if (evbuffer_add(out, best->rep, best->rep_len) < 0)
+					return -ENOMEM;
+				i += best->len;
+				done = i;
+				continue;
+			}
+		} else {
+			if (best) {
+				r = view_emit(&v, done, i, out);
+				if (r < 0)
+					return r;
+				stream_reset(st);
+				*ret = best;
+				return 1;
+			}
+			if (undecided)
+				break;
+		}
+		i++;
+	}
+	r = view_emit(&v, done, i, out);
+	if (r < 0)
+		return r;
+	done = MAX(done, i);
+
+	/* keep the undecided rest: tail[i..] then in[..], or a suffix of in */
+	keep = total - i;
+	assert(keep < MAX(st->ps.maxlen, (size_t)1));
+	if (i < st->tail_len) {
+		memmove(st->tail, st->tail + i, st->tail_len - i);
+		if (len)
+			memcpy(st->tail + (st->tail_len - i), in, len);
+	} else if (keep) {
+		memcpy(st->tail, in + (i - st->tail_len), keep);
+	}
+	if (st->tail_len > keep) /* the scrubber's tail held parts of values */
+		explicit_bzero(st->tail + keep, st->tail_len - keep);
+	st->tail_len = keep;
+	st->tail_emitted = done - i;
+	return 0;
+}
+
+/* Writes out what is held back without deciding it: it still counts for a match. */
+static int stream_release_held(struct stream *st, struct evbuffer *out)
+{
+	if (st->tail_emitted < st->tail_len &&
+	    evbuffer_add(out, st->tail + st->tail_emitted, st->tail_len - st->tail_emitted) < 0)
+		return -ENOMEM;
+	st->tail_emitted = st->tail_len;
+	return 0;
+}
+
+/* ---- base64 (RFC 4648), strict: padded, no whitespace, zero pad bits ---------------- */
+
+static const char b64_alphabet[] =
+	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+static int b64_value(uint8_t c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+')
+		return 62;
+	if (c == '/')
+		return 63;
+	return -1;
+}
+
+static int b64_decode(const uint8_t *in, size_t len, struct buf *out)
+{
+	if (len == 0 || len % 4 != 0)
+		return -EPROTO;
+	for (size_t i = 0; i < len; i += 4) {
+		bool last = i + 4 == len;
+		int v[4];
+		uint8_t o[3];
+		size_t n = 3;
+
+		for (size_t k = 0; k < 4; k++) {
+			v[k] = b64_value(in[i + k]);
+			if (v[k] >= 0)
+				continue;
+			/* '=' only at the end: "x=" or "xx==" forms of the last quantum */
+			if (!last || in[i + k] != '=' || k < 2 ||
+			    (k == 2 && in[i + 3] != '='))
+				return -EPROTO;
+			v[k] = 0;
+			n = MIN(n, k - 1);
+		}
+		if ((n == 1 && (v[1] & 0x0f)) || (n == 2 && (v[2] & 0x03)))
+			return -EPROTO; /* non-zero pad bits: not the one encoding */
+		o[0] = (uint8_t)(v[0] << 2 | v[1] >> 4);
+		o[1] = (uint8_t)((v[1] & 0x0f) << 4 | v[2] >> 2);
+		o[2] = (uint8_t)((v[2] & 0x03) << 6 | v[3]);
+		if (buf_add(out, o, n) < 0)
+			return -ENOMEM;
+		explicit_bzero(o, sizeof(o));
+	}
+	return 0;
+}
+
+static int b64_encode(const uint8_t *in, size_t len, struct buf *out)
+{
+	for (size_t i = 0; i < len; i += 3) {
+		uint32_t x = (uint32_t)in[i] << 16;
+		size_t n = MIN(len - i, (size_t)3);
+		char o[4];
+
+		if (n > 1)
+			x |= (uint32_t)in[i + 1] << 8;
+		if (n > 2)
+			x |= in[i + 2];
+		o[0] = b64_alphabet[x >> 18 & 63];
+		o[1] = b64_alphabet[x >> 12 & 63];
+		o[2] = n > 1 ? b64_alphabet[x >> 6 & 63] : '=';
+		o[3] = n > 2 ? b64_alphabet[x & 63] : '=';
+		x = 0;
+		if (buf_add(out, o, 4) < 0)
+			return -ENOMEM;
+		explicit_bzero(o, sizeof(o));
+	}
+	return 0;
+}
+
+/* ---- HTTP syntax --------------------------------------------------------------------- */
+
+static bool tchar(uint8_t c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c != 0 && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+static bool ows(uint8_t c)
+{
+	return c == ' ' || c == '\t';
+}
+
+static bool target_char(uint8_t c)
+{
+	return c > 0x20 && c < 0x7f;
+}
+
+/* a field value: no control byte but HTAB (obs-text, >= 0x80, is allowed) */
+static bool value_char(uint8_t c)
+{
+	return (c >= 0x20 || c == '\t') && c != 0x7f;
+}
+
+static bool mem_caseeq(const uint8_t *p, size_t len, const char *s)
+{
+	return len == strlen(s) && strncasecmp((const char *)p, s, len) == 0;
+}
+
+struct line {
+	const uint8_t *p;
+	size_t len;
+};
+
+/* The head is stored as lines ending in '\n' (CRs are not kept). */
+static bool next_line(const struct buf *b, size_t *pos, struct line *l)
+{
+	const uint8_t *nl;
+
+	if (*pos >= b->len)
+		return false;
+	nl = memchr(b->p + *pos, '\n', b->len - *pos);
+	assert(nl);
+	l->p = b->p + *pos;
+	l->len = (size_t)(nl - l->p);
+	*pos += l->len + 1;
+	return true;
+}
+
+enum hdr {
+	H_OTHER,
+	H_CONTENT_LENGTH,
+	H_TRANSFER_ENCODING,
+	H_AUTHORIZATION,
+	H_PROXY_AUTHORIZATION,
+	H_PROXY_CONNECTION,
+	H_UPGRADE,
+	H_EXPECT,
+};
+
+struct header {
+	const uint8_t *name, *value;
+	size_t name_len, value_len;
+	enum hdr kind;
+};
+
+static const char *header_split(const struct line *l, struct header *h)
+{
+	static const struct {
+		const char *name;
+		enum hdr kind;
+	} known[] = {
+		{ "content-length", H_CONTENT_LENGTH },
+		{ "transfer-encoding", H_TRANSFER_ENCODING },
+		{ "authorization", H_AUTHORIZATION },
+		{ "proxy-authorization", H_PROXY_AUTHORIZATION },
+		{ "proxy-connection", H_PROXY_CONNECTION },
+		{ "upgrade", H_UPGRADE },
+		{ "expect", H_EXPECT },
+	};
+	size_t i = 0, e;
+
+	if (l->len > 0 && ows(l->p[0]))
+		return "a folded header line (obs-fold)";
+	while (i < l->len && tchar(l->p[i]))
+		i++;
+	if (i == 0 || i == l->len || l->p[i] != ':')
+		return "headers 'Name: value'";
+	*h = (struct header){ .name = l->p, .name_len = i };
+	for (size_t k = 0; k < ELEMENTSOF(known); k++)
+		if (mem_caseeq(l->p, i, known[k].name))
+			h->kind = known[k].kind;
+	for (size_t k = i + 1; k < l->len; k++)
+		if (!value_char(l->p[k]))
+			return "a control byte in a header value";
+	i++;
+	e = l->len;
+	while (i < e && ows(l->p[i]))
+		i++;
+	while (e > i && ows(l->p[e - 1]))
+		e--;
+	h->value = l->p + i;
+	h->value_len = e - i;
+	return NULL;
+}
+
+struct reqline {
+	struct line method, target, version;
+	bool http10;
+};
+
+static const char *reqline_split(const struct line *l, struct reqline *rl)
+{
+	size_t i = 0, t;
+
+	while (i < l->len && tchar(l->p[i]))
+		i++;
+	if (i == 0 || i == l->len || l->p[i] != ' ')
+		return "not an HTTP/1.x request line";
+	rl->method = (struct line){ l->p, i };
+	t = ++i;
+	while (i < l->len && target_char(l->p[i]))
+		i++;
+	if (i == t || i == l->len || l->p[i] != ' ')
+		return "not an HTTP/1.x request line";
+	rl->target = (struct line){ l->p + t, i - t };
+	i++;
+	rl->version = (struct line){ l->p + i, l->len - i };
+	/* the version is case-sensitive (RFC 9112 §2.3) */
+	if (rl->version.len != 8 || (memcmp(rl->version.p, "HTTP/1.1", 8) != 0 &&
+				     memcmp(rl->version.p, "HTTP/1.0", 8) != 0))
+		return "not HTTP/1.0 or HTTP/1.1";
+	rl->http10 = rl->version.p[7] == '0';
+	/*
+	 * SECURITY: a tunnel's bytes after the 2xx are not HTTP, and we would not see it open.
+	 * Any case: a lenient server could take "connect" for CONNECT.
+	 */
+	if (mem_caseeq(rl->method.p, rl->method.len, "CONNECT"))
+		return "CONNECT inside a proxied connection";
+	return NULL;
+}
+
+/* digits only, no sign, no list: what RFC 9112 §6.3 leaves no doubt about */
+static bool parse_content_length(const uint8_t *v, size_t len, uint64_t *ret)
+{
+	uint64_t x = 0;
+
+	if (len == 0)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		if (v[i] < '0' || v[i] > '9' || x > (UINT64_MAX - 9) / 10)
+			return false;
+		x = x * 10 + (uint64_t)(v[i] - '0');
+	}
+	*ret = x;
+	return true;
+}
+
+/* Counts "chunked" in a Transfer-Encoding list; false for any other coding or empty element. */
+static bool parse_transfer_encoding(const uint8_t *v, size_t len, unsigned *chunked)
+{
+	size_t i = 0;
+
+	for (;;) {
+		size_t s = i, e;
+
+		while (i < len && v[i] != ',')
+			i++;
+		e = i;
+		while (s < e && ows(v[s]))
+			s++;
+		while (e > s && ows(v[e - 1]))
+			e--;
+		if (!mem_caseeq(v + s, e - s, "chunked"))
+			return false;
+		(*chunked)++;
+		if (i == len)
+			return true;
+		i++;
+	}
+}
+
+/* ---- the request stream -------------------------------------------------------------- */
+
+enum state {
+	ST_HEAD,
+	ST_BODY,	/* Content-Length: `remaining` bytes */
+	ST_CHUNK_SIZE,	/* a chunk-size line */
+	ST_CHUNK_DATA,	/* `remaining` bytes of a chunk */
+	ST_CHUNK_END,	/* the CRLF after a chunk's data */
+	ST_TRAILERS,	/* the trailer section, up to its blank line */
+};
+
+enum framing { FRAME_NONE, FRAME_LENGTH, FRAME_CHUNKED };
+
+enum chunk_phase { CH_HEX, CH_BWS, CH_EXT };
+
+enum use_kind { USE_NONE, USE_REQUEST_LINE, USE_HEADER, USE_BASIC, USE_BODY };
+
+struct use {
+	enum use_kind kind; /* where first substituted in this request */
+	const uint8_t *name; /* USE_HEADER: the header's name, in the head buffer */
+	size_t name_len;
+};
+
+struct pd_subst {
+	const struct pd_secret *secrets;
+	size_t n, max_head, max_body;
+	pd_subst_use_fn fn;
+	void *ud;
+	struct patset unbound, bound, body_set;
+	bool *target_ok, *header_ok; /* may a secret's value go there */
+	bool buffer_bodies;	      /* some bound secret has in_body */
+
+	int err; /* sticky: -errno */
+	size_t err_secret;
+	const char *err_why;
+
+	enum state state;
+	/* head */
+	struct buf head; /* lines ending in '\n', CRs dropped */
+	size_t head_bytes; /* as received, counted against max_head */
+	bool cr;	   /* the previous byte was a CR: only LF may follow */
+	bool line1_done;
+	bool line_empty; /* trailers: nothing on this line yet */
+	/* the request */
+	struct reqline rl;
+	enum framing framing;
+	uint64_t content_length, remaining;
+	struct use *uses;
+	/* the body */
+	struct buf body;	   /* buffered (dechunked) body */
+	struct stream leak;	   /* streamed: placeholders of unbound secrets */
+	enum chunk_phase chunk_phase;
+	unsigned chunk_digits;
+	uint64_t chunk_size;
+	size_t line_bytes;
+};
+
+static int fail(struct pd_subst *s, int code, const char *why)
+{
+	s->err = -code;
+	s->err_why = why;
+	return -code;
+}
+
+static int fail_leak(struct pd_subst *s, size_t id)
+{
+	s->err_secret = id;
+	return fail(s, EPERM, "a placeholder of a secret not bound to this host");
+}
+
+static void note_use(struct pd_subst *s, size_t id, enum use_kind kind, const struct header *h)
+{
+	struct use *u = &s->uses[id];
+
+	if (u->kind != USE_NONE)
+		return;
+	u->kind = kind;
+	if (h) {
+		u->name = h->name;
+		u->name_len = h->name_len;
+	}
+}
+
+static bool value_all(const uint8_t *v, size_t len, bool (*ok)(uint8_t))
+{
+	for (size_t i = 0; i < len; i++)
+		if (!ok(v[i]))
+			return false;
+	return true;
+}
+
+struct pd_subst *pd_subst_new(const struct pd_secret *secrets, size_t n, size_t max_head,
+			      size_t max_body, pd_subst_use_fn fn, void *ud)
+{
+	struct pd_subst *s;
+
+	if (max_head == 0 || (n > 0 && !secrets)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!secrets[i].value || secrets[i].value_len == 0 || !secrets[i].placeholder ||
+		    secrets[i].placeholder_len == 0) {
+			errno = EINVAL;
+			return NULL;
+		}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	*s = (struct pd_subst){ .secrets = secrets, .n = n, .max_head = max_head,
+				.max_body = max_body, .fn = fn, .ud = ud };
+	s->target_ok = calloc(n ? n : 1, sizeof(*s->target_ok));
+	s->header_ok = calloc(n ? n : 1, sizeof(*s->header_ok));
+	s->uses = calloc(n ? n : 1, sizeof(*s->uses));
+	if (!s->target_ok || !s->header_ok || !s->uses ||
+	    patset_init(&s->unbound, secrets, n, SET_UNBOUND) < 0 ||
+	    patset_init(&s->bound, secrets, n, SET_BOUND) < 0 ||
+	    patset_init(&s->body_set, secrets, n, SET_BODY) < 0 ||
+	    stream_init(&s->leak, secrets, n, SET_UNBOUND) < 0) {
+		pd_subst_free(s);
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		s->target_ok[i] = value_all(secrets[i].value, secrets[i].value_len, target_char);
+		s->header_ok[i] = value_all(secrets[i].value, secrets[i].value_len, value_char);
+	}
+	s->buffer_bodies = s->body_set.n > 0;
+	return s;
+}
+
+struct pd_subst *pd_subst_free(struct pd_subst *s)
+{
+	if (!s)
+		return NULL;
+	buf_release(&s->head);
+	buf_release(&s->body);
+	stream_release(&s->leak);
+	patset_release(&s->unbound);
+	patset_release(&s->bound);
+	patset_release(&s->body_set);
+	free(s->target_ok);
+	free(s->header_ok);
+	free(s->uses);
+	free(s);
+	return NULL;
+}
+
+/*
+ * Replaces every placeholder of `ps` in t (leftmost, longest) into k; notes the uses.
+ * `ok`, if set: a value that may not go here fails the request.
+ */
+static int replace(struct pd_subst *s, const struct patset *ps, const uint8_t *t, size_t len,
+		   struct sink *k, const bool *ok, enum use_kind kind, const struct header *h)
+{
+	const struct pat *p;
+	size_t from = 0, pos;
+	int r;
+
+	if (len == 0)
+		return 0; /* t may be NULL: an empty buffered body */
+	while ((p = patset_find(ps, t, len, from, true, &pos))) {
+		if (ok && !ok[p->id])
+			return fail(s, EPROTO, kind == USE_REQUEST_LINE ?
+					       "a secret's value cannot go in a request target" :
+					       "a secret's value cannot go in a header value");
+		note_use(s, p->id, kind, h);
+		r = sink_add(k, t + from, pos - from);
+		if (r < 0)
+			return fail(s, -r, "out of memory");
+		r = sink_add(k, p->rep, p->rep_len);
+		if (r < 0)
+			return fail(s, -r, "out of memory");
+		from = pos + p->len;
+	}
+	r = sink_add(k, t + from, len - from);
+	if (r < 0)
+		return fail(s, -r, "out of memory");
+	return 0;
+}
+
+/* "Basic" SP+ token68: returns 1 with the credentials' span, 0 for another scheme. */
+static int basic_split(const struct header *h, const uint8_t **ret_scheme_end,
+		       struct line *ret_cred)
+{
+	size_t i = 0, c;
+
+	while (i < h->value_len && h->value[i] != ' ')
+		i++;
+	if (!mem_caseeq(h->value, i, "basic"))
+		return 0;
+	*ret_scheme_end = h->value + i;
+	while (i < h->value_len && h->value[i] == ' ')
+		i++;
+	c = i;
+	*ret_cred = (struct line){ h->value + c, h->value_len - c };
+	return 1;
+}
+
+/*
+ * Authorization: Basic: the placeholders are inside the base64. Checks (sink NULL) or
+ * renders the header's value into k. SECURITY: credentials that are not strict base64 are
+ * refused, not passed on: a lenient decoder upstream could find a placeholder in them.
+ */
+static int basic_auth(struct pd_subst *s, const struct header *h, struct sink *k, bool render)
+{
+	_cleanup_buf_ struct buf plain = { 0 }, subst = { 0 }, enc = { 0 };
+	const uint8_t *scheme_end;
+	struct line cred;
+	struct sink ks = { .b = &subst };
+	const struct pat *p;
+	size_t pos;
+	int r;
+
+	if (basic_split(h, &scheme_end, &cred) == 0)
+		return 0;
+	r = b64_decode(cred.p, cred.len, &plain);
+	if (r == -ENOMEM)
+		return fail(s, ENOMEM, "out of memory");
+	if (r < 0)
+		return fail(s, EPROTO, "Authorization: Basic credentials that are not base64");
+	if (!render) {
+		p = patset_find(&s->unbound, plain.p, plain.len, 0, false, &pos);
+		if (p)
+			return fail_leak(s, p->id);
+	}
+	r = replace(s, &s->bound, plain.p, plain.len, render ? &ks : &(struct sink){ 0 }, NULL,
+		    USE_BASIC, NULL);
+	if (r < 0 || !render)
+		return r < 0 ? r : 1;
+	r = b64_encode(subst.p, subst.len, &enc);
+	if (r < 0)
+		return fail(s, ENOMEM, "out of memory");
+	if (sink_add(k, h->value, (size_t)(scheme_end - h->value)) < 0 || sink_str(k, " ") < 0 ||
+	    sink_add(k, enc.p, enc.len) < 0)
+		return fail(s, ENOMEM, "out of memory");
+	return 1;
+}
+
+static bool header_dropped(const struct pd_subst *s, enum hdr kind)
+{
+	switch (kind) {
+	case H_PROXY_AUTHORIZATION:
+	case H_PROXY_CONNECTION:
+		return true; /* for the proxy, never forwarded */
+	case H_UPGRADE:
+		/* SECURITY: after a 101 the bytes are not HTTP and framing could not be tracked */
+		return true;
+	case H_CONTENT_LENGTH:
+	case H_TRANSFER_ENCODING:
+	case H_EXPECT:
+		/* a buffered body goes with a new Content-Length; nothing waits for a 100 */
+		return s->buffer_bodies && s->framing != FRAME_NONE;
+	case H_OTHER:
+	case H_AUTHORIZATION:
+		return false;
+	}
+	return false;
+}
+
+/* The head is complete: everything that can refuse it, before any of it goes out. */
+static int head_check(struct pd_subst *s)
+{
+	struct line l;
+	struct header h;
+	size_t pos = 0, at;
+	unsigned chunked = 0;
+	bool have_cl = false, have_te = false;
+	const struct pat *p;
+	const char *why;
+	int r;
+
+	(void)next_line(&s->head, &pos, &l);
+	why = reqline_split(&l, &s->rl);
+	if (why)
+		return fail(s, EPROTO, why);
+	while (next_line(&s->head, &pos, &l)) {
+		why = header_split(&l, &h);
+		if (why)
+			return fail(s, EPROTO, why);
+		if (h.kind == H_CONTENT_LENGTH) {
+			uint64_t v;
+
+			if (!parse_content_length(h.value, h.value_len, &v))
+				return fail(s, EPROTO, "a Content-Length that is not digits only");
+			if (have_cl && v != s->content_length)
+				return fail(s, EPROTO, "differing Content-Length headers");
+			have_cl = true;
+			s->content_length = v;
+		} else if (h.kind == H_TRANSFER_ENCODING) {
+			have_te = true;
+			if (!parse_transfer_encoding(h.value, h.value_len, &chunked))
+				return fail(s, EPROTO, "a Transfer-Encoding other than chunked");
+		}
+	}
+	/* SECURITY: request smuggling — any framing two parsers could read differently */
+	if (have_te && have_cl)
+		return fail(s, EPROTO, "both Content-Length and Transfer-Encoding");
+	if (have_te && chunked != 1)
+		return fail(s, EPROTO, "a Transfer-Encoding other than chunked");
+	if (have_te && s->rl.http10)
+		return fail(s, EPROTO, "Transfer-Encoding in HTTP/1.0");
+	s->framing = have_te ? FRAME_CHUNKED : have_cl ? FRAME_LENGTH : FRAME_NONE;
+
+	/* SECURITY: anywhere in the head, even in a header we drop: fail closed */
+	p = patset_find(&s->unbound, s->head.p, s->head.len, 0, false, &at);
+	if (p)
+		return fail_leak(s, p->id);
+
+	r = replace(s, &s->bound, s->rl.target.p, s->rl.target.len, &(struct sink){ 0 },
+		    s->target_ok, USE_REQUEST_LINE, NULL);
+	if (r < 0)
+		return r;
+	pos = 0;
+	(void)next_line(&s->head, &pos, &l);
+	while (next_line(&s->head, &pos, &l)) {
+		(void)header_split(&l, &h);
+		if (header_dropped(s, h.kind))
+			continue;
+		if (h.kind == H_AUTHORIZATION) {
+			r = basic_auth(s, &h, NULL, false);
+			if (r < 0)
+				return r;
+			if (r > 0)
+				continue;
+		}
+		r = replace(s, &s->bound, h.value, h.value_len, &(struct sink){ 0 }, s->header_ok,
+			    USE_HEADER, &h);
+		if (r < 0)
+			return r;
+	}
+	if (s->buffer_bodies && s->framing == FRAME_LENGTH && s->content_length > s->max_body)
+		return fail(s, E2BIG, "a request body over the limit");
+	return 0;
+}
+
+/* Writes the checked head to out; body_len: the buffered body's, with a framing. */
+static int head_render(struct pd_subst *s, struct evbuffer *out, size_t body_len)
+{
+	struct sink k = { .ev = out };
+	struct line l;
+	struct header h;
+	size_t pos = 0;
+	int r;
+
+	if (sink_add(&k, s->rl.method.p, s->rl.method.len) < 0 || sink_str(&k, " ") < 0)
+		return fail(s, ENOMEM, "out of memory");
+	r = replace(s, &s->bound, s->rl.target.p, s->rl.target.len, &k, NULL, USE_REQUEST_LINE,
+		    NULL);
+	if (r < 0)
+		return r;
+	if (sink_str(&k, " ") < 0 || sink_add(&k, s->rl.version.p, s->rl.version.len) < 0 ||
+	    sink_str(&k, "\r\n") < 0)
+		return fail(s, ENOMEM, "out of memory");
+	(void)next_line(&s->head, &pos, &l);
+	while (next_line(&s->head, &pos, &l)) {
+		(void)header_split(&l, &h);
+		if (header_dropped(s, h.kind))
+			continue;
+		if (sink_add(&k, h.name, h.name_len) < 0 || sink_str(&k, ": ") < 0)
+			return fail(s, ENOMEM, "out of memory");
+		r = h.kind == H_AUTHORIZATION ? basic_auth(s, &h, &k, true) : 0;
+		if (r == 0)
+			r = replace(s, &s->bound, h.value, h.value_len, &k, NULL, USE_HEADER, &h);
+		if (r < 0)
+			return r;
+		if (sink_str(&k, "\r\n") < 0)
+			return fail(s, ENOMEM, "out of memory");
+	}
+	if (s->buffer_bodies && s->framing != FRAME_NONE) {
+		char cl[64];
+
+		(void)snprintf(cl, sizeof(cl), "Content-Length: %zu\r\n", body_len);
+		if (sink_str(&k, cl) < 0)
+			return fail(s, ENOMEM, "out of memory");
+	}
+	if (sink_str(&k, "\r\n") < 0)
+		return fail(s, ENOMEM, "out of memory");
+	return 0;
+}
+
+static void report_uses(struct pd_subst *s)
+{
+	_cleanup_free_ char *line = NULL;
+	size_t tl = 0;
+
+	if (!s->fn)
+		return;
+	while (tl < s->rl.target.len && s->rl.target.p[tl] != '?' && s->rl.target.p[tl] != '#')
+		tl++;
+	for (size_t i = 0; i < s->n; i++) {
+		char where[sizeof("header ") + WHERE_NAME_MAX];
+		struct use *u = &s->uses[i];
+
+		if (u->kind == USE_NONE)
+			continue;
+		if (!line) {
+			size_t n = s->rl.method.len;
+
+			line = malloc(s->rl.method.len + tl + s->rl.version.len + 3);
+			if (!line)
+				return; /* TODO: a record lost to ENOMEM; the request still goes */
+			memcpy(line, s->rl.method.p, s->rl.method.len);
+			line[n++] = ' ';
+			memcpy(line + n, s->rl.target.p, tl);
+			n += tl;
+			line[n++] = ' ';
+			memcpy(line + n, s->rl.version.p, s->rl.version.len);
+			line[n + s->rl.version.len] = '\0';
+		}
+		switch (u->kind) {
+		case USE_HEADER:
+			/* a header name is token characters only: safe to pass on */
+			memcpy(where, "header ", 7);
+			memcpy(where + 7, u->name, MIN(u->name_len, (size_t)WHERE_NAME_MAX));
+			where[7 + MIN(u->name_len, (size_t)WHERE_NAME_MAX)] = '\0';
+			break;
+		case USE_REQUEST_LINE:
+			strcpy(where, "request-line");
+			break;
+		case USE_BASIC:
+			strcpy(where, "basic-auth");
+			break;
+		case USE_BODY:
+			strcpy(where, "body");
+			break;
+		case USE_NONE:
+			continue;
+		}
+		s->fn(&(const struct pd_subst_use){ .secret = i, .where = where }, line, s->ud);
+	}
+}
+
+/* Ready for the next request on the connection. */
+static void request_reset(struct pd_subst *s)
+{
+	buf_clear(&s->head);
+	buf_clear(&s->body);
+	stream_reset(&s->leak);
+	memset(s->uses, 0, (s->n ? s->n : 1) * sizeof(*s->uses));
+	s->rl = (struct reqline){ 0 };
+	s->state = ST_HEAD;
+	s->head_bytes = 0;
+	s->cr = s->line1_done = false;
+	s->framing = FRAME_NONE;
+	s->content_length = s->remaining = 0;
+}
+
+/* A buffered body is complete: check it, then the request goes out whole. */
+static int buffered_finish(struct pd_subst *s, struct evbuffer *out)
+{
+	struct sink count = { 0 }, k = { .ev = out };
+	const struct pat *p;
+	size_t pos;
+	int r;
+
+	p = patset_find(&s->unbound, s->body.p, s->body.len, 0, false, &pos);
+	if (p)
+		return fail_leak(s, p->id);
+	r = replace(s, &s->body_set, s->body.p, s->body.len, &count, NULL, USE_BODY, NULL);
+	if (r < 0)
+		return r;
+	r = head_render(s, out, count.total);
+	if (r < 0)
+		return r;
+	r = replace(s, &s->body_set, s->body.p, s->body.len, &k, NULL, USE_BODY, NULL);
+	if (r < 0)
+		return r;
+	report_uses(s);
+	request_reset(s);
+	return 0;
+}
+
+/* The streamed body's data is complete: decide what the leak scan held back. */
+static int streamed_data_end(struct pd_subst *s, struct evbuffer *out)
+{
+	const struct pat *p = NULL;
+	int r = stream_run(&s->leak, NULL, 0, true, out, &p);
+
+	if (r < 0)
+		return fail(s, -r, "out of memory");
+	if (r > 0)
+		return fail_leak(s, p->id);
+	return 0;
+}
+
+static int request_end(struct pd_subst *s, struct evbuffer *out)
+{
+	if (s->buffer_bodies)
+		return buffered_finish(s, out);
+	if (s->framing == FRAME_CHUNKED && evbuffer_add(out, "0\r\n\r\n", 5) < 0)
+		return fail(s, ENOMEM, "out of memory");
+	request_reset(s);
+	return 0;
+}
+
+static int head_done(struct pd_subst *s, struct evbuffer *out)
+{
+	int r = head_check(s);
+
+	if (r < 0)
+		return r;
+	if (!s->buffer_bodies) {
+		r = head_render(s, out, 0);
+		if (r < 0)
+			return r;
+		report_uses(s);
+	}
+	switch (s->framing) {
+	case FRAME_NONE:
+		return request_end(s, out);
+	case FRAME_LENGTH:
+		if (s->content_length == 0)
+			return request_end(s, out);
+		s->remaining = s->content_length;
+		s->state = ST_BODY;
+		return 0;
+	case FRAME_CHUNKED:
+		s->state = ST_CHUNK_SIZE;
+		s->chunk_phase = CH_HEX;
+		s->chunk_digits = 0;
+		s->chunk_size = 0;
+		s->line_bytes = 0;
+		s->cr = false;
+		return 0;
+	}
+	return 0;
+}
+
+/* One byte of a head. Returns 1 when the blank line ends it. */
+static int head_byte(struct pd_subst *s, uint8_t c)
+{
+	if (++s->head_bytes > s->max_head)
+		return fail(s, E2BIG, "a request head over the limit");
+	if (c == '\0')
+		return fail(s, EPROTO, "a NUL in a request head");
+	if (s->cr && c != '\n')
+		return fail(s, EPROTO, "a CR not followed by LF in a request head");
+	s->cr = c == '\r';
+	if (c == '\r')
+		return 0;
+	if (c == '\n') {
+		bool empty = s->head.len == 0 || s->head.p[s->head.len - 1] == '\n';
+
+		if (empty && s->head.len == 0)
+			return 0; /* empty lines before a request line are ignored (RFC 9112 §2.2) */
+		if (empty)
+			return 1;
+		s->line1_done = true;
+	} else if (!s->line1_done && (c < 0x20 || c >= 0x7f)) {
+		/* fail early on TLS or binary: a request line is visible ASCII and spaces */
+		return fail(s, EPROTO, "not an HTTP/1.x request line");
+	}
+	if (buf_add(&s->head, &c, 1) < 0)
+		return fail(s, ENOMEM, "out of memory");
+	return 0;
+}
+
+static int hexval(uint8_t c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
+		return (c | 0x20) - 'a' + 10;
+	return -1;
+}
+
+/* One byte of a chunk-size line. Returns 1 when it ends. */
+static int chunk_size_byte(struct pd_subst *s, uint8_t c)
+{
+	int d;
+
+	if (++s->line_bytes > PD_SUBST_CHUNK_LINE_MAX)
+		return fail(s, EPROTO, "a chunk size line over the limit");
+	if (s->cr && c != '\n')
+		return fail(s, EPROTO, "a CR not followed by LF in a chunk size line");
+	s->cr = c == '\r';
+	if (c == '\r')
+		return 0;
+	if (c == '\n') {
+		if (s->chunk_digits == 0)
+			return fail(s, EPROTO, "a bad chunk size");
+		return 1;
+	}
+	switch (s->chunk_phase) {
+	case CH_HEX:
+		d = hexval(c);
+		if (d >= 0) {
+			/* 15 hex digits: under 2^60, no overflow anywhere after */
+			if (++s->chunk_digits > 15)
+				return fail(s, EPROTO, "a chunk size too large");
+			s->chunk_size = s->chunk_size << 4 | (uint64_t)d;
+			return 0;
+		}
+		if (s->chunk_digits == 0)
+			return fail(s, EPROTO, "a bad chunk size");
+		if (c == ';') {
+			s->chunk_phase = CH_EXT;
+			return 0;
+		}
+		if (!ows(c))
+			return fail(s, EPROTO, "a bad chunk size");
+		s->chunk_phase = CH_BWS;
+		return 0;
+	case CH_BWS:
+		if (c == ';')
+			s->chunk_phase = CH_EXT;
+		else if (!ows(c))
+			return fail(s, EPROTO, "a bad chunk size");
+		return 0;
+	case CH_EXT:
+		/* extensions are dropped, but a control byte is not HTTP */
+		if (!value_char(c))
+			return fail(s, EPROTO, "a control byte in a chunk extension");
+		return 0;
+	}
+	return 0;
+}
+
+static int body_data(struct pd_subst *s, const uint8_t *p, size_t n, struct evbuffer *out)
+{
+	const struct pat *pat = NULL;
+	int r;
+
+	if (s->buffer_bodies) {
+		if (n > s->max_body - s->body.len)
+			return fail(s, E2BIG, "a request body over the limit");
+		if (buf_add(&s->body, p, n) < 0)
+			return fail(s, ENOMEM, "out of memory");
+		return 0;
+	}
+	r = stream_run(&s->leak, p, n, false, out, &pat);
+	if (r < 0)
+		return fail(s, -r, "out of memory");
+	if (r > 0)
+		return fail_leak(s, pat->id);
+	return 0;
+}
+
+/* Consumes from in[*i]; one state step. */
+static int step(struct pd_subst *s, const uint8_t *in, size_t len, size_t *i,
+		struct evbuffer *out)
+{
+	size_t n;
+	uint8_t c;
+	int r;
+
+	switch (s->state) {
+	case ST_HEAD:
+		r = head_byte(s, in[(*i)++]);
+		if (r <= 0)
+			return r;
+		return head_done(s, out);
+	case ST_BODY:
+		n = (size_t)MIN((uint64_t)(len - *i), s->remaining);
+		r = body_data(s, in + *i, n, out);
+		if (r < 0)
+			return r;
+		*i += n;
+		s->remaining -= n;
+		if (s->remaining > 0)
+			return 0;
+		if (!s->buffer_bodies) {
+			r = streamed_data_end(s, out);
+			if (r < 0)
+				return r;
+		}
+		return request_end(s, out);
+	case ST_CHUNK_SIZE:
+		r = chunk_size_byte(s, in[(*i)++]);
+		if (r <= 0)
+			return r;
+		s->line_bytes = 0;
+		s->cr = false;
+		if (s->chunk_size == 0) {
+			if (!s->buffer_bodies) {
+				r = streamed_data_end(s, out);
+				if (r < 0)
+					return r;
+			}
+			s->head_bytes = 0; /* trailers are bounded by max_head too */
+			s->line_empty = true;
+			s->state = ST_TRAILERS;
+			return 0;
+		}
+		if (s->buffer_bodies) {
+			if (s->chunk_size > s->max_body - s->body.len)
+				return fail(s, E2BIG, "a request body over the limit");
+		} else {
+			char line[32];
+			int k = snprintf(line, sizeof(line), "%" PRIx64 "\r\n", s->chunk_size);
+
+			if (evbuffer_add(out, line, (size_t)k) < 0)
+				return fail(s, ENOMEM, "out of memory");
+		}
+		s->remaining = s->chunk_size;
+		s->chunk_phase = CH_HEX;
+		s->chunk_digits = 0;
+		s->chunk_size = 0;
+		s->state = ST_CHUNK_DATA;
+		return 0;
+	case ST_CHUNK_DATA:
+		n = (size_t)MIN((uint64_t)(len - *i), s->remaining);
+		r = body_data(s, in + *i, n, out);
+		if (r < 0)
+			return r;
+		*i += n;
+		s->remaining -= n;
+		if (s->remaining > 0)
+			return 0;
+		/* the chunk's bytes go out before its CRLF; the scan still sees across */
+		if (!s->buffer_bodies && stream_release_held(&s->leak, out) < 0)
+			return fail(s, ENOMEM, "out of memory");
+		s->cr = false;
+		s->state = ST_CHUNK_END;
+		return 0;
+	case ST_CHUNK_END:
+		c = in[(*i)++];
+		if (c == '\r' && !s->cr) {
+			s->cr = true;
+			return 0;
+		}
+		if (c != '\n')
+			return fail(s, EPROTO, "chunk data not followed by CRLF");
+		if (!s->buffer_bodies && evbuffer_add(out, "\r\n", 2) < 0)
+			return fail(s, ENOMEM, "out of memory");
+		s->cr = false;
+		s->state = ST_CHUNK_SIZE;
+		return 0;
+	case ST_TRAILERS:
+		/* SECURITY: trailers are dropped, so nothing in them goes upstream */
+		c = in[(*i)++];
+		if (++s->head_bytes > s->max_head)
+			return fail(s, E2BIG, "a trailer section over the limit");
+		if (c == '\0')
+			return fail(s, EPROTO, "a NUL in a trailer section");
+		if (s->cr && c != '\n')
+			return fail(s, EPROTO, "a CR not followed by LF in a trailer section");
+		s->cr = c == '\r';
+		if (c == '\r')
+			return 0;
+		if (c != '\n') {
+			s->line_empty = false;
+			return 0;
+		}
+		if (!s->line_empty) {
+			s->line_empty = true;
+			return 0;
+		}
+		s->cr = false;
+		return request_end(s, out);
+	}
+	return 0;
+}
+
+int pd_subst_feed(struct pd_subst *s, const uint8_t *in, size_t len, struct evbuffer *out,
+		  size_t *ret_secret, const char **ret_why)
+{
+	size_t i = 0;
+	int r;
+
+	assert(s && out && (in || len == 0));
+	r = s->err;
+	while (r == 0 && i < len)
+		r = step(s, in, len, &i, out);
+	if (r < 0) {
+		if (ret_secret)
+			*ret_secret = s->err_secret;
+		if (ret_why)
+			*ret_why = s->err_why;
+	}
+	return r;
+}
+
+/* ---- the response stream ------------------------------------------------------------- */
+
+struct pd_scrub {
+	struct stream st;
+};
+
+struct pd_scrub *pd_scrub_new(const struct pd_secret *secrets, size_t n)
+{
+	struct pd_scrub *s;
+
+	if (n > 0 && !secrets) {
+		errno = EINVAL;
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!secrets[i].value || secrets[i].value_len == 0 || !secrets[i].placeholder ||
+		    secrets[i].placeholder_len == 0) {
+			errno = EINVAL;
+			return NULL;
+		}
+	s = calloc(1, sizeof(*s));
+	if (!s || stream_init(&s->st, secrets, n, SET_SCRUB) < 0) {
+		pd_scrub_free(s);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return s;
+}
+
+struct pd_scrub *pd_scrub_free(struct pd_scrub *s)
+{
+	if (!s)
+		return NULL;
+	stream_release(&s->st);
+	free(s);
+	return NULL;
+}
+
+int pd_scrub_feed(struct pd_scrub *s, const uint8_t *in, size_t len, struct evbuffer *out)
+{
+	assert(s && out && (in || len == 0));
+	return stream_run(&s->st, in, len, false, out, &(const struct pat *){ NULL });
+}
+
+int pd_scrub_flush(struct pd_scrub *s, struct evbuffer *out)
+{
+	return stream_run(&s->st, NULL, 0, true, out, &(const struct pat *){ NULL });
+}
+
+size_t pd_scrub_held(const struct pd_scrub *s)
+{
+	return s->st.tail_len;
+}

