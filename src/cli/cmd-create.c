@@ -187,6 +187,59 @@ static bool is_section(const char *key)
 	return !strcmp(key, "limits") || !strcmp(key, "security") || !strcmp(key, "network");
 }
 
+/*
+ * A secret's source names this client's environment or a file it can read, not paddockd's:
+ * the value is read here and sent as a write-only "value" (docs/secrets.md). Only when the
+ * request is sent, so --print-request never shows a value.
+ */
+static int read_secret_values(json_t *req)
+{
+	json_t *list = json_object_get(req, "secrets"), *sec;
+	size_t i;
+
+	json_array_foreach(list, i, sec) {
+		const char *src = json_string_value(json_object_get(sec, "source"));
+		const char *name = json_string_value(json_object_get(sec, "name"));
+		char *val = NULL;
+		size_t n = 0;
+
+		if (!src || !strcmp(src, "value"))
+			continue;
+		if (!strncmp(src, "env:", 4)) {
+			const char *v = getenv(src + 4);
+
+			if (!v || !*v)
+				return api_failf("secret %s: $%s is not set in this environment",
+						 name ? name : "?", src + 4);
+			val = strdup(v);
+			n = val ? strlen(val) : 0;
+		} else if (!strncmp(src, "file:", 5)) {
+			FILE *f = fopen(src + 5, "re");
+
+			val = malloc(8193);
+			if (f && val)
+				n = fread(val, 1, 8193, f);
+			if (f)
+				fclose(f);
+			if (!f || !val || n == 0 || n > 8192) {
+				free(val);
+				return api_failf("secret %s: cannot read %s (1 to 8192 bytes)",
+						 name ? name : "?", src + 5);
+			}
+			while (n > 0 && (val[n - 1] == '\n' || val[n - 1] == '\r'))
+				n--;
+			val[n] = '\0';
+		}
+		if (!val)
+			return api_failf("out of memory");
+		json_object_del(sec, "source");
+		json_object_set_new(sec, "value", json_stringn(val, n));
+		explicit_bzero(val, n);
+		free(val);
+	}
+	return 0;
+}
+
 /* The request: the fields the file or a flag named, as libpaddock writes them back. */
 static json_t *build_request(const paddock_spec *spec, const json_t *file, const char **touched,
 			     size_t n_touched, json_t *req)
@@ -330,6 +383,9 @@ int cmd_create(int argc, char **argv)
 		status = api_print_pretty(req);
 		goto out;
 	}
+	status = read_secret_values(req);
+	if (status != 0)
+		goto out;
 	{
 		char *url = API_URL("sandboxes");
 		status = api_call(&api, "POST", url, req, &reply);

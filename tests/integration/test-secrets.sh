@@ -144,6 +144,16 @@ expect_match "daemon: the server got the value" "Bearer $VAL" "$(grep '"/echo-he
 all="$r$(api GET "/v1/sandboxes/$ID")$(api GET "/v1/sandboxes")$(api GET "/v1/sandboxes/$ID/events")$(api GET /metrics)$(api GET "/v1/sandboxes/$ID/network")"
 expect_no_match "daemon: no API answer holds the value" "$VAL" "$all"
 expect_match "daemon: the sandbox's spec says the source, not the value" '"source": *"value"' "$all"
+# the client reads a --secret from its own environment and sends it as a write-only value
+CVAL="ghp_Cl1entS1deValue0123456789abcdefXYZ"
+ID2=$(API_KEY=$CVAL "$PADDOCK" create --socket "$SOCK" --allow api.test --secret 'API_KEY@api.test' 2>&1)
+expect_match "paddock create --secret: a sandbox" '^sb_' "$ID2"
+r=$(api POST "/v1/sandboxes/$ID2/exec" -d '{"cmd":"curl -sS -m 5 -H \"Authorization: Bearer $API_KEY\" https://api.test/echo-headers"}')
+expect_match "paddock create --secret: the server got the client's value" "Bearer $CVAL" "$(grep '"/echo-headers"' "$REQ" | tail -n1)"
+expect_no_match "paddock create --secret: the answer holds no value" "$CVAL" "$r$(api GET "/v1/sandboxes/$ID2")"
+r=$(API_KEY= "$PADDOCK" create --socket "$SOCK" --allow api.test --secret 'API_KEY@api.test' 2>&1)
+expect_match "paddock create --secret without the variable: a clear error" 'API_KEY is not set' "$r"
+api DELETE "/v1/sandboxes/$ID2" >/dev/null
 kill -TERM "$DPID"
 wait "$DPID"
 expect_eq "daemon: its event log, database and stderr never hold the value" "0" \
