@@ -192,10 +192,10 @@ static bool is_section(const char *key)
  * the value is read here and sent as a write-only "value" (docs/secrets.md). Only when the
  * request is sent, so --print-request never shows a value.
  */
-static int read_secret_values(json_t *req)
+static int read_secret_values(json_t *req, const json_t *file)
 {
-	json_t *list = json_object_get(req, "secrets"), *sec;
-	size_t i;
+	json_t *list = json_object_get(req, "secrets"), *sec, *fsec;
+	size_t i, j;
 
 	json_array_foreach(list, i, sec) {
 		const char *src = json_string_value(json_object_get(sec, "source"));
@@ -203,7 +203,17 @@ static int read_secret_values(json_t *req)
 		char *val = NULL;
 		size_t n = 0;
 
-		if (!src || !strcmp(src, "value"))
+		if (src && !strcmp(src, "value")) {
+			/* given in the --spec file: the spec library never writes a value back */
+			json_array_foreach(json_object_get(file, "secrets"), j, fsec)
+				if (name && json_is_string(json_object_get(fsec, "value")) &&
+				    !strcmp(name, json_string_value(json_object_get(fsec, "name")) ?: "")) {
+					json_object_del(sec, "source");
+					json_object_set(sec, "value", json_object_get(fsec, "value"));
+				}
+			continue;
+		}
+		if (!src)
 			continue;
 		if (!strncmp(src, "env:", 4)) {
 			const char *v = getenv(src + 4);
@@ -383,7 +393,7 @@ int cmd_create(int argc, char **argv)
 		status = api_print_pretty(req);
 		goto out;
 	}
-	status = read_secret_values(req);
+	status = read_secret_values(req, file);
 	if (status != 0)
 		goto out;
 	{

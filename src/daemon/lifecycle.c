@@ -309,6 +309,33 @@ static int check_host_paths(struct daemon *d, const char *tenant, json_t *spec,
 	return r;
 }
 
+/*
+ * SECURITY: a secret's env: or file: source is read by paddockd, as paddockd: its own
+ * environment (tokens, keys) and files. Only the local tenant, the operator, may name one;
+ * a TCP tenant gives its secrets by value.
+ */
+static int check_secret_sources(const char *tenant, json_t *spec, paddock_error *err)
+{
+	json_t *sec;
+	size_t i;
+
+	if (strcmp(tenant, PD_LOCAL_TENANT) == 0)
+		return 0;
+	json_array_foreach(json_object_get(spec, "secrets"), i, sec) {
+		const char *src = json_string_value(json_object_get(sec, "source"));
+
+		if (src && strcmp(src, "value") != 0) {
+			int r = dfail(err, EPERM,
+				      "a TCP tenant gives a secret by \"value\"; \"source\" '%.40s' "
+				      "would be read from paddockd's own environment or files",
+				      src);
+			snprintf(err->field, sizeof(err->field), "secrets[%zu].source", i);
+			return r;
+		}
+	}
+	return 0;
+}
+
 int pd_create_parse(struct daemon *d, const char *tenant, json_t *body, paddock_spec **ret_spec,
 		    int64_t *ret_ttl, int64_t *ret_idle, paddock_error *err)
 {
@@ -328,6 +355,8 @@ int pd_create_parse(struct daemon *d, const char *tenant, json_t *body, paddock_
 		r = check_metadata(meta, err);
 	if (r >= 0)
 		r = check_host_paths(d, tenant, specj, err);
+	if (r >= 0)
+		r = check_secret_sources(tenant, specj, err);
 	if (r >= 0 && tenant_count(d, tenant) >= PD_MAX_SANDBOXES)
 		r = dfail(err, EAGAIN, "tenant '%s' has %u sandboxes, the most allowed", tenant,
 			  PD_MAX_SANDBOXES);

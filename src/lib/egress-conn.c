@@ -1000,11 +1000,14 @@ static void broker_closed(const char *reason, uint64_t from_client, uint64_t fro
 	c->bytes_in += from_upstream;
 	c->eg->stats.bytes_out += from_client;
 	c->eg->stats.bytes_in += from_upstream;
-	if (!c->reason) {
-		/* the text lives for the call only; the record is made inside conn_close() */
+	/* an ordinary end is no reason; the text lives for the call only */
+	if (!c->reason && strcmp(reason, "client closed") != 0 &&
+	    strcmp(reason, "upstream closed") != 0) {
 		snprintf(why, sizeof(why), "%s", reason);
 		c->reason = why;
 	}
+	if (!c->leaked)
+		c->eg->stats.connections_allowed++;
 	conn_close(c);
 }
 
@@ -1074,8 +1077,7 @@ static void broker_start(struct pd_egress_conn *c, bool tls, uint8_t *pre, size_
 		}
 	event_del(c->timer);
 	c->st = ST_BROKER;
-	c->intercepted = tls;
-	c->eg->stats.connections_allowed++;
+	c->intercepted = tls; /* counted allowed when it ends, unless a leak ended it */
 	r = pd_mitm_start(c->eg->ctx->base, sctx, ussl, c->cfd, c->ufd, pre, pre_len, &broker_ops,
 			  c, &c->mitm, &err);
 	free(pre);

@@ -128,6 +128,15 @@ int paddock_ctx_add_upstream_ca(paddock_ctx *ctx, const char *path, paddock_erro
 	v[n + 1] = NULL;
 	if (!v[n])
 		return pd_fail(err, ENOMEM, "out of memory");
+	/* made now, so a file that is no CA is an error here, not at the first interception */
+	if (ctx->upstream_tls)
+		SSL_CTX_free(ctx->upstream_tls);
+	ctx->upstream_tls = pd_tls_upstream_ctx_new((const char *const *)ctx->upstream_ca, err);
+	if (!ctx->upstream_tls) {
+		free(v[n]);
+		v[n] = NULL;
+		return -EINVAL;
+	}
 	return 0;
 }
 

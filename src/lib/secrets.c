@@ -3,7 +3,8 @@
 #include "secrets.h"
 
 #include <errno.h>
-#include <openssl/sha.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,6 +115,27 @@ int pd_secret_placeholder(const uint8_t *value, size_t len, char **ret, size_t *
 	return 0;
 }
 
+/*
+ * HMAC-SHA-256 under a key made once per process: a fingerprint tells records of one
+ * supervisor apart and together, and cannot be brute-forced back into a short value by
+ * whoever reads the records.
+ */
+static int fingerprint(const uint8_t *value, size_t len, uint8_t out[static 32])
+{
+	static uint8_t key[32];
+	static bool have_key;
+	unsigned int n = 32;
+	int r;
+
+	if (!have_key) {
+		r = random_bytes(key, sizeof(key));
+		if (r < 0)
+			return r;
+		have_key = true;
+	}
+	return HMAC(EVP_sha256(), key, sizeof(key), value, len, out, &n) ? 0 : -EIO;
+}
+
 void pd_secrets_free(struct pd_secrets *s)
 {
 	if (!s)
@@ -170,7 +192,7 @@ int pd_secrets_new(const paddock_spec *spec, struct pd_secrets **ret, paddock_er
 	for (size_t i = 0; i < spec->n_secrets; i++) {
 		const struct pd_spec_secret *src = &spec->secrets[i];
 		struct pd_secret_rt *x = &s->s[i];
-		uint8_t digest[SHA256_DIGEST_LENGTH];
+		uint8_t digest[32];
 		char field[64];
 
 		s->n++;
@@ -191,7 +213,11 @@ int pd_secrets_new(const paddock_spec *spec, struct pd_secrets **ret, paddock_er
 		r = pd_spec_secret_value(src, field, &x->value, &x->value_len, err);
 		if (r < 0)
 			goto fail;
-		SHA256(x->value, x->value_len, digest);
+		r = fingerprint(x->value, x->value_len, digest);
+		if (r < 0) {
+			pd_fail(err, -r, "fingerprint secret '%s'", x->name);
+			goto fail;
+		}
 		for (int k = 0; k < 8; k++)
 			snprintf(x->fingerprint + 2 * k, 3, "%02x", digest[k]);
 		r = pd_secret_placeholder(x->value, x->value_len, &x->placeholder,

@@ -22,7 +22,7 @@ struct pd_secret_rt {
 	size_t value_len;
 	char *placeholder; /* what the sandbox sees; not secret */
 	size_t placeholder_len;
-	char fingerprint[17]; /* the first 8 bytes of SHA-256(value), hex: names it in records */
+	char fingerprint[17]; /* 8 bytes of a keyed HMAC of the value, hex: names it in records */
 	struct pd_egress_rule *hosts;
 	size_t n_hosts;
 	bool in_body;

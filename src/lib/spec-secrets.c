@@ -116,10 +116,13 @@ static int check_source(const char *src, const char *field, paddock_error *err)
 {
 	if (!strncmp(src, "env:", 4))
 		return check_name(src + 4, field, err);
-	if (!strncmp(src, "file:", 5) && src[5] == '/' && strlen(src) < 5 + PD_SPEC_MAX_PATH)
+	if (!strncmp(src, "file:", 5) && src[5] == '/' && strlen(src) < 5 + PD_SPEC_MAX_PATH &&
+	    !strstr(src, "/../") && !strstr(src, "/./") && !strstr(src, "//") &&
+	    strcmp(src + strlen(src) - 3, "/..") != 0 && strcmp(src + strlen(src) - 2, "/.") != 0)
 		return 0;
 	return pd_fail_field(err, EINVAL, field,
-			     "expected 'env:VARIABLE' or 'file:/absolute/path', got '%s'",
+			     "expected 'env:VARIABLE' or 'file:/absolute/path' (without . or .. "
+			     "components), got '%s'",
 			     PD_ESC(src));
 }
 
@@ -399,8 +402,8 @@ static int read_file_value(const char *path, uint8_t **ret, size_t *ret_len, con
 	ssize_t n;
 
 	if (fd < 0)
-		return pd_fail_field(err, errno, field, "cannot open the secret's file '%s'",
-				     PD_ESC(path));
+		return pd_fail_field(err, EINVAL, field, "cannot open the secret's file '%s': %s",
+				     PD_ESC(path), strerror(errno));
 	buf = malloc(PD_SECRET_VALUE_MAX + 2);
 	if (!buf)
 		return pd_fail(err, ENOMEM, "out of memory");
@@ -437,7 +440,7 @@ int pd_spec_secret_value(const struct pd_spec_secret *s, const char *field, uint
 		memcpy(*ret, s->value, s->value_len + 1);
 		*ret_len = s->value_len;
 	} else if (streq(s->source, "value")) {
-		return pd_fail_field(err, ENOENT, field,
+		return pd_fail_field(err, EINVAL, field,
 				     "secret '%s' was given by value, which is never kept: give it "
 				     "again",
 				     PD_ESC(s->name));
@@ -445,7 +448,7 @@ int pd_spec_secret_value(const struct pd_spec_secret *s, const char *field, uint
 		const char *v = getenv(s->source + 4);
 
 		if (!v || !*v)
-			return pd_fail_field(err, ENOENT, field,
+			return pd_fail_field(err, EINVAL, field,
 					     "the supervisor's environment has no variable '%s' for "
 					     "secret '%s'",
 					     PD_ESC(s->source + 4), PD_ESC(s->name));

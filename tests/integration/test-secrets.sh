@@ -158,9 +158,16 @@ kill -TERM "$DPID"
 wait "$DPID"
 expect_eq "daemon: its event log, database and stderr never hold the value" "0" \
 	"$(cat "$T_TMP/st"/* "$T_TMP/d.log" 2>/dev/null | grep -ac -- "$VAL")"
-"$PADDOCKD" --socket "$SOCK" --state-dir "$T_TMP/st" --resolve-hosts "$H" 2>>"$T_TMP/d.log" &
+printf 'alice aaaaaaaaaaaaaaaaaaaaaaaa\n' >"$T_TMP/tokens"
+PORT=$((20000 + RANDOM % 20000))
+"$PADDOCKD" --socket "$SOCK" --state-dir "$T_TMP/st" --resolve-hosts "$H" \
+	--listen "127.0.0.1:$PORT" --tokens "$T_TMP/tokens" 2>>"$T_TMP/d.log" &
 DPID=$!
 for _ in $(seq 100); do curl -s --unix-socket "$SOCK" -o /dev/null http://x/healthz && break; sleep 0.05; done
+r=$(curl -s -w '\n%{http_code}' -H 'Authorization: Bearer aaaaaaaaaaaaaaaaaaaaaaaa' -X POST "http://127.0.0.1:$PORT/v1/sandboxes" \
+	-d '{"network":{"allow":["api.test"]},"secrets":[{"name":"K","source":"file:/etc/shadow","hosts":["api.test"]}]}')
+expect_eq "daemon: a TCP tenant may not name a source paddockd would read: 403" "403" "$(tail -n1 <<<"$r")"
+expect_match "daemon: ...naming the field" '"field": *"secrets\[0\].source"' "$r"
 r=$(api GET "/v1/sandboxes/$ID")
 expect_match "daemon: restarted, the sandbox is re-adopted (its secret's value is gone)" "\"id\": *\"$ID\"" "$r"
 api DELETE "/v1/sandboxes/$ID" >/dev/null
