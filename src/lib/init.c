@@ -327,8 +327,11 @@ static void add_rlimit(struct init_state *st, int resource, uint64_t soft, uint6
  * Per-process limits every command starts with. file_size and nofile exist only as rlimits.
  * cpu_time is also enforced for the whole sandbox by the supervisor when it has a cgroup;
  * the rlimit (SIGXCPU at the limit, SIGKILL a second later) bounds each process everywhere.
- * Without a cgroup, RLIMIT_AS and RLIMIT_NPROC stand in for memory and pids: weaker (address
- * space, not memory; per process, not per sandbox, for AS), and the report says so.
+ * Without a cgroup, RLIMIT_DATA and RLIMIT_NPROC stand in for memory and pids: weaker (per
+ * process, not per sandbox, for DATA), and the report says so. RLIMIT_DATA, not RLIMIT_AS:
+ * it counts private writable memory (heap, anonymous mappings) and not address space that is
+ * only reserved, which V8 reserves by the gigabyte for WebAssembly (node's fetch failed
+ * under RLIMIT_AS at any ordinary --memory).
  */
 static void plan_rlimits(struct init_state *st, bool cgroup_limits)
 {
@@ -339,7 +342,7 @@ static void plan_rlimits(struct init_state *st, bool cgroup_limits)
 	add_rlimit(st, RLIMIT_NOFILE, l->nofile, l->nofile);
 	add_rlimit(st, RLIMIT_CPU, cpu ? cpu : 1, (cpu ? cpu : 1) + 1);
 	if (!cgroup_limits) {
-		add_rlimit(st, RLIMIT_AS, l->memory_bytes, l->memory_bytes);
+		add_rlimit(st, RLIMIT_DATA, l->memory_bytes, l->memory_bytes);
 		add_rlimit(st, RLIMIT_NPROC, l->pids, l->pids);
 	}
 }

@@ -10,7 +10,7 @@
  *
  *   {"allocated_mib":256}                      reached MIB: exit 0 (or, with --hold, sleep
  *                                              60 s first, holding the memory)
- *   {"allocated_mib":240,"error":"ENOMEM"}     malloc failed (RLIMIT_AS): exit 3
+ *   {"allocated_mib":240,"error":"ENOMEM"}     malloc failed (RLIMIT_DATA): exit 3
  *
  * Exit status 2: bad arguments. Under a cgroup memory limit the kernel kills it with SIGKILL
  * instead, and it prints nothing on stdout.

@@ -113,7 +113,7 @@ expect_limit() {
 
 # ---- memory ---------------------------------------------------------------------------
 # A bomb that touches up to 4 GiB under a 256M limit. Root: the memory cgroup's OOM killer
-# acts and the whole sandbox goes, reason oom. Rootless: RLIMIT_AS makes malloc fail first
+# acts and the whole sandbox goes, reason oom. Rootless: RLIMIT_DATA makes malloc fail first
 # (memhog says ENOMEM), though an OOM kill is fine too. Either way it never gets past 256M.
 r=$T_TMP/memory.json
 run_sb out st "${probes[@]}" --timeout 60 --memory 256M --report "$r" -- /probe/memhog 4096

@@ -34,11 +34,7 @@ expect_match "python urllib over intercepted HTTPS" '"X-Api-Key"' "$OUT"
 expect_match "python: the server got the value in a custom header" "\"X-Api-Key\": \"$REAL\"" "$(grep '"/echo-headers"' "$REQ" | tail -n1)"
 
 if command -v node >/dev/null; then
-	# rootless, memory is an address-space rlimit, below what V8 reserves for WebAssembly
-	# (undici's HTTP parser): node needs a larger --memory there (docs/security.md)
-	mem=()
-	[ "$MODE" = rootless ] && mem=(--memory 64G)
-	sb "${mem[@]}" -- node -e 'fetch("https://api.test/echo-headers", {headers: {authorization: "token " + process.env.API_KEY}}).then(r => r.text()).then(t => console.log(t), e => console.log("ERR", e.cause || e))'
+	sb -- node -e 'fetch("https://api.test/echo-headers", {headers: {authorization: "token " + process.env.API_KEY}}).then(r => r.text()).then(t => console.log(t), e => console.log("ERR", e.cause || e))'
 	expect_match "node fetch over intercepted HTTPS (transparent)" '"[Aa]uthorization"' "$OUT"
 	expect_match "node: the server got the value" "token $REAL" "$(grep '"/echo-headers"' "$REQ" | tail -n1)"
 fi
