@@ -28,25 +28,16 @@ ROUNDS=${ROUNDS:-5}
 ADDR=11.22.33.1
 NAME=bench.test
 
-if [ "${1:-}" != --in-netns ]; then
-	if [ "$(id -u)" -ne 0 ]; then
-		echo "bench/egress.sh: run as root (it creates a network namespace)" >&2
-		exit 1
-	fi
-	"$top/dev/deps" --bench
-	command -v curl >/dev/null || { echo "bench/egress.sh: needs curl" >&2; exit 1; }
-	[ -f "$build/build.ninja" ] || meson setup "$build" "$top" >/dev/null
-	ninja -C "$build" src/cli/paddock bench/egress-server bench/egress-client >/dev/null
-	export BUILD=$build PADDOCK BYTES CONNS ROUNDS
-	exec unshare --net "$0" --in-netns
-fi
+export BUILD=$build PADDOCK BYTES CONNS ROUNDS
+BENCH_ARG=${1:-}
+# shellcheck source=bench/netns.sh
+. "$top/bench/netns.sh"
+bench_netns egress.sh curl bench/egress-server bench/egress-client
 
 # ---- inside the bench's own network namespace ----
 ws=$(mktemp -d /tmp/pdegress.XXXXXX)
 srv=
 trap '[ -n "$srv" ] && kill "$srv" 2>/dev/null; wait 2>/dev/null; rm -rf "$ws"' EXIT
-ip link set lo up
-ip addr add "$ADDR/32" dev lo
 mkdir "$ws/b"
 cp "$build/bench/egress-client" "$ws/b/"
 echo "$ADDR $NAME" >"$ws/hosts"

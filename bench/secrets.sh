@@ -39,25 +39,16 @@ CONNS=${CONNS:-300}
 ROUNDS=${ROUNDS:-3}
 ADDR=11.22.33.1
 
-if [ "${1:-}" != --in-netns ]; then
-	if [ "$(id -u)" -ne 0 ]; then
-		echo "bench/secrets.sh: run as root (it creates a network namespace)" >&2
-		exit 1
-	fi
-	"$top/dev/deps" --bench
-	command -v openssl >/dev/null || { echo "bench/secrets.sh: needs openssl" >&2; exit 1; }
-	[ -f "$build/build.ninja" ] || meson setup "$build" "$top" >/dev/null
-	ninja -C "$build" src/cli/paddock bench/tls-server bench/egress-client >/dev/null
-	export BUILD=$build PADDOCK REQS CONNS ROUNDS
-	exec unshare --net "$0" --in-netns
-fi
+export BUILD=$build PADDOCK REQS CONNS ROUNDS
+BENCH_ARG=${1:-}
+# shellcheck source=bench/netns.sh
+. "$top/bench/netns.sh"
+bench_netns secrets.sh openssl bench/tls-server bench/egress-client
 
 # ---- inside the bench's own network namespace ----
 ws=$(mktemp -d /tmp/pdsecrets.XXXXXX)
 srv=
 trap '[ -n "$srv" ] && kill "$srv" 2>/dev/null; wait 2>/dev/null; rm -rf "$ws"' EXIT
-ip link set lo up
-ip addr add "$ADDR/32" dev lo
 
 # a CA and a server certificate for api.test and plain.test, as egress-servers.py makes them
 cat >"$ws/openssl.cnf" <<'EOF'
