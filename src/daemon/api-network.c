@@ -150,53 +150,53 @@ void pd_api_network(struct request *r, struct box *b)
 	pd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET or PUT");
 }
 
-void pd_metrics_egress(struct daemon *d, struct evbuffer *out)
+/* One series: its name, type, and the label of its two values (NULL: one value). */
+static const struct {
+	const char *name, *type, *label, *first, *second;
+} series[] = {
+	{ "paddock_egress_connections_total", "counter", "decision", "allow", "deny" },
+	{ "paddock_egress_bytes_total", "counter", "direction", "out", "in" },
+	{ "paddock_egress_dns_queries_total", "counter", "decision", "allow", "deny" },
+	{ "paddock_egress_udp_dropped_total", "counter", NULL, NULL, NULL },
+	{ "paddock_egress_connections_active", "gauge", NULL, NULL, NULL },
+};
+
+static void series_values(size_t i, const struct paddock_egress_stats *s, uint64_t v[2])
 {
-	static const char *const names[] = {
-		"paddock_egress_connections_total", "paddock_egress_bytes_total",
-		"paddock_egress_dns_queries_total", "paddock_egress_udp_dropped_total",
-		"paddock_egress_connections_active",
+	const uint64_t all[][2] = {
+		{ s->connections_allowed, s->connections_denied },
+		{ s->bytes_out, s->bytes_in },
+		{ s->dns_allowed, s->dns_denied },
+		{ s->udp_dropped, 0 },
+		{ s->connections_active, 0 },
 	};
 
-	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		evbuffer_add_printf(out, "# TYPE %s %s\n", names[i], i == 4 ? "gauge" : "counter");
+	v[0] = all[i][0];
+	v[1] = all[i][1];
+}
+
+void pd_metrics_egress(struct daemon *d, struct evbuffer *out)
+{
+	for (size_t i = 0; i < sizeof(series) / sizeof(series[0]); i++) {
+		evbuffer_add_printf(out, "# TYPE %s %s\n", series[i].name, series[i].type);
 		for (struct box *b = d->boxes; b; b = b->next) {
 			struct paddock_egress_stats s;
-			unsigned long long a, c;
+			uint64_t v[2];
 
 			if (!b->sb || paddock_sandbox_egress_stats(b->sb, &s, NULL) < 0)
 				continue;
-			switch (i) {
-			case 0:
-				a = s.connections_allowed, c = s.connections_denied;
-				evbuffer_add_printf(out,
-						    "%s{sandbox=\"%s\",decision=\"allow\"} %llu\n"
-						    "%s{sandbox=\"%s\",decision=\"deny\"} %llu\n",
-						    names[i], b->id, a, names[i], b->id, c);
-				break;
-			case 1:
-				a = s.bytes_out, c = s.bytes_in;
-				evbuffer_add_printf(out,
-						    "%s{sandbox=\"%s\",direction=\"out\"} %llu\n"
-						    "%s{sandbox=\"%s\",direction=\"in\"} %llu\n",
-						    names[i], b->id, a, names[i], b->id, c);
-				break;
-			case 2:
-				a = s.dns_allowed, c = s.dns_denied;
-				evbuffer_add_printf(out,
-						    "%s{sandbox=\"%s\",decision=\"allow\"} %llu\n"
-						    "%s{sandbox=\"%s\",decision=\"deny\"} %llu\n",
-						    names[i], b->id, a, names[i], b->id, c);
-				break;
-			case 3:
-				evbuffer_add_printf(out, "%s{sandbox=\"%s\"} %llu\n", names[i], b->id,
-						    (unsigned long long)s.udp_dropped);
-				break;
-			default:
-				evbuffer_add_printf(out, "%s{sandbox=\"%s\"} %llu\n", names[i], b->id,
-						    (unsigned long long)s.connections_active);
-				break;
+			series_values(i, &s, v);
+			if (!series[i].label) {
+				evbuffer_add_printf(out, "%s{sandbox=\"%s\"} %llu\n", series[i].name,
+						    b->id, (unsigned long long)v[0]);
+				continue;
 			}
+			evbuffer_add_printf(out,
+					    "%s{sandbox=\"%s\",%s=\"%s\"} %llu\n"
+					    "%s{sandbox=\"%s\",%s=\"%s\"} %llu\n",
+					    series[i].name, b->id, series[i].label, series[i].first,
+					    (unsigned long long)v[0], series[i].name, b->id,
+					    series[i].label, series[i].second, (unsigned long long)v[1]);
 		}
 	}
 }

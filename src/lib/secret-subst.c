@@ -746,21 +746,27 @@ static bool value_all(const uint8_t *v, size_t len, bool (*ok)(uint8_t))
 	return true;
 }
 
+/* Every secret has a value and a placeholder; the engines need nothing else checked. */
+static bool secrets_valid(const struct pd_secret *secrets, size_t n)
+{
+	if (n > 0 && !secrets)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!secrets[i].value || secrets[i].value_len == 0 || !secrets[i].placeholder ||
+		    secrets[i].placeholder_len == 0)
+			return false;
+	return true;
+}
+
 struct pd_subst *pd_subst_new(const struct pd_secret *secrets, size_t n, size_t max_head,
 			      size_t max_body, pd_subst_use_fn fn, void *ud)
 {
 	struct pd_subst *s;
 
-	if (max_head == 0 || (n > 0 && !secrets)) {
+	if (max_head == 0 || !secrets_valid(secrets, n)) {
 		errno = EINVAL;
 		return NULL;
 	}
-	for (size_t i = 0; i < n; i++)
-		if (!secrets[i].value || secrets[i].value_len == 0 || !secrets[i].placeholder ||
-		    secrets[i].placeholder_len == 0) {
-			errno = EINVAL;
-			return NULL;
-		}
 	s = calloc(1, sizeof(*s));
 	if (!s) {
 		errno = ENOMEM;
@@ -1041,6 +1047,7 @@ static int head_render(struct pd_subst *s, struct evbuffer *out, size_t body_len
 static void report_uses(struct pd_subst *s)
 {
 	_cleanup_free_ char *line = NULL;
+	bool oom = false, built = false;
 	size_t tl = 0;
 
 	if (!s->fn)
@@ -1053,12 +1060,15 @@ static void report_uses(struct pd_subst *s)
 
 		if (u->kind == USE_NONE)
 			continue;
-		if (!line) {
+		if (!line && !oom) {
+			line = malloc(s->rl.method.len + tl + s->rl.version.len + 3);
+			/* out of memory: the use is still recorded, without its request line */
+			oom = !line;
+		}
+		if (line && !built) {
 			size_t n = s->rl.method.len;
 
-			line = malloc(s->rl.method.len + tl + s->rl.version.len + 3);
-			if (!line)
-				return; /* TODO: a record lost to ENOMEM; the request still goes */
+			built = true;
 			memcpy(line, s->rl.method.p, s->rl.method.len);
 			line[n++] = ' ';
 			memcpy(line + n, s->rl.target.p, tl);
@@ -1086,7 +1096,8 @@ static void report_uses(struct pd_subst *s)
 		case USE_NONE:
 			continue;
 		}
-		s->fn(&(const struct pd_subst_use){ .secret = i, .where = where }, line, s->ud);
+		s->fn(&(const struct pd_subst_use){ .secret = i, .where = where },
+		      line ? line : "(request line unknown: out of memory)", s->ud);
 	}
 }
 
@@ -1441,16 +1452,10 @@ struct pd_scrub *pd_scrub_new(const struct pd_secret *secrets, size_t n)
 {
 	struct pd_scrub *s;
 
-	if (n > 0 && !secrets) {
+	if (!secrets_valid(secrets, n)) {
 		errno = EINVAL;
 		return NULL;
 	}
-	for (size_t i = 0; i < n; i++)
-		if (!secrets[i].value || secrets[i].value_len == 0 || !secrets[i].placeholder ||
-		    secrets[i].placeholder_len == 0) {
-			errno = EINVAL;
-			return NULL;
-		}
 	s = calloc(1, sizeof(*s));
 	if (!s || stream_init(&s->st, secrets, n, SET_SCRUB) < 0) {
 		pd_scrub_free(s);
