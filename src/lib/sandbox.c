@@ -559,6 +559,18 @@ static void ctl_cb(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+/*
+ * Closes the egress listeners and connections (they hold the sandbox's netns alive) and
+ * wipes the secrets' values. SECURITY: at death, not only when the object is freed.
+ */
+static void release_network(paddock_sandbox *sb)
+{
+	pd_egress_free(sb->egress);
+	sb->egress = NULL;
+	pd_secrets_free(sb->secrets);
+	sb->secrets = NULL;
+}
+
 static void mark_dead(paddock_sandbox *sb)
 {
 	siginfo_t si;
@@ -577,12 +589,8 @@ static void mark_dead(paddock_sandbox *sb)
 		event_del(sb->oom_ev);
 	if (sb->cpu_ev)
 		event_del(sb->cpu_ev);
-	/* its sockets hold the sandbox's netns: closed with it, not with the object */
-	pd_egress_free(sb->egress);
-	sb->egress = NULL;
-	/* SECURITY: nothing can use the secrets any more: wiped now, not when freed */
-	pd_secrets_free(sb->secrets);
-	sb->secrets = NULL;
+	/* its sockets hold the netns; its secrets are of no more use: both go now */
+	release_network(sb);
 	while (sb->sockets) {
 		paddock_error e = { 0 };
 
@@ -881,10 +889,7 @@ paddock_sandbox *paddock_sandbox_release(paddock_sandbox *sb)
 /* Frees what the supervisor holds of a sandbox; init lives on if it has somewhere to wait. */
 static void drop(paddock_sandbox *sb)
 {
-	pd_egress_free(sb->egress);
-	sb->egress = NULL;
-	pd_secrets_free(sb->secrets);
-	sb->secrets = NULL;
+	release_network(sb);
 	while (sb->sockets) {
 		paddock_error e = { 0 };
 

@@ -1198,17 +1198,31 @@ static int head_done(struct pd_subst *s, struct evbuffer *out)
 }
 
 /* One byte of a head. Returns 1 when the blank line ends it. */
-static int head_byte(struct pd_subst *s, uint8_t c)
+/*
+ * The checks every byte of a head or a trailer section passes: the size bound, no NUL, a CR
+ * only before LF. 1: a CR, consumed; 0: go on with c; <0: failed.
+ */
+static int field_byte(struct pd_subst *s, uint8_t c, bool trailer)
 {
 	if (++s->head_bytes > s->max_head)
-		return fail(s, E2BIG, "a request head over the limit");
+		return fail(s, E2BIG, trailer ? "a trailer section over the limit"
+					      : "a request head over the limit");
 	if (c == '\0')
-		return fail(s, EPROTO, "a NUL in a request head");
+		return fail(s, EPROTO, trailer ? "a NUL in a trailer section"
+					       : "a NUL in a request head");
 	if (s->cr && c != '\n')
-		return fail(s, EPROTO, "a CR not followed by LF in a request head");
+		return fail(s, EPROTO, trailer ? "a CR not followed by LF in a trailer section"
+					       : "a CR not followed by LF in a request head");
 	s->cr = c == '\r';
-	if (c == '\r')
-		return 0;
+	return c == '\r';
+}
+
+static int head_byte(struct pd_subst *s, uint8_t c)
+{
+	int r = field_byte(s, c, false);
+
+	if (r != 0)
+		return r < 0 ? r : 0;
 	if (c == '\n') {
 		bool empty = s->head.len == 0 || s->head.p[s->head.len - 1] == '\n';
 
@@ -1400,15 +1414,9 @@ static int step(struct pd_subst *s, const uint8_t *in, size_t len, size_t *i,
 	case ST_TRAILERS:
 		/* SECURITY: trailers are dropped, so nothing in them goes upstream */
 		c = in[(*i)++];
-		if (++s->head_bytes > s->max_head)
-			return fail(s, E2BIG, "a trailer section over the limit");
-		if (c == '\0')
-			return fail(s, EPROTO, "a NUL in a trailer section");
-		if (s->cr && c != '\n')
-			return fail(s, EPROTO, "a CR not followed by LF in a trailer section");
-		s->cr = c == '\r';
-		if (c == '\r')
-			return 0;
+		r = field_byte(s, c, true);
+		if (r != 0)
+			return r < 0 ? r : 0;
 		if (c != '\n') {
 			s->line_empty = false;
 			return 0;
