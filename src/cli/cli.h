@@ -3,6 +3,7 @@
 
 int cmd_run(int argc, char **argv);
 int cmd_gc(int argc, char **argv);
+int cmd_mcp(int argc, char **argv);
 int cmd_create(int argc, char **argv);
 int cmd_ls(int argc, char **argv);
 int cmd_inspect(int argc, char **argv);

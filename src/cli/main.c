@@ -13,6 +13,7 @@ static const struct {
 } commands[] = {
 	{ "run", cmd_run, "run one command in a fresh sandbox" },
 	{ "gc", cmd_gc, "remove the idle cgroups kept for reuse" },
+	{ "mcp", cmd_mcp, "serve sandboxes as MCP tools on stdin/stdout" },
 	/* the client of paddockd */
 	{ "create", cmd_create, "create a sandbox in paddockd" },
 	{ "ls", cmd_ls, "list your sandboxes" },
