@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -20,6 +21,7 @@
 #include "paddock/paddock.h"
 #include "cli.h"
 #include "mcp.h"
+#include "mcp-http.h"
 #include "error.h"
 #include "spec-flags.h"
 
@@ -42,6 +44,10 @@ enum {
 	OPT_RESOLVE_HOSTS,
 	OPT_UPSTREAM_CA,
 	OPT_IDLE_TIMEOUT,
+	OPT_HTTP,
+	OPT_HTTP_TOKEN_FILE,
+	OPT_MAX_SESSIONS,
+	OPT_SESSION_IDLE,
 };
 
 static const struct option options[] = {
@@ -57,6 +63,10 @@ static const struct option options[] = {
 	{ "resolve-hosts", required_argument, NULL, OPT_RESOLVE_HOSTS },
 	{ "upstream-ca", required_argument, NULL, OPT_UPSTREAM_CA },
 	{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
+	{ "http", required_argument, NULL, OPT_HTTP },
+	{ "http-token-file", required_argument, NULL, OPT_HTTP_TOKEN_FILE },
+	{ "max-sessions", required_argument, NULL, OPT_MAX_SESSIONS },
+	{ "session-idle", required_argument, NULL, OPT_SESSION_IDLE },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -71,6 +81,13 @@ static void usage(FILE *f)
 	      "  --connect SOCKET       use a running paddockd instead of making sandboxes here\n"
 	      "  --idle-timeout S       with --connect: paddockd ends a sandbox idle this long\n"
 	      "                         (default 3600; protects against a killed server)\n"
+	      "  --http ADDR:PORT       serve MCP's Streamable HTTP transport at /mcp instead of\n"
+	      "                         stdio (e.g. 127.0.0.1:8931); each session has its own\n"
+	      "                         sandboxes\n"
+	      "  --http-token-file FILE clients must send 'Authorization: Bearer <its content>'\n"
+	      "                         (required unless ADDR is loopback)\n"
+	      "  --max-sessions N       HTTP sessions at once (8)\n"
+	      "  --session-idle S       an HTTP session unused this long ends (1800)\n"
 	      "  --config FILE          JSON: {\"spec\": {...}, \"allow_host_paths\": [...],\n"
 	      "                         \"max_sandboxes\": N, \"max_output\": N, \"max_read\": N,\n"
 	      "                         \"max_message\": N}; flags override it\n"
@@ -211,20 +228,20 @@ static void grace_cb(evutil_socket_t fd, short what, void *data)
 	evtimer_add(s->grace_ev, &tick);
 }
 
+/* `data` is the event base */
 static void signal_cb(evutil_socket_t sig, short what, void *data)
 {
-	struct session *s = data;
-
 	(void)what;
 	fprintf(stderr, "paddock mcp: %s: ending the session\n", strsignal((int)sig));
-	event_base_loopexit(s->base, NULL);
+	event_base_loopexit(data, NULL);
 }
 
 /* ---- options ---------------------------------------------------------------------------- */
 
 struct args {
 	const char *connect, *events, *resolve_hosts, *upstream_ca;
-	unsigned idle_timeout_s;
+	const char *http, *http_token_file;
+	unsigned idle_timeout_s, max_sessions, session_idle_s;
 	size_t max_message;
 };
 
@@ -441,6 +458,20 @@ static int parse_args(int argc, char **argv, struct mcp_policy *p, struct args *
 			if (parse_count("--idle-timeout", optarg, 30 * 86400, &a->idle_timeout_s) < 0)
 				return -EINVAL;
 			break;
+		case OPT_HTTP:
+			a->http = optarg;
+			break;
+		case OPT_HTTP_TOKEN_FILE:
+			a->http_token_file = optarg;
+			break;
+		case OPT_MAX_SESSIONS:
+			if (parse_count("--max-sessions", optarg, 1024, &a->max_sessions) < 0)
+				return -EINVAL;
+			break;
+		case OPT_SESSION_IDLE:
+			if (parse_count("--session-idle", optarg, 30 * 86400, &a->session_idle_s) < 0)
+				return -EINVAL;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -485,7 +516,7 @@ static int serve(struct session *s, struct mcp_backend *backend, const struct mc
 	    event_add(s->in_ev, NULL) < 0)
 		goto out;
 	for (int i = 0; i < 3; i++) {
-		sigs[i] = evsignal_new(s->base, signums[i], signal_cb, s);
+		sigs[i] = evsignal_new(s->base, signums[i], signal_cb, s->base);
 		if (!sigs[i] || event_add(sigs[i], NULL) < 0)
 			goto out;
 	}
@@ -516,6 +547,100 @@ out:
 	return r;
 }
 
+/* The token file's first line; it must not be readable by others. */
+static char *read_token(const char *path)
+{
+	char buf[512], *nl;
+	struct stat st;
+	FILE *f = fopen(path, "re");
+
+	if (!f || fstat(fileno(f), &st) < 0 || !fgets(buf, sizeof(buf), f)) {
+		fprintf(stderr, "paddock mcp: --http-token-file %s: %s\n", path,
+			f ? "empty" : strerror(errno));
+		if (f)
+			fclose(f);
+		return NULL;
+	}
+	fclose(f);
+	nl = strpbrk(buf, "\r\n");
+	if (nl)
+		*nl = '\0';
+	if (strlen(buf) < 16 || (st.st_mode & 0077)) {
+		fprintf(stderr, "paddock mcp: --http-token-file %s: expected a token of at least 16 "
+				"characters in a file only its owner can read (chmod 600)\n", path);
+		explicit_bzero(buf, sizeof(buf));
+		return NULL;
+	}
+	nl = strdup(buf);
+	explicit_bzero(buf, sizeof(buf));
+	return nl;
+}
+
+static bool loopback(const char *addr)
+{
+	return !strncmp(addr, "127.", 4) || !strcmp(addr, "::1") || !strcmp(addr, "localhost");
+}
+
+static int serve_http(struct event_base *base, const struct args *a, struct mcp_backend *backend,
+		      const struct mcp_policy *p)
+{
+	struct mcp_http_opts o = { .max_sessions = a->max_sessions,
+				   .idle_s = a->session_idle_s,
+				   .max_message = a->max_message };
+	struct event *sigs[3] = { NULL };
+	const int signums[3] = { SIGTERM, SIGINT, SIGHUP };
+	struct mcp_http *h = NULL;
+	paddock_error err = { 0 };
+	char addr[256], *colon, *end, *token = NULL;
+	unsigned long port;
+	int r = -EINVAL;
+
+	snprintf(addr, sizeof(addr), "%s", a->http);
+	colon = strrchr(addr, ':');
+	port = colon ? strtoul(colon + 1, &end, 10) : 0;
+	if (!colon || colon == addr || !colon[1] || *end || port == 0 || port > 65535) {
+		fprintf(stderr, "paddock mcp: --http: expected ADDR:PORT such as 127.0.0.1:8931 or "
+				"[::1]:8931, got '%s'\n", a->http);
+		return -EINVAL;
+	}
+	*colon = '\0';
+	o.addr = addr;
+	if (addr[0] == '[' && colon[-1] == ']') {
+		colon[-1] = '\0';
+		o.addr = addr + 1;
+	}
+	o.port = (unsigned short)port;
+	if (a->http_token_file && !(token = read_token(a->http_token_file)))
+		return -EINVAL;
+	if (!token && !loopback(o.addr)) {
+		fprintf(stderr, "paddock mcp: --http %s is not loopback: anyone who reaches it could "
+				"run code; give --http-token-file\n", a->http);
+		return -EINVAL;
+	}
+	o.token = token;
+	r = mcp_http_new(base, &o, backend, p, &h, &err);
+	if (r < 0) {
+		fprintf(stderr, "paddock mcp: --http: %s: %s\n", err.msg, strerror(err.code));
+		goto out;
+	}
+	fprintf(stderr, "paddock mcp: serving MCP at http://%s/mcp\n", a->http);
+	for (int i = 0; i < 3; i++) {
+		sigs[i] = evsignal_new(base, signums[i], signal_cb, base);
+		if (!sigs[i] || event_add(sigs[i], NULL) < 0)
+			goto out;
+	}
+	r = event_base_dispatch(base) < 0 ? -EIO : 0;
+out:
+	mcp_http_free(h); /* every session's sandboxes end */
+	for (int i = 0; i < 3; i++)
+		if (sigs[i])
+			event_free(sigs[i]);
+	if (token)
+		explicit_bzero(token, strlen(token));
+	free(token);
+	return r;
+}
+
 int cmd_mcp(int argc, char **argv)
 {
 	struct mcp_policy policy = {
@@ -523,7 +648,10 @@ int cmd_mcp(int argc, char **argv)
 		.max_output = DEFAULT_MAX_OUTPUT,
 		.max_read = DEFAULT_MAX_READ,
 	};
-	struct args a = { .max_message = MCP_MAX_MESSAGE_DEFAULT, .idle_timeout_s = 3600 };
+	struct args a = { .max_message = MCP_MAX_MESSAGE_DEFAULT,
+			  .idle_timeout_s = 3600,
+			  .max_sessions = 8,
+			  .session_idle_s = 1800 };
 	struct session s = { 0 };
 	struct mcp_backend *backend = NULL;
 	paddock_error err = { 0 };
@@ -568,6 +696,10 @@ int cmd_mcp(int argc, char **argv)
 			goto out;
 		}
 		mcp_backend_embedded_set_events(backend, events);
+	}
+	if (a.http) {
+		status = serve_http(s.base, &a, backend, &policy) < 0 ? PADDOCK_EXIT_FAILURE : 0;
+		goto out;
 	}
 	s.in_flags = fcntl(STDIN_FILENO, F_GETFL);
 	s.out_flags = fcntl(STDOUT_FILENO, F_GETFL);

@@ -70,6 +70,8 @@ struct mcp_server *mcp_server_free(struct mcp_server *s);
 
 /* Whether calls are in flight (the transport waits for them before it ends the session). */
 bool mcp_server_busy(const struct mcp_server *s);
+/* Whether this server speaks protocol revision `version` ("2025-11-25"). */
+bool mcp_protocol_supported(const char *version);
 /* Handles one message as received (a line without its newline). */
 void mcp_server_message(struct mcp_server *s, const char *data, size_t len);
 /* The transport dropped a message longer than the limit: answers -32600 with id null. */

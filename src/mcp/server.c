@@ -28,6 +28,14 @@ static const char *const protocol_versions[] = {
 	"output; start_process and read_process_output follow long-running commands. Network " \
 	"access is only what the operator allowed."
 
+bool mcp_protocol_supported(const char *version)
+{
+	for (size_t i = 0; i < sizeof(protocol_versions) / sizeof(protocol_versions[0]); i++)
+		if (!strcmp(version, protocol_versions[i]))
+			return true;
+	return false;
+}
+
 struct mcp_call {
 	struct mcp_server *srv;
 	json_t *id;
