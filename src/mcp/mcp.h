@@ -27,6 +27,12 @@
 #define MCP_METHOD_NOT_FOUND -32601
 #define MCP_INVALID_PARAMS -32602
 #define MCP_INTERNAL_ERROR -32603
+#define MCP_SERVER_BUSY -32000 /* implementation-defined: too many calls in flight */
+
+/* Calls in flight at once in one session: each holds a command's output until it ends. */
+#define MCP_MAX_CALLS 64
+/* Background processes one sandbox keeps (each up to 1 MiB of unread output per stream). */
+#define MCP_MAX_PROCS 32
 
 /* ---- operator policy (policy.c) --------------------------------------------------------- */
 

@@ -50,6 +50,7 @@ struct mcp_server {
 	void *userdata;
 	bool initialized; /* initialize was answered */
 	struct mcp_call *calls; /* in flight */
+	unsigned n_calls;
 };
 
 int mcp_server_new(struct mcp_tools *tools, mcp_send_fn send, void *userdata,
@@ -70,6 +71,7 @@ static void call_free(struct mcp_call *c)
 {
 	struct mcp_server *s = c->srv;
 
+	s->n_calls--;
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -254,11 +256,17 @@ static void do_tools_call(struct mcp_server *s, json_t *id, json_t *params)
 		send_error(s, id, MCP_INVALID_PARAMS, msg, NULL);
 		return;
 	}
+	if (s->n_calls >= MCP_MAX_CALLS) {
+		send_error(s, id, MCP_SERVER_BUSY,
+			   "too many calls in flight; wait for some to answer", NULL);
+		return;
+	}
 	c = calloc(1, sizeof(*c));
 	if (!c) {
 		send_error(s, id, MCP_INTERNAL_ERROR, "out of memory", NULL);
 		return;
 	}
+	s->n_calls++;
 	c->srv = s;
 	c->id = json_incref(id);
 	c->next = s->calls;

@@ -627,6 +627,13 @@ static void start_process(struct mcp_tools *t, struct mcp_call *c, json_t *args)
 
 	if (get_sandbox(t, args, &sb, &err) < 0)
 		return mcp_call_error(c, &err);
+	if (sb->n_procs >= MCP_MAX_PROCS) {
+		pd_fail_field(&err, EPERM, "command",
+			      "this sandbox already has %u background processes, the most it keeps; "
+			      "use another sandbox",
+			      sb->n_procs);
+		return mcp_call_error(c, &err);
+	}
 	r = exec_request(t, sb, args, true, &req, &env, &cwd, &err);
 	if (r < 0)
 		return mcp_call_error(c, &err);
