@@ -266,6 +266,8 @@ int http_send_request(struct http_conn *c, const struct http_request *req, paddo
 
 	if (!target_ok(req->target))
 		return fail(err, EINVAL, "bad request target");
+	if (req->range && strpbrk(req->range, "\r\n"))
+		return fail(err, EINVAL, "bad Range header");
 	f = open_memstream(&head, &len);
 	if (!f)
 		return fail(err, ENOMEM, "allocate the request");
@@ -274,6 +276,8 @@ int http_send_request(struct http_conn *c, const struct http_request *req, paddo
 		req->method, req->target, PADDOCK_VERSION);
 	if (req->content_type)
 		fprintf(f, "Content-Type: %s\r\n", req->content_type);
+	if (req->range)
+		fprintf(f, "Range: %s\r\n", req->range);
 	if (req->body_fd >= 0 && req->body_fd_len < 0)
 		fputs("Transfer-Encoding: chunked\r\n", f);
 	else
@@ -438,6 +442,8 @@ static int parse_header(struct http_response *resp, char *line, size_t len, padd
 		resp->chunked = true;
 	} else if (!strcasecmp(line, "Content-Type")) {
 		snprintf(resp->content_type, sizeof(resp->content_type), "%s", value);
+	} else if (!strcasecmp(line, "Content-Range")) {
+		snprintf(resp->content_range, sizeof(resp->content_range), "%s", value);
 	}
 	return 0;
 }

@@ -58,6 +58,8 @@ struct http_request {
 	 * the body, so an upload it refuses (413) is not sent in vain.
 	 */
 	bool expect_continue;
+	/* NULL: none; else a Range header's value, "bytes=0-1023" (no CR or LF) */
+	const char *range;
 };
 
 /*
@@ -71,6 +73,7 @@ struct http_response {
 	int status;		/* 200..599 (1xx answers are skipped) */
 	char reason[64];	/* the reason phrase, truncated, control characters dropped */
 	char content_type[128]; /* "" when absent; truncated when longer */
+	char content_range[80]; /* "" when absent; truncated when longer */
 	int64_t content_length; /* -1 when absent */
 	bool chunked;
 };

@@ -199,6 +199,7 @@ static void chunk(struct proc *p, int i, const char *buf, size_t n)
 		}
 	if (p->background) {
 		evbuffer_add(p->out[i], buf, n);
+		p->out_written[i] += n;
 		size_t have = evbuffer_get_length(p->out[i]);
 		if (have > PD_RING_BYTES)
 			evbuffer_drain(p->out[i], have - PD_RING_BYTES);
@@ -212,6 +213,7 @@ static void chunk(struct proc *p, int i, const char *buf, size_t n)
 			(void)paddock_exec_terminate(p->ex, PADDOCK_END_OUTPUT, NULL);
 	}
 	evbuffer_add(p->out[i], buf, n);
+	p->out_written[i] += n;
 	p->out_total += n;
 }
 
@@ -796,23 +798,59 @@ static void wait_timeout(evutil_socket_t fd, short what, void *arg)
 	pd_watcher_free(w, &p->watchers);
 }
 
+/* ?since_stdout=N: a byte offset in the stream; absent: 0 */
+static bool parse_since(struct request *r, const char *key, uint64_t *ret)
+{
+	const char *s = pd_query(r, key);
+	char *end;
+
+	*ret = 0;
+	if (!s)
+		return true;
+	errno = 0;
+	*ret = strtoull(s, &end, 10);
+	if (!*s || *end || *s < '0' || *s > '9' || errno) {
+		pd_reply_error(r, 400, "invalid", key, "expected a byte offset such as 4096");
+		return false;
+	}
+	return true;
+}
+
+/*
+ * What out[i] holds from offset `since` on. The ring holds the bytes [written - len, written)
+ * of the stream; an offset past `written` is from before a restart of paddockd (whose ring
+ * and count start again at 0): all of the ring then.
+ */
+static void ring_line(struct watcher *w, struct proc *p, int i, uint64_t since)
+{
+	size_t n = evbuffer_get_length(p->out[i]);
+	uint64_t start = p->out_written[i] - n, skip = 0;
+	json_t *o;
+
+	if (since <= p->out_written[i] && since > start)
+		skip = since - start;
+	if (n - skip == 0)
+		return;
+	o = json_pack("{s:s,s:I}", "type", stream_names[i], "offset", (json_int_t)(start + skip));
+	pd_json_set_bytes(o, "data", evbuffer_pullup(p->out[i], -1) + skip, n - skip);
+	pd_stream_line(w, o);
+}
+
 static void output(struct request *r, struct proc *p)
 {
 	const char *follow = pd_query(r, "follow");
-	struct watcher *w = pd_watcher_new(r, W_OUTPUT, p, &p->watchers);
+	uint64_t since[2];
+	struct watcher *w;
 
+	if (!parse_since(r, "since_stdout", &since[0]) || !parse_since(r, "since_stderr", &since[1]))
+		return;
+	w = pd_watcher_new(r, W_OUTPUT, p, &p->watchers);
 	if (!w)
 		return pd_reply_error(r, 500, "internal", NULL, "out of memory");
 	w->on_gone = watcher_gone; /* a background process's followers come and go */
 	pd_stream_start(w, "application/x-ndjson");
-	for (int i = 0; i < 2; i++) {
-		size_t n = evbuffer_get_length(p->out[i]);
-		if (n) {
-			json_t *o = json_pack("{s:s}", "type", stream_names[i]);
-			pd_json_set_bytes(o, "data", evbuffer_pullup(p->out[i], -1), n);
-			pd_stream_line(w, o);
-		}
-	}
+	for (int i = 0; i < 2; i++)
+		ring_line(w, p, i, since[i]);
 	if (ended(p) || !follow || strcmp(follow, "1") != 0) {
 		if (ended(p))
 			pd_stream_line(w, json_pack("{s:s,s:O?}", "type", "exit", "result",

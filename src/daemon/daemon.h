@@ -83,6 +83,7 @@ struct proc {
 	struct event *stdin_ev;
 	bool stdin_close;	  /* close once the queue is empty */
 	struct evbuffer *out[2];  /* foreground: everything; background: the last PD_RING_BYTES */
+	uint64_t out_written[2];  /* bytes ever added to out[i]: it holds the newest of them */
 	uint64_t out_total;	  /* bytes read so far, both streams */
 	uint64_t out_limit;	  /* limits.output of the sandbox */
 	bool truncated;

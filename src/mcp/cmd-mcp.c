@@ -22,7 +22,6 @@
 #include "cli.h"
 #include "mcp.h"
 #include "mcp-http.h"
-#include "error.h"
 #include "spec-flags.h"
 
 #define DEFAULT_TIMEOUT_S "300"
@@ -677,11 +676,7 @@ int cmd_mcp(int argc, char **argv)
 		goto out;
 	}
 	if (a.connect)
-#ifdef PADDOCK_MCP_DAEMON /* TEMPORARY */
 		r = mcp_backend_daemon_new(s.base, a.connect, a.idle_timeout_s, &backend, &err);
-#else
-		r = pd_fail(&err, ENOTSUP, "--connect is not supported yet");
-#endif
 	else
 		r = mcp_backend_embedded_new(s.base, a.resolve_hosts, a.upstream_ca, &backend, &err);
 	if (r < 0) {

@@ -143,6 +143,13 @@ expect_eq "wait: the process ended after EOF" "exited 0" \
 r=$(api GET "/v1/sandboxes/$ID/processes/cat/output")
 expect_eq "output: what it wrote, then exit" "line one exit" \
 	"$(body_of "$r" | $PY -c 'import json,sys; e=[json.loads(l) for l in sys.stdin if l.strip()]; print(e[0]["data"], e[-1]["type"])')"
+expect_eq "output: each ring event says where it starts" "0" \
+	"$(body_of "$r" | $PY -c 'import json,sys; print([json.loads(l) for l in sys.stdin if l.strip()][0]["offset"])')"
+r=$(api GET "/v1/sandboxes/$ID/processes/cat/output?since_stdout=5&since_stderr=0")
+expect_eq "output since an offset: only the rest" "one 5" \
+	"$(body_of "$r" | $PY -c 'import json,sys; e=[json.loads(l) for l in sys.stdin if l.strip()]; print(e[0]["data"], e[0]["offset"])')"
+r=$(api GET "/v1/sandboxes/$ID/processes/cat/output?since_stdout=x")
+expect_eq "output: a bad offset is 400" 400 "$(status_of "$r")"
 r=$(api POST "/v1/sandboxes/$ID/exec" -d '{"argv":["sleep","100"],"background":true,"tag":"sleeper"}')
 PID=$(j "$(body_of "$r")" 'd["pid"]')
 r=$(api GET "/v1/sandboxes/$ID/processes")
