@@ -329,65 +329,6 @@ const char *api_str(const json_t *obj, const char *key, const char *fallback)
 	return s ? s : fallback;
 }
 
-/* ---- base64 --------------------------------------------------------------------------- */
-
-static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-char *api_b64_encode(const void *data, size_t len)
-{
-	const unsigned char *in = data;
-	char *out = api_oom(malloc((len + 2) / 3 * 4 + 1)), *o = out;
-	size_t i;
-
-	for (i = 0; i + 2 < len; i += 3) {
-		uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
-		*o++ = b64[v >> 18];
-		*o++ = b64[(v >> 12) & 63];
-		*o++ = b64[(v >> 6) & 63];
-		*o++ = b64[v & 63];
-	}
-	if (i < len) {
-		uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < len ? (uint32_t)in[i + 1] << 8 : 0);
-		*o++ = b64[v >> 18];
-		*o++ = b64[(v >> 12) & 63];
-		*o++ = i + 1 < len ? b64[(v >> 6) & 63] : '=';
-		*o++ = '=';
-	}
-	*o = '\0';
-	return out;
-}
-
-int api_b64_decode(const char *s, size_t len, unsigned char **ret_data, size_t *ret_len)
-{
-	unsigned char *out, *o;
-	uint32_t acc = 0;
-	int bits = 0;
-
-	while (len > 0 && s[len - 1] == '=' && len % 4 != 1)
-		len--;
-	if (len % 4 == 1)
-		return -EINVAL;
-	out = o = malloc(len / 4 * 3 + 3);
-	if (!out)
-		return -ENOMEM;
-	for (size_t i = 0; i < len; i++) {
-		const char *p = s[i] ? strchr(b64, s[i]) : NULL;
-		if (!p) {
-			free(out);
-			return -EINVAL;
-		}
-		acc = acc << 6 | (uint32_t)(p - b64);
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			*o++ = (unsigned char)(acc >> bits);
-		}
-	}
-	*ret_data = out;
-	*ret_len = (size_t)(o - out);
-	return 0;
-}
-
 /* ---- numbers -------------------------------------------------------------------------- */
 
 int api_parse_seconds(const char *s, double *ret)

@@ -18,6 +18,7 @@
 
 #include "paddock/paddock.h"
 #include "client.h"
+#include "util/base64.h"
 
 #define API_EXIT_REFUSED 1
 
@@ -126,10 +127,6 @@ char *api_escape(const char *s);
 /* A member's string value, or `fallback` when it is missing or not a string. */
 const char *api_str(const json_t *obj, const char *key, const char *fallback);
 
-/* Base64 (RFC 4648, with padding). Encoding aborts when out of memory; caller frees. */
-char *api_b64_encode(const void *data, size_t len);
-/* -EINVAL when `s` is not base64; caller frees *ret_data. */
-int api_b64_decode(const char *s, size_t len, unsigned char **ret_data, size_t *ret_len);
 
 /* A number of seconds from the command line: decimal, no sign or exponent; -EINVAL if not. */
 int api_parse_seconds(const char *s, double *ret);

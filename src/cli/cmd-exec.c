@@ -242,10 +242,10 @@ static int output_event(struct session *s, const json_t *ev, bool is_stderr)
 	}
 	data = json_object_get(ev, "data_b64");
 	if (json_is_string(data)) {
-		unsigned char *bytes;
+		char *bytes;
 		size_t len;
-		if (api_b64_decode(json_string_value(data), json_string_length(data), &bytes,
-				   &len) < 0) {
+		if (pd_base64_decode(json_string_value(data), json_string_length(data), &bytes,
+				     &len) < 0) {
 			restore_terminal();
 			return api_failf("paddockd sent output that is not base64");
 		}
@@ -878,7 +878,7 @@ int cmd_exec(int argc, char **argv)
 			goto out;
 		}
 		if (!more && in_len > 0) {
-			char *b64 = api_b64_encode(in, in_len);
+			char *b64 = api_oom(pd_base64_encode(in, in_len));
 			api_set(body, "stdin_b64", api_oom(json_string(b64)));
 			free(b64);
 		}

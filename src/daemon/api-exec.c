@@ -583,8 +583,8 @@ bool pd_exec_parse(struct request *r, struct box *b, json_t *body, struct exec_r
 	}
 	if ((v = json_object_get(body, "stdin_b64"))) {
 		if (q->has_stdin || !json_is_string(v) ||
-		    pd_unbase64(json_string_value(v), json_string_length(v), &q->stdin_data,
-				&q->stdin_len) < 0) {
+		    pd_base64_decode(json_string_value(v), json_string_length(v),
+				     &q->stdin_data, &q->stdin_len) < 0) {
 			pd_reply_error(r, 400, "invalid", "stdin_b64",
 				       "expected base64 (and not together with 'stdin')");
 			return false;

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <jansson.h>
 
+#include "util/base64.h"
 #include "paddock/paddock.h"
 #include "paddock/store.h"
 
@@ -161,8 +162,6 @@ int64_t pd_now_ms(void);
 double pd_mono_s(void);
 void pd_format_time(int64_t ms, char *buf, size_t size); /* RFC 3339 UTC with ms */
 json_t *pd_time_json(int64_t ms);		       /* string, or null for 0 */
-char *pd_base64(const void *data, size_t len);	       /* caller frees */
-int pd_unbase64(const char *s, size_t len, char **ret, size_t *ret_len);
 /* a UTF-8 JSON string when the bytes are valid UTF-8, else base64 under key "<key>_b64" */
 void pd_json_set_bytes(json_t *o, const char *key, const void *data, size_t len);
 /* a JSON string of s; bytes that are not UTF-8 become \\xNN */

@@ -48,61 +48,6 @@ json_t *pd_time_json(int64_t ms)
 	return json_string(buf);
 }
 
-static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-char *pd_base64(const void *data, size_t len)
-{
-	const unsigned char *p = data;
-	char *out = malloc((len + 2) / 3 * 4 + 1), *o = out;
-
-	if (!out)
-		return NULL;
-	for (size_t i = 0; i < len; i += 3) {
-		unsigned v = (unsigned)p[i] << 16;
-
-		if (i + 1 < len)
-			v |= (unsigned)p[i + 1] << 8;
-		if (i + 2 < len)
-			v |= p[i + 2];
-		*o++ = b64[(v >> 18) & 63];
-		*o++ = b64[(v >> 12) & 63];
-		*o++ = i + 1 < len ? b64[(v >> 6) & 63] : '=';
-		*o++ = i + 2 < len ? b64[v & 63] : '=';
-	}
-	*o = '\0';
-	return out;
-}
-
-int pd_unbase64(const char *s, size_t len, char **ret, size_t *ret_len)
-{
-	char *out = malloc(len / 4 * 3 + 3);
-	unsigned v = 0;
-	size_t n = 0;
-	int bits = 0;
-
-	if (!out)
-		return -1;
-	for (size_t i = 0; i < len; i++) {
-		const char *c = strchr(b64, s[i]);
-
-		if (s[i] == '=' || s[i] == '\n' || s[i] == '\r')
-			continue;
-		if (!c || !s[i]) {
-			free(out);
-			return -1;
-		}
-		v = (v << 6) | (unsigned)(c - b64);
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			out[n++] = (char)((v >> bits) & 0xff);
-		}
-	}
-	*ret = out;
-	*ret_len = n;
-	return 0;
-}
-
 void pd_json_set_bytes(json_t *o, const char *key, const void *data, size_t len)
 {
 	json_t *s = json_stringn(len ? data : "", len); /* NULL when not valid UTF-8 */
@@ -113,7 +58,7 @@ void pd_json_set_bytes(json_t *o, const char *key, const void *data, size_t len)
 		return;
 	}
 	snprintf(k, sizeof(k), "%s_b64", key);
-	char *b = pd_base64(data, len);
+	char *b = pd_base64_encode(data, len);
 	json_object_set_new(o, k, b ? json_string(b) : json_null());
 	free(b);
 }

@@ -30,6 +30,7 @@
 
 #include <event2/buffer.h>
 
+#include "util/base64.h"
 #include "util/cleanup.h"
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -402,20 +403,6 @@ static int stream_release_held(struct stream *st, struct evbuffer *out)
 static const char b64_alphabet[] =
 	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-static int b64_value(uint8_t c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+')
-		return 62;
-	if (c == '/')
-		return 63;
-	return -1;
-}
 
 static int b64_decode(const uint8_t *in, size_t len, struct buf *out)
 {
@@ -428,7 +415,7 @@ static int b64_decode(const uint8_t *in, size_t len, struct buf *out)
 		size_t n = 3;
 
 		for (size_t k = 0; k < 4; k++) {
-			v[k] = b64_value(in[i + k]);
+			v[k] = pd_base64_value(in[i + k]);
 			if (v[k] >= 0)
 				continue;
 			/* '=' only at the end: "x=" or "xx==" forms of the last quantum */

@@ -35,7 +35,7 @@ char *pd_base64_encode(const void *data, size_t len)
 	return out;
 }
 
-static int value_of(unsigned char c)
+int pd_base64_value(unsigned char c)
 {
 	if (c >= 'A' && c <= 'Z')
 		return c - 'A';
@@ -68,7 +68,7 @@ int pd_base64_decode(const char *s, size_t len, char **ret, size_t *ret_len)
 			pad++;
 			continue;
 		}
-		d = value_of(c);
+		d = pd_base64_value(c);
 		if (d < 0 || pad) /* a character after padding */
 			goto bad;
 		v = (v << 6) | (uint32_t)d;

@@ -4,6 +4,9 @@
 
 #include <stddef.h>
 
+/* The value (0..63) of a character of the alphabet, -1 for any other. */
+int pd_base64_value(unsigned char c);
+
 /* The encoding of `len` bytes, NUL-terminated; NULL when out of memory. Caller frees. */
 char *pd_base64_encode(const void *data, size_t len);
 
