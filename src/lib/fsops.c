@@ -122,6 +122,8 @@ int pd_fsops_open_in_root(int root_fd, const char *field, const char *path, int 
 	long fd;
 	int r;
 
+	const char *shown = path; /* as the caller named it, for messages */
+
 	r = check_path(field, path, err);
 	if (r < 0)
 		return r;
@@ -140,7 +142,7 @@ int pd_fsops_open_in_root(int root_fd, const char *field, const char *path, int 
 			break;
 	}
 	if (fd < 0)
-		return pd_fail_field(err, errno, field, "open '%s' in the sandbox", PD_ESC(path));
+		return pd_fail_field(err, errno, field, "open '%s' in the sandbox", PD_ESC(shown));
 	return (int)fd;
 }
 

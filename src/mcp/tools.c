@@ -107,7 +107,7 @@ static const struct tool {
 	const char *name, *title, *description;
 	const char *input, *output; /* JSON Schemas */
 	tool_fn fn;
-	bool read_only, destructive;
+	bool read_only, destructive, idempotent;
 } tools[] = {
 	{ "create_sandbox", "Create a sandbox",
 	  "Create a new isolated Linux sandbox (its own filesystem, processes and network) and "
@@ -134,14 +134,14 @@ static const struct tool {
 	  "\"timeout_s\":{\"type\":\"number\"},\"cpu_time_s\":{\"type\":\"number\"},"
 	  "\"disk_bytes\":{\"type\":\"number\"}}},\"workspace\":{\"type\":[\"string\","
 	  "\"null\"]}},\"required\":[\"sandbox_id\",\"network\",\"limits\",\"workspace\"]}",
-	  create_sandbox, false, false },
+	  create_sandbox, false, false, false },
 	{ "destroy_sandbox", "Destroy a sandbox",
 	  "Destroy a sandbox and everything in it: its processes and files are gone.",
 	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox_id\"],"
 	  "\"properties\":{" SANDBOX_ID_ARG "}}",
 	  "{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"},"
 	  "\"destroyed\":{\"type\":\"boolean\"}},\"required\":[\"sandbox_id\",\"destroyed\"]}",
-	  destroy_sandbox, false, true },
+	  destroy_sandbox, false, true, true },
 	{ "list_sandboxes", "List sandboxes", "The sandboxes of this session.",
 	  "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{}}",
 	  "{\"type\":\"object\",\"properties\":{\"sandboxes\":{\"type\":\"array\",\"items\":"
@@ -149,7 +149,7 @@ static const struct tool {
 	  "\"default\":{\"type\":\"boolean\"},\"processes\":{\"type\":\"integer\"}},"
 	  "\"required\":[\"sandbox_id\",\"default\",\"processes\"]}}},\"required\":"
 	  "[\"sandboxes\"]}",
-	  list_sandboxes, true, false },
+	  list_sandboxes, true, false, true },
 	{ "run_command", "Run a shell command",
 	  "Run a shell command (/bin/sh -c) in the sandbox, wait for it to end and return its "
 	  "exit code, stdout and stderr. Runs as an unprivileged user in /workspace. A non-zero "
@@ -157,7 +157,7 @@ static const struct tool {
 	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"command\"],"
 	  "\"properties\":{\"command\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":"
 	  "1048576}," SANDBOX_ID_ARG "," CWD_ARG "," ENV_ARG "," STDIN_ARG "," TIMEOUT_ARG "}}",
-	  EXEC_RESULT, run_command, false, true },
+	  EXEC_RESULT, run_command, false, true, false },
 	{ "run_code", "Run code",
 	  "Run a program written in python, node (JavaScript), bash or sh in the sandbox and "
 	  "return its exit code, stdout and stderr. The code is saved to a file under /tmp and "
@@ -166,7 +166,7 @@ static const struct tool {
 	  "\"code\"],\"properties\":{\"language\":{\"type\":\"string\",\"enum\":[\"python\","
 	  "\"node\",\"bash\",\"sh\"]},\"code\":{\"type\":\"string\",\"maxLength\":4194304},"
 	  SANDBOX_ID_ARG "," ENV_ARG "," STDIN_ARG "," TIMEOUT_ARG "}}",
-	  EXEC_RESULT, run_code, false, true },
+	  EXEC_RESULT, run_code, false, true, false },
 	{ "write_file", "Write a file",
 	  "Write a file in the sandbox (replacing it whole; missing directories are created). "
 	  "Relative paths are under /workspace. Content is text, or base64 with encoding "
@@ -179,7 +179,7 @@ static const struct tool {
 	  "{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"},\"path\":"
 	  "{\"type\":\"string\"},\"size\":{\"type\":\"integer\"}},\"required\":[\"sandbox_id\","
 	  "\"path\",\"size\"]}",
-	  write_file, false, true },
+	  write_file, false, true, true },
 	{ "read_file", "Read a file",
 	  "Read a file of the sandbox: text when it is UTF-8, else base64. Relative paths are "
 	  "under /workspace. Large files come in parts: use offset and next_offset.",
@@ -193,7 +193,7 @@ static const struct tool {
 	  "\"string\",\"enum\":[\"utf-8\",\"base64\"]},\"content\":{\"type\":\"string\"},"
 	  "\"truncated\":{\"type\":\"boolean\"}},\"required\":[\"sandbox_id\",\"path\",\"size\","
 	  "\"offset\",\"next_offset\",\"encoding\",\"content\",\"truncated\"]}",
-	  read_file, true, false },
+	  read_file, true, false, true },
 	{ "list_files", "List files",
 	  "List the files below a directory of the sandbox (default /workspace), down to "
 	  "depth levels.",
@@ -207,7 +207,7 @@ static const struct tool {
 	  "\"mode\":{\"type\":\"string\"},\"mtime\":{\"type\":\"string\"},\"symlink_target\":"
 	  "{\"type\":[\"string\",\"null\"]}},\"required\":[\"path\",\"name\",\"type\","
 	  "\"size\"]}}},\"required\":[\"sandbox_id\",\"path\",\"entries\"]}",
-	  list_files, true, false },
+	  list_files, true, false, true },
 	{ "start_process", "Start a background process",
 	  "Start a shell command that keeps running (a server, a long build) and return at "
 	  "once with its process_id; read its output with read_process_output, end it with "
@@ -220,7 +220,7 @@ static const struct tool {
 	  "{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"},"
 	  "\"process_id\":{\"type\":\"string\"},\"pid\":{\"type\":\"integer\"}},\"required\":"
 	  "[\"sandbox_id\",\"process_id\",\"pid\"]}",
-	  start_process, false, true },
+	  start_process, false, true, false },
 	{ "read_process_output", "Read a background process's output",
 	  "What a background process wrote since the last call, and whether it still runs "
 	  "(then exit_code and reason once it ended). wait_s waits up to that long for output "
@@ -236,7 +236,8 @@ static const struct tool {
 	  "{\"type\":[\"object\",\"null\"]}},\"required\":[\"sandbox_id\",\"process_id\","
 	  "\"running\",\"stdout\",\"stderr\",\"stdout_dropped\",\"stderr_dropped\","
 	  "\"exit_code\",\"reason\",\"report\"]}",
-	  read_process_output, true, false },
+	  /* reading takes the output: not idempotent, though it changes nothing inside */
+	  read_process_output, true, false, false },
 	{ "stop_process", "Stop a background process",
 	  "Send a signal (default TERM) to a background process and the processes it started.",
 	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"process_id\"],"
@@ -245,7 +246,7 @@ static const struct tool {
 	  "{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"},"
 	  "\"process_id\":{\"type\":\"string\"},\"signal\":{\"type\":\"string\"}},"
 	  "\"required\":[\"sandbox_id\",\"process_id\",\"signal\"]}",
-	  stop_process, false, true },
+	  stop_process, false, true, false },
 };
 
 #define N_TOOLS (sizeof(tools) / sizeof(tools[0]))
@@ -276,7 +277,7 @@ static json_t *build_list(void)
 			    tl->name, "title", tl->title, "description", tl->description,
 			    "inputSchema", in, "outputSchema", out, "annotations", "title",
 			    tl->title, "readOnlyHint", tl->read_only, "destructiveHint",
-			    tl->destructive, "idempotentHint", tl->read_only, "openWorldHint",
+			    tl->destructive, "idempotentHint", tl->idempotent, "openWorldHint",
 			    0)) < 0) {
 			json_decref(list);
 			return NULL;
@@ -705,9 +706,12 @@ static bool output_answer(struct mcp_tools *t, struct mcp_call *c, const char *p
 
 	r = args ? find_proc(t, args, &p, &err) : pd_fail(&err, ENOMEM, "read_process_output");
 	json_decref(args);
-	if (r >= 0)
+	if (r >= 0) {
 		r = t->backend->ops->bg_output(t->backend, p->sb->id, p->backend_id,
 					       t->policy->max_output, &out, &err);
+		if (r == -ENOENT) /* the backend named it by its own id */
+			pd_fail_field(&err, ENOENT, "process_id", "process '%s' is gone", p->id);
+	}
 	if (r < 0) {
 		mcp_call_error(c, &err);
 		return true;
@@ -785,9 +789,15 @@ static void stop_process(struct mcp_tools *t, struct mcp_call *c, json_t *args)
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
 		if (!strcmp(sigs[i].name, name))
 			sig = sigs[i].sig;
-	if (find_proc(t, args, &p, &err) < 0 ||
-	    t->backend->ops->bg_signal(t->backend, p->sb->id, p->backend_id, sig, &err) < 0)
+	if (find_proc(t, args, &p, &err) < 0)
 		return mcp_call_error(c, &err);
+	if (t->backend->ops->bg_signal(t->backend, p->sb->id, p->backend_id, sig, &err) < 0) {
+		/* the backend names the process by its own id: the agent knows ours */
+		if (err.code == ESRCH)
+			pd_fail_field(&err, ESRCH, "process_id", "process '%s' has already ended",
+				      p->id);
+		return mcp_call_error(c, &err);
+	}
 	mcp_call_result(c, json_pack("{s:s, s:s, s:s}", "sandbox_id", p->sb->id, "process_id",
 				     p->id, "signal", name));
 }
@@ -871,7 +881,7 @@ static void read_file(struct mcp_tools *t, struct mcp_call *c, json_t *args)
 		out = json_pack("{s:s}", "encoding", "utf-8");
 	}
 	if (!text || !out ||
-	    json_object_update(out, json_pack("{s:s, s:s, s:I, s:I, s:I, s:o, s:b}", "sandbox_id",
+	    json_object_update_new(out, json_pack("{s:s, s:s, s:I, s:I, s:I, s:o, s:b}", "sandbox_id",
 					      sb->id, "path", path, "size", (json_int_t)size,
 					      "offset", (json_int_t)offset, "next_offset",
 					      (json_int_t)(offset + keep), "content", text,

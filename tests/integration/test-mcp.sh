@@ -1,0 +1,56 @@
+#!/bin/bash
+# paddock mcp end to end (docs/mcp.md), driven by the official MCP TypeScript SDK client:
+# mcp/client.mjs starts real `paddock mcp` servers and checks the handshake, every tool, the
+# operator's policy, JSON-RPC errors (with a raw peer), cancellation, several sandboxes, and
+# that nothing outlives a session (stdin EOF, SIGTERM, SIGINT, SIGHUP, SIGKILL), then
+# `--connect` to a paddockd. run.sh stages tests/integration/mcp beside this script, npm
+# packages included (dev/test runs `npm ci` there). Each line the client prints becomes a
+# check here.
+. "$(dirname "$0")/lib.sh"
+
+MCP=$(cd "$(dirname "$0")" && pwd)/mcp
+
+# no node or no SDK: skipped, or a failure where the suite must run everything
+unavailable() {
+	if [ "${PADDOCK_TEST_MUST_WORK:-0}" = 1 ]; then
+		not_ok "$1"
+		finish
+	fi
+	echo "1..0 # SKIP $1"
+	exit 77
+}
+command -v node >/dev/null || unavailable "node is not installed (dev/deps --test installs it)"
+[ "$(node -p 'process.versions.node.split(".")[0] >= 18')" = true ] ||
+	unavailable "node $(node --version) is older than 18"
+# node -p 'require(FILE)...' FILE: a field of a JSON file
+want=$(node -p 'require(process.argv[1]).packages["node_modules/@modelcontextprotocol/sdk"].version' \
+	"$MCP/package-lock.json" 2>/dev/null)
+have=$(node -p 'require(process.argv[1]).version' \
+	"$MCP/node_modules/@modelcontextprotocol/sdk/package.json" 2>/dev/null)
+[ -n "$have" ] || unavailable "the MCP SDK is not installed: npm ci in tests/integration/mcp (dev/test does it)"
+[ "$have" = "$want" ] ||
+	unavailable "MCP SDK $have is installed, the lock file says $want: npm ci in tests/integration/mcp"
+
+"$PADDOCK" mcp --help >/dev/null 2>&1
+expect_eq "paddock mcp --help exits 0" 0 "$?"
+
+status=none
+while IFS= read -r line; do
+	case "$line" in
+	"ok - "*) ok "${line#ok - }" ;;
+	"not ok - "*) not_ok "${line#not ok - }" ;;
+	"client-exit "*) status=${line#client-exit } ;;
+	"#"*) echo "$line" ;;
+	*) diag "$line" ;;
+	esac
+done < <(
+	cd "$T_TMP" &&
+		PADDOCK="$PADDOCK" PADDOCKD="${PADDOCKD:-}" T_TMP="$T_TMP" node "$MCP/client.mjs" 2>"$T_TMP/client.log"
+	echo "client-exit $?"
+)
+expect_eq "client.mjs ran to its end" 0 "$status"
+if [ "$T_FAILED" -gt 0 ]; then
+	diag "client.mjs's stderr and the servers' (last 60 lines):"
+	tail -n 60 "$T_TMP/client.log" | sed 's/^/# /'
+fi
+finish
