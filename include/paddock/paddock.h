@@ -155,12 +155,34 @@ struct paddock_sandbox_opts {
 	int orphan_timeout_s;
 	/* no sandbox-wide wall-clock limit: the front end bounds its life (a TTL) */
 	bool no_timeout;
+	/*
+	 * A pooled sandbox, made ahead of demand: namespaces, root and cgroup are made, and init
+	 * waits for paddock_sandbox_claim(). No command starts before the claim (-EBUSY).
+	 */
+	bool pooled;
 };
 
 /* paddock_sandbox_create() with options; opts may be NULL. */
 PADDOCK_API int paddock_sandbox_create_with(paddock_ctx *ctx, const paddock_spec *spec,
 					    const struct paddock_sandbox_opts *opts,
 					    paddock_sandbox **ret_sandbox, paddock_error *err);
+
+/*
+ * The template of a spec: its JSON without the fields a claim binds (hostname, env,
+ * limits.timeout_s, limits.output), keys sorted. Two specs with the same template can claim
+ * each other's pooled sandboxes. Caller frees.
+ */
+PADDOCK_API int paddock_spec_template_json(const paddock_spec *spec, char **ret_json,
+					   paddock_error *err);
+
+/*
+ * Takes a pooled sandbox (made with opts.pooled) for `spec`, which must have its template:
+ * binds the spec's hostname and environment, then init confines itself as in a sandbox made
+ * cold; from then on the sandbox is the same as one made from `spec`. -EINVAL when the
+ * template differs or the sandbox was claimed already; on other errors the sandbox is killed.
+ */
+PADDOCK_API int paddock_sandbox_claim(paddock_sandbox *sb, const paddock_spec *spec,
+				      paddock_error *err);
 
 /*
  * What a restarted supervisor needs to take a sandbox over again (created with a

@@ -37,6 +37,8 @@ enum pd_ctl_type {
 	PD_CTL_SOCKET,	   /* S->I: make a socket in the sandbox's netns (pd_ctl_socket) */
 	PD_CTL_SOCKET_FD,  /* I->S: the socket (pd_ctl_socket_fd), fd unless error */
 	PD_CTL_EXEC_STATE, /* I->S, on reconnect, before READY: a command (pd_ctl_exec_state), fds */
+	PD_CTL_BIND,	   /* S->I, to a pooled init: what the claim binds (pd_ctl_bind + strings) */
+	PD_CTL_BOUND,	   /* I->S: bound and confined (pd_ctl_ready), or FAILED */
 	_PD_CTL_MAX,
 };
 
@@ -79,6 +81,13 @@ struct pd_ctl_cgroup {
 
 struct pd_ctl_ready {
 	int32_t landlock_abi; /* 0 when commands run without Landlock */
+};
+
+/* The claim of a pooled sandbox: what differs between claims of one template. */
+struct pd_ctl_bind {
+	uint32_t envc;
+	uint32_t pad;
+	/* then: hostname\0, env[0]\0 ... env[envc-1]\0 (the spec's "env", NAME=VALUE) */
 };
 
 #define PD_EXEC_PTY_STDIN (1u << 0)

@@ -118,6 +118,8 @@ struct init_state {
 	int lock_fd;	      /* the id slot's lock, held for the sandbox's life */
 	int listen_fd;	      /* reconnect socket, or -1: the sandbox dies with its supervisor */
 	int orphan_timeout_s; /* without a supervisor for this long, the sandbox ends */
+	char **bound_env;     /* a pooled sandbox's env, bound at its claim (replaces spec's) */
+	char *bound_hostname;
 };
 
 _Noreturn static void fail_setup(int ctl, paddock_error *err)
@@ -414,9 +416,12 @@ static int setup(struct init_state *st, paddock_error *err)
 	r = pd_seccomp_build(&st->seccomp, err);
 	if (r < 0)
 		return r;
-	r = confine_self(st, err);
-	if (r < 0)
-		return r;
+	/* a pooled init confines itself at its claim: hostname and more are bound first */
+	if (!st->spec->pooled) {
+		r = confine_self(st, err);
+		if (r < 0)
+			return r;
+	}
 
 	sigset_t chld;
 	sigemptyset(&chld);
@@ -634,6 +639,7 @@ static char **build_env(const struct init_state *st, char **extra)
 {
 	size_t cap = ELEMENTSOF(base_env) + ELEMENTSOF(egress_env) + ELEMENTSOF(ca_env) +
 		     pd_strv_length(st->spec->secret_env) + st->spec->n_env +
+		     pd_strv_length(st->bound_env) +
 		     pd_strv_length(extra) + 1,
 	       n = 0;
 	char **env = calloc(cap, sizeof(char *));
@@ -641,7 +647,8 @@ static char **build_env(const struct init_state *st, char **extra)
 					st->spec->network.mode != PD_NET_NONE ? egress_env : NULL,
 					st->spec->ca_pem ? ca_env : NULL,
 					(const char *const *)st->spec->secret_env,
-					(const char *const *)st->spec->env,
+					(const char *const *)(st->bound_env ? st->bound_env
+									     : st->spec->env),
 					(const char *const *)extra };
 
 	if (!env)
@@ -1055,12 +1062,61 @@ _Noreturn static void serve(struct init_state *st)
 		case PD_CTL_RESIZE:
 		case PD_CTL_CGROUP:
 		case PD_CTL_TREE:
+		case PD_CTL_BIND:
+		case PD_CTL_BOUND:
 		case _PD_CTL_MAX:
 			break;
 		}
 		for (size_t i = 0; i < nfds; i++)
 			pd_close(fds[i]);
 	}
+}
+
+/*
+ * A pooled sandbox's claim (PD_CTL_BIND): the hostname and environment of the claim, then
+ * the confinement every sandbox has, then BOUND. Until the claim no command can exist (the
+ * supervisor refuses them), so waiting unconfined costs nothing: no code of the sandbox's
+ * has run yet. Anything but BIND, or EOF, ends init: an unclaimed sandbox just goes away.
+ */
+static void await_claim(struct init_state *st)
+{
+	static char buf[PD_CTL_MAX_MSG];
+	struct pd_ctl_bind hdr;
+	struct pd_ctl_ready bound;
+	paddock_error err = { 0 };
+	uint32_t type = 0;
+	const char *pos, *end;
+	ssize_t n;
+	int r = 0;
+
+	do
+		n = pd_ctl_recv(st->ctl, &type, buf, sizeof(buf), NULL, NULL);
+	while (n == -EINTR || n == -EAGAIN);
+	if (n < 0 || type != PD_CTL_BIND || (size_t)n < sizeof(hdr))
+		_exit(0);
+	memcpy(&hdr, buf, sizeof(hdr));
+	pos = buf + sizeof(hdr);
+	end = buf + n;
+	st->bound_hostname = (char *)pos;
+	pos = memchr(pos, '\0', (size_t)(end - pos));
+	if (!pos || hdr.envc > PD_CTL_MAX_ARGS)
+		r = pd_fail(&err, EPROTO, "malformed claim");
+	if (r >= 0) {
+		pos++;
+		st->bound_env = unpack(&pos, end, hdr.envc);
+		if (!st->bound_env)
+			r = pd_fail(&err, EPROTO, "malformed claim environment");
+	}
+	if (r >= 0 && st->bound_hostname[0] &&
+	    sethostname(st->bound_hostname, strlen(st->bound_hostname)) < 0)
+		r = pd_fail(&err, errno, "set hostname");
+	if (r >= 0)
+		r = confine_self(st, &err);
+	if (r < 0)
+		fail_setup(st->ctl, &err);
+	bound.landlock_abi = st->landlock_abi;
+	if (pd_ctl_send(st->ctl, PD_CTL_BOUND, &bound, sizeof(bound), NULL, 0) < 0)
+		_exit(1);
 }
 
 _Noreturn void pd_init_main(const paddock_spec *spec, const struct pd_idmap *idmap, int ctl)
@@ -1093,5 +1149,7 @@ _Noreturn void pd_init_main(const paddock_spec *spec, const struct pd_idmap *idm
 		fail_setup(st.ctl, &err);
 	if (send_ready(&st) < 0)
 		_exit(1);
+	if (spec->pooled)
+		await_claim(&st);
 	serve(&st);
 }

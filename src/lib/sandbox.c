@@ -821,6 +821,7 @@ int paddock_sandbox_create_with(paddock_ctx *ctx, const paddock_spec *spec,
 	pd_sandbox_make_id(sb->id, sizeof(sb->id), "sb_");
 	if (opts) {
 		sb->no_timeout = opts->no_timeout;
+		sb->spec_pooled = opts->pooled;
 		sb->orphan_timeout_s = opts->orphan_timeout_s;
 		if (opts->reconnect_dir) {
 			if (strlen(opts->reconnect_dir) + 1 + strlen(sb->id) >= 108)
@@ -834,6 +835,7 @@ int paddock_sandbox_create_with(paddock_ctx *ctx, const paddock_spec *spec,
 	r = pd_spec_dup(spec, &sb->spec, err);
 	if (r < 0)
 		return r;
+	sb->spec->pooled = sb->spec_pooled;
 	r = secrets_prepare(sb, err);
 	if (r < 0)
 		return r;
@@ -1167,6 +1169,8 @@ int paddock_exec_start(paddock_sandbox *sb, const struct paddock_exec_opts *opts
 		return pd_fail(err, EINVAL, "paddock_exec_start: arguments are required");
 	if (sb->state != PD_SB_RUNNING)
 		return pd_fail(err, ESRCH, "sandbox '%s' is not running", sb->id);
+	if (sb->spec->pooled)
+		return pd_fail(err, EBUSY, "sandbox '%s' is pooled: claim it first", sb->id);
 	r = check_opts(opts, &argc, &envc, err);
 	if (r < 0)
 		return r;

@@ -83,6 +83,7 @@ struct paddock_sandbox {
 	char *reconnect_path; /* init listens here for a new supervisor; removed on free */
 	int orphan_timeout_s;
 	bool no_timeout;
+	bool spec_pooled; /* made with opts.pooled (spec->pooled: not claimed yet) */
 	paddock_sandbox_fn exit_fn;
 	void *exit_userdata;
 	struct pd_socket_req *sockets; /* asked of init, answered in order */

@@ -99,6 +99,8 @@ struct paddock_spec {
 	 */
 	char **secret_env;
 	char *ca_pem;
+	/* a pooled sandbox: init waits unconfined for PD_CTL_BIND (paddock_sandbox_claim()) */
+	bool pooled;
 };
 
 /* The limits, by the names the spec, the report and the API use. */

@@ -625,6 +625,104 @@ static void test_listen_in_sandbox_netns(void **state)
 	event_base_free(base);
 }
 
+/*
+ * A pooled sandbox: no command before its claim; a claim with another template is refused;
+ * once claimed it has the claim's hostname and environment and is, from inside, the same as
+ * a sandbox made cold from that spec (ids, confinement, mounts, limits, network).
+ */
+static void test_pooled_claim(void **state)
+{
+	struct event_base *base = event_base_new();
+	paddock_ctx *ctx = NULL;
+	paddock_error err = { 0 };
+	paddock_spec *tmpl = NULL, *claim = NULL, *other = NULL;
+	paddock_sandbox *pooled = NULL, *cold = NULL;
+	const struct paddock_sandbox_opts opts = { .pooled = true, .no_timeout = true };
+	const char *facts[] = {
+		"sh", "-c",
+		"id; hostname; echo \"$GREETING\"; env | sort | grep -v '^_='; "
+		"grep -E '^(Cap|NoNewPrivs|Seccomp)' /proc/self/status; "
+		/* mount points and types: options name host uids, which differ per sandbox */
+		"awk '{ for (i = 7; $i != \"-\"; i++); print $5, $(i + 1) }' /proc/self/mountinfo; "
+		"ulimit -a; ls /proc | grep -v '^[0-9]' | sort | tr '\\n' ' '; "
+		"tail -n +3 /proc/net/dev | cut -d: -f1; cat /proc/self/cgroup | sed 's/[0-9a-z_]*$//'",
+		NULL };
+	const char *argv[] = { "true", NULL };
+	struct paddock_exec_opts o = { .argv = argv, .fds = { -1, -1, -1 } };
+	char cold_out[4096];
+
+	(void)state;
+	assert_int_equal(paddock_ctx_new(base, &ctx, &err), 0);
+	assert_int_equal(paddock_spec_new(&tmpl, &err), 0);
+	assert_int_equal(paddock_spec_set(tmpl, "limits.memory", "256M", &err), 0);
+	if (paddock_sandbox_create_with(ctx, tmpl, &opts, &pooled, &err) < 0)
+		fail_msg("create pooled: %s", err.msg);
+
+	/* nothing runs in a pooled sandbox before its claim */
+	assert_int_equal(paddock_exec_start(pooled, &o, on_exit_cb, NULL, NULL, &err), -EBUSY);
+
+	/* another template is refused, and the sandbox stays claimable */
+	assert_int_equal(paddock_spec_new(&other, &err), 0);
+	assert_int_equal(paddock_spec_set(other, "limits.memory", "512M", &err), 0);
+	assert_int_equal(paddock_sandbox_claim(pooled, other, &err), -EINVAL);
+
+	/* the claim's own fields: hostname, env, timeout */
+	assert_int_equal(paddock_spec_new(&claim, &err), 0);
+	assert_int_equal(paddock_spec_set(claim, "limits.memory", "256M", &err), 0);
+	assert_int_equal(paddock_spec_set(claim, "hostname", "claimed", &err), 0);
+	assert_int_equal(paddock_spec_set(claim, "env", "GREETING=hello from the claim", &err), 0);
+	assert_int_equal(paddock_spec_set(claim, "limits.timeout_s", "60", &err), 0);
+	if (paddock_sandbox_claim(pooled, claim, &err) < 0)
+		fail_msg("claim: %s", err.msg);
+	assert_int_equal(paddock_sandbox_claim(pooled, claim, &err), -EINVAL); /* once only */
+
+	if (paddock_sandbox_create(ctx, claim, &cold, &err) < 0)
+		fail_msg("create cold: %s", err.msg);
+	snprintf(cold_out, sizeof(cold_out), "%s", run_in(base, cold, facts, NULL));
+	assert_non_null(strstr(cold_out, "claimed\nhello from the claim\n"));
+	assert_string_equal(run_in(base, pooled, facts, NULL), cold_out);
+	assert_int_equal(paddock_sandbox_landlock_abi(pooled), paddock_sandbox_landlock_abi(cold));
+
+	paddock_sandbox_free(pooled);
+	paddock_sandbox_free(cold);
+	paddock_spec_free(tmpl);
+	paddock_spec_free(claim);
+	paddock_spec_free(other);
+	paddock_ctx_free(ctx);
+	event_base_free(base);
+}
+
+/* An unclaimed pooled sandbox freed, or its init gone, leaves nothing. */
+static void test_pooled_unclaimed_free(void **state)
+{
+	struct event_base *base = event_base_new();
+	paddock_ctx *ctx = NULL;
+	paddock_error err = { 0 };
+	paddock_spec *spec = NULL;
+	const struct paddock_sandbox_opts opts = { .pooled = true, .no_timeout = true };
+	int before;
+
+	(void)state;
+	assert_int_equal(paddock_ctx_new(base, &ctx, &err), 0);
+	assert_int_equal(paddock_spec_new(&spec, &err), 0);
+	paddock_sandbox_free(make_sandbox(ctx)); /* lazily opened library fds first */
+	before = count_fds();
+	for (int i = 0; i < 5; i++) {
+		paddock_sandbox *sb = NULL;
+
+		if (paddock_sandbox_create_with(ctx, spec, &opts, &sb, &err) < 0)
+			fail_msg("create pooled: %s", err.msg);
+		paddock_sandbox_free(sb);
+	}
+	assert_int_equal(count_fds(), before);
+	errno = 0;
+	assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
+	assert_int_equal(errno, ECHILD);
+	paddock_spec_free(spec);
+	paddock_ctx_free(ctx);
+	event_base_free(base);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -641,6 +739,8 @@ int main(void)
 		cmocka_unit_test(test_release_and_adopt),
 		cmocka_unit_test(test_async_start),
 		cmocka_unit_test(test_listen_in_sandbox_netns),
+		cmocka_unit_test(test_pooled_claim),
+		cmocka_unit_test(test_pooled_unclaimed_free),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
