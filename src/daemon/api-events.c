@@ -103,6 +103,7 @@ void pd_api_metrics(struct request *r)
 		evbuffer_add_printf(b, "paddock_http_requests_total{code=\"%dxx\"} %llu\n", i,
 				    (unsigned long long)d->m.http_by_class[i]);
 	pd_metrics_egress(d, b);
+	pd_pool_metrics(d, b);
 	evhttp_add_header(evhttp_request_get_output_headers(r->req), "Content-Type",
 			  "text/plain; version=0.0.4");
 	d->m.http_by_class[2]++;

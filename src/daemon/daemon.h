@@ -125,6 +125,26 @@ struct metrics {
 	double exec_sum;
 };
 
+#define PD_POOL_BUCKETS 11
+extern const double pd_pool_buckets[PD_POOL_BUCKETS];
+
+struct pool_tmpl;
+
+/* the warm pool (pool.c) */
+struct pool {
+	unsigned size;		/* ready sandboxes kept per template; 0: no pool */
+	unsigned max;		/* ready sandboxes in all */
+	unsigned max_templates; /* templates pooled at once */
+	uint64_t clock;		/* for least-recently-used templates */
+	struct pool_tmpl *templates;
+	struct event *refill_ev;
+	struct {
+		uint64_t hits, misses, refills, low_memory;
+		double refill_s, claim_sum;
+		uint64_t claim_buckets[PD_POOL_BUCKETS];
+	} m;
+};
+
 struct daemon {
 	struct event_base *base;
 	paddock_ctx *ctx;
@@ -146,6 +166,7 @@ struct daemon {
 	struct tenant_token *tokens;
 	size_t n_tokens;
 	struct metrics m;
+	struct pool pool;
 	struct event *reaper_ev, *sig_ev[3];
 	/* events of a sandbox being created, before its row exists (the store's foreign key) */
 	struct pending_event {
@@ -156,6 +177,16 @@ struct daemon {
 	} pending[8];
 	size_t n_pending;
 };
+
+/* ---- warm pool (pool.c) ---- */
+int pd_pool_start(struct daemon *d, paddock_error *err);
+void pd_pool_stop(struct daemon *d);
+/* A ready sandbox of spec's template, claimed for spec: 0, or -ENOENT (make one cold). */
+int pd_pool_claim(struct daemon *d, const paddock_spec *spec, paddock_sandbox **ret_sb);
+/* Gives one ready sandbox back (the fullest template's). */
+void pd_pool_shrink(struct daemon *d);
+struct evbuffer;
+void pd_pool_metrics(struct daemon *d, struct evbuffer *b);
 
 /* ---- util ---- */
 int64_t pd_now_ms(void);

@@ -413,7 +413,10 @@ int pd_box_create(struct daemon *d, const char *tenant, json_t *body, struct box
 	}
 	snprintf(path, sizeof(path), "%s/s", d->state_dir);
 	opts.reconnect_dir = path;
-	r = paddock_sandbox_create_with(d->ctx, spec, &opts, &sb, err);
+	/* a ready sandbox of this template if the pool has one, else one made now */
+	r = pd_pool_claim(d, spec, &sb);
+	if (r < 0)
+		r = paddock_sandbox_create_with(d->ctx, spec, &opts, &sb, err);
 	if (r < 0) {
 		flush_pending(d, ""); /* the failure is in the log; no row to keep it with */
 		paddock_spec_free(spec);
@@ -773,12 +776,13 @@ int pd_lifecycle_start(struct daemon *d, paddock_error *err)
 	d->reaper_ev = event_new(d->base, -1, EV_PERSIST, reaper_cb, d);
 	if (!d->reaper_ev || event_add(d->reaper_ev, &tv) < 0)
 		return dfail(err, ENOMEM, "reaper timer");
-	return 0;
+	return pd_pool_start(d, err);
 }
 
 /* SIGTERM: sandboxes stay for the next paddockd, unless told to destroy them. */
 void pd_lifecycle_stop(struct daemon *d)
 {
+	pd_pool_stop(d); /* pooled sandboxes have no tenant to keep them for: they end */
 	while (d->boxes) {
 		struct box *b = d->boxes;
 

@@ -31,6 +31,7 @@ static void usage(FILE *f)
 		   "                [--listen ADDR:PORT --tokens FILE]\n"
 		   "                [--max-upload BYTES] [--orphan-timeout SECONDS] [--destroy-on-exit]\n"
 		   "                [--resolve-hosts FILE] [--max-network none|allowlist|open]\n"
+		   "                [--pool N] [--pool-max N] [--pool-templates N]\n"
 		   "                [--upstream-ca FILE]...\n"
 		   "Serves the paddock HTTP API (docs/api.md).\n");
 }
@@ -229,11 +230,15 @@ int main(int argc, char **argv)
 		{ "resolve-hosts", required_argument, NULL, 'r' },
 		{ "max-network", required_argument, NULL, 'N' },
 		{ "upstream-ca", required_argument, NULL, 'U' },
+		{ "pool", required_argument, NULL, 'P' },
+		{ "pool-max", required_argument, NULL, 'M' },
+		{ "pool-templates", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct daemon d = { .max_upload = 256u << 20, .orphan_timeout_s = 3600, .max_net = 2,
-			    .event_log_fd = -1 };
+			    .event_log_fd = -1, .pool = { .max_templates = 4 } };
+	long pool_max = -1;
 	const char *listen_addr = NULL, *tokens = NULL, *rt = getenv("XDG_RUNTIME_DIR");
 	const char *resolve_hosts = NULL, *upstream_ca[8];
 	size_t n_upstream_ca = 0;
@@ -317,6 +322,25 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'P':
+		case 'M':
+		case 'T': {
+			long v = strtol(optarg, &end, 10);
+
+			if (*end || end == optarg || v < (c == 'T') || v > 4096) {
+				fprintf(stderr, "paddockd: --%s: expected a number from %d to 4096\n",
+					c == 'P' ? "pool" : c == 'M' ? "pool-max" : "pool-templates",
+					c == 'T');
+				return 2;
+			}
+			if (c == 'P')
+				d.pool.size = (unsigned)v;
+			else if (c == 'M')
+				pool_max = v;
+			else
+				d.pool.max_templates = (unsigned)v;
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -325,6 +349,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	d.pool.max = pool_max >= 0 ? (unsigned)pool_max : d.pool.size * d.pool.max_templates;
 	if (!!listen_addr != !!tokens) {
 		fprintf(stderr, "paddockd: --listen needs --tokens (every TCP client is a tenant)\n");
 		return 2;

@@ -15,6 +15,7 @@
 
 #include "control.h"
 #include "error.h"
+#include "events.h"
 #include "sandbox.h"
 #include "spec.h"
 
@@ -157,5 +158,8 @@ int paddock_sandbox_claim(paddock_sandbox *sb, const paddock_spec *spec, paddock
 		return r;
 	sb->spec->pooled = false;
 	sb->landlock_abi = msg.bound.landlock_abi;
+	if (pd_events_wanted(sb->ctx))
+		pd_emit(sb->ctx, PADDOCK_LEVEL_INFO, "sandbox.claimed", sb->id, NULL,
+			json_pack("{s:s}", "hostname", sb->spec->hostname));
 	return 0;
 }

@@ -1,0 +1,340 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The warm pool (`--pool N`): sandboxes made ahead of demand, per template (a spec but for
+ * what a claim binds: paddock_spec_template_json()), claimed by a create whose spec has that
+ * template (docs/api.md, "Warm pool"). The default template is warmed at start; a template
+ * a create asked for is pooled from then on, up to `--pool-templates`, the least recently
+ * used one giving way. Refilling makes one sandbox per turn of the loop, so requests are
+ * served between them; it stops while the machine is short of memory, and the pool gives
+ * sandboxes back then.
+ *
+ * A pooled sandbox has no tenant and no record: a paddockd that dies leaves none (their
+ * inits end with the control socket; a reconnect socket left behind is swept at start).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <jansson.h>
+
+#include "daemon.h"
+
+#define LOW_MEMORY_PERCENT 10 /* MemAvailable below this share of MemTotal: no refill */
+
+struct pooled {
+	paddock_sandbox *sb;
+	struct pooled *next;
+};
+
+struct pool_tmpl {
+	char *key;	    /* the template's JSON */
+	paddock_spec *spec; /* a spec with this template, to make more */
+	struct pooled *ready;
+	unsigned n_ready;
+	uint64_t last_used; /* d->pool.clock at its last claim or miss */
+	bool broken;	    /* making one failed: not refilled until it is asked for again */
+	struct pool_tmpl *next;
+};
+
+/*
+ * Secrets are read when a sandbox is made: a pooled one would hold values read before the
+ * claim that wants them. Specs with secrets are made cold.
+ */
+static bool pooled_allowed(const char *key)
+{
+	json_t *t = json_loads(key, 0, NULL);
+	bool ok = t && json_array_size(json_object_get(t, "secrets")) == 0;
+
+	json_decref(t);
+	return ok;
+}
+
+static unsigned total_ready(struct daemon *d)
+{
+	unsigned n = 0;
+
+	for (struct pool_tmpl *t = d->pool.templates; t; t = t->next)
+		n += t->n_ready;
+	return n;
+}
+
+/* MemAvailable is under LOW_MEMORY_PERCENT of MemTotal */
+static bool memory_low(void)
+{
+	unsigned long long total = 0, avail = 0;
+	char line[128];
+	FILE *f = fopen("/proc/meminfo", "re");
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		(void)sscanf(line, "MemTotal: %llu kB", &total);
+		(void)sscanf(line, "MemAvailable: %llu kB", &avail);
+	}
+	fclose(f);
+	return total && avail * 100 < total * LOW_MEMORY_PERCENT;
+}
+
+static void tmpl_free(struct pool_tmpl *t)
+{
+	while (t->ready) {
+		struct pooled *p = t->ready;
+
+		t->ready = p->next;
+		paddock_sandbox_free(p->sb);
+		free(p);
+	}
+	paddock_spec_free(t->spec);
+	free(t->key);
+	free(t);
+}
+
+static void schedule_refill(struct daemon *d)
+{
+	const struct timeval now = { 0, 0 };
+
+	if (d->pool.size && d->pool.refill_ev && !d->stopping)
+		evtimer_add(d->pool.refill_ev, &now);
+}
+
+/* One more sandbox for the template that lacks most; again next turn while any lacks. */
+static void refill_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct daemon *d = arg;
+	struct paddock_sandbox_opts opts = { .orphan_timeout_s = d->orphan_timeout_s,
+					     .no_timeout = true,
+					     .pooled = true };
+	struct pool_tmpl *want = NULL;
+	paddock_error err = { 0 };
+	struct pooled *p;
+	char dir[300];
+	double t0;
+	int r;
+
+	(void)fd;
+	(void)what;
+	if (d->stopping)
+		return;
+	for (struct pool_tmpl *t = d->pool.templates; t; t = t->next)
+		if (!t->broken && t->n_ready < d->pool.size &&
+		    (!want || t->n_ready < want->n_ready))
+			want = t;
+	if (!want || total_ready(d) >= d->pool.max)
+		return;
+	if (memory_low()) {
+		/* give one back rather than make one; try again later */
+		pd_pool_shrink(d);
+		d->pool.m.low_memory++;
+		return;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return;
+	snprintf(dir, sizeof(dir), "%s/s", d->state_dir);
+	opts.reconnect_dir = dir;
+	t0 = pd_mono_s();
+	r = paddock_sandbox_create_with(d->ctx, want->spec, &opts, &p->sb, &err);
+	if (r < 0) {
+		fprintf(stderr, "paddockd: pool: %s\n", err.msg);
+		want->broken = true;
+		free(p);
+	} else {
+		d->pool.m.refills++;
+		d->pool.m.refill_s += pd_mono_s() - t0;
+		p->next = want->ready;
+		want->ready = p;
+		want->n_ready++;
+	}
+	schedule_refill(d);
+}
+
+/* The template of key, made (pooled from now on) when `add`; NULL when none. */
+static struct pool_tmpl *find_tmpl(struct daemon *d, const char *key, const paddock_spec *spec,
+				   bool add)
+{
+	struct pool_tmpl *t, **pp, **lru = NULL;
+	unsigned n = 0;
+
+	for (t = d->pool.templates; t; t = t->next)
+		if (!strcmp(t->key, key))
+			return t;
+	if (!add)
+		return NULL;
+	for (pp = &d->pool.templates; *pp; pp = &(*pp)->next, n++)
+		if (!lru || (*pp)->last_used < (*lru)->last_used)
+			lru = pp;
+	if (n >= d->pool.max_templates && lru) {
+		t = *lru;
+		*lru = t->next;
+		tmpl_free(t);
+	}
+	t = calloc(1, sizeof(*t));
+	if (!t || !(t->key = strdup(key))) {
+		free(t);
+		return NULL;
+	}
+	{
+		paddock_error err = { 0 };
+		char *json = NULL;
+
+		/* a copy of the spec: paddock_spec has no public copy, its JSON is one */
+		if (paddock_spec_to_json(spec, &json, &err) < 0 ||
+		    paddock_spec_new(&t->spec, &err) < 0 ||
+		    paddock_spec_load_json(t->spec, json, strlen(json), &err) < 0) {
+			free(json);
+			paddock_spec_free(t->spec);
+			free(t->key);
+			free(t);
+			return NULL;
+		}
+		free(json);
+	}
+	t->next = d->pool.templates;
+	d->pool.templates = t;
+	return t;
+}
+
+int pd_pool_claim(struct daemon *d, const paddock_spec *spec, paddock_sandbox **ret_sb)
+{
+	paddock_error err = { 0 };
+	struct pool_tmpl *t;
+	char *key = NULL;
+	double t0 = pd_mono_s();
+	int r = -ENOENT;
+
+	if (!d->pool.size || paddock_spec_template_json(spec, &key, &err) < 0)
+		return -ENOENT;
+	if (!pooled_allowed(key)) {
+		free(key);
+		return -ENOENT;
+	}
+	t = find_tmpl(d, key, spec, true);
+	free(key);
+	if (!t)
+		return -ENOENT;
+	t->last_used = ++d->pool.clock;
+	t->broken = false;
+	while (t->ready) {
+		struct pooled *p = t->ready;
+
+		t->ready = p->next;
+		t->n_ready--;
+		r = paddock_sandbox_claim(p->sb, spec, &err);
+		if (r >= 0) {
+			*ret_sb = p->sb;
+			free(p);
+			break;
+		}
+		/* a pooled sandbox that died or cannot take the claim: the next one */
+		fprintf(stderr, "paddockd: pool: claim: %s\n", err.msg);
+		paddock_sandbox_free(p->sb);
+		free(p);
+	}
+	if (r >= 0) {
+		double s = pd_mono_s() - t0;
+
+		d->pool.m.hits++;
+		for (int i = 0; i < PD_POOL_BUCKETS; i++)
+			if (s <= pd_pool_buckets[i] || i == PD_POOL_BUCKETS - 1)
+				d->pool.m.claim_buckets[i]++;
+		d->pool.m.claim_sum += s;
+	} else {
+		d->pool.m.misses++;
+	}
+	schedule_refill(d);
+	return r >= 0 ? 0 : -ENOENT;
+}
+
+void pd_pool_shrink(struct daemon *d)
+{
+	struct pool_tmpl *big = NULL;
+
+	for (struct pool_tmpl *t = d->pool.templates; t; t = t->next)
+		if (t->n_ready && (!big || t->n_ready > big->n_ready))
+			big = t;
+	if (big) {
+		struct pooled *p = big->ready;
+
+		big->ready = p->next;
+		big->n_ready--;
+		paddock_sandbox_free(p->sb);
+		free(p);
+	}
+}
+
+const double pd_pool_buckets[PD_POOL_BUCKETS] = { 0.0005, 0.001, 0.002, 0.005, 0.01,
+						  0.02,	  0.05,	 0.1,	0.5,   1 };
+
+void pd_pool_metrics(struct daemon *d, struct evbuffer *b)
+{
+	unsigned i = 0;
+
+	evbuffer_add_printf(b, "# TYPE paddock_pool_ready gauge\n");
+	for (struct pool_tmpl *t = d->pool.templates; t; t = t->next, i++)
+		evbuffer_add_printf(b, "paddock_pool_ready{template=\"%u\"} %u\n", i, t->n_ready);
+	evbuffer_add_printf(b,
+			    "# TYPE paddock_pool_hits_total counter\npaddock_pool_hits_total %llu\n"
+			    "# TYPE paddock_pool_misses_total counter\npaddock_pool_misses_total "
+			    "%llu\n# TYPE paddock_pool_low_memory_total counter\n"
+			    "paddock_pool_low_memory_total %llu\n"
+			    "# TYPE paddock_pool_refill_seconds summary\n"
+			    "paddock_pool_refill_seconds_sum %.6f\npaddock_pool_refill_seconds_count "
+			    "%llu\n# TYPE paddock_pool_claim_seconds histogram\n",
+			    (unsigned long long)d->pool.m.hits, (unsigned long long)d->pool.m.misses,
+			    (unsigned long long)d->pool.m.low_memory, d->pool.m.refill_s,
+			    (unsigned long long)d->pool.m.refills);
+	for (i = 0; i < PD_POOL_BUCKETS; i++) {
+		char le[32];
+
+		if (i == PD_POOL_BUCKETS - 1)
+			snprintf(le, sizeof(le), "+Inf");
+		else
+			snprintf(le, sizeof(le), "%g", pd_pool_buckets[i]);
+		evbuffer_add_printf(b, "paddock_pool_claim_seconds_bucket{le=\"%s\"} %llu\n", le,
+				    (unsigned long long)d->pool.m.claim_buckets[i]);
+	}
+	evbuffer_add_printf(b, "paddock_pool_claim_seconds_sum %.6f\n"
+			       "paddock_pool_claim_seconds_count %llu\n",
+			    d->pool.m.claim_sum, (unsigned long long)d->pool.m.hits);
+}
+
+int pd_pool_start(struct daemon *d, paddock_error *err)
+{
+	paddock_spec *spec = NULL;
+	char *key = NULL;
+	int r;
+
+	if (!d->pool.size)
+		return 0;
+	d->pool.refill_ev = evtimer_new(d->base, refill_cb, d);
+	if (!d->pool.refill_ev)
+		return dfail(err, ENOMEM, "pool timer");
+	/* the default template is the one most creates ask for: warm it now */
+	r = paddock_spec_new(&spec, err);
+	if (r >= 0)
+		r = paddock_spec_template_json(spec, &key, err);
+	if (r >= 0 && !find_tmpl(d, key, spec, true))
+		r = dfail(err, ENOMEM, "pool template");
+	free(key);
+	paddock_spec_free(spec);
+	if (r < 0)
+		return r;
+	schedule_refill(d);
+	return 0;
+}
+
+void pd_pool_stop(struct daemon *d)
+{
+	while (d->pool.templates) {
+		struct pool_tmpl *t = d->pool.templates;
+
+		d->pool.templates = t->next;
+		tmpl_free(t);
+	}
+	if (d->pool.refill_ev)
+		event_free(d->pool.refill_ev);
+	d->pool.refill_ev = NULL;
+}

@@ -1,0 +1,121 @@
+#!/bin/bash
+# paddockd's warm pool (docs/api.md, "Warm pool"): creates take ready sandboxes of their
+# template and bind what differs (hostname, environment, TTL, metadata); a claimed sandbox is
+# the same, from inside, as one made cold; a claim never sees the previous claim's
+# environment; other templates miss, are made cold and pooled from then on; kill -9 with a
+# full pool leaves nothing once paddockd restarts. run.sh checks nothing is left behind.
+. "$(dirname "$0")/lib.sh"
+
+PADDOCKD=${PADDOCKD:?PADDOCKD must point at paddockd}
+PY=/usr/bin/python3
+SOCK=$T_TMP/sock
+STATE=$T_TMP/st
+DPID=
+
+start_daemon() {
+	"$PADDOCKD" --socket "$SOCK" --state-dir "$STATE" "$@" 2>>"$T_TMP/daemon.log" &
+	DPID=$!
+	for _ in $(seq 100); do
+		[ -S "$SOCK" ] && curl -s --unix-socket "$SOCK" -o /dev/null http://x/healthz && return 0
+		sleep 0.05
+	done
+	diag "paddockd did not start:" "$(cat "$T_TMP/daemon.log")"
+	return 1
+}
+api() {
+	local m=$1 p=$2
+	shift 2
+	curl -s --unix-socket "$SOCK" -X "$m" "http://x$p" "$@"
+}
+j() { $PY -c 'import json,sys; d=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2" 2>/dev/null; }
+metric() { api GET /metrics | awk -v m="$1" '$1 == m { print $2 }'; }
+# waits until the pool of template N holds at least K ready sandboxes
+wait_ready() {
+	for _ in $(seq 200); do
+		[ "$(metric "paddock_pool_ready{template=\"$1\"}")" -ge "$2" ] 2>/dev/null && return 0
+		sleep 0.05
+	done
+	return 1
+}
+inits() { ps -e -o stat=,comm= | awk '$1 !~ /^Z/ && $2 == "paddock-init"' | wc -l; }
+run() { j "$(api POST "/v1/sandboxes/$1/exec" -d "{\"cmd\": $(printf '%s' "$2" | $PY -c 'import json,sys; print(json.dumps(sys.stdin.read()))')}")" 'd["stdout"]'; }
+create() { j "$(api POST /v1/sandboxes -d "$1")" 'd["id"]'; }
+
+start_daemon --pool 2 || { not_ok "paddockd starts with --pool 2"; finish; }
+wait_ready 0 2
+expect_eq "the default template is warmed at start: 2 ready" 2 "$(metric 'paddock_pool_ready{template="0"}')"
+expect_eq "...each is one process: its init" 2 "$(inits)"
+
+# ---- hits: what differs between claims is bound at the claim ----
+A=$(create '{"hostname": "alpha", "env": {"TASK": "first", "ONLY_A": "yes"}, "metadata": {"k": "a"}, "ttl_s": 120}')
+expect_eq "a create of the default template is a hit" 1 "$(metric paddock_pool_hits_total)"
+expect_eq "...with its hostname and environment" "alpha first yes" "$(run "$A" 'echo $(hostname) $TASK $ONLY_A')"
+r=$(api GET "/v1/sandboxes/$A")
+expect_eq "...its metadata and TTL" "a 120" "$(j "$r" 'd["metadata"]["k"]+" "+str(d["ttl_s"])')"
+wait_ready 0 2
+B=$(create '{"hostname": "beta", "env": {"TASK": "second"}}')
+expect_eq "the refilled pool serves the next create" 2 "$(metric paddock_pool_hits_total)"
+expect_eq "a claim never sees the previous claim's environment" "beta second []" \
+	"$(run "$B" 'echo $(hostname) $TASK [$ONLY_A]')"
+expect_eq "a claimed sandbox is confined like any" "NoNewPrivs: 1 Seccomp: 2" \
+	"$(run "$B" "grep -E '^(Seccomp|NoNewPrivs):' /proc/self/status | tr -s '\t\n' '  ' | sed 's/ \$//'")"
+count=$(api GET /metrics | awk '$1 == "paddock_pool_claim_seconds_count" { print $2 }')
+expect_eq "claim latency is recorded for every hit" 2 "$count"
+
+# ---- another template: a miss, made cold, then pooled ----
+T='{"limits": {"memory": "200M", "pids": 100}, "hostname": "cold"}'
+C=$(create "$T")
+expect_eq "another template is a miss" 1 "$(metric paddock_pool_misses_total)"
+expect_match "...made cold, it works" "cold" "$(run "$C" hostname)"
+wait_ready 1 2
+expect_eq "...and is pooled from then on" 2 "$(metric 'paddock_pool_ready{template="1"}')"
+P=$(create '{"limits": {"memory": "200M", "pids": 100}, "hostname": "cold"}')
+expect_eq "the same template again: a hit" 3 "$(metric paddock_pool_hits_total)"
+
+# a pooled sandbox and a cold one of one spec are the same from inside
+FACTS='id; hostname; env | sort; grep -E "^(Cap|NoNewPrivs|Seccomp)" /proc/self/status;
+awk '"'"'{ for (i = 7; $i != "-"; i++); print $5, $(i + 1) }'"'"' /proc/self/mountinfo;
+ulimit -a; ls /proc | grep -v "^[0-9]" | sort | tr "\n" " "; echo; tail -n +3 /proc/net/dev | cut -d: -f1;
+cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/pids/pids.max 2>/dev/null;
+cat /sys/fs/cgroup/memory.max /sys/fs/cgroup/pids.max 2>/dev/null; ls / | tr "\n" " "'
+cold=$(run "$C" "$FACTS")
+pooled=$(run "$P" "$FACTS")
+expect_match "the facts were read" "uid=1000.*cold" "$(tr '\n' ' ' <<<"$cold")"
+expect_eq "pooled and cold: ids, env, confinement, mounts, rlimits, /proc, network, limits" \
+	"$cold" "$pooled"
+
+# specs with secrets are never pooled: their values are read when the sandbox is made
+misses=$(metric paddock_pool_misses_total)
+export POOL_SECRET=not-a-real-one
+r=$(api POST /v1/sandboxes -d '{"network": {"allow": ["example.test"]}, "secrets": [{"name": "K", "value": "v4lue-of-the-secret", "hosts": ["example.test"]}]}')
+S=$(j "$r" 'd["id"]')
+expect_match "a spec with secrets is created (cold)" '^sb_' "$S"
+expect_eq "...and neither hit nor pooled" "$misses 3" "$(metric paddock_pool_misses_total) $(metric paddock_pool_hits_total)"
+
+# ---- bad input changes nothing in the pool ----
+ready=$(metric 'paddock_pool_ready{template="0"}')
+r=$(api POST /v1/sandboxes -d '{"hostname": 5}')
+expect_match "a bad spec is refused by field" '"field":"hostname"' "$r"
+expect_eq "...and takes nothing from the pool" "$ready 3" "$(metric 'paddock_pool_ready{template="0"}') $(metric paddock_pool_hits_total)"
+
+# ---- kill -9 with a full pool: claimed sandboxes are adopted, pooled ones end ----
+for id in "$A" "$B" "$C" "$P" "$S"; do api DELETE "/v1/sandboxes/$id" >/dev/null; done
+X=$(create '{"env": {"KEEP": "me"}}')
+wait_ready 0 2
+wait_ready 1 2
+sleep 0.2
+expect_eq "before kill -9: one claimed and four pooled sandboxes" 5 "$(inits)"
+kill -9 "$DPID"
+wait "$DPID" 2>/dev/null
+for _ in $(seq 100); do [ "$(inits)" -le 1 ] && break; sleep 0.05; done
+expect_eq "kill -9: the pooled sandboxes end with paddockd, the claimed one lives" 1 "$(inits)"
+start_daemon || not_ok "paddockd restarts"
+expect_eq "restart: the claimed sandbox is adopted with its environment" "me" "$(run "$X" 'echo $KEEP')"
+expect_eq "restart: no reconnect socket of a pooled sandbox is left" \
+	"$(ls "$STATE/s" | grep -c .)" "1"
+api DELETE "/v1/sandboxes/$X" >/dev/null
+kill -TERM "$DPID"
+wait "$DPID"
+for _ in $(seq 100); do [ "$(inits)" -eq 0 ] && break; sleep 0.05; done
+expect_eq "SIGTERM without a pool to keep: every pooled sandbox ends" 0 "$(inits)"
+finish
