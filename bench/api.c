@@ -9,6 +9,11 @@
  * Prints p50/p99 and each p50 as a multiple of bare.
  *
  *   api SOCKET ROUNDS [BWRAP CMDLINE...]
+ *
+ * With COLD_SOCKET set (bench/pool.sh): SOCKET is a paddockd with a warm pool, and
+ * "lifecycle" is also measured on the paddockd at COLD_SOCKET, which has none ("cold").
+ * With SEQUENCE=N: N create + exec + delete in a row, and the p50 of the first and last
+ * 200; with CLIENTS=K: K processes doing create + exec + delete for 5 s, and the rate.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,15 +27,17 @@
 
 #include "timing.h"
 
-static int conn = -1;
-static const char *sock_path;
+static int conn = -1, cold_conn = -1;
+static const char *sock_path, *cold_path;
+static int *use_conn = &conn;	       /* the connection request() uses */
+static const char **use_path = &sock_path; /* and its socket */
 
-static int dial(void)
+static int dial(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
 	if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		perror("connect");
 		exit(1);
@@ -48,18 +55,19 @@ static int request(const char *method, const char *path, const char *body, char 
 	int status = 0;
 	char *end;
 
-	if (conn < 0)
-		conn = dial();
+	if (*use_conn < 0)
+		*use_conn = dial(*use_path);
+	int fd = *use_conn;
 	snprintf(req, sizeof(req),
 		 "%s %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
 		 "Content-Length: %zu\r\n\r\n%s",
 		 method, path, blen, body ? body : "");
-	if (write(conn, req, strlen(req)) != (ssize_t)strlen(req)) {
+	if (write(fd, req, strlen(req)) != (ssize_t)strlen(req)) {
 		perror("write");
 		exit(1);
 	}
 	for (;;) {
-		ssize_t n = read(conn, head + have, sizeof(head) - 1 - have);
+		ssize_t n = read(fd, head + have, sizeof(head) - 1 - have);
 		if (n <= 0) {
 			fprintf(stderr, "read: connection closed\n");
 			exit(1);
@@ -82,7 +90,7 @@ static int request(const char *method, const char *path, const char *body, char 
 	}
 	memcpy(buf, end + 4, got);
 	while (got < (size_t)clen) {
-		ssize_t n = read(conn, buf + got, (size_t)clen - got);
+		ssize_t n = read(fd, buf + got, (size_t)clen - got);
 		if (n <= 0) {
 			fprintf(stderr, "read body: closed\n");
 			exit(1);
@@ -159,13 +167,80 @@ static double run_lifecycle(char *buf, size_t size)
 	return bench_now() - t0;
 }
 
+/* the lifecycle on the paddockd without a pool */
+static double run_cold(char *buf, size_t size)
+{
+	double t;
+
+	use_conn = &cold_conn;
+	use_path = &cold_path;
+	t = run_lifecycle(buf, size);
+	use_conn = &conn;
+	use_path = &sock_path;
+	return t;
+}
+
+static double p50_of(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(double), bench_cmp_double);
+	return v[n / 2];
+}
+
+/* N lifecycles in a row: do the last 200 start as fast as the first 200? */
+static void sequence(int n, char *buf, size_t size)
+{
+	double *v = calloc((size_t)n, sizeof(double));
+
+	for (int i = 0; i < n; i++)
+		v[i] = run_lifecycle(buf, size);
+	printf("sequence of %d: p50 of the first 200 %.3f ms, of the last 200 %.3f ms\n", n,
+	       p50_of(v, 200) * 1e3, p50_of(v + n - 200, 200) * 1e3);
+	free(v);
+}
+
+/* K clients, each its own connection, for `secs` seconds: lifecycles per second */
+static void clients(int k, double secs, char *buf, size_t size)
+{
+	int pipes[64][2];
+	long total = 0;
+
+	for (int c = 0; c < k; c++) {
+		if (pipe(pipes[c]) < 0)
+			exit(1);
+		if (fork() == 0) {
+			long done = 0;
+			double end = bench_now() + secs;
+
+			conn = -1;
+			while (bench_now() < end) {
+				run_lifecycle(buf, size);
+				done++;
+			}
+			if (write(pipes[c][1], &done, sizeof(done)) != sizeof(done))
+				_exit(1);
+			_exit(0);
+		}
+		close(pipes[c][1]);
+	}
+	for (int c = 0; c < k; c++) {
+		long done = 0;
+
+		if (read(pipes[c][0], &done, sizeof(done)) == sizeof(done))
+			total += done;
+		close(pipes[c][0]);
+		wait(NULL);
+	}
+	printf("%d client%s: %.1f create+exec+delete per second\n", k, k == 1 ? "" : "s",
+	       (double)total / secs);
+}
+
 int main(int argc, char **argv)
 {
 	static char buf[1 << 20];
 	char *bare[] = { "/bin/true", NULL };
-	const char *names[4] = { "bare", "exec", "lifecycle", "bwrap" };
+	const char *names[5] = { "bare", "exec", "lifecycle", "bwrap", "cold" };
 	int rounds, n = 3;
-	double *s[4];
+	double *s[5];
 	char *id, path[128];
 
 	if (argc < 3) {
@@ -174,9 +249,20 @@ int main(int argc, char **argv)
 	}
 	sock_path = argv[1];
 	rounds = atoi(argv[2]);
+	cold_path = getenv("COLD_SOCKET");
+	if (getenv("SEQUENCE")) {
+		sequence(atoi(getenv("SEQUENCE")), buf, sizeof(buf));
+		return 0;
+	}
+	if (getenv("CLIENTS")) {
+		clients(atoi(getenv("CLIENTS")), 5.0, buf, sizeof(buf));
+		return 0;
+	}
 	if (argc > 3)
 		n = 4;
-	for (int i = 0; i < 4; i++)
+	if (cold_path)
+		n = 5;
+	for (int i = 0; i < 5; i++)
 		s[i] = calloc((size_t)rounds, sizeof(double));
 	id = strdup(create(buf, sizeof(buf)));
 	for (int w = 0; w < 10; w++) {
@@ -189,7 +275,8 @@ int main(int argc, char **argv)
 			s[k][r] = k == 0 ? run_bare(bare)
 				: k == 1 ? run_exec(id, buf, sizeof(buf))
 				: k == 2 ? run_lifecycle(buf, sizeof(buf))
-					 : run_bare(argv + 3);
+				: k == 3 ? run_bare(argv + 3)
+					 : run_cold(buf, sizeof(buf));
 		}
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s", id);
 	request("DELETE", path, NULL, buf, sizeof(buf));

@@ -168,6 +168,20 @@ PADDOCK_API int paddock_sandbox_create_with(paddock_ctx *ctx, const paddock_spec
 					    paddock_sandbox **ret_sandbox, paddock_error *err);
 
 /*
+ * paddock_sandbox_create_with() without waiting for init to build the root: returns once init
+ * is on its way (*ret_sandbox is the sandbox being made, for paddock_sandbox_free() to
+ * cancel it: then fn is never called); `fn` is called from the loop when it is ready, with
+ * the same sandbox, or with NULL and why not (the sandbox is freed then). For a supervisor
+ * that must not wait on sandboxes being made (a warm pool's refill).
+ */
+typedef void (*paddock_create_fn)(paddock_sandbox *sb, const paddock_error *err,
+				  void *userdata);
+PADDOCK_API int paddock_sandbox_create_async(paddock_ctx *ctx, const paddock_spec *spec,
+					     const struct paddock_sandbox_opts *opts,
+					     paddock_create_fn fn, void *userdata,
+					     paddock_sandbox **ret_sandbox, paddock_error *err);
+
+/*
  * The template of a spec: its JSON without the fields a claim binds (hostname, env,
  * limits.timeout_s, limits.output), keys sorted. Two specs with the same template can claim
  * each other's pooled sandboxes. Caller frees.

@@ -77,7 +77,20 @@ void pd_api_sandboxes(struct request *r)
 	}
 	if (r->method == EVHTTP_REQ_GET)
 		return pd_reply_json(r, 200, pd_box_json(b));
-	if (r->method == EVHTTP_REQ_DELETE)
-		return pd_box_destroy(b, "deleted", r); /* 204 once nothing of it is left */
+	if (r->method == EVHTTP_REQ_DELETE) {
+		const char *wait = pd_query(r, "wait");
+
+		if (wait && strcmp(wait, "0") && strcmp(wait, "1"))
+			return pd_reply_error(r, 400, "invalid", "wait", "expected 0 or 1");
+		/*
+		 * Teardown is off the request path: 204 once init is killed (nothing of the
+		 * sandbox can run again, its id is gone); ?wait=1 answers once every process of
+		 * it has exited, as the kernel finishes.
+		 */
+		if (wait && !strcmp(wait, "1"))
+			return pd_box_destroy(b, "deleted", r);
+		pd_box_destroy(b, "deleted", NULL);
+		return pd_reply_empty(r, 204);
+	}
 	pd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET or DELETE");
 }

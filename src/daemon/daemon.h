@@ -136,6 +136,8 @@ struct pool {
 	unsigned max;		/* ready sandboxes in all */
 	unsigned max_templates; /* templates pooled at once */
 	uint64_t clock;		/* for least-recently-used templates */
+	bool making;		/* a sandbox is being made for a template */
+	double refill_wanted_s; /* when the pool first lacked one, 0: it does not */
 	struct pool_tmpl *templates;
 	struct event *refill_ev;
 	struct {
@@ -185,6 +187,8 @@ void pd_pool_stop(struct daemon *d);
 int pd_pool_claim(struct daemon *d, const paddock_spec *spec, paddock_sandbox **ret_sb);
 /* Gives one ready sandbox back (the fullest template's). */
 void pd_pool_shrink(struct daemon *d);
+/* Every request: a refill waits until they leave the loop alone for a moment. */
+void pd_pool_request(struct daemon *d);
 struct evbuffer;
 void pd_pool_metrics(struct daemon *d, struct evbuffer *b);
 

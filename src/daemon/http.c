@@ -413,6 +413,8 @@ static void handle(struct evhttp_request *req, void *arg, bool tcp)
 	char *save = NULL;
 	bool bad = false;
 
+	pd_pool_request(d);
+
 	r.tenant = tcp ? bearer_tenant(d, req) : "local";
 	if (!r.tenant) {
 		evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",

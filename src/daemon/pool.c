@@ -4,9 +4,9 @@
  * what a claim binds: paddock_spec_template_json()), claimed by a create whose spec has that
  * template (docs/api.md, "Warm pool"). The default template is warmed at start; a template
  * a create asked for is pooled from then on, up to `--pool-templates`, the least recently
- * used one giving way. Refilling makes one sandbox per turn of the loop, so requests are
- * served between them; it stops while the machine is short of memory, and the pool gives
- * sandboxes back then.
+ * used one giving way. Refilling makes one sandbox at a time, asynchronously: the loop serves
+ * requests while init builds the root (paddock_sandbox_create_async()). It stops while the
+ * machine is short of memory, and the pool gives sandboxes back then.
  *
  * A pooled sandbox has no tenant and no record: a paddockd that dies leaves none (their
  * inits end with the control socket; a reconnect socket left behind is swept at start).
@@ -23,6 +23,8 @@
 #include "daemon.h"
 
 #define LOW_MEMORY_PERCENT 10 /* MemAvailable below this share of MemTotal: no refill */
+#define REFILL_QUIET_MS 20
+#define REFILL_MAX_WAIT_MS 200
 
 struct pooled {
 	paddock_sandbox *sb;
@@ -31,11 +33,14 @@ struct pooled {
 
 struct pool_tmpl {
 	char *key;	    /* the template's JSON */
+	paddock_sandbox *making; /* being made, not ready yet (one at a time) */
+	double making_t0;
 	paddock_spec *spec; /* a spec with this template, to make more */
 	struct pooled *ready;
 	unsigned n_ready;
 	uint64_t last_used; /* d->pool.clock at its last claim or miss */
 	bool broken;	    /* making one failed: not refilled until it is asked for again */
+	struct daemon *d;
 	struct pool_tmpl *next;
 };
 
@@ -80,6 +85,7 @@ static bool memory_low(void)
 
 static void tmpl_free(struct pool_tmpl *t)
 {
+	paddock_sandbox_free(t->making); /* cancels it: its callback never comes */
 	while (t->ready) {
 		struct pooled *p = t->ready;
 
@@ -92,15 +98,65 @@ static void tmpl_free(struct pool_tmpl *t)
 	free(t);
 }
 
+/*
+ * Refilling starts once requests leave the loop alone for REFILL_QUIET_MS (each request
+ * pushes it back), or REFILL_MAX_WAIT_MS after it was first wanted: the part of making a
+ * sandbox that runs on the loop (clone, id maps, cgroup) then never delays a request that
+ * is about to come, such as the exec that follows a create, and a steady stream of
+ * requests still gets the pool refilled.
+ */
 static void schedule_refill(struct daemon *d)
 {
-	const struct timeval now = { 0, 0 };
+	double now = pd_mono_s(), wait_ms;
+	struct timeval tv;
 
-	if (d->pool.size && d->pool.refill_ev && !d->stopping)
-		evtimer_add(d->pool.refill_ev, &now);
+	if (!d->pool.size || !d->pool.refill_ev || d->stopping)
+		return;
+	if (!d->pool.refill_wanted_s)
+		d->pool.refill_wanted_s = now;
+	wait_ms = REFILL_MAX_WAIT_MS - (now - d->pool.refill_wanted_s) * 1000;
+	if (wait_ms > REFILL_QUIET_MS)
+		wait_ms = REFILL_QUIET_MS;
+	if (wait_ms < 0)
+		wait_ms = 0;
+	tv.tv_sec = 0;
+	tv.tv_usec = (suseconds_t)(wait_ms * 1000);
+	evtimer_add(d->pool.refill_ev, &tv);
 }
 
-/* One more sandbox for the template that lacks most; again next turn while any lacks. */
+void pd_pool_request(struct daemon *d)
+{
+	/* a request came: the refill waits for quiet (or its deadline) */
+	if (d->pool.refill_wanted_s && d->pool.refill_ev &&
+	    evtimer_pending(d->pool.refill_ev, NULL))
+		schedule_refill(d);
+}
+
+static void made_cb(paddock_sandbox *sb, const paddock_error *err, void *userdata)
+{
+	struct pool_tmpl *t = userdata;
+	struct daemon *d = t->d;
+	struct pooled *p;
+
+	t->making = NULL;
+	d->pool.making = false;
+	if (!sb) {
+		fprintf(stderr, "paddockd: pool: %s\n", err ? err->msg : "create failed");
+		t->broken = true; /* not refilled until it is asked for again */
+	} else if (!(p = calloc(1, sizeof(*p)))) {
+		paddock_sandbox_free(sb);
+	} else {
+		d->pool.m.refills++;
+		d->pool.m.refill_s += pd_mono_s() - t->making_t0;
+		p->sb = sb;
+		p->next = t->ready;
+		t->ready = p;
+		t->n_ready++;
+	}
+	schedule_refill(d);
+}
+
+/* One more sandbox for the template that lacks most, one at a time, while any lacks. */
 static void refill_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct daemon *d = arg;
@@ -109,14 +165,12 @@ static void refill_cb(evutil_socket_t fd, short what, void *arg)
 					     .pooled = true };
 	struct pool_tmpl *want = NULL;
 	paddock_error err = { 0 };
-	struct pooled *p;
 	char dir[300];
-	double t0;
-	int r;
 
 	(void)fd;
 	(void)what;
-	if (d->stopping)
+	d->pool.refill_wanted_s = 0;
+	if (d->stopping || d->pool.making)
 		return;
 	for (struct pool_tmpl *t = d->pool.templates; t; t = t->next)
 		if (!t->broken && t->n_ready < d->pool.size &&
@@ -125,30 +179,23 @@ static void refill_cb(evutil_socket_t fd, short what, void *arg)
 	if (!want || total_ready(d) >= d->pool.max)
 		return;
 	if (memory_low()) {
-		/* give one back rather than make one; try again later */
+		/* give one back rather than make one; try again at the next claim */
 		pd_pool_shrink(d);
 		d->pool.m.low_memory++;
 		return;
 	}
-	p = calloc(1, sizeof(*p));
-	if (!p)
-		return;
 	snprintf(dir, sizeof(dir), "%s/s", d->state_dir);
 	opts.reconnect_dir = dir;
-	t0 = pd_mono_s();
-	r = paddock_sandbox_create_with(d->ctx, want->spec, &opts, &p->sb, &err);
-	if (r < 0) {
+	want->making_t0 = pd_mono_s();
+	if (paddock_sandbox_create_async(d->ctx, want->spec, &opts, made_cb, want, &want->making,
+					 &err) < 0) {
 		fprintf(stderr, "paddockd: pool: %s\n", err.msg);
 		want->broken = true;
-		free(p);
-	} else {
-		d->pool.m.refills++;
-		d->pool.m.refill_s += pd_mono_s() - t0;
-		p->next = want->ready;
-		want->ready = p;
-		want->n_ready++;
+		want->making = NULL;
+		schedule_refill(d);
+		return;
 	}
-	schedule_refill(d);
+	d->pool.making = true;
 }
 
 /* The template of key, made (pooled from now on) when `add`; NULL when none. */
@@ -169,13 +216,17 @@ static struct pool_tmpl *find_tmpl(struct daemon *d, const char *key, const padd
 	if (n >= d->pool.max_templates && lru) {
 		t = *lru;
 		*lru = t->next;
+		if (t->making)
+			d->pool.making = false;
 		tmpl_free(t);
+		schedule_refill(d);
 	}
 	t = calloc(1, sizeof(*t));
 	if (!t || !(t->key = strdup(key))) {
 		free(t);
 		return NULL;
 	}
+	t->d = d;
 	{
 		paddock_error err = { 0 };
 		char *json = NULL;

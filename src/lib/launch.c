@@ -232,7 +232,7 @@ static int send_go(paddock_sandbox *sb, paddock_error *err)
 	return 0;
 }
 
-int pd_launch(paddock_sandbox *sb, paddock_error *err)
+int pd_launch_begin(paddock_sandbox *sb, paddock_error *err)
 {
 	_cleanup_pidfd_ int pidfd = -EBADF;
 	_cleanup_close_ int child_end = -EBADF;
@@ -282,14 +282,29 @@ int pd_launch(paddock_sandbox *sb, paddock_error *err)
 		if (pd_ctl_send(sb->ctl, PD_CTL_CGROUP, &msg, sizeof(msg), NULL, 0) < 0)
 			r = pd_fail(err, EPIPE, "tell init its cgroup");
 	}
-	if (r >= 0)
-		r = await_ready(sb, err);
-	else if ((r == -EPIPE || r == -ESRCH) && init_failure(sb, err) < 0)
+	if (r < 0 && (r == -EPIPE || r == -ESRCH) && init_failure(sb, err) < 0)
 		r = -err->code; /* init's own reason beats the broken pipe it left us */
 	if (r < 0) {
 		pd_error_prefix(err, "create sandbox");
 		return r; /* the cleanup kills and reaps init */
 	}
+	/* from here on, freeing the sandbox kills and reaps init */
 	sb->pidfd = TAKE_FD(pidfd);
 	return 0;
+}
+
+int pd_launch_end(paddock_sandbox *sb, paddock_error *err)
+{
+	int r = await_ready(sb, err);
+
+	if (r < 0)
+		pd_error_prefix(err, "create sandbox");
+	return r;
+}
+
+int pd_launch(paddock_sandbox *sb, paddock_error *err)
+{
+	int r = pd_launch_begin(sb, err);
+
+	return r < 0 ? r : pd_launch_end(sb, err);
 }

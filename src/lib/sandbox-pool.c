@@ -10,6 +10,8 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -132,6 +134,9 @@ int paddock_sandbox_claim(paddock_sandbox *sb, const paddock_spec *spec, paddock
 		r = pd_fail(err, EINVAL, "the spec is not the template of sandbox %s", sb->id);
 	if (r >= 0)
 		r = pack_bind(spec, &buf, &len, err);
+	/* it was made at the lowest priority (sandbox.c): from now on it serves a claim */
+	if (r >= 0 && geteuid() == 0)
+		(void)setpriority(PRIO_PROCESS, (id_t)sb->init_pid, 0);
 	if (r >= 0 && pd_ctl_send(sb->ctl, PD_CTL_BIND, buf, len, NULL, 0) < 0)
 		r = pd_fail(err, EPIPE, "claim sandbox %s", sb->id);
 	free(mine);

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/ioctl.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -39,6 +40,9 @@
 #include "util/strv.h"
 
 #define EXEC_START_TIMEOUT_MS 30000
+
+#define LAUNCH_ASYNC_TIMEOUT_S 30
+#define POOL_NICE 19
 
 static void kill_for(paddock_sandbox *sb, enum paddock_end_reason reason, const char *event,
 		     json_t *fields);
@@ -797,9 +801,10 @@ static int secrets_prepare(paddock_sandbox *sb, paddock_error *err)
 	return 0;
 }
 
-int paddock_sandbox_create_with(paddock_ctx *ctx, const paddock_spec *spec,
-				const struct paddock_sandbox_opts *opts,
-				paddock_sandbox **ret_sandbox, paddock_error *err)
+/* The first half of a create: everything up to init building the root. */
+static int create_begin(paddock_ctx *ctx, const paddock_spec *spec,
+			const struct paddock_sandbox_opts *opts, paddock_sandbox **ret_sandbox,
+			paddock_error *err)
 {
 	_cleanup_(paddock_sandbox_freep) paddock_sandbox *sb = NULL;
 	int r;
@@ -839,11 +844,29 @@ int paddock_sandbox_create_with(paddock_ctx *ctx, const paddock_spec *spec,
 	r = secrets_prepare(sb, err);
 	if (r < 0)
 		return r;
-	r = pd_launch(sb, err);
+	r = pd_launch_begin(sb, err);
+	if (r < 0)
+		return r;
+	/*
+	 * A pooled sandbox is made ahead of demand: its root is built at the lowest priority, so
+	 * that it takes CPU only from idleness, never from commands already running. Its claim
+	 * gives init the normal priority back (as root only: only root may raise it again).
+	 */
+	if (sb->spec_pooled && geteuid() == 0)
+		(void)setpriority(PRIO_PROCESS, (id_t)sb->init_pid, POOL_NICE);
+	*ret_sandbox = TAKE_PTR(sb);
+	return 0;
+}
+
+/* The second half: init's READY, then the loop serves the sandbox. */
+static int create_finish(paddock_sandbox *sb, paddock_error *err)
+{
+	int r = pd_launch_end(sb, err);
+
 	if (r < 0) {
 		json_t *f = json_object();
 		pd_event_add_error(f, err);
-		pd_emit(ctx, PADDOCK_LEVEL_ERROR, "sandbox.create_failed", sb->id, NULL, f);
+		pd_emit(sb->ctx, PADDOCK_LEVEL_ERROR, "sandbox.create_failed", sb->id, NULL, f);
 		return r;
 	}
 	r = pd_sandbox_arm(sb, err);
@@ -852,12 +875,77 @@ int paddock_sandbox_create_with(paddock_ctx *ctx, const paddock_spec *spec,
 	r = pd_egress_start(sb, &sb->egress, err);
 	if (r < 0)
 		return r;
-	if (pd_events_wanted(ctx))
-		pd_emit(ctx, PADDOCK_LEVEL_INFO, "sandbox.created", sb->id, NULL,
-		json_pack("{s:s,s:b,s:I,s:i,s:s?}", "hostname", sb->spec->hostname, "rootless",
+	if (pd_events_wanted(sb->ctx))
+		pd_emit(sb->ctx, PADDOCK_LEVEL_INFO, "sandbox.created", sb->id, NULL,
+		json_pack("{s:s,s:b,s:I,s:i,s:s?,s:b}", "hostname", sb->spec->hostname, "rootless",
 			  sb->idmap.rootless, "uid_base", (json_int_t)sb->idmap.outside_uid,
-			  "landlock_abi", sb->landlock_abi, "cgroup", cgroup_name(sb)));
-	*ret_sandbox = TAKE_PTR(sb);
+			  "landlock_abi", sb->landlock_abi, "cgroup", cgroup_name(sb), "pooled",
+			  sb->spec->pooled));
+	return 0;
+}
+
+int paddock_sandbox_create_with(paddock_ctx *ctx, const paddock_spec *spec,
+				const struct paddock_sandbox_opts *opts,
+				paddock_sandbox **ret_sandbox, paddock_error *err)
+{
+	paddock_sandbox *sb = NULL;
+	int r = create_begin(ctx, spec, opts, &sb, err);
+
+	if (r >= 0)
+		r = create_finish(sb, err);
+	if (r < 0) {
+		paddock_sandbox_free(sb);
+		return r;
+	}
+	*ret_sandbox = sb;
+	return 0;
+}
+
+static void launch_cb(evutil_socket_t fd, short what, void *arg)
+{
+	paddock_sandbox *sb = arg;
+	paddock_create_fn fn = sb->create_fn;
+	void *userdata = sb->create_userdata;
+	paddock_error err = { 0 };
+	int r;
+
+	(void)fd;
+	event_free(sb->launch_ev);
+	sb->launch_ev = NULL;
+	sb->create_fn = NULL;
+	if (what & EV_TIMEOUT)
+		r = pd_fail(&err, ETIMEDOUT, "create sandbox: init did not get ready within %d s",
+			    LAUNCH_ASYNC_TIMEOUT_S);
+	else
+		r = create_finish(sb, &err);
+	if (r < 0) {
+		paddock_sandbox_free(sb);
+		sb = NULL;
+	}
+	fn(sb, r < 0 ? &err : NULL, userdata);
+}
+
+int paddock_sandbox_create_async(paddock_ctx *ctx, const paddock_spec *spec,
+				 const struct paddock_sandbox_opts *opts, paddock_create_fn fn,
+				 void *userdata, paddock_sandbox **ret_sandbox, paddock_error *err)
+{
+	const struct timeval tv = { LAUNCH_ASYNC_TIMEOUT_S, 0 };
+	paddock_sandbox *sb = NULL;
+	int r;
+
+	if (!fn)
+		return pd_fail(err, EINVAL, "paddock_sandbox_create_async: fn is required");
+	r = create_begin(ctx, spec, opts, &sb, err);
+	if (r < 0)
+		return r;
+	sb->launch_ev = event_new(ctx->base, sb->ctl, EV_READ, launch_cb, sb);
+	if (!sb->launch_ev || event_add(sb->launch_ev, &tv) < 0) {
+		paddock_sandbox_free(sb);
+		return pd_fail(err, ENOMEM, "create sandbox");
+	}
+	sb->create_fn = fn;
+	sb->create_userdata = userdata;
+	*ret_sandbox = sb;
 	return 0;
 }
 
@@ -891,6 +979,8 @@ paddock_sandbox *paddock_sandbox_release(paddock_sandbox *sb)
 /* Frees what the supervisor holds of a sandbox; init lives on if it has somewhere to wait. */
 static void drop(paddock_sandbox *sb)
 {
+	if (sb->launch_ev)
+		event_free(sb->launch_ev); /* a create in progress: its callback never comes */
 	release_network(sb);
 	while (sb->sockets) {
 		paddock_error e = { 0 };

@@ -84,6 +84,10 @@ struct paddock_sandbox {
 	int orphan_timeout_s;
 	bool no_timeout;
 	bool spec_pooled; /* made with opts.pooled (spec->pooled: not claimed yet) */
+	/* paddock_sandbox_create_async(): init is building the root; this says when it is done */
+	struct event *launch_ev;
+	paddock_create_fn create_fn;
+	void *create_userdata;
 	paddock_sandbox_fn exit_fn;
 	void *exit_userdata;
 	struct pd_socket_req *sockets; /* asked of init, answered in order */
@@ -119,3 +123,10 @@ static inline void paddock_sandbox_freep(paddock_sandbox **p)
 
 /* Created by launch.c: forks init into new namespaces and completes the handshake. */
 int pd_launch(paddock_sandbox *sb, paddock_error *err);
+/*
+ * The same in two halves: begin forks init and hands it what it needs (sb->pidfd is set: a
+ * free kills it); end takes init's READY (or its failure) once the control socket is
+ * readable, waiting otherwise.
+ */
+int pd_launch_begin(paddock_sandbox *sb, paddock_error *err);
+int pd_launch_end(paddock_sandbox *sb, paddock_error *err);

@@ -98,8 +98,20 @@ r=$(api POST /v1/sandboxes -d '{"hostname": 5}')
 expect_match "a bad spec is refused by field" '"field":"hostname"' "$r"
 expect_eq "...and takes nothing from the pool" "$ready 3" "$(metric 'paddock_pool_ready{template="0"}') $(metric paddock_pool_hits_total)"
 
+# ---- teardown is off the request path ----
+code=$(curl -s --unix-socket "$SOCK" -o /dev/null -w '%{http_code}' -X DELETE "http://x/v1/sandboxes/$A?wait=maybe")
+expect_eq "DELETE ?wait= other than 0 or 1 is refused" 400 "$code"
+code=$(curl -s --unix-socket "$SOCK" -o /dev/null -w '%{http_code}' -X DELETE "http://x/v1/sandboxes/$A")
+expect_eq "DELETE answers 204 once the sandbox is killed" 204 "$code"
+code=$(curl -s --unix-socket "$SOCK" -o /dev/null -w '%{http_code}' "http://x/v1/sandboxes/$A")
+expect_eq "...and its id is gone at once" 404 "$code"
+before=$(inits)
+code=$(curl -s --unix-socket "$SOCK" -o /dev/null -w '%{http_code}' -X DELETE "http://x/v1/sandboxes/$B?wait=1")
+expect_eq "DELETE ?wait=1 answers 204 when every process of it has exited" "204 $((before - 1))" \
+	"$code $(inits)"
+
 # ---- kill -9 with a full pool: claimed sandboxes are adopted, pooled ones end ----
-for id in "$A" "$B" "$C" "$P" "$S"; do api DELETE "/v1/sandboxes/$id" >/dev/null; done
+for id in "$C" "$P" "$S"; do api DELETE "/v1/sandboxes/$id" >/dev/null; done
 X=$(create '{"env": {"KEEP": "me"}}')
 wait_ready 0 2
 wait_ready 1 2
