@@ -17,6 +17,7 @@
 #include <getopt.h>
 #include <grp.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,6 +216,27 @@ static int mkdir_p(const char *path)
 	return chmod(buf, 0700);
 }
 
+/*
+ * Each live sandbox holds about ten fds here (control socket, pidfd, root, cgroup, events):
+ * the usual soft limit of 1024 would stop paddockd near a hundred sandboxes. The soft limit
+ * goes to the hard one, and as root the hard one up to 1 Mi (fs.nr_open permitting).
+ */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	if (geteuid() == 0 && rl.rlim_max < (1u << 20)) {
+		struct rlimit want = { 1u << 20, 1u << 20 };
+
+		if (setrlimit(RLIMIT_NOFILE, &want) == 0)
+			return;
+	}
+	rl.rlim_cur = rl.rlim_max;
+	(void)setrlimit(RLIMIT_NOFILE, &rl);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -355,6 +377,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	raise_nofile();
 	/* file access into sandboxes runs with the sandbox user's fsuid: no group of ours may
 	 * count in those permission checks */
 	if (geteuid() == 0 && setgroups(0, NULL) < 0) {
