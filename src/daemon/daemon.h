@@ -136,6 +136,7 @@ struct pool {
 	unsigned max;		/* ready sandboxes in all */
 	unsigned max_templates; /* templates pooled at once */
 	uint64_t clock;		/* for least-recently-used templates */
+	unsigned next_seq;	/* templates' numbers in the metrics */
 	bool making;		/* a sandbox is being made for a template */
 	double refill_wanted_s; /* when the pool first lacked one, 0: it does not */
 	struct pool_tmpl *templates;

@@ -40,6 +40,7 @@ struct pool_tmpl {
 	unsigned n_ready;
 	uint64_t last_used; /* d->pool.clock at its last claim or miss */
 	bool broken;	    /* making one failed: not refilled until it is asked for again */
+	unsigned seq;	    /* its number in the metrics: 0 the default, then in order of asking */
 	struct daemon *d;
 	struct pool_tmpl *next;
 };
@@ -227,6 +228,7 @@ static struct pool_tmpl *find_tmpl(struct daemon *d, const char *key, const padd
 		return NULL;
 	}
 	t->d = d;
+	t->seq = d->pool.next_seq++;
 	{
 		paddock_error err = { 0 };
 		char *json = NULL;
@@ -321,11 +323,12 @@ const double pd_pool_buckets[PD_POOL_BUCKETS] = { 0.0005, 0.001, 0.002, 0.005, 0
 
 void pd_pool_metrics(struct daemon *d, struct evbuffer *b)
 {
-	unsigned i = 0;
+	unsigned i;
 
 	evbuffer_add_printf(b, "# TYPE paddock_pool_ready gauge\n");
-	for (struct pool_tmpl *t = d->pool.templates; t; t = t->next, i++)
-		evbuffer_add_printf(b, "paddock_pool_ready{template=\"%u\"} %u\n", i, t->n_ready);
+	for (struct pool_tmpl *t = d->pool.templates; t; t = t->next)
+		evbuffer_add_printf(b, "paddock_pool_ready{template=\"%u\"} %u\n", t->seq,
+				    t->n_ready);
 	evbuffer_add_printf(b,
 			    "# TYPE paddock_pool_hits_total counter\npaddock_pool_hits_total %llu\n"
 			    "# TYPE paddock_pool_misses_total counter\npaddock_pool_misses_total "

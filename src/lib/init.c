@@ -1087,7 +1087,8 @@ _Noreturn static void serve(struct init_state *st)
  * A pooled sandbox's claim (PD_CTL_BIND): the hostname and environment of the claim, then
  * the confinement every sandbox has, then BOUND. Until the claim no command can exist (the
  * supervisor refuses them), so waiting unconfined costs nothing: no code of the sandbox's
- * has run yet. Anything but BIND, or EOF, ends init: an unclaimed sandbox just goes away.
+ * has run yet. Sockets for the egress listeners are made meanwhile; anything else but
+ * BIND, or EOF, ends init: an unclaimed sandbox just goes away.
  */
 static void await_claim(struct init_state *st)
 {
@@ -1100,9 +1101,17 @@ static void await_claim(struct init_state *st)
 	ssize_t n;
 	int r = 0;
 
-	do
+	for (;;) {
 		n = pd_ctl_recv(st->ctl, &type, buf, sizeof(buf), NULL, NULL);
-	while (n == -EINTR || n == -EAGAIN);
+		if (n == -EINTR || n == -EAGAIN)
+			continue;
+		/* the egress listeners of a sandbox with network are made before its claim */
+		if (n >= 0 && type == PD_CTL_SOCKET) {
+			handle_socket(st, buf, (size_t)n);
+			continue;
+		}
+		break;
+	}
 	if (n < 0 || type != PD_CTL_BIND || (size_t)n < sizeof(hdr))
 		_exit(0);
 	memcpy(&hdr, buf, sizeof(hdr));

@@ -4,7 +4,9 @@
  * (a spec but for what a claim binds), their init waiting after the root is built and before
  * it confines itself; a claim binds the claim's hostname and environment, then init confines
  * itself exactly as a sandbox made cold does. What the claim binds is this file's
- * late_fields and nothing else: every other field must be the template's.
+ * late_fields and the network policy (its rules, and allowlist or open: a sandbox with
+ * egress has the same network namespace, routes and proxy either way; only the supervisor's
+ * policy differs) and nothing else: every other field must be the template's.
  */
 #include <errno.h>
 #include <poll.h>
@@ -47,6 +49,15 @@ int paddock_spec_template_json(const paddock_spec *spec, char **ret_json, paddoc
 			json_object_del(json_object_get(root, "limits"), dot + 1);
 		else
 			json_object_del(root, *f);
+	}
+	{
+		json_t *net = json_object_get(root, "network");
+		const char *mode = json_string_value(json_object_get(net, "mode"));
+
+		json_object_del(net, "allow");
+		json_object_del(net, "deny");
+		if (mode && strcmp(mode, "none") != 0)
+			json_object_set_new(net, "mode", json_string("egress"));
 	}
 	*ret_json = json_dumps(root, JSON_COMPACT | JSON_SORT_KEYS);
 	json_decref(root);
@@ -132,6 +143,9 @@ int paddock_sandbox_claim(paddock_sandbox *sb, const paddock_spec *spec, paddock
 		r = paddock_spec_template_json(spec, &theirs, err);
 	if (r >= 0 && strcmp(mine, theirs) != 0)
 		r = pd_fail(err, EINVAL, "the spec is not the template of sandbox %s", sb->id);
+	/* the claim's network policy, in force before any command can run */
+	if (r >= 0 && sb->egress)
+		r = paddock_sandbox_set_network(sb, spec, err);
 	if (r >= 0)
 		r = pack_bind(spec, &buf, &len, err);
 	/* it was made at the lowest priority (sandbox.c): from now on it serves a claim */

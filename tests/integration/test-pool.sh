@@ -72,6 +72,26 @@ expect_eq "...and is pooled from then on" 2 "$(metric 'paddock_pool_ready{templa
 P=$(create '{"limits": {"memory": "200M", "pids": 100}, "hostname": "cold"}')
 expect_eq "the same template again: a hit" 3 "$(metric paddock_pool_hits_total)"
 
+# the network policy is bound at the claim: allowlist or open, any rules
+E1=$(create '{"network": {"allow": ["first.test"]}}')
+expect_eq "a first spec with egress is a miss" 2 "$(metric paddock_pool_misses_total)"
+wait_ready 2 2
+expect_eq "...its template (egress, rules apart) is pooled" 2 "$(metric 'paddock_pool_ready{template="2"}')"
+E2=$(create '{"network": {"allow": ["second.test"], "deny": ["bad.second.test"]}}')
+expect_eq "other rules, same template: a hit" 4 "$(metric paddock_pool_hits_total)"
+r=$(api GET "/v1/sandboxes/$E2/network")
+expect_eq "the claim's rules are in force, not the first create's" "allowlist second.test bad.second.test" \
+	"$(j "$r" 'd["network"]["mode"]+" "+" ".join(d["network"]["allow"])+" "+" ".join(d["network"]["deny"])')"
+# the proxy decides by the claim's policy: a denied name is 403; an allowed one gets past
+# the policy and fails only to resolve here (502)
+P_CURL='curl -s -o /dev/null -w "%{http_code} " -x http://127.0.0.1:3128'
+expect_eq "inside, the proxy follows the claim's policy" "403 502 403 " \
+	"$(run "$E2" "$P_CURL http://first.test/; $P_CURL http://second.test/; $P_CURL http://bad.second.test/")"
+wait_ready 2 2
+E3=$(create '{"network": {"mode": "open"}}')
+expect_eq "open mode from the same pool: a hit" 5 "$(metric paddock_pool_hits_total)"
+expect_eq "...and open it is" "502" "$(run "$E3" "$P_CURL http://anything.test/" | tr -d ' ')"
+
 # a pooled sandbox and a cold one of one spec are the same from inside
 FACTS='id; hostname; env | sort; grep -E "^(Cap|NoNewPrivs|Seccomp)" /proc/self/status;
 awk '"'"'{ for (i = 7; $i != "-"; i++); print $5, $(i + 1) }'"'"' /proc/self/mountinfo;
@@ -90,13 +110,13 @@ export POOL_SECRET=not-a-real-one
 r=$(api POST /v1/sandboxes -d '{"network": {"allow": ["example.test"]}, "secrets": [{"name": "K", "value": "v4lue-of-the-secret", "hosts": ["example.test"]}]}')
 S=$(j "$r" 'd["id"]')
 expect_match "a spec with secrets is created (cold)" '^sb_' "$S"
-expect_eq "...and neither hit nor pooled" "$misses 3" "$(metric paddock_pool_misses_total) $(metric paddock_pool_hits_total)"
+expect_eq "...and neither hit nor pooled" "$misses 5" "$(metric paddock_pool_misses_total) $(metric paddock_pool_hits_total)"
 
 # ---- bad input changes nothing in the pool ----
 ready=$(metric 'paddock_pool_ready{template="0"}')
 r=$(api POST /v1/sandboxes -d '{"hostname": 5}')
 expect_match "a bad spec is refused by field" '"field":"hostname"' "$r"
-expect_eq "...and takes nothing from the pool" "$ready 3" "$(metric 'paddock_pool_ready{template="0"}') $(metric paddock_pool_hits_total)"
+expect_eq "...and takes nothing from the pool" "$ready 5" "$(metric 'paddock_pool_ready{template="0"}') $(metric paddock_pool_hits_total)"
 
 # ---- teardown is off the request path ----
 code=$(curl -s --unix-socket "$SOCK" -o /dev/null -w '%{http_code}' -X DELETE "http://x/v1/sandboxes/$A?wait=maybe")
@@ -111,12 +131,13 @@ expect_eq "DELETE ?wait=1 answers 204 when every process of it has exited" "204 
 	"$code $(inits)"
 
 # ---- kill -9 with a full pool: claimed sandboxes are adopted, pooled ones end ----
-for id in "$C" "$P" "$S"; do api DELETE "/v1/sandboxes/$id" >/dev/null; done
+for id in "$C" "$P" "$S" "$E1" "$E2" "$E3"; do api DELETE "/v1/sandboxes/$id" >/dev/null; done
 X=$(create '{"env": {"KEEP": "me"}}')
 wait_ready 0 2
 wait_ready 1 2
+wait_ready 2 2
 sleep 0.2
-expect_eq "before kill -9: one claimed and four pooled sandboxes" 5 "$(inits)"
+expect_eq "before kill -9: one claimed and six pooled sandboxes (three templates)" 7 "$(inits)"
 kill -9 "$DPID"
 wait "$DPID" 2>/dev/null
 for _ in $(seq 100); do [ "$(inits)" -le 1 ] && break; sleep 0.05; done
