@@ -183,7 +183,8 @@ PADDOCK_API int paddock_sandbox_create_async(paddock_ctx *ctx, const paddock_spe
 
 /*
  * The template of a spec: its JSON without the fields a claim binds (hostname, env,
- * limits.timeout_s, limits.output), keys sorted. Two specs with the same template can claim
+ * limits.timeout_s, limits.output, network.allow and network.deny, and network.mode as
+ * "egress" for both allowlist and open), keys sorted. Two specs with the same template can claim
  * each other's pooled sandboxes. Caller frees.
  */
 PADDOCK_API int paddock_spec_template_json(const paddock_spec *spec, char **ret_json,
@@ -191,7 +192,7 @@ PADDOCK_API int paddock_spec_template_json(const paddock_spec *spec, char **ret_
 
 /*
  * Takes a pooled sandbox (made with opts.pooled) for `spec`, which must have its template:
- * binds the spec's hostname and environment, then init confines itself as in a sandbox made
+ * binds the spec's hostname, environment and network policy, then init confines itself as in a sandbox made
  * cold; from then on the sandbox is the same as one made from `spec`. -EINVAL when the
  * template differs or the sandbox was claimed already; on other errors the sandbox is killed.
  */
