@@ -594,6 +594,10 @@ static void reaper_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	for (b = d->boxes; b; b = next) {
 		next = b->next;
+		/* a command still running is activity, however long it runs without a request */
+		for (struct proc *p = b->procs; p; p = p->next)
+			if (!p->exited)
+				b->last_active_ms = now;
 		if (now >= b->expires_ms)
 			pd_box_destroy(b, "ttl", NULL);
 		else if (b->idle_timeout_s > 0 && now - b->last_active_ms >= b->idle_timeout_s * 1000)

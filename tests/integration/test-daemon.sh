@@ -387,11 +387,17 @@ r=$(api POST "/v1/sandboxes/$ID2/ttl" -d '{"ttl_s":0}')
 expect_eq "ttl: 0 is refused" 400 "$(status_of "$r")"
 r=$(api POST /v1/sandboxes -d '{"idle_timeout_s":1}')
 ID3=$(j "$(body_of "$r")" 'd["id"]')
+r=$(api POST /v1/sandboxes -d '{"idle_timeout_s":1}')
+ID4=$(j "$(body_of "$r")" 'd["id"]')
+api POST "/v1/sandboxes/$ID4/exec" -d '{"argv":["sleep","60"],"background":true}' >/dev/null
 sleep 2.5
 r=$(api GET "/v1/sandboxes/$ID2")
 expect_eq "ttl: expired sandbox is gone" 404 "$(status_of "$r")"
 r=$(api GET "/v1/sandboxes/$ID3")
 expect_eq "idle timeout: an unused sandbox is gone" 404 "$(status_of "$r")"
+r=$(api GET "/v1/sandboxes/$ID4")
+expect_eq "idle timeout: a sandbox running a command is not idle" 200 "$(status_of "$r")"
+api DELETE "/v1/sandboxes/$ID4" >/dev/null
 r=$(api POST "/v1/sandboxes/$ID/ttl" -d '{"ttl_s":1200}')
 expect_eq "ttl: extended" "200 1200" "$(status_of "$r") $(j "$(body_of "$r")" 'd["ttl_s"]')"
 
