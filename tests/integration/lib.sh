@@ -19,6 +19,26 @@ ok() { T_N=$((T_N + 1)); echo "ok $T_N - $*"; }
 not_ok() { T_N=$((T_N + 1)); T_FAILED=$((T_FAILED + 1)); echo "not ok $T_N - $*"; }
 diag() { printf '# %s\n' "$@"; }
 
+# start_daemon [ARGS...]: paddockd on $SOCK with state in $STATE (and DAEMON_ARGS, an array
+# a test may set), its stderr in $T_TMP/daemon.log; DPID is its pid. Fails with the log when
+# it does not answer /healthz within 5 s. stop_daemon: SIGTERM, and wait for it.
+DPID=
+start_daemon() {
+	"${PADDOCKD:?PADDOCKD must point at paddockd}" --socket "$SOCK" --state-dir "$STATE" \
+		${DAEMON_ARGS[@]+"${DAEMON_ARGS[@]}"} "$@" 2>>"$T_TMP/daemon.log" &
+	DPID=$!
+	for _ in $(seq 100); do
+		[ -S "$SOCK" ] && curl -s --unix-socket "$SOCK" -o /dev/null http://x/healthz && return 0
+		sleep 0.05
+	done
+	diag "paddockd did not start:" "$(cat "$T_TMP/daemon.log")"
+	return 1
+}
+stop_daemon() {
+	kill -TERM "$DPID" 2>/dev/null
+	wait "$DPID"
+}
+
 # expect_eq DESC EXPECTED ACTUAL
 expect_eq() {
 	if [ "$2" == "$3" ]; then ok "$1"; else

@@ -9,24 +9,9 @@ PADDOCKD=${PADDOCKD:?PADDOCKD must point at paddockd}
 PY=/usr/bin/python3
 SOCK=$T_TMP/sock
 STATE=$T_TMP/st
-DPID=
 
-start_daemon() {
-	"$PADDOCKD" --socket "$SOCK" --state-dir "$STATE" --max-upload 100000 "$@" \
-		2>>"$T_TMP/daemon.log" &
-	DPID=$!
-	for _ in $(seq 100); do
-		[ -S "$SOCK" ] && curl -s --unix-socket "$SOCK" -o /dev/null http://x/healthz && return 0
-		sleep 0.05
-	done
-	diag "paddockd did not start:" "$(cat "$T_TMP/daemon.log")"
-	return 1
-}
-
-stop_daemon() {
-	kill -TERM "$DPID" 2>/dev/null
-	wait "$DPID"
-}
+# every start of paddockd here (lib.sh's start_daemon) takes a small upload limit
+DAEMON_ARGS=(--max-upload 100000)
 
 # api METHOD PATH [curl args...]: body on stdout, then a last line with the status code
 api() {

@@ -10,18 +10,7 @@ PADDOCKD=${PADDOCKD:?PADDOCKD must point at paddockd}
 PY=/usr/bin/python3
 SOCK=$T_TMP/sock
 STATE=$T_TMP/st
-DPID=
 
-start_daemon() {
-	"$PADDOCKD" --socket "$SOCK" --state-dir "$STATE" "$@" 2>>"$T_TMP/daemon.log" &
-	DPID=$!
-	for _ in $(seq 100); do
-		[ -S "$SOCK" ] && curl -s --unix-socket "$SOCK" -o /dev/null http://x/healthz && return 0
-		sleep 0.05
-	done
-	diag "paddockd did not start:" "$(cat "$T_TMP/daemon.log")"
-	return 1
-}
 api() {
 	local m=$1 p=$2
 	shift 2
@@ -147,8 +136,7 @@ expect_eq "restart: the claimed sandbox is adopted with its environment" "me" "$
 expect_eq "restart: no reconnect socket of a pooled sandbox is left" \
 	"$(ls "$STATE/s" | grep -c .)" "1"
 api DELETE "/v1/sandboxes/$X" >/dev/null
-kill -TERM "$DPID"
-wait "$DPID"
+stop_daemon
 for _ in $(seq 100); do [ "$(inits)" -eq 0 ] && break; sleep 0.05; done
 expect_eq "SIGTERM without a pool to keep: every pooled sandbox ends" 0 "$(inits)"
 finish

@@ -108,10 +108,10 @@ function procs() {
 function descendants(pid) {
 	const all = [...procs().values()];
 	const found = [];
-	const todo = [pid];
-	while (todo.length) {
-		const p = todo.pop();
-		for (const c of all) if (c.ppid === p) { found.push(c); todo.push(c.pid); }
+	const queue = [pid];
+	while (queue.length) {
+		const p = queue.pop();
+		for (const c of all) if (c.ppid === p) { found.push(c); queue.push(c.pid); }
 	}
 	return found.filter((p) => p.state !== 'Z');
 }
