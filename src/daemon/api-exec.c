@@ -100,7 +100,10 @@ void pd_proc_free(struct proc *p)
 			w->req = NULL;
 		}
 		w->on_gone = NULL;
-		pd_stream_end(w);
+		if (w->kind == W_HOOK)
+			w->ops->ended(w, p); /* p->result NULL: the sandbox went first */
+		else
+			pd_stream_end(w);
 		pd_watcher_free(w, &p->watchers);
 	}
 	if (p->ex)
@@ -119,6 +122,7 @@ void pd_proc_free(struct proc *p)
 	free(p->pending_stdin);
 	json_decref(p->argv);
 	json_decref(p->result);
+	json_decref(p->fe_info);
 	free(p);
 }
 
@@ -174,6 +178,8 @@ static void notify_end(struct proc *p)
 			w->req = NULL;
 		} else if (w->kind == W_RESULT) {
 			send_result(p, w);
+		} else if (w->kind == W_HOOK) {
+			w->ops->ended(w, p);
 		} else if (w->kind == W_WAIT && w->req) {
 			struct request r = { .d = p->box->d, .req = w->req };
 			pd_watcher_detach(w);
@@ -196,6 +202,8 @@ static void chunk(struct proc *p, int i, const char *buf, size_t n)
 			json_t *o = json_pack("{s:s}", "type", stream_names[i]);
 			pd_json_set_bytes(o, "data", buf, n);
 			pd_stream_line(w, o);
+		} else if (w->kind == W_HOOK) {
+			w->ops->data(w, p, i, buf, n);
 		}
 	if (p->background) {
 		evbuffer_add(p->out[i], buf, n);
@@ -341,6 +349,8 @@ static void proc_started(paddock_exec *ex, void *userdata)
 			pd_stream_start(w, "application/x-ndjson");
 			pd_stream_line(w, json_pack("{s:s,s:s,s:i}", "type", "start", "exec",
 						    p->exec_str, "pid", p->pid));
+		} else if (w->kind == W_HOOK) {
+			w->ops->started(w, p);
 		}
 	}
 }
@@ -658,13 +668,7 @@ bool pd_exec_parse(struct request *r, struct box *b, json_t *body, struct exec_r
 
 void pd_api_exec(struct request *r, struct box *b)
 {
-	struct exec_req q = { 0 };
-	struct paddock_exec_opts opts = { .fds = { -1, -1, -1 } };
-	paddock_error err = { 0 };
 	json_t *body;
-	paddock_exec *ex = NULL;
-	struct proc *p;
-	double limit = 0;
 
 	if (r->method != EVHTTP_REQ_POST)
 		return pd_reply_error(r, 405, "method_not_allowed", NULL, "expected POST");
@@ -673,6 +677,24 @@ void pd_api_exec(struct request *r, struct box *b)
 	body = pd_body_object(r, false);
 	if (!body)
 		return;
+	(void)pd_exec_start(r, b, body, NULL, NULL);
+	json_decref(body);
+}
+
+struct proc *pd_exec_start(struct request *r, struct box *b, json_t *body,
+			   const struct watcher_ops *ops, void *ctx)
+{
+	struct exec_req q = { 0 };
+	struct paddock_exec_opts opts = { .fds = { -1, -1, -1 } };
+	paddock_error err = { 0 };
+	paddock_exec *ex = NULL;
+	struct proc *p = NULL, *ret = NULL;
+	double limit = 0;
+
+	if (!b->sb || !paddock_sandbox_running(b->sb)) {
+		pd_reply_error(r, 409, "conflict", "id", "the sandbox is not running");
+		return NULL;
+	}
 	if (!pd_exec_parse(r, b, body, &q))
 		goto out;
 	if (b->n_procs >= PD_MAX_PROCS) {
@@ -728,17 +750,48 @@ void pd_api_exec(struct request *r, struct box *b)
 	}
 	p->pending_close = q.has_stdin && !q.keep_stdin && !q.pty;
 	/* the answer waits for init: a 201 with the pid, the stream's start, or the result */
-	struct watcher *w = pd_watcher_new(r, q.background ? W_START : q.stream ? W_OUTPUT : W_RESULT,
-					   p, &p->watchers);
+	struct watcher *w = ops ? pd_proc_hook(r, p, ops, ctx)
+				: pd_watcher_new(r, q.background ? W_START
+								 : q.stream ? W_OUTPUT : W_RESULT,
+						 p, &p->watchers);
 	if (!w) {
 		(void)paddock_exec_terminate(ex, PADDOCK_END_ERROR, NULL);
 		pd_reply_error(r, 500, "internal", NULL, "out of memory");
 		goto out;
 	}
-	w->on_gone = watcher_gone;
+	if (!ops)
+		w->on_gone = watcher_gone;
+	ret = p;
 out:
 	pd_exec_req_release(&q);
-	json_decref(body);
+	return ret;
+}
+
+struct watcher *pd_proc_hook(struct request *r, struct proc *p, const struct watcher_ops *ops,
+			     void *ctx)
+{
+	struct watcher *w = pd_watcher_new(r, W_HOOK, p, &p->watchers);
+
+	if (w) {
+		w->ops = ops;
+		w->ctx = ctx;
+	}
+	return w;
+}
+
+int pd_proc_write_stdin(struct proc *p, const char *data, size_t len)
+{
+	if (p->exited)
+		return -ESRCH;
+	if (p->stdin_fd < 0)
+		return -EBADF;
+	return write_stdin(p, data, len);
+}
+
+void pd_proc_close_stdin(struct proc *p)
+{
+	if (!p->exited)
+		close_stdin(p);
 }
 
 /* ---- adopt ------------------------------------------------------------------------------ */

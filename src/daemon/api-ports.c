@@ -332,12 +332,6 @@ static void socket_cb(paddock_sandbox *sb, int fd, const paddock_error *err, voi
 void pd_api_ports(struct request *r, struct box *b)
 {
 	const char *uri = evhttp_request_get_uri(r->req), *rest, *q;
-	struct evbuffer *req_body = evhttp_request_get_input_buffer(r->req);
-	struct evkeyvalq *in_h = evhttp_request_get_input_headers(r->req);
-	paddock_error err = { 0 };
-	struct evbuffer *out;
-	struct forward *f;
-	const char *method;
 	char *end;
 	long port;
 
@@ -346,6 +340,24 @@ void pd_api_ports(struct request *r, struct box *b)
 	port = strtol(r->seg[4], &end, 10);
 	if (*end || port < 1 || port > 65535)
 		return pd_reply_error(r, 400, "invalid", "port", "expected a port from 1 to 65535");
+	/* the raw (still encoded) path after /ports/{port} */
+	rest = strstr(uri, "/ports/");
+	rest = rest ? strchr(rest + 7, '/') : NULL;
+	q = strchr(uri, '?');
+	if (!rest || (q && rest > q))
+		rest = q ? q : "";
+	pd_port_forward(r, b, port, rest);
+}
+
+void pd_port_forward(struct request *r, struct box *b, long port, const char *rest)
+{
+	struct evbuffer *req_body = evhttp_request_get_input_buffer(r->req);
+	struct evkeyvalq *in_h = evhttp_request_get_input_headers(r->req);
+	paddock_error err = { 0 };
+	struct evbuffer *out;
+	struct forward *f;
+	const char *method;
+
 	if (!b->sb || !paddock_sandbox_running(b->sb))
 		return pd_reply_error(r, 409, "conflict", "id", "the sandbox is not running");
 	switch (r->method) {
@@ -359,12 +371,6 @@ void pd_api_ports(struct request *r, struct box *b)
 	default:
 		return pd_reply_error(r, 405, "method_not_allowed", NULL, "method not forwarded");
 	}
-	/* the raw (still encoded) path after /ports/{port} */
-	rest = strstr(uri, "/ports/");
-	rest = rest ? strchr(rest + 7, '/') : NULL;
-	q = strchr(uri, '?');
-	if (!rest || (q && rest > q))
-		rest = q ? q : "";
 	f = calloc(1, sizeof(*f));
 	out = evbuffer_new();
 	if (!f || !out) {
@@ -400,8 +406,11 @@ void pd_api_ports(struct request *r, struct box *b)
 					    method, rest[0] == '?' ? "/" : "", rest[0] ? rest : "/", port);
 	}
 	for (struct evkeyval *h = in_h->tqh_first; h; h = h->next.tqe_next)
+		/* SECURITY: credentials for paddockd (and its E2B front end) stay here */
 		if (!hop_by_hop(h->key) && strcasecmp(h->key, "Host") != 0 &&
-		    strcasecmp(h->key, "Authorization") != 0)
+		    strcasecmp(h->key, "Authorization") != 0 &&
+		    strcasecmp(h->key, "X-Access-Token") != 0 &&
+		    strcasecmp(h->key, "X-API-Key") != 0)
 			evbuffer_add_printf(out, "%s: %s\r\n", h->key, h->value);
 	evbuffer_add_printf(out, "Content-Length: %zu\r\n\r\n", evbuffer_get_length(req_body));
 	evbuffer_add_buffer(f->body, req_body);

@@ -52,6 +52,20 @@ struct watcher {
 	void *owner;	     /* struct proc * or struct box * */
 	/* the client went away (evhttp frees its request): unlink and free the watcher */
 	void (*on_gone)(struct watcher *w);
+	/* W_HOOK: another front end (src/e2b) formats the process's events itself */
+	const struct watcher_ops *ops;
+	void *ctx;
+};
+
+struct proc;
+/*
+ * A process's events for a W_HOOK watcher. `ended` is the last call: it answers w->req (and
+ * sets it NULL); the watcher is freed after it returns.
+ */
+struct watcher_ops {
+	void (*started)(struct watcher *w, struct proc *p); /* pid known */
+	void (*data)(struct watcher *w, struct proc *p, int stream, const char *buf, size_t n);
+	void (*ended)(struct watcher *w, struct proc *p); /* p->result is the report */
 };
 
 enum watcher_kind {
@@ -60,6 +74,7 @@ enum watcher_kind {
 	W_RESULT, /* foreground exec: one JSON answer with stdout, stderr, result */
 	W_EVENTS, /* NDJSON events of a sandbox */
 	W_START,  /* background exec: the process object once it runs (or could not) */
+	W_HOOK,	  /* the process's start, output and end, through watcher->ops */
 };
 
 struct proc {
@@ -90,6 +105,7 @@ struct proc {
 	bool truncated;
 	struct watcher *watchers;
 	double t0;		  /* for the latency histogram */
+	json_t *fe_info;	  /* what a front end recorded of it (E2B: its ProcessConfig) */
 	struct proc *next;
 };
 
@@ -170,6 +186,7 @@ struct daemon {
 	size_t n_tokens;
 	struct metrics m;
 	struct pool pool;
+	struct e2b *e2b; /* the E2B front end (src/e2b), NULL without --e2b */
 	struct event *reaper_ev, *sig_ev[3];
 	/* events of a sandbox being created, before its row exists (the store's foreign key) */
 	struct pending_event {
@@ -192,6 +209,11 @@ void pd_pool_shrink(struct daemon *d);
 void pd_pool_request(struct daemon *d);
 struct evbuffer;
 void pd_pool_metrics(struct daemon *d, struct evbuffer *b);
+
+/* ---- the E2B front end (src/e2b) ---- */
+int pd_e2b_start(struct daemon *d, const char *addr_port, const char *domain,
+		 const char *templates_file, paddock_error *err);
+void pd_e2b_stop(struct daemon *d);
 
 /* ---- util ---- */
 int64_t pd_now_ms(void);
@@ -218,6 +240,13 @@ struct request {
 	struct evkeyvalq *query; /* parsed query */
 	int method;		/* EVHTTP_REQ_* */
 	int status;		/* the status answered (also when req is NULL: parsers under test) */
+	/*
+	 * When set, every answer (pd_reply_json, pd_reply_error, pd_reply_empty...) goes here
+	 * instead of out as paddockd JSON: a front end with its own wire format (src/e2b)
+	 * reuses the API's handlers and translates their answers. body may be NULL.
+	 */
+	void (*on_reply)(struct request *r, int status, json_t *body_take);
+	void *ctx;
 };
 
 void pd_reply_json(struct request *r, int status, json_t *body_take);
@@ -283,6 +312,20 @@ struct exec_req {
 	unsigned rows, cols;
 };
 
+/*
+ * Starts the command an exec body asks for (the body of POST .../exec) and answers r as
+ * pd_api_exec does; with `ops`, r becomes a W_HOOK watcher of the process instead (the
+ * front end answers it). Errors are answered on r. Returns the process, or NULL.
+ */
+struct proc *pd_exec_start(struct request *r, struct box *b, json_t *body,
+			   const struct watcher_ops *ops, void *ctx);
+/* A running process's stdin: 0, -EAGAIN (the queue is full: nothing taken), -EPIPE, -EBADF
+ * (closed or none), -ESRCH (ended). */
+int pd_proc_write_stdin(struct proc *p, const char *data, size_t len);
+void pd_proc_close_stdin(struct proc *p);
+/* Attaches a W_HOOK watcher for r to a process (re-attach: E2B's Connect). */
+struct watcher *pd_proc_hook(struct request *r, struct proc *p, const struct watcher_ops *ops,
+			     void *ctx);
 /* false when the body is not a valid exec request: the error is answered on r */
 bool pd_exec_parse(struct request *r, struct box *b, json_t *body, struct exec_req *q);
 void pd_exec_req_release(struct exec_req *q);
@@ -299,6 +342,11 @@ void pd_api_files(struct request *r, struct box *b);
 void pd_files_release(struct box *b);
 void pd_api_events(struct request *r, struct box *b);
 void pd_api_ports(struct request *r, struct box *b);
+/*
+ * Forwards r's request to 127.0.0.1:port inside the sandbox; `target` is the raw (encoded)
+ * path and query to ask for there. The E2B front end's `{port}-{id}` Hosts use it too.
+ */
+void pd_port_forward(struct request *r, struct box *b, long port, const char *target);
 void pd_api_metrics(struct request *r);
 void pd_api_network(struct request *r, struct box *b);
 /* -EPERM (err names network.mode) when spec_json asks for more egress than --max-network. */

@@ -36,6 +36,8 @@ void pd_reply_json(struct request *r, int status, json_t *body)
 	char *s;
 
 	r->status = status;
+	if (r->on_reply)
+		return r->on_reply(r, status, body);
 	if (!r->req) { /* a parser under test: the status is all that is kept */
 		json_decref(body);
 		return;
@@ -59,6 +61,8 @@ void pd_reply_json(struct request *r, int status, json_t *body)
 void pd_reply_empty(struct request *r, int status)
 {
 	r->status = status;
+	if (r->on_reply)
+		return r->on_reply(r, status, NULL);
 	if (!r->req)
 		return;
 	count_status(r->d, status);

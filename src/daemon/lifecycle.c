@@ -24,6 +24,7 @@
 #endif
 
 #include "daemon.h"
+#include "e2b.h"
 
 #define REAPER_PERIOD_S 1
 #define EVENTS_KEPT 2000
@@ -459,6 +460,8 @@ static void box_unlink(struct box *b)
 	while (b->procs)
 		pd_proc_free(b->procs);
 	pd_files_release(b);
+	if (b->d->e2b)
+		e2b_fs_release(b->d->e2b, b);
 	while (b->watchers) {
 		pd_stream_end(b->watchers);
 		pd_watcher_free(b->watchers, &b->watchers);

@@ -34,6 +34,7 @@ static void usage(FILE *f)
 		   "                [--resolve-hosts FILE] [--max-network none|allowlist|open]\n"
 		   "                [--pool N] [--pool-max N] [--pool-templates N]\n"
 		   "                [--upstream-ca FILE]...\n"
+		   "                [--e2b ADDR:PORT [--e2b-domain NAME] [--e2b-templates FILE]]\n"
 		   "Serves the paddock HTTP API (docs/api.md).\n");
 }
 
@@ -255,6 +256,9 @@ int main(int argc, char **argv)
 		{ "pool", required_argument, NULL, 'P' },
 		{ "pool-max", required_argument, NULL, 'M' },
 		{ "pool-templates", required_argument, NULL, 'T' },
+		{ "e2b", required_argument, NULL, 'E' },
+		{ "e2b-domain", required_argument, NULL, 'D' },
+		{ "e2b-templates", required_argument, NULL, 'X' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -263,6 +267,7 @@ int main(int argc, char **argv)
 	long pool_max = -1;
 	const char *listen_addr = NULL, *tokens = NULL, *rt = getenv("XDG_RUNTIME_DIR");
 	const char *resolve_hosts = NULL, *upstream_ca[8];
+	const char *e2b_addr = NULL, *e2b_domain = NULL, *e2b_templates = NULL;
 	size_t n_upstream_ca = 0;
 	paddock_error err = { 0 };
 	char path[300], buf[600];
@@ -317,6 +322,19 @@ int main(int argc, char **argv)
 			break;
 		case 'x':
 			d.destroy_on_exit = true;
+			break;
+		case 'E':
+			e2b_addr = optarg;
+			break;
+		case 'D':
+			if (strlen(optarg) >= 100) {
+				fprintf(stderr, "paddockd: --e2b-domain: expected a name under 100 bytes\n");
+				return 2;
+			}
+			e2b_domain = optarg;
+			break;
+		case 'X':
+			e2b_templates = optarg;
 			break;
 		case 'c':
 			if (load_config(&d, optarg, &listen_addr, &tokens) < 0)
@@ -434,6 +452,8 @@ int main(int argc, char **argv)
 		if (pd_http_listen_tcp(&d, host, (unsigned short)port, &err) < 0)
 			goto fail;
 	}
+	if (e2b_addr && pd_e2b_start(&d, e2b_addr, e2b_domain, e2b_templates, &err) < 0)
+		goto fail;
 	d.sig_ev[0] = evsignal_new(d.base, SIGTERM, on_signal, &d);
 	d.sig_ev[1] = evsignal_new(d.base, SIGINT, on_signal, &d);
 	event_add(d.sig_ev[0], NULL);
@@ -445,6 +465,7 @@ int main(int argc, char **argv)
 fail:
 	fprintf(stderr, "paddockd: %s\n", paddock_error_format(&err, buf, sizeof(buf)));
 out:
+	pd_e2b_stop(&d);
 	pd_http_stop(&d);
 	if (d.ctx)
 		pd_lifecycle_stop(&d);

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * paddockd's E2B-compatible front end (`paddockd --e2b ADDR:PORT`, docs/e2b.md): the official
+ * E2B SDKs drive paddock sandboxes unchanged. A translation onto the daemon's own sandboxes,
+ * processes and files (struct box, struct proc, libpaddock's file API); nothing is
+ * implemented twice.
+ *
+ * One evhttp listener serves:
+ *  - envd, the in-sandbox API: Connect-RPC `process.Process/{Method}`, `filesystem.Filesystem/{Method}`,
+ *    and plain HTTP `/files`, `/health`, `/metrics`, `/envs`. The sandbox is the one the
+ *    `E2b-Sandbox-Id` header names; `X-Access-Token` must be the sandbox's envd access token.
+ *  - the control plane subset (`/sandboxes`, `/v2/sandboxes`), `X-API-Key` naming a tenant.
+ *  - `{port}-{id}.{domain}` Hosts: proxied to that port inside the sandbox.
+ *
+ * Trust: every request is untrusted. A sandbox is reachable only with its access token
+ * (envd) or its tenant's API key (control plane); another tenant's sandbox is exactly as
+ * absent as an unknown one.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <jansson.h>
+
+#include "connect.h"
+#include "daemon.h"
+
+struct e2b_fswatch;
+
+struct e2b {
+	struct daemon *d;
+	struct evhttp *http;
+	char domain[128];    /* `{port}-{id}.{domain}` Hosts (--e2b-domain, default e2b.local) */
+	json_t *templates;   /* template name -> spec object (--e2b-templates); always has "base" */
+	unsigned char key[32]; /* HMAC key: envd access tokens, file URL signatures */
+	bool open_keys;	     /* no --tokens: every API key is the tenant "local" (loopback only) */
+	struct e2b_fswatch *fswatches; /* CreateWatcher / WatchDir state, every sandbox's */
+	uint64_t next_watch;
+	struct {
+		uint64_t rpc, stream, files, control, proxied, errors;
+	} m;
+};
+
+#define E2B_ENVD_PORT 49983
+#define E2B_ENVD_VERSION "0.6.4" /* the envd version paddock answers as (features the SDK checks) */
+#define E2B_TOKEN_LEN 64	 /* hex characters of an envd access token */
+
+/* One request to the front end, once routed. */
+struct e2b_req {
+	struct daemon *d;
+	struct e2b *e;
+	struct evhttp_request *req;
+	const char *tenant;   /* control plane: the API key's tenant; envd: the sandbox's */
+	struct box *box;      /* envd: the sandbox; control plane: NULL */
+	const char *user;     /* envd: "user" or "root" (Authorization: Basic), default "user" */
+	const char *home;     /* that user's home, where relative paths resolve */
+	double timeout_s;     /* Connect-Timeout-Ms, 0: none */
+	double keepalive_s;   /* Keepalive-Ping-Interval (seconds), 0: none */
+};
+
+/* ---- e2b.c: listener, routing, identity (pd_e2b_start/stop: daemon.h) ---- */
+/* The envd access token of a sandbox: hex HMAC-SHA256(key, id), E2B_TOKEN_LEN + 1 bytes. */
+void e2b_access_token(const struct e2b *e, const char *sandbox_id, char out[E2B_TOKEN_LEN + 1]);
+/*
+ * A path of a request as the sandbox sees it: absolute paths as they are, relative ones (and
+ * "") under the user's home. Returns a malloc'ed string, or NULL with the Connect error
+ * answered... never: it only fails for paths over PADDOCK_FILES_MAX_PATH (then NULL).
+ */
+char *e2b_path(const struct e2b_req *r, const char *path);
+/* Answers a unary Connect error from a paddock_error (errno mapped, message kept). */
+void e2b_reply_paddock_error(struct e2b_req *r, const paddock_error *err);
+
+/* ---- envd-process.c: process.Process ---- */
+void e2b_process(struct e2b_req *r, const char *method, json_t *msg, bool streaming);
+
+/* ---- envd-fs.c: filesystem.Filesystem ---- */
+void e2b_filesystem(struct e2b_req *r, const char *method, json_t *msg, bool streaming);
+/* the EntryInfo message of a file */
+json_t *e2b_entry_info(const struct paddock_file_info *fi);
+/* Ends the watchers of a sandbox (it is being destroyed). */
+void e2b_fs_release(struct e2b *e, struct box *b);
+
+/* ---- envd-files.c: GET/POST /files ---- */
+void e2b_files(struct e2b_req *r);
+
+/* ---- control.c: /sandboxes, /v2/sandboxes (r->tenant set, r->box NULL) ---- */
+void e2b_control(struct e2b_req *r, char **seg, size_t n_seg);
+/* the sandbox object of the control plane (GET /sandboxes/{id}) */
+json_t *e2b_sandbox_json(struct e2b *e, struct box *b);

@@ -1,0 +1,574 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * envd's `process.Process` service on paddockd's own processes (api-exec.c): Start becomes
+ * the exec the daemon's API would run, its events reach the client through a W_HOOK watcher
+ * that formats them as ProcessEvent messages in Connect envelopes.
+ *
+ * Every E2B process is what paddockd calls a background process: it outlives the stream
+ * that started it (envd's behaviour: a client that goes away does not kill its command;
+ * Connect re-attaches), its recent output is kept, and it is listed. Connect-Timeout-Ms on
+ * Start is the command's timeout, as the SDK's `timeoutMs` means.
+ */
+#include <errno.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "e2b.h"
+
+#define INPUT_MAX (1u << 20) /* bytes of one SendInput */
+
+/* One client following a process (Start or Connect). */
+struct pstream {
+	struct e2b *e;
+	struct evhttp_request *req;
+	struct event *keepalive;
+	struct timeval keepalive_tv;
+	bool started; /* the 200 went out */
+	bool sent_start;
+};
+
+static void pstream_free(struct pstream *ps)
+{
+	if (ps->keepalive)
+		event_free(ps->keepalive);
+	free(ps);
+}
+
+static void send_event(struct pstream *ps, json_t *event_take)
+{
+	if (!ps->req) {
+		json_decref(event_take);
+		return;
+	}
+	pd_connect_stream_send(ps->req, &ps->started, json_pack("{s:o}", "event", event_take));
+}
+
+static void keepalive_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct pstream *ps = arg;
+
+	(void)fd;
+	(void)what;
+	send_event(ps, json_pack("{s:{}}", "keepalive"));
+}
+
+static void hook_started(struct watcher *w, struct proc *p)
+{
+	struct pstream *ps = w->ctx;
+
+	if (ps->sent_start)
+		return;
+	ps->sent_start = true;
+	send_event(ps, json_pack("{s:{s:i}}", "start", "pid", p->pid));
+}
+
+static void hook_data(struct watcher *w, struct proc *p, int stream, const char *buf, size_t n)
+{
+	struct pstream *ps = w->ctx;
+	const char *name = p->pty ? "pty" : stream == 0 ? "stdout" : "stderr";
+
+	if (!ps->sent_start) /* output before init's start report cannot happen, but be safe */
+		hook_started(w, p);
+	send_event(ps, json_pack("{s:{s:o}}", "data", name, pd_pbjson_bytes_new(buf, n)));
+}
+
+/* Go's os.ProcessState.String() for a signal, which envd reports */
+static const char *signal_status(int sig)
+{
+	switch (sig) {
+	case SIGKILL: return "signal: killed";
+	case SIGTERM: return "signal: terminated";
+	case SIGINT: return "signal: interrupt";
+	case SIGHUP: return "signal: hangup";
+	case SIGQUIT: return "signal: quit";
+	case SIGSEGV: return "signal: segmentation fault";
+	case SIGABRT: return "signal: aborted";
+	case SIGPIPE: return "signal: broken pipe";
+	case SIGBUS: return "signal: bus error";
+	case SIGFPE: return "signal: floating point exception";
+	case SIGUSR1: return "signal: user defined signal 1";
+	case SIGUSR2: return "signal: user defined signal 2";
+	default: return "signal: killed";
+	}
+}
+
+static void hook_ended(struct watcher *w, struct proc *p)
+{
+	struct pstream *ps = w->ctx;
+	json_t *res = p->result, *end;
+	const char *reason = json_string_value(json_object_get(res, "reason"));
+	json_t *code = json_object_get(res, "exit_code");
+	int sig = (int)json_integer_value(json_object_get(res, "signal"));
+
+	pd_watcher_detach(w);
+	if (!ps->req)
+		goto out;
+	if (!res) {
+		pd_connect_stream_end(ps->req, &ps->started, PD_CONNECT_UNAVAILABLE,
+				      "the sandbox was deleted (or paddockd is stopping)");
+		goto out;
+	}
+	if (reason && strcmp(reason, "timeout") == 0) {
+		/* the SDK's timeoutMs: its TimeoutError comes from this code */
+		pd_connect_stream_end(ps->req, &ps->started, PD_CONNECT_DEADLINE_EXCEEDED,
+				      "the command ran past its timeout (Connect-Timeout-Ms) and was "
+				      "killed");
+		goto out;
+	}
+	if (reason && strcmp(reason, "error") == 0 && !ps->sent_start) {
+		json_t *e = json_object_get(res, "error");
+		const char *name = json_string_value(json_object_get(e, "code"));
+		const char *m = json_string_value(json_object_get(e, "message"));
+		int errnum = name && strcmp(name, "ENOENT") == 0	? ENOENT
+			     : name && strcmp(name, "EACCES") == 0	? EACCES
+			     : name && strcmp(name, "ENOTDIR") == 0 ? ENOTDIR
+								    : EINVAL;
+
+		pd_connect_stream_end(ps->req, &ps->started, (int)pd_connect_code_from_errno(errnum),
+				      "the command could not start: %s", m ? m : "unknown error");
+		goto out;
+	}
+	if (!ps->sent_start)
+		hook_started(w, p);
+	if (json_is_integer(code)) {
+		char status[32];
+
+		snprintf(status, sizeof(status), "exit status %d", (int)json_integer_value(code));
+		end = json_pack("{s:I,s:b,s:s}", "exitCode", json_integer_value(code), "exited", 1,
+				"status", status);
+	} else {
+		end = json_pack("{s:i,s:b,s:s}", "exitCode", -1, "exited", 0, "status",
+				signal_status(sig ? sig : SIGKILL));
+	}
+	/* paddock's limits end a command with a reason envd does not have: say it */
+	if (reason && strcmp(reason, "exited") != 0 && strcmp(reason, "signaled") != 0) {
+		char msg[96];
+
+		snprintf(msg, sizeof(msg), "ended by paddock: %s", reason);
+		json_object_set_new(end, "error", json_string(msg));
+	}
+	send_event(ps, json_pack("{s:o}", "end", end));
+	pd_connect_stream_end(ps->req, &ps->started, -1, "%s", "");
+out:
+	ps->req = NULL;
+	pstream_free(ps);
+	w->ctx = NULL;
+}
+
+static const struct watcher_ops hook_ops = {
+	.started = hook_started,
+	.data = hook_data,
+	.ended = hook_ended,
+};
+
+/* the client left: the process runs on (envd's behaviour); only the stream ends */
+static void hook_gone(struct watcher *w)
+{
+	struct proc *p = w->owner;
+
+	if (w->ctx)
+		pstream_free(w->ctx);
+	w->ctx = NULL;
+	pd_watcher_free(w, &p->watchers);
+}
+
+static struct pstream *pstream_new(struct e2b_req *r)
+{
+	struct pstream *ps = calloc(1, sizeof(*ps));
+
+	if (!ps)
+		return NULL;
+	ps->e = r->e;
+	ps->req = r->req;
+	if (r->keepalive_s > 0) {
+		ps->keepalive_tv.tv_sec = (time_t)r->keepalive_s;
+		ps->keepalive = event_new(r->d->base, -1, EV_PERSIST, keepalive_cb, ps);
+		if (ps->keepalive)
+			event_add(ps->keepalive, &ps->keepalive_tv);
+	}
+	return ps;
+}
+
+/* ---- answers of the daemon's handlers, as Connect errors ---------------------------------- */
+
+static enum pd_connect_code code_of_status(int status)
+{
+	switch (status) {
+	case 400: return PD_CONNECT_INVALID_ARGUMENT;
+	case 403: return PD_CONNECT_PERMISSION_DENIED;
+	case 404: return PD_CONNECT_NOT_FOUND;
+	case 409: return PD_CONNECT_FAILED_PRECONDITION;
+	case 413: return PD_CONNECT_RESOURCE_EXHAUSTED;
+	case 422: return PD_CONNECT_UNIMPLEMENTED;
+	case 429: return PD_CONNECT_RESOURCE_EXHAUSTED;
+	case 503: return PD_CONNECT_UNAVAILABLE;
+	default: return PD_CONNECT_INTERNAL;
+	}
+}
+
+/* pd_exec_start's errors (it answers through pd_reply_*) end the stream as Connect errors */
+static void start_reply(struct request *r, int status, json_t *body)
+{
+	json_t *e = json_object_get(body, "error");
+	const char *msg = json_string_value(json_object_get(e, "message"));
+	const char *field = json_string_value(json_object_get(e, "field"));
+	bool *started = r->ctx;
+
+	if (status < 400) { /* only errors are answered this way: the stream carries the rest */
+		json_decref(body);
+		return;
+	}
+	pd_connect_stream_end(r->req, started, (int)code_of_status(status), "%s%s%s",
+			      field && *field ? field : "", field && *field ? ": " : "",
+			      msg ? msg : "failed");
+	json_decref(body);
+}
+
+/* ---- selectors ------------------------------------------------------------------------------ */
+
+/* A running process a ProcessSelector names, or NULL with the error answered. */
+static struct proc *select_proc(struct e2b_req *r, json_t *msg, bool stream, bool *started)
+{
+	json_t *sel = json_object_get(msg, "process");
+	json_t *pid = json_object_get(sel, "pid"), *tag = json_object_get(sel, "tag");
+	char key[PD_MAX_TAG + 24];
+	struct proc *p;
+	uint32_t n;
+
+	if (!json_is_object(sel) || (!pid && !tag) || (pid && tag)) {
+		if (stream)
+			pd_connect_stream_end(r->req, started, PD_CONNECT_INVALID_ARGUMENT,
+					      "process: expected a selector with 'pid' or 'tag'");
+		else
+			pd_connect_reply_error(r->req, PD_CONNECT_INVALID_ARGUMENT,
+					       "process: expected a selector with 'pid' or 'tag'");
+		return NULL;
+	}
+	if (pid) {
+		if (!pd_pbjson_uint32(pid, &n) || n == 0) {
+			if (stream)
+				pd_connect_stream_end(r->req, started, PD_CONNECT_INVALID_ARGUMENT,
+						      "process.pid: expected a pid");
+			else
+				pd_connect_reply_error(r->req, PD_CONNECT_INVALID_ARGUMENT,
+						       "process.pid: expected a pid");
+			return NULL;
+		}
+		snprintf(key, sizeof(key), "%u", n);
+	} else {
+		if (!json_is_string(tag) || json_string_length(tag) > PD_MAX_TAG) {
+			if (stream)
+				pd_connect_stream_end(r->req, started, PD_CONNECT_INVALID_ARGUMENT,
+						      "process.tag: expected a string");
+			else
+				pd_connect_reply_error(r->req, PD_CONNECT_INVALID_ARGUMENT,
+						       "process.tag: expected a string");
+			return NULL;
+		}
+		snprintf(key, sizeof(key), "%s", json_string_value(tag));
+	}
+	p = pd_proc_find(r->box, key);
+	if (!p || p->exited || !p->ex) {
+		if (stream)
+			pd_connect_stream_end(r->req, started, PD_CONNECT_NOT_FOUND,
+					      "process with %s '%s' not found", pid ? "pid" : "tag", key);
+		else
+			pd_connect_reply_error(r->req, PD_CONNECT_NOT_FOUND,
+					       "process with %s '%s' not found", pid ? "pid" : "tag", key);
+		return NULL;
+	}
+	return p;
+}
+
+/* ---- methods ------------------------------------------------------------------------------ */
+
+static bool bad(struct e2b_req *r, bool *started, const char *msg)
+{
+	pd_connect_stream_end(r->req, started, PD_CONNECT_INVALID_ARGUMENT, "%s", msg);
+	return false;
+}
+
+/* The exec body (paddockd's API) of a StartRequest; false with the stream ended. */
+static bool start_body(struct e2b_req *r, json_t *msg, json_t *body, bool *started)
+{
+	json_t *proc = json_object_get(msg, "process"), *v, *argv, *env;
+	const char *cmd = json_string_value(json_object_get(proc, "cmd")), *k;
+	size_t i;
+	char *cwd;
+
+	if (!json_is_object(proc))
+		return bad(r, started, "process: expected a ProcessConfig object");
+	if (!cmd || !*cmd)
+		return bad(r, started, "process.cmd: expected a non-empty string");
+	argv = json_array();
+	json_object_set_new(body, "argv", argv);
+	json_array_append_new(argv, json_string(cmd));
+	v = json_object_get(proc, "args");
+	if (v && !json_is_array(v))
+		return bad(r, started, "process.args: expected an array of strings");
+	json_array_foreach(v, i, proc) {
+		if (!json_is_string(proc))
+			return bad(r, started, "process.args: expected an array of strings");
+		json_array_append(argv, proc);
+	}
+	proc = json_object_get(msg, "process");
+	v = json_object_get(proc, "envs");
+	if (v && !json_is_object(v))
+		return bad(r, started, "process.envs: expected an object of strings");
+	env = json_object();
+	json_object_set_new(body, "env", env);
+	json_t *val;
+	json_object_foreach(v, k, val) {
+		if (!json_is_string(val))
+			return bad(r, started, "process.envs: expected an object of strings");
+		json_object_set(env, k, val);
+	}
+	/* envd sets the user's identity; the home is where relative things land */
+	if (!json_object_get(env, "HOME"))
+		json_object_set_new(env, "HOME", json_string(r->home));
+	if (!json_object_get(env, "USER"))
+		json_object_set_new(env, "USER", json_string("user"));
+	v = json_object_get(proc, "cwd");
+	if (v && !json_is_string(v))
+		return bad(r, started, "process.cwd: expected a string");
+	cwd = e2b_path(r, json_string_value(v));
+	if (!cwd)
+		return bad(r, started, "process.cwd: too long");
+	json_object_set_new(body, "cwd", json_string(cwd));
+	free(cwd);
+	json_object_set_new(body, "background", json_true());
+	if ((v = json_object_get(msg, "stdin")) && !json_is_boolean(v))
+		return bad(r, started, "stdin: expected a boolean");
+	if (json_is_true(v))
+		json_object_set_new(body, "keep_stdin", json_true());
+	if ((v = json_object_get(msg, "tag")) && !json_is_string(v))
+		return bad(r, started, "tag: expected a string");
+	if (v && json_string_length(v) > 0)
+		json_object_set(body, "tag", v);
+	if ((v = json_object_get(msg, "pty"))) {
+		json_t *size = json_object_get(v, "size");
+		uint32_t rows = 24, cols = 80;
+
+		if (!json_is_object(v) || (size && !json_is_object(size)) ||
+		    !pd_pbjson_uint32(json_object_get(size, "rows"), &rows) ||
+		    !pd_pbjson_uint32(json_object_get(size, "cols"), &cols))
+			return bad(r, started, "pty.size: expected {\"cols\": N, \"rows\": N}");
+		json_object_set_new(body, "pty", json_pack("{s:i,s:i}", "rows", (int)(rows ? rows : 24),
+							   "cols", (int)(cols ? cols : 80)));
+		if (!json_object_get(env, "TERM"))
+			json_object_set_new(env, "TERM", json_string("xterm-256color"));
+	}
+	if (r->timeout_s > 0)
+		json_object_set_new(body, "timeout_s", json_real(r->timeout_s));
+	else
+		json_object_set_new(body, "timeout_s", json_integer(0));
+	return true;
+}
+
+static void start(struct e2b_req *r, json_t *msg)
+{
+	struct request dr = { .d = r->d, .req = r->req, .method = EVHTTP_REQ_POST,
+			      .tenant = r->tenant, .on_reply = start_reply };
+	json_t *body = json_object(), *cfg;
+	struct pstream *ps;
+	struct proc *p;
+	bool started = false;
+
+	dr.ctx = &started;
+	if (!start_body(r, msg, body, &started))
+		goto out;
+	ps = pstream_new(r);
+	if (!ps) {
+		pd_connect_stream_end(r->req, &started, PD_CONNECT_RESOURCE_EXHAUSTED, "out of memory");
+		goto out;
+	}
+	p = pd_exec_start(&dr, r->box, body, &hook_ops, ps);
+	if (!p) {
+		pstream_free(ps);
+		goto out;
+	}
+	/* the watcher is the last of the process's list: the newest */
+	for (struct watcher *w = p->watchers; w; w = w->next)
+		if (w->ctx == ps)
+			w->on_gone = hook_gone;
+	cfg = json_object_get(msg, "process");
+	p->fe_info = json_pack("{s:O?,s:O?,s:O?,s:O?}", "cmd", json_object_get(cfg, "cmd"), "args",
+			       json_object_get(cfg, "args"), "envs", json_object_get(cfg, "envs"),
+			       "cwd", json_object_get(body, "cwd"));
+out:
+	json_decref(body);
+}
+
+static void connect_proc(struct e2b_req *r, json_t *msg)
+{
+	bool started = false;
+	struct proc *p = select_proc(r, msg, true, &started);
+	struct request dr = { .d = r->d, .req = r->req };
+	struct pstream *ps;
+	struct watcher *w;
+
+	if (!p)
+		return;
+	ps = pstream_new(r);
+	w = ps ? pd_proc_hook(&dr, p, &hook_ops, ps) : NULL;
+	if (!w) {
+		if (ps)
+			pstream_free(ps);
+		pd_connect_stream_end(r->req, &started, PD_CONNECT_RESOURCE_EXHAUSTED, "out of memory");
+		return;
+	}
+	w->on_gone = hook_gone;
+	if (p->started)
+		hook_started(w, p);
+}
+
+static json_t *process_info(struct proc *p)
+{
+	json_t *cfg = p->fe_info ? json_deep_copy(p->fe_info) : NULL;
+
+	if (!cfg) { /* started through paddockd's own API: its argv */
+		json_t *args = json_array();
+		size_t i;
+		json_t *v;
+
+		json_array_foreach(p->argv, i, v)
+			if (i > 0)
+				json_array_append(args, v);
+		cfg = json_pack("{s:O?,s:o,s:{}}", "cmd", json_array_get(p->argv, 0), "args", args,
+				"envs");
+	}
+	json_t *o = json_pack("{s:o,s:i}", "config", cfg, "pid", p->pid);
+	if (p->tag[0])
+		json_object_set_new(o, "tag", json_string(p->tag));
+	return o;
+}
+
+static void list(struct e2b_req *r)
+{
+	json_t *a = json_array();
+
+	for (struct proc *p = r->box->procs; p; p = p->next)
+		if (!p->exited && p->ex && p->started)
+			json_array_append_new(a, process_info(p));
+	pd_connect_reply(r->req, json_pack("{s:o}", "processes", a));
+}
+
+static void send_input(struct e2b_req *r, json_t *msg)
+{
+	struct proc *p = select_proc(r, msg, false, NULL);
+	json_t *in = json_object_get(msg, "input");
+	json_t *data = json_object_get(in, "stdin") ? json_object_get(in, "stdin")
+						     : json_object_get(in, "pty");
+	uint8_t *bytes = NULL;
+	size_t len = 0;
+	int w;
+
+	if (!p)
+		return;
+	if (!json_is_object(in) || !data || !pd_pbjson_bytes(data, &bytes, &len))
+		return pd_connect_reply_error(r->req, PD_CONNECT_INVALID_ARGUMENT,
+					      "input: expected {\"stdin\": base64} or {\"pty\": base64}");
+	if (len > INPUT_MAX) {
+		free(bytes);
+		return pd_connect_reply_error(r->req, PD_CONNECT_RESOURCE_EXHAUSTED,
+					      "input: at most %u bytes per SendInput", INPUT_MAX);
+	}
+	w = len ? pd_proc_write_stdin(p, (const char *)bytes, len) : 0;
+	free(bytes);
+	if (w == -EAGAIN)
+		return pd_connect_reply_error(r->req, PD_CONNECT_RESOURCE_EXHAUSTED,
+					      "the process is not reading its stdin; nothing of this "
+					      "input was taken");
+	if (w == -EBADF)
+		return pd_connect_reply_error(r->req, PD_CONNECT_FAILED_PRECONDITION,
+					      "the process's stdin is closed (start it with stdin: true)");
+	if (w < 0)
+		return pd_connect_reply_error(r->req, pd_connect_code_from_errno(w),
+					      "write to the process's stdin: %s", strerror(-w));
+	pd_connect_reply(r->req, json_object());
+}
+
+static void send_signal(struct e2b_req *r, json_t *msg)
+{
+	struct proc *p = select_proc(r, msg, false, NULL);
+	json_t *v = json_object_get(msg, "signal");
+	paddock_error err = { 0 };
+	int sig = 0;
+
+	if (!p)
+		return;
+	if (json_is_string(v) && strcmp(json_string_value(v), "SIGNAL_SIGKILL") == 0)
+		sig = SIGKILL;
+	else if (json_is_string(v) && strcmp(json_string_value(v), "SIGNAL_SIGTERM") == 0)
+		sig = SIGTERM;
+	else if (json_is_integer(v) && (json_integer_value(v) == 9 || json_integer_value(v) == 15))
+		sig = (int)json_integer_value(v);
+	if (!sig)
+		return pd_connect_reply_error(r->req, PD_CONNECT_INVALID_ARGUMENT,
+					      "signal: expected SIGNAL_SIGKILL or SIGNAL_SIGTERM");
+	if (paddock_exec_signal(p->ex, sig, &err) < 0)
+		return e2b_reply_paddock_error(r, &err);
+	pd_connect_reply(r->req, json_object());
+}
+
+static void close_stdin(struct e2b_req *r, json_t *msg)
+{
+	struct proc *p = select_proc(r, msg, false, NULL);
+
+	if (!p)
+		return;
+	if (p->pty)
+		return pd_connect_reply_error(r->req, PD_CONNECT_FAILED_PRECONDITION,
+					      "a pty has no stdin to close: send EOT (Ctrl-D) instead");
+	pd_proc_close_stdin(p);
+	pd_connect_reply(r->req, json_object());
+}
+
+static void update(struct e2b_req *r, json_t *msg)
+{
+	struct proc *p = select_proc(r, msg, false, NULL);
+	json_t *size = json_object_get(json_object_get(msg, "pty"), "size");
+	paddock_error err = { 0 };
+	uint32_t rows = 0, cols = 0;
+
+	if (!p)
+		return;
+	if (!size)
+		return pd_connect_reply(r->req, json_object()); /* nothing to change */
+	if (!pd_pbjson_uint32(json_object_get(size, "rows"), &rows) ||
+	    !pd_pbjson_uint32(json_object_get(size, "cols"), &cols) || rows < 1 || rows > 1000 ||
+	    cols < 1 || cols > 1000)
+		return pd_connect_reply_error(r->req, PD_CONNECT_INVALID_ARGUMENT,
+					      "pty.size: expected rows and cols from 1 to 1000");
+	if (!p->pty)
+		return pd_connect_reply_error(r->req, PD_CONNECT_FAILED_PRECONDITION,
+					      "the process has no pty");
+	if (paddock_exec_resize(p->ex, (unsigned short)rows, (unsigned short)cols, &err) < 0)
+		return e2b_reply_paddock_error(r, &err);
+	pd_connect_reply(r->req, json_object());
+}
+
+void e2b_process(struct e2b_req *r, const char *method, json_t *msg, bool streaming)
+{
+	(void)streaming; /* e2b.c decided it from the method */
+	if (strcmp(method, "Start") == 0)
+		return start(r, msg);
+	if (strcmp(method, "Connect") == 0)
+		return connect_proc(r, msg);
+	if (strcmp(method, "List") == 0)
+		return list(r);
+	if (strcmp(method, "SendInput") == 0)
+		return send_input(r, msg);
+	if (strcmp(method, "SendSignal") == 0)
+		return send_signal(r, msg);
+	if (strcmp(method, "CloseStdin") == 0)
+		return close_stdin(r, msg);
+	if (strcmp(method, "Update") == 0)
+		return update(r, msg);
+	pd_connect_reply_error(r->req, PD_CONNECT_UNIMPLEMENTED,
+			       "process.Process has no method '%.64s'", method);
+}
