@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <fcntl.h>
@@ -25,6 +26,7 @@
 #define READ_CHUNK 65536
 #define ENDED_KEPT 64		 /* ended processes listed per sandbox */
 #define STDIN_QUEUE_MAX (1u << 20)
+#define STREAM_PENDING_MAX (4u << 20) /* unsent output a following client may have */
 #define WAIT_DEFAULT_S 30
 #define WAIT_MAX_S 300
 
@@ -115,6 +117,8 @@ void pd_proc_free(struct proc *p)
 	}
 	if (p->stdin_ev)
 		event_free(p->stdin_ev);
+	if (p->resume_ev)
+		event_free(p->resume_ev);
 	if (p->stdin_q)
 		evbuffer_free(p->stdin_q);
 	if (p->stdin_fd >= 0)
@@ -254,6 +258,44 @@ static void drain(struct proc *p, int i)
 	}
 }
 
+/*
+ * A client following the output that reads slower than the command writes: its unsent bytes
+ * would pile up in paddockd. Reading the command's output stops instead (its pipe fills and
+ * it blocks on write, as it would writing to a slow terminal) until the client caught up.
+ */
+static bool followers_behind(struct proc *p)
+{
+	for (struct watcher *w = p->watchers; w; w = w->next) {
+		struct bufferevent *bev;
+
+		if ((w->kind != W_OUTPUT && w->kind != W_HOOK) || !w->evcon)
+			continue;
+		bev = evhttp_connection_get_bufferevent(w->evcon);
+		if (bev && evbuffer_get_length(bufferevent_get_output(bev)) > STREAM_PENDING_MAX)
+			return true;
+	}
+	return false;
+}
+
+static const struct timeval resume_tv = { 0, 20000 };
+
+static void pace(struct proc *p);
+
+static void resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct proc *p = arg;
+
+	(void)fd;
+	(void)what;
+	if (followers_behind(p)) {
+		evtimer_add(p->resume_ev, &resume_tv);
+		return;
+	}
+	for (int i = 0; i < 2; i++)
+		if (p->out_ev[i])
+			event_add(p->out_ev[i], NULL);
+}
+
 static void out_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct proc *p = arg;
@@ -261,7 +303,24 @@ static void out_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)what;
 	drain(p, i);
+	if (!ended(p))
+		pace(p);
 	finish_if_ended(p);
+}
+
+/* after a read: pause the output while a follower is behind */
+static void pace(struct proc *p)
+{
+	if (!followers_behind(p))
+		return;
+	if (!p->resume_ev)
+		p->resume_ev = evtimer_new(p->box->d->base, resume_cb, p);
+	if (!p->resume_ev)
+		return;
+	for (int i = 0; i < 2; i++)
+		if (p->out_ev[i])
+			event_del(p->out_ev[i]);
+	evtimer_add(p->resume_ev, &resume_tv);
 }
 
 static void exec_done(paddock_exec *ex, const struct paddock_result *res, void *userdata)

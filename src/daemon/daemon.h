@@ -97,6 +97,7 @@ struct proc {
 	int stdin_fd;		  /* -1 when closed or none */
 	struct evbuffer *stdin_q; /* accepted, not yet taken by the command (bounded) */
 	struct event *stdin_ev;
+	struct event *resume_ev;  /* output paused for a client that is behind */
 	bool stdin_close;	  /* close once the queue is empty */
 	struct evbuffer *out[2];  /* foreground: everything; background: the last PD_RING_BYTES */
 	uint64_t out_written[2];  /* bytes ever added to out[i]: it holds the newest of them */
