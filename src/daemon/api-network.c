@@ -72,14 +72,45 @@ static json_t *network_json(struct box *b)
  * old one, so the rules in force are exactly those sent. max_connections, a bound rather
  * than a rule, keeps its value unless given.
  */
+int pd_box_set_network(struct box *b, json_t *net, paddock_error *err)
+{
+	json_t *doc = json_pack("{s:O}", "network", net);
+	char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL, *spec_json = NULL;
+	paddock_spec *spec = NULL;
+	int k;
+
+	/* the rest of the spec is the sandbox's own: only its network section changes */
+	k = text ? paddock_spec_new(&spec, err) : dfail(err, ENOMEM, "network policy");
+	if (k >= 0)
+		k = paddock_spec_load_json(spec, b->spec_json, strlen(b->spec_json), err);
+	if (k >= 0)
+		k = paddock_spec_load_json(spec, text, strlen(text), err);
+	if (k >= 0)
+		k = paddock_spec_validate(spec, err);
+	if (k >= 0)
+		k = paddock_spec_to_json(spec, &spec_json, err);
+	if (k >= 0)
+		k = pd_check_max_network(b->d, spec_json, err);
+	if (k >= 0)
+		k = paddock_sandbox_set_network(b->sb, spec, err);
+	if (k >= 0) {
+		free(b->spec_json);
+		b->spec_json = spec_json;
+		spec_json = NULL;
+		pd_box_persist(b); /* a restarted daemon re-adopts the sandbox with this policy */
+	}
+	free(spec_json);
+	free(text);
+	json_decref(doc);
+	paddock_spec_free(spec);
+	return k;
+}
+
 static void put_network(struct request *r, struct box *b)
 {
 	static const char *const fields[] = { "mode", "allow", "deny", "max_connections", NULL };
-	json_t *body = pd_body_object(r, false), *doc = NULL, *v;
-	paddock_spec *spec = NULL;
+	json_t *body = pd_body_object(r, false), *net = NULL, *v;
 	paddock_error err = { 0 };
-	char *text = NULL, *spec_json = NULL;
-	int k;
 
 	if (!body)
 		return;
@@ -94,30 +125,12 @@ static void put_network(struct request *r, struct box *b)
 		json_object_set_new(body, "allow", json_array());
 	if (!json_object_get(body, "deny"))
 		json_object_set_new(body, "deny", json_array());
-	/* the rest of the spec is the sandbox's own: only its network section changes */
-	k = paddock_spec_new(&spec, &err);
-	if (k >= 0)
-		k = paddock_spec_load_json(spec, b->spec_json, strlen(b->spec_json), &err);
+	net = json_pack("{s:O, s:O, s:O}", "mode", json_object_get(body, "mode"), "allow",
+			json_object_get(body, "allow"), "deny", json_object_get(body, "deny"));
 	v = json_object_get(body, "max_connections");
-	doc = json_pack("{s:{s:O, s:O, s:O}}", "network", "mode", json_object_get(body, "mode"),
-			"allow", json_object_get(body, "allow"), "deny",
-			json_object_get(body, "deny"));
-	if (doc && v)
-		json_object_set(json_object_get(doc, "network"), "max_connections", v);
-	text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
-	if (k >= 0 && !text)
-		k = -ENOMEM, err.code = ENOMEM;
-	if (k >= 0)
-		k = paddock_spec_load_json(spec, text, strlen(text), &err);
-	if (k >= 0)
-		k = paddock_spec_validate(spec, &err);
-	if (k >= 0)
-		k = paddock_spec_to_json(spec, &spec_json, &err);
-	if (k >= 0)
-		k = pd_check_max_network(r->d, spec_json, &err);
-	if (k >= 0)
-		k = paddock_sandbox_set_network(b->sb, spec, &err);
-	if (k < 0) {
+	if (net && v)
+		json_object_set(net, "max_connections", v);
+	if ((net ? pd_box_set_network(b, net, &err) : dfail(&err, ENOMEM, "network policy")) < 0) {
 		if (err.code == EPERM && strstr(err.msg, "--max-network"))
 			pd_reply_paddock_error(r, &err); /* 403 */
 		else if (err.code == EPERM)
@@ -126,17 +139,10 @@ static void put_network(struct request *r, struct box *b)
 			pd_reply_paddock_error(r, &err);
 		goto out;
 	}
-	free(b->spec_json);
-	b->spec_json = spec_json;
-	spec_json = NULL;
-	pd_box_persist(b); /* a restarted daemon re-adopts the sandbox with this policy */
 	pd_reply_json(r, 200, network_json(b));
 out:
-	free(spec_json);
-	free(text);
-	json_decref(doc);
+	json_decref(net);
 	json_decref(body);
-	paddock_spec_free(spec);
 }
 
 void pd_api_network(struct request *r, struct box *b)

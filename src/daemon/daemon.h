@@ -350,6 +350,12 @@ void pd_api_ports(struct request *r, struct box *b);
 void pd_port_forward(struct request *r, struct box *b, long port, const char *target);
 void pd_api_metrics(struct request *r);
 void pd_api_network(struct request *r, struct box *b);
+/*
+ * Replaces a live sandbox's network section with `net` ({"mode", "allow", "deny", ...}):
+ * validated as a spec, bounded by --max-network (-EPERM naming it), applied to the
+ * sandbox's proxy at once (-EPERM for a sandbox made without egress), persisted.
+ */
+int pd_box_set_network(struct box *b, json_t *net, paddock_error *err);
 /* -EPERM (err names network.mode) when spec_json asks for more egress than --max-network. */
 int pd_check_max_network(struct daemon *d, const char *spec_json, paddock_error *err);
 int pd_max_network_parse(const char *s); /* 0..2, or -1 */

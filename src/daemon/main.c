@@ -390,8 +390,9 @@ int main(int argc, char **argv)
 		}
 	}
 	d.pool.max = pool_max >= 0 ? (unsigned)pool_max : d.pool.size * d.pool.max_templates;
-	if (!!listen_addr != !!tokens) {
-		fprintf(stderr, "paddockd: --listen needs --tokens (every TCP client is a tenant)\n");
+	if ((listen_addr && !tokens) || (tokens && !listen_addr && !e2b_addr)) {
+		fprintf(stderr, "paddockd: --listen needs --tokens (every TCP client is a tenant), "
+				"and --tokens needs --listen or --e2b\n");
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);

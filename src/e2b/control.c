@@ -522,8 +522,6 @@ static json_t *map_network(int aia, json_t *allow_out, json_t *deny_out, struct 
 		mode = "open";
 	if (!allow_all && !deny_all && deny_out)
 		json_array_extend(deny, deny_out);
-	if (strcmp(mode, "none") == 0)
-		json_array_clear(allow);
 	o = json_pack("{s:s,s:o,s:o}", "mode", mode, "allow", allow, "deny", deny);
 	nm->allow_out = allow_out;
 	nm->deny_out = deny_out;
@@ -881,47 +879,6 @@ out:
 }
 
 /*
- * Replaces the network section of a live sandbox's policy with `net` ({"mode", "allow",
- * "deny"}): the glue of PUT /v1/sandboxes/{id}/network (api-network.c) around
- * paddock_sandbox_set_network().
- * TODO: share one helper with api-network.c (pd_box_set_network) instead of these steps.
- */
-static int box_set_network(struct box *b, json_t *net, paddock_error *err)
-{
-	paddock_spec *spec = NULL;
-	json_t *doc = json_pack("{s:O}", "network", net);
-	char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL, *spec_json = NULL;
-	int k;
-
-	k = paddock_spec_new(&spec, err);
-	if (k >= 0)
-		k = paddock_spec_load_json(spec, b->spec_json, strlen(b->spec_json), err);
-	if (k >= 0 && !text)
-		k = dfail(err, ENOMEM, "network policy");
-	if (k >= 0)
-		k = paddock_spec_load_json(spec, text, strlen(text), err);
-	if (k >= 0)
-		k = paddock_spec_validate(spec, err);
-	if (k >= 0)
-		k = paddock_spec_to_json(spec, &spec_json, err);
-	if (k >= 0)
-		k = pd_check_max_network(b->d, spec_json, err);
-	if (k >= 0)
-		k = paddock_sandbox_set_network(b->sb, spec, err);
-	if (k >= 0) {
-		free(b->spec_json);
-		b->spec_json = spec_json;
-		spec_json = NULL;
-		pd_box_persist(b); /* a restarted paddockd re-adopts it with this policy */
-	}
-	free(spec_json);
-	free(text);
-	json_decref(doc);
-	paddock_spec_free(spec);
-	return k;
-}
-
-/*
  * PUT /sandboxes/{id}/network: E2B replaces the whole egress configuration; a field left
  * out is cleared (so {} opens the sandbox to the internet, as in E2B).
  */
@@ -944,7 +901,7 @@ static void put_network(struct e2b_req *r, const char *id)
 	if (!b)
 		goto out;
 	net = map_network(aia, allow_out, deny_out, &nm);
-	k = net ? box_set_network(b, net, &err) : dfail(&err, ENOMEM, "network policy");
+	k = net ? pd_box_set_network(b, net, &err) : dfail(&err, ENOMEM, "network policy");
 	if (k < 0 && err.code == EPERM && !strstr(err.msg, "--max-network")) {
 		reply_error(r, 409,
 			    "network: this sandbox was created without internet access "

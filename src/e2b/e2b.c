@@ -190,12 +190,15 @@ static void envd_envs(struct e2b_req *r)
 /* GET /metrics: the sandbox's usage in envd's shape */
 static void envd_metrics(struct e2b_req *r)
 {
-	json_t *o = pd_box_json(r->box), *u = json_object_get(o, "usage"), *spec;
+	json_t *o = pd_box_json(r->box), *u = json_object_get(o, "usage");
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	double mem_limit = 0, cpu_s = json_number_value(json_object_get(u, "cpu_s"));
 
-	spec = json_object_get(o, "spec");
-	mem_limit = json_number_value(json_object_get(json_object_get(spec, "limits"), "memory"));
+	paddock_spec *spec = NULL;
+	if (paddock_spec_new(&spec, NULL) >= 0 &&
+	    paddock_spec_load_json(spec, r->box->spec_json, strlen(r->box->spec_json), NULL) >= 0)
+		(void)paddock_spec_get_limit(spec, "memory", &mem_limit, NULL);
+	paddock_spec_free(spec);
 	reply_json(r->req, 200,
 		   json_pack("{s:I,s:f,s:i,s:I,s:I,s:I,s:I}", "ts", (json_int_t)(pd_now_ms() / 1000),
 			     "cpu_used_s", cpu_s, "cpu_count", (int)(ncpu > 0 ? ncpu : 1),
@@ -252,10 +255,10 @@ static struct box *debug_box(struct e2b *e, paddock_error *err)
 
 	for (b = e->d->boxes; b; b = b->next)
 		if (strcmp(b->tenant, PD_LOCAL_TENANT) == 0 && b->metadata &&
-		    json_is_true(json_object_get(b->metadata, "e2b_debug")))
+		    json_is_string(json_object_get(b->metadata, "e2b.debug")))
 			return b;
 	body = json_pack("{s:O,s:{s:s}}", "spec", json_object_get(e->templates, "base"),
-			 "metadata", "e2b_debug", "true");
+			 "metadata", "e2b.debug", "true");
 	if (!body)
 		return NULL;
 	/* the base template's spec with the debug marker; a create body has spec fields flat */
