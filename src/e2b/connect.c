@@ -16,6 +16,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -29,28 +30,28 @@
 #include "util/base64.h"
 
 #define HEADER_SIZE 5
-#define MSG_MAX 1024 /* bytes of an error message we send */
+#define MSG_MAX	    1024 /* bytes of an error message we send */
 
 static const struct {
 	const char *name;
 	int status;
 } codes[_PD_CONNECT_CODE_MAX] = {
-	[PD_CONNECT_CANCELED] = { "canceled", 499 },
-	[PD_CONNECT_UNKNOWN] = { "unknown", 500 },
-	[PD_CONNECT_INVALID_ARGUMENT] = { "invalid_argument", 400 },
-	[PD_CONNECT_DEADLINE_EXCEEDED] = { "deadline_exceeded", 504 },
-	[PD_CONNECT_NOT_FOUND] = { "not_found", 404 },
-	[PD_CONNECT_ALREADY_EXISTS] = { "already_exists", 409 },
-	[PD_CONNECT_PERMISSION_DENIED] = { "permission_denied", 403 },
-	[PD_CONNECT_RESOURCE_EXHAUSTED] = { "resource_exhausted", 429 },
-	[PD_CONNECT_FAILED_PRECONDITION] = { "failed_precondition", 400 },
-	[PD_CONNECT_ABORTED] = { "aborted", 409 },
-	[PD_CONNECT_OUT_OF_RANGE] = { "out_of_range", 400 },
-	[PD_CONNECT_UNIMPLEMENTED] = { "unimplemented", 501 },
-	[PD_CONNECT_INTERNAL] = { "internal", 500 },
-	[PD_CONNECT_UNAVAILABLE] = { "unavailable", 503 },
-	[PD_CONNECT_DATA_LOSS] = { "data_loss", 500 },
-	[PD_CONNECT_UNAUTHENTICATED] = { "unauthenticated", 401 },
+	[PD_CONNECT_CANCELED] = {"canceled", 499},
+	[PD_CONNECT_UNKNOWN] = {"unknown", 500},
+	[PD_CONNECT_INVALID_ARGUMENT] = {"invalid_argument", 400},
+	[PD_CONNECT_DEADLINE_EXCEEDED] = {"deadline_exceeded", 504},
+	[PD_CONNECT_NOT_FOUND] = {"not_found", 404},
+	[PD_CONNECT_ALREADY_EXISTS] = {"already_exists", 409},
+	[PD_CONNECT_PERMISSION_DENIED] = {"permission_denied", 403},
+	[PD_CONNECT_RESOURCE_EXHAUSTED] = {"resource_exhausted", 429},
+	[PD_CONNECT_FAILED_PRECONDITION] = {"failed_precondition", 400},
+	[PD_CONNECT_ABORTED] = {"aborted", 409},
+	[PD_CONNECT_OUT_OF_RANGE] = {"out_of_range", 400},
+	[PD_CONNECT_UNIMPLEMENTED] = {"unimplemented", 501},
+	[PD_CONNECT_INTERNAL] = {"internal", 500},
+	[PD_CONNECT_UNAVAILABLE] = {"unavailable", 503},
+	[PD_CONNECT_DATA_LOSS] = {"data_loss", 500},
+	[PD_CONNECT_UNAUTHENTICATED] = {"unauthenticated", 401},
 };
 
 const char *pd_connect_code_name(enum pd_connect_code c)
@@ -136,6 +137,11 @@ enum pd_connect_code pd_connect_code_from_errno(int e)
 
 /* ---- envelopes ------------------------------------------------------------------------------ */
 
+static uint32_t be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
 long pd_connect_envelope_parse(const uint8_t *buf, size_t len, size_t max, uint8_t *ret_flags,
 			       const uint8_t **ret_payload, size_t *ret_plen)
 {
@@ -150,7 +156,7 @@ long pd_connect_envelope_parse(const uint8_t *buf, size_t len, size_t max, uint8
 		return -EPROTO;
 	if (len < HEADER_SIZE)
 		return 0;
-	plen = (size_t)buf[1] << 24 | (size_t)buf[2] << 16 | (size_t)buf[3] << 8 | buf[4];
+	plen = be32(buf + 1);
 	if (plen > max || plen > (size_t)LONG_MAX - HEADER_SIZE)
 		return -EMSGSIZE;
 	if (len - HEADER_SIZE < plen)
@@ -164,8 +170,7 @@ long pd_connect_envelope_parse(const uint8_t *buf, size_t len, size_t max, uint8
 	return (long)(HEADER_SIZE + plen);
 }
 
-int pd_connect_envelope_add(struct evbuffer *out, uint8_t flags, const void *payload,
-			    size_t plen)
+int pd_connect_envelope_add(struct evbuffer *out, uint8_t flags, const void *payload, size_t plen)
 {
 	uint8_t h[HEADER_SIZE];
 
@@ -270,14 +275,13 @@ static json_t *decode_envelope(const uint8_t *body, size_t len, enum pd_connect_
 			      len);
 	if (n == 0)
 		return refuse(PD_CONNECT_INVALID_ARGUMENT, ret_code, msg, msg_size,
-			      "the envelope announces a %u-byte message but the body holds %zu",
-			      (unsigned)((size_t)body[1] << 24 | (size_t)body[2] << 16 |
-					 (size_t)body[3] << 8 | body[4]),
-			      len - HEADER_SIZE);
+			      "the envelope announces a %" PRIu32
+			      "-byte message but the body holds %zu",
+			      be32(body + 1), len - HEADER_SIZE);
 	if ((size_t)n != len)
 		return refuse(PD_CONNECT_INVALID_ARGUMENT, ret_code, msg, msg_size,
-			      "expected exactly one Connect envelope, found %zu more bytes after it "
-			      "(client streaming needs HTTP/2)",
+			      "expected exactly one Connect envelope, found %zu more bytes after "
+			      "it (client streaming needs HTTP/2)",
 			      len - (size_t)n);
 	if (flags & PD_CONNECT_FLAG_END)
 		return refuse(PD_CONNECT_INVALID_ARGUMENT, ret_code, msg, msg_size,
@@ -557,11 +561,25 @@ json_t *pd_pbjson_bytes_new(const void *data, size_t len)
 json_t *pd_pbjson_timestamp_new(int64_t sec, long nsec)
 {
 	char buf[96], frac[16] = ""; /* room for any int, so the compiler sees no truncation */
-	time_t t = (time_t)sec;
 	struct tm tm;
+	time_t t;
 
-	if (sec < TIMESTAMP_MIN || sec > TIMESTAMP_MAX || nsec < 0 || nsec > 999999999)
-		return NULL;
+	/*
+	 * Clamped, not refused: a sandbox can give a file any mtime, and one file must not
+	 * break a directory listing. Outside the range protobuf's parsers refuse the value.
+	 */
+	if (sec < TIMESTAMP_MIN) {
+		sec = TIMESTAMP_MIN;
+		nsec = 0;
+	} else if (sec > TIMESTAMP_MAX) {
+		sec = TIMESTAMP_MAX;
+		nsec = 999999999;
+	}
+	if (nsec < 0)
+		nsec = 0;
+	else if (nsec > 999999999)
+		nsec = 999999999;
+	t = (time_t)sec;
 	if ((int64_t)t != sec || !gmtime_r(&t, &tm)) /* a 32-bit time_t */
 		return NULL;
 	/* protobuf prints 0, 3, 6 or 9 digits: as few as the value needs */
@@ -685,8 +703,8 @@ void pd_connect_reply(struct evhttp_request *req, json_t *msg_take)
 	json_decref(msg_take);
 }
 
-void pd_connect_reply_error(struct evhttp_request *req, enum pd_connect_code code,
-			    const char *fmt, ...)
+void pd_connect_reply_error(struct evhttp_request *req, enum pd_connect_code code, const char *fmt,
+			    ...)
 {
 	char message[MSG_MAX];
 	json_t *e;
@@ -716,7 +734,7 @@ void pd_connect_stream_start(struct evhttp_request *req, bool *started)
 static int send_envelope(struct evhttp_request *req, uint8_t flags, const json_t *v)
 {
 	struct evbuffer *b = evbuffer_new();
-	uint8_t h[HEADER_SIZE] = { flags };
+	uint8_t h[HEADER_SIZE] = {flags};
 	size_t len;
 	int r = -1;
 
@@ -763,8 +781,8 @@ static json_t *end_stream_json(int code, const char *message)
 	return e ? json_pack("{s:o}", "error", e) : NULL;
 }
 
-void pd_connect_stream_end(struct evhttp_request *req, bool *started, int code,
-			   const char *fmt, ...)
+void pd_connect_stream_end(struct evhttp_request *req, bool *started, int code, const char *fmt,
+			   ...)
 {
 	static const uint8_t internal_end[] = "{\"error\":{\"code\":\"internal\","
 					      "\"message\":\"out of memory\"}}";

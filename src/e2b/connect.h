@@ -89,17 +89,20 @@ double pd_connect_parse_timeout(const char *header);
  * Protobuf JSON helpers for the messages' scalar fields: proto3 JSON writes int64/uint64 as
  * strings and accepts numbers or strings; bytes are base64 (standard or URL-safe, padding
  * optional). Each returns false (and leaves *ret alone) when the value has the wrong type.
- * A missing field (NULL) is the proto3 default: 0, "", empty.
+ * A missing field (NULL) or a JSON null is the proto3 default: 0, "", empty. A string
+ * holding a NUL is refused (it would read as a shorter value).
  */
 bool pd_pbjson_int64(json_t *v, int64_t *ret);
 bool pd_pbjson_uint32(json_t *v, uint32_t *ret);
 bool pd_pbjson_bool(json_t *v, bool *ret);
 bool pd_pbjson_string(json_t *v, const char **ret);
-/* *ret is malloc'ed (free it); an empty value gives NULL and *ret_len 0 */
+/* *ret is malloc'ed (free it); an empty value gives NULL and *ret_len 0; false also when
+ * out of memory */
 bool pd_pbjson_bytes(json_t *v, uint8_t **ret, size_t *ret_len);
 /* a JSON string of the standard base64 of data */
 json_t *pd_pbjson_bytes_new(const void *data, size_t len);
-/* a google.protobuf.Timestamp: RFC 3339 UTC with nanoseconds as needed ("...Z") */
+/* a google.protobuf.Timestamp: RFC 3339 UTC with nanoseconds as needed ("...Z"), clamped
+ * to its range (years 1 to 9999, nsec 0 to 999999999); NULL only when out of memory */
 json_t *pd_pbjson_timestamp_new(int64_t sec, long nsec);
 
 /* ---- answers ---------------------------------------------------------------------------- */
