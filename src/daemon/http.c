@@ -199,7 +199,14 @@ static void watcher_closed(struct evhttp_connection *evcon, void *arg)
 	struct watcher *w = arg;
 
 	(void)evcon;
-	w->req = NULL; /* evhttp frees the request with the connection */
+	/*
+	 * evhttp frees the request with the connection, unless it gave the request up first:
+	 * a client that closed while a reply was under way leaves the request detached (no
+	 * connection; libevent's evhttp_connection_incoming_fail) for its owner to free.
+	 */
+	if (w->req && !evhttp_request_get_connection(w->req))
+		evhttp_request_free(w->req);
+	w->req = NULL;
 	w->evcon = NULL;
 	if (w->hup) {
 		event_free(w->hup);

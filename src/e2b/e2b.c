@@ -271,6 +271,14 @@ static struct box *debug_box(struct e2b *e, paddock_error *err)
 	return b;
 }
 
+/* the server-streaming methods: their errors are end-of-stream envelopes in a 200 */
+static bool is_stream_method(const char *path)
+{
+	return strcmp(path, "/process.Process/Start") == 0 ||
+	       strcmp(path, "/process.Process/Connect") == 0 ||
+	       strcmp(path, "/filesystem.Filesystem/WatchDir") == 0;
+}
+
 static void connect_call(struct e2b_req *r, const char *path)
 {
 	struct evkeyvalq *in = evhttp_request_get_input_headers(r->req);
@@ -278,9 +286,7 @@ static void connect_call(struct e2b_req *r, const char *path)
 	struct evbuffer *body = evhttp_request_get_input_buffer(r->req);
 	bool process = strncmp(path, "/process.Process/", 17) == 0;
 	const char *method = strchr(path + 1, '/') + 1;
-	bool stream_method = (process && (strcmp(method, "Start") == 0 ||
-					  strcmp(method, "Connect") == 0)) ||
-			     (!process && strcmp(method, "WatchDir") == 0);
+	bool stream_method = is_stream_method(path);
 	enum pd_connect_code code;
 	char msg[256];
 	json_t *m;
@@ -348,8 +354,15 @@ static void handle_envd(struct e2b_req *r, const char *path, const char *id_from
 	paddock_error err = { 0 };
 	bool connect_rpc = path[1] != 'f' || strncmp(path, "/filesystem.", 12) == 0;
 
-	if (strcmp(path, "/health") == 0)
-		return reply_text(r->req, 204, NULL, NULL);
+	if (strcmp(path, "/health") == 0) {
+		/* the SDK's isRunning(): 502 is "not running" (E2B's proxy answers so) */
+		struct box *b = id ? box_any_tenant(r->d, id) : NULL;
+
+		if (id && strcmp(id, DEBUG_SANDBOX_ID) == 0 && r->e->open_keys)
+			return reply_text(r->req, 204, NULL, NULL);
+		return reply_text(r->req, b && b->sb && paddock_sandbox_running(b->sb) ? 204 : 502,
+				  NULL, NULL);
+	}
 	if (!id || !*id) {
 		r->e->m.errors++;
 		return connect_rpc ? pd_connect_reply_error(r->req, PD_CONNECT_INVALID_ARGUMENT,
@@ -394,6 +407,10 @@ static void handle_envd(struct e2b_req *r, const char *path, const char *id_from
 	}
 	if (request_user(r, msg, sizeof(msg)) < 0) {
 		r->e->m.errors++;
+		/* envd checks the user inside the call: a stream says why in its end envelope */
+		if (is_stream_method(path))
+			return pd_connect_stream_end(r->req, &(bool){ false },
+						     PD_CONNECT_UNAUTHENTICATED, "%s", msg);
 		return connect_rpc ? pd_connect_reply_error(r->req, PD_CONNECT_UNAUTHENTICATED, "%s", msg)
 				   : reply_rest_error(r->req, 401, msg);
 	}

@@ -123,13 +123,17 @@ static void hook_ended(struct watcher *w, struct proc *p)
 		json_t *e = json_object_get(res, "error");
 		const char *name = json_string_value(json_object_get(e, "code"));
 		const char *m = json_string_value(json_object_get(e, "message"));
-		int errnum = name && strcmp(name, "ENOENT") == 0	? ENOENT
-			     : name && strcmp(name, "EACCES") == 0	? EACCES
-			     : name && strcmp(name, "ENOTDIR") == 0 ? ENOTDIR
-								    : EINVAL;
+		/* envd: a missing cwd or program is the request's fault (invalid_argument) */
+		enum pd_connect_code c = name && (strcmp(name, "EACCES") == 0 ||
+						  strcmp(name, "EPERM") == 0)
+						 ? PD_CONNECT_PERMISSION_DENIED
+					 : name && (strcmp(name, "EAGAIN") == 0 ||
+						    strcmp(name, "ENOMEM") == 0)
+						 ? PD_CONNECT_RESOURCE_EXHAUSTED
+						 : PD_CONNECT_INVALID_ARGUMENT;
 
-		pd_connect_stream_end(ps->req, &ps->started, (int)pd_connect_code_from_errno(errnum),
-				      "the command could not start: %s", m ? m : "unknown error");
+		pd_connect_stream_end(ps->req, &ps->started, (int)c, "the command could not start: %s",
+				      m ? m : "unknown error");
 		goto out;
 	}
 	if (!ps->sent_start)
@@ -144,11 +148,19 @@ static void hook_ended(struct watcher *w, struct proc *p)
 		end = json_pack("{s:i,s:b,s:s}", "exitCode", -1, "exited", 0, "status",
 				signal_status(sig ? sig : SIGKILL));
 	}
-	/* paddock's limits end a command with a reason envd does not have: say it */
-	if (reason && strcmp(reason, "exited") != 0 && strcmp(reason, "signaled") != 0) {
-		char msg[96];
+	/*
+	 * envd's error is Go's exec error: the status of a command that failed ("exit status
+	 * 3", "signal: killed"); the SDK's CommandExitError carries it. paddock's limits end a
+	 * command for reasons envd does not have: they are said too.
+	 */
+	if (!json_is_integer(code) || json_integer_value(code) != 0) {
+		const char *st = json_string_value(json_object_get(end, "status"));
+		char msg[128];
 
-		snprintf(msg, sizeof(msg), "ended by paddock: %s", reason);
+		if (reason && strcmp(reason, "exited") != 0 && strcmp(reason, "signaled") != 0)
+			snprintf(msg, sizeof(msg), "%s (ended by paddock: %s)", st, reason);
+		else
+			snprintf(msg, sizeof(msg), "%s", st);
 		json_object_set_new(end, "error", json_string(msg));
 	}
 	send_event(ps, json_pack("{s:o}", "end", end));
