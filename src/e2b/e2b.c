@@ -137,9 +137,11 @@ char *e2b_path(const struct e2b_req *r, const char *path)
 
 void e2b_reply_paddock_error(struct e2b_req *r, const paddock_error *err)
 {
+	char buf[sizeof(err->msg) + 64];
+
 	pd_connect_reply_error(r->req, pd_connect_code_from_errno(err->code), "%s%s%s",
 			       err->field[0] ? err->field : "", err->field[0] ? ": " : "",
-			       err->msg[0] ? err->msg : strerror(err->code));
+			       paddock_error_format(err, buf, sizeof(buf)));
 }
 
 /* ---- plain envd endpoints ------------------------------------------------------------------ */

@@ -22,6 +22,7 @@
 
 #include <errno.h>
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
@@ -35,17 +36,18 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/queue.h> /* TAILQ_FOREACH: event2/keyvalq_struct.h leaves it out */
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include "paddock/files.h"
 
-#define FILES_MAX_PARTS	      1000	  /* parts of one multipart body */
-#define FILES_MAX_PART_HEADER (8u << 10)  /* bytes of one part's headers */
-#define FILES_MAX_BOUNDARY    70	  /* RFC 2046 */
+#define FILES_MAX_PARTS	      1000	   /* parts of one multipart body */
+#define FILES_MAX_PART_HEADER (8u << 10)   /* bytes of one part's headers */
+#define FILES_MAX_BOUNDARY    70	   /* RFC 2046 */
 #define FILES_CHUNK	      (256u << 10) /* bytes read per gzip chunk of a download */
-#define FILES_GZIP_LEVEL      1		  /* speed over ratio: the loop waits for it */
+#define FILES_GZIP_LEVEL      1		   /* speed over ratio: the loop waits for it */
 
 /* ---- answers -------------------------------------------------------------------------- */
 
@@ -116,8 +118,8 @@ static void reply_paddock_error(struct e2b_req *r, const paddock_error *err)
 
 struct files_query {
 	struct evkeyvalq q;
-	const char *path;	/* as sent (NULL: absent) */
-	const char *username;	/* as sent */
+	const char *path;     /* as sent (NULL: absent) */
+	const char *username; /* as sent */
 	const char *signature;
 	const char *expiration;
 };
@@ -153,8 +155,9 @@ static bool signature_ok(struct e2b_req *r, const struct files_query *fq, const 
 	int n;
 
 	if (!fq->signature) {
-		reply_error(r, 401, "unauthorized access, please provide a valid access token or "
-				    "method signing if supported");
+		reply_error(r, 401,
+			    "unauthorized access, please provide a valid access token or "
+			    "method signing if supported");
 		return false;
 	}
 	if (fq->expiration) {
@@ -163,7 +166,8 @@ static bool signature_ok(struct e2b_req *r, const struct files_query *fq, const 
 		errno = 0;
 		exp = strtoll(fq->expiration, &end, 10);
 		if (!*fq->expiration || *end || errno) {
-			reply_error(r, 400, "signature_expiration: expected a unix time in seconds");
+			reply_error(r, 400,
+				    "signature_expiration: expected a unix time in seconds");
 			return false;
 		}
 		snprintf(exp_s, sizeof(exp_s), ":%lld", exp);
@@ -202,20 +206,27 @@ static bool signature_ok(struct e2b_req *r, const struct files_query *fq, const 
 	return true;
 }
 
-/* The debug sandbox of the SDK's debug mode has no access token, and so no signatures. */
+/*
+ * The SDK's debug mode (E2b-Sandbox-Id "debug_sandbox_id", no access token, so no
+ * signatures) reached the debug sandbox e2b.c keeps for it: only without --tokens, and only
+ * when the sandbox routed to is that one (a Host naming another sandbox takes precedence
+ * over the header in e2b.c: that one must not lose its signature check).
+ */
 static bool debug_request(struct e2b_req *r)
 {
-	const char *id = evhttp_find_header(evhttp_request_get_input_headers(r->req),
-					    "E2b-Sandbox-Id");
+	const char *id =
+		evhttp_find_header(evhttp_request_get_input_headers(r->req), "E2b-Sandbox-Id");
 
-	return r->e->open_keys && id && strcmp(id, "debug_sandbox_id") == 0;
+	return r->e->open_keys && id && strcmp(id, "debug_sandbox_id") == 0 &&
+	       strcmp(r->box->tenant, PD_LOCAL_TENANT) == 0 && r->box->metadata &&
+	       json_object_get(r->box->metadata, "e2b.debug");
 }
 
 /* Authorizes the request and checks `username`: false when it was answered. */
 static bool files_access(struct e2b_req *r, const struct files_query *fq, const char *op)
 {
-	const char *token = evhttp_find_header(evhttp_request_get_input_headers(r->req),
-					       "X-Access-Token");
+	const char *token =
+		evhttp_find_header(evhttp_request_get_input_headers(r->req), "X-Access-Token");
 
 	/* SECURITY: with the header, e2b.c checked it; without, the URL must be signed */
 	if (!token && !debug_request(r) && !signature_ok(r, fq, op))
@@ -223,8 +234,10 @@ static bool files_access(struct e2b_req *r, const struct files_query *fq, const 
 	/* paddock runs everything as the sandbox user; "root" is that user too (docs/e2b.md) */
 	if (fq->username && *fq->username && strcmp(fq->username, "user") != 0 &&
 	    strcmp(fq->username, "root") != 0) {
-		reply_error(r, 401, "error looking up user '%.64s': unknown user (expected 'user' "
-				    "or 'root')", fq->username);
+		reply_error(r, 401,
+			    "error looking up user '%.64s': unknown user (expected 'user' "
+			    "or 'root')",
+			    fq->username);
 		return false;
 	}
 	return true;
@@ -260,8 +273,8 @@ static int accept_gzip(const char *h)
 		size_t len = strcspn(p, ",");
 		char *semi, *name = item, *end;
 
-		snprintf(item, sizeof(item), "%.*s", (int)(len < sizeof(item) ? len : sizeof(item) - 1),
-			 p);
+		snprintf(item, sizeof(item), "%.*s",
+			 (int)(len < sizeof(item) ? len : sizeof(item) - 1), p);
 		p += len + (p[len] == ',');
 		q = 1;
 		semi = strchr(item, ';');
@@ -269,21 +282,24 @@ static int accept_gzip(const char *h)
 			*semi = '\0';
 			for (char *s = semi + 1; *s; s++)
 				if ((s[0] == 'q' || s[0] == 'Q') && s[1] == '=') {
-					q = strtod(s + 2, NULL);
+					char *qend;
+					double v = strtod(s + 2, &qend);
+
+					/* as envd: an unparsable q is left at 1 */
+					if (qend != s + 2)
+						q = v > 1 ? 1 : v >= 0 ? v : 0;
 					break;
 				}
-			if (!(q >= 0 && q <= 1))
-				q = 0;
 		}
 		while (*name == ' ' || *name == '\t')
 			name++;
 		end = name + strlen(name);
 		while (end > name && (end[-1] == ' ' || end[-1] == '\t'))
 			*--end = '\0';
-		int kind = strcasecmp(name, "gzip") == 0	   ? 1
+		int kind = strcasecmp(name, "gzip") == 0       ? 1
 			   : strcasecmp(name, "identity") == 0 ? 0
-			   : strcmp(name, "*") == 0	   ? 2
-							   : -1;
+			   : strcmp(name, "*") == 0	       ? 2
+							       : -1;
 		if (kind == 0) {
 			identity_refused |= q == 0;
 			identity_ok |= q > 0;
@@ -360,8 +376,10 @@ static void download_free(struct download *dl)
 
 static void download_gone(struct watcher *w)
 {
-	/* the client left: evhttp frees the request; nothing of ours refers to it after this */
-	download_free(w->owner);
+	struct download *dl = w->owner;
+
+	/* the client left: watcher_closed() (http.c) disposed of the request */
+	download_free(dl);
 }
 
 /* Deflates what zs holds as input (flush: Z_NO_FLUSH or Z_FINISH) into out. */
@@ -394,12 +412,20 @@ static void download_end(struct download *dl, bool ok)
 
 	pd_watcher_detach(dl->w);
 	dl->w->req = NULL;
-	if (ok) {
-		evhttp_send_reply_end(req);
-	} else {
-		/* a chunked body without its last chunk: the client sees it was cut short */
-		evhttp_connection_free(evhttp_request_get_connection(req));
+	if (!ok) {
+		/*
+		 * The client must see the body was cut short: no last chunk, the connection shut.
+		 * Not freed here (this may run inside evhttp's own callbacks): the reply's end
+		 * then fails to go out and evhttp frees the connection and the request itself.
+		 */
+		struct evhttp_connection *c = evhttp_request_get_connection(req);
+		struct bufferevent *bev = c ? evhttp_connection_get_bufferevent(c) : NULL;
+		evutil_socket_t sfd = bev ? bufferevent_getfd(bev) : -1;
+
+		if (sfd >= 0)
+			(void)shutdown(sfd, SHUT_RDWR);
 	}
+	evhttp_send_reply_end(req);
 	download_free(dl);
 }
 
@@ -440,7 +466,7 @@ static void download_pump(struct evhttp_connection *evcon, void *arg)
 
 static void download_gzip(struct e2b_req *r, int fd)
 {
-	struct request dr = { .d = r->d, .req = r->req };
+	struct request dr = {.d = r->d, .req = r->req};
 	struct download *dl = calloc(1, sizeof(*dl));
 
 	if (!dl) {
@@ -470,8 +496,8 @@ static void download_gzip(struct e2b_req *r, int fd)
 static void files_get(struct e2b_req *r, const struct files_query *fq)
 {
 	struct evkeyvalq *out = evhttp_request_get_output_headers(r->req);
-	struct paddock_file_info fi = { 0 };
-	paddock_error err = { 0 };
+	struct paddock_file_info fi = {0};
+	paddock_error err = {0};
 	uint64_t size = 0;
 	char *path;
 	int fd, gz;
@@ -480,25 +506,28 @@ static void files_get(struct e2b_req *r, const struct files_query *fq)
 	if (!path)
 		return;
 	if (paddock_sandbox_open_read(r->box->sb, path, 0, &fd, &size, &err) < 0) {
-		paddock_error serr = { 0 };
+		paddock_error serr = {0};
 
 		if (err.code == ENOENT || err.code == ENOTDIR)
 			reply_error(r, 404, "path '%s' does not exist", path);
-		else if (err.code == EINVAL && paddock_sandbox_stat(r->box->sb, path, &fi, &serr) == 0)
-			reply_error(r, 400, fi.type == PADDOCK_FILE_DIR ? "path '%s' is a directory"
-									: "path '%s' is not a regular file",
+		else if (err.code == EINVAL &&
+			 paddock_sandbox_stat(r->box->sb, path, &fi, &serr) == 0)
+			reply_error(r, 400,
+				    fi.type == PADDOCK_FILE_DIR ? "path '%s' is a directory"
+								: "path '%s' is not a regular file",
 				    fi.path);
 		else
 			reply_paddock_error(r, &err);
 		paddock_file_info_release(&fi);
 		return free(path);
 	}
-	gz = accept_gzip(evhttp_find_header(evhttp_request_get_input_headers(r->req),
-					    "Accept-Encoding"));
+	gz = accept_gzip(
+		evhttp_find_header(evhttp_request_get_input_headers(r->req), "Accept-Encoding"));
 	if (gz < 0) {
 		close(fd);
 		free(path);
-		return reply_error(r, 406, "no acceptable encoding found, supported: [identity, gzip]");
+		return reply_error(r, 406,
+				   "no acceptable encoding found, supported: [identity, gzip]");
 	}
 	/* an empty file: Content-Length 0, which the SDK looks for */
 	if (size == 0)
@@ -529,11 +558,11 @@ static void files_get(struct e2b_req *r, const struct files_query *fq)
 
 /* Where inflated bytes go: a file's fd, or memory. */
 struct sink {
-	int fd;		/* >= 0: write here */
-	char *buf;	/* else grow this */
+	int fd;	   /* >= 0: write here */
+	char *buf; /* else grow this */
 	size_t len, cap;
 	uint64_t total, max;
-	int error;	/* errno of a failed write */
+	int error; /* errno of a failed write */
 };
 
 static int sink_add(struct sink *s, const void *p, size_t n)
@@ -580,7 +609,7 @@ static int gunzip(struct evbuffer *in, struct sink *s)
 {
 	unsigned char ib[64u << 10], ob[64u << 10];
 	bool need_input = true, in_member = false, any = false;
-	z_stream zs = { 0 };
+	z_stream zs = {0};
 	int z = Z_OK, k = 0;
 
 	if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)
@@ -640,7 +669,7 @@ static int write_body(struct evbuffer *in, int fd)
 
 /* One file to write: its data in memory, or the request's body itself (octet-stream). */
 struct upload {
-	char *path;		/* as the sandbox sees it */
+	char *path; /* as the sandbox sees it */
 	const char *data;
 	size_t len;
 };
@@ -652,35 +681,47 @@ struct upload {
 static bool write_one(struct e2b_req *r, const struct upload *u, struct evbuffer *body, bool gzip,
 		      json_t *out)
 {
-	struct paddock_file_info fi = { 0 };
+	struct paddock_file_info fi = {0};
 	paddock_file_writer *w = NULL;
-	paddock_error err = { 0 };
+	paddock_error err = {0};
 	const char *slash;
 	int k, fd;
 
+	/* envd's answer for a directory there (the commit's rename would say EISDIR, later) */
+	if (paddock_sandbox_stat(r->box->sb, u->path, &fi, &err) == 0 &&
+	    fi.type == PADDOCK_FILE_DIR) {
+		reply_error(r, 400, "path is a directory: '%s'", fi.path);
+		paddock_file_info_release(&fi);
+		return false;
+	}
+	paddock_file_info_release(&fi);
+	err = (paddock_error){0};
 	if (paddock_sandbox_open_write(r->box->sb, u->path, 0644, true, &w, &err) < 0) {
 		reply_paddock_error(r, &err);
 		return false;
 	}
 	fd = paddock_file_writer_fd(w);
 	if (body && gzip) {
-		struct sink s = { .fd = fd, .max = r->d->max_upload };
+		struct sink s = {.fd = fd, .max = r->d->max_upload};
 
 		k = gunzip(body, &s);
 	} else if (body) {
 		k = write_body(body, fd);
 	} else {
-		struct sink s = { .fd = fd, .max = UINT64_MAX };
+		struct sink s = {.fd = fd, .max = UINT64_MAX};
 
 		k = sink_add(&s, u->data, u->len);
 	}
 	if (k < 0) {
 		paddock_file_writer_free(w); /* the target is as it was */
 		if (k == -EFBIG && body)
-			reply_error(r, 413, "the body inflates to more than %" PRIu64
-					    " bytes (paddockd's max upload)", r->d->max_upload);
+			reply_error(r, 413,
+				    "the body inflates to more than %" PRIu64
+				    " bytes (paddockd's max upload)",
+				    r->d->max_upload);
 		else if (k == -EBADMSG)
-			reply_error(r, 400, "error decompressing request body: not gzip, or cut short");
+			reply_error(r, 400,
+				    "error decompressing request body: not gzip, or cut short");
 		else if (k == -ENOSPC || k == -EDQUOT || k == -EFBIG)
 			reply_error(r, 507, "not enough disk space available: writing '%s': %s",
 				    u->path, strerror(-k));
@@ -699,8 +740,9 @@ static bool write_one(struct e2b_req *r, const struct upload *u, struct evbuffer
 	paddock_file_writer_free(w);
 	/* the cleaned path libpaddock wrote, as envd answers with its resolved one */
 	if (paddock_sandbox_stat(r->box->sb, u->path, &fi, &err) == 0) {
-		json_array_append_new(out, json_pack("{s:o,s:s,s:o}", "name", pd_json_text(fi.name),
-						     "type", "file", "path", pd_json_text(fi.path)));
+		json_array_append_new(out,
+				      json_pack("{s:o,s:s,s:o}", "name", pd_json_text(fi.name),
+						"type", "file", "path", pd_json_text(fi.path)));
 		paddock_file_info_release(&fi);
 		return true;
 	}
@@ -775,7 +817,7 @@ static bool ext_value_decode(char *s)
 	for (v += 2; *v; v++) {
 		if (*v == '%' && v[1] && v[2] && strchr("0123456789abcdefABCDEF", v[1]) &&
 		    strchr("0123456789abcdefABCDEF", v[2])) {
-			char hx[3] = { v[1], v[2], 0 };
+			char hx[3] = {v[1], v[2], 0};
 
 			*o++ = (char)strtol(hx, NULL, 16);
 			v += 2;
@@ -838,8 +880,8 @@ static void part_headers(const char *h, size_t hlen, struct part *pt)
  * Splits a multipart body into parts (their data point into body). false with why filled
  * when it is not well formed or over the limits.
  */
-static bool multipart_parse(const char *body, size_t len, const char *boundary,
-			    struct part **ret, size_t *ret_n, char *why, size_t why_size)
+static bool multipart_parse(const char *body, size_t len, const char *boundary, struct part **ret,
+			    size_t *ret_n, char *why, size_t why_size)
 {
 	char delim[FILES_MAX_BOUNDARY + 5];
 	size_t dl = (size_t)snprintf(delim, sizeof(delim), "\r\n--%s", boundary), n = 0;
@@ -866,13 +908,15 @@ static bool multipart_parse(const char *body, size_t len, const char *boundary,
 		while (p < end && (*p == ' ' || *p == '\t'))
 			p++;
 		if (end - p < 2 || p[0] != '\r' || p[1] != '\n') {
-			snprintf(why, why_size, "malformed multipart body: expected CRLF after "
-						"a boundary");
+			snprintf(why, why_size,
+				 "malformed multipart body: expected CRLF after "
+				 "a boundary");
 			goto fail;
 		}
 		p += 2;
 		if (n == FILES_MAX_PARTS) {
-			snprintf(why, why_size, "more than %d parts in one upload", FILES_MAX_PARTS);
+			snprintf(why, why_size, "more than %d parts in one upload",
+				 FILES_MAX_PARTS);
 			goto fail;
 		}
 		struct part *np = reallocarray(parts, n + 1, sizeof(*parts));
@@ -881,7 +925,7 @@ static bool multipart_parse(const char *body, size_t len, const char *boundary,
 			goto fail;
 		}
 		parts = np;
-		parts[n] = (struct part){ 0 };
+		parts[n] = (struct part){0};
 		n++;
 		/* the part's headers, up to an empty line */
 		if (end - p >= 2 && p[0] == '\r' && p[1] == '\n') {
@@ -889,12 +933,14 @@ static bool multipart_parse(const char *body, size_t len, const char *boundary,
 		} else {
 			size_t room = (size_t)(end - p);
 
-			hend = memmem(p, room < FILES_MAX_PART_HEADER + 4 ? room
-									  : FILES_MAX_PART_HEADER + 4,
+			hend = memmem(p,
+				      room < FILES_MAX_PART_HEADER + 4 ? room
+								       : FILES_MAX_PART_HEADER + 4,
 				      "\r\n\r\n", 4);
 			if (!hend) {
-				snprintf(why, why_size, "malformed multipart body: a part's headers "
-							"do not end within %u bytes",
+				snprintf(why, why_size,
+					 "malformed multipart body: a part's headers "
+					 "do not end within %u bytes",
 					 FILES_MAX_PART_HEADER);
 				goto fail;
 			}
@@ -904,8 +950,9 @@ static bool multipart_parse(const char *body, size_t len, const char *boundary,
 		p = hend + 2;
 		next = memmem(p, (size_t)(end - p), delim, dl);
 		if (!next) {
-			snprintf(why, why_size, "malformed multipart body: a part does not end "
-						"with the boundary");
+			snprintf(why, why_size,
+				 "malformed multipart body: a part does not end "
+				 "with the boundary");
 			goto fail;
 		}
 		parts[n - 1].data = p;
@@ -932,11 +979,11 @@ static char *content_type_boundary(const char *ct)
 	return b;
 }
 
-static void files_post_multipart(struct e2b_req *r, const struct files_query *fq,
-				 const char *ct, bool gzip)
+static void files_post_multipart(struct e2b_req *r, const struct files_query *fq, const char *ct,
+				 bool gzip)
 {
 	struct evbuffer *in = evhttp_request_get_input_buffer(r->req);
-	struct sink s = { .fd = -1, .max = r->d->max_upload };
+	struct sink s = {.fd = -1, .max = r->d->max_upload};
 	struct upload *ups = NULL;
 	struct part *parts = NULL;
 	size_t n_parts = 0, n_ups = 0;
@@ -947,13 +994,17 @@ static void files_post_multipart(struct e2b_req *r, const struct files_query *fq
 	int k;
 
 	if (!boundary)
-		return reply_error(r, 400, "Content-Type: expected multipart/form-data with a "
-					   "boundary of 1 to %d characters", FILES_MAX_BOUNDARY);
+		return reply_error(r, 400,
+				   "Content-Type: expected multipart/form-data with a "
+				   "boundary of 1 to %d characters",
+				   FILES_MAX_BOUNDARY);
 	if (gzip) {
 		k = gunzip(in, &s);
 		if (k == -EFBIG) {
-			reply_error(r, 413, "the body inflates to more than %" PRIu64
-					    " bytes (paddockd's max upload)", r->d->max_upload);
+			reply_error(r, 413,
+				    "the body inflates to more than %" PRIu64
+				    " bytes (paddockd's max upload)",
+				    r->d->max_upload);
 			goto out;
 		}
 		if (k < 0) {
@@ -988,8 +1039,9 @@ static void files_post_multipart(struct e2b_req *r, const struct files_query *fq
 		if (!parts[i].name || strcmp(parts[i].name, "file") != 0)
 			continue; /* envd ignores other fields */
 		if (!name) {
-			reply_error(r, 400, "error getting multipart custom part file name: "
-					    "filename not found in Content-Disposition header");
+			reply_error(r, 400,
+				    "error getting multipart custom part file name: "
+				    "filename not found in Content-Disposition header");
 			goto out;
 		}
 		ups[n_ups].path = files_path(r, name);
@@ -999,8 +1051,9 @@ static void files_post_multipart(struct e2b_req *r, const struct files_query *fq
 		ups[n_ups].len = parts[i].len;
 		for (size_t j = 0; j < n_ups; j++)
 			if (strcmp(ups[j].path, ups[n_ups].path) == 0) {
-				reply_error(r, 400, "you cannot upload multiple files to the same "
-						    "path '%s' in one upload request",
+				reply_error(r, 400,
+					    "you cannot upload multiple files to the same "
+					    "path '%s' in one upload request",
 					    ups[n_ups].path);
 				n_ups++;
 				goto out;
@@ -1041,7 +1094,7 @@ out:
 static void files_post_raw(struct e2b_req *r, const struct files_query *fq, bool gzip)
 {
 	struct evbuffer *in = evhttp_request_get_input_buffer(r->req);
-	struct upload u = { 0 };
+	struct upload u = {0};
 	json_t *out;
 
 	if (!fq->path)
@@ -1056,8 +1109,8 @@ static void files_post_raw(struct e2b_req *r, const struct files_query *fq, bool
 
 		if (js && b) {
 			evbuffer_add(b, js, strlen(js));
-			evhttp_add_header(evhttp_request_get_output_headers(r->req),
-					  "Content-Type", "application/json");
+			evhttp_add_header(evhttp_request_get_output_headers(r->req), "Content-Type",
+					  "application/json");
 			evhttp_send_reply(r->req, 200, "OK", b);
 		} else {
 			reply_error(r, 500, "out of memory");
@@ -1097,25 +1150,32 @@ static void files_post(struct e2b_req *r, const struct files_query *fq)
 	 * call, so they are refused rather than dropped unseen (docs/e2b.md).
 	 */
 	TAILQ_FOREACH(h, in, next)
-		if (strncasecmp(h->key, "X-Metadata-", 11) == 0)
-			return reply_error(r, 400, "%.80s: file metadata (extended attributes) is "
-						   "not supported by paddock", h->key);
+	if (strncasecmp(h->key, "X-Metadata-", 11) == 0)
+		return reply_error(r, 400,
+				   "%.80s: file metadata (extended attributes) is "
+				   "not supported by paddock",
+				   h->key);
 	if (evbuffer_get_length(evhttp_request_get_input_buffer(r->req)) > r->d->max_upload)
-		return reply_error(r, 413, "uploads are limited to %" PRIu64
-					   " bytes (paddockd's max upload)", r->d->max_upload);
+		return reply_error(
+			r, 413, "uploads are limited to %" PRIu64 " bytes (paddockd's max upload)",
+			r->d->max_upload);
 	media_type(ce ? ce : "", enc, sizeof(enc));
 	if (strcasecmp(enc, "gzip") == 0 || strcasecmp(enc, "x-gzip") == 0)
 		gzip = true;
 	else if (enc[0] && strcasecmp(enc, "identity") != 0)
-		return reply_error(r, 400, "error decompressing request body: unsupported "
-					   "Content-Encoding: %.32s, supported: [gzip]", enc);
+		return reply_error(r, 400,
+				   "error decompressing request body: unsupported "
+				   "Content-Encoding: %.32s, supported: [gzip]",
+				   enc);
 	media_type(ct ? ct : "", type, sizeof(type));
 	if (strcasecmp(type, "application/octet-stream") == 0)
 		return files_post_raw(r, fq, gzip);
 	if (strncasecmp(type, "multipart/", 10) == 0)
 		return files_post_multipart(r, fq, ct, gzip);
-	reply_error(r, 400, "unsupported content type: %.64s, expected multipart/form-data or "
-			    "application/octet-stream", ct ? ct : "");
+	reply_error(r, 400,
+		    "unsupported content type: %.64s, expected multipart/form-data or "
+		    "application/octet-stream",
+		    ct ? ct : "");
 }
 
 /* ---- entry ---------------------------------------------------------------------------- */

@@ -30,33 +30,33 @@
 
 #include "paddock/files.h"
 
-#define FS_LIST_MAX	     50000	/* entries one ListDir answers with */
-#define FS_WATCHES_PER_BOX   16		/* WatchDir streams + polling watchers of one sandbox */
-#define FS_QUEUE_MAX	     10000	/* events a polling watcher keeps until it is read */
-#define FS_STREAM_PENDING    (8u << 20) /* bytes of events a stream client may leave unread */
-#define FS_DRAIN_ROUNDS	     64		/* paddock_watch_read() calls before GetWatcherEvents answers */
+#define FS_LIST_MAX	   50000      /* entries one ListDir answers with */
+#define FS_WATCHES_PER_BOX 16	      /* WatchDir streams + polling watchers of one sandbox */
+#define FS_QUEUE_MAX	   10000      /* events a polling watcher keeps until it is read */
+#define FS_STREAM_PENDING  (8u << 20) /* bytes of events a stream client may leave unread */
+#define FS_DRAIN_ROUNDS	   64 /* paddock_watch_read() calls before GetWatcherEvents answers */
 
 struct e2b_fswatch {
 	struct e2b *e;
 	struct box *box;
-	char id[24];	   /* polling watchers: "w<n>"; streams: "" */
-	char *root;	   /* the watched directory, cleaned: event names are relative to it */
+	char id[24]; /* polling watchers: "w<n>"; streams: "" */
+	char *root;  /* the watched directory, cleaned: event names are relative to it */
 	bool include_entry;
 	paddock_watch *pw;
-	struct event *ev;  /* the watch's fd readable (or made active: the client left) */
+	struct event *ev; /* the watch's fd readable (or made active: the client left) */
 	/* WatchDir stream */
 	struct watcher *w; /* the client (daemon.h): NULL for polling watchers */
 	struct watcher *wlist;
-	bool started;	   /* the 200 went out */
-	bool sent;	   /* a message went out since the last keepalive tick */
+	bool started; /* the 200 went out */
+	bool sent;    /* a message went out since the last keepalive tick */
 	struct event *keepalive, *deadline;
 	/* polling watcher */
-	json_t *queue;	   /* FilesystemEvent messages not yet read */
+	json_t *queue; /* FilesystemEvent messages not yet read */
 	/* a libpaddock write's temporary file was renamed in this directory: see watch_event() */
 	char commit_dir[PADDOCK_FILES_MAX_PATH + 1];
 	size_t commit_dir_len; /* strlen(commit_dir) + 1, 0: none */
 	/* set while reading events (the watch must not be freed from inside its callback) */
-	int fail_code;	   /* enum pd_connect_code, -1: none */
+	int fail_code; /* enum pd_connect_code, -1: none */
 	char fail_msg[256];
 	struct e2b_fswatch *next;
 };
@@ -194,7 +194,8 @@ static char *path_field(struct e2b_req *r, json_t *msg, const char *field, bool 
 	p = e2b_path(r, s);
 	if (!p)
 		pd_connect_reply_error(r->req, PD_CONNECT_INVALID_ARGUMENT,
-				       "%s: expected at most %d bytes", field, PADDOCK_FILES_MAX_PATH);
+				       "%s: expected at most %d bytes", field,
+				       PADDOCK_FILES_MAX_PATH);
 	return p;
 }
 
@@ -217,8 +218,8 @@ static const char *err_text(const paddock_error *err, char *buf, size_t size)
 /* {"entry": EntryInfo of path} */
 static void reply_entry(struct e2b_req *r, const char *path)
 {
-	struct paddock_file_info fi = { 0 };
-	paddock_error err = { 0 };
+	struct paddock_file_info fi = {0};
+	paddock_error err = {0};
 	json_t *entry;
 
 	if (paddock_sandbox_stat(r->box->sb, path, &fi, &err) < 0)
@@ -245,8 +246,8 @@ static void fs_stat(struct e2b_req *r, json_t *msg)
 static void fs_make_dir(struct e2b_req *r, json_t *msg)
 {
 	char *path = path_field(r, msg, "path", false);
-	struct paddock_file_info fi = { 0 };
-	paddock_error err = { 0 };
+	struct paddock_file_info fi = {0};
+	paddock_error err = {0};
 	int k;
 
 	if (!path)
@@ -257,17 +258,17 @@ static void fs_make_dir(struct e2b_req *r, json_t *msg)
 	 */
 	k = paddock_sandbox_mkdir(r->box->sb, path, 0755, false, &err);
 	if (k == -ENOENT) {
-		err = (paddock_error){ 0 };
+		err = (paddock_error){0};
 		k = paddock_sandbox_mkdir(r->box->sb, path, 0755, true, &err);
 	}
 	if (k == -EEXIST) {
-		paddock_error serr = { 0 };
+		paddock_error serr = {0};
 
 		if (paddock_sandbox_stat(r->box->sb, path, &fi, &serr) == 0 &&
 		    fi.type != PADDOCK_FILE_DIR && fi.type != PADDOCK_FILE_SYMLINK)
-			pd_connect_reply_error(r->req, PD_CONNECT_INVALID_ARGUMENT,
-					       "path already exists but it is not a directory: '%s'",
-					       fi.path);
+			pd_connect_reply_error(
+				r->req, PD_CONNECT_INVALID_ARGUMENT,
+				"path already exists but it is not a directory: '%s'", fi.path);
 		else
 			pd_connect_reply_error(r->req, PD_CONNECT_ALREADY_EXISTS,
 					       "directory already exists: '%s'",
@@ -303,7 +304,7 @@ static char *parent_of(const char *path)
 static void fs_move(struct e2b_req *r, json_t *msg)
 {
 	char *from = path_field(r, msg, "source", true), *to = NULL, *parent = NULL;
-	paddock_error err = { 0 };
+	paddock_error err = {0};
 	int k;
 
 	if (!from)
@@ -314,14 +315,16 @@ static void fs_move(struct e2b_req *r, json_t *msg)
 	/* envd renames over what is there (rename(2)) and creates the destination's parents */
 	k = paddock_sandbox_move(r->box->sb, from, to, true, &err);
 	if (k == -ENOENT) {
-		struct paddock_file_info fi = { 0 };
-		paddock_error serr = { 0 };
+		struct paddock_file_info fi = {0};
+		paddock_error serr = {0};
 
 		/* only when the source is there: a failed move leaves nothing behind */
 		parent = parent_of(to);
-		if (parent && paddock_sandbox_stat(r->box->sb, from, &fi, &serr) == 0 &&
-		    paddock_sandbox_mkdir(r->box->sb, parent, 0755, true, &serr) == 0) {
-			err = (paddock_error){ 0 };
+		if (paddock_sandbox_stat(r->box->sb, from, &fi, &serr) < 0) {
+			err = serr; /* the source is what is missing: say so, as envd */
+		} else if (parent &&
+			   paddock_sandbox_mkdir(r->box->sb, parent, 0755, true, &serr) == 0) {
+			err = (paddock_error){0};
 			k = paddock_sandbox_move(r->box->sb, from, to, true, &err);
 		}
 		paddock_file_info_release(&fi);
@@ -339,7 +342,7 @@ out:
 static void fs_list_dir(struct e2b_req *r, json_t *msg)
 {
 	struct paddock_file_info *infos = NULL;
-	paddock_error err = { 0 };
+	paddock_error err = {0};
 	uint32_t depth = 0;
 	size_t n = 0;
 	char *path;
@@ -361,9 +364,9 @@ static void fs_list_dir(struct e2b_req *r, json_t *msg)
 	if (paddock_sandbox_list_dir(r->box->sb, path, depth, FS_LIST_MAX, &infos, &n, &err) < 0) {
 		free(path);
 		if (err.code == E2BIG)
-			return pd_connect_reply_error(r->req, PD_CONNECT_INVALID_ARGUMENT,
-						      "more than %d entries: list with a smaller depth",
-						      FS_LIST_MAX);
+			return pd_connect_reply_error(
+				r->req, PD_CONNECT_INVALID_ARGUMENT,
+				"more than %d entries: list with a smaller depth", FS_LIST_MAX);
 		return e2b_reply_paddock_error(r, &err);
 	}
 	free(path);
@@ -382,7 +385,7 @@ static void fs_list_dir(struct e2b_req *r, json_t *msg)
 static void fs_remove(struct e2b_req *r, json_t *msg)
 {
 	char *path = path_field(r, msg, "path", true);
-	paddock_error err = { 0 };
+	paddock_error err = {0};
 
 	if (!path)
 		return;
@@ -440,7 +443,8 @@ static void fswatch_free(struct e2b_fswatch *fw, int code, const char *msg)
 			if (code < 0)
 				pd_connect_stream_end(req, &fw->started, -1, "%s", "");
 			else
-				pd_connect_stream_end(req, &fw->started, code, "%s", msg ? msg : "");
+				pd_connect_stream_end(req, &fw->started, code, "%s",
+						      msg ? msg : "");
 		}
 		pd_watcher_free(fw->w, &fw->wlist);
 	}
@@ -483,9 +487,9 @@ static const char *event_type_name(const char *type)
 	static const struct {
 		const char *paddock, *envd;
 	} map[] = {
-		{ "create", "EVENT_TYPE_CREATE" }, { "write", "EVENT_TYPE_WRITE" },
-		{ "remove", "EVENT_TYPE_REMOVE" }, { "rename", "EVENT_TYPE_RENAME" },
-		{ "chmod", "EVENT_TYPE_CHMOD" },
+		{"create", "EVENT_TYPE_CREATE"}, {"write", "EVENT_TYPE_WRITE"},
+		{"remove", "EVENT_TYPE_REMOVE"}, {"rename", "EVENT_TYPE_RENAME"},
+		{"chmod", "EVENT_TYPE_CHMOD"},
 	};
 
 	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
@@ -497,8 +501,8 @@ static const char *event_type_name(const char *type)
 /* The FilesystemEvent message of an event at path (envd's type name). */
 static json_t *event_message(struct e2b_fswatch *fw, const char *type, const char *path)
 {
-	json_t *o = json_pack("{s:o,s:s}", "name", pd_json_text(relative_name(fw, path)), "type",
-			      type);
+	json_t *o =
+		json_pack("{s:o,s:s}", "name", pd_json_text(relative_name(fw, path)), "type", type);
 
 	/*
 	 * envd attaches the entry (best effort) to create, write and chmod only: after a remove
@@ -506,8 +510,8 @@ static json_t *event_message(struct e2b_fswatch *fw, const char *type, const cha
 	 */
 	if (o && fw->include_entry && strcmp(type, "EVENT_TYPE_REMOVE") != 0 &&
 	    strcmp(type, "EVENT_TYPE_RENAME") != 0 && fw->box->sb) {
-		struct paddock_file_info fi = { 0 };
-		paddock_error err = { 0 };
+		struct paddock_file_info fi = {0};
+		paddock_error err = {0};
 
 		if (paddock_sandbox_stat(fw->box->sb, path, &fi, &err) == 0) {
 			json_t *entry = e2b_entry_info(&fi);
@@ -555,7 +559,8 @@ static void deliver(struct e2b_fswatch *fw, const char *type, const char *path)
 			json_decref(m);
 			return fswatch_fail(fw, PD_CONNECT_DATA_LOSS,
 					    "the client left more than %u bytes of events unread: "
-					    "events were lost", FS_STREAM_PENDING);
+					    "events were lost",
+					    FS_STREAM_PENDING);
 		}
 		return stream_send(fw, json_pack("{s:o}", "filesystem", m));
 	}
@@ -563,7 +568,8 @@ static void deliver(struct e2b_fswatch *fw, const char *type, const char *path)
 		json_decref(m);
 		return fswatch_fail(fw, PD_CONNECT_DATA_LOSS,
 				    "more than %d events were not read: events were lost; poll "
-				    "more often or watch a smaller tree", FS_QUEUE_MAX);
+				    "more often or watch a smaller tree",
+				    FS_QUEUE_MAX);
 	}
 	json_array_append_new(fw->queue, m);
 }
@@ -637,7 +643,7 @@ static void watch_event(const struct paddock_watch_event *ev, void *userdata)
  */
 static bool watch_read(struct e2b_fswatch *fw)
 {
-	paddock_error err = { 0 };
+	paddock_error err = {0};
 	char buf[512];
 
 	if (fw->fail_code < 0 && paddock_watch_read(fw->pw, watch_event, fw, &err) < 0)
@@ -701,8 +707,8 @@ static void deadline_cb(evutil_socket_t fd, short what, void *arg)
 
 static int timer_add(struct event *ev, double s)
 {
-	struct timeval tv = { .tv_sec = (time_t)s,
-			      .tv_usec = (suseconds_t)((s - (double)(time_t)s) * 1e6) };
+	struct timeval tv = {.tv_sec = (time_t)s,
+			     .tv_usec = (suseconds_t)((s - (double)(time_t)s) * 1e6)};
 
 	return event_add(ev, &tv);
 }
@@ -718,7 +724,7 @@ static bool watch_args_parse(struct e2b_req *r, json_t *msg, struct watch_args *
 	const char *s = NULL;
 	bool network = false;
 
-	*a = (struct watch_args){ 0 };
+	*a = (struct watch_args){0};
 	if (!bool_field(msg, "recursive", &a->recursive, a->why, sizeof(a->why)) ||
 	    !bool_field(msg, "includeEntry", &a->include_entry, a->why, sizeof(a->why)) ||
 	    /* no network mounts in a paddock sandbox: nothing to allow */
@@ -737,69 +743,67 @@ static bool watch_args_parse(struct e2b_req *r, json_t *msg, struct watch_args *
 	return true;
 }
 
-/* A new watch of a->path (taken), linked, its fd event not yet added. */
-static int fswatch_new(struct e2b_req *r, struct watch_args *a, struct e2b_fswatch **ret,
-		       paddock_error *err)
+/* A new watch of a->path, linked, its fd event not yet added; NULL with err filled. */
+static struct e2b_fswatch *fswatch_new(struct e2b_req *r, const struct watch_args *a,
+				       paddock_error *err)
 {
+	struct paddock_file_info fi = {0};
 	struct e2b_fswatch *fw;
-	struct paddock_file_info fi = { 0 };
-	int k;
 
-	if (box_watches(r->e, r->box) >= FS_WATCHES_PER_BOX)
-		return dfail(err, EMFILE, "more than %d watches of this sandbox: remove one first",
-			     FS_WATCHES_PER_BOX);
+	if (box_watches(r->e, r->box) >= FS_WATCHES_PER_BOX) {
+		(void)dfail(err, EMFILE, "more than %d watches of this sandbox: remove one first",
+			    FS_WATCHES_PER_BOX);
+		return NULL;
+	}
 	fw = calloc(1, sizeof(*fw));
-	if (!fw)
-		return dfail(err, ENOMEM, "out of memory");
+	if (!fw) {
+		(void)dfail(err, ENOMEM, "out of memory");
+		return NULL;
+	}
 	fw->e = r->e;
 	fw->box = r->box;
 	fw->fail_code = -1;
 	fw->include_entry = a->include_entry;
 	fw->next = r->e->fswatches;
 	r->e->fswatches = fw;
-	k = paddock_sandbox_watch(r->box->sb, a->path, a->recursive, &fw->pw, err);
-	if (k < 0)
+	if (paddock_sandbox_watch(r->box->sb, a->path, a->recursive, &fw->pw, err) < 0)
 		goto fail;
 	/* the cleaned path libpaddock names events with (stat cleans the same way) */
-	k = paddock_sandbox_stat(r->box->sb, a->path, &fi, err);
-	if (k < 0)
+	if (paddock_sandbox_stat(r->box->sb, a->path, &fi, err) < 0)
 		goto fail;
 	fw->root = fi.path;
 	fi.path = NULL;
 	paddock_file_info_release(&fi);
-	fw->ev = event_new(r->d->base, paddock_watch_fd(fw->pw), EV_READ | EV_PERSIST, watch_cb,
-			   fw);
+	fw->ev =
+		event_new(r->d->base, paddock_watch_fd(fw->pw), EV_READ | EV_PERSIST, watch_cb, fw);
 	if (!fw->ev) {
-		k = dfail(err, ENOMEM, "out of memory");
+		(void)dfail(err, ENOMEM, "out of memory");
 		goto fail;
 	}
-	*ret = fw;
-	return 0;
+	return fw;
 fail:
 	fswatch_free(fw, -1, NULL);
-	return k;
+	return NULL;
 }
 
 static void fs_watch_dir(struct e2b_req *r, json_t *msg)
 {
-	struct request dr = { .d = r->d, .req = r->req };
+	struct request dr = {.d = r->d, .req = r->req};
 	struct e2b_fswatch *fw = NULL;
-	paddock_error err = { 0 };
+	paddock_error err = {0};
 	struct watch_args a;
 	bool started = false;
 	char buf[512];
-	int k;
 
 	if (!watch_args_parse(r, msg, &a)) {
 		free(a.path);
 		return pd_connect_stream_end(r->req, &started, PD_CONNECT_INVALID_ARGUMENT, "%s",
 					     a.why);
 	}
-	k = fswatch_new(r, &a, &fw, &err);
+	fw = fswatch_new(r, &a, &err);
 	free(a.path);
-	if (k < 0)
-		return pd_connect_stream_end(r->req, &started,
-					     pd_connect_code_from_errno(err.code),
+	if (!fw)
+		return pd_connect_stream_end(r->req, &started, pd_connect_code_from_errno(err.code),
 					     "%s", err_text(&err, buf, sizeof(buf)));
 	/* the client going away (closecb, EPOLLRDHUP) ends the watch: daemon.h's watcher */
 	fw->w = pd_watcher_new(&dr, W_EVENTS, fw, &fw->wlist);
@@ -814,7 +818,8 @@ static void fs_watch_dir(struct e2b_req *r, json_t *msg)
 	    (fw->keepalive && timer_add(fw->keepalive, r->keepalive_s) < 0) ||
 	    (fw->deadline && timer_add(fw->deadline, r->timeout_s) < 0)) {
 		if (!fw->w)
-			pd_connect_stream_end(r->req, &started, PD_CONNECT_INTERNAL, "out of memory");
+			pd_connect_stream_end(r->req, &started, PD_CONNECT_INTERNAL,
+					      "out of memory");
 		return fswatch_free(fw, PD_CONNECT_INTERNAL, "out of memory");
 	}
 	stream_send(fw, json_pack("{s:{}}", "start"));
@@ -824,17 +829,16 @@ static void fs_watch_dir(struct e2b_req *r, json_t *msg)
 static void fs_create_watcher(struct e2b_req *r, json_t *msg)
 {
 	struct e2b_fswatch *fw = NULL;
-	paddock_error err = { 0 };
+	paddock_error err = {0};
 	struct watch_args a;
-	int k;
 
 	if (!watch_args_parse(r, msg, &a)) {
 		free(a.path);
 		return pd_connect_reply_error(r->req, PD_CONNECT_INVALID_ARGUMENT, "%s", a.why);
 	}
-	k = fswatch_new(r, &a, &fw, &err);
+	fw = fswatch_new(r, &a, &err);
 	free(a.path);
-	if (k < 0)
+	if (!fw)
 		return e2b_reply_paddock_error(r, &err);
 	fw->queue = json_array();
 	if (!fw->queue || event_add(fw->ev, NULL) < 0) {
@@ -925,14 +929,14 @@ void e2b_filesystem(struct e2b_req *r, const char *method, json_t *msg, bool str
 		const char *name;
 		void (*fn)(struct e2b_req *r, json_t *msg);
 	} unary[] = {
-		{ "Stat", fs_stat },
-		{ "MakeDir", fs_make_dir },
-		{ "Move", fs_move },
-		{ "ListDir", fs_list_dir },
-		{ "Remove", fs_remove },
-		{ "CreateWatcher", fs_create_watcher },
-		{ "GetWatcherEvents", fs_get_watcher_events },
-		{ "RemoveWatcher", fs_remove_watcher },
+		{"Stat", fs_stat},
+		{"MakeDir", fs_make_dir},
+		{"Move", fs_move},
+		{"ListDir", fs_list_dir},
+		{"Remove", fs_remove},
+		{"CreateWatcher", fs_create_watcher},
+		{"GetWatcherEvents", fs_get_watcher_events},
+		{"RemoveWatcher", fs_remove_watcher},
 	};
 
 	if (streaming) {
