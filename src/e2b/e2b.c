@@ -376,6 +376,7 @@ static void handle_envd(struct e2b_req *r, const char *path, const char *id_from
 		if (!r->e->open_keys)
 			goto not_found;
 		r->box = debug_box(r->e, &err);
+		r->debug = r->box != NULL;
 		if (!r->box) {
 			if (connect_rpc)
 				e2b_reply_paddock_error(r, &err);

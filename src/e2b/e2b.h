@@ -57,6 +57,11 @@ struct e2b_req {
 	const char *home;     /* that user's home, where relative paths resolve */
 	double timeout_s;     /* Connect-Timeout-Ms, 0: none */
 	double keepalive_s;   /* Keepalive-Ping-Interval (seconds), 0: none */
+	/*
+	 * The SDK's debug mode reached the local tenant's debug sandbox (no --tokens): it has
+	 * no access token, so /files has no signatures to check either.
+	 */
+	bool debug;
 };
 
 /* ---- e2b.c: listener, routing, identity (pd_e2b_start/stop: daemon.h) ---- */

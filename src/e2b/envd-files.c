@@ -206,22 +206,6 @@ static bool signature_ok(struct e2b_req *r, const struct files_query *fq, const 
 	return true;
 }
 
-/*
- * The SDK's debug mode (E2b-Sandbox-Id "debug_sandbox_id", no access token, so no
- * signatures) reached the debug sandbox e2b.c keeps for it: only without --tokens, and only
- * when the sandbox routed to is that one (a Host naming another sandbox takes precedence
- * over the header in e2b.c: that one must not lose its signature check).
- */
-static bool debug_request(struct e2b_req *r)
-{
-	const char *id =
-		evhttp_find_header(evhttp_request_get_input_headers(r->req), "E2b-Sandbox-Id");
-
-	return r->e->open_keys && id && strcmp(id, "debug_sandbox_id") == 0 &&
-	       strcmp(r->box->tenant, PD_LOCAL_TENANT) == 0 && r->box->metadata &&
-	       json_object_get(r->box->metadata, "e2b.debug");
-}
-
 /* Authorizes the request and checks `username`: false when it was answered. */
 static bool files_access(struct e2b_req *r, const struct files_query *fq, const char *op)
 {
@@ -229,7 +213,7 @@ static bool files_access(struct e2b_req *r, const struct files_query *fq, const 
 		evhttp_find_header(evhttp_request_get_input_headers(r->req), "X-Access-Token");
 
 	/* SECURITY: with the header, e2b.c checked it; without, the URL must be signed */
-	if (!token && !debug_request(r) && !signature_ok(r, fq, op))
+	if (!token && !r->debug && !signature_ok(r, fq, op))
 		return false;
 	/* paddock runs everything as the sandbox user; "root" is that user too (docs/e2b.md) */
 	if (fq->username && *fq->username && strcmp(fq->username, "user") != 0 &&
