@@ -261,6 +261,11 @@ json_t *pd_body_object(struct request *r, bool empty_ok);
 bool pd_check_fields(struct request *r, json_t *o, const char *const *allowed);
 const char *pd_query(struct request *r, const char *key);
 int pd_http_setup(struct daemon *d, paddock_error *err);
+/*
+ * TCP_NODELAY on a request's connection: streams send small pieces one after another, and
+ * without it each one after the first waits for the client's delayed ACK (40 ms on Linux).
+ */
+void pd_http_no_delay(struct evhttp_request *req);
 void pd_http_stop(struct daemon *d);
 
 /* NDJSON streaming to a watcher */

@@ -13,6 +13,8 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -475,8 +477,20 @@ static void handle_unix(struct evhttp_request *req, void *arg)
 	handle(req, arg, false);
 }
 
+void pd_http_no_delay(struct evhttp_request *req)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+	struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+	evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+	int one = 1;
+
+	if (fd >= 0)
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
 static void handle_tcp(struct evhttp_request *req, void *arg)
 {
+	pd_http_no_delay(req);
 	handle(req, arg, true);
 }
 

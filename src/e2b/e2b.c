@@ -493,6 +493,7 @@ static void handle(struct evhttp_request *req, void *arg)
 	long port;
 
 	pd_pool_request(e->d);
+	pd_http_no_delay(req);
 	if (e->d->stopping)
 		return reply_rest_error(req, 503, "paddockd is shutting down");
 	path = raw ? evhttp_uridecode(raw, 0, NULL) : NULL;
