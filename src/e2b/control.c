@@ -46,51 +46,15 @@
 
 /* ---- replies: E2B's {"code": status, "message": "..."} ----------------------------------- */
 
-static void reply_json(struct e2b_req *r, int status, json_t *body_take)
-{
-	struct evbuffer *out = evbuffer_new();
-	char *s = body_take ? json_dumps(body_take, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-
-	json_decref(body_take);
-	if (out && s)
-		evbuffer_add(out, s, strlen(s));
-	free(s);
-	if (status >= 400)
-		r->e->m.errors++;
-	evhttp_add_header(evhttp_request_get_output_headers(r->req), "Content-Type",
-			  "application/json");
-	evhttp_send_reply(r->req, status, NULL, out);
-	if (out)
-		evbuffer_free(out);
-}
-
 static void reply_empty(struct e2b_req *r, int status)
 {
 	evhttp_send_reply(r->req, status, NULL, NULL);
 }
 
-static void reply_error(struct e2b_req *r, int status, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void reply_error(struct e2b_req *r, int status, const char *fmt, ...)
-{
-	char msg[512];
-	json_t *o;
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	o = json_pack("{s:i,s:s}", "code", status, "message", msg);
-	if (!o) /* the message was not UTF-8 */
-		o = json_pack("{s:i,s:s}", "code", status, "message", "invalid request");
-	reply_json(r, status, o);
-}
-
 static void reply_method(struct e2b_req *r, const char *allow)
 {
 	evhttp_add_header(evhttp_request_get_output_headers(r->req), "Allow", allow);
-	reply_error(r, 405, "method not allowed: expected %s", allow);
+	e2b_reply_error(r, 405, "method not allowed: expected %s", allow);
 }
 
 /* A client's string in a message: printable ASCII, at most size - 1 bytes. */
@@ -108,7 +72,7 @@ static void reply_not_found(struct e2b_req *r, const char *id)
 {
 	char e[72];
 
-	reply_error(r, 404, "sandbox '%s' not found", esc(id, e, sizeof(e)));
+	e2b_reply_error(r, 404, "sandbox '%s' not found", esc(id, e, sizeof(e)));
 }
 
 /*
@@ -197,9 +161,9 @@ static void reply_paddock_error(struct e2b_req *r, const paddock_error *err,
 
 	e2b_field(err->field, nm, field, sizeof(field));
 	if (field[0])
-		reply_error(r, status_from_errno(code), "%s: %s", field, err->msg);
+		e2b_reply_error(r, status_from_errno(code), "%s: %s", field, err->msg);
 	else
-		reply_error(r, status_from_errno(code), "%s",
+		e2b_reply_error(r, status_from_errno(code), "%s",
 			    err->msg[0] ? err->msg : strerror(code));
 }
 
@@ -216,22 +180,22 @@ static json_t *body_object(struct e2b_req *r, bool empty_ok)
 	if (len == 0 && empty_ok)
 		return json_object();
 	if (len == 0) {
-		reply_error(r, 400, "body: expected a JSON object, got an empty body");
+		e2b_reply_error(r, 400, "body: expected a JSON object, got an empty body");
 		return NULL;
 	}
 	if (len > PD_MAX_BODY) {
-		reply_error(r, 413, "body: a JSON body may have at most %u bytes", PD_MAX_BODY);
+		e2b_reply_error(r, 413, "body: a JSON body may have at most %u bytes", PD_MAX_BODY);
 		return NULL;
 	}
 	o = json_loadb((const char *)evbuffer_pullup(in, -1), len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!o) {
-		reply_error(r, 400, "body: expected a JSON object: %s (line %d)", jerr.text,
+		e2b_reply_error(r, 400, "body: expected a JSON object: %s (line %d)", jerr.text,
 			    jerr.line);
 		return NULL;
 	}
 	if (!json_is_object(o)) {
 		json_decref(o);
-		reply_error(r, 400, "body: expected a JSON object");
+		e2b_reply_error(r, 400, "body: expected a JSON object");
 		return NULL;
 	}
 	return o;
@@ -252,7 +216,7 @@ static bool get_seconds(struct e2b_req *r, json_t *o, const char *key, int64_t d
 	}
 	x = json_is_number(v) ? json_number_value(v) : -1;
 	if (!json_is_number(v) || !isfinite(x) || x < 0 || x > PD_MAX_TTL_S || x != floor(x)) {
-		reply_error(r, 400, "%s: expected whole seconds from 0 to %d", key, PD_MAX_TTL_S);
+		e2b_reply_error(r, 400, "%s: expected whole seconds from 0 to %d", key, PD_MAX_TTL_S);
 		return false;
 	}
 	*ret = (int64_t)x;
@@ -268,7 +232,7 @@ static struct evkeyvalq *query_parse(struct e2b_req *r, struct evkeyvalq *q)
 	TAILQ_INIT(q);
 	if (s && *s && evhttp_parse_query_str(s, q) < 0) {
 		evhttp_clear_headers(q);
-		reply_error(r, 400, "query: expected name=value pairs joined by '&'");
+		e2b_reply_error(r, 400, "query: expected name=value pairs joined by '&'");
 		return NULL;
 	}
 	return q;
@@ -430,7 +394,7 @@ static bool string_list(struct e2b_req *r, json_t *o, const char *key, const cha
 	*ret = v;
 	return true;
 bad:
-	reply_error(r, 400, "%s: expected an array of CIDR blocks, addresses or host names", field);
+	e2b_reply_error(r, 400, "%s: expected an array of CIDR blocks, addresses or host names", field);
 	return false;
 }
 
@@ -457,29 +421,29 @@ static bool check_network_extras(struct e2b_req *r, json_t *net)
 	json_t *apt = json_object_get(net, "allowPublicTraffic");
 
 	if (asks(json_object_get(net, "egressProxy"))) {
-		reply_error(r, 400,
+		e2b_reply_error(r, 400,
 			    "network.egressProxy: a SOCKS5 egress proxy is not supported "
 			    "by paddock");
 		return false;
 	}
 	if (asks(json_object_get(net, "rules"))) {
-		reply_error(r, 400,
+		e2b_reply_error(r, 400,
 			    "network.rules: request transforms are not supported by "
 			    "paddock (a template's spec can bind secrets to hosts)");
 		return false;
 	}
 	if (json_is_false(apt)) {
-		reply_error(r, 400,
+		e2b_reply_error(r, 400,
 			    "network.allowPublicTraffic: paddock's sandbox URLs take no "
 			    "traffic token; false is not supported");
 		return false;
 	}
 	if (asks(json_object_get(net, "maskRequestHost"))) {
-		reply_error(r, 400, "network.maskRequestHost: not supported by paddock");
+		e2b_reply_error(r, 400, "network.maskRequestHost: not supported by paddock");
 		return false;
 	}
 	if (asks(json_object_get(net, "httpsPorts"))) {
-		reply_error(r, 400,
+		e2b_reply_error(r, 400,
 			    "network.httpsPorts: paddock reaches a sandbox's ports over "
 			    "plain HTTP only");
 		return false;
@@ -536,7 +500,7 @@ static int get_internet(struct e2b_req *r, json_t *o)
 	if (!v || json_is_null(v))
 		return -1;
 	if (!json_is_boolean(v)) {
-		reply_error(r, 400, "allow_internet_access: expected true or false");
+		e2b_reply_error(r, 400, "allow_internet_access: expected true or false");
 		return -2;
 	}
 	return json_is_true(v);
@@ -550,27 +514,27 @@ static bool check_unsupported(struct e2b_req *r, json_t *body)
 	json_t *resume = json_object_get(body, "autoResume");
 
 	if (asks(json_object_get(body, "autoPause"))) {
-		reply_error(r, 400,
+		e2b_reply_error(r, 400,
 			    "autoPause: pausing is not supported by paddock; a sandbox "
 			    "is killed when its timeout ends");
 		return false;
 	}
 	if (json_is_true(json_object_get(resume, "enabled"))) {
-		reply_error(r, 400, "autoResume: pausing is not supported by paddock");
+		e2b_reply_error(r, 400, "autoResume: pausing is not supported by paddock");
 		return false;
 	}
 	if (asks(json_object_get(body, "volumeMounts"))) {
-		reply_error(r, 400,
+		e2b_reply_error(r, 400,
 			    "volumeMounts: volumes are not supported by paddock (a "
 			    "template's spec can bind host directories)");
 		return false;
 	}
 	if (asks(json_object_get(body, "mcp"))) {
-		reply_error(r, 400, "mcp: the MCP gateway is not supported by paddock");
+		e2b_reply_error(r, 400, "mcp: the MCP gateway is not supported by paddock");
 		return false;
 	}
 	if (asks(json_object_get(json_object_get(body, "iam"), "tokens"))) {
-		reply_error(r, 400,
+		e2b_reply_error(r, 400,
 			    "iam.tokens: workload identity tokens are not supported by "
 			    "paddock");
 		return false;
@@ -587,25 +551,25 @@ static bool check_metadata(struct e2b_req *r, json_t *meta)
 	if (!meta || json_is_null(meta))
 		return true;
 	if (!json_is_object(meta)) {
-		reply_error(r, 400, "metadata: expected an object of string values");
+		e2b_reply_error(r, 400, "metadata: expected an object of string values");
 		return false;
 	}
 	if (json_object_size(meta) > META_MAX - 2) {
-		reply_error(r, 400, "metadata: expected at most %d entries", META_MAX - 2);
+		e2b_reply_error(r, 400, "metadata: expected at most %d entries", META_MAX - 2);
 		return false;
 	}
 	json_object_foreach(meta, k, v) {
 		char e[72];
 
 		if (is_reserved(k)) {
-			reply_error(r, 400,
+			e2b_reply_error(r, 400,
 				    "metadata.%s: keys starting '" RESERVED_PREFIX
 				    "' are reserved for paddock",
 				    esc(k, e, sizeof(e)));
 			return false;
 		}
 		if (!json_is_string(v)) {
-			reply_error(r, 400, "metadata.%s: expected a string", esc(k, e, sizeof(e)));
+			e2b_reply_error(r, 400, "metadata.%s: expected a string", esc(k, e, sizeof(e)));
 			return false;
 		}
 	}
@@ -621,7 +585,7 @@ static bool merge_env(struct e2b_req *r, json_t *spec, json_t *env_vars)
 	if (!env_vars || json_is_null(env_vars))
 		return true;
 	if (!json_is_object(env_vars)) {
-		reply_error(r, 400, "envVars: expected an object of string values");
+		e2b_reply_error(r, 400, "envVars: expected an object of string values");
 		return false;
 	}
 	if (!json_is_object(env)) {
@@ -632,7 +596,7 @@ static bool merge_env(struct e2b_req *r, json_t *spec, json_t *env_vars)
 		char e[72];
 
 		if (!json_is_string(v)) {
-			reply_error(r, 400, "envVars.%s: expected a string", esc(k, e, sizeof(e)));
+			e2b_reply_error(r, 400, "envVars.%s: expected a string", esc(k, e, sizeof(e)));
 			return false;
 		}
 		json_object_set(env, k, v); /* the spec parser judges the name */
@@ -655,7 +619,7 @@ static bool create_network(struct e2b_req *r, json_t *body, json_t *spec, struct
 	if (aia == -2)
 		return false;
 	if (net && !json_is_null(net) && !json_is_object(net)) {
-		reply_error(r, 400, "network: expected an object");
+		e2b_reply_error(r, 400, "network: expected an object");
 		return false;
 	}
 	if (!check_network_extras(r, net) ||
@@ -673,7 +637,7 @@ static bool create_network(struct e2b_req *r, json_t *body, json_t *spec, struct
 	}
 	m = map_network(aia, allow_out, deny_out, nm);
 	if (!m) {
-		reply_error(r, 500, "out of memory");
+		e2b_reply_error(r, 500, "out of memory");
 		return false;
 	}
 	if (json_is_object(tnet))
@@ -699,12 +663,12 @@ static void create(struct e2b_req *r, bool v2)
 		return;
 	tmpl_v = json_object_get(body, "templateID");
 	if (tmpl_v && !json_is_string(tmpl_v)) {
-		reply_error(r, 400, "templateID: expected a template name");
+		e2b_reply_error(r, 400, "templateID: expected a template name");
 		goto out;
 	}
 	tmpl = tmpl_v ? json_string_value(tmpl_v) : "base";
 	if (!json_is_object(json_object_get(r->e->templates, tmpl))) {
-		reply_error(r, 404, "template '%s' not found", esc(tmpl, e, sizeof(e)));
+		e2b_reply_error(r, 404, "template '%s' not found", esc(tmpl, e, sizeof(e)));
 		goto out;
 	}
 	cmeta = json_object_get(body, "metadata");
@@ -714,7 +678,7 @@ static void create(struct e2b_req *r, bool v2)
 		goto out;
 	spec = json_deep_copy(json_object_get(r->e->templates, tmpl));
 	if (!spec) {
-		reply_error(r, 500, "out of memory");
+		e2b_reply_error(r, 500, "out of memory");
 		goto out;
 	}
 	if (!merge_env(r, spec, json_object_get(body, "envVars")) ||
@@ -731,7 +695,7 @@ static void create(struct e2b_req *r, bool v2)
 		reply_paddock_error(r, &err, &nm);
 		goto out;
 	}
-	reply_json(r, 201, sandbox_json(r->e, b));
+	e2b_reply_json(r, 201, sandbox_json(r->e, b));
 out:
 	json_decref(spec);
 	json_decref(body);
@@ -775,7 +739,7 @@ static void connect_box(struct e2b_req *r, const char *id)
 	pd_box_touch(b);
 	if (pd_now_ms() + t * 1000 > b->expires_ms)
 		set_expiry(b, t);
-	reply_json(r, 200, sandbox_json(r->e, b));
+	e2b_reply_json(r, 200, sandbox_json(r->e, b));
 out:
 	json_decref(body);
 }
@@ -790,7 +754,7 @@ static void set_timeout(struct e2b_req *r, const char *id)
 	if (!body)
 		return;
 	if (!json_is_number(json_object_get(body, "timeout"))) {
-		reply_error(r, 400, "timeout: expected whole seconds from 0 to %d", PD_MAX_TTL_S);
+		e2b_reply_error(r, 400, "timeout: expected whole seconds from 0 to %d", PD_MAX_TTL_S);
 		goto out;
 	}
 	if (!get_seconds(r, body, "timeout", 0, &t))
@@ -828,7 +792,7 @@ static bool query_long(struct e2b_req *r, struct evkeyvalq *q, const char *key, 
 	errno = 0;
 	v = strtol(s, &end, 10);
 	if (errno || end == s || *end || v < min || v > max) {
-		reply_error(r, 400, "%s: expected a whole number from %ld to %ld", key, min, max);
+		e2b_reply_error(r, 400, "%s: expected a whole number from %ld to %ld", key, min, max);
 		return false;
 	}
 	*ret = v;
@@ -873,7 +837,7 @@ static void metrics(struct e2b_req *r, const char *id)
 				     "diskTotal", (json_int_t)s.disk, "timestamp",
 				     pd_time_json(now), "timestampUnix", (json_int_t)(now / 1000)));
 	}
-	reply_json(r, 200, a);
+	e2b_reply_json(r, 200, a);
 out:
 	evhttp_clear_headers(&q);
 }
@@ -903,7 +867,7 @@ static void put_network(struct e2b_req *r, const char *id)
 	net = map_network(aia, allow_out, deny_out, &nm);
 	k = net ? pd_box_set_network(b, net, &err) : dfail(&err, ENOMEM, "network policy");
 	if (k < 0 && err.code == EPERM && !strstr(err.msg, "--max-network")) {
-		reply_error(r, 409,
+		e2b_reply_error(r, 409,
 			    "network: this sandbox was created without internet access "
 			    "(mode 'none'), which cannot be opened later");
 		goto out;
@@ -977,7 +941,7 @@ static bool parse_metadata_filter(struct e2b_req *r, const char *s, json_t *ret)
 	}
 	free(copy);
 	if (!ok)
-		reply_error(r, 400,
+		e2b_reply_error(r, 400,
 			    "metadata: expected URL-encoded key=value pairs joined by '&' "
 			    "(at most %d)",
 			    META_MAX);
@@ -1046,7 +1010,7 @@ static bool parse_states(struct e2b_req *r, struct evkeyvalq *q, struct list_que
 			if (strcmp(s, "running") == 0) {
 				lq->running = true;
 			} else if (strcmp(s, "paused") != 0) {
-				reply_error(r, 400, "state: expected 'running' or 'paused'");
+				e2b_reply_error(r, 400, "state: expected 'running' or 'paused'");
 				return false;
 			}
 		}
@@ -1072,13 +1036,13 @@ static bool parse_list_query(struct e2b_req *r, struct evkeyvalq *q, bool v2, st
 	if (lq->tmpl && !*lq->tmpl)
 		lq->tmpl = NULL;
 	if (after && *after && !parse_time(after, &lq->after_ms)) {
-		reply_error(r, 400,
+		e2b_reply_error(r, 400,
 			    "startedAfter: expected an RFC 3339 time such as "
 			    "'2025-06-01T09:14:03.512Z'");
 		return false;
 	}
 	if (order && strcmp(order, "asc") != 0 && strcmp(order, "desc") != 0) {
-		reply_error(r, 400, "order: expected 'asc' or 'desc'");
+		e2b_reply_error(r, 400, "order: expected 'asc' or 'desc'");
 		return false;
 	}
 	lq->asc = order && strcmp(order, "asc") == 0;
@@ -1092,7 +1056,7 @@ static bool parse_list_query(struct e2b_req *r, struct evkeyvalq *q, bool v2, st
 		ms = strtoll(token, &end, 10);
 		if (errno || end == token || *end != '-' || ms < 0 ||
 		    strlen(end + 1) >= sizeof(lq->tok_id) || !end[1]) {
-			reply_error(r, 400,
+			e2b_reply_error(r, 400,
 				    "nextToken: expected the X-Next-Token of the previous page");
 			return false;
 		}
@@ -1171,7 +1135,7 @@ static void list(struct e2b_req *r, bool v2)
 			struct box **nv = reallocarray(v, cap ? cap * 2 : 16, sizeof(*v));
 
 			if (!nv) {
-				reply_error(r, 500, "out of memory");
+				e2b_reply_error(r, 500, "out of memory");
 				goto out;
 			}
 			v = nv;
@@ -1191,7 +1155,7 @@ static void list(struct e2b_req *r, bool v2)
 			 v[lq.limit]->id);
 		evhttp_add_header(evhttp_request_get_output_headers(r->req), "X-Next-Token", tok);
 	}
-	reply_json(r, 200, a);
+	e2b_reply_json(r, 200, a);
 out:
 	free(v);
 	json_decref(lq.metadata);
@@ -1206,8 +1170,8 @@ static void template_alias(struct e2b_req *r, const char *name)
 	char e[72];
 
 	if (!json_is_object(json_object_get(r->e->templates, name)))
-		return reply_error(r, 404, "template '%s' not found", esc(name, e, sizeof(e)));
-	reply_json(r, 200, json_pack("{s:s,s:b}", "templateID", name, "public", 0));
+		return e2b_reply_error(r, 404, "template '%s' not found", esc(name, e, sizeof(e)));
+	e2b_reply_json(r, 200, json_pack("{s:s,s:b}", "templateID", name, "public", 0));
 }
 
 /*
@@ -1216,7 +1180,7 @@ static void template_alias(struct e2b_req *r, const char *name)
  */
 static void unsupported(struct e2b_req *r, const char *what)
 {
-	reply_error(r, 501, "%s", what);
+	e2b_reply_error(r, 501, "%s", what);
 }
 
 static const char *const no_pause =
@@ -1245,7 +1209,7 @@ static void sandbox_action(struct e2b_req *r, const char *id, const char *action
 		return connect_box(r, id);
 	}
 	if (v2 && strcmp(action, "logs") != 0)
-		return reply_error(r, 404, "no such route");
+		return e2b_reply_error(r, 404, "no such route");
 	if (!v2 && strcmp(action, "timeout") == 0) {
 		if (m != EVHTTP_REQ_POST)
 			return reply_method(r, "POST");
@@ -1270,12 +1234,12 @@ static void sandbox_action(struct e2b_req *r, const char *id, const char *action
 		if (!unsupported_actions[i].msg) {
 			char e[72];
 
-			return reply_error(r, 409, "sandbox '%s' is already running",
+			return e2b_reply_error(r, 409, "sandbox '%s' is already running",
 					   esc(id, e, sizeof(e)));
 		}
 		return unsupported(r, unsupported_actions[i].msg);
 	}
-	reply_error(r, 404, "no such route");
+	e2b_reply_error(r, 404, "no such route");
 }
 
 void e2b_control(struct e2b_req *r, char **seg, size_t n_seg)
@@ -1297,7 +1261,7 @@ void e2b_control(struct e2b_req *r, char **seg, size_t n_seg)
 				struct box *b = find_live(r, seg[1]);
 
 				if (b)
-					reply_json(r, 200, e2b_sandbox_json(r->e, b));
+					e2b_reply_json(r, 200, e2b_sandbox_json(r->e, b));
 				return;
 			}
 			if (m == EVHTTP_REQ_DELETE)
@@ -1306,7 +1270,7 @@ void e2b_control(struct e2b_req *r, char **seg, size_t n_seg)
 		}
 		if (n_seg == base + 2)
 			return sandbox_action(r, seg[base], seg[base + 1], v2);
-		return reply_error(r, 404, "no such route");
+		return e2b_reply_error(r, 404, "no such route");
 	}
 	if (n_seg == 3 && strcmp(seg[0], "templates") == 0 && strcmp(seg[1], "aliases") == 0) {
 		if (m != EVHTTP_REQ_GET)
@@ -1324,5 +1288,5 @@ void e2b_control(struct e2b_req *r, char **seg, size_t n_seg)
 	if (n_seg >= 1 && strcmp(seg[0], "secrets") == 0)
 		return unsupported(r, "the secrets API is not supported by paddock (a template's "
 				      "spec can hold secrets)");
-	reply_error(r, 404, "no such route");
+	e2b_reply_error(r, 404, "no such route");
 }

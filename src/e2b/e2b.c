@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,19 +160,35 @@ static void reply_text(struct evhttp_request *req, int status, const char *type,
 		evbuffer_free(b);
 }
 
-static void reply_json(struct evhttp_request *req, int status, json_t *o)
+void e2b_reply_json(struct e2b_req *r, int status, json_t *body_take)
 {
-	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	char *s = body_take ? json_dumps(body_take, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
+	struct evbuffer *b = evbuffer_new();
 
-	json_decref(o);
-	reply_text(req, status, "application/json", s ? s : "{}");
+	json_decref(body_take);
+	if (b)
+		evbuffer_add_printf(b, "%s\n", s ? s : "{}");
 	free(s);
+	if (status >= 400)
+		r->e->m.errors++;
+	evhttp_add_header(evhttp_request_get_output_headers(r->req), "Content-Type",
+			  "application/json");
+	evhttp_send_reply(r->req, status, NULL, b);
+	if (b)
+		evbuffer_free(b);
 }
 
-/* envd's REST errors: {"code": status, "message": "..."} */
-static void reply_rest_error(struct evhttp_request *req, int status, const char *msg)
+void e2b_reply_error(struct e2b_req *r, int status, const char *fmt, ...)
 {
-	reply_json(req, status, json_pack("{s:i,s:s}", "code", status, "message", msg));
+	char msg[600];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	/* pd_json_text: a message quoting the client may hold bytes that are not UTF-8 */
+	e2b_reply_json(r, status, json_pack("{s:i,s:o}", "code", status, "message",
+					    pd_json_text(msg)));
 }
 
 /* GET /envs: the environment a command starts with (the spec's env over the base) */
@@ -186,7 +203,7 @@ static void envd_envs(struct e2b_req *r)
 		if (json_is_string(v))
 			json_object_set(out, k, v);
 	json_decref(spec);
-	reply_json(r->req, 200, out);
+	e2b_reply_json(r, 200, out);
 }
 
 /* GET /metrics: the sandbox's usage in envd's shape */
@@ -201,7 +218,7 @@ static void envd_metrics(struct e2b_req *r)
 	    paddock_spec_load_json(spec, r->box->spec_json, strlen(r->box->spec_json), NULL) >= 0)
 		(void)paddock_spec_get_limit(spec, "memory", &mem_limit, NULL);
 	paddock_spec_free(spec);
-	reply_json(r->req, 200,
+	e2b_reply_json(r, 200,
 		   json_pack("{s:I,s:f,s:i,s:I,s:I,s:I,s:I}", "ts", (json_int_t)(pd_now_ms() / 1000),
 			     "cpu_used_s", cpu_s, "cpu_count", (int)(ncpu > 0 ? ncpu : 1),
 			     "mem_used", (json_int_t)json_integer_value(
@@ -369,7 +386,7 @@ static void handle_envd(struct e2b_req *r, const char *path, const char *id_from
 		r->e->m.errors++;
 		return connect_rpc ? pd_connect_reply_error(r->req, PD_CONNECT_INVALID_ARGUMENT,
 							    "E2b-Sandbox-Id: expected the sandbox's id")
-				   : reply_rest_error(r->req, 400, "E2b-Sandbox-Id: expected the sandbox's id");
+				   : e2b_reply_error(r, 400, "E2b-Sandbox-Id: expected the sandbox's id");
 	}
 	if (strcmp(id, DEBUG_SANDBOX_ID) == 0) {
 		/* SECURITY: debug mode has no keys: only where every client is the local tenant */
@@ -381,7 +398,7 @@ static void handle_envd(struct e2b_req *r, const char *path, const char *id_from
 			if (connect_rpc)
 				e2b_reply_paddock_error(r, &err);
 			else
-				reply_rest_error(r->req, 500, err.msg);
+				e2b_reply_error(r, 500, "%s", err.msg);
 			return;
 		}
 	} else {
@@ -398,7 +415,7 @@ static void handle_envd(struct e2b_req *r, const char *path, const char *id_from
 			r->e->m.errors++;
 			return connect_rpc ? pd_connect_reply_error(r->req, PD_CONNECT_UNAUTHENTICATED,
 								    "X-Access-Token: missing or not this sandbox's")
-					   : reply_rest_error(r->req, 401, "X-Access-Token: missing or not this sandbox's");
+					   : e2b_reply_error(r, 401, "X-Access-Token: missing or not this sandbox's");
 		}
 	}
 	r->tenant = r->box->tenant;
@@ -406,7 +423,7 @@ static void handle_envd(struct e2b_req *r, const char *path, const char *id_from
 		r->e->m.errors++;
 		return connect_rpc ? pd_connect_reply_error(r->req, PD_CONNECT_UNAVAILABLE,
 							    "the sandbox is not running")
-				   : reply_rest_error(r->req, 502, "the sandbox is not running");
+				   : e2b_reply_error(r, 502, "the sandbox is not running");
 	}
 	if (request_user(r, msg, sizeof(msg)) < 0) {
 		r->e->m.errors++;
@@ -415,7 +432,7 @@ static void handle_envd(struct e2b_req *r, const char *path, const char *id_from
 			return pd_connect_stream_end(r->req, &(bool){ false },
 						     PD_CONNECT_UNAUTHENTICATED, "%s", msg);
 		return connect_rpc ? pd_connect_reply_error(r->req, PD_CONNECT_UNAUTHENTICATED, "%s", msg)
-				   : reply_rest_error(r->req, 401, msg);
+				   : e2b_reply_error(r, 401, "%s", msg);
 	}
 	pd_box_touch(r->box);
 	if (strcmp(path, "/files") == 0) {
@@ -434,7 +451,7 @@ not_found:
 	if (connect_rpc)
 		return pd_connect_reply_error(r->req, PD_CONNECT_NOT_FOUND, "sandbox '%.64s' not found", id);
 	snprintf(msg, sizeof(msg), "sandbox '%.64s' not found", id);
-	reply_rest_error(r->req, 404, msg);
+	e2b_reply_error(r, 404, "%s", msg);
 }
 
 static void handle_control(struct e2b_req *r, const char *path)
@@ -447,14 +464,14 @@ static void handle_control(struct e2b_req *r, const char *path)
 	if (!r->tenant) {
 		free(copy);
 		r->e->m.errors++;
-		return reply_rest_error(r->req, 401, "X-API-Key: missing or unknown API key");
+		return e2b_reply_error(r, 401, "X-API-Key: missing or unknown API key");
 	}
 	if (!copy)
-		return reply_rest_error(r->req, 500, "out of memory");
+		return e2b_reply_error(r, 500, "out of memory");
 	for (char *s = strtok_r(copy, "/", &save); s; s = strtok_r(NULL, "/", &save)) {
 		if (n == sizeof(seg) / sizeof(seg[0])) {
 			free(copy);
-			return reply_rest_error(r->req, 404, "no such route");
+			return e2b_reply_error(r, 404, "no such route");
 		}
 		seg[n++] = s;
 	}
@@ -475,7 +492,7 @@ static void proxy_port(struct e2b_req *r, const char *id, long port)
 		char msg[128];
 
 		snprintf(msg, sizeof(msg), "sandbox '%.64s' not found", id);
-		return reply_rest_error(r->req, 404, msg);
+		return e2b_reply_error(r, 404, "%s", msg);
 	}
 	r->e->m.proxied++;
 	pd_box_touch(b);
@@ -495,11 +512,11 @@ static void handle(struct evhttp_request *req, void *arg)
 	pd_pool_request(e->d);
 	pd_http_no_delay(req);
 	if (e->d->stopping)
-		return reply_rest_error(req, 503, "paddockd is shutting down");
+		return e2b_reply_error(&r, 503, "paddockd is shutting down");
 	path = raw ? evhttp_uridecode(raw, 0, NULL) : NULL;
 	if (!path || strlen(path) > 1024 || path[0] != '/') {
 		free(path);
-		return reply_rest_error(req, 400, "malformed path");
+		return e2b_reply_error(&r, 400, "malformed path");
 	}
 	if (parse_host(e, host, &port, id, sizeof(id))) {
 		if (port != E2B_ENVD_PORT)

@@ -73,6 +73,10 @@ void e2b_access_token(const struct e2b *e, const char *sandbox_id, char out[E2B_
  * answered... never: it only fails for paths over PADDOCK_FILES_MAX_PATH (then NULL).
  */
 char *e2b_path(const struct e2b_req *r, const char *path);
+/* envd's and the control plane's REST answers: JSON, and errors {"code": status, "message"} */
+void e2b_reply_json(struct e2b_req *r, int status, json_t *body_take);
+void e2b_reply_error(struct e2b_req *r, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 /* Answers a unary Connect error from a paddock_error (errno mapped, message kept). */
 void e2b_reply_paddock_error(struct e2b_req *r, const paddock_error *err);
 

@@ -51,34 +51,6 @@
 
 /* ---- answers -------------------------------------------------------------------------- */
 
-/* envd's errors: {"code": status, "message": "..."} */
-static void reply_error(struct e2b_req *r, int status, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void reply_error(struct e2b_req *r, int status, const char *fmt, ...)
-{
-	struct evbuffer *b = evbuffer_new();
-	char msg[600], *s = NULL;
-	json_t *o;
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	o = json_pack("{s:i,s:o}", "code", status, "message", pd_json_text(msg));
-	s = o ? json_dumps(o, JSON_COMPACT) : NULL;
-	json_decref(o);
-	if (b)
-		evbuffer_add_printf(b, "%s\n", s ? s : "{}");
-	free(s);
-	evhttp_add_header(evhttp_request_get_output_headers(r->req), "Content-Type",
-			  "application/json; charset=utf-8");
-	r->e->m.errors++;
-	evhttp_send_reply(r->req, status, NULL, b);
-	if (b)
-		evbuffer_free(b);
-}
-
 /* The status a file error answers with (envd's where it has one). */
 static int errno_status(int code)
 {
@@ -111,7 +83,7 @@ static void reply_paddock_error(struct e2b_req *r, const paddock_error *err)
 {
 	char buf[512];
 
-	reply_error(r, errno_status(err->code), "%s", paddock_error_format(err, buf, sizeof(buf)));
+	e2b_reply_error(r, errno_status(err->code), "%s", paddock_error_format(err, buf, sizeof(buf)));
 }
 
 /* ---- query, user, signature ----------------------------------------------------------- */
@@ -131,7 +103,7 @@ static bool query_parse(struct e2b_req *r, struct files_query *fq)
 
 	TAILQ_INIT(&fq->q);
 	if (qs && evhttp_parse_query_str(qs, &fq->q) < 0) {
-		reply_error(r, 400, "malformed query string");
+		e2b_reply_error(r, 400, "malformed query string");
 		return false;
 	}
 	fq->path = evhttp_find_header(&fq->q, "path");
@@ -155,7 +127,7 @@ static bool signature_ok(struct e2b_req *r, const struct files_query *fq, const 
 	int n;
 
 	if (!fq->signature) {
-		reply_error(r, 401,
+		e2b_reply_error(r, 401,
 			    "unauthorized access, please provide a valid access token or "
 			    "method signing if supported");
 		return false;
@@ -166,7 +138,7 @@ static bool signature_ok(struct e2b_req *r, const struct files_query *fq, const 
 		errno = 0;
 		exp = strtoll(fq->expiration, &end, 10);
 		if (!*fq->expiration || *end || errno) {
-			reply_error(r, 400,
+			e2b_reply_error(r, 400,
 				    "signature_expiration: expected a unix time in seconds");
 			return false;
 		}
@@ -177,7 +149,7 @@ static bool signature_ok(struct e2b_req *r, const struct files_query *fq, const 
 		     fq->username ? fq->username : "", token, exp_s);
 	explicit_bzero(token, sizeof(token));
 	if (n < 0) {
-		reply_error(r, 500, "out of memory");
+		e2b_reply_error(r, 500, "out of memory");
 		return false;
 	}
 	SHA256((const unsigned char *)raw, (size_t)n, md);
@@ -185,7 +157,7 @@ static bool signature_ok(struct e2b_req *r, const struct files_query *fq, const 
 	free(raw);
 	b64 = pd_base64_encode(md, sizeof(md));
 	if (!b64) {
-		reply_error(r, 500, "out of memory");
+		e2b_reply_error(r, 500, "out of memory");
 		return false;
 	}
 	b64[strcspn(b64, "=")] = '\0';
@@ -196,11 +168,11 @@ static bool signature_ok(struct e2b_req *r, const struct files_query *fq, const 
 	     CRYPTO_memcmp(fq->signature, want, strlen(want)) == 0;
 	explicit_bzero(want, sizeof(want));
 	if (!ok) {
-		reply_error(r, 401, "invalid signature");
+		e2b_reply_error(r, 401, "invalid signature");
 		return false;
 	}
 	if (fq->expiration && exp < (long long)time(NULL)) {
-		reply_error(r, 401, "signature is already expired");
+		e2b_reply_error(r, 401, "signature is already expired");
 		return false;
 	}
 	return true;
@@ -218,7 +190,7 @@ static bool files_access(struct e2b_req *r, const struct files_query *fq, const 
 	/* paddock runs everything as the sandbox user; "root" is that user too (docs/e2b.md) */
 	if (fq->username && *fq->username && strcmp(fq->username, "user") != 0 &&
 	    strcmp(fq->username, "root") != 0) {
-		reply_error(r, 401,
+		e2b_reply_error(r, 401,
 			    "error looking up user '%.64s': unknown user (expected 'user' "
 			    "or 'root')",
 			    fq->username);
@@ -233,7 +205,7 @@ static char *files_path(struct e2b_req *r, const char *path)
 	char *p = e2b_path(r, path ? path : "");
 
 	if (!p)
-		reply_error(r, 400, "path: expected at most %d bytes", PADDOCK_FILES_MAX_PATH);
+		e2b_reply_error(r, 400, "path: expected at most %d bytes", PADDOCK_FILES_MAX_PATH);
 	return p;
 }
 
@@ -455,21 +427,21 @@ static void download_gzip(struct e2b_req *r, int fd)
 
 	if (!dl) {
 		close(fd);
-		return reply_error(r, 500, "out of memory");
+		return e2b_reply_error(r, 500, "out of memory");
 	}
 	dl->fd = fd;
 	dl->in = malloc(FILES_CHUNK);
 	if (!dl->in || deflateInit2(&dl->zs, FILES_GZIP_LEVEL, Z_DEFLATED, 16 + MAX_WBITS, 8,
 				    Z_DEFAULT_STRATEGY) != Z_OK) {
 		download_free(dl);
-		return reply_error(r, 500, "out of memory");
+		return e2b_reply_error(r, 500, "out of memory");
 	}
 	dl->z_ready = true;
 	/* a client that leaves mid-download frees it (W_RESULT: evhttp's timeouts stay) */
 	dl->w = pd_watcher_new(&dr, W_RESULT, dl, &dl->wlist);
 	if (!dl->w) {
 		download_free(dl);
-		return reply_error(r, 500, "out of memory");
+		return e2b_reply_error(r, 500, "out of memory");
 	}
 	dl->w->on_gone = download_gone;
 	evhttp_add_header(evhttp_request_get_output_headers(r->req), "Content-Encoding", "gzip");
@@ -493,10 +465,10 @@ static void files_get(struct e2b_req *r, const struct files_query *fq)
 		paddock_error serr = {0};
 
 		if (err.code == ENOENT || err.code == ENOTDIR)
-			reply_error(r, 404, "path '%s' does not exist", path);
+			e2b_reply_error(r, 404, "path '%s' does not exist", path);
 		else if (err.code == EINVAL &&
 			 paddock_sandbox_stat(r->box->sb, path, &fi, &serr) == 0)
-			reply_error(r, 400,
+			e2b_reply_error(r, 400,
 				    fi.type == PADDOCK_FILE_DIR ? "path '%s' is a directory"
 								: "path '%s' is not a regular file",
 				    fi.path);
@@ -510,7 +482,7 @@ static void files_get(struct e2b_req *r, const struct files_query *fq)
 	if (gz < 0) {
 		close(fd);
 		free(path);
-		return reply_error(r, 406,
+		return e2b_reply_error(r, 406,
 				   "no acceptable encoding found, supported: [identity, gzip]");
 	}
 	/* an empty file: Content-Length 0, which the SDK looks for */
@@ -530,7 +502,7 @@ static void files_get(struct e2b_req *r, const struct files_query *fq)
 		if (b)
 			evbuffer_free(b);
 		close(fd);
-		return reply_error(r, 500, "read failed");
+		return e2b_reply_error(r, 500, "read failed");
 	}
 	if (size == 0)
 		close(fd);
@@ -674,7 +646,7 @@ static bool write_one(struct e2b_req *r, const struct upload *u, struct evbuffer
 	/* envd's answer for a directory there (the commit's rename would say EISDIR, later) */
 	if (paddock_sandbox_stat(r->box->sb, u->path, &fi, &err) == 0 &&
 	    fi.type == PADDOCK_FILE_DIR) {
-		reply_error(r, 400, "path is a directory: '%s'", fi.path);
+		e2b_reply_error(r, 400, "path is a directory: '%s'", fi.path);
 		paddock_file_info_release(&fi);
 		return false;
 	}
@@ -699,24 +671,24 @@ static bool write_one(struct e2b_req *r, const struct upload *u, struct evbuffer
 	if (k < 0) {
 		paddock_file_writer_free(w); /* the target is as it was */
 		if (k == -EFBIG && body)
-			reply_error(r, 413,
+			e2b_reply_error(r, 413,
 				    "the body inflates to more than %" PRIu64
 				    " bytes (paddockd's max upload)",
 				    r->d->max_upload);
 		else if (k == -EBADMSG)
-			reply_error(r, 400,
+			e2b_reply_error(r, 400,
 				    "error decompressing request body: not gzip, or cut short");
 		else if (k == -ENOSPC || k == -EDQUOT || k == -EFBIG)
-			reply_error(r, 507, "not enough disk space available: writing '%s': %s",
+			e2b_reply_error(r, 507, "not enough disk space available: writing '%s': %s",
 				    u->path, strerror(-k));
 		else
-			reply_error(r, 500, "error writing file '%s': %s", u->path, strerror(-k));
+			e2b_reply_error(r, 500, "error writing file '%s': %s", u->path, strerror(-k));
 		return false;
 	}
 	if (paddock_file_writer_commit(w, &err) < 0) {
 		paddock_file_writer_free(w);
 		if (err.code == EISDIR)
-			reply_error(r, 400, "path is a directory: '%s'", u->path);
+			e2b_reply_error(r, 400, "path is a directory: '%s'", u->path);
 		else
 			reply_paddock_error(r, &err);
 		return false;
@@ -978,21 +950,21 @@ static void files_post_multipart(struct e2b_req *r, const struct files_query *fq
 	int k;
 
 	if (!boundary)
-		return reply_error(r, 400,
+		return e2b_reply_error(r, 400,
 				   "Content-Type: expected multipart/form-data with a "
 				   "boundary of 1 to %d characters",
 				   FILES_MAX_BOUNDARY);
 	if (gzip) {
 		k = gunzip(in, &s);
 		if (k == -EFBIG) {
-			reply_error(r, 413,
+			e2b_reply_error(r, 413,
 				    "the body inflates to more than %" PRIu64
 				    " bytes (paddockd's max upload)",
 				    r->d->max_upload);
 			goto out;
 		}
 		if (k < 0) {
-			reply_error(r, k == -ENOMEM ? 500 : 400,
+			e2b_reply_error(r, k == -ENOMEM ? 500 : 400,
 				    "error decompressing request body: not gzip, or cut short");
 			goto out;
 		}
@@ -1002,18 +974,18 @@ static void files_post_multipart(struct e2b_req *r, const struct files_query *fq
 		len = evbuffer_get_length(in);
 		body = len ? (const char *)evbuffer_pullup(in, -1) : "";
 		if (!body) {
-			reply_error(r, 500, "out of memory");
+			e2b_reply_error(r, 500, "out of memory");
 			goto out;
 		}
 	}
 	if (!multipart_parse(body, len, boundary, &parts, &n_parts, why, sizeof(why))) {
-		reply_error(r, 400, "%s", why);
+		e2b_reply_error(r, 400, "%s", why);
 		goto out;
 	}
 	ups = calloc(n_parts ? n_parts : 1, sizeof(*ups));
 	out = json_array();
 	if (!ups || !out) {
-		reply_error(r, 500, "out of memory");
+		e2b_reply_error(r, 500, "out of memory");
 		goto out;
 	}
 	/* every name checked before anything is written */
@@ -1023,7 +995,7 @@ static void files_post_multipart(struct e2b_req *r, const struct files_query *fq
 		if (!parts[i].name || strcmp(parts[i].name, "file") != 0)
 			continue; /* envd ignores other fields */
 		if (!name) {
-			reply_error(r, 400,
+			e2b_reply_error(r, 400,
 				    "error getting multipart custom part file name: "
 				    "filename not found in Content-Disposition header");
 			goto out;
@@ -1035,7 +1007,7 @@ static void files_post_multipart(struct e2b_req *r, const struct files_query *fq
 		ups[n_ups].len = parts[i].len;
 		for (size_t j = 0; j < n_ups; j++)
 			if (strcmp(ups[j].path, ups[n_ups].path) == 0) {
-				reply_error(r, 400,
+				e2b_reply_error(r, 400,
 					    "you cannot upload multiple files to the same "
 					    "path '%s' in one upload request",
 					    ups[n_ups].path);
@@ -1055,7 +1027,7 @@ static void files_post_multipart(struct e2b_req *r, const struct files_query *fq
 			free(js);
 			if (b)
 				evbuffer_free(b);
-			reply_error(r, 500, "out of memory");
+			e2b_reply_error(r, 500, "out of memory");
 			goto out;
 		}
 		evbuffer_add(b, js, strlen(js));
@@ -1082,7 +1054,7 @@ static void files_post_raw(struct e2b_req *r, const struct files_query *fq, bool
 	json_t *out;
 
 	if (!fq->path)
-		return reply_error(r, 400, "path query parameter is required for raw body upload");
+		return e2b_reply_error(r, 400, "path query parameter is required for raw body upload");
 	u.path = files_path(r, fq->path);
 	if (!u.path)
 		return;
@@ -1097,13 +1069,13 @@ static void files_post_raw(struct e2b_req *r, const struct files_query *fq, bool
 					  "application/json");
 			evhttp_send_reply(r->req, 200, "OK", b);
 		} else {
-			reply_error(r, 500, "out of memory");
+			e2b_reply_error(r, 500, "out of memory");
 		}
 		free(js);
 		if (b)
 			evbuffer_free(b);
 	} else if (!out) {
-		reply_error(r, 500, "out of memory");
+		e2b_reply_error(r, 500, "out of memory");
 	}
 	json_decref(out);
 	free(u.path);
@@ -1135,19 +1107,19 @@ static void files_post(struct e2b_req *r, const struct files_query *fq)
 	 */
 	TAILQ_FOREACH(h, in, next)
 	if (strncasecmp(h->key, "X-Metadata-", 11) == 0)
-		return reply_error(r, 400,
+		return e2b_reply_error(r, 400,
 				   "%.80s: file metadata (extended attributes) is "
 				   "not supported by paddock",
 				   h->key);
 	if (evbuffer_get_length(evhttp_request_get_input_buffer(r->req)) > r->d->max_upload)
-		return reply_error(
+		return e2b_reply_error(
 			r, 413, "uploads are limited to %" PRIu64 " bytes (paddockd's max upload)",
 			r->d->max_upload);
 	media_type(ce ? ce : "", enc, sizeof(enc));
 	if (strcasecmp(enc, "gzip") == 0 || strcasecmp(enc, "x-gzip") == 0)
 		gzip = true;
 	else if (enc[0] && strcasecmp(enc, "identity") != 0)
-		return reply_error(r, 400,
+		return e2b_reply_error(r, 400,
 				   "error decompressing request body: unsupported "
 				   "Content-Encoding: %.32s, supported: [gzip]",
 				   enc);
@@ -1156,7 +1128,7 @@ static void files_post(struct e2b_req *r, const struct files_query *fq)
 		return files_post_raw(r, fq, gzip);
 	if (strncasecmp(type, "multipart/", 10) == 0)
 		return files_post_multipart(r, fq, ct, gzip);
-	reply_error(r, 400,
+	e2b_reply_error(r, 400,
 		    "unsupported content type: %.64s, expected multipart/form-data or "
 		    "application/octet-stream",
 		    ct ? ct : "");
@@ -1171,7 +1143,7 @@ void e2b_files(struct e2b_req *r)
 
 	if (m != EVHTTP_REQ_GET && m != EVHTTP_REQ_POST) {
 		evhttp_add_header(evhttp_request_get_output_headers(r->req), "Allow", "GET, POST");
-		return reply_error(r, 405, "expected GET or POST");
+		return e2b_reply_error(r, 405, "expected GET or POST");
 	}
 	if (!query_parse(r, &fq))
 		return;

@@ -242,55 +242,47 @@ static void start_reply(struct request *r, int status, json_t *body)
 
 /* ---- selectors ------------------------------------------------------------------------------ */
 
+/* An error of a unary call, or the end of a stream */
+static void fail(struct e2b_req *r, bool stream, bool *started, enum pd_connect_code code,
+		 const char *msg)
+{
+	if (stream)
+		pd_connect_stream_end(r->req, started, (int)code, "%s", msg);
+	else
+		pd_connect_reply_error(r->req, code, "%s", msg);
+}
+
 /* A running process a ProcessSelector names, or NULL with the error answered. */
 static struct proc *select_proc(struct e2b_req *r, json_t *msg, bool stream, bool *started)
 {
 	json_t *sel = json_object_get(msg, "process");
 	json_t *pid = json_object_get(sel, "pid"), *tag = json_object_get(sel, "tag");
-	char key[PD_MAX_TAG + 24];
+	char key[PD_MAX_TAG + 24], why[PD_MAX_TAG + 64];
 	struct proc *p;
 	uint32_t n;
 
 	if (!json_is_object(sel) || (!pid && !tag) || (pid && tag)) {
-		if (stream)
-			pd_connect_stream_end(r->req, started, PD_CONNECT_INVALID_ARGUMENT,
-					      "process: expected a selector with 'pid' or 'tag'");
-		else
-			pd_connect_reply_error(r->req, PD_CONNECT_INVALID_ARGUMENT,
-					       "process: expected a selector with 'pid' or 'tag'");
+		fail(r, stream, started, PD_CONNECT_INVALID_ARGUMENT,
+		     "process: expected a selector with 'pid' or 'tag'");
 		return NULL;
 	}
-	if (pid) {
-		if (!pd_pbjson_uint32(pid, &n) || n == 0) {
-			if (stream)
-				pd_connect_stream_end(r->req, started, PD_CONNECT_INVALID_ARGUMENT,
-						      "process.pid: expected a pid");
-			else
-				pd_connect_reply_error(r->req, PD_CONNECT_INVALID_ARGUMENT,
-						       "process.pid: expected a pid");
-			return NULL;
-		}
-		snprintf(key, sizeof(key), "%u", n);
-	} else {
-		if (!json_is_string(tag) || json_string_length(tag) > PD_MAX_TAG) {
-			if (stream)
-				pd_connect_stream_end(r->req, started, PD_CONNECT_INVALID_ARGUMENT,
-						      "process.tag: expected a string");
-			else
-				pd_connect_reply_error(r->req, PD_CONNECT_INVALID_ARGUMENT,
-						       "process.tag: expected a string");
-			return NULL;
-		}
-		snprintf(key, sizeof(key), "%s", json_string_value(tag));
+	if (pid && (!pd_pbjson_uint32(pid, &n) || n == 0)) {
+		fail(r, stream, started, PD_CONNECT_INVALID_ARGUMENT, "process.pid: expected a pid");
+		return NULL;
 	}
+	if (!pid && (!json_is_string(tag) || json_string_length(tag) > PD_MAX_TAG)) {
+		fail(r, stream, started, PD_CONNECT_INVALID_ARGUMENT,
+		     "process.tag: expected a string of at most 64 bytes");
+		return NULL;
+	}
+	if (pid)
+		snprintf(key, sizeof(key), "%u", n);
+	else
+		snprintf(key, sizeof(key), "%s", json_string_value(tag));
 	p = pd_proc_find(r->box, key);
 	if (!p || p->exited || !p->ex) {
-		if (stream)
-			pd_connect_stream_end(r->req, started, PD_CONNECT_NOT_FOUND,
-					      "process with %s '%s' not found", pid ? "pid" : "tag", key);
-		else
-			pd_connect_reply_error(r->req, PD_CONNECT_NOT_FOUND,
-					       "process with %s '%s' not found", pid ? "pid" : "tag", key);
+		snprintf(why, sizeof(why), "process with %s '%s' not found", pid ? "pid" : "tag", key);
+		fail(r, stream, started, PD_CONNECT_NOT_FOUND, why);
 		return NULL;
 	}
 	return p;

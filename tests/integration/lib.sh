@@ -85,3 +85,24 @@ finish() {
 	[ "$T_FAILED" -eq 0 ]
 	exit $?
 }
+
+# A test that needs something the machine may lack (node, an npm package): skipped, or a
+# failure where the suite must run everything (PADDOCK_TEST_MUST_WORK=1, as in CI).
+unavailable() {
+	if [ "${PADDOCK_TEST_MUST_WORK:-0}" = 1 ]; then
+		not_ok "$1"
+		finish
+	fi
+	echo "1..0 # SKIP $1"
+	exit 77
+}
+
+# need_npm_package DIR NAME: DIR/node_modules holds NAME at the version DIR's lock file says
+need_npm_package() {
+	local want have
+	want=$(node -p 'require(process.argv[1]).packages["node_modules/" + process.argv[2]].version' \
+		"$1/package-lock.json" "$2" 2>/dev/null)
+	have=$(node -p 'require(process.argv[1]).version' "$1/node_modules/$2/package.json" 2>/dev/null)
+	[ -n "$have" ] || unavailable "$2 is not installed: npm ci in $1 (dev/test does it)"
+	[ "$have" = "$want" ] || unavailable "$2 $have is installed, the lock file says $want: npm ci in $1"
+}

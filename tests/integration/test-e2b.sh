@@ -11,27 +11,13 @@
 
 E2B=$(cd "$(dirname "$0")" && pwd)/e2b
 
-# no node, or no SDK: skipped, or a failure where the suite must run everything
-unavailable() {
-	if [ "${PADDOCK_TEST_MUST_WORK:-0}" = 1 ]; then
-		not_ok "$1"
-		finish
-	fi
-	echo "1..0 # SKIP $1"
-	exit 77
-}
 command -v node >/dev/null || unavailable "node is not installed (dev/deps --test installs it)"
 # the SDK's own engines field: >=20.18.1 <21 || >=22
 node -e '
 	const [a, b, c] = process.versions.node.split(".").map(Number);
 	process.exit(a >= 22 || (a === 20 && (b > 18 || (b === 18 && c >= 1))) ? 0 : 1)' ||
 	unavailable "node $(node --version) is older than the E2B SDK needs (20.18.1, or 22)"
-want=$(node -p 'require(process.argv[1]).packages["node_modules/e2b"].version' \
-	"$E2B/package-lock.json" 2>/dev/null)
-have=$(node -p 'require(process.argv[1]).version' "$E2B/node_modules/e2b/package.json" 2>/dev/null)
-[ -n "$have" ] || unavailable "the E2B SDK is not installed: npm ci in tests/integration/e2b (dev/test does it)"
-[ "$have" = "$want" ] ||
-	unavailable "E2B SDK $have is installed, the lock file says $want: npm ci in tests/integration/e2b"
+need_npm_package "$E2B" e2b
 
 SOCK=$T_TMP/sock
 STATE=$T_TMP/state

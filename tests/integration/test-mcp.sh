@@ -10,26 +10,10 @@
 
 MCP=$(cd "$(dirname "$0")" && pwd)/mcp
 
-# no node or no SDK: skipped, or a failure where the suite must run everything
-unavailable() {
-	if [ "${PADDOCK_TEST_MUST_WORK:-0}" = 1 ]; then
-		not_ok "$1"
-		finish
-	fi
-	echo "1..0 # SKIP $1"
-	exit 77
-}
 command -v node >/dev/null || unavailable "node is not installed (dev/deps --test installs it)"
 [ "$(node -p 'process.versions.node.split(".")[0] >= 18')" = true ] ||
 	unavailable "node $(node --version) is older than 18"
-# node -p 'require(FILE)...' FILE: a field of a JSON file
-want=$(node -p 'require(process.argv[1]).packages["node_modules/@modelcontextprotocol/sdk"].version' \
-	"$MCP/package-lock.json" 2>/dev/null)
-have=$(node -p 'require(process.argv[1]).version' \
-	"$MCP/node_modules/@modelcontextprotocol/sdk/package.json" 2>/dev/null)
-[ -n "$have" ] || unavailable "the MCP SDK is not installed: npm ci in tests/integration/mcp (dev/test does it)"
-[ "$have" = "$want" ] ||
-	unavailable "MCP SDK $have is installed, the lock file says $want: npm ci in tests/integration/mcp"
+need_npm_package "$MCP" @modelcontextprotocol/sdk
 
 "$PADDOCK" mcp --help >/dev/null 2>&1
 expect_eq "paddock mcp --help exits 0" 0 "$?"
