@@ -182,9 +182,9 @@ PADDOCK_API int paddock_sandbox_create_async(paddock_ctx *ctx, const paddock_spe
 					     paddock_sandbox **ret_sandbox, paddock_error *err);
 
 /*
- * The template of a spec: its JSON without the fields a claim binds (hostname, env,
- * limits.timeout_s, limits.output, network.allow and network.deny, and network.mode as
- * "egress" for both allowlist and open), keys sorted. Two specs with the same template can claim
+ * The template of a spec: its JSON without the fields a claim binds (hostname, env, every
+ * limit but limits.required, network.allow and network.deny, and network.mode as "egress"
+ * for both allowlist and open), keys sorted. Two specs with the same template can claim
  * each other's pooled sandboxes. Caller frees.
  */
 PADDOCK_API int paddock_spec_template_json(const paddock_spec *spec, char **ret_json,
@@ -192,9 +192,12 @@ PADDOCK_API int paddock_spec_template_json(const paddock_spec *spec, char **ret_
 
 /*
  * Takes a pooled sandbox (made with opts.pooled) for `spec`, which must have its template:
- * binds the spec's hostname, environment and network policy, then init confines itself as in a sandbox made
- * cold; from then on the sandbox is the same as one made from `spec`. -EINVAL when the
- * template differs or the sandbox was claimed already; on other errors the sandbox is killed.
+ * binds the spec's hostname, environment, limits (cgroup values, rlimits, disk size) and
+ * network policy, then init confines itself as in a sandbox made cold; from then on the
+ * sandbox is the same as one made from `spec`. -EINVAL when the template differs or the
+ * sandbox was claimed already. An error before init is told of the claim (a limit the cgroup
+ * refuses, such as memory below what is in use) leaves the sandbox pooled with its own
+ * limits, or kills it when they cannot be written back; an error after kills it.
  */
 PADDOCK_API int paddock_sandbox_claim(paddock_sandbox *sb, const paddock_spec *spec,
 				      paddock_error *err);

@@ -233,9 +233,29 @@ static struct pool_tmpl *find_tmpl(struct daemon *d, const char *key, const padd
 		paddock_error err = { 0 };
 		char *json = NULL;
 
-		/* a copy of the spec: paddock_spec has no public copy, its JSON is one */
-		if (paddock_spec_to_json(spec, &json, &err) < 0 ||
-		    paddock_spec_new(&t->spec, &err) < 0 ||
+		/*
+		 * A copy of the spec (paddock_spec has no public copy, its JSON is one) with the
+		 * default limits: a claim binds its own, and the first create's (a tight
+		 * cpu_time_s, say) must not shape every sandbox this template keeps ready.
+		 * limits.required stays: it decides whether a sandbox can be made at all.
+		 */
+		json_t *o = NULL, *lim;
+
+		if (paddock_spec_to_json(spec, &json, &err) >= 0)
+			o = json_loads(json, 0, NULL);
+		free(json);
+		json = NULL;
+		lim = json_object_get(o, "limits");
+		if (lim) {
+			json_t *req = json_incref(json_object_get(lim, "required"));
+
+			json_object_clear(lim);
+			if (req)
+				json_object_set_new(lim, "required", req);
+		}
+		json = o ? json_dumps(o, JSON_COMPACT) : NULL;
+		json_decref(o);
+		if (!json || paddock_spec_new(&t->spec, &err) < 0 ||
 		    paddock_spec_load_json(t->spec, json, strlen(json), &err) < 0) {
 			free(json);
 			paddock_spec_free(t->spec);
@@ -281,8 +301,20 @@ int pd_pool_claim(struct daemon *d, const paddock_spec *spec, paddock_sandbox **
 			free(p);
 			break;
 		}
-		/* a pooled sandbox that died or cannot take the claim: the next one */
 		fprintf(stderr, "paddockd: pool: claim: %s\n", err.msg);
+		/*
+		 * A claim refused before anything was bound leaves the sandbox pooled and alive:
+		 * the spec is at fault, not the sandbox. It goes back, and the create goes cold
+		 * (to fail there with the error it deserves): one bad request must not empty
+		 * the pool.
+		 */
+		if (paddock_sandbox_running(p->sb)) {
+			p->next = t->ready;
+			t->ready = p;
+			t->n_ready++;
+			break;
+		}
+		/* a pooled sandbox that died meanwhile: the next one */
 		paddock_sandbox_free(p->sb);
 		free(p);
 	}

@@ -174,6 +174,8 @@ struct pd_cgroup_ops {
 	int (*open)(const struct pd_cgroup_layout *layout, unsigned slot,
 		    const struct pd_cgroup_limits *limits, struct pd_cgroup **ret_cgroup,
 		    paddock_error *err);
+	int (*set_limits)(struct pd_cgroup *cg, const struct pd_cgroup_limits *limits,
+			  paddock_error *err);
 	int (*attach)(struct pd_cgroup *cg, pid_t pid, paddock_error *err);
 	void (*oom_ack)(struct pd_cgroup *cg);
 	int (*stats)(struct pd_cgroup *cg, struct pd_cgroup_stats *ret_stats, paddock_error *err);

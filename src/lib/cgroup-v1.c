@@ -304,6 +304,23 @@ static int adopt(struct cgroup_v1 *v, paddock_error *err)
 	return read_cpu(v, &v->usage_ns_base, &v->user_ns_base, &v->system_ns_base, err);
 }
 
+/* A claim's limits: the limit writes of setup(), each by the function setup() uses. */
+static int v1_set_limits(struct pd_cgroup *cg, const struct pd_cgroup_limits *limits,
+			 paddock_error *err)
+{
+	struct cgroup_v1 *v = to_v1(cg);
+	size_t pids_i = (size_t)(v->pids - v->dirs);
+	int r;
+
+	r = set_memory_limit(v, limits->memory_bytes, err);
+	if (r < 0)
+		return r;
+	r = pd_cgroup_pids_setup(v->pids, limits->pids, v->created[pids_i], &v->pids_base, err);
+	if (r < 0)
+		return r;
+	return setup_cpu(v, limits->cpus, err);
+}
+
 static int setup(struct cgroup_v1 *v, const struct pd_cgroup_limits *limits, paddock_error *err)
 {
 	size_t pids_i = (size_t)(v->pids - v->dirs);
@@ -433,6 +450,7 @@ static int v1_kill_all(struct pd_cgroup *cg, paddock_error *err)
 const struct pd_cgroup_ops pd_cgroup_v1_ops = {
 	.version = PD_CGROUP_V1,
 	.open = v1_open,
+	.set_limits = v1_set_limits,
 	.attach = v1_attach,
 	.oom_ack = v1_oom_ack,
 	.stats = v1_stats,

@@ -359,6 +359,15 @@ static int v2_open(const struct pd_cgroup_layout *l, unsigned slot,
 	return pd_cgroup_v2_open_at(&l->v2, slot, limits, 0, ret_cgroup, err);
 }
 
+/* A claim's limits: set_limits(), as setup() applies them. */
+static int v2_set_limits(struct pd_cgroup *cg, const struct pd_cgroup_limits *limits,
+			 paddock_error *err)
+{
+	struct cgroup_v2 *v = to_v2(cg);
+
+	return controlled(v) ? set_limits(v, limits, err) : 0;
+}
+
 static int v2_attach(struct pd_cgroup *cg, pid_t pid, paddock_error *err)
 {
 	return pd_cgroup_write_pid(&to_v2(cg)->dir, pid, err);
@@ -436,6 +445,7 @@ static int v2_stats(struct pd_cgroup *cg, struct pd_cgroup_stats *ret_stats, pad
 const struct pd_cgroup_ops pd_cgroup_v2_ops = {
 	.version = PD_CGROUP_V2,
 	.open = v2_open,
+	.set_limits = v2_set_limits,
 	.attach = v2_attach,
 	.oom_ack = v2_oom_ack,
 	.stats = v2_stats,

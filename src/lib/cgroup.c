@@ -1024,6 +1024,22 @@ int pd_cgroup_adopt(unsigned slot, struct pd_cgroup **ret_cgroup, paddock_error 
 	return pd_cgroup_open(slot, NULL, ret_cgroup, err);
 }
 
+int pd_cgroup_set_limits(struct pd_cgroup *cg, const struct pd_cgroup_limits *limits,
+			 paddock_error *err)
+{
+	int r;
+
+	if (!cg || !limits)
+		return pd_fail(err, EINVAL, "set cgroup limits: missing argument");
+	r = check_limits(limits, err);
+	if (r < 0)
+		return r;
+	r = cg->ops->set_limits(cg, limits, err);
+	if (r < 0)
+		pd_error_prefix(err, "cgroup of slot %u", cg->slot);
+	return r;
+}
+
 enum pd_cgroup_version pd_cgroup_version(const struct pd_cgroup *cg)
 {
 	return cg ? cg->ops->version : PD_CGROUP_NONE;

@@ -69,6 +69,16 @@ int pd_cgroup_open(unsigned slot, const struct pd_cgroup_limits *limits,
  */
 int pd_cgroup_adopt(unsigned slot, struct pd_cgroup **ret_cgroup, paddock_error *err);
 
+/*
+ * Writes new limits to an open cgroup: the writes pd_cgroup_open() makes for them (memory with
+ * v1's memsw ordering, pids, CPU quota), nothing else (members, OOM watch and counters stay).
+ * For the claim of a pooled sandbox, before it runs anything. Lowering memory below what is
+ * in use makes the kernel reclaim; v1 refuses with -EBUSY when it cannot, v2 OOM-kills. On
+ * failure some limits may be written and others not: the caller writes the old ones back.
+ */
+int pd_cgroup_set_limits(struct pd_cgroup *cg, const struct pd_cgroup_limits *limits,
+			 paddock_error *err);
+
 enum pd_cgroup_version pd_cgroup_version(const struct pd_cgroup *cg);
 
 /* v2: a directory fd for clone3(CLONE_INTO_CGROUP); v1: -1 (use pd_cgroup_attach). */

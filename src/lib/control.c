@@ -3,7 +3,9 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -136,4 +138,94 @@ ssize_t pd_ctl_recv_wait(int sock, int timeout_ms, uint32_t *type, void *buf, si
 		if (n != -EAGAIN)
 			return n;
 	}
+}
+
+int pd_ctl_bind_pack(const struct pd_ctl_bind *hdr, const char *hostname, char *const *env,
+		     size_t envc, char **ret_buf, size_t *ret_len)
+{
+	struct pd_ctl_bind h = *hdr;
+	size_t len = sizeof(h) + strlen(hostname) + 1;
+	char *buf, *p;
+
+	if (envc > PD_CTL_MAX_ARGS)
+		return -E2BIG;
+	for (size_t i = 0; i < envc; i++)
+		len += strlen(env[i]) + 1;
+	if (len > PD_CTL_MAX_MSG - sizeof(struct pd_ctl_hdr))
+		return -E2BIG;
+	buf = malloc(len);
+	if (!buf)
+		return -ENOMEM;
+	h.envc = (uint32_t)envc;
+	h.pad = 0;
+	memcpy(buf, &h, sizeof(h));
+	p = stpcpy(buf + sizeof(h), hostname) + 1;
+	for (size_t i = 0; i < envc; i++)
+		p = stpcpy(p, env[i]) + 1;
+	*ret_buf = buf;
+	*ret_len = len;
+	return 0;
+}
+
+static bool rlimits_valid(const struct pd_ctl_rlimits *rl)
+{
+	/* the first three are in every plan */
+	static const int known[] = { RLIMIT_FSIZE, RLIMIT_NOFILE, RLIMIT_CPU, RLIMIT_DATA,
+				     RLIMIT_NPROC };
+	unsigned seen = 0;
+
+	if (rl->n > PD_CTL_MAX_RLIMITS)
+		return false;
+	for (uint32_t i = 0; i < rl->n; i++) {
+		size_t k = 0;
+
+		while (k < ELEMENTSOF(known) && known[k] != rl->r[i].resource)
+			k++;
+		if (k == ELEMENTSOF(known) || (seen & (1u << k)) || rl->r[i].soft > rl->r[i].hard)
+			return false;
+		seen |= 1u << k;
+	}
+	/* SECURITY: a plan without the limits every command has would run it without them */
+	return (seen & 7u) == 7u;
+}
+
+int pd_ctl_bind_parse(const char *buf, size_t len, struct pd_ctl_bind_msg *ret)
+{
+	struct pd_ctl_bind h;
+	const char *pos, *end = buf + len, *z, *hostname;
+	char **env;
+
+	if (len < sizeof(h))
+		return -EPROTO;
+	memcpy(&h, buf, sizeof(h));
+	if (h.envc > PD_CTL_MAX_ARGS || h.disk_bytes == 0 || h.disk_bytes > INT64_MAX ||
+	    !rlimits_valid(&h.rlimits))
+		return -EPROTO;
+	pos = buf + sizeof(h);
+	z = memchr(pos, '\0', (size_t)(end - pos));
+	if (!z || z == pos || z - pos > 64)
+		return -EPROTO;
+	hostname = pos;
+	pos = z + 1;
+	env = calloc(h.envc + 1, sizeof(char *));
+	if (!env)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < h.envc; i++) {
+		z = memchr(pos, '\0', (size_t)(end - pos));
+		if (!z || !memchr(pos, '=', (size_t)(z - pos))) {
+			free(env);
+			return -EPROTO;
+		}
+		env[i] = (char *)pos;
+		pos = z + 1;
+	}
+	/* nothing after the last string */
+	if (pos != end) {
+		free(env);
+		return -EPROTO;
+	}
+	ret->hdr = h;
+	ret->hostname = hostname;
+	ret->env = env;
+	return 0;
 }

@@ -83,11 +83,40 @@ struct pd_ctl_ready {
 	int32_t landlock_abi; /* 0 when commands run without Landlock */
 };
 
-/* The claim of a pooled sandbox: what differs between claims of one template. */
+/* One resource limit every command starts with (setrlimit()'s resource, soft, hard). */
+struct pd_ctl_rlimit {
+	int32_t resource; /* RLIMIT_FSIZE, RLIMIT_NOFILE, RLIMIT_CPU, RLIMIT_DATA, RLIMIT_NPROC */
+	uint32_t pad;
+	uint64_t soft, hard;
+};
+
+/* At most one of each resource above. */
+#define PD_CTL_MAX_RLIMITS 5
+
+/* The rlimits of every command: made by pd_init_plan_rlimits() (init.h). */
+struct pd_ctl_rlimits {
+	uint32_t n;
+	uint32_t pad;
+	struct pd_ctl_rlimit r[PD_CTL_MAX_RLIMITS];
+};
+
+/*
+ * The claim of a pooled sandbox: what differs between claims of one template. The cgroup's
+ * limits are not in it: the supervisor writes them before it sends this.
+ */
 struct pd_ctl_bind {
 	uint32_t envc;
 	uint32_t pad;
+	uint64_t disk_bytes;	       /* limits.disk: the size of the disk tmpfs */
+	struct pd_ctl_rlimits rlimits; /* the claim's plan, as a cold init would make it */
 	/* then: hostname\0, env[0]\0 ... env[envc-1]\0 (the spec's "env", NAME=VALUE) */
+};
+
+/* PD_CTL_BIND as init reads it: pointers into the message, env allocated (free() it alone). */
+struct pd_ctl_bind_msg {
+	struct pd_ctl_bind hdr;
+	const char *hostname;
+	char **env; /* NULL-terminated, envc entries */
 };
 
 #define PD_EXEC_PTY_STDIN (1u << 0)
@@ -162,6 +191,21 @@ enum pd_exec_step {
 	PD_STEP_EXECVE,
 	_PD_STEP_MAX,
 };
+
+/*
+ * Packs PD_CTL_BIND: the header (envc is set here), then hostname and env. *ret_buf is
+ * malloc'ed. -E2BIG when it exceeds one message, -ENOMEM.
+ */
+int pd_ctl_bind_pack(const struct pd_ctl_bind *hdr, const char *hostname, char *const *env,
+		     size_t envc, char **ret_buf, size_t *ret_len);
+
+/*
+ * Parses PD_CTL_BIND strictly (init's side): every string terminated and the last one ending
+ * the message, a hostname of at most 64 bytes, at most PD_CTL_MAX_ARGS variables each with a
+ * '=', a disk size, and an rlimit plan of known resources, each at most once, soft <= hard,
+ * with RLIMIT_FSIZE, RLIMIT_NOFILE and RLIMIT_CPU present. 0, or -EPROTO / -ENOMEM.
+ */
+int pd_ctl_bind_parse(const char *buf, size_t len, struct pd_ctl_bind_msg *ret);
 
 /*
  * Sends one message with optional fds. Blocking; retries EINTR. 0 or -errno.

@@ -24,7 +24,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <inttypes.h>
 #include <limits.h>
+#include <linux/magic.h>
 #include <malloc.h>
 #include <net/if.h>
 #include <poll.h>
@@ -35,6 +37,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -96,15 +99,9 @@ struct tracked {
 	struct pd_ctl_exited exit;
 };
 
-#define N_RLIMITS 5
-
 struct init_state {
 	const paddock_spec *spec;
-	struct {
-		int resource;
-		struct rlimit value;
-	} rlimits[N_RLIMITS]; /* applied by each command's child */
-	size_t n_rlimits;
+	struct pd_ctl_rlimits rlimits; /* applied by each command's child */
 	const struct pd_idmap *idmap;
 	int ctl;
 	int sigfd;
@@ -318,12 +315,10 @@ static int confine_self(struct init_state *st, paddock_error *err)
 	return 0;
 }
 
-static void add_rlimit(struct init_state *st, int resource, uint64_t soft, uint64_t hard)
+static void add_rlimit(struct pd_ctl_rlimits *rl, int resource, uint64_t soft, uint64_t hard)
 {
-	assert(st->n_rlimits < N_RLIMITS);
-	st->rlimits[st->n_rlimits].resource = resource;
-	st->rlimits[st->n_rlimits].value = (struct rlimit){ .rlim_cur = soft, .rlim_max = hard };
-	st->n_rlimits++;
+	assert(rl->n < PD_CTL_MAX_RLIMITS);
+	rl->r[rl->n++] = (struct pd_ctl_rlimit){ .resource = resource, .soft = soft, .hard = hard };
 }
 
 /*
@@ -336,18 +331,21 @@ static void add_rlimit(struct init_state *st, int resource, uint64_t soft, uint6
  * only reserved, which V8 reserves by the gigabyte for WebAssembly (node's fetch failed
  * under RLIMIT_AS at any ordinary --memory).
  */
-static void plan_rlimits(struct init_state *st, bool cgroup_limits)
+void pd_init_plan_rlimits(const paddock_spec *spec, bool cgroup_limits,
+			  struct pd_ctl_rlimits *ret_plan)
 {
-	const typeof(st->spec->limits) *l = &st->spec->limits;
+	const typeof(spec->limits) *l = &spec->limits;
 	uint64_t cpu = (uint64_t)l->cpu_time_s + ((double)(uint64_t)l->cpu_time_s < l->cpu_time_s);
+	struct pd_ctl_rlimits rl = { 0 };
 
-	add_rlimit(st, RLIMIT_FSIZE, l->file_size_bytes, l->file_size_bytes);
-	add_rlimit(st, RLIMIT_NOFILE, l->nofile, l->nofile);
-	add_rlimit(st, RLIMIT_CPU, cpu ? cpu : 1, (cpu ? cpu : 1) + 1);
+	add_rlimit(&rl, RLIMIT_FSIZE, l->file_size_bytes, l->file_size_bytes);
+	add_rlimit(&rl, RLIMIT_NOFILE, l->nofile, l->nofile);
+	add_rlimit(&rl, RLIMIT_CPU, cpu ? cpu : 1, (cpu ? cpu : 1) + 1);
 	if (!cgroup_limits) {
-		add_rlimit(st, RLIMIT_DATA, l->memory_bytes, l->memory_bytes);
-		add_rlimit(st, RLIMIT_NPROC, l->pids, l->pids);
+		add_rlimit(&rl, RLIMIT_DATA, l->memory_bytes, l->memory_bytes);
+		add_rlimit(&rl, RLIMIT_NPROC, l->pids, l->pids);
 	}
+	*ret_plan = rl;
 }
 
 /*
@@ -371,7 +369,7 @@ static int join_cgroup(struct init_state *st, paddock_error *err)
 	/* without a cgroup of its own, the one clone3 made (rooted at the invoker's) stays */
 	if (msg.enforced && unshare(CLONE_NEWCGROUP) < 0)
 		return pd_fail(err, errno, "new cgroup namespace");
-	plan_rlimits(st, msg.enforced != 0);
+	pd_init_plan_rlimits(st->spec, msg.enforced != 0, &st->rlimits);
 	return 0;
 }
 
@@ -567,10 +565,13 @@ CHILD_CODE static int exec_child(void *arg)
 	r = setup_stdio(p);
 	if (r < 0)
 		child_fail(p, PD_STEP_SETUP, r, "set up stdio and session");
-	for (size_t i = 0; i < st->n_rlimits; i++)
-		if (syscall(SYS_prlimit64, 0, st->rlimits[i].resource, &st->rlimits[i].value,
-			    NULL) < 0)
+	for (uint32_t i = 0; i < st->rlimits.n; i++) {
+		const struct pd_ctl_rlimit *l = &st->rlimits.r[i];
+		struct rlimit v = { .rlim_cur = l->soft, .rlim_max = l->hard };
+
+		if (syscall(SYS_prlimit64, 0, l->resource, &v, NULL) < 0)
 			child_fail(p, PD_STEP_LIMITS, errno, "set resource limits");
+	}
 	r = pd_caps_drop_to_user(PD_SANDBOX_UID, PD_SANDBOX_GID, !st->idmap->rootless);
 	if (r < 0)
 		child_fail(p, PD_STEP_PRIVS, r, "drop privileges");
@@ -1084,22 +1085,55 @@ _Noreturn static void serve(struct init_state *st)
 }
 
 /*
- * A pooled sandbox's claim (PD_CTL_BIND): the hostname and environment of the claim, then
- * the confinement every sandbox has, then BOUND. Until the claim no command can exist (the
+ * A claim's limits.disk: the disk tmpfs takes the claim's size, as if it had been made with
+ * it (rootfs.c made it with the template's). "/" is disk/root, a bind of the disk itself:
+ * fspick() on it reconfigures the disk's superblock, which init's user namespace owns, and
+ * tmpfs changes only the option given (shmem_reconfigure(), Linux 6.18, read 2026-12). A size
+ * below what is in use already is refused (EINVAL): a pooled sandbox has written only its
+ * /etc, as a cold one would have. Done unconfined, before confine_self(): Landlock and the
+ * seccomp filter forbid it afterwards, to init as to commands.
+ */
+static int resize_disk(const struct init_state *st, uint64_t bytes, paddock_error *err)
+{
+	_cleanup_close_ int fs = -EBADF;
+	struct statfs sf;
+	char size[32];
+
+	if (bytes == st->spec->limits.disk_bytes)
+		return 0;
+	if (statfs("/", &sf) < 0)
+		return pd_fail(err, errno, "statfs /");
+	if (sf.f_type != TMPFS_MAGIC)
+		return pd_fail(err, EIO, "the root is not the sandbox's disk");
+	fs = fspick(AT_FDCWD, "/", FSPICK_CLOEXEC | FSPICK_NO_AUTOMOUNT | FSPICK_SYMLINK_NOFOLLOW);
+	if (fs < 0)
+		return pd_fail(err, errno, "fspick /");
+	snprintf(size, sizeof(size), "%" PRIu64, bytes);
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "size", size, 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_CMD_RECONFIGURE, NULL, NULL, 0) < 0)
+		return pd_fail_field(err, errno, "limits.disk", "resize the disk to %s bytes",
+				     size);
+	return 0;
+}
+
+/*
+ * A pooled sandbox's claim (PD_CTL_BIND): the hostname, environment, disk size and rlimits of
+ * the claim (its cgroup limits were written by the supervisor before it sent BIND), then the
+ * confinement every sandbox has, then BOUND. Until the claim no command can exist (the
  * supervisor refuses them), so waiting unconfined costs nothing: no code of the sandbox's
  * has run yet. Sockets for the egress listeners are made meanwhile; anything else but
- * BIND, or EOF, ends init: an unclaimed sandbox just goes away.
+ * BIND, or EOF, ends init: an unclaimed sandbox just goes away. A BIND init cannot apply
+ * whole ends it too (FAILED): nothing is half-bound.
  */
 static void await_claim(struct init_state *st)
 {
 	static char buf[PD_CTL_MAX_MSG];
-	struct pd_ctl_bind hdr;
+	struct pd_ctl_bind_msg m;
 	struct pd_ctl_ready bound;
 	paddock_error err = { 0 };
 	uint32_t type = 0;
-	const char *pos, *end;
 	ssize_t n;
-	int r = 0;
+	int r;
 
 	for (;;) {
 		n = pd_ctl_recv(st->ctl, &type, buf, sizeof(buf), NULL, NULL);
@@ -1112,26 +1146,22 @@ static void await_claim(struct init_state *st)
 		}
 		break;
 	}
-	if (n < 0 || type != PD_CTL_BIND || (size_t)n < sizeof(hdr))
+	if (n < 0 || type != PD_CTL_BIND)
 		_exit(0);
-	memcpy(&hdr, buf, sizeof(hdr));
-	pos = buf + sizeof(hdr);
-	end = buf + n;
-	st->bound_hostname = (char *)pos;
-	pos = memchr(pos, '\0', (size_t)(end - pos));
-	if (!pos || hdr.envc > PD_CTL_MAX_ARGS)
-		r = pd_fail(&err, EPROTO, "malformed claim");
-	if (r >= 0) {
-		pos++;
-		st->bound_env = unpack(&pos, end, hdr.envc);
-		if (!st->bound_env)
-			r = pd_fail(&err, EPROTO, "malformed claim environment");
-	}
-	if (r >= 0 && st->bound_hostname[0] &&
-	    sethostname(st->bound_hostname, strlen(st->bound_hostname)) < 0)
+	r = pd_ctl_bind_parse(buf, (size_t)n, &m);
+	if (r < 0)
+		r = pd_fail(&err, -r, "malformed claim");
+	if (r >= 0 && sethostname(m.hostname, strlen(m.hostname)) < 0)
 		r = pd_fail(&err, errno, "set hostname");
 	if (r >= 0)
+		r = resize_disk(st, m.hdr.disk_bytes, &err);
+	if (r >= 0) {
+		/* the claim's plan replaces the one join_cgroup() made from the template */
+		st->rlimits = m.hdr.rlimits;
+		st->bound_hostname = (char *)m.hostname;
+		st->bound_env = m.env;
 		r = confine_self(st, &err);
+	}
 	if (r < 0)
 		fail_setup(st->ctl, &err);
 	bound.landlock_abi = st->landlock_abi;

@@ -43,18 +43,24 @@ static pid_t clone_init(int *ret_pidfd)
 	return (pid_t)syscall(SYS_clone3, &args, sizeof(args));
 }
 
+void pd_launch_cgroup_limits(const paddock_spec *spec, struct pd_cgroup_limits *ret_limits)
+{
+	*ret_limits = (struct pd_cgroup_limits){
+		.memory_bytes = spec->limits.memory_bytes,
+		.pids = spec->limits.pids,
+		.cpus = spec->limits.cpus,
+	};
+}
+
 /* Takes the slot's cgroup as root; rootless, or where cgroups cannot be written, none. */
 static int open_cgroup(paddock_sandbox *sb, paddock_error *err)
 {
 	const typeof(sb->spec->limits) *l = &sb->spec->limits;
-	struct pd_cgroup_limits lim = {
-		.memory_bytes = l->memory_bytes,
-		.pids = l->pids,
-		.cpus = l->cpus,
-	};
+	struct pd_cgroup_limits lim;
 	paddock_error why = { 0 };
 	int r;
 
+	pd_launch_cgroup_limits(sb->spec, &lim);
 	if (sb->idmap.rootless || pd_cgroup_probe() == PD_CGROUP_NONE)
 		r = -EACCES;
 	else

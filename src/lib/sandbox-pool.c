@@ -2,11 +2,16 @@
 /*
  * Pooled sandboxes (docs/architecture.md, "Warm pool"): made ahead of demand from a template
  * (a spec but for what a claim binds), their init waiting after the root is built and before
- * it confines itself; a claim binds the claim's hostname and environment, then init confines
- * itself exactly as a sandbox made cold does. What the claim binds is this file's
+ * it confines itself; a claim binds the claim's hostname, environment and limits, then init
+ * confines itself exactly as a sandbox made cold does. What the claim binds is this file's
  * late_fields and the network policy (its rules, and allowlist or open: a sandbox with
  * egress has the same network namespace, routes and proxy either way; only the supervisor's
  * policy differs) and nothing else: every other field must be the template's.
+ *
+ * Order of a claim: checks, then the cgroup's limits (supervisor), the network policy
+ * (supervisor), then PD_CTL_BIND to init: hostname, environment, the disk size and the
+ * rlimit plan, applied by init before it confines itself; then BOUND. Nothing runs in the
+ * sandbox before BOUND (paddock_exec_start() refuses a pooled sandbox).
  */
 #include <errno.h>
 #include <poll.h>
@@ -20,14 +25,26 @@
 #include "control.h"
 #include "error.h"
 #include "events.h"
+#include "init.h"
 #include "sandbox.h"
 #include "spec.h"
 
 #define CLAIM_TIMEOUT_MS 10000
 
-/* Spec fields a claim binds (top level, or "limits.NAME"). */
-static const char *const late_fields[] = { "hostname", "env", "limits.timeout_s",
-					   "limits.output", NULL };
+/*
+ * Spec fields a claim binds (top level, or "limits.NAME"). Every limit that is a value is one:
+ * the cgroup's (memory, pids, cpus; cpu_time is checked against its counters) are written
+ * again by the claim, the rlimits (file_size, nofile, cpu_time, and memory and pids where no
+ * cgroup enforces them) are planned for it and sent to init, and the disk tmpfs is resized
+ * by init before it confines itself. limits.required stays in the template: it decides
+ * whether a sandbox can be made at all (launch.c), so a pool of a spec that requires what
+ * cannot be enforced here is never made, and a claim never fails on it.
+ */
+static const char *const late_fields[] = {
+	"hostname",	   "env",	     "limits.timeout_s", "limits.output",
+	"limits.memory",   "limits.pids",    "limits.cpus",	 "limits.cpu_time_s",
+	"limits.file_size", "limits.nofile", "limits.disk",	 NULL,
+};
 
 int paddock_spec_template_json(const paddock_spec *spec, char **ret_json, paddock_error *err)
 {
@@ -66,29 +83,56 @@ int paddock_spec_template_json(const paddock_spec *spec, char **ret_json, paddoc
 	return 0;
 }
 
-/* hostname\0 env...\0 after the header */
-static int pack_bind(const paddock_spec *spec, char **ret_buf, size_t *ret_len,
-		     paddock_error *err)
+/* The claim's hostname, environment, disk size and rlimit plan, for init. */
+static int pack_bind(const paddock_sandbox *sb, const paddock_spec *spec, char **ret_buf,
+		     size_t *ret_len, paddock_error *err)
 {
-	struct pd_ctl_bind hdr = { .envc = (uint32_t)spec->n_env };
-	size_t len = sizeof(hdr) + strlen(spec->hostname) + 1;
-	char *buf, *p;
+	struct pd_ctl_bind hdr = { .disk_bytes = spec->limits.disk_bytes };
+	int r;
 
-	for (size_t i = 0; i < spec->n_env; i++)
-		len += strlen(spec->env[i]) + 1;
-	if (len > PD_CTL_MAX_MSG)
+	/* the plan a cold init makes, from the claim's limits: `ulimit -a` is the same inside */
+	pd_init_plan_rlimits(spec, sb->cg != NULL, &hdr.rlimits);
+	r = pd_ctl_bind_pack(&hdr, spec->hostname, spec->env, spec->n_env, ret_buf, ret_len);
+	if (r == -E2BIG)
 		return pd_fail_field(err, E2BIG, "env", "the environment is larger than %u bytes",
 				     PD_CTL_MAX_MSG);
-	buf = malloc(len);
-	if (!buf)
-		return pd_fail(err, ENOMEM, "claim");
-	memcpy(buf, &hdr, sizeof(hdr));
-	p = stpcpy(buf + sizeof(hdr), spec->hostname) + 1;
-	for (size_t i = 0; i < spec->n_env; i++)
-		p = stpcpy(p, spec->env[i]) + 1;
-	*ret_buf = buf;
-	*ret_len = len;
+	if (r < 0)
+		return pd_fail(err, -r, "claim");
 	return 0;
+}
+
+/*
+ * The claim's cgroup limits, written before init hears of the claim: in force before init
+ * confines itself and before any command exists, as at a cold create. When a write fails,
+ * the template's limits are written back and the sandbox stays pooled; if even that fails
+ * it is killed (a sandbox never serves with limits half of one spec and half of another).
+ */
+static void unbind_cgroup(paddock_sandbox *sb)
+{
+	struct pd_cgroup_limits had;
+
+	pd_launch_cgroup_limits(sb->spec, &had);
+	if (pd_cgroup_set_limits(sb->cg, &had, NULL) < 0)
+		(void)paddock_sandbox_kill(sb, PADDOCK_END_KILLED, NULL);
+}
+
+static int bind_cgroup(paddock_sandbox *sb, const paddock_spec *spec, paddock_error *err)
+{
+	struct pd_cgroup_limits want, had;
+	int r;
+
+	if (!sb->cg)
+		return 0;
+	pd_launch_cgroup_limits(spec, &want);
+	pd_launch_cgroup_limits(sb->spec, &had);
+	/* while pooled the cgroup holds the template spec's values (or the sandbox was killed) */
+	if (want.memory_bytes == had.memory_bytes && want.pids == had.pids &&
+	    want.cpus == had.cpus)
+		return 0;
+	r = pd_cgroup_set_limits(sb->cg, &want, err);
+	if (r < 0)
+		unbind_cgroup(sb);
+	return r;
 }
 
 /* The supervisor's copy of the spec takes the claim's late fields. */
@@ -109,8 +153,8 @@ static int take_late_fields(paddock_spec *dst, const paddock_spec *src, paddock_
 	free(dst->env);
 	dst->env = env;
 	dst->n_env = src->n_env;
-	dst->limits.timeout_s = src->limits.timeout_s;
-	dst->limits.output_bytes = src->limits.output_bytes;
+	/* every limit but `required` is late, and `required` is the template's */
+	dst->limits = src->limits;
 	return 0;
 oom:
 	for (size_t i = 0; env && env[i]; i++)
@@ -143,11 +187,16 @@ int paddock_sandbox_claim(paddock_sandbox *sb, const paddock_spec *spec, paddock
 		r = paddock_spec_template_json(spec, &theirs, err);
 	if (r >= 0 && strcmp(mine, theirs) != 0)
 		r = pd_fail(err, EINVAL, "the spec is not the template of sandbox %s", sb->id);
-	/* the claim's network policy, in force before any command can run */
-	if (r >= 0 && sb->egress)
-		r = paddock_sandbox_set_network(sb, spec, err);
 	if (r >= 0)
-		r = pack_bind(spec, &buf, &len, err);
+		r = pack_bind(sb, spec, &buf, &len, err);
+	/* the claim's limits and network policy, in force before any command can run */
+	if (r >= 0)
+		r = bind_cgroup(sb, spec, err);
+	if (r >= 0 && sb->egress) {
+		r = paddock_sandbox_set_network(sb, spec, err);
+		if (r < 0 && sb->cg)
+			unbind_cgroup(sb);
+	}
 	/* it was made at the lowest priority (sandbox.c): from now on it serves a claim */
 	if (r >= 0 && geteuid() == 0)
 		(void)setpriority(PRIO_PROCESS, (id_t)sb->init_pid, 0);
@@ -177,6 +226,7 @@ int paddock_sandbox_claim(paddock_sandbox *sb, const paddock_spec *spec, paddock
 		return r;
 	sb->spec->pooled = false;
 	sb->landlock_abi = msg.bound.landlock_abi;
+	pd_sandbox_limits_bound(sb);
 	if (pd_events_wanted(sb->ctx))
 		pd_emit(sb->ctx, PADDOCK_LEVEL_INFO, "sandbox.claimed", sb->id, NULL,
 			json_pack("{s:s}", "hostname", sb->spec->hostname));

@@ -704,6 +704,23 @@ static void cpu_cb(evutil_socket_t fd, short what, void *arg)
 			   sb->spec->limits.cpu_time_s, "used_s", used));
 }
 
+static void arm_timeout(paddock_sandbox *sb)
+{
+	double t = sb->spec->limits.timeout_s;
+	struct timeval tv = { .tv_sec = (time_t)t };
+
+	tv.tv_usec = (suseconds_t)((t - (double)tv.tv_sec) * 1e6);
+	(void)event_add(sb->timeout_ev, &tv); /* replaces a pending one */
+}
+
+void pd_sandbox_limits_bound(paddock_sandbox *sb)
+{
+	if (sb->timeout_ev && !sb->no_timeout)
+		arm_timeout(sb);
+	if (sb->cpu_ev)
+		cpu_cb(-1, 0, sb);
+}
+
 int paddock_sandbox_kill(paddock_sandbox *sb, enum paddock_end_reason reason, paddock_error *err)
 {
 	if (!sb || (unsigned)reason >= _PADDOCK_END_MAX)

@@ -108,6 +108,11 @@ struct pd_socket_req {
 
 /* Registers the sandbox's fds and timers with the loop (create and adopt). */
 int pd_sandbox_arm(paddock_sandbox *sb, paddock_error *err);
+/*
+ * A claim bound the spec's limits (sandbox-pool.c): the sandbox's timeout starts over with
+ * the claim's, and the CPU time check looks again (it may end the sandbox).
+ */
+void pd_sandbox_limits_bound(paddock_sandbox *sb);
 /* A new exec object in the sandbox's list (not yet started). */
 paddock_exec *pd_exec_new(paddock_sandbox *sb, uint64_t id, paddock_exec_fn fn, void *userdata);
 /* Gives an exec the fds init sent with STARTED or EXEC_STATE; false when they do not fit. */
@@ -130,3 +135,5 @@ int pd_launch(paddock_sandbox *sb, paddock_error *err);
  */
 int pd_launch_begin(paddock_sandbox *sb, paddock_error *err);
 int pd_launch_end(paddock_sandbox *sb, paddock_error *err);
+/* What the cgroup enforces of a spec's limits: memory, pids, CPU quota. */
+void pd_launch_cgroup_limits(const paddock_spec *spec, struct pd_cgroup_limits *ret_limits);

@@ -4,6 +4,9 @@
  * namespaces). The input is sent as one SOCK_SEQPACKET datagram, then received with
  * pd_ctl_recv() into the buffer sizes the supervisor uses; whatever it returns must be
  * consistent: a length within the buffer, a known type, or an error.
+ *
+ * The same input is also a PD_CTL_BIND payload for init's strict parser
+ * (pd_ctl_bind_parse()): what it accepts lies within the input and keeps its promises.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -16,6 +19,24 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+static void check_bind(const uint8_t *data, size_t size)
+{
+	struct pd_ctl_bind_msg m;
+	const char *end = (const char *)data + size;
+
+	if (pd_ctl_bind_parse((const char *)data, size, &m) < 0)
+		return;
+	if (m.hdr.rlimits.n > PD_CTL_MAX_RLIMITS || m.hdr.disk_bytes == 0 || !m.hostname[0] ||
+	    strlen(m.hostname) > 64 || m.hostname + strlen(m.hostname) >= end)
+		abort();
+	for (uint32_t i = 0; i < m.hdr.envc; i++)
+		if (!m.env[i] || m.env[i] + strlen(m.env[i]) >= end || !strchr(m.env[i], '='))
+			abort();
+	if (m.env[m.hdr.envc])
+		abort();
+	free(m.env);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const size_t buffers[] = { sizeof(struct pd_ctl_exec_error) + 64, 16, 0 };
@@ -23,6 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size > 65536)
 		return 0;
+	check_bind(data, size);
 	for (size_t b = 0; b < sizeof(buffers) / sizeof(buffers[0]); b++) {
 		char buf[sizeof(struct pd_ctl_exec_error) + 64];
 		int fds[PD_CTL_MAX_FDS];

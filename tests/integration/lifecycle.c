@@ -29,6 +29,7 @@ struct waiter {
 	struct event_base *base;
 	bool done;
 	struct paddock_result res;
+	char limits[2048]; /* res.limits_json, which lives only as long as the exec */
 };
 
 static void on_exit_cb(paddock_exec *ex, const struct paddock_result *res, void *userdata)
@@ -37,6 +38,8 @@ static void on_exit_cb(paddock_exec *ex, const struct paddock_result *res, void 
 
 	(void)ex;
 	w->res = *res;
+	snprintf(w->limits, sizeof(w->limits), "%s", res->limits_json ? res->limits_json : "");
+	w->res.limits_json = NULL;
 	w->done = true;
 	event_base_loopbreak(w->base);
 }
@@ -625,10 +628,145 @@ static void test_listen_in_sandbox_netns(void **state)
 	event_base_free(base);
 }
 
+/* Appends "<file>=<content>" of dir/file to buf, when the file exists. */
+static void append_file(char *buf, size_t size, const char *dir, const char *file)
+{
+	char path[512], val[128];
+	size_t len = strlen(buf);
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	if (!fgets(val, sizeof(val), f))
+		val[0] = '\0';
+	fclose(f);
+	val[strcspn(val, "\n")] = '\0';
+	snprintf(buf + len, size - len, "%s=%s\n", file, val);
+}
+
+/*
+ * The limits in a sandbox's cgroup, read from the host (a sandbox has no /sys): v1 where
+ * memory is on a v1 hierarchy, else v2. "" without a cgroup (rootless).
+ */
+static void cgroup_facts(const paddock_sandbox *sb, char *buf, size_t size)
+{
+	char path[64], line[512], dir[600], v2[512] = "";
+	bool v1 = false;
+	FILE *f;
+
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)paddock_sandbox_init_pid(sb));
+	f = fopen(path, "re");
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		char *ctl = strchr(line, ':'), *cg = ctl ? strchr(ctl + 1, ':') : NULL;
+
+		if (!cg)
+			continue;
+		*cg++ = '\0';
+		ctl++;
+		cg[strcspn(cg, "\n")] = '\0';
+		if (!strstr(cg, "/paddock/"))
+			continue; /* not a cgroup of ours: none */
+		if (!*ctl) {
+			snprintf(v2, sizeof(v2), "%s", cg);
+			continue;
+		}
+		if (!strcmp(ctl, "memory")) {
+			v1 = true;
+			snprintf(dir, sizeof(dir), "/sys/fs/cgroup/memory%s", cg);
+			append_file(buf, size, dir, "memory.limit_in_bytes");
+			append_file(buf, size, dir, "memory.memsw.limit_in_bytes");
+		} else if (!strcmp(ctl, "pids")) {
+			snprintf(dir, sizeof(dir), "/sys/fs/cgroup/pids%s", cg);
+			append_file(buf, size, dir, "pids.max");
+		} else if (!strcmp(ctl, "cpu,cpuacct") || !strcmp(ctl, "cpu")) {
+			snprintf(dir, sizeof(dir), "/sys/fs/cgroup/cpu%s", cg);
+			append_file(buf, size, dir, "cpu.cfs_quota_us");
+			append_file(buf, size, dir, "cpu.cfs_period_us");
+		}
+	}
+	fclose(f);
+	if (!v1 && v2[0]) {
+		snprintf(dir, sizeof(dir), "/sys/fs/cgroup%s", v2);
+		append_file(buf, size, dir, "memory.max");
+		append_file(buf, size, dir, "memory.swap.max");
+		append_file(buf, size, dir, "pids.max");
+		append_file(buf, size, dir, "cpu.max");
+	}
+}
+
+/* What a sandbox is from inside (and its cgroup's limits from outside), for comparisons. */
+static const char *const facts[] = {
+	"sh", "-c",
+	"id; hostname; echo \"$GREETING\"; env | sort | grep -v '^_='; "
+	"grep -E '^(Cap|NoNewPrivs|Seccomp)' /proc/self/status; "
+	/* mount points and types: options name host uids, which differ per sandbox */
+	"awk '{ for (i = 7; $i != \"-\"; i++); print $5, $(i + 1) }' /proc/self/mountinfo; "
+	"ulimit -a; ls /proc | grep -v '^[0-9]' | sort | tr '\\n' ' '; "
+	"tail -n +3 /proc/net/dev | cut -d: -f1; cat /proc/self/cgroup | sed 's/[0-9a-z_]*$//'; "
+	"echo disk $(df -k / | tail -n 1 | awk '{ print $2 }')K",
+	NULL };
+
+static void sandbox_facts(struct event_base *base, paddock_sandbox *sb, char *buf, size_t size)
+{
+	size_t len;
+
+	snprintf(buf, size, "%s", run_in(base, sb, facts, NULL));
+	len = strlen(buf);
+	cgroup_facts(sb, buf + len, size - len);
+}
+
+/* How many processes a sandbox can fork before its pids limit refuses more. */
+static int fork_bomb(struct event_base *base, paddock_sandbox *sb)
+{
+	const char *argv[] = { "python3", "-c",
+			       "import os, signal\n"
+			       "kids = []\n"
+			       "try:\n"
+			       "    while len(kids) < 200:\n"
+			       "        p = os.fork()\n"
+			       "        if p == 0:\n"
+			       "            signal.pause()\n"
+			       "        kids.append(p)\n"
+			       "except OSError:\n"
+			       "    pass\n"
+			       "for p in kids:\n"
+			       "    os.kill(p, signal.SIGKILL)\n"
+			       "    os.waitpid(p, 0)\n"
+			       "print(len(kids))\n",
+			       NULL };
+	struct paddock_result res;
+	const char *out = run_in(base, sb, argv, &res);
+
+	assert_int_equal(res.reason, PADDOCK_END_EXITED);
+	assert_int_equal(res.exit_code, 0);
+	return atoi(out);
+}
+
+/* The report's "limits" of a command (how each limit was enforced), as JSON. */
+static char *report_limits(struct event_base *base, paddock_sandbox *sb)
+{
+	const char *argv[] = { "true", NULL };
+	struct paddock_exec_opts o = { .argv = argv, .fds = { -1, -1, -1 } };
+	struct waiter w = { .base = base };
+	paddock_error err = { 0 };
+
+	if (paddock_exec_start(sb, &o, on_exit_cb, &w, NULL, &err) < 0)
+		fail_msg("exec_start: %s", err.msg);
+	wait_done(base, &w);
+	assert_int_equal(w.res.reason, PADDOCK_END_EXITED);
+	assert_true(w.limits[0] == '{');
+	return strdup(w.limits);
+}
+
 /*
  * A pooled sandbox: no command before its claim; a claim with another template is refused;
  * once claimed it has the claim's hostname and environment and is, from inside, the same as
- * a sandbox made cold from that spec (ids, confinement, mounts, limits, network).
+ * a sandbox made cold from that spec (ids, confinement, mounts, limits, network). This claim
+ * keeps the template's own limits.
  */
 static void test_pooled_claim(void **state)
 {
@@ -638,18 +776,10 @@ static void test_pooled_claim(void **state)
 	paddock_spec *tmpl = NULL, *claim = NULL, *other = NULL;
 	paddock_sandbox *pooled = NULL, *cold = NULL;
 	const struct paddock_sandbox_opts opts = { .pooled = true, .no_timeout = true };
-	const char *facts[] = {
-		"sh", "-c",
-		"id; hostname; echo \"$GREETING\"; env | sort | grep -v '^_='; "
-		"grep -E '^(Cap|NoNewPrivs|Seccomp)' /proc/self/status; "
-		/* mount points and types: options name host uids, which differ per sandbox */
-		"awk '{ for (i = 7; $i != \"-\"; i++); print $5, $(i + 1) }' /proc/self/mountinfo; "
-		"ulimit -a; ls /proc | grep -v '^[0-9]' | sort | tr '\\n' ' '; "
-		"tail -n +3 /proc/net/dev | cut -d: -f1; cat /proc/self/cgroup | sed 's/[0-9a-z_]*$//'",
-		NULL };
 	const char *argv[] = { "true", NULL };
 	struct paddock_exec_opts o = { .argv = argv, .fds = { -1, -1, -1 } };
-	char cold_out[4096];
+	char cold_out[8192], pooled_out[8192];
+	char *cold_limits, *pooled_limits;
 
 	(void)state;
 	assert_int_equal(paddock_ctx_new(base, &ctx, &err), 0);
@@ -663,7 +793,8 @@ static void test_pooled_claim(void **state)
 
 	/* another template is refused, and the sandbox stays claimable */
 	assert_int_equal(paddock_spec_new(&other, &err), 0);
-	assert_int_equal(paddock_spec_set(other, "limits.memory", "512M", &err), 0);
+	assert_int_equal(paddock_spec_set(other, "limits.memory", "256M", &err), 0);
+	assert_int_equal(paddock_spec_set(other, "cwd", "/tmp", &err), 0);
 	assert_int_equal(paddock_sandbox_claim(pooled, other, &err), -EINVAL);
 
 	/* the claim's own fields: hostname, env, timeout */
@@ -678,16 +809,115 @@ static void test_pooled_claim(void **state)
 
 	if (paddock_sandbox_create(ctx, claim, &cold, &err) < 0)
 		fail_msg("create cold: %s", err.msg);
-	snprintf(cold_out, sizeof(cold_out), "%s", run_in(base, cold, facts, NULL));
+	sandbox_facts(base, cold, cold_out, sizeof(cold_out));
 	assert_non_null(strstr(cold_out, "claimed\nhello from the claim\n"));
-	assert_string_equal(run_in(base, pooled, facts, NULL), cold_out);
+	sandbox_facts(base, pooled, pooled_out, sizeof(pooled_out));
+	assert_string_equal(pooled_out, cold_out);
+	if (geteuid() == 0)
+		assert_non_null(strstr(cold_out, "=268435456\n")); /* the cgroup facts were read */
 	assert_int_equal(paddock_sandbox_landlock_abi(pooled), paddock_sandbox_landlock_abi(cold));
+	cold_limits = report_limits(base, cold);
+	pooled_limits = report_limits(base, pooled);
+	assert_string_equal(pooled_limits, cold_limits);
+	free(cold_limits);
+	free(pooled_limits);
 
 	paddock_sandbox_free(pooled);
 	paddock_sandbox_free(cold);
 	paddock_spec_free(tmpl);
 	paddock_spec_free(claim);
 	paddock_spec_free(other);
+	paddock_ctx_free(ctx);
+	event_base_free(base);
+}
+
+static paddock_spec *spec_with(const char *const *fields)
+{
+	paddock_spec *spec = NULL;
+	paddock_error err = { 0 };
+
+	assert_int_equal(paddock_spec_new(&spec, &err), 0);
+	for (; *fields; fields += 2)
+		if (paddock_spec_set(spec, fields[0], fields[1], &err) < 0)
+			fail_msg("%s: %s", fields[0], err.msg);
+	return spec;
+}
+
+/*
+ * Limits are bound at the claim: a pool made from A serves B, which differs in every limit
+ * but `required`. From inside and from the host (cgroup files, rlimits, disk size, how many
+ * processes fit, the report's limits) the claimed sandbox is a cold one made from B.
+ */
+static void test_pooled_claim_limits(void **state)
+{
+	static const char *const a_fields[] = {
+		"limits.memory", "256M", "limits.pids", "64", "limits.cpus", "1", NULL };
+	static const char *const b_fields[] = {
+		"hostname", "bee", "limits.memory", "128M", "limits.pids", "32",
+		"limits.cpus", "0.5", "limits.cpu_time_s", "5", "limits.file_size", "10M",
+		"limits.nofile", "256", "limits.disk", "64M", "limits.timeout_s", "120",
+		NULL };
+	struct event_base *base = event_base_new();
+	paddock_ctx *ctx = NULL;
+	paddock_error err = { 0 };
+	paddock_spec *a = spec_with(a_fields), *b = spec_with(b_fields);
+	paddock_sandbox *pooled = NULL, *cold = NULL;
+	const struct paddock_sandbox_opts opts = { .pooled = true, .no_timeout = true };
+	char cold_out[8192], pooled_out[8192], *ta = NULL, *tb = NULL;
+	char *cold_limits, *pooled_limits;
+	int cold_forks, pooled_forks;
+
+	(void)state;
+	assert_int_equal(paddock_ctx_new(base, &ctx, &err), 0);
+	/* one template */
+	assert_int_equal(paddock_spec_template_json(a, &ta, &err), 0);
+	assert_int_equal(paddock_spec_template_json(b, &tb, &err), 0);
+	assert_string_equal(ta, tb);
+	if (paddock_sandbox_create_with(ctx, a, &opts, &pooled, &err) < 0)
+		fail_msg("create pooled: %s", err.msg);
+	if (paddock_sandbox_claim(pooled, b, &err) < 0)
+		fail_msg("claim: %s", err.msg);
+	if (paddock_sandbox_create(ctx, b, &cold, &err) < 0)
+		fail_msg("create cold: %s", err.msg);
+
+	sandbox_facts(base, cold, cold_out, sizeof(cold_out));
+	sandbox_facts(base, pooled, pooled_out, sizeof(pooled_out));
+	assert_string_equal(pooled_out, cold_out);
+	/* B's values, not A's */
+	assert_non_null(strstr(cold_out, "disk 65536K\n"));
+	/* dash's `ulimit -a` */
+	assert_non_null(strstr(cold_out, "\ntime(seconds)        5\n"));
+	assert_non_null(strstr(cold_out, "\nnofiles              256\n"));
+	if (geteuid() == 0) {
+		assert_true(strstr(cold_out, "memory.limit_in_bytes=134217728\n") ||
+			    strstr(cold_out, "memory.max=134217728\n"));
+		assert_non_null(strstr(cold_out, "pids.max=32\n"));
+		assert_true(strstr(cold_out, "cpu.cfs_quota_us=50000\n") ||
+			    strstr(cold_out, "cpu.max=50000 100000\n"));
+	} else {
+		assert_non_null(strstr(cold_out, "\nprocess              32\n"));
+	}
+
+	/* a fork bomb stops at B's pids */
+	cold_forks = fork_bomb(base, cold);
+	pooled_forks = fork_bomb(base, pooled);
+	assert_int_equal(pooled_forks, cold_forks);
+	assert_true(cold_forks > 20 && cold_forks < 32);
+
+	cold_limits = report_limits(base, cold);
+	pooled_limits = report_limits(base, pooled);
+	assert_string_equal(pooled_limits, cold_limits);
+	if (!strstr(cold_limits, "\"pids\":{\"value\":32,"))
+		fail_msg("limits: %s", cold_limits);
+
+	free(cold_limits);
+	free(pooled_limits);
+	free(ta);
+	free(tb);
+	paddock_sandbox_free(pooled);
+	paddock_sandbox_free(cold);
+	paddock_spec_free(a);
+	paddock_spec_free(b);
 	paddock_ctx_free(ctx);
 	event_base_free(base);
 }
@@ -740,6 +970,7 @@ int main(void)
 		cmocka_unit_test(test_async_start),
 		cmocka_unit_test(test_listen_in_sandbox_netns),
 		cmocka_unit_test(test_pooled_claim),
+		cmocka_unit_test(test_pooled_claim_limits),
 		cmocka_unit_test(test_pooled_unclaimed_free),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

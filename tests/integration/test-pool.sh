@@ -1,6 +1,6 @@
 #!/bin/bash
 # paddockd's warm pool (docs/api.md, "Warm pool"): creates take ready sandboxes of their
-# template and bind what differs (hostname, environment, TTL, metadata); a claimed sandbox is
+# template and bind what differs (hostname, environment, limits, TTL, metadata); a claimed sandbox is
 # the same, from inside, as one made cold; a claim never sees the previous claim's
 # environment; other templates miss, are made cold and pooled from then on; kill -9 with a
 # full pool leaves nothing once paddockd restarts. run.sh checks nothing is left behind.
@@ -26,7 +26,11 @@ wait_ready() {
 	done
 	return 1
 }
-inits() { ps -e -o stat=,comm= | awk '$1 !~ /^Z/ && $2 == "paddock-init"' | wc -l; }
+# this test's inits: forks of its paddockd, they show its command line (others may run theirs)
+inits() {
+	ps -e -o stat=,comm=,args= |
+		awk -v s="--socket $SOCK " '$1 !~ /^Z/ && $2 == "paddock-init" && index($0, s)' | wc -l
+}
 run() { j "$(api POST "/v1/sandboxes/$1/exec" -d "{\"cmd\": $(printf '%s' "$2" | $PY -c 'import json,sys; print(json.dumps(sys.stdin.read()))')}")" 'd["stdout"]'; }
 create() { j "$(api POST /v1/sandboxes -d "$1")" 'd["id"]'; }
 
@@ -51,15 +55,85 @@ expect_eq "a claimed sandbox is confined like any" "NoNewPrivs: 1 Seccomp: 2" \
 count=$(api GET /metrics | awk '$1 == "paddock_pool_claim_seconds_count" { print $2 }')
 expect_eq "claim latency is recorded for every hit" 2 "$count"
 
+# ---- limits are bound at the claim: other limits, the same template ----
+# the cgroup limits of the sandbox holding process $1, read from the host (no /sys inside):
+# memory, pids, CPU quota
+cg_limits() {
+	local cg=/proc/$1/cgroup mem
+	mem=$(awk -F: '$2 == "memory" { print $3 }' "$cg")
+	if [ -n "$mem" ]; then
+		local pids cpu
+		pids=$(awk -F: '$2 == "pids" { print $3 }' "$cg")
+		cpu=$(awk -F: '$2 ~ /(^|,)cpu(,|$)/ { print $3 }' "$cg")
+		echo "$(cat "/sys/fs/cgroup/memory$mem/memory.limit_in_bytes")" \
+			"$(cat "/sys/fs/cgroup/pids$pids/pids.max")" \
+			"$(cat "/sys/fs/cgroup/cpu$cpu/cpu.cfs_quota_us")"
+	else
+		local p
+		p=/sys/fs/cgroup$(awk -F: '$1 == "0" { print $3 }' "$cg")
+		echo "$(cat "$p/memory.max") $(cat "$p/pids.max") $(cut -d' ' -f1 "$p/cpu.max")"
+	fi
+}
+FORKS='python3 -c "
+import os, signal
+kids = []
+try:
+    while len(kids) < 200:
+        p = os.fork()
+        if p == 0:
+            signal.pause()
+        kids.append(p)
+except OSError:
+    pass
+for p in kids:
+    os.kill(p, signal.SIGKILL)
+    os.waitpid(p, 0)
+print(len(kids))"'
+wait_ready 0 2
+L=$(create '{"limits": {"memory": "100M", "pids": 20, "cpus": 0.5, "cpu_time_s": 7,
+	"nofile": 300, "file_size": "5M", "disk": "50M"}}')
+expect_eq "other limits, the default template: a hit" 3 "$(metric paddock_pool_hits_total)"
+# the soft limits of the named rlimits, in /proc/self/limits' order (shells' ulimit differ)
+RLIMITS='grep -E "^Max (cpu time|file size|data size|processes|open files) " /proc/self/limits |
+awk "{ printf \"%s \", \$(NF - 2) }"; df -k / | tail -n 1 | awk "{ print \$2 }"'
+rl=$(run "$L" "$RLIMITS")
+if [ "$MODE" = root ]; then
+	# memory and pids are the cgroup's (below); the rlimits are the host's, unlimited and more
+	rl=$(awk '{ print $1, $2, $5, $6 }' <<<"$rl")
+	expect_eq "...with the requested rlimits and disk (cpu time, file size, open files, disk)" \
+		"7 5242880 300 51200" "$rl"
+else
+	expect_eq "...with the requested rlimits and disk (cpu time, file size, data, processes, files, disk)" \
+		"7 5242880 104857600 20 300 51200" "$rl"
+fi
+forks=$(run "$L" "$FORKS")
+if [ "$forks" -ge 15 ] && [ "$forks" -lt 20 ]; then
+	ok "...a fork bomb stops at the requested pids ($forks forks)"
+else
+	not_ok "...a fork bomb stops at the requested pids"
+	diag "forks: $forks"
+fi
+if [ "$MODE" = root ]; then
+	api POST "/v1/sandboxes/$L/exec" -d '{"cmd": "sleep 31.25", "background": true}' >/dev/null
+	pid=
+	for _ in $(seq 50); do
+		pid=$(ps -e -o pid=,args= | awk '$2 == "sleep" && $3 == "31.25" { print $1; exit }')
+		[ -n "$pid" ] && break
+		sleep 0.05
+	done
+	expect_eq "...its cgroup has the requested memory, pids and CPU quota" "104857600 20 50000" \
+		"$(cg_limits "$pid")"
+fi
+
 # ---- another template: a miss, made cold, then pooled ----
-T='{"limits": {"memory": "200M", "pids": 100}, "hostname": "cold"}'
+T='{"cwd": "/tmp", "limits": {"memory": "200M", "pids": 100}, "hostname": "cold"}'
 C=$(create "$T")
 expect_eq "another template is a miss" 1 "$(metric paddock_pool_misses_total)"
 expect_match "...made cold, it works" "cold" "$(run "$C" hostname)"
 wait_ready 1 2
 expect_eq "...and is pooled from then on" 2 "$(metric 'paddock_pool_ready{template="1"}')"
-P=$(create '{"limits": {"memory": "200M", "pids": 100}, "hostname": "cold"}')
-expect_eq "the same template again: a hit" 3 "$(metric paddock_pool_hits_total)"
+P=$(create "$T")
+expect_eq "the same template again: a hit" 4 "$(metric paddock_pool_hits_total)"
 
 # the network policy is bound at the claim: allowlist or open, any rules
 E1=$(create '{"network": {"allow": ["first.test"]}}')
@@ -67,7 +141,7 @@ expect_eq "a first spec with egress is a miss" 2 "$(metric paddock_pool_misses_t
 wait_ready 2 2
 expect_eq "...its template (egress, rules apart) is pooled" 2 "$(metric 'paddock_pool_ready{template="2"}')"
 E2=$(create '{"network": {"allow": ["second.test"], "deny": ["bad.second.test"]}}')
-expect_eq "other rules, same template: a hit" 4 "$(metric paddock_pool_hits_total)"
+expect_eq "other rules, same template: a hit" 5 "$(metric paddock_pool_hits_total)"
 r=$(api GET "/v1/sandboxes/$E2/network")
 expect_eq "the claim's rules are in force, not the first create's" "allowlist second.test bad.second.test" \
 	"$(j "$r" 'd["network"]["mode"]+" "+" ".join(d["network"]["allow"])+" "+" ".join(d["network"]["deny"])')"
@@ -78,19 +152,18 @@ expect_eq "inside, the proxy follows the claim's policy" "403 502 403 " \
 	"$(run "$E2" "$P_CURL http://first.test/; $P_CURL http://second.test/; $P_CURL http://bad.second.test/")"
 wait_ready 2 2
 E3=$(create '{"network": {"mode": "open"}}')
-expect_eq "open mode from the same pool: a hit" 5 "$(metric paddock_pool_hits_total)"
+expect_eq "open mode from the same pool: a hit" 6 "$(metric paddock_pool_hits_total)"
 expect_eq "...and open it is" "502" "$(run "$E3" "$P_CURL http://anything.test/" | tr -d ' ')"
 
 # a pooled sandbox and a cold one of one spec are the same from inside
 FACTS='id; hostname; env | sort; grep -E "^(Cap|NoNewPrivs|Seccomp)" /proc/self/status;
 awk '"'"'{ for (i = 7; $i != "-"; i++); print $5, $(i + 1) }'"'"' /proc/self/mountinfo;
 ulimit -a; ls /proc | grep -v "^[0-9]" | sort | tr "\n" " "; echo; tail -n +3 /proc/net/dev | cut -d: -f1;
-cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/pids/pids.max 2>/dev/null;
-cat /sys/fs/cgroup/memory.max /sys/fs/cgroup/pids.max 2>/dev/null; ls / | tr "\n" " "'
+df -k / | tail -n 1 | awk "{ print \$2 }"; ls / | tr "\n" " "'
 cold=$(run "$C" "$FACTS")
 pooled=$(run "$P" "$FACTS")
 expect_match "the facts were read" "uid=1000.*cold" "$(tr '\n' ' ' <<<"$cold")"
-expect_eq "pooled and cold: ids, env, confinement, mounts, rlimits, /proc, network, limits" \
+expect_eq "pooled and cold: ids, env, confinement, mounts, rlimits, /proc, network, disk" \
 	"$cold" "$pooled"
 
 # specs with secrets are never pooled: their values are read when the sandbox is made
@@ -99,13 +172,13 @@ export POOL_SECRET=not-a-real-one
 r=$(api POST /v1/sandboxes -d '{"network": {"allow": ["example.test"]}, "secrets": [{"name": "K", "value": "v4lue-of-the-secret", "hosts": ["example.test"]}]}')
 S=$(j "$r" 'd["id"]')
 expect_match "a spec with secrets is created (cold)" '^sb_' "$S"
-expect_eq "...and neither hit nor pooled" "$misses 5" "$(metric paddock_pool_misses_total) $(metric paddock_pool_hits_total)"
+expect_eq "...and neither hit nor pooled" "$misses 6" "$(metric paddock_pool_misses_total) $(metric paddock_pool_hits_total)"
 
 # ---- bad input changes nothing in the pool ----
 ready=$(metric 'paddock_pool_ready{template="0"}')
 r=$(api POST /v1/sandboxes -d '{"hostname": 5}')
 expect_match "a bad spec is refused by field" '"field":"hostname"' "$r"
-expect_eq "...and takes nothing from the pool" "$ready 5" "$(metric 'paddock_pool_ready{template="0"}') $(metric paddock_pool_hits_total)"
+expect_eq "...and takes nothing from the pool" "$ready 6" "$(metric 'paddock_pool_ready{template="0"}') $(metric paddock_pool_hits_total)"
 
 # ---- teardown is off the request path ----
 code=$(curl -s --unix-socket "$SOCK" -o /dev/null -w '%{http_code}' -X DELETE "http://x/v1/sandboxes/$A?wait=maybe")
@@ -120,7 +193,7 @@ expect_eq "DELETE ?wait=1 answers 204 when every process of it has exited" "204 
 	"$code $(inits)"
 
 # ---- kill -9 with a full pool: claimed sandboxes are adopted, pooled ones end ----
-for id in "$C" "$P" "$S" "$E1" "$E2" "$E3"; do api DELETE "/v1/sandboxes/$id" >/dev/null; done
+for id in "$L" "$C" "$P" "$S" "$E1" "$E2" "$E3"; do api DELETE "/v1/sandboxes/$id" >/dev/null; done
 X=$(create '{"env": {"KEEP": "me"}}')
 wait_ready 0 2
 wait_ready 1 2

@@ -638,6 +638,61 @@ static void test_reopen_overwrites_limits(void **state)
 	}
 }
 
+/*
+ * A pooled sandbox's claim writes new limits to its open cgroup: lowering (v1: the limit before
+ * memsw), raising (memsw first), with a member inside; the OOM fd and counters stay.
+ */
+static void test_set_limits(void **state)
+{
+	enum pd_cgroup_version v = require_cgroup();
+	unsigned slot = SLOT_BASE + 14;
+	struct pd_cgroup_limits lim = { .memory_bytes = 64 * MIB, .pids = 10, .cpus = 0.5 };
+	struct pd_cgroup *cg;
+	paddock_error err = { 0 };
+	struct child c;
+	int oom_fd;
+	bool memsw;
+
+	(void)state;
+	cg = open_slot(slot, 256 * MIB, 100, 1.5);
+	oom_fd = pd_cgroup_oom_fd(cg);
+	c = start_child(sleep_forever, 0, -1);
+	CHECK(pd_cgroup_attach(cg, c.pid, &err), err);
+	release_child(&c);
+	CHECK(pd_cgroup_set_limits(cg, &lim, &err), err);
+	if (v == PD_CGROUP_V1) {
+		memsw = has_ctl(PD_CGROUP_MEMORY, slot, "memory.memsw.limit_in_bytes");
+		expect_ctl(PD_CGROUP_MEMORY, slot, "memory.limit_in_bytes", "67108864\n");
+		if (memsw)
+			expect_ctl(PD_CGROUP_MEMORY, slot, "memory.memsw.limit_in_bytes",
+				   "67108864\n");
+		expect_ctl(PD_CGROUP_PIDS, slot, "pids.max", "10\n");
+		expect_ctl(PD_CGROUP_CPU, slot, "cpu.cfs_quota_us", "50000\n");
+		lim = (struct pd_cgroup_limits){ .memory_bytes = 512 * MIB, .pids = 1000,
+						 .cpus = 4 };
+		CHECK(pd_cgroup_set_limits(cg, &lim, &err), err);
+		expect_ctl(PD_CGROUP_MEMORY, slot, "memory.limit_in_bytes", "536870912\n");
+		if (memsw)
+			expect_ctl(PD_CGROUP_MEMORY, slot, "memory.memsw.limit_in_bytes",
+				   "536870912\n");
+		expect_ctl(PD_CGROUP_PIDS, slot, "pids.max", "1000\n");
+		expect_ctl(PD_CGROUP_CPU, slot, "cpu.cfs_quota_us", "400000\n");
+	} else {
+		expect_ctl(PD_CGROUP_MEMORY, slot, "memory.max", "67108864\n");
+		expect_ctl(PD_CGROUP_PIDS, slot, "pids.max", "10\n");
+		expect_ctl(PD_CGROUP_CPU, slot, "cpu.max", "50000 100000\n");
+	}
+	/* a bad value is refused before anything is written */
+	lim.cpus = -1;
+	assert_int_equal(pd_cgroup_set_limits(cg, &lim, &err), -EINVAL);
+	assert_string_equal(err.field, "limits.cpus");
+	assert_int_equal(count_procs(hier_of(PD_CGROUP_PIDS), slot), 1);
+	assert_int_equal(pd_cgroup_oom_fd(cg), oom_fd);
+	CHECK(pd_cgroup_kill_all(cg, &err), err);
+	expect_killed(wait_child(c.pid));
+	pd_cgroup_free(cg);
+}
+
 static void test_memory_peak_and_cpu(void **state)
 {
 	struct pd_cgroup *cg;
@@ -960,6 +1015,8 @@ static void test_v2_core_on_unified(void **state)
 	CHECK(pd_cgroup_v2_open_at(h, slot, &lim, PD_CGROUP_V2_NO_CONTROLLERS, &cg, &err), err);
 	assert_int_equal(pd_cgroup_version(cg), PD_CGROUP_V2);
 	assert_true(slot_exists(h, slot));
+	/* a claim's limits: nothing to write without controllers, and no error */
+	CHECK(pd_cgroup_set_limits(cg, &lim, &err), err);
 	assert_int_equal(
 		pd_cgroup_v2_open_at(h, slot, &lim, PD_CGROUP_V2_NO_CONTROLLERS, &other, &err),
 		-EBUSY);
@@ -1037,6 +1094,7 @@ int main(void)
 		cmocka_unit_test(test_rootless_gets_none),
 		cmocka_unit_test(test_open_applies_limits),
 		cmocka_unit_test(test_reopen_overwrites_limits),
+		cmocka_unit_test(test_set_limits),
 		cmocka_unit_test(test_memory_peak_and_cpu),
 		cmocka_unit_test(test_oom_kill_and_fd),
 		cmocka_unit_test(test_pids_limit),

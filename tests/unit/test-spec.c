@@ -1143,6 +1143,39 @@ static void test_limits(void **state)
 	assert_true(again->limits.cpus == 1.0);
 }
 
+static char *template_of(const char *json)
+{
+	_cleanup_(paddock_spec_freep) paddock_spec *spec = NULL;
+	paddock_error err = { 0 };
+	char *t = NULL;
+
+	assert_int_equal(paddock_spec_new(&spec, &err), 0);
+	if (paddock_spec_load_json(spec, json, strlen(json), &err) < 0)
+		fail_msg("%s: %s", json, err.msg);
+	assert_int_equal(paddock_spec_template_json(spec, &t, &err), 0);
+	return t;
+}
+
+/* What a claim binds is not in the template: every limit but `required` (sandbox-pool.c). */
+static void test_template(void **state)
+{
+	_cleanup_free_ char *def = template_of("{}");
+	_cleanup_free_ char *limits = template_of(
+		"{\"hostname\": \"other\", \"env\": {\"A\": \"1\"}, "
+		"\"limits\": {\"memory\": \"64M\", \"pids\": 8, \"cpus\": 0.25, \"cpu_time_s\": 3, "
+		"\"file_size\": \"1M\", \"nofile\": 64, \"disk\": \"8M\", \"timeout_s\": 9, "
+		"\"output\": \"4K\"}}");
+	_cleanup_free_ char *required = template_of("{\"limits\": {\"required\": [\"cpus\"]}}");
+	_cleanup_free_ char *cwd = template_of("{\"cwd\": \"/tmp\"}");
+
+	(void)state;
+	assert_string_equal(limits, def);
+	assert_null(strstr(def, "\"memory\""));
+	assert_non_null(strstr(def, "\"limits\":{\"required\":[]}"));
+	assert_string_not_equal(required, def);
+	assert_string_not_equal(cwd, def);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1171,6 +1204,7 @@ int main(void)
 		cmocka_unit_test(test_parse_size),
 		cmocka_unit_test(test_parse_seconds),
 		cmocka_unit_test(test_parse_seconds_huge),
+		cmocka_unit_test(test_template),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

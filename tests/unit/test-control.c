@@ -1,0 +1,199 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The control protocol's packed messages (control.h): PD_CTL_BIND round-trips, and init's
+ * parser refuses every malformed one, so a claim is applied whole or not at all.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include <cmocka.h>
+
+#include "control.h"
+#include "init.h"
+#include "spec.h"
+
+/* A plan as pd_init_plan_rlimits() makes it for the default spec, with or without a cgroup. */
+static struct pd_ctl_bind default_bind(bool cgroup)
+{
+	struct pd_ctl_bind h = { .disk_bytes = 1u << 30 };
+	paddock_spec *spec = NULL;
+	paddock_error err = { 0 };
+
+	assert_int_equal(paddock_spec_new(&spec, &err), 0);
+	pd_init_plan_rlimits(spec, cgroup, &h.rlimits);
+	paddock_spec_free(spec);
+	return h;
+}
+
+static void test_plan(void **state)
+{
+	struct pd_ctl_bind with = default_bind(true), without = default_bind(false);
+
+	(void)state;
+	assert_int_equal(with.rlimits.n, 3);
+	assert_int_equal(with.rlimits.r[0].resource, RLIMIT_FSIZE);
+	assert_int_equal(with.rlimits.r[1].resource, RLIMIT_NOFILE);
+	assert_int_equal(with.rlimits.r[2].resource, RLIMIT_CPU);
+	/* cpu_time_s 3600: SIGXCPU at 3600 s, SIGKILL a second later */
+	assert_int_equal(with.rlimits.r[2].soft, 3600);
+	assert_int_equal(with.rlimits.r[2].hard, 3601);
+	/* without a cgroup, DATA and NPROC stand in for memory and pids */
+	assert_int_equal(without.rlimits.n, 5);
+	assert_int_equal(without.rlimits.r[3].resource, RLIMIT_DATA);
+	assert_int_equal(without.rlimits.r[3].soft, 1u << 30);
+	assert_int_equal(without.rlimits.r[4].resource, RLIMIT_NPROC);
+	assert_int_equal(without.rlimits.r[4].soft, 512);
+}
+
+static void test_bind_round_trip(void **state)
+{
+	struct pd_ctl_bind h = default_bind(false);
+	char *env[] = { "A=1", "EMPTY=", "B=two words", NULL };
+	struct pd_ctl_bind_msg m;
+	char *buf = NULL;
+	size_t len = 0;
+
+	(void)state;
+	assert_int_equal(pd_ctl_bind_pack(&h, "box", env, 3, &buf, &len), 0);
+	assert_int_equal(pd_ctl_bind_parse(buf, len, &m), 0);
+	assert_string_equal(m.hostname, "box");
+	assert_int_equal(m.hdr.envc, 3);
+	assert_string_equal(m.env[0], "A=1");
+	assert_string_equal(m.env[1], "EMPTY=");
+	assert_string_equal(m.env[2], "B=two words");
+	assert_null(m.env[3]);
+	assert_int_equal(m.hdr.disk_bytes, 1u << 30);
+	assert_memory_equal(&m.hdr.rlimits, &h.rlimits, sizeof(h.rlimits));
+	free(m.env);
+	free(buf);
+
+	/* no variables at all */
+	assert_int_equal(pd_ctl_bind_pack(&h, "box", NULL, 0, &buf, &len), 0);
+	assert_int_equal(pd_ctl_bind_parse(buf, len, &m), 0);
+	assert_null(m.env[0]);
+	free(m.env);
+	free(buf);
+}
+
+/* Packs h with hostname "box" and one variable, then lets `mutate` spoil it. */
+static int parse_mutated(struct pd_ctl_bind h, void (*mutate)(char *buf, size_t *len))
+{
+	char *env[] = { "A=1", NULL };
+	struct pd_ctl_bind_msg m;
+	char big[512];
+	char *buf = NULL;
+	size_t len = 0;
+	int r;
+
+	assert_int_equal(pd_ctl_bind_pack(&h, "box", env, 1, &buf, &len), 0);
+	assert_true(len + 8 <= sizeof(big));
+	memcpy(big, buf, len);
+	free(buf);
+	if (mutate)
+		mutate(big, &len);
+	r = pd_ctl_bind_parse(big, len, &m);
+	if (r == 0)
+		free(m.env);
+	return r;
+}
+
+static void cut_last_byte(char *buf, size_t *len)
+{
+	(void)buf;
+	(*len)--;
+}
+
+static void add_trailing(char *buf, size_t *len)
+{
+	buf[(*len)++] = 'x';
+}
+
+static void drop_equals(char *buf, size_t *len)
+{
+	buf[*len - 3] = '-'; /* "A=1" -> "A-1" */
+}
+
+static void empty_hostname(char *buf, size_t *len)
+{
+	(void)len;
+	buf[sizeof(struct pd_ctl_bind)] = '\0';
+}
+
+static void more_env(char *buf, size_t *len)
+{
+	(void)len;
+	((struct pd_ctl_bind *)(void *)buf)->envc = 2;
+}
+
+static void test_bind_refused(void **state)
+{
+	struct pd_ctl_bind good = default_bind(false), h;
+	char host[80];
+	char *buf = NULL;
+	size_t len;
+
+	(void)state;
+	assert_int_equal(parse_mutated(good, NULL), 0);
+	/* strings: cut short, trailing bytes, a variable without '=', hostname empty, envc off */
+	assert_int_equal(parse_mutated(good, cut_last_byte), -EPROTO);
+	assert_int_equal(parse_mutated(good, add_trailing), -EPROTO);
+	assert_int_equal(parse_mutated(good, drop_equals), -EPROTO);
+	assert_int_equal(parse_mutated(good, empty_hostname), -EPROTO);
+	assert_int_equal(parse_mutated(good, more_env), -EPROTO);
+	/* shorter than the header */
+	assert_int_equal(pd_ctl_bind_parse((const char *)&good, sizeof(good) - 1,
+					   &(struct pd_ctl_bind_msg){ 0 }),
+			 -EPROTO);
+	/* a hostname longer than the kernel takes */
+	memset(host, 'h', 65);
+	host[65] = '\0';
+	assert_int_equal(pd_ctl_bind_pack(&good, host, NULL, 0, &buf, &len), 0);
+	assert_int_equal(pd_ctl_bind_parse(buf, len, &(struct pd_ctl_bind_msg){ 0 }), -EPROTO);
+	free(buf);
+
+	/* the disk: none, or beyond what a size can be */
+	h = good;
+	h.disk_bytes = 0;
+	assert_int_equal(parse_mutated(h, NULL), -EPROTO);
+	h.disk_bytes = (uint64_t)INT64_MAX + 1;
+	assert_int_equal(parse_mutated(h, NULL), -EPROTO);
+
+	/* the plan: too many, a resource init does not set, twice, soft above hard */
+	h = good;
+	h.rlimits.n = PD_CTL_MAX_RLIMITS + 1;
+	assert_int_equal(parse_mutated(h, NULL), -EPROTO);
+	h = good;
+	h.rlimits.r[4].resource = RLIMIT_CORE;
+	assert_int_equal(parse_mutated(h, NULL), -EPROTO);
+	h = good;
+	h.rlimits.r[4].resource = RLIMIT_DATA;
+	assert_int_equal(parse_mutated(h, NULL), -EPROTO);
+	h = good;
+	h.rlimits.r[1].soft = h.rlimits.r[1].hard + 1;
+	assert_int_equal(parse_mutated(h, NULL), -EPROTO);
+	/* ...or without a limit every command has (cpu time here) */
+	h = good;
+	h.rlimits.r[2] = h.rlimits.r[4];
+	h.rlimits.n = 4;
+	assert_int_equal(parse_mutated(h, NULL), -EPROTO);
+	/* DATA and NPROC are optional: a sandbox with a cgroup has neither */
+	h = good;
+	h.rlimits.n = 3;
+	assert_int_equal(parse_mutated(h, NULL), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_plan),
+		cmocka_unit_test(test_bind_round_trip),
+		cmocka_unit_test(test_bind_refused),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
