@@ -169,36 +169,28 @@ static void reply_paddock_error(struct e2b_req *r, const paddock_error *err,
 
 /* ---- requests ---------------------------------------------------------------------------- */
 
+/* paddockd's own answers (pd_body_object's errors) in the E2B API's shape */
+static void rest_reply(struct request *dr, int status, json_t *body)
+{
+	json_t *e = json_object_get(body, "error");
+	const char *field = json_string_value(json_object_get(e, "field"));
+	const char *msg = json_string_value(json_object_get(e, "message"));
+
+	e2b_reply_error(dr->ctx, status, "%s%s%s", field && *field ? field : "",
+			field && *field ? ": " : "", msg ? msg : "failed");
+	json_decref(body);
+}
+
 /* The body as a JSON object (empty: {} when empty_ok); NULL once an error is answered. */
 static json_t *body_object(struct e2b_req *r, bool empty_ok)
 {
-	struct evbuffer *in = evhttp_request_get_input_buffer(r->req);
-	size_t len = evbuffer_get_length(in);
-	json_error_t jerr;
-	json_t *o;
+	struct request dr = { .d = r->d, .req = r->req, .on_reply = rest_reply, .ctx = r };
 
-	if (len == 0 && empty_ok)
-		return json_object();
-	if (len == 0) {
+	if (!empty_ok && evbuffer_get_length(evhttp_request_get_input_buffer(r->req)) == 0) {
 		e2b_reply_error(r, 400, "body: expected a JSON object, got an empty body");
 		return NULL;
 	}
-	if (len > PD_MAX_BODY) {
-		e2b_reply_error(r, 413, "body: a JSON body may have at most %u bytes", PD_MAX_BODY);
-		return NULL;
-	}
-	o = json_loadb((const char *)evbuffer_pullup(in, -1), len, JSON_REJECT_DUPLICATES, &jerr);
-	if (!o) {
-		e2b_reply_error(r, 400, "body: expected a JSON object: %s (line %d)", jerr.text,
-			    jerr.line);
-		return NULL;
-	}
-	if (!json_is_object(o)) {
-		json_decref(o);
-		e2b_reply_error(r, 400, "body: expected a JSON object");
-		return NULL;
-	}
-	return o;
+	return pd_body_object(&dr, empty_ok);
 }
 
 /*

@@ -41,11 +41,9 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "multipart.h"
 #include "paddock/files.h"
 
-#define FILES_MAX_PARTS	      1000	   /* parts of one multipart body */
-#define FILES_MAX_PART_HEADER (8u << 10)   /* bytes of one part's headers */
-#define FILES_MAX_BOUNDARY    70	   /* RFC 2046 */
 #define FILES_CHUNK	      (256u << 10) /* bytes read per gzip chunk of a download */
 #define FILES_GZIP_LEVEL      1		   /* speed over ratio: the loop waits for it */
 
@@ -709,241 +707,15 @@ static bool write_one(struct e2b_req *r, const struct upload *u, struct evbuffer
 	return true;
 }
 
-/* ---- multipart/form-data (RFC 7578) ---- */
-
-/* A parameter of a header value ("form-data; name=\"file\"; filename=\"a b\""), malloc'ed. */
-static char *header_param(const char *v, size_t vlen, const char *key)
-{
-	const char *p = v, *end = v + vlen;
-	size_t klen = strlen(key);
-
-	/* skip the disposition type */
-	p = memchr(p, ';', vlen);
-	while (p && p < end) {
-		const char *name;
-		size_t nlen;
-
-		p++;
-		while (p < end && (*p == ' ' || *p == '\t'))
-			p++;
-		name = p;
-		while (p < end && *p != '=' && *p != ';')
-			p++;
-		nlen = (size_t)(p - name);
-		while (nlen > 0 && (name[nlen - 1] == ' ' || name[nlen - 1] == '\t'))
-			nlen--;
-		if (p >= end || *p == ';')
-			continue;
-		p++; /* '=' */
-		while (p < end && (*p == ' ' || *p == '\t'))
-			p++;
-		char *val = malloc((size_t)(end - p) + 1), *o = val;
-
-		if (!val)
-			return NULL;
-		if (p < end && *p == '"') {
-			/* quoted-string: backslash escapes, ends at the closing quote */
-			for (p++; p < end && *p != '"'; p++) {
-				if (*p == '\\' && p + 1 < end)
-					p++;
-				*o++ = *p;
-			}
-			if (p < end)
-				p++;
-		} else {
-			while (p < end && *p != ';' && *p != ' ' && *p != '\t')
-				*o++ = *p++;
-		}
-		*o = '\0';
-		if (nlen == klen && strncasecmp(name, key, klen) == 0)
-			return val;
-		free(val);
-		p = memchr(p, ';', (size_t)(end - p));
-	}
-	return NULL;
-}
-
-/* RFC 5987 ext-value "utf-8''%e2%82%ac" decoded in place; false when it is not one. */
-static bool ext_value_decode(char *s)
-{
-	char *v = strstr(s, "''"), *o = s;
-
-	if (!v || strncasecmp(s, "utf-8", 5) != 0 || v != s + 5)
-		return false;
-	for (v += 2; *v; v++) {
-		if (*v == '%' && v[1] && v[2] && strchr("0123456789abcdefABCDEF", v[1]) &&
-		    strchr("0123456789abcdefABCDEF", v[2])) {
-			char hx[3] = {v[1], v[2], 0};
-
-			*o++ = (char)strtol(hx, NULL, 16);
-			v += 2;
-		} else {
-			*o++ = *v;
-		}
-	}
-	*o = '\0';
-	return true;
-}
-
-struct part {
-	char *name, *filename; /* form field name, filename parameter (NULL: none) */
-	const char *data;
-	size_t len;
-};
-
-static void parts_free(struct part *parts, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		free(parts[i].name);
-		free(parts[i].filename);
-	}
-	free(parts);
-}
-
-/* The part's Content-Disposition name and filename. */
-static void part_headers(const char *h, size_t hlen, struct part *pt)
-{
-	const char *end = h + hlen;
-
-	for (const char *line = h; line < end;) {
-		const char *eol = memmem(line, (size_t)(end - line), "\r\n", 2);
-		size_t len = eol ? (size_t)(eol - line) : (size_t)(end - line);
-		const char *colon = memchr(line, ':', len);
-
-		if (colon && (size_t)(colon - line) == 19 &&
-		    strncasecmp(line, "Content-Disposition", 19) == 0) {
-			const char *v = colon + 1;
-			size_t vlen = len - 20;
-			char *ext;
-
-			free(pt->name);
-			free(pt->filename);
-			pt->name = header_param(v, vlen, "name");
-			pt->filename = header_param(v, vlen, "filename");
-			ext = header_param(v, vlen, "filename*");
-			if (ext && ext_value_decode(ext)) {
-				free(pt->filename);
-				pt->filename = ext;
-			} else {
-				free(ext);
-			}
-		}
-		line += len + (eol ? 2 : 0);
-	}
-}
-
-/*
- * Splits a multipart body into parts (their data point into body). false with why filled
- * when it is not well formed or over the limits.
- */
-static bool multipart_parse(const char *body, size_t len, const char *boundary, struct part **ret,
-			    size_t *ret_n, char *why, size_t why_size)
-{
-	char delim[FILES_MAX_BOUNDARY + 5];
-	size_t dl = (size_t)snprintf(delim, sizeof(delim), "\r\n--%s", boundary), n = 0;
-	struct part *parts = NULL;
-	const char *p, *end = body + len;
-
-	/* the first delimiter may open the body (no preamble, so no CRLF before it) */
-	if (len >= dl - 2 && memcmp(body, delim + 2, dl - 2) == 0) {
-		p = body + dl - 2;
-	} else {
-		p = memmem(body, len, delim, dl);
-		if (!p) {
-			snprintf(why, why_size, "no multipart boundary in the body");
-			return false;
-		}
-		p += dl;
-	}
-	for (;;) {
-		const char *hend, *next;
-
-		/* after a delimiter: "--" closes the body; else padding, then CRLF */
-		if (end - p >= 2 && p[0] == '-' && p[1] == '-')
-			break;
-		while (p < end && (*p == ' ' || *p == '\t'))
-			p++;
-		if (end - p < 2 || p[0] != '\r' || p[1] != '\n') {
-			snprintf(why, why_size,
-				 "malformed multipart body: expected CRLF after "
-				 "a boundary");
-			goto fail;
-		}
-		p += 2;
-		if (n == FILES_MAX_PARTS) {
-			snprintf(why, why_size, "more than %d parts in one upload",
-				 FILES_MAX_PARTS);
-			goto fail;
-		}
-		struct part *np = reallocarray(parts, n + 1, sizeof(*parts));
-		if (!np) {
-			snprintf(why, why_size, "out of memory");
-			goto fail;
-		}
-		parts = np;
-		parts[n] = (struct part){0};
-		n++;
-		/* the part's headers, up to an empty line */
-		if (end - p >= 2 && p[0] == '\r' && p[1] == '\n') {
-			hend = p;
-		} else {
-			size_t room = (size_t)(end - p);
-
-			hend = memmem(p,
-				      room < FILES_MAX_PART_HEADER + 4 ? room
-								       : FILES_MAX_PART_HEADER + 4,
-				      "\r\n\r\n", 4);
-			if (!hend) {
-				snprintf(why, why_size,
-					 "malformed multipart body: a part's headers "
-					 "do not end within %u bytes",
-					 FILES_MAX_PART_HEADER);
-				goto fail;
-			}
-			part_headers(p, (size_t)(hend - p), &parts[n - 1]);
-			hend += 2;
-		}
-		p = hend + 2;
-		next = memmem(p, (size_t)(end - p), delim, dl);
-		if (!next) {
-			snprintf(why, why_size,
-				 "malformed multipart body: a part does not end "
-				 "with the boundary");
-			goto fail;
-		}
-		parts[n - 1].data = p;
-		parts[n - 1].len = (size_t)(next - p);
-		p = next + dl;
-	}
-	*ret = parts;
-	*ret_n = n;
-	return true;
-fail:
-	parts_free(parts, n);
-	return false;
-}
-
-/* The boundary parameter of a multipart Content-Type, or NULL. */
-static char *content_type_boundary(const char *ct)
-{
-	char *b = header_param(ct, strlen(ct), "boundary");
-
-	if (b && (!*b || strlen(b) > FILES_MAX_BOUNDARY)) {
-		free(b);
-		return NULL;
-	}
-	return b;
-}
-
 static void files_post_multipart(struct e2b_req *r, const struct files_query *fq, const char *ct,
 				 bool gzip)
 {
 	struct evbuffer *in = evhttp_request_get_input_buffer(r->req);
 	struct sink s = {.fd = -1, .max = r->d->max_upload};
 	struct upload *ups = NULL;
-	struct part *parts = NULL;
+	struct e2b_part *parts = NULL;
 	size_t n_parts = 0, n_ups = 0;
-	char *boundary = content_type_boundary(ct), why[160];
+	char *boundary = e2b_multipart_boundary(ct), why[160];
 	const char *body;
 	size_t len;
 	json_t *out = NULL;
@@ -978,7 +750,7 @@ static void files_post_multipart(struct e2b_req *r, const struct files_query *fq
 			goto out;
 		}
 	}
-	if (!multipart_parse(body, len, boundary, &parts, &n_parts, why, sizeof(why))) {
+	if (!e2b_multipart_parse(body, len, boundary, &parts, &n_parts, why, sizeof(why))) {
 		e2b_reply_error(r, 400, "%s", why);
 		goto out;
 	}
@@ -1041,7 +813,7 @@ out:
 	for (size_t i = 0; i < n_ups; i++)
 		free(ups[i].path);
 	free(ups);
-	parts_free(parts, n_parts);
+	e2b_parts_free(parts, n_parts);
 	json_decref(out);
 	free(s.buf);
 	free(boundary);
