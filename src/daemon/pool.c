@@ -45,19 +45,6 @@ struct pool_tmpl {
 	struct pool_tmpl *next;
 };
 
-/*
- * Secrets are read when a sandbox is made: a pooled one would hold values read before the
- * claim that wants them. Specs with secrets are made cold.
- */
-static bool pooled_allowed(const char *key)
-{
-	json_t *t = json_loads(key, 0, NULL);
-	bool ok = t && json_array_size(json_object_get(t, "secrets")) == 0;
-
-	json_decref(t);
-	return ok;
-}
-
 static unsigned total_ready(struct daemon *d)
 {
 	unsigned n = 0;
@@ -238,6 +225,8 @@ static struct pool_tmpl *find_tmpl(struct daemon *d, const char *key, const padd
 		 * default limits: a claim binds its own, and the first create's (a tight
 		 * cpu_time_s, say) must not shape every sandbox this template keeps ready.
 		 * limits.required stays: it decides whether a sandbox can be made at all.
+		 * No secrets: a pooled sandbox holds none, its claim reads the claim's
+		 * (paddock_sandbox_claim()), and the template keeps no value given by value.
 		 */
 		json_t *o = NULL, *lim;
 
@@ -245,6 +234,7 @@ static struct pool_tmpl *find_tmpl(struct daemon *d, const char *key, const padd
 			o = json_loads(json, 0, NULL);
 		free(json);
 		json = NULL;
+		json_object_del(o, "secrets");
 		lim = json_object_get(o, "limits");
 		if (lim) {
 			json_t *req = json_incref(json_object_get(lim, "required"));
@@ -280,10 +270,6 @@ int pd_pool_claim(struct daemon *d, const paddock_spec *spec, paddock_sandbox **
 
 	if (!d->pool.size || paddock_spec_template_json(spec, &key, &err) < 0)
 		return -ENOENT;
-	if (!pooled_allowed(key)) {
-		free(key);
-		return -ENOENT;
-	}
 	t = find_tmpl(d, key, spec, true);
 	free(key);
 	if (!t)

@@ -140,28 +140,39 @@ ssize_t pd_ctl_recv_wait(int sock, int timeout_ms, uint32_t *type, void *buf, si
 	}
 }
 
-int pd_ctl_bind_pack(const struct pd_ctl_bind *hdr, const char *hostname, char *const *env,
-		     size_t envc, char **ret_buf, size_t *ret_len)
+int pd_ctl_bind_pack(const struct pd_ctl_bind *hdr, const struct pd_ctl_bind_strings *s,
+		     char **ret_buf, size_t *ret_len)
 {
 	struct pd_ctl_bind h = *hdr;
-	size_t len = sizeof(h) + strlen(hostname) + 1;
+	size_t secretc = 0, len, ca_len = s->ca_pem ? strlen(s->ca_pem) : 0;
 	char *buf, *p;
 
-	if (envc > PD_CTL_MAX_ARGS)
+	while (s->secret_env && s->secret_env[secretc])
+		secretc++;
+	if (secretc > PD_CTL_MAX_SECRETS || (secretc > 0) != (ca_len > 0) ||
+	    ca_len > PD_CTL_MAX_CA_PEM)
+		return -EINVAL;
+	if (s->envc > PD_CTL_MAX_ARGS)
 		return -E2BIG;
-	for (size_t i = 0; i < envc; i++)
-		len += strlen(env[i]) + 1;
+	len = sizeof(h) + strlen(s->hostname) + 1 + ca_len + 1;
+	for (size_t i = 0; i < s->envc; i++)
+		len += strlen(s->env[i]) + 1;
+	for (size_t i = 0; i < secretc; i++)
+		len += strlen(s->secret_env[i]) + 1;
 	if (len > PD_CTL_MAX_MSG - sizeof(struct pd_ctl_hdr))
 		return -E2BIG;
 	buf = malloc(len);
 	if (!buf)
 		return -ENOMEM;
-	h.envc = (uint32_t)envc;
-	h.pad = 0;
+	h.envc = (uint32_t)s->envc;
+	h.secretc = (uint32_t)secretc;
 	memcpy(buf, &h, sizeof(h));
-	p = stpcpy(buf + sizeof(h), hostname) + 1;
-	for (size_t i = 0; i < envc; i++)
-		p = stpcpy(p, env[i]) + 1;
+	p = stpcpy(buf + sizeof(h), s->hostname) + 1;
+	for (size_t i = 0; i < s->envc; i++)
+		p = stpcpy(p, s->env[i]) + 1;
+	for (size_t i = 0; i < secretc; i++)
+		p = stpcpy(p, s->secret_env[i]) + 1;
+	(void)stpcpy(p, s->ca_pem ? s->ca_pem : "");
 	*ret_buf = buf;
 	*ret_len = len;
 	return 0;
@@ -189,17 +200,53 @@ static bool rlimits_valid(const struct pd_ctl_rlimits *rl)
 	return (seen & 7u) == 7u;
 }
 
+/*
+ * count NUL-terminated strings from *pos, each within end; with need_name each must be
+ * NAME=... with a non-empty NAME. A NULL-terminated array of pointers into the input.
+ */
+static int take_strings(const char **pos, const char *end, uint32_t count, bool need_name,
+			char ***ret)
+{
+	char **v = calloc((size_t)count + 1, sizeof(char *));
+
+	if (!v)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < count; i++) {
+		const char *z = memchr(*pos, '\0', (size_t)(end - *pos));
+		const char *eq = z ? memchr(*pos, '=', (size_t)(z - *pos)) : NULL;
+
+		if (!eq || (need_name && eq == *pos)) {
+			free(v);
+			return -EPROTO;
+		}
+		v[i] = (char *)*pos;
+		*pos = z + 1;
+	}
+	*ret = v;
+	return 0;
+}
+
+/* A certificate in PEM: printable ASCII and newlines. */
+static bool pem_text(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] != '\n' && (s[i] < 0x20 || s[i] > 0x7e))
+			return false;
+	return true;
+}
+
 int pd_ctl_bind_parse(const char *buf, size_t len, struct pd_ctl_bind_msg *ret)
 {
 	struct pd_ctl_bind h;
-	const char *pos, *end = buf + len, *z, *hostname;
-	char **env;
+	const char *pos, *end = buf + len, *z, *hostname, *ca;
+	char **env = NULL, **secret_env = NULL;
+	int r;
 
 	if (len < sizeof(h))
 		return -EPROTO;
 	memcpy(&h, buf, sizeof(h));
-	if (h.envc > PD_CTL_MAX_ARGS || h.disk_bytes == 0 || h.disk_bytes > INT64_MAX ||
-	    !rlimits_valid(&h.rlimits))
+	if (h.envc > PD_CTL_MAX_ARGS || h.secretc > PD_CTL_MAX_SECRETS || h.disk_bytes == 0 ||
+	    h.disk_bytes > INT64_MAX || !rlimits_valid(&h.rlimits))
 		return -EPROTO;
 	pos = buf + sizeof(h);
 	z = memchr(pos, '\0', (size_t)(end - pos));
@@ -207,25 +254,27 @@ int pd_ctl_bind_parse(const char *buf, size_t len, struct pd_ctl_bind_msg *ret)
 		return -EPROTO;
 	hostname = pos;
 	pos = z + 1;
-	env = calloc(h.envc + 1, sizeof(char *));
-	if (!env)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < h.envc; i++) {
-		z = memchr(pos, '\0', (size_t)(end - pos));
-		if (!z || !memchr(pos, '=', (size_t)(z - pos))) {
-			free(env);
-			return -EPROTO;
-		}
-		env[i] = (char *)pos;
-		pos = z + 1;
-	}
-	/* nothing after the last string */
-	if (pos != end) {
-		free(env);
-		return -EPROTO;
-	}
+	r = take_strings(&pos, end, h.envc, false, &env);
+	if (r < 0)
+		return r;
+	r = take_strings(&pos, end, h.secretc, true, &secret_env);
+	if (r < 0)
+		goto fail;
+	/* the CA: the last string, ending the message; present exactly when secrets are */
+	r = -EPROTO;
+	z = memchr(pos, '\0', (size_t)(end - pos));
+	if (!z || z + 1 != end || (size_t)(z - pos) > PD_CTL_MAX_CA_PEM ||
+	    (z > pos) != (h.secretc > 0) || !pem_text(pos, (size_t)(z - pos)))
+		goto fail;
+	ca = z > pos ? pos : NULL;
 	ret->hdr = h;
 	ret->hostname = hostname;
 	ret->env = env;
+	ret->secret_env = secret_env;
+	ret->ca_pem = ca;
 	return 0;
+fail:
+	free(env);
+	free(secret_env);
+	return r;
 }

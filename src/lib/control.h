@@ -106,17 +106,39 @@ struct pd_ctl_rlimits {
  */
 struct pd_ctl_bind {
 	uint32_t envc;
-	uint32_t pad;
+	uint32_t secretc;	       /* the secrets' NAME=placeholder, at most PD_CTL_MAX_SECRETS */
 	uint64_t disk_bytes;	       /* limits.disk: the size of the disk tmpfs */
 	struct pd_ctl_rlimits rlimits; /* the claim's plan, as a cold init would make it */
-	/* then: hostname\0, env[0]\0 ... env[envc-1]\0 (the spec's "env", NAME=VALUE) */
+	/*
+	 * then: hostname\0, env[0]\0 ... env[envc-1]\0 (the spec's "env", NAME=VALUE),
+	 * secret_env[0]\0 ... secret_env[secretc-1]\0 (NAME=placeholder), ca_pem\0 (the
+	 * sandbox's CA certificate; empty without secrets, and only then)
+	 */
 };
 
-/* PD_CTL_BIND as init reads it: pointers into the message, env allocated (free() it alone). */
+/* The secrets a claim may bind (PD_SECRETS_MAX) and the size of its CA's certificate (PEM). */
+#define PD_CTL_MAX_SECRETS 32
+#define PD_CTL_MAX_CA_PEM 8192
+
+/*
+ * PD_CTL_BIND as init reads it: pointers into the message; env and secret_env allocated
+ * (free() each alone, not what they point to).
+ */
 struct pd_ctl_bind_msg {
 	struct pd_ctl_bind hdr;
 	const char *hostname;
-	char **env; /* NULL-terminated, envc entries */
+	char **env;	   /* NULL-terminated, envc entries */
+	char **secret_env; /* NULL-terminated, secretc entries */
+	const char *ca_pem; /* NULL without secrets */
+};
+
+/* What a claim binds besides its header: borrowed strings, for pd_ctl_bind_pack(). */
+struct pd_ctl_bind_strings {
+	const char *hostname;
+	char *const *env;
+	size_t envc;
+	char *const *secret_env; /* NAME=placeholder; NULL or NULL-terminated */
+	const char *ca_pem;	 /* NULL without secrets */
 };
 
 #define PD_EXEC_PTY_STDIN (1u << 0)
@@ -193,17 +215,22 @@ enum pd_exec_step {
 };
 
 /*
- * Packs PD_CTL_BIND: the header (envc is set here), then hostname and env. *ret_buf is
- * malloc'ed. -E2BIG when it exceeds one message, -ENOMEM.
+ * Packs PD_CTL_BIND: the header (envc and secretc are set here), then hostname, env, the
+ * secrets' env and the CA. *ret_buf is malloc'ed. -E2BIG when it exceeds one message,
+ * -EINVAL when the secrets are more than PD_CTL_MAX_SECRETS, or a CA without them (or
+ * them without a CA), or a CA larger than PD_CTL_MAX_CA_PEM; -ENOMEM.
  */
-int pd_ctl_bind_pack(const struct pd_ctl_bind *hdr, const char *hostname, char *const *env,
-		     size_t envc, char **ret_buf, size_t *ret_len);
+int pd_ctl_bind_pack(const struct pd_ctl_bind *hdr, const struct pd_ctl_bind_strings *s,
+		     char **ret_buf, size_t *ret_len);
 
 /*
  * Parses PD_CTL_BIND strictly (init's side): every string terminated and the last one ending
  * the message, a hostname of at most 64 bytes, at most PD_CTL_MAX_ARGS variables each with a
- * '=', a disk size, and an rlimit plan of known resources, each at most once, soft <= hard,
- * with RLIMIT_FSIZE, RLIMIT_NOFILE and RLIMIT_CPU present. 0, or -EPROTO / -ENOMEM.
+ * '=', at most PD_CTL_MAX_SECRETS secret variables each with a name and a '=', a CA of at
+ * most PD_CTL_MAX_CA_PEM bytes of printable ASCII and newlines, present exactly when there
+ * are secrets, a disk size, and an rlimit plan of known resources, each at most once, soft
+ * <= hard, with RLIMIT_FSIZE, RLIMIT_NOFILE and RLIMIT_CPU present. 0, or -EPROTO / -ENOMEM.
+ * On success free ret->env and ret->secret_env.
  */
 int pd_ctl_bind_parse(const char *buf, size_t len, struct pd_ctl_bind_msg *ret);
 

@@ -118,6 +118,8 @@ struct init_state {
 	int orphan_timeout_s; /* without a supervisor for this long, the sandbox ends */
 	char **bound_env;     /* a pooled sandbox's env, bound at its claim (replaces spec's) */
 	char *bound_hostname;
+	char **bound_secret_env; /* its secrets' NAME=placeholder, bound at its claim */
+	bool bound_ca;		 /* its claim wrote the sandbox's CA into /etc/paddock */
 };
 
 _Noreturn static void fail_setup(int ctl, paddock_error *err)
@@ -650,15 +652,17 @@ static const char *const ca_env[] = {
 static char **build_env(const struct init_state *st, char **extra)
 {
 	size_t cap = ELEMENTSOF(base_env) + ELEMENTSOF(egress_env) + ELEMENTSOF(ca_env) +
-		     pd_strv_length(st->spec->secret_env) + st->spec->n_env +
-		     pd_strv_length(st->bound_env) +
+		     pd_strv_length(st->spec->secret_env) + pd_strv_length(st->bound_secret_env) +
+		     st->spec->n_env + pd_strv_length(st->bound_env) +
 		     pd_strv_length(extra) + 1,
 	       n = 0;
 	char **env = calloc(cap, sizeof(char *));
 	const char *const *lists[6] = { base_env,
 					st->spec->network.mode != PD_NET_NONE ? egress_env : NULL,
-					st->spec->ca_pem ? ca_env : NULL,
-					(const char *const *)st->spec->secret_env,
+					st->spec->ca_pem || st->bound_ca ? ca_env : NULL,
+					(const char *const *)(st->bound_secret_env
+								      ? st->bound_secret_env
+								      : st->spec->secret_env),
 					(const char *const *)(st->bound_env ? st->bound_env
 									     : st->spec->env),
 					(const char *const *)extra };
@@ -1117,7 +1121,8 @@ static int resize_disk(const struct init_state *st, uint64_t bytes, paddock_erro
 }
 
 /*
- * A pooled sandbox's claim (PD_CTL_BIND): the hostname, environment, disk size and rlimits of
+ * A pooled sandbox's claim (PD_CTL_BIND): the hostname, environment, disk size, rlimits and
+ * secrets (placeholders and the CA's certificate, written where a cold build writes it) of
  * the claim (its cgroup limits were written by the supervisor before it sent BIND), then the
  * confinement every sandbox has, then BOUND. Until the claim no command can exist (the
  * supervisor refuses them), so waiting unconfined costs nothing: no code of the sandbox's
@@ -1155,11 +1160,16 @@ static void await_claim(struct init_state *st)
 		r = pd_fail(&err, errno, "set hostname");
 	if (r >= 0)
 		r = resize_disk(st, m.hdr.disk_bytes, &err);
+	/* after the resize: the CA's files count against the claim's disk, as at a cold build */
+	if (r >= 0 && m.ca_pem)
+		r = pd_rootfs_bind_ca(m.ca_pem, st->idmap, &err);
 	if (r >= 0) {
 		/* the claim's plan replaces the one join_cgroup() made from the template */
 		st->rlimits = m.hdr.rlimits;
 		st->bound_hostname = (char *)m.hostname;
 		st->bound_env = m.env;
+		st->bound_secret_env = m.secret_env;
+		st->bound_ca = m.ca_pem != NULL;
 		r = confine_self(st, &err);
 	}
 	if (r < 0)

@@ -524,36 +524,33 @@ static int import_etc_entry(struct build *b, int src_etc, int etc, const char *r
 
 /*
  * With secrets: /etc/paddock/ca.pem (the sandbox's CA) and ca-bundle.pem (the base's
- * bundle followed by it), which the environment points every TLS stack at. Written into the
- * read-only root, so the sandbox cannot swap its own CA in.
+ * bundle, read from bundle_fd if it is one, followed by it), which the environment points
+ * every TLS stack at. The root they are written into is read-only once built, so the
+ * sandbox cannot swap its own CA in. One writer for a cold build and a pooled claim.
  */
-static int write_ca(struct build *b, int etc, paddock_error *err)
+static int write_ca(int etc, int bundle_fd, const char *ca_pem, uid_t uid, gid_t gid,
+		    paddock_error *err)
 {
-	_cleanup_close_ int dir = -EBADF, in = -EBADF;
+	_cleanup_close_ int dir = -EBADF;
 	_cleanup_free_ char *bundle = NULL;
-	size_t n = 0, ca_len = strlen(b->spec->ca_pem);
+	size_t n = 0, ca_len = strlen(ca_pem);
 	ssize_t k;
 	int r;
 
-	r = mkdir_owned(etc, "paddock", 0755, b->root_uid, b->root_gid, err);
+	r = mkdir_owned(etc, "paddock", 0755, uid, gid, err);
 	if (r < 0)
 		return r;
 	dir = open_dir(etc, "paddock", err);
 	if (dir < 0)
 		return dir;
-	r = pd_write_file_at(dir, "ca.pem", b->spec->ca_pem, ca_len, 0644);
+	r = pd_write_file_at(dir, "ca.pem", ca_pem, ca_len, 0644);
 	if (r < 0)
 		return pd_fail(err, r, "write %s", PD_CA_CERT_PATH);
 	bundle = malloc(CA_BUNDLE_MAX + ca_len + 1);
 	if (!bundle)
 		return pd_fail(err, ENOMEM, "out of memory");
-	/*
-	 * The base's own bundle (Debian's path), if it has one. SECURITY: resolved inside the
-	 * base, so a --rootfs tree's link cannot pull a host file into the sandbox.
-	 */
-	in = open_in_root(b->base_fd, "etc/ssl/certs/ca-certificates.crt", O_RDONLY);
-	while (in >= 0 && n < CA_BUNDLE_MAX &&
-	       (k = read(in, bundle + n, CA_BUNDLE_MAX - n)) != 0) {
+	while (bundle_fd >= 0 && n < CA_BUNDLE_MAX &&
+	       (k = read(bundle_fd, bundle + n, CA_BUNDLE_MAX - n)) != 0) {
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k < 0)
@@ -562,12 +559,53 @@ static int write_ca(struct build *b, int etc, paddock_error *err)
 	}
 	if (n > 0 && bundle[n - 1] != '\n')
 		bundle[n++] = '\n';
-	memcpy(bundle + n, b->spec->ca_pem, ca_len);
+	memcpy(bundle + n, ca_pem, ca_len);
 	n += ca_len;
 	r = pd_write_file_at(dir, "ca-bundle.pem", bundle, n, 0644);
 	if (r < 0)
 		return pd_fail(err, r, "write %s", PD_CA_BUNDLE_PATH);
 	return 0;
+}
+
+/* The base's own bundle (Debian's path), if it has one. */
+#define BASE_BUNDLE "etc/ssl/certs/ca-certificates.crt"
+
+int pd_rootfs_bind_ca(const char *ca_pem, const struct pd_idmap *idmap, paddock_error *err)
+{
+	_cleanup_close_ int root = -EBADF, tree = -EBADF, etc = -EBADF, in = -EBADF;
+	struct open_how how = {
+		.flags = O_RDONLY | O_CLOEXEC | O_NOCTTY,
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+	};
+	long fd;
+	int r;
+
+	root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		return pd_fail(err, errno, "open /");
+
+	/*
+	 * The bundle as the sandbox sees it: /etc/ssl/certs is the base's, bound read-only by
+	 * build_etc() (so crossing that mount is allowed here, unlike in the base). Nothing of
+	 * the sandbox's has run yet: the tree is the one init built.
+	 */
+	fd = syscall(SYS_openat2, root, BASE_BUNDLE, &how, sizeof(how));
+	in = fd < 0 ? -errno : (int)fd;
+	/*
+	 * SECURITY: "/" stays read-only; the files are written through a detached clone of the
+	 * root mount that only init holds, made writable (init made that mount, so its
+	 * read-only flag is not locked) and closed before init confines itself.
+	 */
+	tree = open_tree(root, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+	if (tree < 0)
+		return pd_fail(err, errno, "clone the root");
+	r = set_attr(tree, "", AT_EMPTY_PATH, 0, MOUNT_ATTR_RDONLY);
+	if (r < 0)
+		return pd_fail(err, -r, "make a clone of the root writable");
+	etc = open_dir(tree, "etc", err);
+	if (etc < 0)
+		return etc;
+	return write_ca(etc, in, ca_pem, idmap->init_uid, idmap->init_gid, err);
 }
 
 static int build_etc(struct build *b, paddock_error *err)
@@ -586,7 +624,11 @@ static int build_etc(struct build *b, paddock_error *err)
 		return r;
 	src_etc = open_in_root(b->base_fd, "etc", O_PATH | O_DIRECTORY);
 	if (b->spec->ca_pem) {
-		r = write_ca(b, etc, err);
+		/* SECURITY: resolved inside the base: a --rootfs tree's link cannot pull a host
+		 * file into the sandbox */
+		_cleanup_close_ int in = open_in_root(b->base_fd, BASE_BUNDLE, O_RDONLY);
+
+		r = write_ca(etc, in, b->spec->ca_pem, b->root_uid, b->root_gid, err);
 		if (r < 0)
 			return r;
 	}

@@ -46,6 +46,13 @@ int pd_rootfs_build(const paddock_spec *spec, const struct pd_idmap *idmap,
 		    struct pd_rootfs_sources *sources, paddock_error *err);
 
 /*
+ * A pooled sandbox's claim with secrets: writes PD_CA_CERT_PATH and PD_CA_BUNDLE_PATH into
+ * the built root exactly as pd_rootfs_build() does for a spec with secrets (the same
+ * writer). Runs in init after the pivot, before it confines itself.
+ */
+int pd_rootfs_bind_ca(const char *ca_pem, const struct pd_idmap *idmap, paddock_error *err);
+
+/*
  * The absolute paths (in the new root) a command may write below, NULL-terminated: for
  * Landlock. Caller frees with pd_strv_free.
  */

@@ -2,17 +2,20 @@
 /*
  * Pooled sandboxes (docs/architecture.md, "Warm pool"): made ahead of demand from a template
  * (a spec but for what a claim binds), their init waiting after the root is built and before
- * it confines itself; a claim binds the claim's hostname, environment and limits, then init
- * confines itself exactly as a sandbox made cold does. What the claim binds is this file's
- * late_fields and the network policy (its rules, and allowlist or open: a sandbox with
+ * it confines itself; a claim binds the claim's hostname, environment, limits and secrets,
+ * then init confines itself exactly as a sandbox made cold does. What the claim binds is this
+ * file's late_fields and the network policy (its rules, and allowlist or open: a sandbox with
  * egress has the same network namespace, routes and proxy either way; only the supervisor's
  * policy differs) and nothing else: every other field must be the template's.
  *
- * Order of a claim: checks, then the cgroup's limits (supervisor), the network policy
- * (supervisor), then PD_CTL_BIND to init: hostname, environment, the disk size and the
- * rlimit plan, applied by init before it confines itself; then BOUND. Nothing runs in the
+ * Order of a claim: checks, the claim's secrets read (supervisor; wiped if the claim fails
+ * before init has them), then the cgroup's limits (supervisor), the network policy
+ * (supervisor), then PD_CTL_BIND to init: hostname, environment, the secrets' placeholders
+ * and CA, the disk size and the rlimit plan, applied by init before it confines itself;
+ * then BOUND, and only then the proxy substitutes the claim's secrets. Nothing runs in the
  * sandbox before BOUND (paddock_exec_start() refuses a pooled sandbox).
  */
+#include <assert.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -25,14 +28,22 @@
 #include "control.h"
 #include "error.h"
 #include "events.h"
+#include "egress.h"
 #include "init.h"
 #include "sandbox.h"
+#include "secrets.h"
 #include "spec.h"
+#include "util/cleanup.h"
+#include "util/strv.h"
 
 #define CLAIM_TIMEOUT_MS 10000
 
 /*
- * Spec fields a claim binds (top level, or "limits.NAME"). Every limit that is a value is one:
+ * Spec fields a claim binds (top level, or "limits.NAME"). secrets: a claim reads the
+ * claim's values, makes their placeholders and the sandbox's CA, and init writes the CA
+ * where a cold build does and puts the variables a cold init puts (a pooled sandbox
+ * holds none while it waits); secrets need egress, and network.mode none versus egress
+ * stays in the template. Every limit that is a value is one:
  * the cgroup's (memory, pids, cpus; cpu_time is checked against its counters) are written
  * again by the claim, the rlimits (file_size, nofile, cpu_time, and memory and pids where no
  * cgroup enforces them) are planned for it and sent to init, and the disk tmpfs is resized
@@ -43,7 +54,8 @@
 static const char *const late_fields[] = {
 	"hostname",	   "env",	     "limits.timeout_s", "limits.output",
 	"limits.memory",   "limits.pids",    "limits.cpus",	 "limits.cpu_time_s",
-	"limits.file_size", "limits.nofile", "limits.disk",	 NULL,
+	"limits.file_size", "limits.nofile", "limits.disk",	 "secrets",
+	NULL,
 };
 
 int paddock_spec_template_json(const paddock_spec *spec, char **ret_json, paddock_error *err)
@@ -83,16 +95,23 @@ int paddock_spec_template_json(const paddock_spec *spec, char **ret_json, paddoc
 	return 0;
 }
 
-/* The claim's hostname, environment, disk size and rlimit plan, for init. */
-static int pack_bind(const paddock_sandbox *sb, const paddock_spec *spec, char **ret_buf,
-		     size_t *ret_len, paddock_error *err)
+/* The claim's hostname, environment, disk size, rlimit plan and secrets, for init. */
+static int pack_bind(const paddock_sandbox *sb, const paddock_spec *spec, char *const *secret_env,
+		     const char *ca_pem, char **ret_buf, size_t *ret_len, paddock_error *err)
 {
 	struct pd_ctl_bind hdr = { .disk_bytes = spec->limits.disk_bytes };
+	struct pd_ctl_bind_strings s = {
+		.hostname = spec->hostname,
+		.env = spec->env,
+		.envc = spec->n_env,
+		.secret_env = secret_env,
+		.ca_pem = ca_pem,
+	};
 	int r;
 
 	/* the plan a cold init makes, from the claim's limits: `ulimit -a` is the same inside */
 	pd_init_plan_rlimits(spec, sb->cg != NULL, &hdr.rlimits);
-	r = pd_ctl_bind_pack(&hdr, spec->hostname, spec->env, spec->n_env, ret_buf, ret_len);
+	r = pd_ctl_bind_pack(&hdr, &s, ret_buf, ret_len);
 	if (r == -E2BIG)
 		return pd_fail_field(err, E2BIG, "env", "the environment is larger than %u bytes",
 				     PD_CTL_MAX_MSG);
@@ -143,6 +162,10 @@ static int take_late_fields(paddock_spec *dst, const paddock_spec *src, paddock_
 
 	if (!hostname || !env)
 		goto oom;
+	/* the claim's secrets (sources, and values given by value), as a cold create keeps */
+	pd_spec_secrets_clear(dst);
+	if (pd_spec_secrets_copy(dst, src) < 0)
+		goto oom;
 	for (size_t i = 0; i < src->n_env; i++)
 		if (!(env[i] = strdup(src->env[i])))
 			goto oom;
@@ -164,9 +187,41 @@ oom:
 	return pd_fail(err, ENOMEM, "claim");
 }
 
+/* SECURITY: what a claim read of its secrets goes, wiped, unless the sandbox took it. */
+struct claim_secrets {
+	struct pd_secrets *secrets;
+	char **env;
+	char *ca_pem;
+};
+
+static void claim_secrets_release(struct claim_secrets *c)
+{
+	pd_secrets_free(c->secrets); /* wipes the values */
+	c->secrets = NULL;
+	pd_strv_free(c->env);
+	c->env = NULL;
+	free(c->ca_pem);
+	c->ca_pem = NULL;
+}
+
+/*
+ * After BOUND: the sandbox's secrets are the claim's, for the proxy's substitution too
+ * (it borrows them; none could connect before BOUND). A pooled sandbox had none.
+ */
+static void take_secrets(paddock_sandbox *sb, struct claim_secrets *c)
+{
+	assert(!sb->secrets && !sb->spec->secret_env && !sb->spec->ca_pem);
+	sb->secrets = TAKE_PTR(c->secrets);
+	sb->spec->secret_env = TAKE_PTR(c->env);
+	sb->spec->ca_pem = TAKE_PTR(c->ca_pem);
+	if (sb->egress)
+		sb->egress->secrets = sb->secrets;
+}
+
 int paddock_sandbox_claim(paddock_sandbox *sb, const paddock_spec *spec, paddock_error *err)
 {
 	char *mine = NULL, *theirs = NULL, *buf = NULL;
+	struct claim_secrets sec = { 0 };
 	union {
 		struct pd_ctl_ready bound;
 		paddock_error failed;
@@ -187,8 +242,11 @@ int paddock_sandbox_claim(paddock_sandbox *sb, const paddock_spec *spec, paddock
 		r = paddock_spec_template_json(spec, &theirs, err);
 	if (r >= 0 && strcmp(mine, theirs) != 0)
 		r = pd_fail(err, EINVAL, "the spec is not the template of sandbox %s", sb->id);
+	/* the claim's secrets, read now as a cold create reads them when it makes a sandbox */
 	if (r >= 0)
-		r = pack_bind(sb, spec, &buf, &len, err);
+		r = pd_sandbox_secrets_prepare(spec, &sec.secrets, &sec.env, &sec.ca_pem, err);
+	if (r >= 0)
+		r = pack_bind(sb, spec, sec.env, sec.ca_pem, &buf, &len, err);
 	/* the claim's limits and network policy, in force before any command can run */
 	if (r >= 0)
 		r = bind_cgroup(sb, spec, err);
@@ -204,9 +262,14 @@ int paddock_sandbox_claim(paddock_sandbox *sb, const paddock_spec *spec, paddock
 		r = pd_fail(err, EPIPE, "claim sandbox %s", sb->id);
 	free(mine);
 	free(theirs);
+	if (buf)
+		explicit_bzero(buf, len); /* placeholders: worthless, but this claim's alone */
 	free(buf);
-	if (r < 0)
+	if (r < 0) {
+		/* SECURITY: a sandbox left pooled keeps nothing of this claim's secrets */
+		claim_secrets_release(&sec);
 		return r;
+	}
 	/* nothing else can come from a pooled init: it has had no command */
 	n = pd_ctl_recv_wait(sb->ctl, CLAIM_TIMEOUT_MS, &type, &msg, sizeof(msg), NULL, NULL);
 	if (type != PD_CTL_BOUND || n != (ssize_t)sizeof(msg.bound)) {
@@ -217,18 +280,24 @@ int paddock_sandbox_claim(paddock_sandbox *sb, const paddock_spec *spec, paddock
 			   : n < 0 ? (int)-n
 				   : EPROTO;
 
+		claim_secrets_release(&sec);
 		(void)paddock_sandbox_kill(sb, PADDOCK_END_KILLED, NULL);
 		return pd_fail(err, code, "claim sandbox %s: init could not bind it (message %u)",
 			       sb->id, type);
 	}
 	r = take_late_fields(sb->spec, spec, err);
-	if (r < 0)
+	if (r < 0) {
+		claim_secrets_release(&sec);
+		(void)paddock_sandbox_kill(sb, PADDOCK_END_KILLED, NULL);
 		return r;
+	}
+	take_secrets(sb, &sec);
 	sb->spec->pooled = false;
 	sb->landlock_abi = msg.bound.landlock_abi;
 	pd_sandbox_limits_bound(sb);
 	if (pd_events_wanted(sb->ctx))
 		pd_emit(sb->ctx, PADDOCK_LEVEL_INFO, "sandbox.claimed", sb->id, NULL,
-			json_pack("{s:s}", "hostname", sb->spec->hostname));
+			json_pack("{s:s,s:i}", "hostname", sb->spec->hostname, "secrets",
+				  (int)sb->spec->n_secrets));
 	return 0;
 }

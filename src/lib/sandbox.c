@@ -792,29 +792,36 @@ int paddock_sandbox_create(paddock_ctx *ctx, const paddock_spec *spec,
 	return paddock_sandbox_create_with(ctx, spec, NULL, ret_sandbox, err);
 }
 
-/*
- * Reads the secrets' values (the supervisor's env and files) and gives init what the
- * sandbox may know of them: each placeholder under its name, and the CA's certificate.
- */
-static int secrets_prepare(paddock_sandbox *sb, paddock_error *err)
+int pd_sandbox_secrets_prepare(const paddock_spec *spec, struct pd_secrets **ret_secrets,
+			       char ***ret_env, char **ret_ca_pem, paddock_error *err)
 {
-	struct pd_secrets *s;
+	struct pd_secrets *s = NULL;
+	_cleanup_strv_ char **env = NULL;
+	_cleanup_free_ char *ca = NULL;
 	int r;
 
-	r = pd_secrets_new(sb->spec, &sb->secrets, err);
-	if (r < 0 || !sb->secrets)
+	r = pd_secrets_new(spec, &s, err);
+	if (r < 0)
 		return r;
-	s = sb->secrets;
-	sb->spec->secret_env = calloc(s->n + 1, sizeof(char *));
-	sb->spec->ca_pem = strdup(s->ca_pem);
-	if (!sb->spec->secret_env || !sb->spec->ca_pem)
-		return pd_fail(err, ENOMEM, "out of memory");
-	for (size_t i = 0; i < s->n; i++)
-		if (asprintf(&sb->spec->secret_env[i], "%s=%s", s->s[i].name, s->s[i].placeholder) <
-		    0) {
-			sb->spec->secret_env[i] = NULL;
+	if (s) {
+		bool ok;
+
+		env = calloc(s->n + 1, sizeof(char *));
+		ca = strdup(s->ca_pem);
+		ok = env && ca;
+		for (size_t i = 0; ok && i < s->n; i++)
+			if (asprintf(&env[i], "%s=%s", s->s[i].name, s->s[i].placeholder) < 0) {
+				env[i] = NULL;
+				ok = false;
+			}
+		if (!ok) {
+			pd_secrets_free(s); /* SECURITY: wipes the values it read */
 			return pd_fail(err, ENOMEM, "out of memory");
 		}
+	}
+	*ret_secrets = s;
+	*ret_env = TAKE_PTR(env);
+	*ret_ca_pem = TAKE_PTR(ca);
 	return 0;
 }
 
@@ -858,9 +865,16 @@ static int create_begin(paddock_ctx *ctx, const paddock_spec *spec,
 	if (r < 0)
 		return r;
 	sb->spec->pooled = sb->spec_pooled;
-	r = secrets_prepare(sb, err);
-	if (r < 0)
-		return r;
+	/*
+	 * A pooled sandbox holds no secret while it waits: its claim reads the claim's values
+	 * (paddock_sandbox_claim()), so none is read before the create that wants it.
+	 */
+	if (!sb->spec_pooled) {
+		r = pd_sandbox_secrets_prepare(sb->spec, &sb->secrets, &sb->spec->secret_env,
+					       &sb->spec->ca_pem, err);
+		if (r < 0)
+			return r;
+	}
 	r = pd_launch_begin(sb, err);
 	if (r < 0)
 		return r;

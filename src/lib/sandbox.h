@@ -113,6 +113,15 @@ int pd_sandbox_arm(paddock_sandbox *sb, paddock_error *err);
  * the claim's, and the CPU time check looks again (it may end the sandbox).
  */
 void pd_sandbox_limits_bound(paddock_sandbox *sb);
+/*
+ * Reads the values of spec's secrets (the supervisor's env and files) and makes what the
+ * sandbox may know of them: each NAME=placeholder and the certificate of its CA. A cold
+ * create runs it before init exists, a claim of a pooled sandbox before PD_CTL_BIND. All
+ * three out-parameters NULL without secrets; the caller owns them (pd_secrets_free() wipes
+ * the values). Nothing is kept on failure.
+ */
+int pd_sandbox_secrets_prepare(const paddock_spec *spec, struct pd_secrets **ret_secrets,
+			       char ***ret_env, char **ret_ca_pem, paddock_error *err);
 /* A new exec object in the sandbox's list (not yet started). */
 paddock_exec *pd_exec_new(paddock_sandbox *sb, uint64_t id, paddock_exec_fn fn, void *userdata);
 /* Gives an exec the fds init sent with STARTED or EXEC_STATE; false when they do not fit. */

@@ -34,7 +34,22 @@ static void check_bind(const uint8_t *data, size_t size)
 			abort();
 	if (m.env[m.hdr.envc])
 		abort();
+	if (m.hdr.secretc > PD_CTL_MAX_SECRETS)
+		abort();
+	for (uint32_t i = 0; i < m.hdr.secretc; i++)
+		if (!m.secret_env[i] || m.secret_env[i] + strlen(m.secret_env[i]) >= end ||
+		    !strchr(m.secret_env[i], '=') || m.secret_env[i][0] == '=')
+			abort();
+	if (m.secret_env[m.hdr.secretc])
+		abort();
+	/* a CA exactly with secrets, bounded, the message's last string */
+	if ((m.ca_pem != NULL) != (m.hdr.secretc > 0))
+		abort();
+	if (m.ca_pem && (strlen(m.ca_pem) > PD_CTL_MAX_CA_PEM ||
+			 m.ca_pem + strlen(m.ca_pem) + 1 != end))
+		abort();
 	free(m.env);
+	free(m.secret_env);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -922,6 +922,179 @@ static void test_pooled_claim_limits(void **state)
 	event_base_free(base);
 }
 
+/* What a sandbox with a secret TOKEN shows of it: the env (placeholder masked), the CA files. */
+static const char *const secret_facts[] = {
+	"sh", "-c",
+	"env | sort | grep -v '^_=' | sed 's/^TOKEN=.*/TOKEN=<placeholder>/'; "
+	"echo \"shape $(printf %s \"$TOKEN\" | tr 'A-Za-z0-9' 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa')\"; "
+	"ls -ln /etc/paddock | awk 'NR > 1 { print $1, $3, $4, $NF }'; "
+	"grep -c 'BEGIN CERTIFICATE' /etc/paddock/ca.pem; "
+	"n=$(wc -c < /etc/paddock/ca.pem); "
+	"tail -c \"$n\" /etc/paddock/ca-bundle.pem | cmp -s - /etc/paddock/ca.pem && echo bundle ends with the CA; "
+	"echo base $(head -c -\"$n\" /etc/paddock/ca-bundle.pem | sha256sum); "
+	"touch /etc/paddock/ca.pem 2>/dev/null || echo the CA is read-only",
+	NULL };
+
+/* The sandbox's own $TOKEN, sent over plain HTTP to an address (no secret's host) by proxy. */
+static const char *leak_script =
+	"import os, socket, sys\n"
+	"port = os.environ['http_proxy'].rsplit(':', 1)[1].strip('/')\n"
+	"s = socket.create_connection(('127.0.0.1', int(port)), timeout=10)\n"
+	"t = sys.argv[1]\n"
+	"s.sendall(('GET http://127.0.0.1:%s/ HTTP/1.1\\r\\nHost: 127.0.0.1:%s\\r\\n'\n"
+	"           'X-Token: %s\\r\\nConnection: close\\r\\n\\r\\n' % (t, t, os.environ['TOKEN'])).encode())\n"
+	"out = b''\n"
+	"while True:\n"
+	"    b = s.recv(4096)\n"
+	"    if not b:\n"
+	"        break\n"
+	"    out += b\n"
+	"print(out.decode(errors='replace'))\n";
+
+static const char *token_of(struct event_base *base, paddock_sandbox *sb)
+{
+	const char *argv[] = { "sh", "-c", "printf %s \"$TOKEN\"", NULL };
+
+	return run_in(base, sb, argv, NULL);
+}
+
+/*
+ * Secrets are bound at the claim: a pool made without secrets serves a spec with one. From
+ * inside, the claimed sandbox has the placeholder (never the value), /etc/paddock/ca.pem and
+ * ca-bundle.pem and the CA variables as a cold sandbox of the claim's spec has them (the CA
+ * itself differs per sandbox); its proxy knows the claim's placeholder (a leak of it is
+ * blocked, naming the secret). A second pooled sandbox claimed with another value has only
+ * its own placeholder.
+ */
+static void test_pooled_claim_secrets(void **state)
+{
+	static const char *const tmpl_fields[] = { "network.allow", "127.0.0.1", NULL };
+	static const char *const one_fields[] = {
+		"network.allow", "127.0.0.1", "secrets", "TOKEN=env:PD_TEST_TOKEN_ONE@api.example",
+		NULL };
+	static const char *const two_fields[] = {
+		"network.allow", "127.0.0.1", "secrets", "TOKEN=env:PD_TEST_TOKEN_TWO@api.example",
+		NULL };
+	static const char one[] = "ghp_Val1dTok3nNumberOne0123456789abcdef";
+	static const char two[] = "ghp_Val1dTok3nNumberTwo0123456789abcdef";
+	struct event_base *base = event_base_new();
+	paddock_ctx *ctx = NULL;
+	paddock_error err = { 0 };
+	paddock_spec *tmpl, *s1, *s2;
+	paddock_sandbox *p1 = NULL, *p2 = NULL, *cold = NULL;
+	const struct paddock_sandbox_opts opts = { .pooled = true, .no_timeout = true };
+	char cold_out[8192], pooled_out[8192], ph1[256], ph2[256], port[16], *ta = NULL, *tb = NULL;
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sa);
+	int lfd;
+
+	(void)state;
+	assert_int_equal(setenv("PD_TEST_TOKEN_ONE", one, 1), 0);
+	assert_int_equal(setenv("PD_TEST_TOKEN_TWO", two, 1), 0);
+	tmpl = spec_with(tmpl_fields);
+	s1 = spec_with(one_fields);
+	s2 = spec_with(two_fields);
+	assert_int_equal(paddock_ctx_new(base, &ctx, &err), 0);
+	/* secrets are not part of the template */
+	assert_int_equal(paddock_spec_template_json(tmpl, &ta, &err), 0);
+	assert_int_equal(paddock_spec_template_json(s1, &tb, &err), 0);
+	assert_string_equal(ta, tb);
+
+	if (paddock_sandbox_create_with(ctx, tmpl, &opts, &p1, &err) < 0 ||
+	    paddock_sandbox_create_with(ctx, tmpl, &opts, &p2, &err) < 0)
+		fail_msg("create pooled: %s", err.msg);
+	if (paddock_sandbox_claim(p1, s1, &err) < 0)
+		fail_msg("claim: %s", err.msg);
+	if (paddock_sandbox_create(ctx, s1, &cold, &err) < 0)
+		fail_msg("create cold: %s", err.msg);
+
+	snprintf(cold_out, sizeof(cold_out), "%s", run_in(base, cold, secret_facts, NULL));
+	snprintf(pooled_out, sizeof(pooled_out), "%s", run_in(base, p1, secret_facts, NULL));
+	assert_string_equal(pooled_out, cold_out);
+	if (!strstr(cold_out, "\nSSL_CERT_FILE=/etc/paddock/ca-bundle.pem\n") ||
+	    !strstr(cold_out, "\nNODE_EXTRA_CA_CERTS=/etc/paddock/ca.pem\n") ||
+	    !strstr(cold_out, "\n1\nbundle ends with the CA\n") ||
+	    !strstr(cold_out, "\nthe CA is read-only"))
+		fail_msg("a cold sandbox with a secret: %s", cold_out);
+	assert_null(strstr(pooled_out, one));
+
+	/* the placeholder is the claim's: the same shape as the value, not the value */
+	snprintf(ph1, sizeof(ph1), "%s", token_of(base, p1));
+	assert_int_equal(strlen(ph1), strlen(one));
+	assert_string_not_equal(ph1, one);
+	assert_int_equal(strncmp(ph1, "ghp_", 4), 0);
+	/* ...and each sandbox's CA its own */
+	{
+		const char *ca[] = { "cat", "/etc/paddock/ca.pem", NULL };
+		char ca_cold[4096];
+
+		snprintf(ca_cold, sizeof(ca_cold), "%s", run_in(base, cold, ca, NULL));
+		assert_string_not_equal(run_in(base, p1, ca, NULL), ca_cold);
+	}
+
+	/* the supervisor's side: its proxy substitutes for, and stops leaks of, that placeholder */
+	lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(lfd, 16), 0);
+	assert_int_equal(getsockname(lfd, (struct sockaddr *)&sa, &sl), 0);
+	snprintf(port, sizeof(port), "%u", ntohs(sa.sin_port));
+	{
+		const char *argv[] = { "python3", "-c", leak_script, port, NULL };
+		const char *out = run_in(base, p1, argv, NULL);
+
+		if (!strstr(out, "placeholder of secret TOKEN"))
+			fail_msg("a leak of the claim's placeholder was not stopped: %s", out);
+	}
+
+	/* a claim whose secret cannot be read fails and leaves the sandbox pooled */
+	{
+		static const char *const bad_fields[] = {
+			"network.allow", "127.0.0.1", "secrets",
+			"TOKEN=env:PD_TEST_TOKEN_UNSET@api.example", NULL };
+		paddock_spec *bad = spec_with(bad_fields);
+
+		unsetenv("PD_TEST_TOKEN_UNSET");
+		assert_true(paddock_sandbox_claim(p2, bad, &err) < 0);
+		assert_int_equal(paddock_exec_start(p2, &(struct paddock_exec_opts){
+						       .argv = (const char *[]){ "true", NULL },
+						       .fds = { -1, -1, -1 } },
+						    on_exit_cb, NULL, NULL, &err),
+				 -EBUSY);
+		paddock_spec_free(bad);
+	}
+
+	/* a second claim, another value: its own placeholder only */
+	if (paddock_sandbox_claim(p2, s2, &err) < 0)
+		fail_msg("claim: %s", err.msg);
+	snprintf(ph2, sizeof(ph2), "%s", token_of(base, p2));
+	assert_int_equal(strlen(ph2), strlen(two));
+	assert_string_not_equal(ph2, two);
+	assert_string_not_equal(ph2, ph1);
+	assert_null(strstr(run_in(base, p2, secret_facts, NULL), one));
+	{
+		const char *argv[] = { "python3", "-c", leak_script, port, NULL };
+		const char *out = run_in(base, p2, argv, NULL);
+
+		if (!strstr(out, "placeholder of secret TOKEN"))
+			fail_msg("a leak of the second claim's placeholder was not stopped: %s", out);
+	}
+
+	close(lfd);
+	free(ta);
+	free(tb);
+	paddock_sandbox_free(p1);
+	paddock_sandbox_free(p2);
+	paddock_sandbox_free(cold);
+	paddock_spec_free(tmpl);
+	paddock_spec_free(s1);
+	paddock_spec_free(s2);
+	paddock_ctx_free(ctx);
+	event_base_free(base);
+	unsetenv("PD_TEST_TOKEN_ONE");
+	unsetenv("PD_TEST_TOKEN_TWO");
+}
+
 /* An unclaimed pooled sandbox freed, or its init gone, leaves nothing. */
 static void test_pooled_unclaimed_free(void **state)
 {
@@ -971,6 +1144,7 @@ int main(void)
 		cmocka_unit_test(test_listen_in_sandbox_netns),
 		cmocka_unit_test(test_pooled_claim),
 		cmocka_unit_test(test_pooled_claim_limits),
+		cmocka_unit_test(test_pooled_claim_secrets),
 		cmocka_unit_test(test_pooled_unclaimed_free),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,9 +1,10 @@
 #!/bin/bash
 # paddockd's warm pool (docs/api.md, "Warm pool"): creates take ready sandboxes of their
-# template and bind what differs (hostname, environment, limits, TTL, metadata); a claimed sandbox is
-# the same, from inside, as one made cold; a claim never sees the previous claim's
-# environment; other templates miss, are made cold and pooled from then on; kill -9 with a
-# full pool leaves nothing once paddockd restarts. run.sh checks nothing is left behind.
+# template and bind what differs (hostname, environment, limits, network policy, secrets, TTL,
+# metadata); a claimed sandbox is the same, from inside, as one made cold; a claim never sees
+# the previous claim's environment or secrets; other templates miss, are made cold and
+# pooled from then on; kill -9 with a full pool leaves nothing once paddockd restarts.
+# run.sh checks nothing is left behind.
 . "$(dirname "$0")/lib.sh"
 
 PADDOCKD=${PADDOCKD:?PADDOCKD must point at paddockd}
@@ -166,19 +167,40 @@ expect_match "the facts were read" "uid=1000.*cold" "$(tr '\n' ' ' <<<"$cold")"
 expect_eq "pooled and cold: ids, env, confinement, mounts, rlimits, /proc, network, disk" \
 	"$cold" "$pooled"
 
-# specs with secrets are never pooled: their values are read when the sandbox is made
+# secrets are bound at the claim: a spec with secrets is served from its template's pool,
+# reads its values then, and holds only placeholders (test-secrets.sh brokers one end to end)
+wait_ready 2 2
 misses=$(metric paddock_pool_misses_total)
-export POOL_SECRET=not-a-real-one
+SECRET_FACTS='echo "K=$K"; env | grep -E "^(SSL_CERT_FILE|NODE_EXTRA_CA_CERTS)=" | sort; ls /etc/paddock | tr "\n" " "'
 r=$(api POST /v1/sandboxes -d '{"network": {"allow": ["example.test"]}, "secrets": [{"name": "K", "value": "v4lue-of-the-secret", "hosts": ["example.test"]}]}')
 S=$(j "$r" 'd["id"]')
-expect_match "a spec with secrets is created (cold)" '^sb_' "$S"
-expect_eq "...and neither hit nor pooled" "$misses 6" "$(metric paddock_pool_misses_total) $(metric paddock_pool_hits_total)"
+expect_match "a spec with secrets is created" '^sb_' "$S"
+expect_eq "...from the pool: a hit" "$misses 7" "$(metric paddock_pool_misses_total) $(metric paddock_pool_hits_total)"
+out=$(run "$S" "$SECRET_FACTS")
+PH1=$(sed -n 's/^K=//p' <<<"$out")
+expect_match "...its variable holds a placeholder" '^[A-Za-z0-9_-]{16,}$' "$PH1"
+expect_no_match "...never the value" "v4lue-of-the-secret" "$out"
+expect_match "...with the sandbox's CA and the variables pointing at it" \
+	"SSL_CERT_FILE=/etc/paddock/ca-bundle.pem.*ca-bundle.pem ca.pem" "$(tr '\n' ' ' <<<"$out")"
+wait_ready 2 2
+r=$(api POST /v1/sandboxes -d '{"network": {"allow": ["example.test"]}, "secrets": [{"name": "K", "value": "an0ther-value-of-it", "hosts": ["example.test"]}]}')
+S2=$(j "$r" 'd["id"]')
+expect_eq "another value, the same template: a hit" 8 "$(metric paddock_pool_hits_total)"
+out=$(run "$S2" "$SECRET_FACTS")
+PH2=$(sed -n 's/^K=//p' <<<"$out")
+expect_match "...its own placeholder" '^[A-Za-z0-9_-]{16,}$' "$PH2"
+if [ -n "$PH2" ] && [ "$PH1" != "$PH2" ]; then
+	ok "...not the previous claim's"
+else
+	not_ok "...not the previous claim's"
+fi
+expect_no_match "...and no value" "v4lue-of-the-secret|an0ther-value-of-it" "$out"
 
 # ---- bad input changes nothing in the pool ----
 ready=$(metric 'paddock_pool_ready{template="0"}')
 r=$(api POST /v1/sandboxes -d '{"hostname": 5}')
 expect_match "a bad spec is refused by field" '"field":"hostname"' "$r"
-expect_eq "...and takes nothing from the pool" "$ready 6" "$(metric 'paddock_pool_ready{template="0"}') $(metric paddock_pool_hits_total)"
+expect_eq "...and takes nothing from the pool" "$ready 8" "$(metric 'paddock_pool_ready{template="0"}') $(metric paddock_pool_hits_total)"
 
 # ---- teardown is off the request path ----
 code=$(curl -s --unix-socket "$SOCK" -o /dev/null -w '%{http_code}' -X DELETE "http://x/v1/sandboxes/$A?wait=maybe")
@@ -193,7 +215,7 @@ expect_eq "DELETE ?wait=1 answers 204 when every process of it has exited" "204 
 	"$code $(inits)"
 
 # ---- kill -9 with a full pool: claimed sandboxes are adopted, pooled ones end ----
-for id in "$L" "$C" "$P" "$S" "$E1" "$E2" "$E3"; do api DELETE "/v1/sandboxes/$id" >/dev/null; done
+for id in "$L" "$C" "$P" "$S" "$S2" "$E1" "$E2" "$E3"; do api DELETE "/v1/sandboxes/$id" >/dev/null; done
 X=$(create '{"env": {"KEEP": "me"}}')
 wait_ready 0 2
 wait_ready 1 2

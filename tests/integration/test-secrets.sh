@@ -170,4 +170,35 @@ api DELETE "/v1/sandboxes/$ID" >/dev/null
 kill -TERM "$DPID"
 wait "$DPID"
 
+# ---- paddockd --pool: a secret is bound at the claim, and brokered ----
+PVAL1="sk-PoolF1rstValue0123456789abcdefghijk"
+PVAL2="sk-PoolS3condValue0123456789abcdefghij"
+"$PADDOCKD" --socket "$SOCK" --state-dir "$T_TMP/stp" --resolve-hosts "$H" \
+	--upstream-ca "$EGRESS_DIR/ca.pem" --pool 1 2>>"$T_TMP/d.log" &
+DPID=$!
+for _ in $(seq 100); do curl -s --unix-socket "$SOCK" -o /dev/null http://x/healthz && break; sleep 0.05; done
+metric() { api GET /metrics | awk -v m="$1" '$1 == m { print $2 }'; }
+pspec() { printf '{"network":{"allow":["api.test"]},"secrets":[{"name":"K","value":"%s","hosts":["api.test"]}]}' "$1"; }
+# the first spec of this template is a miss; its template is pooled from then on
+r=$(api POST /v1/sandboxes -d "$(pspec "$PVAL1")")
+P0=$($PY -c 'import json,sys; print(json.loads(sys.argv[1])["id"])' "$r" 2>/dev/null)
+for _ in $(seq 200); do
+	[ "$(metric 'paddock_pool_ready{template="1"}')" = 1 ] && break
+	sleep 0.05
+done
+r=$(api POST /v1/sandboxes -d "$(pspec "$PVAL2")")
+P1=$($PY -c 'import json,sys; print(json.loads(sys.argv[1])["id"])' "$r" 2>/dev/null)
+expect_eq "pool: a spec with a secret is served from the pool (a hit)" "1" "$(metric paddock_pool_hits_total)"
+r=$(api POST "/v1/sandboxes/$P1/exec" -d '{"cmd":"echo ph=$K; curl -sS -m 5 -H \"Authorization: Bearer $K\" https://api.test/echo-headers"}')
+expect_match "pool: the claimed sandbox holds a placeholder" 'ph=sk-[A-Za-z0-9]{34}' "$r"
+expect_no_match "pool: ...never the value" "$PVAL2|$PVAL1" "$r"
+expect_match "pool: intercepted HTTPS (the claim's CA, no -k): the server answered" 'Authorization' "$r"
+expect_match "pool: the server got the claim's value" "Bearer $PVAL2" "$(grep '"/echo-headers"' "$REQ" | tail -n1)"
+api DELETE "/v1/sandboxes/$P0" >/dev/null
+api DELETE "/v1/sandboxes/$P1" >/dev/null
+kill -TERM "$DPID"
+wait "$DPID"
+expect_eq "pool: its event log, database and stderr never hold a value" "0" \
+	"$(cat "$T_TMP/stp"/* "$T_TMP/d.log" 2>/dev/null | grep -ac -e "$PVAL1" -e "$PVAL2")"
+
 finish

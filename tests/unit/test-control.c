@@ -51,6 +51,17 @@ static void test_plan(void **state)
 	assert_int_equal(without.rlimits.r[4].soft, 512);
 }
 
+/* Packs a claim without secrets. */
+static int pack(const struct pd_ctl_bind *h, const char *hostname, char *const *env, size_t envc,
+		char **ret_buf, size_t *ret_len)
+{
+	struct pd_ctl_bind_strings s = { .hostname = hostname, .env = env, .envc = envc };
+
+	return pd_ctl_bind_pack(h, &s, ret_buf, ret_len);
+}
+
+#define TEST_CA "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+
 static void test_bind_round_trip(void **state)
 {
 	struct pd_ctl_bind h = default_bind(false);
@@ -60,7 +71,7 @@ static void test_bind_round_trip(void **state)
 	size_t len = 0;
 
 	(void)state;
-	assert_int_equal(pd_ctl_bind_pack(&h, "box", env, 3, &buf, &len), 0);
+	assert_int_equal(pack(&h, "box", env, 3, &buf, &len), 0);
 	assert_int_equal(pd_ctl_bind_parse(buf, len, &m), 0);
 	assert_string_equal(m.hostname, "box");
 	assert_int_equal(m.hdr.envc, 3);
@@ -70,15 +81,187 @@ static void test_bind_round_trip(void **state)
 	assert_null(m.env[3]);
 	assert_int_equal(m.hdr.disk_bytes, 1u << 30);
 	assert_memory_equal(&m.hdr.rlimits, &h.rlimits, sizeof(h.rlimits));
+	/* no secrets: none bound, no CA */
+	assert_int_equal(m.hdr.secretc, 0);
+	assert_null(m.secret_env[0]);
+	assert_null(m.ca_pem);
 	free(m.env);
+	free(m.secret_env);
 	free(buf);
 
 	/* no variables at all */
-	assert_int_equal(pd_ctl_bind_pack(&h, "box", NULL, 0, &buf, &len), 0);
+	assert_int_equal(pack(&h, "box", NULL, 0, &buf, &len), 0);
 	assert_int_equal(pd_ctl_bind_parse(buf, len, &m), 0);
 	assert_null(m.env[0]);
 	free(m.env);
+	free(m.secret_env);
 	free(buf);
+}
+
+static void test_bind_secrets_round_trip(void **state)
+{
+	struct pd_ctl_bind h = default_bind(false);
+	char *env[] = { "A=1", NULL };
+	char *sec[] = { "TOKEN=ghp_placeholder", "KEY=paddock_x", NULL };
+	struct pd_ctl_bind_strings s = {
+		.hostname = "box", .env = env, .envc = 1, .secret_env = sec, .ca_pem = TEST_CA
+	};
+	struct pd_ctl_bind_msg m;
+	char *buf = NULL;
+	size_t len = 0;
+
+	(void)state;
+	assert_int_equal(pd_ctl_bind_pack(&h, &s, &buf, &len), 0);
+	assert_int_equal(pd_ctl_bind_parse(buf, len, &m), 0);
+	assert_string_equal(m.hostname, "box");
+	assert_int_equal(m.hdr.envc, 1);
+	assert_string_equal(m.env[0], "A=1");
+	assert_null(m.env[1]);
+	assert_int_equal(m.hdr.secretc, 2);
+	assert_string_equal(m.secret_env[0], "TOKEN=ghp_placeholder");
+	assert_string_equal(m.secret_env[1], "KEY=paddock_x");
+	assert_null(m.secret_env[2]);
+	assert_string_equal(m.ca_pem, TEST_CA);
+	free(m.env);
+	free(m.secret_env);
+	free(buf);
+}
+
+/* The packer refuses what the parser would: secrets without a CA, a CA without secrets... */
+static void test_bind_secrets_pack_refused(void **state)
+{
+	struct pd_ctl_bind h = default_bind(false);
+	char *sec[PD_CTL_MAX_SECRETS + 2] = { "T=p", NULL };
+	struct pd_ctl_bind_strings s = { .hostname = "box", .secret_env = sec };
+	char big_ca[PD_CTL_MAX_CA_PEM + 2];
+	char *buf = NULL;
+	size_t len = 0;
+
+	(void)state;
+	assert_int_equal(pd_ctl_bind_pack(&h, &s, &buf, &len), -EINVAL);
+	s.secret_env = NULL;
+	s.ca_pem = TEST_CA;
+	assert_int_equal(pd_ctl_bind_pack(&h, &s, &buf, &len), -EINVAL);
+	/* ...a CA larger than a certificate gets, more secrets than a spec has */
+	memset(big_ca, 'A', sizeof(big_ca) - 1);
+	big_ca[sizeof(big_ca) - 1] = '\0';
+	s.secret_env = sec;
+	s.ca_pem = big_ca;
+	assert_int_equal(pd_ctl_bind_pack(&h, &s, &buf, &len), -EINVAL);
+	for (size_t i = 0; i <= PD_CTL_MAX_SECRETS; i++)
+		sec[i] = "T=p";
+	sec[PD_CTL_MAX_SECRETS + 1] = NULL;
+	s.ca_pem = TEST_CA;
+	assert_int_equal(pd_ctl_bind_pack(&h, &s, &buf, &len), -EINVAL);
+	sec[PD_CTL_MAX_SECRETS] = NULL;
+	assert_int_equal(pd_ctl_bind_pack(&h, &s, &buf, &len), 0);
+	free(buf);
+}
+
+/* Packs h with hostname "box", one variable and one secret, then lets `mutate` spoil it. */
+static int parse_mutated_secrets(void (*mutate)(char *buf, size_t *len))
+{
+	struct pd_ctl_bind h = default_bind(false);
+	char *env[] = { "A=1", NULL };
+	char *sec[] = { "T=p", NULL };
+	struct pd_ctl_bind_strings s = {
+		.hostname = "box", .env = env, .envc = 1, .secret_env = sec, .ca_pem = TEST_CA
+	};
+	struct pd_ctl_bind_msg m;
+	char big[PD_CTL_MAX_CA_PEM + 512];
+	char *buf = NULL;
+	size_t len = 0;
+	int r;
+
+	assert_int_equal(pd_ctl_bind_pack(&h, &s, &buf, &len), 0);
+	assert_true(len + 8 <= sizeof(big));
+	memcpy(big, buf, len);
+	free(buf);
+	if (mutate)
+		mutate(big, &len);
+	r = pd_ctl_bind_parse(big, len, &m);
+	if (r == 0) {
+		free(m.env);
+		free(m.secret_env);
+	}
+	return r;
+}
+
+/* offset of the secret "T=p" in a message parse_mutated_secrets() packs */
+#define SECRET_AT (sizeof(struct pd_ctl_bind) + sizeof("box") + sizeof("A=1"))
+
+static void secret_no_name(char *buf, size_t *len)
+{
+	(void)len;
+	buf[SECRET_AT] = '='; /* "T=p" -> "==p" */
+}
+
+static void secret_no_equals(char *buf, size_t *len)
+{
+	(void)len;
+	buf[SECRET_AT + 1] = '-';
+}
+
+static void no_secret_count(char *buf, size_t *len)
+{
+	(void)len;
+	/* "T=p" becomes a CA, and the CA trailing bytes */
+	((struct pd_ctl_bind *)(void *)buf)->secretc = 0;
+}
+
+static void too_many_secrets(char *buf, size_t *len)
+{
+	(void)len;
+	((struct pd_ctl_bind *)(void *)buf)->secretc = PD_CTL_MAX_SECRETS + 1;
+}
+
+static void ca_control_char(char *buf, size_t *len)
+{
+	buf[*len - 3] = '\x1b';
+}
+
+static void ca_dropped(char *buf, size_t *len)
+{
+	/* secrets, but an empty CA */
+	*len = SECRET_AT + sizeof("T=p") + 1;
+	buf[*len - 1] = '\0';
+}
+
+static void ca_too_big(char *buf, size_t *len)
+{
+	size_t at = SECRET_AT + sizeof("T=p");
+
+	memset(buf + at, 'A', PD_CTL_MAX_CA_PEM + 1);
+	buf[at + PD_CTL_MAX_CA_PEM + 1] = '\0';
+	*len = at + PD_CTL_MAX_CA_PEM + 2;
+}
+
+static void ca_exactly_max(char *buf, size_t *len)
+{
+	size_t at = SECRET_AT + sizeof("T=p");
+
+	memset(buf + at, 'A', PD_CTL_MAX_CA_PEM);
+	buf[at + PD_CTL_MAX_CA_PEM] = '\0';
+	*len = at + PD_CTL_MAX_CA_PEM + 1;
+}
+
+static void cut_last_byte(char *buf, size_t *len);
+static void add_trailing(char *buf, size_t *len);
+
+static void test_bind_secrets_refused(void **state)
+{
+	(void)state;
+	assert_int_equal(parse_mutated_secrets(NULL), 0);
+	assert_int_equal(parse_mutated_secrets(cut_last_byte), -EPROTO);
+	assert_int_equal(parse_mutated_secrets(add_trailing), -EPROTO);
+	assert_int_equal(parse_mutated_secrets(secret_no_name), -EPROTO);
+	assert_int_equal(parse_mutated_secrets(secret_no_equals), -EPROTO);
+	assert_int_equal(parse_mutated_secrets(no_secret_count), -EPROTO);
+	assert_int_equal(parse_mutated_secrets(too_many_secrets), -EPROTO);
+	assert_int_equal(parse_mutated_secrets(ca_control_char), -EPROTO);
+	assert_int_equal(parse_mutated_secrets(ca_dropped), -EPROTO);
+	assert_int_equal(parse_mutated_secrets(ca_too_big), -EPROTO);
+	assert_int_equal(parse_mutated_secrets(ca_exactly_max), 0);
 }
 
 /* Packs h with hostname "box" and one variable, then lets `mutate` spoil it. */
@@ -91,15 +274,17 @@ static int parse_mutated(struct pd_ctl_bind h, void (*mutate)(char *buf, size_t 
 	size_t len = 0;
 	int r;
 
-	assert_int_equal(pd_ctl_bind_pack(&h, "box", env, 1, &buf, &len), 0);
+	assert_int_equal(pack(&h, "box", env, 1, &buf, &len), 0);
 	assert_true(len + 8 <= sizeof(big));
 	memcpy(big, buf, len);
 	free(buf);
 	if (mutate)
 		mutate(big, &len);
 	r = pd_ctl_bind_parse(big, len, &m);
-	if (r == 0)
+	if (r == 0) {
 		free(m.env);
+		free(m.secret_env);
+	}
 	return r;
 }
 
@@ -116,7 +301,7 @@ static void add_trailing(char *buf, size_t *len)
 
 static void drop_equals(char *buf, size_t *len)
 {
-	buf[*len - 3] = '-'; /* "A=1" -> "A-1" */
+	buf[*len - 4] = '-'; /* "A=1" -> "A-1" (the empty CA ends the message) */
 }
 
 static void empty_hostname(char *buf, size_t *len)
@@ -153,7 +338,7 @@ static void test_bind_refused(void **state)
 	/* a hostname longer than the kernel takes */
 	memset(host, 'h', 65);
 	host[65] = '\0';
-	assert_int_equal(pd_ctl_bind_pack(&good, host, NULL, 0, &buf, &len), 0);
+	assert_int_equal(pack(&good, host, NULL, 0, &buf, &len), 0);
 	assert_int_equal(pd_ctl_bind_parse(buf, len, &(struct pd_ctl_bind_msg){ 0 }), -EPROTO);
 	free(buf);
 
@@ -194,6 +379,9 @@ int main(void)
 		cmocka_unit_test(test_plan),
 		cmocka_unit_test(test_bind_round_trip),
 		cmocka_unit_test(test_bind_refused),
+		cmocka_unit_test(test_bind_secrets_round_trip),
+		cmocka_unit_test(test_bind_secrets_pack_refused),
+		cmocka_unit_test(test_bind_secrets_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

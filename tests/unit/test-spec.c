@@ -1156,7 +1156,10 @@ static char *template_of(const char *json)
 	return t;
 }
 
-/* What a claim binds is not in the template: every limit but `required` (sandbox-pool.c). */
+/*
+ * What a claim binds is not in the template: every limit but `required`, the network rules,
+ * the secrets (sandbox-pool.c).
+ */
 static void test_template(void **state)
 {
 	_cleanup_free_ char *def = template_of("{}");
@@ -1167,8 +1170,16 @@ static void test_template(void **state)
 		"\"output\": \"4K\"}}");
 	_cleanup_free_ char *required = template_of("{\"limits\": {\"required\": [\"cpus\"]}}");
 	_cleanup_free_ char *cwd = template_of("{\"cwd\": \"/tmp\"}");
+	/* secrets are bound at the claim; they need egress, and none versus egress stays */
+	_cleanup_free_ char *egress = template_of("{\"network\": {\"allow\": [\"a.test\"]}}");
+	_cleanup_free_ char *secrets = template_of(
+		"{\"network\": {\"allow\": [\"b.test\"]}, \"secrets\": [{\"name\": \"K\", "
+		"\"value\": \"v\", \"hosts\": [\"b.test\"]}]}");
 
 	(void)state;
+	assert_string_equal(secrets, egress);
+	assert_null(strstr(secrets, "secrets"));
+	assert_string_not_equal(egress, def);
 	assert_string_equal(limits, def);
 	assert_null(strstr(def, "\"memory\""));
 	assert_non_null(strstr(def, "\"limits\":{\"required\":[]}"));
