@@ -157,7 +157,8 @@ struct paddock_sandbox_opts {
 	bool no_timeout;
 	/*
 	 * A pooled sandbox, made ahead of demand: namespaces, root and cgroup are made, and init
-	 * waits for paddock_sandbox_claim(). No command starts before the claim (-EBUSY).
+	 * waits for paddock_sandbox_claim(). No command starts before the claim (-EBUSY). It is
+	 * made without the spec's workspace (its /workspace is private until a claim binds one).
 	 */
 	bool pooled;
 };
@@ -183,21 +184,23 @@ PADDOCK_API int paddock_sandbox_create_async(paddock_ctx *ctx, const paddock_spe
 
 /*
  * The template of a spec: its JSON without the fields a claim binds (hostname, env, every
- * limit but limits.required, network.allow and network.deny, and network.mode as "egress"
- * for both allowlist and open), keys sorted. Two specs with the same template can claim
- * each other's pooled sandboxes. Caller frees.
+ * limit but limits.required, secrets, workspace, network.allow and network.deny, and
+ * network.mode as "egress" for both allowlist and open), keys sorted. Two specs with the
+ * same template can claim each other's pooled sandboxes. Caller frees.
  */
 PADDOCK_API int paddock_spec_template_json(const paddock_spec *spec, char **ret_json,
 					   paddock_error *err);
 
 /*
  * Takes a pooled sandbox (made with opts.pooled) for `spec`, which must have its template:
- * binds the spec's hostname, environment, limits (cgroup values, rlimits, disk size) and
- * network policy, then init confines itself as in a sandbox made cold; from then on the
- * sandbox is the same as one made from `spec`. -EINVAL when the template differs or the
- * sandbox was claimed already. An error before init is told of the claim (a limit the cgroup
- * refuses, such as memory below what is in use) leaves the sandbox pooled with its own
- * limits, or kills it when they cannot be written back; an error after kills it.
+ * binds the spec's hostname, environment, limits (cgroup values, rlimits, disk size),
+ * secrets, workspace and network policy, then init confines itself as in a sandbox made
+ * cold; from then on the sandbox is the same as one made from `spec`. -EINVAL when the
+ * template differs or the sandbox was claimed already; -EOPNOTSUPP (field "workspace") for
+ * a workspace a cold create would have init clone itself (rootless, or no idmapped mounts
+ * there). An error before init is told of the claim (a limit the cgroup refuses, such as
+ * memory below what is in use) leaves the sandbox pooled with its own limits, or kills it
+ * when they cannot be written back; an error after kills it.
  */
 PADDOCK_API int paddock_sandbox_claim(paddock_sandbox *sb, const paddock_spec *spec,
 				      paddock_error *err);

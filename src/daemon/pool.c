@@ -227,6 +227,8 @@ static struct pool_tmpl *find_tmpl(struct daemon *d, const char *key, const padd
 		 * limits.required stays: it decides whether a sandbox can be made at all.
 		 * No secrets: a pooled sandbox holds none, its claim reads the claim's
 		 * (paddock_sandbox_claim()), and the template keeps no value given by value.
+		 * SECURITY: no workspace: a claim binds its own, and a pooled sandbox must
+		 * hold no tenant's host directory (the first create's).
 		 */
 		json_t *o = NULL, *lim;
 
@@ -235,6 +237,7 @@ static struct pool_tmpl *find_tmpl(struct daemon *d, const char *key, const padd
 		free(json);
 		json = NULL;
 		json_object_del(o, "secrets");
+		json_object_del(o, "workspace");
 		lim = json_object_get(o, "limits");
 		if (lim) {
 			json_t *req = json_incref(json_object_get(lim, "required"));

@@ -245,8 +245,9 @@ int pd_ctl_bind_parse(const char *buf, size_t len, struct pd_ctl_bind_msg *ret)
 	if (len < sizeof(h))
 		return -EPROTO;
 	memcpy(&h, buf, sizeof(h));
-	if (h.envc > PD_CTL_MAX_ARGS || h.secretc > PD_CTL_MAX_SECRETS || h.disk_bytes == 0 ||
-	    h.disk_bytes > INT64_MAX || !rlimits_valid(&h.rlimits))
+	if (h.envc > PD_CTL_MAX_ARGS || h.secretc > PD_CTL_MAX_SECRETS || h.workspace > 1 ||
+	    h.reserved != 0 || h.disk_bytes == 0 || h.disk_bytes > INT64_MAX ||
+	    !rlimits_valid(&h.rlimits))
 		return -EPROTO;
 	pos = buf + sizeof(h);
 	z = memchr(pos, '\0', (size_t)(end - pos));

@@ -107,6 +107,8 @@ struct pd_ctl_rlimits {
 struct pd_ctl_bind {
 	uint32_t envc;
 	uint32_t secretc;	       /* the secrets' NAME=placeholder, at most PD_CTL_MAX_SECRETS */
+	uint32_t workspace;	       /* 1: the workspace's tree comes with it (an fd) */
+	uint32_t reserved;	       /* 0 */
 	uint64_t disk_bytes;	       /* limits.disk: the size of the disk tmpfs */
 	struct pd_ctl_rlimits rlimits; /* the claim's plan, as a cold init would make it */
 	/*

@@ -384,9 +384,29 @@ static void release_memory(void)
 	(void)malloc_trim(0);
 }
 
-static int setup(struct init_state *st, paddock_error *err)
+/*
+ * The Landlock ruleset: the paths a command may write below, held by inode (landlock.c). A
+ * claim with a workspace makes it again once the claim's tree is on /workspace.
+ */
+static int prepare_landlock(struct init_state *st, paddock_error *err)
 {
 	_cleanup_strv_ char **rw = NULL;
+	int fd = -EBADF;
+	int r;
+
+	r = pd_rootfs_writable_paths(st->spec, &rw, err);
+	if (r < 0)
+		return r;
+	r = pd_landlock_prepare((const char *const *)rw, &fd, err);
+	if (r < 0)
+		return r;
+	pd_close(st->landlock_fd);
+	st->landlock_fd = fd;
+	return 0;
+}
+
+static int setup(struct init_state *st, paddock_error *err)
+{
 	int r;
 
 	r = pd_rootfs_open_sources(st->spec, &st->sources, err);
@@ -413,10 +433,7 @@ static int setup(struct init_state *st, paddock_error *err)
 		return r;
 	st->last_cap = pd_caps_last_cap();
 	if (pd_landlock_abi() > 0) {
-		r = pd_rootfs_writable_paths(st->spec, &rw, err);
-		if (r < 0)
-			return r;
-		r = pd_landlock_prepare((const char *const *)rw, &st->landlock_fd, err);
+		r = prepare_landlock(st, err);
 		if (r < 0)
 			return r;
 	} else if (st->spec->security.landlock == PD_LANDLOCK_REQUIRED) {
@@ -1121,9 +1138,10 @@ static int resize_disk(const struct init_state *st, uint64_t bytes, paddock_erro
 }
 
 /*
- * A pooled sandbox's claim (PD_CTL_BIND): the hostname, environment, disk size, rlimits and
- * secrets (placeholders and the CA's certificate, written where a cold build writes it) of
- * the claim (its cgroup limits were written by the supervisor before it sent BIND), then the
+ * A pooled sandbox's claim (PD_CTL_BIND): the workspace (the supervisor's tree, attached
+ * where a cold build attaches it), hostname, environment, disk size, rlimits and secrets
+ * (placeholders and the CA's certificate, written where a cold build writes it) of the claim
+ * (its cgroup limits were written by the supervisor before it sent BIND), then the
  * confinement every sandbox has, then BOUND. Until the claim no command can exist (the
  * supervisor refuses them), so waiting unconfined costs nothing: no code of the sandbox's
  * has run yet. Sockets for the egress listeners are made meanwhile; anything else but
@@ -1137,11 +1155,19 @@ static void await_claim(struct init_state *st)
 	struct pd_ctl_ready bound;
 	paddock_error err = { 0 };
 	uint32_t type = 0;
+	int tree = -EBADF;
+	size_t nfds;
 	ssize_t n;
 	int r;
 
 	for (;;) {
-		n = pd_ctl_recv(st->ctl, &type, buf, sizeof(buf), NULL, NULL);
+		int fd = -EBADF;
+
+		nfds = 1;
+		n = pd_ctl_recv(st->ctl, &type, buf, sizeof(buf), &fd, &nfds);
+		tree = nfds > 0 ? fd : -EBADF;
+		if (tree >= 0 && (n < 0 || type != PD_CTL_BIND))
+			tree = pd_close(tree); /* only BIND carries one */
 		if (n == -EINTR || n == -EAGAIN)
 			continue;
 		/* the egress listeners of a sandbox with network are made before its claim */
@@ -1154,8 +1180,16 @@ static void await_claim(struct init_state *st)
 	if (n < 0 || type != PD_CTL_BIND)
 		_exit(0);
 	r = pd_ctl_bind_parse(buf, (size_t)n, &m);
+	if (r >= 0 && (m.hdr.workspace != 0) != (tree >= 0))
+		r = -EPROTO;
 	if (r < 0)
 		r = pd_fail(&err, -r, "malformed claim");
+	/* first, as a cold build mounts it: what follows sees the claim's /workspace */
+	if (r >= 0 && tree >= 0)
+		r = pd_rootfs_attach_workspace(tree, &err);
+	if (r >= 0 && tree >= 0 && st->landlock_fd >= 0)
+		r = prepare_landlock(st, &err);
+	tree = pd_close(tree);
 	if (r >= 0 && sethostname(m.hostname, strlen(m.hostname)) < 0)
 		r = pd_fail(&err, errno, "set hostname");
 	if (r >= 0)

@@ -152,24 +152,39 @@ static int init_failure(paddock_sandbox *sb, paddock_error *err)
  * As root, host directories the sandbox writes to (the workspace, read-write binds) go to
  * init as idmapped trees: the directory's owner is the sandbox user inside, and what the
  * sandbox creates belongs to that owner on the host. Where a filesystem cannot idmap (or
- * the source is not a directory), init binds it as it is.
+ * the source is not a directory, or rootless), init binds it as it is: *ret_fd is -EBADF.
  */
-static int send_tree(paddock_sandbox *sb, const char *source, int32_t index, paddock_error *err)
+int pd_launch_open_tree(const paddock_sandbox *sb, const char *source, int32_t index,
+			int *ret_fd, paddock_error *err)
 {
-	_cleanup_close_ int tree = -EBADF;
-	struct pd_ctl_tree t = { .index = index };
 	paddock_error why = { 0 };
+	int tree = -EBADF;
 	int r;
 
 	r = pd_idmap_mount_tree(&sb->idmap, source, &tree, &why);
 	if (r < 0) {
-		if (why.code == EOPNOTSUPP || why.code == ENOTDIR)
+		if (why.code == EOPNOTSUPP || why.code == ENOTDIR) {
+			*ret_fd = -EBADF;
 			return 0;
+		}
 		*err = why;
 		if (index >= 0)
 			snprintf(err->field, sizeof(err->field), "binds[%d].source", (int)index);
 		return r;
 	}
+	*ret_fd = tree;
+	return 0;
+}
+
+static int send_tree(paddock_sandbox *sb, const char *source, int32_t index, paddock_error *err)
+{
+	_cleanup_close_ int tree = -EBADF;
+	struct pd_ctl_tree t = { .index = index };
+	int r;
+
+	r = pd_launch_open_tree(sb, source, index, &tree, err);
+	if (r < 0 || tree < 0)
+		return r;
 	if (pd_ctl_send(sb->ctl, PD_CTL_TREE, &t, sizeof(t), &tree, 1) < 0)
 		return pd_fail(err, EPIPE, "send a mount to init");
 	return 0;

@@ -567,6 +567,28 @@ static int write_ca(int etc, int bundle_fd, const char *ca_pem, uid_t uid, gid_t
 	return 0;
 }
 
+/*
+ * SECURITY: the pooled root's /workspace is the bind of disk/workspace that
+ * pd_rootfs_build() makes without a workspace; a claim with one detaches it (nothing of the
+ * sandbox's has run: it is empty) and attaches the claim's tree where a cold build attaches
+ * it, on the root's own "workspace" directory, so the mounts are a cold sandbox's.
+ */
+int pd_rootfs_attach_workspace(int tree_fd, paddock_error *err)
+{
+	_cleanup_close_ int root = -EBADF;
+	int r;
+
+	if (umount2("/workspace", MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
+		return pd_fail(err, errno, "detach the private /workspace");
+	root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		return pd_fail(err, errno, "open /");
+	r = attach(tree_fd, root, "workspace", err);
+	if (r < 0)
+		snprintf(err->field, sizeof(err->field), "workspace");
+	return r;
+}
+
 /* The base's own bundle (Debian's path), if it has one. */
 #define BASE_BUNDLE "etc/ssl/certs/ca-certificates.crt"
 

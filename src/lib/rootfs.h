@@ -53,6 +53,14 @@ int pd_rootfs_build(const paddock_spec *spec, const struct pd_idmap *idmap,
 int pd_rootfs_bind_ca(const char *ca_pem, const struct pd_idmap *idmap, paddock_error *err);
 
 /*
+ * A pooled sandbox's claim with a workspace: replaces the private /workspace with the
+ * claim's tree (the supervisor's, made as for a cold create: pd_launch_workspace_tree()),
+ * attached where pd_rootfs_build() attaches it. Runs in init after the pivot, before it
+ * confines itself (the Landlock ruleset is made again: it holds /workspace by inode).
+ */
+int pd_rootfs_attach_workspace(int tree_fd, paddock_error *err);
+
+/*
  * The absolute paths (in the new root) a command may write below, NULL-terminated: for
  * Landlock. Caller frees with pd_strv_free.
  */

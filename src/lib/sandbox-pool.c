@@ -2,16 +2,18 @@
 /*
  * Pooled sandboxes (docs/architecture.md, "Warm pool"): made ahead of demand from a template
  * (a spec but for what a claim binds), their init waiting after the root is built and before
- * it confines itself; a claim binds the claim's hostname, environment, limits and secrets,
- * then init confines itself exactly as a sandbox made cold does. What the claim binds is this
- * file's late_fields and the network policy (its rules, and allowlist or open: a sandbox with
- * egress has the same network namespace, routes and proxy either way; only the supervisor's
- * policy differs) and nothing else: every other field must be the template's.
+ * it confines itself; a claim binds the claim's hostname, environment, limits, secrets and
+ * workspace, then init confines itself exactly as a sandbox made cold does. What the claim
+ * binds is this file's late_fields and the network policy (its rules, and allowlist or open:
+ * a sandbox with egress has the same network namespace, routes and proxy either way; only
+ * the supervisor's policy differs) and nothing else: every other field must be the
+ * template's.
  *
  * Order of a claim: checks, the claim's secrets read (supervisor; wiped if the claim fails
  * before init has them), then the cgroup's limits (supervisor), the network policy
  * (supervisor), then PD_CTL_BIND to init: hostname, environment, the secrets' placeholders
- * and CA, the disk size and the rlimit plan, applied by init before it confines itself;
+ * and CA, the disk size, the rlimit plan and the workspace's tree (an fd, made by the
+ * supervisor as for a cold create), applied by init before it confines itself;
  * then BOUND, and only then the proxy substitutes the claim's secrets. Nothing runs in the
  * sandbox before BOUND (paddock_exec_start() refuses a pooled sandbox).
  */
@@ -49,13 +51,20 @@
  * cgroup enforces them) are planned for it and sent to init, and the disk tmpfs is resized
  * by init before it confines itself. limits.required stays in the template: it decides
  * whether a sandbox can be made at all (launch.c), so a pool of a spec that requires what
- * cannot be enforced here is never made, and a claim never fails on it.
+ * cannot be enforced here is never made, and a claim never fails on it. workspace: the
+ * supervisor makes the claim's idmapped tree as it does for a cold create
+ * (pd_launch_open_tree()) and sends it with BIND; init detaches the pooled private
+ * /workspace, attaches the tree where a cold build does and makes its Landlock ruleset
+ * again. Where a cold init would clone the directory itself (rootless, or a filesystem
+ * without idmapped mounts) a claim with a workspace is refused before BIND: the sandbox
+ * stays pooled and the create goes cold. No other field depends on it ("cwd" is
+ * /workspace with or without one).
  */
 static const char *const late_fields[] = {
 	"hostname",	   "env",	     "limits.timeout_s", "limits.output",
 	"limits.memory",   "limits.pids",    "limits.cpus",	 "limits.cpu_time_s",
 	"limits.file_size", "limits.nofile", "limits.disk",	 "secrets",
-	NULL,
+	"workspace",	   NULL,
 };
 
 int paddock_spec_template_json(const paddock_spec *spec, char **ret_json, paddock_error *err)
@@ -95,11 +104,12 @@ int paddock_spec_template_json(const paddock_spec *spec, char **ret_json, paddoc
 	return 0;
 }
 
-/* The claim's hostname, environment, disk size, rlimit plan and secrets, for init. */
+/* The claim's hostname, environment, disk size, rlimit plan, secrets and workspace, for init. */
 static int pack_bind(const paddock_sandbox *sb, const paddock_spec *spec, char *const *secret_env,
-		     const char *ca_pem, char **ret_buf, size_t *ret_len, paddock_error *err)
+		     const char *ca_pem, bool workspace, char **ret_buf, size_t *ret_len,
+		     paddock_error *err)
 {
-	struct pd_ctl_bind hdr = { .disk_bytes = spec->limits.disk_bytes };
+	struct pd_ctl_bind hdr = { .disk_bytes = spec->limits.disk_bytes, .workspace = workspace };
 	struct pd_ctl_bind_strings s = {
 		.hostname = spec->hostname,
 		.env = spec->env,
@@ -159,8 +169,9 @@ static int take_late_fields(paddock_spec *dst, const paddock_spec *src, paddock_
 {
 	char *hostname = strdup(src->hostname);
 	char **env = calloc(src->n_env + 1, sizeof(char *));
+	char *workspace = NULL;
 
-	if (!hostname || !env)
+	if (!hostname || !env || (src->workspace && !(workspace = strdup(src->workspace))))
 		goto oom;
 	/* the claim's secrets (sources, and values given by value), as a cold create keeps */
 	pd_spec_secrets_clear(dst);
@@ -176,6 +187,8 @@ static int take_late_fields(paddock_spec *dst, const paddock_spec *src, paddock_
 	free(dst->env);
 	dst->env = env;
 	dst->n_env = src->n_env;
+	free(dst->workspace); /* a pooled sandbox's template has none */
+	dst->workspace = workspace;
 	/* every limit but `required` is late, and `required` is the template's */
 	dst->limits = src->limits;
 	return 0;
@@ -184,6 +197,7 @@ oom:
 		free(env[i]);
 	free(env);
 	free(hostname);
+	free(workspace);
 	return pd_fail(err, ENOMEM, "claim");
 }
 
@@ -221,6 +235,7 @@ static void take_secrets(paddock_sandbox *sb, struct claim_secrets *c)
 int paddock_sandbox_claim(paddock_sandbox *sb, const paddock_spec *spec, paddock_error *err)
 {
 	char *mine = NULL, *theirs = NULL, *buf = NULL;
+	_cleanup_close_ int tree = -EBADF;
 	struct claim_secrets sec = { 0 };
 	union {
 		struct pd_ctl_ready bound;
@@ -245,8 +260,16 @@ int paddock_sandbox_claim(paddock_sandbox *sb, const paddock_spec *spec, paddock
 	/* the claim's secrets, read now as a cold create reads them when it makes a sandbox */
 	if (r >= 0)
 		r = pd_sandbox_secrets_prepare(spec, &sec.secrets, &sec.env, &sec.ca_pem, err);
+	/* the claim's workspace, the tree a cold create sends init (launch.c) */
+	if (r >= 0 && spec->workspace) {
+		r = pd_launch_open_tree(sb, spec->workspace, PD_CTL_TREE_WORKSPACE, &tree, err);
+		if (r >= 0 && tree < 0)
+			r = pd_fail_field(err, EOPNOTSUPP, "workspace",
+					  "a pooled sandbox takes a workspace only as an idmapped "
+					  "tree (root, on a filesystem that idmaps)");
+	}
 	if (r >= 0)
-		r = pack_bind(sb, spec, sec.env, sec.ca_pem, &buf, &len, err);
+		r = pack_bind(sb, spec, sec.env, sec.ca_pem, tree >= 0, &buf, &len, err);
 	/* the claim's limits and network policy, in force before any command can run */
 	if (r >= 0)
 		r = bind_cgroup(sb, spec, err);
@@ -258,7 +281,7 @@ int paddock_sandbox_claim(paddock_sandbox *sb, const paddock_spec *spec, paddock
 	/* it was made at the lowest priority (sandbox.c): from now on it serves a claim */
 	if (r >= 0 && geteuid() == 0)
 		(void)setpriority(PRIO_PROCESS, (id_t)sb->init_pid, 0);
-	if (r >= 0 && pd_ctl_send(sb->ctl, PD_CTL_BIND, buf, len, NULL, 0) < 0)
+	if (r >= 0 && pd_ctl_send(sb->ctl, PD_CTL_BIND, buf, len, &tree, tree >= 0 ? 1 : 0) < 0)
 		r = pd_fail(err, EPIPE, "claim sandbox %s", sb->id);
 	free(mine);
 	free(theirs);

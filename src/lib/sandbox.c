@@ -866,6 +866,14 @@ static int create_begin(paddock_ctx *ctx, const paddock_spec *spec,
 		return r;
 	sb->spec->pooled = sb->spec_pooled;
 	/*
+	 * SECURITY: a pooled sandbox mounts no host directory while it waits: /workspace is its
+	 * own until a claim binds the claim's workspace (or none) (paddock_sandbox_claim()).
+	 */
+	if (sb->spec_pooled) {
+		free(sb->spec->workspace);
+		sb->spec->workspace = NULL;
+	}
+	/*
 	 * A pooled sandbox holds no secret while it waits: its claim reads the claim's values
 	 * (paddock_sandbox_claim()), so none is read before the create that wants it.
 	 */

@@ -144,5 +144,12 @@ int pd_launch(paddock_sandbox *sb, paddock_error *err);
  */
 int pd_launch_begin(paddock_sandbox *sb, paddock_error *err);
 int pd_launch_end(paddock_sandbox *sb, paddock_error *err);
+/*
+ * The ready-made tree of a host directory for init (the workspace: index
+ * PD_CTL_TREE_WORKSPACE, or binds[index]): idmapped, as root. *ret_fd is -EBADF where init
+ * is to clone the source itself (no idmapping there, or rootless).
+ */
+int pd_launch_open_tree(const paddock_sandbox *sb, const char *source, int32_t index,
+			int *ret_fd, paddock_error *err);
 /* What the cgroup enforces of a spec's limits: memory, pids, CPU quota. */
 void pd_launch_cgroup_limits(const paddock_spec *spec, struct pd_cgroup_limits *ret_limits);

@@ -18,12 +18,15 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "paddock/paddock.h"
+
+#define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
 
 struct waiter {
 	struct event_base *base;
@@ -1095,6 +1098,164 @@ static void test_pooled_claim_secrets(void **state)
 	unsetenv("PD_TEST_TOKEN_TWO");
 }
 
+/*
+ * What a sandbox shows of its /workspace: the host file, owners and modes, its mount line
+ * (mountinfo but for the mount ids and propagation, which differ per mount), the one mount
+ * there, and a file it writes ($1 names it, the output does not).
+ */
+static const char *const workspace_facts[] = {
+	"sh", "-c",
+	"cat /workspace/host-file; stat -c '%u %g %a %n' /workspace /workspace/host-file; "
+	"awk '$5 == \"/workspace\"' /proc/self/mountinfo | "
+	"sed -E 's/^[0-9]+ [0-9]+ //; s/ (shared|master|propagate_from):[0-9]+//g'; "
+	"echo inside >/workspace/by-\"$1\" && stat -c '%u %g %a' /workspace/by-\"$1\"; "
+	"touch /by-\"$1\" 2>/dev/null || echo the rest is read-only",
+	"sh", NULL, NULL };
+
+static const char *workspace_facts_of(struct event_base *base, paddock_sandbox *sb,
+				      const char *name)
+{
+	const char *argv[ELEMENTSOF(workspace_facts)];
+
+	memcpy(argv, workspace_facts, sizeof(argv));
+	argv[4] = name;
+	return run_in(base, sb, argv, NULL);
+}
+
+static void make_host_dir(char *dir, const char *content)
+{
+	char path[256];
+	FILE *f;
+
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(chmod(dir, 0755), 0);
+	snprintf(path, sizeof(path), "%s/host-file", dir);
+	f = fopen(path, "we");
+	assert_non_null(f);
+	fprintf(f, "%s\n", content);
+	assert_int_equal(fclose(f), 0);
+}
+
+static void host_owner(const char *dir, const char *file, char *buf, size_t size)
+{
+	char path[256];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	assert_int_equal(stat(path, &st), 0);
+	snprintf(buf, size, "%u:%u", (unsigned)st.st_uid, (unsigned)st.st_gid);
+}
+
+/*
+ * The workspace is bound at the claim: a pool made without one serves a spec with one. From
+ * inside, /workspace of the claimed sandbox is a cold sandbox's of the claim's spec: the host
+ * file, owners, modes, the one mount with its flags, writes Landlock allows; what it writes
+ * belongs on the host to whom a cold sandbox's writes belong. A second claim with another
+ * directory sees only its own. Rootless a cold init clones the directory itself, which a
+ * pooled one cannot: the claim is refused before BIND and the sandbox stays pooled.
+ */
+static void test_pooled_claim_workspace(void **state)
+{
+	struct event_base *base = event_base_new();
+	paddock_ctx *ctx = NULL;
+	paddock_error err = { 0 };
+	paddock_spec *tmpl = NULL, *s1 = NULL, *s2 = NULL;
+	paddock_sandbox *p1 = NULL, *p2 = NULL, *cold = NULL;
+	const struct paddock_sandbox_opts opts = { .pooled = true, .no_timeout = true };
+	char d1[] = "/tmp/pd-ws-one.XXXXXX", d2[] = "/tmp/pd-ws-two.XXXXXX";
+	char cold_out[4096], pooled_out[4096], cold_owner[32], pooled_owner[32], cmd[128];
+	char *ta = NULL, *tb = NULL;
+
+	(void)state;
+	make_host_dir(d1, "one");
+	make_host_dir(d2, "two");
+	assert_int_equal(paddock_ctx_new(base, &ctx, &err), 0);
+	assert_int_equal(paddock_spec_new(&tmpl, &err), 0);
+	assert_int_equal(paddock_spec_new(&s1, &err), 0);
+	assert_int_equal(paddock_spec_set(s1, "workspace", d1, &err), 0);
+	assert_int_equal(paddock_spec_new(&s2, &err), 0);
+	assert_int_equal(paddock_spec_set(s2, "workspace", d2, &err), 0);
+	/* the workspace is not part of the template */
+	assert_int_equal(paddock_spec_template_json(tmpl, &ta, &err), 0);
+	assert_int_equal(paddock_spec_template_json(s1, &tb, &err), 0);
+	assert_string_equal(ta, tb);
+
+	if (paddock_sandbox_create_with(ctx, tmpl, &opts, &p1, &err) < 0 ||
+	    paddock_sandbox_create_with(ctx, tmpl, &opts, &p2, &err) < 0)
+		fail_msg("create pooled: %s", err.msg);
+
+	if (geteuid() != 0) {
+		assert_int_equal(paddock_sandbox_claim(p1, s1, &err), -EOPNOTSUPP);
+		assert_string_equal(err.field, "workspace");
+		assert_int_equal(paddock_exec_start(p1, &(struct paddock_exec_opts){
+						       .argv = (const char *[]){ "true", NULL },
+						       .fds = { -1, -1, -1 } },
+						    on_exit_cb, NULL, NULL, &err),
+				 -EBUSY);
+		/* still pooled and clean: a claim without a workspace has the private one */
+		if (paddock_sandbox_claim(p1, tmpl, &err) < 0)
+			fail_msg("claim: %s", err.msg);
+		const char *ls[] = { "sh", "-c", "ls -A /workspace | wc -l", NULL };
+		assert_string_equal(run_in(base, p1, ls, NULL), "0\n");
+		goto out;
+	}
+
+	/* a claim whose directory does not exist is refused before BIND: still pooled */
+	{
+		paddock_spec *bad = NULL;
+
+		assert_int_equal(paddock_spec_new(&bad, &err), 0);
+		assert_int_equal(paddock_spec_set(bad, "workspace", "/nonexistent/pd-ws", &err), 0);
+		assert_true(paddock_sandbox_claim(p1, bad, &err) < 0);
+		assert_int_equal(paddock_exec_start(p1, &(struct paddock_exec_opts){
+						       .argv = (const char *[]){ "true", NULL },
+						       .fds = { -1, -1, -1 } },
+						    on_exit_cb, NULL, NULL, &err),
+				 -EBUSY);
+		paddock_spec_free(bad);
+	}
+
+	if (paddock_sandbox_claim(p1, s1, &err) < 0)
+		fail_msg("claim: %s", err.msg);
+	if (paddock_sandbox_create(ctx, s1, &cold, &err) < 0)
+		fail_msg("create cold: %s", err.msg);
+	snprintf(cold_out, sizeof(cold_out), "%s", workspace_facts_of(base, cold, "cold"));
+	snprintf(pooled_out, sizeof(pooled_out), "%s", workspace_facts_of(base, p1, "pooled"));
+	assert_string_equal(pooled_out, cold_out);
+	if (!strstr(cold_out, "one\n") || !strstr(cold_out, " /workspace rw,nosuid,nodev") ||
+	    !strstr(cold_out, "the rest is read-only"))
+		fail_msg("a cold sandbox's workspace: %s", cold_out);
+	host_owner(d1, "by-cold", cold_owner, sizeof(cold_owner));
+	host_owner(d1, "by-pooled", pooled_owner, sizeof(pooled_owner));
+	assert_string_equal(pooled_owner, cold_owner);
+
+	/* a second claim, another directory: its own only */
+	if (paddock_sandbox_claim(p2, s2, &err) < 0)
+		fail_msg("claim: %s", err.msg);
+	{
+		const char *ls[] = {
+			"sh", "-c", "ls -A /workspace | tr '\\n' ' '; cat /workspace/host-file",
+			NULL
+		};
+
+		assert_string_equal(run_in(base, p2, ls, NULL), "host-file two\n");
+	}
+
+out:
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", d1, d2);
+	assert_int_equal(system(cmd), 0);
+	free(ta);
+	free(tb);
+	paddock_sandbox_free(p1);
+	paddock_sandbox_free(p2);
+	paddock_sandbox_free(cold);
+	paddock_spec_free(tmpl);
+	paddock_spec_free(s1);
+	paddock_spec_free(s2);
+	paddock_ctx_free(ctx);
+	event_base_free(base);
+}
+
 /* An unclaimed pooled sandbox freed, or its init gone, leaves nothing. */
 static void test_pooled_unclaimed_free(void **state)
 {
@@ -1145,6 +1306,7 @@ int main(void)
 		cmocka_unit_test(test_pooled_claim),
 		cmocka_unit_test(test_pooled_claim_limits),
 		cmocka_unit_test(test_pooled_claim_secrets),
+		cmocka_unit_test(test_pooled_claim_workspace),
 		cmocka_unit_test(test_pooled_unclaimed_free),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,9 +1,9 @@
 #!/bin/bash
 # paddockd's warm pool (docs/api.md, "Warm pool"): creates take ready sandboxes of their
-# template and bind what differs (hostname, environment, limits, network policy, secrets, TTL,
-# metadata); a claimed sandbox is the same, from inside, as one made cold; a claim never sees
-# the previous claim's environment or secrets; other templates miss, are made cold and
-# pooled from then on; kill -9 with a full pool leaves nothing once paddockd restarts.
+# template and bind what differs (hostname, environment, limits, network policy, secrets,
+# workspace, TTL, metadata); a claimed sandbox is the same, from inside, as one made cold; a
+# claim never sees the previous claim's environment or secrets; other templates miss, are
+# made cold and pooled from then on; kill -9 with a full pool leaves nothing once paddockd restarts.
 # run.sh checks nothing is left behind.
 . "$(dirname "$0")/lib.sh"
 
@@ -202,6 +202,27 @@ r=$(api POST /v1/sandboxes -d '{"hostname": 5}')
 expect_match "a bad spec is refused by field" '"field":"hostname"' "$r"
 expect_eq "...and takes nothing from the pool" "$ready 8" "$(metric 'paddock_pool_ready{template="0"}') $(metric paddock_pool_hits_total)"
 
+# ---- the workspace is bound at the claim: any host directory, the same template ----
+# (rootless, a cold init clones the directory itself, which a pooled one cannot: the claim
+# is refused before anything is bound and the create goes cold)
+wait_ready 0 2
+hits=$(metric paddock_pool_hits_total)
+WS=$T_TMP/ws
+mkdir -p "$WS"
+echo from the host >"$WS/host-file"
+W=$(create "{\"workspace\": \"$WS\"}")
+expect_match "a spec with a workspace is created" '^sb_' "$W"
+if [ "$MODE" = root ]; then
+	expect_eq "...from the pool: a hit" $((hits + 1)) "$(metric paddock_pool_hits_total)"
+else
+	expect_eq "...rootless, made cold" "$hits" "$(metric paddock_pool_hits_total)"
+fi
+expect_eq "...its /workspace is the host directory" "from the host" \
+	"$(run "$W" 'cat /workspace/host-file')"
+run "$W" 'echo from inside >/workspace/made-inside' >/dev/null
+expect_eq "...what it writes there is on the host" "from inside" \
+	"$(cat "$WS/made-inside" 2>/dev/null)"
+
 # ---- teardown is off the request path ----
 code=$(curl -s --unix-socket "$SOCK" -o /dev/null -w '%{http_code}' -X DELETE "http://x/v1/sandboxes/$A?wait=maybe")
 expect_eq "DELETE ?wait= other than 0 or 1 is refused" 400 "$code"
@@ -215,7 +236,7 @@ expect_eq "DELETE ?wait=1 answers 204 when every process of it has exited" "204 
 	"$code $(inits)"
 
 # ---- kill -9 with a full pool: claimed sandboxes are adopted, pooled ones end ----
-for id in "$L" "$C" "$P" "$S" "$S2" "$E1" "$E2" "$E3"; do api DELETE "/v1/sandboxes/$id" >/dev/null; done
+for id in "$L" "$C" "$P" "$S" "$S2" "$E1" "$E2" "$E3" "$W"; do api DELETE "/v1/sandboxes/$id" >/dev/null; done
 X=$(create '{"env": {"KEEP": "me"}}')
 wait_ready 0 2
 wait_ready 1 2

@@ -93,8 +93,27 @@ static void test_bind_round_trip(void **state)
 	assert_int_equal(pack(&h, "box", NULL, 0, &buf, &len), 0);
 	assert_int_equal(pd_ctl_bind_parse(buf, len, &m), 0);
 	assert_null(m.env[0]);
+	assert_int_equal(m.hdr.workspace, 0);
 	free(m.env);
 	free(m.secret_env);
+	free(buf);
+
+	/* with the workspace's tree: a flag, 0 or 1 (the fd travels beside), nothing reserved */
+	h.workspace = 1;
+	assert_int_equal(pack(&h, "box", NULL, 0, &buf, &len), 0);
+	assert_int_equal(pd_ctl_bind_parse(buf, len, &m), 0);
+	assert_int_equal(m.hdr.workspace, 1);
+	free(m.env);
+	free(m.secret_env);
+	free(buf);
+	h.workspace = 2;
+	assert_int_equal(pack(&h, "box", NULL, 0, &buf, &len), 0);
+	assert_int_equal(pd_ctl_bind_parse(buf, len, &m), -EPROTO);
+	free(buf);
+	h.workspace = 0;
+	h.reserved = 1;
+	assert_int_equal(pack(&h, "box", NULL, 0, &buf, &len), 0);
+	assert_int_equal(pd_ctl_bind_parse(buf, len, &m), -EPROTO);
 	free(buf);
 }
 
