@@ -70,9 +70,22 @@ ssize_t pd_ctl_recv(int sock, uint32_t *type, void *buf, size_t size, int *fds, 
 	bool bad = false;
 	ssize_t n;
 
-	do
+	bool reset = false;
+
+	/*
+	 * A peer that exited with our messages unread leaves ECONNRESET pending on the socket,
+	 * and the kernel reports it before the messages the peer queued for us first
+	 * (datagram receive checks the socket's error before its queue): an init that failed
+	 * would lose its reason. Reading the error consumed it; what the peer sent comes next,
+	 * then EOF (a socketpair: the peer is gone, nothing blocks).
+	 */
+	do {
 		n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
-	while (n < 0 && errno == EINTR);
+		if (n < 0 && errno == ECONNRESET && !reset) {
+			reset = true;
+			errno = EINTR; /* read again, once */
+		}
+	} while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return -errno;
 	if (nfds)
