@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sched.h>
 #include <signal.h>
@@ -16,6 +18,38 @@
 #include "error.h"
 #include "util/cleanup.h"
 #include "util/fd.h"
+
+/*
+ * The slots this process's sandboxes hold, so a new sandbox does not open and flock every
+ * one of them again (thousands of opens per create at density): a hint only, the flock
+ * stays the authority between processes.
+ */
+static uint64_t slots_taken[PD_IDMAP_SLOTS / 64];
+static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void note_slot(unsigned slot, bool taken)
+{
+	uint64_t bit = UINT64_C(1) << (slot % 64);
+
+	if (slot >= PD_IDMAP_SLOTS)
+		return;
+	pthread_mutex_lock(&slots_lock);
+	if (taken)
+		slots_taken[slot / 64] |= bit;
+	else
+		slots_taken[slot / 64] &= ~bit;
+	pthread_mutex_unlock(&slots_lock);
+}
+
+static bool slot_noted(unsigned slot)
+{
+	bool r;
+
+	pthread_mutex_lock(&slots_lock);
+	r = slots_taken[slot / 64] & (UINT64_C(1) << (slot % 64));
+	pthread_mutex_unlock(&slots_lock);
+	return r;
+}
 
 void pd_idmap_init(struct pd_idmap *m)
 {
@@ -52,6 +86,8 @@ static int acquire_slot(struct pd_idmap *m, paddock_error *err)
 		_cleanup_close_ int fd = -EBADF;
 		char name[32];
 
+		if (slot_noted(slot))
+			continue;
 		snprintf(name, sizeof(name), "%u", slot);
 		fd = openat(dfd, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 		if (fd < 0)
@@ -63,6 +99,7 @@ static int acquire_slot(struct pd_idmap *m, paddock_error *err)
 		}
 		m->slot = slot;
 		m->lock_fd = TAKE_FD(fd);
+		pd_idmap_own_slot(m);
 		return 0;
 	}
 	return pd_fail(err, EAGAIN, "all %u id ranges are in use", PD_IDMAP_SLOTS);
@@ -123,9 +160,20 @@ int pd_idmap_write(const struct pd_idmap *m, pid_t pid, paddock_error *err)
 	return 0;
 }
 
+void pd_idmap_own_slot(struct pd_idmap *m)
+{
+	if (m->rootless || m->owns_slot)
+		return;
+	note_slot(m->slot, true);
+	m->owns_slot = true;
+}
+
 void pd_idmap_release(struct pd_idmap *m)
 {
 	m->lock_fd = pd_close(m->lock_fd);
+	if (m->owns_slot)
+		note_slot(m->slot, false);
+	m->owns_slot = false;
 }
 
 /*

@@ -21,7 +21,8 @@
 #define PD_SANDBOX_GID 1000
 #define PD_IDMAP_RANGE 65536u
 #define PD_IDMAP_BASE 0x60000000u /* 1610612736: far above any distro's allocations */
-#define PD_IDMAP_SLOTS 4096u
+/* 32768 ranges end at 0xE0000000, below (uid_t)-1; more than pid_max's default allows */
+#define PD_IDMAP_SLOTS 32768u
 #define PD_IDMAP_LOCK_DIR "/run/paddock/idmap"
 
 struct pd_idmap {
@@ -29,7 +30,8 @@ struct pd_idmap {
 	uid_t outside_uid; /* rootless: the invoker; root: start of the range */
 	gid_t outside_gid;
 	unsigned slot;
-	int lock_fd; /* root: held while the sandbox lives */
+	int lock_fd; /* root: held until init holds it (paddockd), else while the sandbox lives */
+	bool owns_slot; /* root: this process counts the slot as taken (pd_idmap_release) */
 	uid_t init_uid; /* what init is inside: 0 as root, 1000 rootless */
 	gid_t init_gid;
 };
@@ -39,6 +41,9 @@ void pd_idmap_init(struct pd_idmap *m);
 int pd_idmap_acquire(struct pd_idmap *m, paddock_error *err);
 /* Writes uid_map, setgroups and gid_map of the child `pid`. */
 int pd_idmap_write(const struct pd_idmap *m, pid_t pid, paddock_error *err);
+/* Counts m's slot as this process's (an adopted sandbox's); undone by pd_idmap_release(). */
+void pd_idmap_own_slot(struct pd_idmap *m);
+/* Closes the lock (if still ours) and stops counting the slot as this process's. */
 void pd_idmap_release(struct pd_idmap *m);
 
 /*

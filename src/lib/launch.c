@@ -206,6 +206,8 @@ static int send_holds(paddock_sandbox *sb, paddock_error *err)
 	if (sb->idmap.lock_fd >= 0 &&
 	    pd_ctl_send(sb->ctl, PD_CTL_HOLD, &h, sizeof(h), &sb->idmap.lock_fd, 1) < 0)
 		return pd_fail(err, EPIPE, "hand the slot lock to init");
+	/* init's copy holds the slot now: one fd less per sandbox in a supervisor of thousands */
+	sb->idmap.lock_fd = pd_close(sb->idmap.lock_fd);
 	lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (lfd < 0)
 		return pd_fail(err, errno, "socket");

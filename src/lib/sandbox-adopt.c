@@ -77,6 +77,7 @@ static int parse_handle(paddock_sandbox *sb, const char *handle_json, paddock_er
 				     jerr.text);
 	if (v != HANDLE_VERSION || strlen(id) >= sizeof(sb->id) || strncmp(id, "sb_", 3) != 0 ||
 	    strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path) || slot < 0 ||
+	    slot >= (json_int_t)PD_IDMAP_SLOTS ||
 	    uid < 0 || gid < 0 || uid > UINT32_MAX || gid > UINT32_MAX)
 		return pd_fail_field(err, EINVAL, "handle", "unsupported sandbox handle");
 	snprintf(sb->id, sizeof(sb->id), "%s", id);
@@ -89,6 +90,7 @@ static int parse_handle(paddock_sandbox *sb, const char *handle_json, paddock_er
 	sb->idmap.slot = (unsigned)slot;
 	sb->idmap.init_uid = rootless ? PD_SANDBOX_UID : 0;
 	sb->idmap.init_gid = rootless ? PD_SANDBOX_GID : 0;
+	pd_idmap_own_slot(&sb->idmap);
 	sb->no_timeout = no_timeout;
 	sb->orphan_timeout_s = orphan;
 	return 0;
