@@ -158,8 +158,12 @@ struct pool {
 	double refill_wanted_s; /* when the pool first lacked one, 0: it does not */
 	struct pool_tmpl *templates;
 	struct event *refill_ev;
+	struct event *pressure_ev; /* the memory check, every PD_POOL_PRESSURE_MS */
+	/* --pool-min-available: MemAvailable below this is pressure (kB, or % of MemTotal) */
+	uint64_t min_avail_kb;
+	unsigned min_avail_pct;
 	struct {
-		uint64_t hits, misses, refills, low_memory;
+		uint64_t hits, misses, refills, low_memory, given_back;
 		double refill_s, claim_sum;
 		uint64_t claim_buckets[PD_POOL_BUCKETS];
 	} m;
@@ -204,8 +208,6 @@ int pd_pool_start(struct daemon *d, paddock_error *err);
 void pd_pool_stop(struct daemon *d);
 /* A ready sandbox of spec's template, claimed for spec: 0, or -ENOENT (make one cold). */
 int pd_pool_claim(struct daemon *d, const paddock_spec *spec, paddock_sandbox **ret_sb);
-/* Gives one ready sandbox back (the fullest template's). */
-void pd_pool_shrink(struct daemon *d);
 /* Every request: a refill waits until they leave the loop alone for a moment. */
 void pd_pool_request(struct daemon *d);
 struct evbuffer;

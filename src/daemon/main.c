@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "spec.h" /* pd_parse_size */
 
 static void usage(FILE *f)
 {
@@ -33,6 +34,7 @@ static void usage(FILE *f)
 		   "                [--max-upload BYTES] [--orphan-timeout SECONDS] [--destroy-on-exit]\n"
 		   "                [--resolve-hosts FILE] [--max-network none|allowlist|open]\n"
 		   "                [--pool N] [--pool-max N] [--pool-templates N]\n"
+		   "                [--pool-min-available SIZE|N%%]\n"
 		   "                [--upstream-ca FILE]...\n"
 		   "                [--e2b ADDR:PORT [--e2b-domain NAME] [--e2b-templates FILE]]\n"
 		   "Serves the paddock HTTP API (docs/api.md).\n");
@@ -256,6 +258,7 @@ int main(int argc, char **argv)
 		{ "pool", required_argument, NULL, 'P' },
 		{ "pool-max", required_argument, NULL, 'M' },
 		{ "pool-templates", required_argument, NULL, 'T' },
+		{ "pool-min-available", required_argument, NULL, 'A' },
 		{ "e2b", required_argument, NULL, 'E' },
 		{ "e2b-domain", required_argument, NULL, 'D' },
 		{ "e2b-templates", required_argument, NULL, 'X' },
@@ -263,7 +266,7 @@ int main(int argc, char **argv)
 		{ 0 },
 	};
 	struct daemon d = { .max_upload = 256u << 20, .orphan_timeout_s = 3600, .max_net = 2,
-			    .event_log_fd = -1, .pool = { .max_templates = 4 } };
+			    .event_log_fd = -1, .pool = { .max_templates = 4, .min_avail_pct = 10 } };
 	long pool_max = -1;
 	const char *listen_addr = NULL, *tokens = NULL, *rt = getenv("XDG_RUNTIME_DIR");
 	const char *resolve_hosts = NULL, *upstream_ca[8];
@@ -379,6 +382,32 @@ int main(int argc, char **argv)
 				pool_max = v;
 			else
 				d.pool.max_templates = (unsigned)v;
+			break;
+		}
+		case 'A': {
+			/* "10%" of MemTotal, or a size: "2G" */
+			size_t n = strlen(optarg);
+			uint64_t v;
+			long pct;
+
+			if (n > 1 && optarg[n - 1] == '%') {
+				pct = strtol(optarg, &end, 10);
+				if (end != optarg + n - 1 || pct < 0 || pct > 99) {
+					fprintf(stderr, "paddockd: --pool-min-available: expected a "
+							"share of memory from 0%% to 99%% or a size "
+							"(\"2G\"), got '%s'\n", optarg);
+					return 2;
+				}
+				d.pool.min_avail_pct = (unsigned)pct;
+				d.pool.min_avail_kb = 0;
+			} else if (pd_parse_size(optarg, &v) < 0 || v / 1024 == 0) {
+				fprintf(stderr, "paddockd: --pool-min-available: expected a share of "
+						"memory from 0%% to 99%% or a size (\"2G\"), got '%s'\n",
+					optarg);
+				return 2;
+			} else {
+				d.pool.min_avail_kb = v / 1024;
+			}
 			break;
 		}
 		case 'h':

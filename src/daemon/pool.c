@@ -22,7 +22,7 @@
 
 #include "daemon.h"
 
-#define LOW_MEMORY_PERCENT 10 /* MemAvailable below this share of MemTotal: no refill */
+#define PRESSURE_CHECK_MS 1000 /* how often a non-empty pool looks at MemAvailable */
 #define REFILL_QUIET_MS 20
 #define REFILL_MAX_WAIT_MS 200
 
@@ -54,8 +54,12 @@ static unsigned total_ready(struct daemon *d)
 	return n;
 }
 
-/* MemAvailable is under LOW_MEMORY_PERCENT of MemTotal */
-static bool memory_low(void)
+/*
+ * Memory pressure: MemAvailable under --pool-min-available (kB, or a share of MemTotal).
+ * MemAvailable, not PSI: a pool of idle sandboxes is memory the machine could have, and
+ * handing it back before reclaim stalls anything is the point; a stall (PSI) comes later.
+ */
+static bool memory_low(const struct daemon *d)
 {
 	unsigned long long total = 0, avail = 0;
 	char line[128];
@@ -68,7 +72,11 @@ static bool memory_low(void)
 		(void)sscanf(line, "MemAvailable: %llu kB", &avail);
 	}
 	fclose(f);
-	return total && avail * 100 < total * LOW_MEMORY_PERCENT;
+	if (!total)
+		return false;
+	if (d->pool.min_avail_kb)
+		return avail < d->pool.min_avail_kb;
+	return avail * 100 < total * d->pool.min_avail_pct;
 }
 
 static void tmpl_free(struct pool_tmpl *t)
@@ -166,9 +174,8 @@ static void refill_cb(evutil_socket_t fd, short what, void *arg)
 			want = t;
 	if (!want || total_ready(d) >= d->pool.max)
 		return;
-	if (memory_low()) {
-		/* give one back rather than make one; try again at the next claim */
-		pd_pool_shrink(d);
+	if (memory_low(d)) {
+		/* make none while memory is short: the pressure check refills when it is back */
 		d->pool.m.low_memory++;
 		return;
 	}
@@ -322,7 +329,40 @@ int pd_pool_claim(struct daemon *d, const paddock_spec *spec, paddock_sandbox **
 	return r >= 0 ? 0 : -ENOENT;
 }
 
-void pd_pool_shrink(struct daemon *d)
+/*
+ * Every PRESSURE_CHECK_MS while the pool holds or lacks anything: under pressure, half of
+ * the ready sandboxes (at least one) go back each time, from the fullest template, so a
+ * pool of hundreds is gone within seconds; once pressure is over, refilling resumes.
+ */
+static void pool_shrink(struct daemon *d);
+
+static void pressure_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct daemon *d = arg;
+	unsigned n = total_ready(d);
+
+	(void)fd;
+	(void)what;
+	if (d->stopping)
+		return;
+	if (!memory_low(d)) {
+		/* a refill that stopped for pressure resumes (no claim may come to restart it) */
+		for (struct pool_tmpl *t = d->pool.templates; t; t = t->next)
+			if (!t->broken && t->n_ready < d->pool.size && n < d->pool.max) {
+				schedule_refill(d);
+				break;
+			}
+		return;
+	}
+	d->pool.m.low_memory++;
+	for (unsigned k = (n + 1) / 2; k; k--) {
+		pool_shrink(d);
+		d->pool.m.given_back++;
+	}
+}
+
+/* Gives one ready sandbox back (the fullest template's). */
+static void pool_shrink(struct daemon *d)
 {
 	struct pool_tmpl *big = NULL;
 
@@ -355,11 +395,14 @@ void pd_pool_metrics(struct daemon *d, struct evbuffer *b)
 			    "# TYPE paddock_pool_misses_total counter\npaddock_pool_misses_total "
 			    "%llu\n# TYPE paddock_pool_low_memory_total counter\n"
 			    "paddock_pool_low_memory_total %llu\n"
+			    "# TYPE paddock_pool_given_back_total counter\n"
+			    "paddock_pool_given_back_total %llu\n"
 			    "# TYPE paddock_pool_refill_seconds summary\n"
 			    "paddock_pool_refill_seconds_sum %.6f\npaddock_pool_refill_seconds_count "
 			    "%llu\n# TYPE paddock_pool_claim_seconds histogram\n",
 			    (unsigned long long)d->pool.m.hits, (unsigned long long)d->pool.m.misses,
-			    (unsigned long long)d->pool.m.low_memory, d->pool.m.refill_s,
+			    (unsigned long long)d->pool.m.low_memory,
+			    (unsigned long long)d->pool.m.given_back, d->pool.m.refill_s,
 			    (unsigned long long)d->pool.m.refills);
 	for (i = 0; i < PD_POOL_BUCKETS; i++) {
 		char le[32];
@@ -385,7 +428,11 @@ int pd_pool_start(struct daemon *d, paddock_error *err)
 	if (!d->pool.size)
 		return 0;
 	d->pool.refill_ev = evtimer_new(d->base, refill_cb, d);
-	if (!d->pool.refill_ev)
+	d->pool.pressure_ev = event_new(d->base, -1, EV_PERSIST, pressure_cb, d);
+	if (!d->pool.refill_ev || !d->pool.pressure_ev ||
+	    event_add(d->pool.pressure_ev,
+		      &(struct timeval){ .tv_usec = PRESSURE_CHECK_MS % 1000 * 1000,
+					 .tv_sec = PRESSURE_CHECK_MS / 1000 }) < 0)
 		return dfail(err, ENOMEM, "pool timer");
 	/* the default template is the one most creates ask for: warm it now */
 	r = paddock_spec_new(&spec, err);
@@ -412,4 +459,7 @@ void pd_pool_stop(struct daemon *d)
 	if (d->pool.refill_ev)
 		event_free(d->pool.refill_ev);
 	d->pool.refill_ev = NULL;
+	if (d->pool.pressure_ev)
+		event_free(d->pool.pressure_ev);
+	d->pool.pressure_ev = NULL;
 }

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -20,33 +21,33 @@
 #include "util/fd.h"
 
 /*
- * The slots this process's sandboxes hold, so a new sandbox does not open and flock every
- * one of them again (thousands of opens per create at density): a hint only, the flock
- * stays the authority between processes.
+ * Hints, so a new sandbox does not open and flock every held slot again (thousands of opens
+ * per create at density): the slots this process's sandboxes hold, and those found held by
+ * another process (skipped until a scan finds nothing else). The flock stays the authority.
  */
-static uint64_t slots_taken[PD_IDMAP_SLOTS / 64];
+static uint64_t slots_ours[PD_IDMAP_SLOTS / 64], slots_theirs[PD_IDMAP_SLOTS / 64];
 static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void note_slot(unsigned slot, bool taken)
+static void note_slot(uint64_t *map, unsigned slot, bool set)
 {
 	uint64_t bit = UINT64_C(1) << (slot % 64);
 
 	if (slot >= PD_IDMAP_SLOTS)
 		return;
 	pthread_mutex_lock(&slots_lock);
-	if (taken)
-		slots_taken[slot / 64] |= bit;
+	if (set)
+		map[slot / 64] |= bit;
 	else
-		slots_taken[slot / 64] &= ~bit;
+		map[slot / 64] &= ~bit;
 	pthread_mutex_unlock(&slots_lock);
 }
 
-static bool slot_noted(unsigned slot)
+static bool slot_skipped(unsigned slot)
 {
 	bool r;
 
 	pthread_mutex_lock(&slots_lock);
-	r = slots_taken[slot / 64] & (UINT64_C(1) << (slot % 64));
+	r = (slots_ours[slot / 64] | slots_theirs[slot / 64]) & (UINT64_C(1) << (slot % 64));
 	pthread_mutex_unlock(&slots_lock);
 	return r;
 }
@@ -71,9 +72,37 @@ static int open_lock_dir(paddock_error *err)
 	return fd;
 }
 
+/* The lowest slot not skipped that nobody holds, flocked into m; -EAGAIN when none. */
+static int try_slots(struct pd_idmap *m, int dfd, paddock_error *err)
+{
+	for (unsigned slot = 0; slot < PD_IDMAP_SLOTS; slot++) {
+		_cleanup_close_ int fd = -EBADF;
+		char name[32];
+
+		if (slot_skipped(slot))
+			continue;
+		snprintf(name, sizeof(name), "%u", slot);
+		fd = openat(dfd, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+		if (fd < 0)
+			return pd_fail(err, errno, "open id slot '%s'", name);
+		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+			if (errno != EWOULDBLOCK)
+				return pd_fail(err, errno, "lock id slot '%s'", name);
+			note_slot(slots_theirs, slot, true);
+			continue;
+		}
+		m->slot = slot;
+		m->lock_fd = TAKE_FD(fd);
+		pd_idmap_own_slot(m);
+		return 0;
+	}
+	return -EAGAIN;
+}
+
 static int acquire_slot(struct pd_idmap *m, paddock_error *err)
 {
 	_cleanup_close_ int dfd = -EBADF;
+	int r;
 
 	dfd = open_lock_dir(err);
 	if (dfd < 0)
@@ -82,27 +111,17 @@ static int acquire_slot(struct pd_idmap *m, paddock_error *err)
 	 * Lowest free slot first: the slot also names the sandbox's cgroup, which is kept and
 	 * reused (cgroup.h), so the pool stays as small as the peak of live sandboxes.
 	 */
-	for (unsigned slot = 0; slot < PD_IDMAP_SLOTS; slot++) {
-		_cleanup_close_ int fd = -EBADF;
-		char name[32];
-
-		if (slot_noted(slot))
-			continue;
-		snprintf(name, sizeof(name), "%u", slot);
-		fd = openat(dfd, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-		if (fd < 0)
-			return pd_fail(err, errno, "open id slot '%s'", name);
-		if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-			if (errno == EWOULDBLOCK)
-				continue;
-			return pd_fail(err, errno, "lock id slot '%s'", name);
-		}
-		m->slot = slot;
-		m->lock_fd = TAKE_FD(fd);
-		pd_idmap_own_slot(m);
-		return 0;
+	r = try_slots(m, dfd, err);
+	if (r == -EAGAIN) {
+		/* nothing free but what other processes held once: look at those again */
+		pthread_mutex_lock(&slots_lock);
+		memset(slots_theirs, 0, sizeof(slots_theirs));
+		pthread_mutex_unlock(&slots_lock);
+		r = try_slots(m, dfd, err);
 	}
-	return pd_fail(err, EAGAIN, "all %u id ranges are in use", PD_IDMAP_SLOTS);
+	if (r == -EAGAIN)
+		return pd_fail(err, EAGAIN, "all %u id ranges are in use", PD_IDMAP_SLOTS);
+	return r;
 }
 
 int pd_idmap_acquire(struct pd_idmap *m, paddock_error *err)
@@ -164,7 +183,7 @@ void pd_idmap_own_slot(struct pd_idmap *m)
 {
 	if (m->rootless || m->owns_slot)
 		return;
-	note_slot(m->slot, true);
+	note_slot(slots_ours, m->slot, true);
 	m->owns_slot = true;
 }
 
@@ -172,7 +191,7 @@ void pd_idmap_release(struct pd_idmap *m)
 {
 	m->lock_fd = pd_close(m->lock_fd);
 	if (m->owns_slot)
-		note_slot(m->slot, false);
+		note_slot(slots_ours, m->slot, false);
 	m->owns_slot = false;
 }
 

@@ -3,7 +3,8 @@
 # template and bind what differs (hostname, environment, limits, network policy, secrets,
 # workspace, TTL, metadata); a claimed sandbox is the same, from inside, as one made cold; a
 # claim never sees the previous claim's environment or secrets; other templates miss, are
-# made cold and pooled from then on; kill -9 with a full pool leaves nothing once paddockd restarts.
+# made cold and pooled from then on; kill -9 with a full pool leaves nothing once paddockd
+# restarts; under memory pressure the pool gives its sandboxes back, and refills after.
 # run.sh checks nothing is left behind.
 . "$(dirname "$0")/lib.sh"
 
@@ -255,4 +256,41 @@ api DELETE "/v1/sandboxes/$X" >/dev/null
 stop_daemon
 for _ in $(seq 100); do [ "$(inits)" -eq 0 ] && break; sleep 0.05; done
 expect_eq "SIGTERM without a pool to keep: every pooled sandbox ends" 0 "$(inits)"
+
+# ---- memory pressure: the pool gives its sandboxes back, and refills once it is over ----
+for bad in 100% -1% abc 0 12Q; do
+	"$PADDOCKD" --socket "$SOCK" --state-dir "$STATE" --pool 1 --pool-min-available "$bad" \
+		>/dev/null 2>"$T_TMP/bad.err"
+	code=$?
+	expect_match "--pool-min-available $bad is refused naming the flag" \
+		"^2 paddockd: --pool-min-available: expected a share of memory" "$code $(cat "$T_TMP/bad.err")"
+done
+avail() { awk '$1 == "MemAvailable:" { print $2 }' /proc/meminfo; }
+# pressure begins 512 MiB below what is available now; a process then takes 1.5 GiB
+start_daemon --pool 3 --pool-min-available "$(($(avail) - 512 * 1024))K" ||
+	not_ok "paddockd starts with --pool-min-available"
+wait_ready 0 3
+expect_eq "with memory to spare, the pool fills: 3 ready" 3 "$(metric 'paddock_pool_ready{template="0"}')"
+$PY -c 'import sys, time; b = b"x" * (1536 << 20); print("held", flush=True); time.sleep(60)' >"$T_TMP/hog" &
+HOG=$!
+for _ in $(seq 100); do grep -q held "$T_TMP/hog" && break; sleep 0.1; done
+for _ in $(seq 100); do [ "$(metric 'paddock_pool_ready{template="0"}')" = 0 ] && break; sleep 0.1; done
+expect_eq "under pressure the pool gives every ready sandbox back" "0 3" \
+	"$(metric 'paddock_pool_ready{template="0"}') $(metric paddock_pool_given_back_total)"
+for _ in $(seq 100); do [ "$(inits)" -eq 0 ] && break; sleep 0.05; done
+expect_eq "...and their inits end" 0 "$(inits)"
+low=$(metric paddock_pool_low_memory_total)
+expect_match "...counted in paddock_pool_low_memory_total" "^[1-9]" "$low"
+N=$(create '{}')
+expect_eq "a create under pressure is made cold, and works" "ok" "$(run "$N" 'echo ok')"
+sleep 1.5
+expect_eq "...and the pool does not refill while pressure lasts" 0 "$(metric 'paddock_pool_ready{template="0"}')"
+kill "$HOG"
+wait "$HOG" 2>/dev/null
+wait_ready 0 3
+expect_eq "pressure over: the pool refills by itself" 3 "$(metric 'paddock_pool_ready{template="0"}')"
+api DELETE "/v1/sandboxes/$N" >/dev/null
+stop_daemon
+for _ in $(seq 100); do [ "$(inits)" -eq 0 ] && break; sleep 0.05; done
+expect_eq "nothing is left" 0 "$(inits)"
 finish
