@@ -13,6 +13,8 @@
  *   disk/tmp         -> /tmp          disk/home      -> /home/user
  *   disk/workspace   -> /workspace (unless the spec binds a host directory there)
  *   disk/shm         -> /dev/shm
+ *   disk/dev         -> /dev (read-only; device nodes bound from the host's /dev)
+ *   disk/empty       -> /proc/acpi, /proc/driver... (read-only, masks)
  *
  * so the disk limit covers every byte the sandbox can write, and destroying the mount
  * namespace frees it: there is no host directory to clean up. Everything is mounted by fd
@@ -707,20 +709,25 @@ static int build_proc(struct build *b, paddock_error *err)
 		if (r < 0)
 			return r;
 	}
+	/*
+	 * One empty directory of the disk (not below its root: invisible otherwise), bound
+	 * read-only over each: a tmpfs apiece would be a superblock apiece, and every
+	 * superblock on the machine grows every memory cgroup's shrinker table (see
+	 * build_dev()).
+	 */
+	r = mkdir_owned(b->disk, "empty", 0555, b->root_uid, b->root_gid, err);
+	if (r < 0)
+		return r;
 	for (size_t i = 0; i < ELEMENTSOF(proc_empty_dirs); i++) {
-		_cleanup_close_ int t = -EBADF;
 		struct stat st;
 
 		if (fstatat(proc, proc_empty_dirs[i], &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    !S_ISDIR(st.st_mode))
 			continue;
-		t = new_fs("tmpfs", (const char *const[]){ "size", "0", "mode", "0555", NULL },
-			   MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-				   MOUNT_ATTR_NOEXEC,
-			   err);
-		if (t < 0)
-			return t;
-		r = attach(t, proc, proc_empty_dirs[i], err);
+		r = bind_at(b->disk, "empty", proc, proc_empty_dirs[i],
+			    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+				    MOUNT_ATTR_NOEXEC,
+			    err);
 		if (r < 0)
 			return r;
 	}
@@ -750,10 +757,19 @@ static int build_dev(struct build *b, paddock_error *err)
 	r = mkdir_owned(b->root, "dev", 0755, b->root_uid, b->root_gid, err);
 	if (r < 0)
 		return r;
-	mfd = new_fs("tmpfs", (const char *const[]){ "size", "65536", "mode", "0755", NULL },
-		     MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, err);
+	/*
+	 * /dev is a directory of the disk, bound read-only, not a tmpfs of its own. Density:
+	 * each superblock registers a memcg-aware shrinker, and the kernel sizes every memory
+	 * cgroup's shrinker table by the most shrinkers ever registered at once (about 8 bytes
+	 * per shrinker per memory cgroup, never shrunk): at thousands of sandboxes, each
+	 * superblock a sandbox holds costs every sandbox's memory cgroup tens of kilobytes.
+	 */
+	r = mkdir_owned(b->disk, "dev", 0755, b->root_uid, b->root_gid, err);
+	if (r < 0)
+		return r;
+	mfd = open_tree(b->disk, "dev", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 	if (mfd < 0)
-		return mfd;
+		return pd_fail(err, errno, "clone tree 'dev'");
 	host_dev = open("/dev", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (host_dev < 0)
 		return pd_fail(err, errno, "open /dev");
@@ -801,7 +817,7 @@ static int build_dev(struct build *b, paddock_error *err)
 	if (r < 0)
 		return r;
 	/* nothing new can be created in /dev itself */
-	r = set_attr(mfd, "", AT_EMPTY_PATH, MOUNT_ATTR_RDONLY, 0);
+	r = set_attr(mfd, "", AT_EMPTY_PATH, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOEXEC, 0);
 	if (r < 0)
 		return pd_fail(err, r, "make /dev read-only");
 	return attach(mfd, b->root, "dev", err);

@@ -61,6 +61,13 @@ expect_match "no shadow, no ssh keys" "No such file.*No such file.*No such file"
 expect_match "passwd is synthesised (3 entries)" "3$" "$out"
 run_sb out st -- sh -c 'cat /proc/kcore /proc/keys /proc/timer_list 2>/dev/null | wc -c'
 expect_eq "sensitive /proc files are masked" "0" "$out"
+run_sb out st -- sh -c 'for d in /proc/acpi /proc/driver; do [ -d "$d" ] || continue; ls -A "$d" | wc -l; touch "$d/x" 2>/dev/null && echo "wrote $d"; done | sort -u'
+expect_eq "/proc/acpi and /proc/driver are masked: empty, read-only" "0" "$out"
+# Density: a sandbox's own filesystems are its disk, the /usr overlay, devpts and proc;
+# every superblock grows each memory cgroup's shrinker table (rootfs.c, build_dev()).
+run_sb out st -- awk '{ print $3 }' /proc/self/mountinfo
+own=$(comm -23 <(sort -u <<<"$out") <(awk '{ print $3 }' /proc/self/mountinfo | sort -u) | wc -l)
+expect_eq "four filesystems of its own (disk, /usr overlay, devpts, proc), no more" "4" "$own"
 
 run_sb out st -- sh -c '
 for p in / /etc /usr/bin /proc/sys/kernel/hostname /dev /sys; do
