@@ -124,6 +124,30 @@ for target in counts:
           f"{d['KernelStack']:>8.1f} {d['Shmem']:>8.1f} {total:>11.1f} "
           f"{(sum(uss(p) for p in pds) - base_pd) / made:>9.1f} {(base['MemAvailable'] - now['MemAvailable']) / made:>13.1f}"
           f"   ({len(ps)} inits, {time.time() - t0:.0f} s)")
+# What a new memory cgroup costs now in shrinker tables: the kernel sizes each one by the most
+# superblocks (shrinkers) ever registered at once, 520 bytes (kmalloc-1k) per 64 (rootfs.c)
+def kmalloc_1k():
+    for line in open("/proc/slabinfo"):
+        if line.startswith("kmalloc-1k "):
+            return int(line.split()[1])
+    return 0
+
+
+memroot = "/sys/fs/cgroup/memory" if os.path.isdir("/sys/fs/cgroup/memory") else "/sys/fs/cgroup"
+probe = f"{memroot}/paddock-density-probe-{os.getpid()}"
+try:
+    before = kmalloc_1k()
+    os.mkdir(probe)
+    for i in range(20):
+        os.mkdir(f"{probe}/{i}")
+    per = (kmalloc_1k() - before) / 21
+    for i in range(20):
+        os.rmdir(f"{probe}/{i}")
+    os.rmdir(probe)
+    print(f"a new memory cgroup now takes ~{per:.0f} kB of kmalloc-1k (its shrinker table: "
+          f"~{per * 64:.0f} shrinkers, the most superblocks ever registered at once)")
+except OSError as e:
+    print(f"(memory cgroup probe skipped: {e})")
 print("per sandbox = init PSS + slab + page tables + kernel stack (the issue's measure);")
 print("shmem: each sandbox's tmpfs (its /etc, /tmp, home, workspace, /usr layer);")
 print("paddockd: the growth of its resident memory per live sandbox")

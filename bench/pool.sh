@@ -38,4 +38,9 @@ done
 start=$(date +%s.%N)
 for _ in $(seq 100); do $bwrap >/dev/null; done
 echo "bwrap: $(echo "100 / ($(date +%s.%N) - $start)" | bc -l | cut -c1-6) cold starts per second (one client)"
+# the kernel's floor for throughput: new user, mount, network, pid, ipc, uts and cgroup
+# namespaces and one process in them, nothing else (no root, no cgroup, no seccomp)
+start=$(date +%s.%N)
+for _ in $(seq 100); do unshare -Umnpiu -C --fork /bin/true; done
+echo "floor: $(echo "100 / ($(date +%s.%N) - $start)" | bc -l | cut -c1-6) unshare -Umnpiu -C --fork /bin/true per second (one client)"
 curl -s --unix-socket "$ws/pool.sock" http://x/metrics | grep -E '^paddock_pool_(hits|misses)_total|claim_seconds_(sum|count)'
