@@ -30,6 +30,33 @@ else
 		"^[[:space:]]+1000[[:space:]]+$(id -u)[[:space:]]+1$" "$out"
 fi
 
+if [ "$MODE" = root ]; then
+	# id ranges past the first 4096 (there are 32768): another process holds slots 0..4199
+	coproc HOLD { /usr/bin/python3 -c '
+import fcntl, os, sys
+held = []
+os.makedirs("/run/paddock/idmap", mode=0o700, exist_ok=True)
+for i in range(4200):
+    fd = os.open(f"/run/paddock/idmap/{i}", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        pass
+    held.append(fd)
+print("held", flush=True)
+sys.stdin.read()'; }
+	read -r _ <&"${HOLD[0]}"
+	run_sb out st -- cat /proc/self/uid_map
+	start=$(awk '{ print $2 }' <<<"$out")
+	expect_eq "with 4200 id ranges held elsewhere, a sandbox gets one past them" \
+		"1 0" "$((start >= 0x60000000 + 4200 * 65536)) $st"
+	run_sb out st -- cat /proc/self/uid_map
+	expect_eq "...and so does the next (32768 ranges in all)" \
+		"1" "$(($(awk '{ print $2 }' <<<"$out") >= 0x60000000 + 4200 * 65536))"
+	exec {HOLD[1]}>&-
+	wait "$HOLD_PID"
+fi
+
 run_sb out st -- sh -c 'tail -n +3 /proc/net/dev | cut -d: -f1 | tr -d " "'
 expect_eq "only lo in the network namespace" "lo" "$out"
 run_sb out st -- python3 -c '
