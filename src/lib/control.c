@@ -2,6 +2,7 @@
 #include "control.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -167,7 +168,14 @@ int pd_ctl_bind_pack(const struct pd_ctl_bind *hdr, const struct pd_ctl_bind_str
 		return -EINVAL;
 	if (s->envc > PD_CTL_MAX_ARGS)
 		return -E2BIG;
+	if (h.workspace > PD_BIND_WORKSPACE_PATH ||
+	    (h.workspace == PD_BIND_WORKSPACE_PATH) != (s->workspace_path != NULL) ||
+	    (s->workspace_path &&
+	     (s->workspace_path[0] != '/' || strlen(s->workspace_path) >= PATH_MAX)))
+		return -EINVAL;
 	len = sizeof(h) + strlen(s->hostname) + 1 + ca_len + 1;
+	if (s->workspace_path)
+		len += strlen(s->workspace_path) + 1;
 	for (size_t i = 0; i < s->envc; i++)
 		len += strlen(s->env[i]) + 1;
 	for (size_t i = 0; i < secretc; i++)
@@ -185,6 +193,8 @@ int pd_ctl_bind_pack(const struct pd_ctl_bind *hdr, const struct pd_ctl_bind_str
 		p = stpcpy(p, s->env[i]) + 1;
 	for (size_t i = 0; i < secretc; i++)
 		p = stpcpy(p, s->secret_env[i]) + 1;
+	if (s->workspace_path)
+		p = stpcpy(p, s->workspace_path) + 1;
 	(void)stpcpy(p, s->ca_pem ? s->ca_pem : "");
 	*ret_buf = buf;
 	*ret_len = len;
@@ -251,14 +261,14 @@ static bool pem_text(const char *s, size_t n)
 int pd_ctl_bind_parse(const char *buf, size_t len, struct pd_ctl_bind_msg *ret)
 {
 	struct pd_ctl_bind h;
-	const char *pos, *end = buf + len, *z, *hostname, *ca;
+	const char *pos, *end = buf + len, *z, *hostname, *ca, *workspace_path = NULL;
 	char **env = NULL, **secret_env = NULL;
 	int r;
 
 	if (len < sizeof(h))
 		return -EPROTO;
 	memcpy(&h, buf, sizeof(h));
-	if (h.envc > PD_CTL_MAX_ARGS || h.secretc > PD_CTL_MAX_SECRETS || h.workspace > 1 ||
+	if (h.envc > PD_CTL_MAX_ARGS || h.secretc > PD_CTL_MAX_SECRETS || h.workspace > PD_BIND_WORKSPACE_PATH ||
 	    h.reserved != 0 || h.disk_bytes == 0 || h.disk_bytes > INT64_MAX ||
 	    !rlimits_valid(&h.rlimits))
 		return -EPROTO;
@@ -274,8 +284,15 @@ int pd_ctl_bind_parse(const char *buf, size_t len, struct pd_ctl_bind_msg *ret)
 	r = take_strings(&pos, end, h.secretc, true, &secret_env);
 	if (r < 0)
 		goto fail;
-	/* the CA: the last string, ending the message; present exactly when secrets are */
 	r = -EPROTO;
+	if (h.workspace == PD_BIND_WORKSPACE_PATH) {
+		z = memchr(pos, '\0', (size_t)(end - pos));
+		if (!z || *pos != '/' || z - pos >= PATH_MAX)
+			goto fail;
+		workspace_path = pos;
+		pos = z + 1;
+	}
+	/* the CA: the last string, ending the message; present exactly when secrets are */
 	z = memchr(pos, '\0', (size_t)(end - pos));
 	if (!z || z + 1 != end || (size_t)(z - pos) > PD_CTL_MAX_CA_PEM ||
 	    (z > pos) != (h.secretc > 0) || !pem_text(pos, (size_t)(z - pos)))
@@ -286,6 +303,7 @@ int pd_ctl_bind_parse(const char *buf, size_t len, struct pd_ctl_bind_msg *ret)
 	ret->env = env;
 	ret->secret_env = secret_env;
 	ret->ca_pem = ca;
+	ret->workspace_path = workspace_path;
 	return 0;
 fail:
 	free(env);

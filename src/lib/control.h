@@ -81,7 +81,11 @@ struct pd_ctl_cgroup {
 
 struct pd_ctl_ready {
 	int32_t landlock_abi; /* 0 when commands run without Landlock */
+	uint32_t flags;	      /* PD_READY_*; absent (a 4-byte READY) from older inits */
 };
+
+/* a pooled init holds a clone of the host's mount tree: a claim may name a workspace by path */
+#define PD_READY_HOST_TREE 1u
 
 /* One resource limit every command starts with (setrlimit()'s resource, soft, hard). */
 struct pd_ctl_rlimit {
@@ -107,15 +111,22 @@ struct pd_ctl_rlimits {
 struct pd_ctl_bind {
 	uint32_t envc;
 	uint32_t secretc;	       /* the secrets' NAME=placeholder, at most PD_CTL_MAX_SECRETS */
-	uint32_t workspace;	       /* 1: the workspace's tree comes with it (an fd) */
+	uint32_t workspace;	       /* PD_BIND_WORKSPACE_* */
 	uint32_t reserved;	       /* 0 */
 	uint64_t disk_bytes;	       /* limits.disk: the size of the disk tmpfs */
 	struct pd_ctl_rlimits rlimits; /* the claim's plan, as a cold init would make it */
 	/*
 	 * then: hostname\0, env[0]\0 ... env[envc-1]\0 (the spec's "env", NAME=VALUE),
-	 * secret_env[0]\0 ... secret_env[secretc-1]\0 (NAME=placeholder), ca_pem\0 (the
-	 * sandbox's CA certificate; empty without secrets, and only then)
+	 * secret_env[0]\0 ... secret_env[secretc-1]\0 (NAME=placeholder), with
+	 * PD_BIND_WORKSPACE_PATH the workspace's absolute host path\0, ca_pem\0 (the sandbox's
+	 * CA certificate; empty without secrets, and only then)
 	 */
+};
+
+enum {
+	PD_BIND_WORKSPACE_NONE = 0,
+	PD_BIND_WORKSPACE_TREE = 1, /* its tree comes with the message (an fd, idmapped) */
+	PD_BIND_WORKSPACE_PATH = 2, /* init clones it from the host tree it holds (rootless) */
 };
 
 /* The secrets a claim may bind (PD_SECRETS_MAX) and the size of its CA's certificate (PEM). */
@@ -132,6 +143,7 @@ struct pd_ctl_bind_msg {
 	char **env;	   /* NULL-terminated, envc entries */
 	char **secret_env; /* NULL-terminated, secretc entries */
 	const char *ca_pem; /* NULL without secrets */
+	const char *workspace_path; /* with PD_BIND_WORKSPACE_PATH only */
 };
 
 /* What a claim binds besides its header: borrowed strings, for pd_ctl_bind_pack(). */
@@ -141,6 +153,7 @@ struct pd_ctl_bind_strings {
 	size_t envc;
 	char *const *secret_env; /* NAME=placeholder; NULL or NULL-terminated */
 	const char *ca_pem;	 /* NULL without secrets */
+	const char *workspace_path; /* with PD_BIND_WORKSPACE_PATH: absolute */
 };
 
 #define PD_EXEC_PTY_STDIN (1u << 0)
@@ -230,7 +243,8 @@ int pd_ctl_bind_pack(const struct pd_ctl_bind *hdr, const struct pd_ctl_bind_str
  * the message, a hostname of at most 64 bytes, at most PD_CTL_MAX_ARGS variables each with a
  * '=', at most PD_CTL_MAX_SECRETS secret variables each with a name and a '=', a CA of at
  * most PD_CTL_MAX_CA_PEM bytes of printable ASCII and newlines, present exactly when there
- * are secrets, a disk size, and an rlimit plan of known resources, each at most once, soft
+ * are secrets, with PD_BIND_WORKSPACE_PATH an absolute path shorter than PATH_MAX (and
+ * none otherwise), a disk size, and an rlimit plan of known resources, each at most once, soft
  * <= hard, with RLIMIT_FSIZE, RLIMIT_NOFILE and RLIMIT_CPU present. 0, or -EPROTO / -ENOMEM.
  * On success free ret->env and ret->secret_env.
  */

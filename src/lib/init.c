@@ -120,6 +120,7 @@ struct init_state {
 	char *bound_hostname;
 	char **bound_secret_env; /* its secrets' NAME=placeholder, bound at its claim */
 	bool bound_ca;		 /* its claim wrote the sandbox's CA into /etc/paddock */
+	int host_tree;		 /* pooled: the host's tree, for a claim's workspace by path */
 };
 
 _Noreturn static void fail_setup(int ctl, paddock_error *err)
@@ -422,8 +423,10 @@ static int setup(struct init_state *st, paddock_error *err)
 	/* before the root is built: libnftables is loaded from the host's files (netns-egress.h) */
 	if (r >= 0 && st->spec->network.mode != PD_NET_NONE)
 		r = pd_netns_egress_setup(st->spec->network.transparent, err);
+	st->sources.want_host_tree = st->spec->pooled;
 	if (r >= 0)
 		r = pd_rootfs_build(st->spec, st->idmap, &st->sources, err);
+	st->host_tree = TAKE_FD(st->sources.host_tree);
 	pd_rootfs_sources_release(&st->sources);
 	if (r < 0)
 		return r;
@@ -962,7 +965,8 @@ static void reap(struct init_state *st)
 /* READY, with the sandbox's "/" for the supervisor's file access (fsops.c), held by fd. */
 static int send_ready(struct init_state *st)
 {
-	struct pd_ctl_ready ready = { .landlock_abi = st->landlock_abi };
+	struct pd_ctl_ready ready = { .landlock_abi = st->landlock_abi,
+				      .flags = st->host_tree >= 0 ? PD_READY_HOST_TREE : 0 };
 	int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	int r;
 
@@ -1180,10 +1184,20 @@ static void await_claim(struct init_state *st)
 	if (n < 0 || type != PD_CTL_BIND)
 		_exit(0);
 	r = pd_ctl_bind_parse(buf, (size_t)n, &m);
-	if (r >= 0 && (m.hdr.workspace != 0) != (tree >= 0))
+	if (r >= 0 && (m.hdr.workspace == PD_BIND_WORKSPACE_TREE) != (tree >= 0))
 		r = -EPROTO;
 	if (r < 0)
 		r = pd_fail(&err, -r, "malformed claim");
+	/* rootless (or no idmap): the claim's workspace, cloned as a cold init clones it */
+	if (r >= 0 && m.hdr.workspace == PD_BIND_WORKSPACE_PATH) {
+		if (st->host_tree < 0)
+			r = pd_fail_field(&err, EOPNOTSUPP, "workspace",
+					  "this pooled sandbox holds no host tree");
+		else
+			r = tree = pd_rootfs_clone_from_host(st->host_tree, m.workspace_path, &err);
+	}
+	/* SECURITY: the host's tree is gone before init confines itself or runs anything */
+	st->host_tree = pd_close(st->host_tree);
 	/* first, as a cold build mounts it: what follows sees the claim's /workspace */
 	if (r >= 0 && tree >= 0)
 		r = pd_rootfs_attach_workspace(tree, &err);
@@ -1231,6 +1245,7 @@ _Noreturn void pd_init_main(const paddock_spec *spec, const struct pd_idmap *idm
 	st.landlock_fd = -EBADF;
 	st.lock_fd = -EBADF;
 	st.listen_fd = -EBADF;
+	st.host_tree = -EBADF;
 
 	reset_signals();
 	/* "paddock-init" in ps, and never matched by a `pkill paddockd` meant for the daemon */

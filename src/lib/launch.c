@@ -128,6 +128,7 @@ static int await_ready(paddock_sandbox *sb, paddock_error *err)
 	sb->landlock_abi = msg.ready.landlock_abi > 0 && msg.ready.landlock_abi < 64
 				   ? msg.ready.landlock_abi
 				   : 0;
+	sb->host_tree = sb->spec->pooled && (msg.ready.flags & PD_READY_HOST_TREE);
 	return 0;
 }
 

@@ -52,7 +52,7 @@
 
 void pd_rootfs_sources_init(struct pd_rootfs_sources *s)
 {
-	*s = (struct pd_rootfs_sources){ .workspace_fd = -EBADF };
+	*s = (struct pd_rootfs_sources){ .workspace_fd = -EBADF, .host_tree = -EBADF };
 }
 
 void pd_rootfs_sources_release(struct pd_rootfs_sources *s)
@@ -63,6 +63,7 @@ void pd_rootfs_sources_release(struct pd_rootfs_sources *s)
 	s->bind_fds = NULL;
 	s->n_binds = 0;
 	s->workspace_fd = pd_close(s->workspace_fd);
+	s->host_tree = pd_close(s->host_tree);
 }
 
 static int set_attr(int fd, const char *path, unsigned flags, uint64_t set, uint64_t clr)
@@ -979,6 +980,49 @@ static int pivot(int root_fd, paddock_error *err)
 	return 0;
 }
 
+/*
+ * A detached clone of the whole host tree as this (private) mount namespace sees it, before
+ * the stage is attached; -EBADF where the kernel does not let a tree be cloned from a
+ * detached one (tried here, so a claim never finds out): a claim then cannot name a
+ * workspace by path, and the supervisor knows (PD_READY_HOST_TREE). SECURITY: it is init's
+ * alone (close-on-exec, closed at the claim before init confines itself), and every access
+ * through it is init's sandbox identity's, as before the pivot.
+ */
+static int keep_host_tree(void)
+{
+	_cleanup_close_ int tree = -EBADF, probe = -EBADF;
+
+	tree = open_tree(AT_FDCWD, "/", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+	if (tree < 0)
+		return -EBADF;
+	/* below its root, as a workspace is (rootless, the root itself cannot be cloned) */
+	probe = open_tree(tree, "usr", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (probe < 0)
+		return -EBADF;
+	return TAKE_FD(tree);
+}
+
+int pd_rootfs_clone_from_host(int host_tree, const char *path, paddock_error *err)
+{
+	struct open_how how = {
+		.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+	};
+	_cleanup_close_ int dir = -EBADF, tree = -EBADF;
+	int r;
+
+	dir = (int)syscall(SYS_openat2, host_tree, path, &how, sizeof(how));
+	if (dir < 0)
+		return pd_fail_field(err, errno, "workspace", "open '%s'", PD_ESC(path));
+	tree = open_tree(dir, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
+	if (tree < 0)
+		return pd_fail_field(err, errno, "workspace", "clone '%s'", PD_ESC(path));
+	r = set_attr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0);
+	if (r < 0)
+		return pd_fail_field(err, r, "workspace", "set attributes of '%s'", PD_ESC(path));
+	return TAKE_FD(tree);
+}
+
 int pd_rootfs_build(const paddock_spec *spec, const struct pd_idmap *idmap,
 		    struct pd_rootfs_sources *sources, paddock_error *err)
 {
@@ -999,6 +1043,8 @@ int pd_rootfs_build(const paddock_spec *spec, const struct pd_idmap *idmap,
 		if (mount_setattr(AT_FDCWD, "/", AT_RECURSIVE, &a, sizeof(a)) < 0)
 			return pd_fail(err, errno, "make mounts private");
 	}
+	if (sources->want_host_tree)
+		sources->host_tree = keep_host_tree();
 	base_fd = open(b.base, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (base_fd < 0)
 		return pd_fail_field(err, errno, spec->rootfs ? "rootfs" : "", "open '%s'",

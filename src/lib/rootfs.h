@@ -5,6 +5,8 @@
  */
 #pragma once
 
+#include <stdbool.h>
+
 /* With secrets: the sandbox's CA, and the host's bundle with it (rootfs.c writes both). */
 #define PD_CA_CERT_PATH "/etc/paddock/ca.pem"
 #define PD_CA_BUNDLE_PATH "/etc/paddock/ca-bundle.pem"
@@ -18,6 +20,13 @@ struct pd_rootfs_sources {
 	int *bind_fds; /* spec->n_binds detached trees */
 	size_t n_binds;
 	int workspace_fd; /* detached tree of spec->workspace, or -EBADF */
+	/*
+	 * A pooled init's: set want_host_tree, and pd_rootfs_build() leaves in host_tree a
+	 * detached clone of the host's mount tree (where this kernel lets a tree be cloned
+	 * from one), from which a claim's workspace is cloned after the pivot.
+	 */
+	bool want_host_tree;
+	int host_tree;
 };
 
 void pd_rootfs_sources_init(struct pd_rootfs_sources *s);
@@ -59,6 +68,13 @@ int pd_rootfs_bind_ca(const char *ca_pem, const struct pd_idmap *idmap, paddock_
  * confines itself (the Landlock ruleset is made again: it holds /workspace by inode).
  */
 int pd_rootfs_attach_workspace(int tree_fd, paddock_error *err);
+
+/*
+ * The claim's workspace as a cold rootless init clones it (recursive, nosuid, nodev), but
+ * from host_tree (struct pd_rootfs_sources): `path` is resolved within that tree, absolute
+ * symlinks included, as on the host. A detached tree, or -errno (err names "workspace").
+ */
+int pd_rootfs_clone_from_host(int host_tree, const char *path, paddock_error *err);
 
 /*
  * The absolute paths (in the new root) a command may write below, NULL-terminated: for

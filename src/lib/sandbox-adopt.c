@@ -183,7 +183,9 @@ static int resync(paddock_sandbox *sb, paddock_error *err)
 			}
 			continue;
 		}
-		if (type == PD_CTL_READY && n == (ssize_t)sizeof(msg.ready) && nfds == 1) {
+		/* an init of the previous version sends landlock_abi alone */
+		if (type == PD_CTL_READY && nfds == 1 &&
+		    (n == (ssize_t)sizeof(msg.ready) || n == (ssize_t)sizeof(int32_t))) {
 			struct stat st;
 
 			if (fstat(fds[0], &st) < 0 || !S_ISDIR(st.st_mode)) {

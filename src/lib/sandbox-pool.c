@@ -19,6 +19,7 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,9 +57,11 @@
  * (pd_launch_open_tree()) and sends it with BIND; init detaches the pooled private
  * /workspace, attaches the tree where a cold build does and makes its Landlock ruleset
  * again. Where a cold init would clone the directory itself (rootless, or a filesystem
- * without idmapped mounts) a claim with a workspace is refused before BIND: the sandbox
- * stays pooled and the create goes cold. No other field depends on it ("cwd" is
- * /workspace with or without one).
+ * without idmapped mounts), the pooled init clones it from the clone of the host's mount
+ * tree it kept from before its pivot (PD_READY_HOST_TREE; closed at the claim, before it
+ * confines itself): the path goes in BIND, checked here first. Where the kernel cannot clone
+ * from a kept tree, such a claim is refused before BIND: the sandbox stays pooled and the
+ * create goes cold. No other field depends on it ("cwd" is /workspace with or without one).
  */
 static const char *const late_fields[] = {
 	"hostname",	   "env",	     "limits.timeout_s", "limits.output",
@@ -106,7 +109,7 @@ int paddock_spec_template_json(const paddock_spec *spec, char **ret_json, paddoc
 
 /* The claim's hostname, environment, disk size, rlimit plan, secrets and workspace, for init. */
 static int pack_bind(const paddock_sandbox *sb, const paddock_spec *spec, char *const *secret_env,
-		     const char *ca_pem, bool workspace, char **ret_buf, size_t *ret_len,
+		     const char *ca_pem, uint32_t workspace, char **ret_buf, size_t *ret_len,
 		     paddock_error *err)
 {
 	struct pd_ctl_bind hdr = { .disk_bytes = spec->limits.disk_bytes, .workspace = workspace };
@@ -116,6 +119,7 @@ static int pack_bind(const paddock_sandbox *sb, const paddock_spec *spec, char *
 		.envc = spec->n_env,
 		.secret_env = secret_env,
 		.ca_pem = ca_pem,
+		.workspace_path = workspace == PD_BIND_WORKSPACE_PATH ? spec->workspace : NULL,
 	};
 	int r;
 
@@ -232,10 +236,35 @@ static void take_secrets(paddock_sandbox *sb, struct claim_secrets *c)
 		sb->egress->secrets = sb->secrets;
 }
 
+/*
+ * Rootless, or where the filesystem cannot idmap, a cold init clones the workspace itself
+ * before its pivot: a pooled init clones it at the claim from the host tree it kept
+ * (PD_BIND_WORKSPACE_PATH). The directory is checked here first, as the invoker, so a
+ * path that is not one is refused before BIND and the sandbox stays pooled; a kernel that
+ * cannot clone from a kept tree (the init said so in READY) refuses it too: made cold.
+ */
+static int workspace_by_path(const paddock_sandbox *sb, const char *path, uint32_t *ret_ws,
+			     paddock_error *err)
+{
+	int fd;
+
+	if (!sb->host_tree || !strcmp(path, "/"))
+		return pd_fail_field(err, EOPNOTSUPP, "workspace",
+				     "this kernel cannot clone '%s' into a pooled sandbox",
+				     PD_ESC(path));
+	fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return pd_fail_field(err, errno, "workspace", "open '%s'", PD_ESC(path));
+	pd_close(fd);
+	*ret_ws = PD_BIND_WORKSPACE_PATH;
+	return 0;
+}
+
 int paddock_sandbox_claim(paddock_sandbox *sb, const paddock_spec *spec, paddock_error *err)
 {
 	char *mine = NULL, *theirs = NULL, *buf = NULL;
 	_cleanup_close_ int tree = -EBADF;
+	uint32_t ws = PD_BIND_WORKSPACE_NONE;
 	struct claim_secrets sec = { 0 };
 	union {
 		struct pd_ctl_ready bound;
@@ -263,13 +292,13 @@ int paddock_sandbox_claim(paddock_sandbox *sb, const paddock_spec *spec, paddock
 	/* the claim's workspace, the tree a cold create sends init (launch.c) */
 	if (r >= 0 && spec->workspace) {
 		r = pd_launch_open_tree(sb, spec->workspace, PD_CTL_TREE_WORKSPACE, &tree, err);
-		if (r >= 0 && tree < 0)
-			r = pd_fail_field(err, EOPNOTSUPP, "workspace",
-					  "a pooled sandbox takes a workspace only as an idmapped "
-					  "tree (root, on a filesystem that idmaps)");
+		if (r >= 0 && tree >= 0)
+			ws = PD_BIND_WORKSPACE_TREE;
+		else if (r >= 0)
+			r = workspace_by_path(sb, spec->workspace, &ws, err);
 	}
 	if (r >= 0)
-		r = pack_bind(sb, spec, sec.env, sec.ca_pem, tree >= 0, &buf, &len, err);
+		r = pack_bind(sb, spec, sec.env, sec.ca_pem, ws, &buf, &len, err);
 	/* the claim's limits and network policy, in force before any command can run */
 	if (r >= 0)
 		r = bind_cgroup(sb, spec, err);

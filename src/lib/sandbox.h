@@ -76,6 +76,7 @@ struct paddock_sandbox {
 	int ctl;	/* control socket, supervisor end */
 	int root_fd;	/* O_PATH of the sandbox's "/" (sent by init at READY), for file access */
 	int landlock_abi;
+	bool host_tree; /* pooled: init holds the host's tree (PD_READY_HOST_TREE) */
 	struct pd_cgroup *cg; /* NULL: no cgroup (rootless); rlimits stand in */
 	unsigned n_execs;     /* commands started so far */
 	struct event *ctl_ev, *pidfd_ev, *timeout_ev, *oom_ev, *cpu_ev;

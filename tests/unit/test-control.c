@@ -98,7 +98,7 @@ static void test_bind_round_trip(void **state)
 	free(m.secret_env);
 	free(buf);
 
-	/* with the workspace's tree: a flag, 0 or 1 (the fd travels beside), nothing reserved */
+	/* with the workspace's tree: the fd travels beside; nothing reserved */
 	h.workspace = 1;
 	assert_int_equal(pack(&h, "box", NULL, 0, &buf, &len), 0);
 	assert_int_equal(pd_ctl_bind_parse(buf, len, &m), 0);
@@ -106,10 +106,42 @@ static void test_bind_round_trip(void **state)
 	free(m.env);
 	free(m.secret_env);
 	free(buf);
-	h.workspace = 2;
-	assert_int_equal(pack(&h, "box", NULL, 0, &buf, &len), 0);
-	assert_int_equal(pd_ctl_bind_parse(buf, len, &m), -EPROTO);
-	free(buf);
+	/* by path (rootless): an absolute path, exactly with PD_BIND_WORKSPACE_PATH */
+	h.workspace = PD_BIND_WORKSPACE_PATH;
+	assert_int_equal(pack(&h, "box", NULL, 0, &buf, &len), -EINVAL);
+	{
+		struct pd_ctl_bind_strings s = { .hostname = "box", .workspace_path = "/srv/ws" };
+		char *env1[] = { "A=1", NULL };
+
+		assert_int_equal(pd_ctl_bind_pack(&h, &s, &buf, &len), 0);
+		assert_int_equal(pd_ctl_bind_parse(buf, len, &m), 0);
+		assert_int_equal(m.hdr.workspace, PD_BIND_WORKSPACE_PATH);
+		assert_string_equal(m.workspace_path, "/srv/ws");
+		assert_null(m.ca_pem);
+		free(m.env);
+		free(m.secret_env);
+		/* the path is a string of its own: without the flag it is no CA */
+		h.workspace = PD_BIND_WORKSPACE_NONE;
+		memcpy(buf, &h, sizeof(h));
+		assert_int_equal(pd_ctl_bind_parse(buf, len, &m), -EPROTO);
+		free(buf);
+		/* a relative path is refused on both sides */
+		h.workspace = PD_BIND_WORKSPACE_PATH;
+		s.workspace_path = "srv/ws";
+		assert_int_equal(pd_ctl_bind_pack(&h, &s, &buf, &len), -EINVAL);
+		s.workspace_path = "/srv/ws";
+		s.env = env1;
+		s.envc = 1;
+		assert_int_equal(pd_ctl_bind_pack(&h, &s, &buf, &len), 0);
+		*(char *)memmem(buf, len, "/srv/ws", 7) = 'x';
+		assert_int_equal(pd_ctl_bind_parse(buf, len, &m), -EPROTO);
+		free(buf);
+		/* a path without the flag is refused when packing */
+		h.workspace = PD_BIND_WORKSPACE_TREE;
+		assert_int_equal(pd_ctl_bind_pack(&h, &s, &buf, &len), -EINVAL);
+	}
+	h.workspace = 3;
+	assert_int_equal(pack(&h, "box", NULL, 0, &buf, &len), -EINVAL);
 	h.workspace = 0;
 	h.reserved = 1;
 	assert_int_equal(pack(&h, "box", NULL, 0, &buf, &len), 0);
