@@ -48,6 +48,12 @@ static void check_bind(const uint8_t *data, size_t size)
 	if (m.ca_pem && (strlen(m.ca_pem) > PD_CTL_MAX_CA_PEM ||
 			 m.ca_pem + strlen(m.ca_pem) + 1 != end))
 		abort();
+	/* a workspace path exactly with its flag: absolute, bounded, within the input */
+	if ((m.workspace_path != NULL) != (m.hdr.workspace == PD_BIND_WORKSPACE_PATH))
+		abort();
+	if (m.workspace_path && (m.workspace_path[0] != '/' || strlen(m.workspace_path) >= 4096 ||
+				 m.workspace_path + strlen(m.workspace_path) >= end))
+		abort();
 	free(m.env);
 	free(m.secret_env);
 }
