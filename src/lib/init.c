@@ -1156,7 +1156,7 @@ static void await_claim(struct init_state *st)
 {
 	static char buf[PD_CTL_MAX_MSG];
 	struct pd_ctl_bind_msg m;
-	struct pd_ctl_ready bound;
+	struct pd_ctl_ready bound = { 0 };
 	paddock_error err = { 0 };
 	uint32_t type = 0;
 	int tree = -EBADF;
