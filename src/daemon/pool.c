@@ -310,9 +310,15 @@ int pd_pool_claim(struct daemon *d, const paddock_spec *spec, paddock_sandbox **
 			t->n_ready++;
 			break;
 		}
-		/* a pooled sandbox that died meanwhile: the next one */
 		paddock_sandbox_free(p->sb);
 		free(p);
+		/*
+		 * A pooled sandbox that died meanwhile: the next one. A claim that failed in
+		 * init (after BIND: the sandbox is gone) would likely fail the same way in the
+		 * next: the create goes cold rather than burn the pool.
+		 */
+		if (r != -ESRCH && r != -EPIPE)
+			break;
 	}
 	if (r >= 0) {
 		double s = pd_mono_s() - t0;

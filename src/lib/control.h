@@ -114,6 +114,8 @@ struct pd_ctl_bind {
 	uint32_t workspace;	       /* PD_BIND_WORKSPACE_* */
 	uint32_t reserved;	       /* 0 */
 	uint64_t disk_bytes;	       /* limits.disk: the size of the disk tmpfs */
+	/* PD_BIND_WORKSPACE_PATH: the directory the supervisor found there (0 otherwise) */
+	uint64_t workspace_dev, workspace_ino;
 	struct pd_ctl_rlimits rlimits; /* the claim's plan, as a cold init would make it */
 	/*
 	 * then: hostname\0, env[0]\0 ... env[envc-1]\0 (the spec's "env", NAME=VALUE),
@@ -244,7 +246,7 @@ int pd_ctl_bind_pack(const struct pd_ctl_bind *hdr, const struct pd_ctl_bind_str
  * '=', at most PD_CTL_MAX_SECRETS secret variables each with a name and a '=', a CA of at
  * most PD_CTL_MAX_CA_PEM bytes of printable ASCII and newlines, present exactly when there
  * are secrets, with PD_BIND_WORKSPACE_PATH an absolute path shorter than PATH_MAX (and
- * none otherwise), a disk size, and an rlimit plan of known resources, each at most once, soft
+ * none, and no device and inode, otherwise), a disk size, and an rlimit plan of known resources, each at most once, soft
  * <= hard, with RLIMIT_FSIZE, RLIMIT_NOFILE and RLIMIT_CPU present. 0, or -EPROTO / -ENOMEM.
  * On success free ret->env and ret->secret_env.
  */

@@ -1157,6 +1157,7 @@ static void await_claim(struct init_state *st)
 	static char buf[PD_CTL_MAX_MSG];
 	struct pd_ctl_bind_msg m;
 	struct pd_ctl_ready bound = { 0 };
+	struct stat ws;
 	paddock_error err = { 0 };
 	uint32_t type = 0;
 	int tree = -EBADF;
@@ -1195,6 +1196,13 @@ static void await_claim(struct init_state *st)
 					  "this pooled sandbox holds no host tree");
 		else
 			r = tree = pd_rootfs_clone_from_host(st->host_tree, m.workspace_path, &err);
+		/* the directory the supervisor found at that path, or none (a mount since) */
+		if (r >= 0 && (fstat(tree, &ws) < 0 || (uint64_t)ws.st_dev != m.hdr.workspace_dev ||
+			       (uint64_t)ws.st_ino != m.hdr.workspace_ino))
+			r = pd_fail_field(&err, EXDEV, "workspace",
+					  "'%s' is another directory on the host than when this "
+					  "sandbox was made",
+					  PD_ESC(m.workspace_path));
 	}
 	/* SECURITY: the host's tree is gone before init confines itself or runs anything */
 	st->host_tree = pd_close(st->host_tree);

@@ -23,6 +23,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -109,10 +110,16 @@ int paddock_spec_template_json(const paddock_spec *spec, char **ret_json, paddoc
 
 /* The claim's hostname, environment, disk size, rlimit plan, secrets and workspace, for init. */
 static int pack_bind(const paddock_sandbox *sb, const paddock_spec *spec, char *const *secret_env,
-		     const char *ca_pem, uint32_t workspace, char **ret_buf, size_t *ret_len,
+		     const char *ca_pem, const struct stat *ws, char **ret_buf, size_t *ret_len,
 		     paddock_error *err)
 {
-	struct pd_ctl_bind hdr = { .disk_bytes = spec->limits.disk_bytes, .workspace = workspace };
+	uint32_t workspace = !spec->workspace ? PD_BIND_WORKSPACE_NONE
+			     : ws		  ? PD_BIND_WORKSPACE_PATH
+						  : PD_BIND_WORKSPACE_TREE;
+	struct pd_ctl_bind hdr = { .disk_bytes = spec->limits.disk_bytes,
+				   .workspace = workspace,
+				   .workspace_dev = ws ? (uint64_t)ws->st_dev : 0,
+				   .workspace_ino = ws ? (uint64_t)ws->st_ino : 0 };
 	struct pd_ctl_bind_strings s = {
 		.hostname = spec->hostname,
 		.env = spec->env,
@@ -242,21 +249,21 @@ static void take_secrets(paddock_sandbox *sb, struct claim_secrets *c)
  * (PD_BIND_WORKSPACE_PATH). The directory is checked here first, as the invoker, so a
  * path that is not one is refused before BIND and the sandbox stays pooled; a kernel that
  * cannot clone from a kept tree (the init said so in READY) refuses it too: made cold.
+ * Its device and inode go with the path: init binds that directory or none (a mount made
+ * on the host since the sandbox was built is not in the tree it kept).
  */
-static int workspace_by_path(const paddock_sandbox *sb, const char *path, uint32_t *ret_ws,
+static int workspace_by_path(const paddock_sandbox *sb, const char *path, struct stat *ret_st,
 			     paddock_error *err)
 {
-	int fd;
+	_cleanup_close_ int fd = -EBADF;
 
 	if (!sb->host_tree || !strcmp(path, "/"))
 		return pd_fail_field(err, EOPNOTSUPP, "workspace",
 				     "this kernel cannot clone '%s' into a pooled sandbox",
 				     PD_ESC(path));
 	fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
+	if (fd < 0 || fstat(fd, ret_st) < 0)
 		return pd_fail_field(err, errno, "workspace", "open '%s'", PD_ESC(path));
-	pd_close(fd);
-	*ret_ws = PD_BIND_WORKSPACE_PATH;
 	return 0;
 }
 
@@ -264,7 +271,7 @@ int paddock_sandbox_claim(paddock_sandbox *sb, const paddock_spec *spec, paddock
 {
 	char *mine = NULL, *theirs = NULL, *buf = NULL;
 	_cleanup_close_ int tree = -EBADF;
-	uint32_t ws = PD_BIND_WORKSPACE_NONE;
+	struct stat ws_st, *ws = NULL;
 	struct claim_secrets sec = { 0 };
 	union {
 		struct pd_ctl_ready bound;
@@ -292,10 +299,10 @@ int paddock_sandbox_claim(paddock_sandbox *sb, const paddock_spec *spec, paddock
 	/* the claim's workspace, the tree a cold create sends init (launch.c) */
 	if (r >= 0 && spec->workspace) {
 		r = pd_launch_open_tree(sb, spec->workspace, PD_CTL_TREE_WORKSPACE, &tree, err);
-		if (r >= 0 && tree >= 0)
-			ws = PD_BIND_WORKSPACE_TREE;
-		else if (r >= 0)
-			r = workspace_by_path(sb, spec->workspace, &ws, err);
+		if (r >= 0 && tree < 0) {
+			r = workspace_by_path(sb, spec->workspace, &ws_st, err);
+			ws = &ws_st;
+		}
 	}
 	if (r >= 0)
 		r = pack_bind(sb, spec, sec.env, sec.ca_pem, ws, &buf, &len, err);
@@ -334,6 +341,12 @@ int paddock_sandbox_claim(paddock_sandbox *sb, const paddock_spec *spec, paddock
 
 		claim_secrets_release(&sec);
 		(void)paddock_sandbox_kill(sb, PADDOCK_END_KILLED, NULL);
+		/* the one failure a correct claim can meet in init; its words are ours */
+		if (ws && code == EXDEV)
+			return pd_fail_field(err, code, "workspace",
+					     "'%s' is another directory on the host than when "
+					     "sandbox %s was made",
+					     PD_ESC(spec->workspace), sb->id);
 		return pd_fail(err, code, "claim sandbox %s: init could not bind it (message %u)",
 			       sb->id, type);
 	}

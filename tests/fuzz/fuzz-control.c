@@ -51,6 +51,8 @@ static void check_bind(const uint8_t *data, size_t size)
 	/* a workspace path exactly with its flag: absolute, bounded, within the input */
 	if ((m.workspace_path != NULL) != (m.hdr.workspace == PD_BIND_WORKSPACE_PATH))
 		abort();
+	if (!m.workspace_path && (m.hdr.workspace_dev || m.hdr.workspace_ino))
+		abort();
 	if (m.workspace_path && (m.workspace_path[0] != '/' || strlen(m.workspace_path) >= 4096 ||
 				 m.workspace_path + strlen(m.workspace_path) >= end))
 		abort();

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -17,6 +18,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -1147,6 +1149,72 @@ static void host_owner(const char *dir, const char *file, char *buf, size_t size
 }
 
 /*
+ * Rootless, a pooled init clones a claim's workspace from the host tree it kept when it was
+ * made: a mount made on the host since is not in it. The supervisor sends the device and
+ * inode it found at the path; init binds that directory or none. Here the supervisor's
+ * view changes (a child of the test in a mount namespace of its own, a tmpfs over `dir`),
+ * the claim must fail naming the workspace, and bind nothing.
+ */
+static void claim_after_host_mount(paddock_ctx *ctx, paddock_spec *tmpl, const char *dir)
+{
+	const struct paddock_sandbox_opts opts = { .pooled = true, .no_timeout = true };
+	paddock_sandbox *p = NULL;
+	paddock_error err = { 0 };
+	char path[256];
+	int status;
+	pid_t pid;
+
+	if (paddock_sandbox_create_with(ctx, tmpl, &opts, &p, &err) < 0)
+		fail_msg("create pooled: %s", err.msg);
+	snprintf(path, sizeof(path), "%s/sub", dir);
+	assert_int_equal(mkdir(path, 0755), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		paddock_spec *s = NULL;
+		uid_t uid = geteuid();
+		gid_t gid = getegid();
+		char map[64];
+		int fd, r;
+
+		/* our own view: the same path is another directory now */
+		if (unshare(CLONE_NEWUSER | CLONE_NEWNS) < 0)
+			_exit(10);
+		fd = open("/proc/self/setgroups", O_WRONLY);
+		if (fd < 0 || write(fd, "deny", 4) != 4)
+			_exit(11);
+		close(fd);
+		snprintf(map, sizeof(map), "0 %u 1", (unsigned)uid);
+		fd = open("/proc/self/uid_map", O_WRONLY);
+		if (fd < 0 || write(fd, map, strlen(map)) != (ssize_t)strlen(map))
+			_exit(12);
+		close(fd);
+		snprintf(map, sizeof(map), "0 %u 1", (unsigned)gid);
+		fd = open("/proc/self/gid_map", O_WRONLY);
+		if (fd < 0 || write(fd, map, strlen(map)) != (ssize_t)strlen(map))
+			_exit(13);
+		close(fd);
+		if (mount("none", dir, "tmpfs", 0, NULL) < 0 || mkdir(path, 0755) < 0)
+			_exit(14);
+		if (paddock_spec_new(&s, &err) < 0 ||
+		    paddock_spec_set(s, "workspace", path, &err) < 0)
+			_exit(15);
+		r = paddock_sandbox_claim(p, s, &err);
+		if (r != -EXDEV || strcmp(err.field, "workspace") != 0) {
+			fprintf(stderr, "claim after a host mount: %d %s: %s\n", r, err.field,
+				err.msg);
+			_exit(16);
+		}
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	/* the claim killed it: nothing half-bound serves */
+	paddock_sandbox_free(p);
+}
+
+/*
  * The workspace is bound at the claim: a pool made without one serves a spec with one. From
  * inside, /workspace of the claimed sandbox is a cold sandbox's of the claim's spec: the host
  * file, owners, modes, the one mount with its flags, writes Landlock allows; what it writes
@@ -1225,6 +1293,9 @@ static void test_pooled_claim_workspace(void **state)
 
 		assert_string_equal(run_in(base, p2, ls, NULL), "host-file two\n");
 	}
+
+	if (geteuid() != 0)
+		claim_after_host_mount(ctx, tmpl, d2);
 
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", d1, d2);
 	assert_int_equal(system(cmd), 0);

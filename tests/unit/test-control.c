@@ -113,10 +113,16 @@ static void test_bind_round_trip(void **state)
 		struct pd_ctl_bind_strings s = { .hostname = "box", .workspace_path = "/srv/ws" };
 		char *env1[] = { "A=1", NULL };
 
+		h.workspace_dev = 8;
+		h.workspace_ino = 1234;
 		assert_int_equal(pd_ctl_bind_pack(&h, &s, &buf, &len), 0);
 		assert_int_equal(pd_ctl_bind_parse(buf, len, &m), 0);
 		assert_int_equal(m.hdr.workspace, PD_BIND_WORKSPACE_PATH);
 		assert_string_equal(m.workspace_path, "/srv/ws");
+		assert_int_equal(m.hdr.workspace_dev, 8);
+		assert_int_equal(m.hdr.workspace_ino, 1234);
+		h.workspace_dev = 0;
+		h.workspace_ino = 0;
 		assert_null(m.ca_pem);
 		free(m.env);
 		free(m.secret_env);
@@ -136,6 +142,13 @@ static void test_bind_round_trip(void **state)
 		*(char *)memmem(buf, len, "/srv/ws", 7) = 'x';
 		assert_int_equal(pd_ctl_bind_parse(buf, len, &m), -EPROTO);
 		free(buf);
+		/* a device and inode go with a path only */
+		h.workspace = PD_BIND_WORKSPACE_TREE;
+		h.workspace_ino = 42;
+		assert_int_equal(pack(&h, "box", NULL, 0, &buf, &len), 0);
+		assert_int_equal(pd_ctl_bind_parse(buf, len, &m), -EPROTO);
+		free(buf);
+		h.workspace_ino = 0;
 		/* a path without the flag is refused when packing */
 		h.workspace = PD_BIND_WORKSPACE_TREE;
 		assert_int_equal(pd_ctl_bind_pack(&h, &s, &buf, &len), -EINVAL);
