@@ -22,7 +22,7 @@
 
 #include "daemon.h"
 
-#define PRESSURE_CHECK_MS 1000 /* how often a non-empty pool looks at MemAvailable */
+#define PRESSURE_CHECK_MS 1000 /* how often the pool looks at MemAvailable */
 #define REFILL_QUIET_MS 20
 #define REFILL_MAX_WAIT_MS 200
 
@@ -335,13 +335,13 @@ int pd_pool_claim(struct daemon *d, const paddock_spec *spec, paddock_sandbox **
 	return r >= 0 ? 0 : -ENOENT;
 }
 
-/*
- * Every PRESSURE_CHECK_MS while the pool holds or lacks anything: under pressure, half of
- * the ready sandboxes (at least one) go back each time, from the fullest template, so a
- * pool of hundreds is gone within seconds; once pressure is over, refilling resumes.
- */
 static void pool_shrink(struct daemon *d);
 
+/*
+ * Every PRESSURE_CHECK_MS: under pressure, half of the ready sandboxes (at least one) go
+ * back each time, from the fullest template, so a pool of hundreds is gone within seconds;
+ * once pressure is over, refilling resumes.
+ */
 static void pressure_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct daemon *d = arg;
