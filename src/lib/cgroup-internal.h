@@ -76,7 +76,13 @@ bool pd_cgroup_proc_in(const char *text, const char *controller, const char *cgp
 struct pd_cgroup_dir {
 	int fd;			/* O_RDONLY | O_DIRECTORY; -EBADF when unset */
 	const char *controller; /* as /proc/<pid>/cgroup names the hierarchy ("" for v2) */
-	char cgpath[PATH_MAX];	/* the cgroup as /proc/<pid>/cgroup names it */
+	/*
+	 * The cgroup as /proc/<pid>/cgroup names it: the mount's root, "/paddock/", the slot.
+	 * Not PATH_MAX: a sandbox holds one of these per hierarchy, and at thousands of
+	 * sandboxes 4 KiB each was most of paddockd's memory per sandbox (and of the heap each
+	 * init inherits). A longer mount root is refused by name (ENAMETOOLONG).
+	 */
+	char cgpath[512];
 	char label[160];	/* <mount point>/paddock/<slot> for messages (may be cut) */
 };
 

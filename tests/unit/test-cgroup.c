@@ -406,6 +406,26 @@ static void test_parse_mountinfo_v1(void **state)
 	assert_int_equal(l.version, PD_CGROUP_V2);
 }
 
+/* A sandbox's cgroup path has a bounded buffer: a mount root too long for it is refused. */
+static void test_long_mount_root(void **state)
+{
+	static struct pd_cgroup_hierarchy h;
+	struct pd_cgroup_dir pool = PD_CGROUP_DIR_INIT, d = PD_CGROUP_DIR_INIT;
+	paddock_error err = { 0 };
+	bool created = false;
+
+	(void)state;
+	snprintf(h.mount_point, sizeof(h.mount_point), "/sys/fs/cgroup/memory");
+	h.mount_root[0] = '/';
+	memset(h.mount_root + 1, 'a', sizeof(d.cgpath));
+	assert_int_equal(pd_cgroup_dir_open(&h, &pool, "memory", 7, PD_CGROUP_NO_LOCK, &d,
+					    &created, &err),
+			 -ENAMETOOLONG);
+	assert_non_null(strstr(err.msg, "/sys/fs/cgroup/memory"));
+	assert_false(created);
+	pd_cgroup_dir_release(&d);
+}
+
 static void test_parse_mountinfo_joint_and_v2(void **state)
 {
 	static const char joint[] =
@@ -1088,6 +1108,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_mountinfo_v1),
 		cmocka_unit_test(test_parse_mountinfo_joint_and_v2),
+		cmocka_unit_test(test_long_mount_root),
 		cmocka_unit_test(test_parse_values),
 		cmocka_unit_test(test_parse_proc_cgroup),
 		cmocka_unit_test(test_bad_limits),
