@@ -4,9 +4,9 @@
 # reports, at each count, the memory per idle sandbox: the PSS of its processes (its init:
 # the only one) plus the growth of the kernel's slab, page tables and kernel stacks
 # (/proc/meminfo), the tmpfs it holds (Shmem), and paddockd's own memory per live sandbox.
-# paddockd holds 9 fds per sandbox; where root cannot raise RLIMIT_NOFILE (no
+# paddockd holds 8 fds per sandbox; where root cannot raise RLIMIT_NOFILE (no
 # CAP_SYS_RESOURCE: this VM caps it at 20000), the sandboxes are spread over several
-# paddockd, PER_DAEMON (1500) each.
+# paddockd, PER_DAEMON each (default: what the hard limit allows, at 9 fds a sandbox).
 #   bench/density.sh [COUNTS]      (default "1000 5000"; as root)   BUILD=dir
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,11 +18,14 @@ ninja -C "$build" src/daemon/paddockd src/cli/paddock >/dev/null
 ws=$(mktemp -d /tmp/pdbench.XXXXXX)
 max=0
 for c in $counts; do [ "$c" -gt "$max" ] && max=$c; done
-tenants=2
+hard=$(ulimit -Hn)
+[ "$hard" = unlimited ] && hard=1048576
+per=${PER_DAEMON:-$(((hard - 200) / 9))}
+# a tenant holds at most 1024 sandboxes (docs/api.md): one tenant per thousand a paddockd holds
+tenants=$(((per + 999) / 1000))
 : >"$ws/tokens"
 for i in $(seq "$tenants"); do echo "t$i token-for-density-$i-$(head -c 8 /dev/urandom | od -An -tx1 | tr -d ' ')" >>"$ws/tokens"; done
 chmod 600 "$ws/tokens"
-per=${PER_DAEMON:-1500}
 daemons=$(( (max + per - 1) / per ))
 port=$((20000 + RANDOM % 20000))
 sync
