@@ -13,6 +13,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,9 +24,13 @@
 /*
  * Hints, so a new sandbox does not open and flock every held slot again (thousands of opens
  * per create at density): the slots this process's sandboxes hold, and those found held by
- * another process (skipped until a scan finds nothing else). The flock stays the authority.
+ * another process (or by an init of ours that is still exiting). The latter are forgotten
+ * every THEIRS_TTL_S, and whenever a scan finds nothing else, so a slot freed since is taken
+ * again (lowest first keeps the kept cgroups few). The flock stays the authority.
  */
+#define THEIRS_TTL_S 1
 static uint64_t slots_ours[PD_IDMAP_SLOTS / 64], slots_theirs[PD_IDMAP_SLOTS / 64];
+static time_t theirs_since;
 static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void note_slot(uint64_t *map, unsigned slot, bool set)
@@ -42,14 +47,20 @@ static void note_slot(uint64_t *map, unsigned slot, bool set)
 	pthread_mutex_unlock(&slots_lock);
 }
 
-static bool slot_skipped(unsigned slot)
+/* The slots to skip now, in `skip`; with `forget`, nobody else's are remembered first. */
+static void slots_to_skip(uint64_t *skip, bool forget)
 {
-	bool r;
+	struct timespec now;
 
+	(void)clock_gettime(CLOCK_MONOTONIC, &now);
 	pthread_mutex_lock(&slots_lock);
-	r = (slots_ours[slot / 64] | slots_theirs[slot / 64]) & (UINT64_C(1) << (slot % 64));
+	if (forget || now.tv_sec - theirs_since >= THEIRS_TTL_S) {
+		memset(slots_theirs, 0, sizeof(slots_theirs));
+		theirs_since = now.tv_sec;
+	}
+	for (size_t i = 0; i < PD_IDMAP_SLOTS / 64; i++)
+		skip[i] = slots_ours[i] | slots_theirs[i];
 	pthread_mutex_unlock(&slots_lock);
-	return r;
 }
 
 void pd_idmap_init(struct pd_idmap *m)
@@ -73,13 +84,20 @@ static int open_lock_dir(paddock_error *err)
 }
 
 /* The lowest slot not skipped that nobody holds, flocked into m; -EAGAIN when none. */
-static int try_slots(struct pd_idmap *m, int dfd, paddock_error *err)
+static int try_slots(struct pd_idmap *m, int dfd, bool forget, paddock_error *err)
 {
+	uint64_t skip[PD_IDMAP_SLOTS / 64];
+
+	slots_to_skip(skip, forget);
 	for (unsigned slot = 0; slot < PD_IDMAP_SLOTS; slot++) {
 		_cleanup_close_ int fd = -EBADF;
 		char name[32];
 
-		if (slot_skipped(slot))
+		if (skip[slot / 64] == UINT64_MAX) {
+			slot |= 63; /* a whole word of held slots */
+			continue;
+		}
+		if (skip[slot / 64] & (UINT64_C(1) << (slot % 64)))
 			continue;
 		snprintf(name, sizeof(name), "%u", slot);
 		fd = openat(dfd, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -111,14 +129,9 @@ static int acquire_slot(struct pd_idmap *m, paddock_error *err)
 	 * Lowest free slot first: the slot also names the sandbox's cgroup, which is kept and
 	 * reused (cgroup.h), so the pool stays as small as the peak of live sandboxes.
 	 */
-	r = try_slots(m, dfd, err);
-	if (r == -EAGAIN) {
-		/* nothing free but what other processes held once: look at those again */
-		pthread_mutex_lock(&slots_lock);
-		memset(slots_theirs, 0, sizeof(slots_theirs));
-		pthread_mutex_unlock(&slots_lock);
-		r = try_slots(m, dfd, err);
-	}
+	r = try_slots(m, dfd, false, err);
+	if (r == -EAGAIN) /* nothing free but what others held a moment ago: look again */
+		r = try_slots(m, dfd, true, err);
 	if (r == -EAGAIN)
 		return pd_fail(err, EAGAIN, "all %u id ranges are in use", PD_IDMAP_SLOTS);
 	return r;

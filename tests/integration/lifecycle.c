@@ -18,6 +18,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -169,6 +170,60 @@ static void test_two_sandboxes_have_distinct_ids(void **state)
 		assert_string_not_equal(a, b); /* each live sandbox has its own host uid range */
 	paddock_sandbox_free(s1);
 	paddock_sandbox_free(s2);
+	paddock_ctx_free(ctx);
+	event_base_free(base);
+}
+
+/* As root: the id slot (uid range) of a sandbox, from its uid_map. */
+static unsigned slot_of(struct event_base *base, paddock_sandbox *sb)
+{
+	const char *argv[] = { "cat", "/proc/self/uid_map", NULL };
+	unsigned inside = 1, outside = 0;
+
+	assert_int_equal(sscanf(run_in(base, sb, argv, NULL), "%u %u", &inside, &outside), 2);
+	assert_int_equal(inside, 0);
+	return (outside - 0x60000000u) / 65536u;
+}
+
+/*
+ * As root: a slot held by someone else is skipped, and taken again once it is free (the
+ * supervisor's memory of others' slots expires within a second): the lowest free slot first
+ * keeps the kept cgroups (one per slot ever used) as few as the peak of live sandboxes.
+ */
+static void test_freed_slot_is_reused(void **state)
+{
+	struct event_base *base = event_base_new();
+	paddock_ctx *ctx = NULL;
+	paddock_error err = { 0 };
+	paddock_sandbox *a, *b;
+	char path[64];
+	unsigned low;
+	int fd, i;
+
+	(void)state;
+	if (geteuid() != 0) {
+		event_base_free(base);
+		skip();
+	}
+	assert_int_equal(paddock_ctx_new(base, &ctx, &err), 0);
+	a = make_sandbox(ctx);
+	low = slot_of(base, a);
+	paddock_sandbox_free(a);
+	/* once its init has exited, this test holds that slot itself */
+	snprintf(path, sizeof(path), "/run/paddock/idmap/%u", low);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	assert_true(fd >= 0);
+	for (i = 0; i < 200 && flock(fd, LOCK_EX | LOCK_NB) < 0; i++)
+		usleep(10000);
+	assert_true(i < 200);
+	a = make_sandbox(ctx);
+	assert_int_not_equal(slot_of(base, a), low);
+	close(fd); /* free again */
+	usleep(1100 * 1000);
+	b = make_sandbox(ctx);
+	assert_int_equal(slot_of(base, b), low);
+	paddock_sandbox_free(a);
+	paddock_sandbox_free(b);
 	paddock_ctx_free(ctx);
 	event_base_free(base);
 }
@@ -1348,6 +1403,7 @@ int main(void)
 		cmocka_unit_test(test_no_fd_or_child_leaks),
 		cmocka_unit_test(test_state_persists_between_commands),
 		cmocka_unit_test(test_two_sandboxes_have_distinct_ids),
+		cmocka_unit_test(test_freed_slot_is_reused),
 		cmocka_unit_test(test_free_with_command_running),
 		cmocka_unit_test(test_bad_exec_options),
 		cmocka_unit_test(test_signal_reaches_command),
