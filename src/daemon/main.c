@@ -387,27 +387,21 @@ int main(int argc, char **argv)
 		case 'A': {
 			/* "10%" of MemTotal, or a size: "2G" */
 			size_t n = strlen(optarg);
-			uint64_t v;
-			long pct;
+			uint64_t v = 0;
+			long pct = -1;
+			bool share = n > 1 && optarg[n - 1] == '%';
 
-			if (n > 1 && optarg[n - 1] == '%') {
+			if (share)
 				pct = strtol(optarg, &end, 10);
-				if (end != optarg + n - 1 || pct < 0 || pct > 99) {
-					fprintf(stderr, "paddockd: --pool-min-available: expected a "
-							"share of memory from 0%% to 99%% or a size "
-							"(\"2G\"), got '%s'\n", optarg);
-					return 2;
-				}
-				d.pool.min_avail_pct = (unsigned)pct;
-				d.pool.min_avail_kb = 0;
-			} else if (pd_parse_size(optarg, &v) < 0 || v / 1024 == 0) {
+			if (share ? end != optarg + n - 1 || pct < 0 || pct > 99
+				  : pd_parse_size(optarg, &v) < 0 || v / 1024 == 0) {
 				fprintf(stderr, "paddockd: --pool-min-available: expected a share of "
 						"memory from 0%% to 99%% or a size (\"2G\"), got '%s'\n",
 					optarg);
 				return 2;
-			} else {
-				d.pool.min_avail_kb = v / 1024;
 			}
+			d.pool.min_avail_pct = share ? (unsigned)pct : 0;
+			d.pool.min_avail_kb = v / 1024;
 			break;
 		}
 		case 'h':

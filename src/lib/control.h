@@ -246,8 +246,9 @@ int pd_ctl_bind_pack(const struct pd_ctl_bind *hdr, const struct pd_ctl_bind_str
  * '=', at most PD_CTL_MAX_SECRETS secret variables each with a name and a '=', a CA of at
  * most PD_CTL_MAX_CA_PEM bytes of printable ASCII and newlines, present exactly when there
  * are secrets, with PD_BIND_WORKSPACE_PATH an absolute path shorter than PATH_MAX (and
- * none, and no device and inode, otherwise), a disk size, and an rlimit plan of known resources, each at most once, soft
- * <= hard, with RLIMIT_FSIZE, RLIMIT_NOFILE and RLIMIT_CPU present. 0, or -EPROTO / -ENOMEM.
+ * none, and no device and inode, otherwise), a disk size, and an rlimit plan of known
+ * resources, each at most once, soft <= hard, with RLIMIT_FSIZE, RLIMIT_NOFILE and
+ * RLIMIT_CPU present. 0, or -EPROTO / -ENOMEM.
  * On success free ret->env and ret->secret_env.
  */
 int pd_ctl_bind_parse(const char *buf, size_t len, struct pd_ctl_bind_msg *ret);

@@ -257,10 +257,12 @@ static int workspace_by_path(const paddock_sandbox *sb, const char *path, struct
 {
 	_cleanup_close_ int fd = -EBADF;
 
-	if (!sb->host_tree || !strcmp(path, "/"))
+	if (!sb->host_tree)
 		return pd_fail_field(err, EOPNOTSUPP, "workspace",
-				     "this kernel cannot clone '%s' into a pooled sandbox",
-				     PD_ESC(path));
+				     "this kernel cannot clone a workspace into a pooled sandbox");
+	if (!strcmp(path, "/")) /* the kept tree's own root cannot be cloned (rootless) */
+		return pd_fail_field(err, EOPNOTSUPP, "workspace",
+				     "a pooled sandbox cannot take '/' as its workspace");
 	fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, ret_st) < 0)
 		return pd_fail_field(err, errno, "workspace", "open '%s'", PD_ESC(path));
