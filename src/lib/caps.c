@@ -83,3 +83,39 @@ __attribute__((no_sanitize("address"))) int pd_caps_drop_to_user(uid_t uid, gid_
 		return -EPERM;
 	return 0;
 }
+
+int pd_caps_keep_across_exec(int last_cap)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2];
+
+	if (syscall(SYS_capget, &hdr, data) < 0)
+		return -errno;
+	data[0].inheritable = data[0].permitted;
+	data[1].inheritable = data[1].permitted;
+	if (syscall(SYS_capset, &hdr, data) < 0)
+		return -errno;
+	for (int cap = 0; cap <= last_cap && cap < 64; cap++) {
+		if (!(data[cap / 32].permitted & (1u << (cap % 32))))
+			continue;
+		if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+int pd_caps_clear_inherited(void)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2];
+
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0)
+		return -errno;
+	if (syscall(SYS_capget, &hdr, data) < 0)
+		return -errno;
+	data[0].inheritable = 0;
+	data[1].inheritable = 0;
+	if (syscall(SYS_capset, &hdr, data) < 0)
+		return -errno;
+	return 0;
+}

@@ -24,3 +24,12 @@ int pd_caps_drop_bounding(int last_cap);
  * CLONE_VM child that shares init's memory. 0 or -errno.
  */
 int pd_caps_drop_to_user(uid_t uid, gid_t gid, bool setgroups_allowed);
+
+/*
+ * Before init execs its image: inheritable and ambient get every permitted capability, so
+ * the exec keeps them (rootless, init is not uid 0 in its user namespace). 0 or -errno.
+ */
+int pd_caps_keep_across_exec(int last_cap);
+
+/* After that exec: ambient and inheritable emptied; permitted and effective stay. */
+int pd_caps_clear_inherited(void);

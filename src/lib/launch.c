@@ -26,6 +26,7 @@
 #include "control.h"
 #include "error.h"
 #include "init.h"
+#include "init-image.h"
 #include "sandbox.h"
 #include "util/cleanup.h"
 
@@ -262,8 +263,11 @@ int pd_launch_begin(paddock_sandbox *sb, paddock_error *err)
 	_cleanup_close_ int child_end = -EBADF;
 	int sv[2];
 	pid_t pid;
-	int r;
+	int image, r;
 
+	image = pd_init_image_fd(err);
+	if (image < 0)
+		return image;
 	r = pd_idmap_acquire(&sb->idmap, err);
 	if (r < 0)
 		return r;
@@ -285,7 +289,7 @@ int pd_launch_begin(paddock_sandbox *sb, paddock_error *err)
 	}
 	if (pid == 0) {
 		pd_close(sv[0]);
-		pd_init_main(sb->spec, &sb->idmap, child_end);
+		pd_init_main(sb->spec, &sb->idmap, child_end, image);
 	}
 	child_end = pd_close(child_end);
 	sb->init_pid = pid;

@@ -6,9 +6,11 @@
  * consistent: a length within the buffer, a known type, or an error.
  *
  * The same input is also a PD_CTL_BIND payload for init's strict parser
- * (pd_ctl_bind_parse()): what it accepts lies within the input and keeps its promises.
+ * (pd_ctl_bind_parse()), and the configuration init hands across its exec
+ * (pd_init_conf_parse()): what they accept lies within the input and keeps its promises.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +18,7 @@
 #include <unistd.h>
 
 #include "control.h"
+#include "init-conf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -60,6 +63,36 @@ static void check_bind(const uint8_t *data, size_t size)
 	free(m.secret_env);
 }
 
+static bool strv_within(char **v, const char *start, const char *end, bool assignment)
+{
+	for (; *v; v++)
+		if (*v < start || *v + strlen(*v) >= end || (assignment && (!strchr(*v, '=') ||
+									   **v == '=')))
+			return false;
+	return true;
+}
+
+static void check_conf(const uint8_t *data, size_t size)
+{
+	const char *start = (const char *)data, *end = start + size;
+	struct pd_init_conf c;
+
+	if (pd_init_conf_parse(start, size, &c) < 0)
+		return;
+	if (c.ctl < 0 || c.lock_fd < -1 || c.listen_fd < -1 || c.landlock_fd < -1 ||
+	    c.host_tree < -1 || c.last_cap < 0 || c.last_cap > 63 || c.disk_bytes == 0 ||
+	    c.rlimits.n > PD_CTL_MAX_RLIMITS || c.idmap.lock_fd != -1 || c.cwd[0] != '/' ||
+	    c.cwd < start || c.cwd + strlen(c.cwd) >= end)
+		abort();
+	if (!strv_within(c.env, start, end, true) || !strv_within(c.secret_env, start, end, true) ||
+	    !strv_within(c.writable, start, end, false))
+		abort();
+	for (char **w = c.writable; *w; w++)
+		if (**w != '/')
+			abort();
+	pd_init_conf_release(&c);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const size_t buffers[] = { sizeof(struct pd_ctl_exec_error) + 64, 16, 0 };
@@ -68,6 +101,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size > 65536)
 		return 0;
 	check_bind(data, size);
+	check_conf(data, size);
 	for (size_t b = 0; b < sizeof(buffers) / sizeof(buffers[0]); b++) {
 		char buf[sizeof(struct pd_ctl_exec_error) + 64];
 		int fds[PD_CTL_MAX_FDS];

@@ -34,6 +34,39 @@ start_daemon() {
 	diag "paddockd did not start:" "$(cat "$T_TMP/daemon.log")"
 	return 1
 }
+# daemon_inits: how many of this test's sandbox inits are alive: the children of its
+# paddockds (a command line naming $T_TMP/) and those seen so before (a claimed sandbox's init
+# outlives a kill -9 of paddockd), known by pid and start time in $T_TMP/inits.known. (An
+# init is a small executable of its own, "paddock-init FD": its command line names nothing.)
+daemon_inits() {
+	/usr/bin/python3 - "$T_TMP/" "$T_TMP/inits.known" <<'PY'
+import os, sys
+
+mark, path = sys.argv[1], sys.argv[2]
+try:
+    known = set(open(path).read().split())
+except OSError:
+    known = set()
+procs = {}
+for p in os.listdir("/proc"):
+    try:
+        stat = open(f"/proc/{p}/stat").read()
+        cmd = open(f"/proc/{p}/cmdline", "rb").read().decode(errors="replace")
+    except (OSError, ValueError):
+        continue
+    comm = stat[stat.index("(") + 1 : stat.rindex(")")]
+    f = stat[stat.rindex(")") + 2 :].split()
+    procs[p] = (comm, f[0], f[1], f[19], cmd)  # state, ppid, start time (field 22)
+ours = {p for p, (comm, _, _, _, cmd) in procs.items() if comm == "paddockd" and mark in cmd}
+alive = set()
+for p, (comm, state, ppid, start, _) in procs.items():
+    key = f"{p}:{start}"
+    if comm == "paddock-init" and state != "Z" and (ppid in ours or key in known):
+        alive.add(key)
+open(path, "w").write("\n".join(sorted(known | alive)) + "\n")
+print(len(alive))
+PY
+}
 stop_daemon() {
 	kill -TERM "$DPID" 2>/dev/null
 	wait "$DPID"
@@ -77,7 +110,7 @@ run_sb() {
 sandbox_procs() {
 	ps -e -o pid=,uid=,args= | awk -v self=$$ '
 		$2 >= 1610612736 && $2 < 1879048192 { print; next }
-		/[p]addock run/ { print }' | grep -v -e "awk" || true
+		/[p]addock run|^ *[0-9]+ +[0-9]+ paddock-init / { print }' | grep -v -e "awk" || true
 }
 
 finish() {

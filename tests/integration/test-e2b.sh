@@ -64,12 +64,12 @@ expect_eq "no sandbox is left in paddockd" "" "$left"
 for id in $left; do
 	[ "$id" = "?" ] || curl -s --max-time 10 --unix-socket "$SOCK" -X DELETE "http://x/v1/sandboxes/$id" >/dev/null
 done
+daemon_inits >/dev/null # the inits of this test's paddockds, known from here on
 stop_daemon
 expect_eq "paddockd exits 0 on SIGTERM" 0 "$?"
-# this test's paddockds and their sandboxes' inits (which carry paddockd's command line), not
-# the machine's other sandboxes
-expect_eq "no paddockd or sandbox of this test is left" "" \
-	"$(ps -e -o pid=,comm=,args= | awk -v d="$T_TMP/" 'index($0, d) && ($2 == "paddockd" || $2 == "paddock-init")')"
+# this test's paddockds and their sandboxes' inits, not the machine's other sandboxes
+expect_eq "no paddockd or sandbox of this test is left" "0 inits" \
+	"$(daemon_inits) inits$(ps -e -o pid=,comm=,args= | awk -v d="$T_TMP/" 'index($0, d) && $2 == "paddockd"')"
 if [ "$T_FAILED" -gt 0 ]; then
 	diag "client.mjs's stderr and paddockd's (last 60 lines each):"
 	tail -n 60 "$T_TMP/client.log" | sed 's/^/# /'

@@ -28,11 +28,7 @@ wait_ready() {
 	done
 	return 1
 }
-# this test's inits: forks of its paddockd, they show its command line (others may run theirs)
-inits() {
-	ps -e -o stat=,comm=,args= |
-		awk -v s="--socket $SOCK " '$1 !~ /^Z/ && $2 == "paddock-init" && index($0, s)' | wc -l
-}
+inits() { daemon_inits; }
 run() { j "$(api POST "/v1/sandboxes/$1/exec" -d "{\"cmd\": $(printf '%s' "$2" | $PY -c 'import json,sys; print(json.dumps(sys.stdin.read()))')}")" 'd["stdout"]'; }
 create() { j "$(api POST /v1/sandboxes -d "$1")" 'd["id"]'; }
 
