@@ -33,7 +33,6 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -57,6 +56,7 @@
 #include "seccomp-bpf.h"
 #include "util/cleanup.h"
 #include "util/fd.h"
+#include "util/mount-api.h"
 #include "util/strv.h"
 
 #define INIT_MAX_EXECS 1024

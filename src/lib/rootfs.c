@@ -36,7 +36,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mount.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -45,6 +44,7 @@
 #include "error.h"
 #include "util/cleanup.h"
 #include "util/fd.h"
+#include "util/mount-api.h"
 #include "util/strv.h"
 
 #define MIRROR_MAX_DIRS 64

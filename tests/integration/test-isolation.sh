@@ -21,6 +21,32 @@ done
 expect_match "no_new_privs is set" "NoNewPrivs:[[:space:]]+1" "$status"
 expect_match "seccomp filter mode" "Seccomp:[[:space:]]+2" "$status"
 
+# init is the small init image, not a copy of paddock: it crossed its exec keeping its
+# capabilities as ambient ones, and cleared them; it maps no library; and it is not dumpable,
+# so not even its own uid (rootless: the invoker) reads its memory map
+status=$("$PADDOCK" run -- cat /proc/1/status)
+expect_match "init holds no ambient capability" "CapAmb:[[:space:]]+0000000000000000" "$status"
+expect_match "...and no inheritable one" "CapInh:[[:space:]]+0000000000000000" "$status"
+"$PADDOCK" run -- sleep 30 </dev/null >/dev/null 2>&1 &
+RUN=$!
+INIT=
+for _ in $(seq 100); do
+	INIT=$(ps -e -o pid=,ppid=,comm= | awk -v p="$RUN" '$2 == p && $3 == "paddock-init" { print $1 }')
+	# its command runs: init is past its exec and its setup
+	[ -n "$INIT" ] && ps -e -o ppid=,comm= | awk -v p="$INIT" '$1 == p && $2 == "sleep" { f = 1 } END { exit !f }' && break
+	sleep 0.05
+done
+if [ "$MODE" = root ]; then
+	expect_eq "init runs the init image from its sealed memfd, mapping no library" \
+		"/memfd:paddock-init (deleted) 0" \
+		"$(readlink "/proc/$INIT/exe") $(grep -c '\.so' "/proc/$INIT/maps")"
+else
+	expect_eq "init is not dumpable: its own uid cannot read its memory map" "denied" \
+		"$(cat "/proc/$INIT/maps" >/dev/null 2>&1 && echo readable || echo denied)"
+fi
+kill "$RUN"
+wait "$RUN" 2>/dev/null
+
 run_sb out st -- cat /proc/self/uid_map
 if [ "$MODE" = root ]; then
 	expect_match "root mode maps a private range, never host root" \
