@@ -934,8 +934,6 @@ static void await_claim(struct init_state *st)
 					  "sandbox was made",
 					  PD_ESC(m.workspace_path));
 	}
-	/* SECURITY: the host's tree is gone before init confines itself or runs anything */
-	st->host_tree = pd_close(st->host_tree);
 	/* first, as a cold build mounts it: what follows sees the claim's /workspace */
 	if (r >= 0 && tree >= 0)
 		r = pd_rootfs_attach_workspace(tree, &err);
@@ -962,6 +960,12 @@ static void await_claim(struct init_state *st)
 	bound.landlock_abi = st->landlock_abi;
 	if (pd_ctl_send(st->ctl, PD_CTL_BOUND, &bound, sizeof(bound), NULL, 0) < 0)
 		_exit(1);
+	/*
+	 * SECURITY: the host's tree is gone before init reads its next request, so before any
+	 * command runs. After BOUND, not before: dissolving the clone of the host's whole
+	 * mount tree takes ~0.2 ms, which the claim need not wait for.
+	 */
+	st->host_tree = pd_close(st->host_tree);
 }
 
 /*

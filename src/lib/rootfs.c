@@ -985,7 +985,7 @@ static int pivot(int root_fd, paddock_error *err)
  * the stage is attached; -EBADF where the kernel does not let a tree be cloned from a
  * detached one (tried here, so a claim never finds out): a claim then cannot name a
  * workspace by path, and the supervisor knows (PD_READY_HOST_TREE). SECURITY: it is init's
- * alone (close-on-exec, closed at the claim before init confines itself), and every access
+ * alone (closed at the claim, before any command runs), and every access
  * through it is init's sandbox identity's, as before the pivot.
  */
 static int keep_host_tree(void)

@@ -59,8 +59,8 @@
  * /workspace, attaches the tree where a cold build does and makes its Landlock ruleset
  * again. Where a cold init would clone the directory itself (rootless, or a filesystem
  * without idmapped mounts), the pooled init clones it from the clone of the host's mount
- * tree it kept from before its pivot (PD_READY_HOST_TREE; closed at the claim, before it
- * confines itself): the path goes in BIND, checked here first. Where the kernel cannot clone
+ * tree it kept from before its pivot (PD_READY_HOST_TREE; closed at the claim, before any
+ * command runs): the path goes in BIND, checked here first. Where the kernel cannot clone
  * from a kept tree, such a claim is refused before BIND: the sandbox stays pooled and the
  * create goes cold. No other field depends on it ("cwd" is /workspace with or without one).
  */
