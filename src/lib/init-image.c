@@ -37,6 +37,9 @@ static int make_image(paddock_error *err)
 	rw = memfd_create("paddock-init", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
 	if (rw < 0 && errno == EINVAL)
 		rw = memfd_create("paddock-init", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (rw < 0 && errno == EACCES)
+		return pd_fail(err, errno, "memfd for the init image: the kernel forbids executable "
+				"memfds (vm.memfd_noexec = 2)");
 	if (rw < 0)
 		return pd_fail(err, errno, "memfd for the init image");
 	r = pd_write_all(rw, pd_init_image_start,

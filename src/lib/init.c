@@ -63,6 +63,11 @@ struct build_state {
 	int last_cap;
 };
 
+/*
+ * clone3(CLONE_CLEAR_SIGHAND) reset every handled signal; what the supervisor ignores stays
+ * ignored (and would be inherited by commands across exec, the image's too):
+ * /proc/self/status says which.
+ */
 static void reset_signals(void)
 {
 	struct sigaction sa = { .sa_handler = SIG_DFL };
@@ -328,8 +333,8 @@ static int keep_open(int fd)
 /*
  * Into the init image, with what the running sandbox needs: fds by number (kept open across
  * the exec, every other fd is close-on-exec), the rest packed into a memfd named in argv.
- * init's capabilities ride along as ambient ones: rootless, init is not root in its user
- * namespace and an exec would drop them (the image clears the ambient set at once). Returns
+ * Rootless, init's capabilities ride along as ambient ones: it is not root in its user
+ * namespace, and an exec would drop them (the image clears the ambient set at once). Returns
  * only on failure.
  */
 static int exec_image(struct build_state *st, paddock_error *err)
@@ -377,7 +382,8 @@ static int exec_image(struct build_state *st, paddock_error *err)
 	for (size_t i = 0; i < ELEMENTSOF(keep); i++)
 		if ((r = keep_open(keep[i])) < 0)
 			return pd_fail(err, -r, "keep fd %d open across exec", keep[i]);
-	r = pd_caps_keep_across_exec(st->last_cap);
+	/* uid 0 in its user namespace keeps them by itself: the kernel's rule for root's exec */
+	r = st->idmap->init_uid != 0 ? pd_caps_keep_across_exec(st->last_cap) : 0;
 	if (r < 0)
 		return pd_fail(err, -r, "keep init's capabilities across exec");
 	snprintf(arg, sizeof(arg), "%d", conf);
