@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -189,12 +190,6 @@ static int become_init_identity(const struct pd_idmap *m, paddock_error *err)
 		return pd_fail(err, errno, "setresuid %u", (unsigned)m->init_uid);
 	return 0;
 }
-
-/*
- * Ties init's life to the supervisor's. Must come after the last credential change (which
- * clears the parent-death signal); the poll closes the race with a supervisor that died
- * before prctl().
- */
 
 static int loopback_up(paddock_error *err)
 {
@@ -378,7 +373,8 @@ static int exec_image(struct build_state *st, paddock_error *err)
 		r = -errno;
 	if (r < 0)
 		return pd_fail(err, -r, "write the init image's configuration");
-	const int keep[] = { st->ctl, st->lock_fd, st->listen_fd, st->landlock_fd, st->host_tree, conf };
+	const int keep[] = { st->ctl, st->lock_fd, st->listen_fd, st->landlock_fd,
+			     st->host_tree, conf };
 	for (size_t i = 0; i < ELEMENTSOF(keep); i++)
 		if ((r = keep_open(keep[i])) < 0)
 			return pd_fail(err, -r, "keep fd %d open across exec", keep[i]);
@@ -406,6 +402,8 @@ _Noreturn void pd_init_main(const paddock_spec *spec, const struct pd_idmap *idm
 	int r;
 
 	reset_signals();
+	/* "paddock-init" in ps, and never matched by a `pkill paddockd` meant for the daemon */
+	(void)prctl(PR_SET_NAME, "paddock-init", 0, 0, 0);
 	umask(0);
 	r = isolate_fds(ctl, image, &err);
 	if (r < 0)
