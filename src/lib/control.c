@@ -11,6 +11,7 @@
 #include <sys/uio.h>
 
 #include "util/cleanup.h"
+#include "util/strv.h"
 
 int pd_ctl_send(int sock, uint32_t type, const void *payload, size_t len, const int *fds,
 		size_t nfds)
@@ -222,33 +223,6 @@ static bool rlimits_valid(const struct pd_ctl_rlimits *rl)
 	/* SECURITY: a plan without the limits every command has would run it without them */
 	return (seen & 7u) == 7u;
 }
-
-/*
- * count NUL-terminated strings from *pos, each within end; with need_name each must be
- * NAME=... with a non-empty NAME. A NULL-terminated array of pointers into the input.
- */
-static int take_strings(const char **pos, const char *end, uint32_t count, bool need_name,
-			char ***ret)
-{
-	char **v = calloc((size_t)count + 1, sizeof(char *));
-
-	if (!v)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < count; i++) {
-		const char *z = memchr(*pos, '\0', (size_t)(end - *pos));
-		const char *eq = z ? memchr(*pos, '=', (size_t)(z - *pos)) : NULL;
-
-		if (!eq || (need_name && eq == *pos)) {
-			free(v);
-			return -EPROTO;
-		}
-		v[i] = (char *)*pos;
-		*pos = z + 1;
-	}
-	*ret = v;
-	return 0;
-}
-
 /* A certificate in PEM: printable ASCII and newlines. */
 static bool pem_text(const char *s, size_t n)
 {
@@ -280,10 +254,11 @@ int pd_ctl_bind_parse(const char *buf, size_t len, struct pd_ctl_bind_msg *ret)
 		return -EPROTO;
 	hostname = pos;
 	pos = z + 1;
-	r = take_strings(&pos, end, h.envc, false, &env);
+	r = pd_strv_unpack(&pos, end, h.envc, PD_CTL_MAX_ARGS, pd_str_has_assignment, &env);
 	if (r < 0)
 		return r;
-	r = take_strings(&pos, end, h.secretc, true, &secret_env);
+	r = pd_strv_unpack(&pos, end, h.secretc, PD_CTL_MAX_SECRETS, pd_str_is_named_assignment,
+			   &secret_env);
 	if (r < 0)
 		goto fail;
 	r = -EPROTO;

@@ -94,39 +94,6 @@ int pd_init_conf_pack(const struct pd_init_conf *c, char **ret_buf, size_t *ret_
 	return 0;
 }
 
-/* n strings from *pos..end into a new NULL-terminated array; each must pass `ok`. */
-static int take(const char **pos, const char *end, uint32_t n, bool (*ok)(const char *),
-		char ***ret)
-{
-	char **v;
-
-	if (n > CONF_MAX_STRINGS)
-		return -EPROTO;
-	v = calloc((size_t)n + 1, sizeof(char *));
-	if (!v)
-		return -ENOMEM;
-	for (uint32_t i = 0; i < n; i++) {
-		const char *z = memchr(*pos, '\0', (size_t)(end - *pos));
-
-		if (!z || !ok(*pos)) {
-			free(v);
-			return -EPROTO;
-		}
-		v[i] = (char *)*pos;
-		*pos = z + 1;
-	}
-	*ret = v;
-	return 0;
-}
-
-/* NAME=VALUE, NAME not empty */
-static bool assignment(const char *s)
-{
-	const char *eq = strchr(s, '=');
-
-	return eq && eq != s;
-}
-
 static bool absolute(const char *s)
 {
 	return s[0] == '/';
@@ -160,11 +127,13 @@ int pd_init_conf_parse(const char *buf, size_t len, struct pd_init_conf *ret)
 		return -EPROTO;
 	c.cwd = pos;
 	pos = z + 1;
-	r = take(&pos, end, w.n_env, assignment, &c.env);
+	r = pd_strv_unpack(&pos, end, w.n_env, CONF_MAX_STRINGS, pd_str_is_named_assignment,
+			   &c.env);
 	if (r >= 0)
-		r = take(&pos, end, w.n_secret_env, assignment, &c.secret_env);
+		r = pd_strv_unpack(&pos, end, w.n_secret_env, CONF_MAX_STRINGS,
+				   pd_str_is_named_assignment, &c.secret_env);
 	if (r >= 0)
-		r = take(&pos, end, w.n_writable, absolute, &c.writable);
+		r = pd_strv_unpack(&pos, end, w.n_writable, CONF_MAX_STRINGS, absolute, &c.writable);
 	if (r >= 0 && pos != end)
 		r = -EPROTO;
 	if (r < 0) {

@@ -337,28 +337,6 @@ CHILD_CODE static int exec_child(void *arg)
 
 /* ---- requests ------------------------------------------------------------------------- */
 
-/* Unpacks n NUL-terminated strings from *pos..end into a new NULL-terminated array. */
-static char **unpack(const char **pos, const char *end, uint32_t n)
-{
-	char **v;
-
-	if (n > PD_CTL_MAX_ARGS)
-		return NULL;
-	v = calloc(n + 1, sizeof(char *));
-	if (!v)
-		return NULL;
-	for (uint32_t i = 0; i < n; i++) {
-		const char *z = memchr(*pos, '\0', (size_t)(end - *pos));
-		if (!z) {
-			free(v);
-			return NULL;
-		}
-		v[i] = (char *)*pos;
-		*pos = z + 1;
-	}
-	return v;
-}
-
 static bool env_has(char **env, size_t n, const char *kv, size_t *ret_idx)
 {
 	size_t kl = strcspn(kv, "=");
@@ -525,9 +503,9 @@ static void handle_exec(struct init_state *st, const char *buf, size_t len, int 
 	if (!memchr(pos, '\0', (size_t)(end - pos)))
 		return reply_error(st, req.id, PD_STEP_SETUP, EPROTO, "malformed exec request");
 	pos += strlen(pos) + 1;
-	argv = unpack(&pos, end, req.argc);
-	extra = argv ? unpack(&pos, end, req.envc) : NULL;
-	if (!argv || !extra || req.argc == 0 || !argv[0][0])
+	if (pd_strv_unpack(&pos, end, req.argc, PD_CTL_MAX_ARGS, NULL, &argv) < 0 ||
+	    pd_strv_unpack(&pos, end, req.envc, PD_CTL_MAX_ARGS, NULL, &extra) < 0 ||
+	    req.argc == 0 || !argv[0][0])
 		return reply_error(st, req.id, PD_STEP_SETUP, EPROTO, "malformed exec request");
 	if (st->n_execs >= INIT_MAX_EXECS)
 		return reply_error(st, req.id, PD_STEP_SETUP, EAGAIN, "too many commands running");
@@ -600,32 +578,40 @@ static void handle_exec(struct init_state *st, const char *buf, size_t len, int 
 	send_with_fds(st, PD_CTL_STARTED, &s, sizeof(s), t);
 }
 
+/* The command a request names, or NULL (ended and reported meanwhile, or never ours). */
+static struct tracked *find_tracked(struct init_state *st, uint64_t id)
+{
+	for (size_t i = 0; i < st->n_execs; i++)
+		if (st->execs[i].id == id)
+			return &st->execs[i];
+	return NULL;
+}
+
 static void handle_signal(struct init_state *st, const char *buf, size_t len)
 {
 	struct pd_ctl_signal s;
+	struct tracked *t;
 
 	if (len < sizeof(s))
 		return;
 	memcpy(&s, buf, sizeof(s));
-	for (size_t i = 0; i < st->n_execs; i++)
-		if (st->execs[i].id == s.id) {
-			/* the command leads its own session and process group */
-			if (kill(-st->execs[i].pid, s.sig) < 0)
-				(void)kill(st->execs[i].pid, s.sig);
-			return;
-		}
+	t = find_tracked(st, s.id);
+	/* the command leads its own session and process group */
+	if (t && kill(-t->pid, s.sig) < 0)
+		(void)kill(t->pid, s.sig);
 }
 
 static void handle_close_stdin(struct init_state *st, const char *buf, size_t len)
 {
 	struct pd_ctl_id m;
+	struct tracked *t;
 
 	if (len < sizeof(m))
 		return;
 	memcpy(&m, buf, sizeof(m));
-	for (size_t i = 0; i < st->n_execs; i++)
-		if (st->execs[i].id == m.id)
-			st->execs[i].keep[0] = pd_close(st->execs[i].keep[0]);
+	t = find_tracked(st, m.id);
+	if (t)
+		t->keep[0] = pd_close(t->keep[0]);
 }
 
 /* A socket in the sandbox's network namespace, for the supervisor to connect or listen on. */

@@ -44,7 +44,7 @@
 #include "util/fd.h"
 #include "util/strv.h"
 
-#define CTL_FD 3
+#define CTL_FD PD_INIT_CTL_FD
 #define IMAGE_FD 4
 
 /* What init holds while it builds the sandbox; what it keeps goes into a pd_init_conf. */

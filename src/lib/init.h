@@ -13,6 +13,9 @@
 #include "init-conf.h"
 #include "spec.h"
 
+/* init's control socket, at this fd from the clone on: the image reports a bad start there */
+#define PD_INIT_CTL_FD 3
+
 /*
  * `ctl` is init's end of the control socket, `image` the init image (pd_init_image_fd()).
  * Exits when the supervisor goes away.

@@ -14,6 +14,14 @@
 
 #include <cmocka.h>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "control.h"
+#include "init.h"
 #include "init-conf.h"
 
 static char *env[] = { "A=1", "EMPTY=", "B=two=2", NULL };
@@ -209,12 +217,76 @@ static void test_too_big(void **state)
 	free(big);
 }
 
+/*
+ * The built init image, run as init runs it, with `conf` as its configuration: fd 3 is
+ * `ctl_fd` (-1: /dev/null). Returns its exit status; what it sent on ctl is left there.
+ */
+static int run_image(const void *conf, size_t len, int ctl_fd)
+{
+	const char *dir = getenv("PADDOCK_BUILD_DIR");
+	char image[4096], arg[16];
+	int first, memfd, status = -1;
+	pid_t pid;
+
+	assert_non_null(dir);
+	snprintf(image, sizeof(image), "%s/src/lib/paddock-init", dir);
+	first = memfd_create("conf", 0);
+	assert_true(first >= 0);
+	memfd = fcntl(first, F_DUPFD, 10); /* above 3, where the control socket goes */
+	close(first);
+	assert_true(memfd >= 10);
+	assert_int_equal(write(memfd, conf, len), (ssize_t)len);
+	assert_int_equal(lseek(memfd, 0, SEEK_SET), 0);
+	snprintf(arg, sizeof(arg), "%d", memfd);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int three = ctl_fd >= 0 ? ctl_fd : open("/dev/null", O_RDWR);
+
+		if (three < 0 || dup2(three, 3) < 0)
+			_exit(99);
+		execl(image, "paddock-init", arg, (char *)NULL);
+		_exit(98);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	close(memfd);
+	return status;
+}
+
+static void test_image_refuses_bad_conf(void **state)
+{
+	static const char garbage[] = "PDIC but not a configuration";
+	paddock_error err = { 0 };
+	uint32_t type = 0;
+	int sv[2], status;
+	ssize_t n;
+
+	(void)state;
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
+	/* as init: the sandbox fails to start, naming why, on the control socket */
+	status = run_image(garbage, sizeof(garbage), sv[1]);
+	close(sv[1]); /* what the image sent, or EOF */
+	assert_true(WIFEXITED(status));
+	assert_int_not_equal(WEXITSTATUS(status), 0);
+	n = pd_ctl_recv(sv[0], &type, &err, sizeof(err), NULL, NULL);
+	assert_int_equal(n, (ssize_t)sizeof(err));
+	assert_int_equal(type, PD_CTL_FAILED);
+	assert_int_equal(err.code, EPROTO);
+	assert_non_null(strstr(err.msg, "init image: malformed configuration"));
+	close(sv[0]);
+	/* by hand, with no control socket: it exits 2 and writes nothing anywhere */
+	status = run_image(garbage, sizeof(garbage), -1);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_too_big),
+		cmocka_unit_test(test_image_refuses_bad_conf),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
