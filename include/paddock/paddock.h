@@ -352,6 +352,14 @@ PADDOCK_API int paddock_sandbox_kill(paddock_sandbox *sb, enum paddock_end_reaso
  */
 PADDOCK_API int paddock_gc(paddock_error *err);
 
+/*
+ * True when this process is root of the host (euid 0 in the initial user namespace, with
+ * root's capabilities): sandboxes then get id ranges and cgroups of their own. Root of a
+ * user namespace (`unshare -r`, nested containers) is not, and runs rootless, as any other
+ * user does. Front ends use it to pick root's defaults (state directory, socket path).
+ */
+PADDOCK_API bool paddock_host_root(void);
+
 /* ---- files: include/paddock/files.h ------------------------------------------------ */
 
 /* ---- exec ----------------------------------------------------------------------------- */

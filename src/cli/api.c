@@ -54,7 +54,7 @@ const char *api_socket_path(struct api *api)
 		return api->socket = env;
 	/* as paddockd chooses its own (src/daemon/main.c) */
 	env = secure_getenv("XDG_RUNTIME_DIR");
-	if (geteuid() == 0 || !env || !*env)
+	if (paddock_host_root() || !env || !*env)
 		return api->socket = "/run/paddock/paddockd.sock";
 	snprintf(api->socket_buf, sizeof(api->socket_buf), "%s/paddock/paddockd.sock", env);
 	return api->socket = api->socket_buf;

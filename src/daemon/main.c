@@ -230,7 +230,7 @@ static void raise_nofile(void)
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
 		return;
-	if (geteuid() == 0 && rl.rlim_max < (1u << 20)) {
+	if (paddock_host_root() && rl.rlim_max < (1u << 20)) {
 		struct rlimit want = { 1u << 20, 1u << 20 };
 
 		if (setrlimit(RLIMIT_NOFILE, &want) == 0)
@@ -276,9 +276,9 @@ int main(int argc, char **argv)
 	char path[300], buf[600];
 	int c, r = 1;
 
-	if (geteuid() == 0 || !rt) {
+	if (paddock_host_root() || !rt) {
 		snprintf(d.state_dir, sizeof(d.state_dir), "%s",
-			 geteuid() == 0 ? "/var/lib/paddock" : "/tmp/paddock");
+			 paddock_host_root() ? "/var/lib/paddock" : "/tmp/paddock");
 		snprintf(d.socket_path, sizeof(d.socket_path), "/run/paddock/paddockd.sock");
 	} else {
 		snprintf(d.state_dir, sizeof(d.state_dir), "%s/paddock/state", rt);
@@ -422,7 +422,7 @@ int main(int argc, char **argv)
 	raise_nofile();
 	/* file access into sandboxes runs with the sandbox user's fsuid: no group of ours may
 	 * count in those permission checks */
-	if (geteuid() == 0 && setgroups(0, NULL) < 0) {
+	if (paddock_host_root() && setgroups(0, NULL) < 0) {
 		fprintf(stderr, "paddockd: setgroups: %s\n", strerror(errno));
 		return 1;
 	}

@@ -183,7 +183,7 @@ struct pd_cgroup_ops {
 	int (*set_limits)(struct pd_cgroup *cg, const struct pd_cgroup_limits *limits,
 			  paddock_error *err);
 	int (*attach)(struct pd_cgroup *cg, pid_t pid, paddock_error *err);
-	void (*oom_ack)(struct pd_cgroup *cg);
+	bool (*oom_ack)(struct pd_cgroup *cg);
 	int (*stats)(struct pd_cgroup *cg, struct pd_cgroup_stats *ret_stats, paddock_error *err);
 	int (*kill_all)(struct pd_cgroup *cg, paddock_error *err);
 	void (*free)(struct pd_cgroup *cg);

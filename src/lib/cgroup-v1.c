@@ -397,14 +397,22 @@ static int v1_attach(struct pd_cgroup *cg, pid_t pid, paddock_error *err)
 	return 0;
 }
 
-static void v1_oom_ack(struct pd_cgroup *cg)
+/*
+ * The eventfd registered for memory.oom_control is signalled when the memory cgroup goes
+ * under OOM, which is before the OOM killer has counted its kill in oom_kill: reading the
+ * count then can still give 0, and no second event follows. So on v1 the event is the
+ * proof (the kernel also signals it when the cgroup is removed, which a live sandbox's never
+ * is).
+ */
+static bool v1_oom_ack(struct pd_cgroup *cg)
 {
 	struct cgroup_v1 *v = to_v1(cg);
-	uint64_t count;
+	uint64_t count = 0;
 
 	/* one read resets the eventfd's counter; EAGAIN: nothing pending */
-	if (v->oom_efd >= 0)
-		(void)!read(v->oom_efd, &count, sizeof(count));
+	if (v->oom_efd < 0 || read(v->oom_efd, &count, sizeof(count)) != sizeof(count))
+		return false;
+	return count > 0;
 }
 
 static int v1_stats(struct pd_cgroup *cg, struct pd_cgroup_stats *ret_stats, paddock_error *err)

@@ -373,12 +373,18 @@ static int v2_attach(struct pd_cgroup *cg, pid_t pid, paddock_error *err)
 	return pd_cgroup_write_pid(&to_v2(cg)->dir, pid, err);
 }
 
-static void v2_oom_ack(struct pd_cgroup *cg)
+/*
+ * inotify on memory.events says only that the file changed ("oom" may have risen before
+ * "oom_kill"): the caller re-reads oom_kill. The kernel notifies again for the later change
+ * (cgroup_file_notify() defers one within 10 ms, it does not drop it).
+ */
+static bool v2_oom_ack(struct pd_cgroup *cg)
 {
 	struct cgroup_v2 *v = to_v2(cg);
 
 	if (v->notify_fd >= 0)
 		drain(v->notify_fd);
+	return false;
 }
 
 static int read_peak(struct cgroup_v2 *v, uint64_t *ret_peak, paddock_error *err)

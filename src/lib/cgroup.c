@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "cgroup-internal.h"
+#include "idmap.h"
 #include "error.h"
 #include "util/cleanup.h"
 #include "util/fd.h"
@@ -402,7 +403,7 @@ enum pd_cgroup_version pd_cgroup_probe(void)
 	const struct pd_cgroup_layout *l = pd_cgroup_layout();
 
 	/* Rootless: the hierarchy roots belong to root; a delegated subtree is not used (yet). */
-	if (l->version == PD_CGROUP_NONE || geteuid() != 0)
+	if (l->version == PD_CGROUP_NONE || !pd_idmap_host_root())
 		return PD_CGROUP_NONE;
 	if (l->version == PD_CGROUP_V2)
 		return faccessat(AT_FDCWD, l->v2.mount_point, W_OK, AT_EACCESS) == 0
@@ -1062,10 +1063,9 @@ int pd_cgroup_oom_fd(const struct pd_cgroup *cg)
 	return cg ? cg->oom_fd : -1;
 }
 
-void pd_cgroup_oom_ack(struct pd_cgroup *cg)
+bool pd_cgroup_oom_ack(struct pd_cgroup *cg)
 {
-	if (cg)
-		cg->ops->oom_ack(cg);
+	return cg ? cg->ops->oom_ack(cg) : false;
 }
 
 int pd_cgroup_stats(struct pd_cgroup *cg, struct pd_cgroup_stats *ret_stats, paddock_error *err)

@@ -90,10 +90,11 @@ int pd_cgroup_attach(struct pd_cgroup *cg, pid_t pid, paddock_error *err);
 /*
  * An fd that becomes readable when the OOM killer acts in the cgroup (v1: an eventfd
  * registered through cgroup.event_control; v2: inotify on memory.events). After it fires,
- * pd_cgroup_oom_ack() drains it. -1 when unavailable.
+ * pd_cgroup_oom_ack() drains it, and says true when what it drained proves an OOM happened
+ * (v1's event does); false means "look at the stats' oom_kills". -1 when unavailable.
  */
 int pd_cgroup_oom_fd(const struct pd_cgroup *cg);
-void pd_cgroup_oom_ack(struct pd_cgroup *cg);
+bool pd_cgroup_oom_ack(struct pd_cgroup *cg);
 
 int pd_cgroup_stats(struct pd_cgroup *cg, struct pd_cgroup_stats *ret_stats, paddock_error *err);
 

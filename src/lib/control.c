@@ -204,9 +204,9 @@ int pd_ctl_bind_pack(const struct pd_ctl_bind *hdr, const struct pd_ctl_bind_str
 
 static bool rlimits_valid(const struct pd_ctl_rlimits *rl)
 {
-	/* the first three are in every plan */
-	static const int known[] = { RLIMIT_FSIZE, RLIMIT_NOFILE, RLIMIT_CPU, RLIMIT_DATA,
-				     RLIMIT_NPROC };
+	/* the first four are in every plan */
+	static const int known[] = { RLIMIT_FSIZE, RLIMIT_NOFILE, RLIMIT_CPU, RLIMIT_CORE,
+				     RLIMIT_DATA,  RLIMIT_NPROC };
 	unsigned seen = 0;
 
 	if (rl->n > PD_CTL_MAX_RLIMITS)
@@ -218,10 +218,13 @@ static bool rlimits_valid(const struct pd_ctl_rlimits *rl)
 			k++;
 		if (k == ELEMENTSOF(known) || (seen & (1u << k)) || rl->r[i].soft > rl->r[i].hard)
 			return false;
+		/* SECURITY: core files are off in every plan (pd_init_plan_rlimits()) */
+		if (known[k] == RLIMIT_CORE && rl->r[i].hard != 0)
+			return false;
 		seen |= 1u << k;
 	}
 	/* SECURITY: a plan without the limits every command has would run it without them */
-	return (seen & 7u) == 7u;
+	return (seen & 15u) == 15u;
 }
 /* A certificate in PEM: printable ASCII and newlines. */
 static bool pem_text(const char *s, size_t n)

@@ -89,13 +89,13 @@ struct pd_ctl_ready {
 
 /* One resource limit every command starts with (setrlimit()'s resource, soft, hard). */
 struct pd_ctl_rlimit {
-	int32_t resource; /* RLIMIT_FSIZE, RLIMIT_NOFILE, RLIMIT_CPU, RLIMIT_DATA, RLIMIT_NPROC */
+	int32_t resource; /* FSIZE, NOFILE, CPU, CORE (always), DATA, NPROC (RLIMIT_*) */
 	uint32_t pad;
 	uint64_t soft, hard;
 };
 
 /* At most one of each resource above. */
-#define PD_CTL_MAX_RLIMITS 5
+#define PD_CTL_MAX_RLIMITS 6
 
 /* The rlimits of every command: made by pd_init_plan_rlimits() (init.h). */
 struct pd_ctl_rlimits {

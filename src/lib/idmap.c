@@ -9,7 +9,9 @@
 #include <string.h>
 #include <sched.h>
 #include <signal.h>
+#include <linux/capability.h>
 #include <sys/file.h>
+#include <sys/syscall.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -137,12 +139,63 @@ static int acquire_slot(struct pd_idmap *m, paddock_error *err)
 	return r;
 }
 
+/*
+ * The initial user namespace maps all of 0..2^32-2 onto itself, in one line; every other
+ * namespace maps less (a namespace cannot map more than its parent holds).
+ */
+static bool in_initial_userns(void)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/self/uid_map", "re");
+	char line[128];
+	unsigned long inside, outside, count;
+	int lines = 0;
+	bool full = false;
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		lines++;
+		full = sscanf(line, "%lu %lu %lu", &inside, &outside, &count) == 3 && inside == 0 &&
+		       outside == 0 && count == 4294967295UL;
+	}
+	return lines == 1 && full;
+}
+
+static bool has_root_caps(void)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2] = { 0 };
+	static const int need[] = { CAP_SYS_ADMIN, CAP_SETUID, CAP_SETGID, CAP_CHOWN };
+
+	if (syscall(SYS_capget, &hdr, data) < 0)
+		return false;
+	for (size_t i = 0; i < ELEMENTSOF(need); i++)
+		if (!(data[need[i] / 32].effective & (1u << (need[i] % 32))))
+			return false;
+	return true;
+}
+
+bool pd_idmap_host_root(void)
+{
+	/* a feature-probe cache: euid, user namespace and capabilities do not change under us */
+	static int cached = -1;
+
+	if (cached < 0)
+		cached = geteuid() == 0 && in_initial_userns() && has_root_caps();
+	return cached;
+}
+
+bool paddock_host_root(void)
+{
+	return pd_idmap_host_root();
+}
+
 int pd_idmap_acquire(struct pd_idmap *m, paddock_error *err)
 {
 	int r;
 
 	pd_idmap_init(m);
-	if (geteuid() != 0) {
+	if (!pd_idmap_host_root()) {
 		m->rootless = true;
 		m->outside_uid = geteuid();
 		m->outside_gid = getegid();
@@ -278,6 +331,20 @@ int pd_idmap_mount_tree(const struct pd_idmap *m, const char *path, int *ret_fd,
 	/* a single file keeps its owner: only directories are made the sandbox user's */
 	if (!S_ISDIR(st.st_mode))
 		return pd_fail_field(err, ENOTDIR, "workspace", "'%s' is not a directory", path);
+	/*
+	 * SECURITY: what the sandbox makes below an idmapped directory belongs on the host to
+	 * the directory's owner. Never to root: a file owned by root (even without set-id bits,
+	 * which seccomp refuses) is one the host trusts. Such a directory is refused rather
+	 * than bound unwritable or mapped to some other owner: the caller decides whose files
+	 * come out, by the owner they give the directory.
+	 */
+	if (st.st_uid == 0 || st.st_gid == 0)
+		return pd_fail_field(err, EPERM, "workspace",
+				     "'%s' is owned by %s: what the sandbox writes there would "
+				     "belong to root on the host; give the directory to the "
+				     "unprivileged user and group who should own the results "
+				     "(chown USER:GROUP), or bind it read-only",
+				     PD_ESC(path), st.st_uid == 0 ? "root" : "group root");
 	ns = owner_userns(st.st_uid, st.st_gid, m->outside_uid + PD_SANDBOX_UID,
 			  m->outside_gid + PD_SANDBOX_GID, err);
 	if (ns < 0)

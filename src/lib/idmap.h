@@ -36,6 +36,14 @@ struct pd_idmap {
 	gid_t init_gid;
 };
 
+/*
+ * True when this process is root of the host: euid 0 in the initial user namespace, with
+ * the capabilities root mode uses (CAP_SYS_ADMIN, CAP_SETUID, CAP_SETGID, CAP_CHOWN). Root
+ * of a user namespace of its own (`unshare -r`, some CI runners and nested containers) is
+ * not: paddock runs rootless there. Probed once per process.
+ */
+bool pd_idmap_host_root(void);
+
 void pd_idmap_init(struct pd_idmap *m);
 /* Picks the mapping for a new sandbox (and a slot, as root). */
 int pd_idmap_acquire(struct pd_idmap *m, paddock_error *err);

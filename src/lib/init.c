@@ -215,7 +215,8 @@ static void add_rlimit(struct pd_ctl_rlimits *rl, int resource, uint64_t soft, u
 }
 
 /*
- * Per-process limits every command starts with. file_size and nofile exist only as rlimits.
+ * Per-process limits every command starts with. file_size and nofile exist only as rlimits;
+ * core dumps are off.
  * cpu_time is also enforced for the whole sandbox by the supervisor when it has a cgroup;
  * the rlimit (SIGXCPU at the limit, SIGKILL a second later) bounds each process everywhere.
  * Without a cgroup, RLIMIT_DATA and RLIMIT_NPROC stand in for memory and pids: weaker (per
@@ -234,6 +235,13 @@ void pd_init_plan_rlimits(const paddock_spec *spec, bool cgroup_limits,
 	add_rlimit(&rl, RLIMIT_FSIZE, l->file_size_bytes, l->file_size_bytes);
 	add_rlimit(&rl, RLIMIT_NOFILE, l->nofile, l->nofile);
 	add_rlimit(&rl, RLIMIT_CPU, cpu ? cpu : 1, (cpu ? cpu : 1) + 1);
+	/*
+	 * SECURITY: no core files, ever. The caller's hard limit would pass through otherwise: a
+	 * crash wrote a core into a bound host workspace (outside limits.disk), and where the
+	 * host's core_pattern is a pipe, a root helper (systemd-coredump, apport) would read what
+	 * the sandbox controls. 0/0: no command can raise it again.
+	 */
+	add_rlimit(&rl, RLIMIT_CORE, 0, 0);
 	if (!cgroup_limits) {
 		add_rlimit(&rl, RLIMIT_DATA, l->memory_bytes, l->memory_bytes);
 		add_rlimit(&rl, RLIMIT_NPROC, l->pids, l->pids);

@@ -317,7 +317,7 @@ int paddock_sandbox_claim(paddock_sandbox *sb, const paddock_spec *spec, paddock
 			unbind_cgroup(sb);
 	}
 	/* it was made at the lowest priority (sandbox.c): from now on it serves a claim */
-	if (r >= 0 && geteuid() == 0)
+	if (r >= 0 && pd_idmap_host_root())
 		(void)setpriority(PRIO_PROCESS, (id_t)sb->init_pid, 0);
 	if (r >= 0 && pd_ctl_send(sb->ctl, PD_CTL_BIND, buf, len, &tree, tree >= 0 ? 1 : 0) < 0)
 		r = pd_fail(err, EPIPE, "claim sandbox %s", sb->id);

@@ -261,7 +261,7 @@ static char *limits_json(const paddock_exec *ex)
 	const char *cg = cgroup_name(sb);
 	json_t *o = json_pack(
 		"{s:{s:I,s:s},s:{s:I,s:s},s:{s:f,s:s},s:{s:f,s:s},s:{s:f,s:s},s:{s:I,s:s},"
-		"s:{s:I,s:s},s:{s:I,s:s},s:{s:I,s:s}}",
+		"s:{s:I,s:s},s:{s:I,s:s},s:{s:I,s:s},s:{s:i,s:s}}",
 		"memory", "value", (json_int_t)l->memory_bytes, "enforced_by", cg ? cg : "rlimit",
 		"pids", "value", (json_int_t)l->pids, "enforced_by", cg ? cg : "rlimit", "cpus",
 		"value", l->cpus, "enforced_by", cg ? cg : "none", "cpu_time", "value",
@@ -270,7 +270,7 @@ static char *limits_json(const paddock_exec *ex)
 		"tmpfs", "file_size", "value", (json_int_t)l->file_size_bytes, "enforced_by",
 		"rlimit", "nofile", "value", (json_int_t)l->nofile, "enforced_by", "rlimit",
 		"output", "value", (json_int_t)l->output_bytes, "enforced_by",
-		ex->output_captured ? "relay" : "none");
+		ex->output_captured ? "relay" : "none", "core", "value", 0, "enforced_by", "rlimit");
 	char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
 
 	json_decref(o);
@@ -658,14 +658,17 @@ static void oom_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	pd_cgroup_oom_ack(sb->cg);
-	if (pd_cgroup_stats(sb->cg, &st, NULL) < 0 || st.oom_kills == 0)
+	bool oom = pd_cgroup_oom_ack(sb->cg);
+
+	if (pd_cgroup_stats(sb->cg, &st, NULL) < 0)
+		st.oom_kills = 0;
+	if (!oom && st.oom_kills == 0)
 		return;
 	/* SECURITY: an OOM kill takes one process; the limit takes the whole sandbox */
 	kill_for(sb, PADDOCK_END_OOM, "sandbox.limit_hit",
 		 json_pack("{s:s,s:I,s:I}", "limit", "memory", "value",
 			   (json_int_t)sb->spec->limits.memory_bytes, "oom_kills",
-			   (json_int_t)st.oom_kills));
+			   (json_int_t)(st.oom_kills ? st.oom_kills : 1)));
 }
 
 /*
@@ -891,7 +894,7 @@ static int create_begin(paddock_ctx *ctx, const paddock_spec *spec,
 	 * that it takes CPU only from idleness, never from commands already running. Its claim
 	 * gives init the normal priority back (as root only: only root may raise it again).
 	 */
-	if (sb->spec_pooled && geteuid() == 0)
+	if (sb->spec_pooled && pd_idmap_host_root())
 		(void)setpriority(PRIO_PROCESS, (id_t)sb->init_pid, POOL_NICE);
 	*ret_sandbox = TAKE_PTR(sb);
 	return 0;

@@ -5,7 +5,11 @@
  * second wall. It removes kernel attack surface a sandboxed process reaches even without
  * privileges (bpf, io_uring, userfaultfd, perf, keyrings), closes every way to make or
  * join namespaces (unshare, setns, clone with a namespace flag, clone3) and to rearrange
- * mounts (old and new mount API), and stops terminal input injection (TIOCSTI, TIOCLINUX).
+ * mounts (old and new mount API), stops terminal input injection (TIOCSTI, TIOCLINUX), makes
+ * set-id files impossible to create (so none can come out through a writable bind), keeps
+ * sockets to the families the sandbox's own network namespace governs (no AF_VSOCK to the
+ * hypervisor, no AF_PACKET, AF_ALG, ...), and stops a command changing another process's
+ * resource limits (its own init's, rootless, where they share a uid).
  * docs/security.md lists every rule with its reason; keep the two in step.
  *
  * Who runs what: this file runs at build time only. seccomp-gen links it, asks libseccomp
@@ -31,6 +35,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/personality.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -48,6 +53,10 @@
 #endif
 #ifndef TIOCLINUX
 #define TIOCLINUX 0x541C
+#endif
+#ifndef NETLINK_ROUTE
+#define NETLINK_ROUTE 0
+#define NETLINK_SOCK_DIAG 4
 #endif
 
 /*
@@ -143,6 +152,36 @@ static const uint64_t clone_namespace_flags[] = {
 
 /* ioctl() requests that push input into a terminal someone else reads. */
 static const uint64_t denied_ioctls[] = { TIOCSTI, TIOCLINUX };
+
+/*
+ * Every syscall that takes a file mode, and the argument that holds it. A mode with S_ISUID
+ * or S_ISGID is refused: a set-id file made inside could come out through a writable bind
+ * (on the host it would be owned by the bind's owner). The kernel reads the mode as a
+ * umode_t, so only the low 16 bits matter, and both bits sit there. openat2() passes its
+ * mode in memory, where seccomp cannot look: it is refused outright (add_openat2_rule()).
+ */
+static const struct {
+	const char *name;
+	unsigned int arg;
+} mode_syscalls[] = {
+	{ "chmod", 1 },	  { "fchmod", 1 },  { "fchmodat", 2 }, { "fchmodat2", 2 },
+	{ "creat", 1 },	  { "open", 2 },    { "openat", 3 },   { "mkdir", 1 },
+	{ "mkdirat", 2 }, { "mknod", 1 },   { "mknodat", 2 },
+};
+static const uint64_t setid_bits[] = { S_ISUID, S_ISGID };
+
+/*
+ * socket(): the families a sandbox's own network namespace governs, and nothing else.
+ * AF_VSOCK in particular is not namespaced: from a VM guest it reaches the hypervisor's
+ * services, outside every egress rule. AF_PACKET, AF_ALG, AF_KEY, AF_TIPC, AF_RDS,
+ * AF_BLUETOOTH and the rest are attack surface no sandboxed tool needs. netlink is kept for
+ * the protocols tools use on their own netns: routes and addresses (getaddrinfo's
+ * AI_ADDRCONFIG, `ip`) and socket diagnostics (`ss`).
+ */
+#define SOCKET_FAMILY_LAST_ALLOWED AF_NETLINK
+static const int allowed_socket_families[] = { AF_UNIX, AF_INET, AF_INET6, AF_NETLINK };
+#define NETLINK_LAST_ALLOWED NETLINK_SOCK_DIAG
+static const int allowed_netlink_protocols[] = { NETLINK_ROUTE, NETLINK_SOCK_DIAG };
 
 /*
  * personality(): the values Docker's default profile allows, PER_LINUX and PER_LINUX32
@@ -274,6 +313,116 @@ static int add_ioctl_rules(scmp_filter_ctx ctx, paddock_error *err)
 			return r;
 	}
 	return 0;
+}
+
+/* set-id bits in any mode argument: EPERM, as for a caller that may not set them */
+static int add_setid_rules(scmp_filter_ctx ctx, paddock_error *err)
+{
+	int r;
+
+	for (size_t i = 0; i < ELEMENTSOF(mode_syscalls); i++)
+		for (size_t b = 0; b < ELEMENTSOF(setid_bits); b++) {
+			struct scmp_arg_cmp cmp = { .arg = mode_syscalls[i].arg,
+						    .op = SCMP_CMP_MASKED_EQ,
+						    .datum_a = setid_bits[b],
+						    .datum_b = setid_bits[b] };
+
+			r = add_rule(ctx, mode_syscalls[i].name, true, SCMP_ACT_ERRNO(EPERM), 1,
+				     &cmp, err);
+			if (r < 0)
+				return r;
+		}
+	return 0;
+}
+
+/*
+ * openat2(): its mode (and flags) are in a struct in memory. ENOSYS, as for clone3: every
+ * library that uses it (Go's os.Root, systemd, Rust crates) falls back to openat on ENOSYS,
+ * whose mode the rules above check.
+ */
+static int add_openat2_rule(scmp_filter_ctx ctx, paddock_error *err)
+{
+	return add_rule(ctx, "openat2", true, SCMP_ACT_ERRNO(ENOSYS), 0, NULL, err);
+}
+
+static bool int_in(int v, const int *set, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (set[i] == v)
+			return true;
+	return false;
+}
+
+/*
+ * "Deny a 32-bit int argument unless it is one of a small set of values, all <= last", as
+ * rules that each deny: one "greater than last" (compared on all 64 bits, so a value with
+ * anything in its upper half is denied too, though the kernel would read only the lower),
+ * and one "low 32 bits equal v" for each v <= last outside the set. extra, when given, is
+ * ANDed into every rule (a condition on another argument).
+ */
+static int add_int_allowlist(scmp_filter_ctx ctx, const char *name, unsigned int arg,
+			     const int *set, size_t n, int last, int e,
+			     const struct scmp_arg_cmp *extra, paddock_error *err)
+{
+	struct scmp_arg_cmp cmp[2];
+	unsigned int nc = extra ? 2 : 1;
+	int r;
+
+	if (extra)
+		cmp[1] = *extra;
+	cmp[0] = (struct scmp_arg_cmp){ .arg = arg, .op = SCMP_CMP_GT, .datum_a = (uint64_t)last };
+	r = add_rule(ctx, name, true, SCMP_ACT_ERRNO(e), nc, cmp, err);
+	if (r < 0)
+		return r;
+	for (int v = 0; v <= last; v++) {
+		if (int_in(v, set, n))
+			continue;
+		cmp[0] = (struct scmp_arg_cmp){ .arg = arg, .op = SCMP_CMP_MASKED_EQ,
+						.datum_a = 0xffffffffULL, .datum_b = (uint64_t)v };
+		r = add_rule(ctx, name, true, SCMP_ACT_ERRNO(e), nc, cmp, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/*
+ * socket(): other families get EAFNOSUPPORT, other netlink protocols EPROTONOSUPPORT, the
+ * kernel's own answers for what it does not offer. On i386, libseccomp also writes each rule
+ * for socketcall(SYS_SOCKET, args): its arguments are in memory, so that rule drops the
+ * condition and denies every socketcall socket(); a 32-bit program whose libc makes sockets
+ * through socketcall (glibc does) gets EAFNOSUPPORT for all of them (docs/security.md).
+ */
+static int add_socket_rules(scmp_filter_ctx ctx, paddock_error *err)
+{
+	struct scmp_arg_cmp netlink = { .arg = 0, .op = SCMP_CMP_MASKED_EQ,
+					.datum_a = 0xffffffffULL, .datum_b = AF_NETLINK };
+	int r;
+
+	r = add_int_allowlist(ctx, "socket", 0, allowed_socket_families,
+			      ELEMENTSOF(allowed_socket_families), SOCKET_FAMILY_LAST_ALLOWED,
+			      EAFNOSUPPORT, NULL, err);
+	if (r < 0)
+		return r;
+	return add_int_allowlist(ctx, "socket", 2, allowed_netlink_protocols,
+				 ELEMENTSOF(allowed_netlink_protocols), NETLINK_LAST_ALLOWED,
+				 EPROTONOSUPPORT, &netlink, err);
+}
+
+/*
+ * prlimit64(pid, resource, new, old) with a pid and new limits: EPERM. Setting one's own
+ * limits (pid 0, as setrlimit() does) and reading anyone's stay allowed. Rootless, init and
+ * the commands share a uid, and the kernel would let a command cut init's RLIMIT_NOFILE or
+ * RLIMIT_NPROC, so that no later command could start.
+ */
+static int add_prlimit_rule(scmp_filter_ctx ctx, paddock_error *err)
+{
+	const struct scmp_arg_cmp cmp[2] = {
+		{ .arg = 0, .op = SCMP_CMP_NE, .datum_a = 0 },
+		{ .arg = 2, .op = SCMP_CMP_NE, .datum_a = 0 },
+	};
+
+	return add_rule(ctx, "prlimit64", true, SCMP_ACT_ERRNO(EPERM), 2, cmp, err);
 }
 
 static int add_personality_rule(scmp_filter_ctx ctx, uint64_t mask, uint64_t value,
@@ -419,6 +568,18 @@ int pd_seccomp_policy_build(struct pd_seccomp_prog *ret_prog, paddock_error *err
 	if (r < 0)
 		return r;
 	r = add_personality_rules(ctx, err);
+	if (r < 0)
+		return r;
+	r = add_setid_rules(ctx, err);
+	if (r < 0)
+		return r;
+	r = add_openat2_rule(ctx, err);
+	if (r < 0)
+		return r;
+	r = add_socket_rules(ctx, err);
+	if (r < 0)
+		return r;
+	r = add_prlimit_rule(ctx, err);
 	if (r < 0)
 		return r;
 	return export_program(ctx, ret_prog, err);

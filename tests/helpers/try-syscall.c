@@ -40,6 +40,9 @@
 #include <sys/mount.h>
 #include <sys/personality.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/swap.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
@@ -98,6 +101,15 @@
 #ifndef __NR_quotactl_fd
 #define __NR_quotactl_fd 443
 #endif
+#ifndef __NR_openat2
+#define __NR_openat2 437
+#endif
+#ifndef __NR_fchmodat2
+#define __NR_fchmodat2 452
+#endif
+#endif
+#ifndef AF_VSOCK
+#define AF_VSOCK 40
 #endif
 
 #ifndef TIOCLINUX
@@ -608,7 +620,159 @@ static long probe_x32_keyctl(void)
 }
 #endif
 
+/* ---- denied: set-id modes, socket families, others' limits ------------------------- */
+
+static long probe_chmod_setuid(void)
+{
+	/* unsandboxed: ENOTDIR */
+	return chmod(NO_PATH, 04755);
+}
+
+static long probe_fchmodat_setgid(void)
+{
+	/* unsandboxed: ENOTDIR */
+	return fchmodat(AT_FDCWD, NO_PATH, 02755, 0);
+}
+
+static long probe_fchmodat2_setuid(void)
+{
+	/* unsandboxed: ENOTDIR (ENOSYS before Linux 6.6) */
+	return syscall(__NR_fchmodat2, AT_FDCWD, NO_PATH, 04755, 0);
+}
+
+static long probe_open_creat_setuid(void)
+{
+	/* unsandboxed: ENOTDIR */
+	return closing(openat(AT_FDCWD, NO_PATH, O_CREAT | O_WRONLY | O_CLOEXEC, 04755));
+}
+
+static long probe_mkdir_setgid(void)
+{
+	/* unsandboxed: ENOTDIR */
+	return mkdir(NO_PATH, 02755);
+}
+
+static long probe_mknod_setuid(void)
+{
+	/* unsandboxed: ENOTDIR */
+	return mknod(NO_PATH, S_IFREG | 04755, 0);
+}
+
+static long probe_openat2(void)
+{
+	/* unsandboxed: EFAULT, the NULL struct open_how */
+	return closing(syscall(__NR_openat2, AT_FDCWD, NO_PATH, NULL, 24UL));
+}
+
+/* socket(family): unsandboxed, each succeeds where the kernel has the family */
+static long socket_of(int family, int type, int protocol)
+{
+	return closing(socket(family, type | SOCK_CLOEXEC, protocol));
+}
+
+static long probe_socket_vsock(void)
+{
+	return socket_of(AF_VSOCK, SOCK_STREAM, 0);
+}
+
+static long probe_socket_packet(void)
+{
+	return socket_of(AF_PACKET, SOCK_DGRAM, 0);
+}
+
+static long probe_socket_bluetooth(void)
+{
+	return socket_of(AF_BLUETOOTH, SOCK_STREAM, 0);
+}
+
+static long probe_socket_alg(void)
+{
+	return socket_of(AF_ALG, SOCK_SEQPACKET, 0);
+}
+
+static long probe_socket_key(void)
+{
+	return socket_of(AF_KEY, SOCK_RAW, 2);
+}
+
+static long probe_socket_tipc(void)
+{
+	return socket_of(AF_TIPC, SOCK_RDM, 0);
+}
+
+static long probe_socket_rds(void)
+{
+	return socket_of(AF_RDS, SOCK_SEQPACKET, 0);
+}
+
+static long probe_socket_xdp(void)
+{
+	return socket_of(AF_XDP, SOCK_RAW, 0);
+}
+
+static long probe_socket_can(void)
+{
+	return socket_of(AF_CAN, SOCK_RAW, 1);
+}
+
+static long probe_socket_netlink_audit(void)
+{
+	return socket_of(AF_NETLINK, SOCK_RAW, 9);
+}
+
+static long probe_socket_netlink_netfilter(void)
+{
+	return socket_of(AF_NETLINK, SOCK_RAW, 12);
+}
+
+/*
+ * prlimit on PID 1 (inside: the sandbox's init), to the limits it has: a no-op if the
+ * policy lets it through. Inside only.
+ */
+static long probe_prlimit_init(void)
+{
+	struct rlimit cur;
+
+	if (syscall(__NR_prlimit64, 1, RLIMIT_NOFILE, NULL, &cur) < 0)
+		return -1;
+	return syscall(__NR_prlimit64, 1, RLIMIT_NOFILE, &cur, NULL);
+}
+
 /* ---- allowed ------------------------------------------------------------------------- */
+
+static long probe_socket_unix(void)
+{
+	return socket_of(AF_UNIX, SOCK_STREAM, 0);
+}
+
+static long probe_socket_inet6(void)
+{
+	return socket_of(AF_INET6, SOCK_DGRAM, 0);
+}
+
+static long probe_socket_netlink_route(void)
+{
+	return socket_of(AF_NETLINK, SOCK_RAW, 0);
+}
+
+static long probe_setrlimit_self(void)
+{
+	struct rlimit cur;
+
+	if (getrlimit(RLIMIT_NOFILE, &cur) < 0)
+		return -1;
+	return setrlimit(RLIMIT_NOFILE, &cur);
+}
+
+static long probe_chmod_plain(void)
+{
+	/* a mode without set-id bits reaches the kernel: ENOTDIR here, not EPERM */
+	long r = chmod(NO_PATH, 0755);
+
+	if (r < 0 && errno == ENOTDIR)
+		return 0;
+	return r < 0 ? -1 : r;
+}
 
 static long probe_getpid(void)
 {
@@ -753,7 +917,32 @@ static const struct probe probes[] = {
 	{ "x32_keyctl", probe_x32_keyctl, false },
 #endif
 	/* allowed */
+	{ "chmod_setuid", probe_chmod_setuid, false },
+	{ "fchmodat_setgid", probe_fchmodat_setgid, false },
+	{ "fchmodat2_setuid", probe_fchmodat2_setuid, false },
+	{ "open_creat_setuid", probe_open_creat_setuid, false },
+	{ "mkdir_setgid", probe_mkdir_setgid, false },
+	{ "mknod_setuid", probe_mknod_setuid, false },
+	{ "openat2", probe_openat2, false },
+	{ "socket_vsock", probe_socket_vsock, false },
+	{ "socket_packet", probe_socket_packet, false },
+	{ "socket_bluetooth", probe_socket_bluetooth, false },
+	{ "socket_alg", probe_socket_alg, false },
+	{ "socket_key", probe_socket_key, false },
+	{ "socket_tipc", probe_socket_tipc, false },
+	{ "socket_rds", probe_socket_rds, false },
+	{ "socket_xdp", probe_socket_xdp, false },
+	{ "socket_can", probe_socket_can, false },
+	{ "socket_netlink_audit", probe_socket_netlink_audit, false },
+	{ "socket_netlink_netfilter", probe_socket_netlink_netfilter, false },
+	{ "prlimit_init", probe_prlimit_init, true },
+	/* allowed */
 	{ "getpid", probe_getpid, false },
+	{ "socket_unix", probe_socket_unix, false },
+	{ "socket_inet6", probe_socket_inet6, false },
+	{ "socket_netlink_route", probe_socket_netlink_route, false },
+	{ "setrlimit_self", probe_setrlimit_self, false },
+	{ "chmod_plain", probe_chmod_plain, false },
 	{ "fork", probe_fork, false },
 	{ "pthread_create", probe_pthread_create, false },
 	{ "personality_query", probe_personality_query, false },

@@ -15,6 +15,12 @@ trap 'rm -rf "$T_TMP"' EXIT
 MODE=root
 [ "$(id -u)" -ne 0 ] && MODE=rootless
 
+# As root, a writable host directory given to a sandbox must belong to an unprivileged user
+# (what the sandbox writes there comes out as that user's; root's is refused): the suite's
+# unprivileged uid stands in for that user. give_to_user DIR...: chown -R to it, as root.
+TEST_USER=${PADDOCK_TEST_UID:-4242}
+give_to_user() { [ "$(id -u)" -ne 0 ] || chown -R "$TEST_USER:$TEST_USER" "$@"; }
+
 ok() { T_N=$((T_N + 1)); echo "ok $T_N - $*"; }
 not_ok() { T_N=$((T_N + 1)); T_FAILED=$((T_FAILED + 1)); echo "not ok $T_N - $*"; }
 diag() { printf '# %s\n' "$@"; }

@@ -1191,6 +1191,14 @@ static void make_host_dir(char *dir, const char *content)
 	assert_non_null(f);
 	fprintf(f, "%s\n", content);
 	assert_int_equal(fclose(f), 0);
+	/* as root, a writable directory must be an unprivileged user's (root's is refused) */
+	if (geteuid() == 0) {
+		const char *e = getenv("PADDOCK_TEST_UID");
+		unsigned id = e && *e ? (unsigned)strtoul(e, NULL, 10) : 4242;
+
+		assert_int_equal(chown(dir, id, id), 0);
+		assert_int_equal(chown(path, id, id), 0);
+	}
 }
 
 static void host_owner(const char *dir, const char *file, char *buf, size_t size)

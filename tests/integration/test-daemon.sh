@@ -401,7 +401,7 @@ echo '{"listen":"127.0.0.1:1","bogus":true}' >"$T_TMP/bad.json"
 "$PADDOCKD" --config "$T_TMP/bad.json" 2>"$T_TMP/err"
 expect_eq "config: an unknown key is refused" 2 "$?"
 expect_match "config: the error names it" "'bogus'" "$(cat "$T_TMP/err")"
-mkdir -p "$T_TMP/shared/ok" && chmod 777 "$T_TMP/shared/ok"
+mkdir -p "$T_TMP/shared/ok" && chmod 777 "$T_TMP/shared/ok" && give_to_user "$T_TMP/shared/ok"
 ln -s /etc "$T_TMP/shared/ok/etc-link"
 printf '{"listen":"127.0.0.1:%d","tokens":"%s","allow_host_paths":["%s"]}\n' \
 	"$PORT" "$T_TMP/tokens" "$T_TMP/shared" >"$T_TMP/config.json"

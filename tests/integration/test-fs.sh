@@ -2,12 +2,16 @@
 # Workspaces, binds, --rootfs, and the spec on the command line.
 . "$(dirname "$0")/lib.sh"
 
+alice=$TEST_USER
+own() { give_to_user "$@"; }
+
 ws="$T_TMP/ws"
 mkdir -p "$ws"
 echo "from host" >"$ws/in.txt"
-# an ordinary directory of the invoker (0755): as root it is idmapped so its owner is the
-# sandbox user inside; rootless the invoker is the sandbox user anyway
+# an ordinary directory of an unprivileged user (0755): as root it is idmapped so its owner
+# is the sandbox user inside; rootless the invoker is the sandbox user anyway
 chmod 755 "$ws"
+own "$ws"
 run_sb out st --workspace "$ws" -- sh -c 'cat /workspace/in.txt; echo "from sandbox" > /workspace/out.txt; pwd; stat -c %U /workspace/in.txt'
 expect_eq "--workspace is the host directory, read-write, owned by the sandbox user" "from host
 /workspace
@@ -31,16 +35,56 @@ expect_match "--ro-bind is readable" "^ro data" "$out"
 expect_match "--ro-bind is not writable" "denied$" "$out"
 [ ! -e "$data/g" ] && ok "nothing was written through a ro bind" || not_ok "ro bind written"
 
+own "$data"
 run_sb out st --bind "$data" -- sh -c "echo rw > $data/g && cat $data/g"
 expect_eq "--bind SRC mounts at the same path, writable" "rw" "$out"
 
 out_dir="$T_TMP/outdir"
 mkdir -p "$out_dir"
 chmod 755 "$out_dir"
+own "$out_dir"
 run_sb out st --bind "$out_dir:/out" -- sh -c 'echo result > /out/r.txt && stat -c %U /out'
 expect_eq "a read-write bind of an ordinary directory is the sandbox user's" "user" "$out"
 expect_eq "... and what the sandbox writes there is the owner's on the host" \
 	"$(stat -c %u "$out_dir")" "$(stat -c %u "$out_dir/r.txt" 2>&1)"
+
+# ---- nothing made inside comes out privileged ----
+# The attack: copy a binary into the workspace and make it set-id; on the host, anyone who
+# runs it would become the workspace's owner (root, if it were root's).
+run_sb out st --workspace "$ws" -- sh -c 'cp /usr/bin/id /workspace/x; chmod 6755 /workspace/x
+	echo "chmod=$?"; install -m 4755 /usr/bin/id /workspace/y; echo "install=$?"
+	python3 -c "import os; os.open(\"/workspace/z\", os.O_CREAT | os.O_WRONLY, 0o4755)" 2>&1 |
+		tail -n 1; mkdir -m 2755 /workspace/d; echo "mkdir=$?"'
+expect_match "chmod 6755 inside a workspace is refused" "chmod=1" "$out"
+expect_match "install -m 4755 is refused" "install=1" "$out"
+expect_match "open(O_CREAT, 04755) is refused" "PermissionError|Operation not permitted" "$out"
+expect_match "mkdir -m 2755 is refused" "mkdir=1" "$out"
+setid=$(find "$ws" -perm /6000 2>&1)
+expect_eq "... nothing in the workspace is set-id on the host" "" "$setid"
+expect_eq "... and the copy is the owner's, not root's" "$(stat -c %u:%g "$ws")" \
+	"$(stat -c %u:%g "$ws/x" 2>&1)"
+run_sb out st --bind "$out_dir:/out" -- sh -c 'cp /usr/bin/id /out/x; chmod u+s /out/x; echo "st=$?"'
+expect_match "the same in a read-write bind" "st=1" "$out"
+expect_eq "... nothing there is set-id on the host" "" "$(find "$out_dir" -perm /6000 2>&1)"
+
+if [ "$MODE" = root ]; then
+	rootws="$T_TMP/rootws"
+	mkdir -p "$rootws"
+	chmod 777 "$rootws"
+	run_sb out st --workspace "$rootws" -- sh -c 'echo x > /workspace/f'
+	expect_eq "a root-owned workspace is refused" 125 "$st"
+	expect_match "... naming the field, the owner and the fix" \
+		"workspace: .*rootws' is owned by root: .*chown USER:GROUP" "$out"
+	expect_eq "... and nothing was written" "" "$(ls -A "$rootws")"
+	run_sb out st --bind "$rootws:/out" -- true
+	expect_match "a root-owned read-write bind is refused, by its field" \
+		"binds\[0\]\.source: .* is owned by root" "$out"
+	chown "$alice:0" "$rootws"
+	run_sb out st --workspace "$rootws" -- true
+	expect_match "a directory of group root is refused too" "is owned by group root" "$out"
+	run_sb out st --ro-bind "$rootws:/ro" -- true
+	expect_eq "... read-only it is bound as it is" 0 "$st"
+fi
 
 run_sb out st --ro-bind "$T_TMP/missing:/x" -- true
 expect_eq "missing bind source fails" 125 "$st"

@@ -65,6 +65,20 @@ else
 		"^[[:space:]]+1000[[:space:]]+$(id -u)[[:space:]]+1$" "$out"
 fi
 
+# Root of a user namespace of its own (unshare -r, as in some CI runners and nested
+# containers) is not root of the host: paddock runs rootless there, and works.
+out=$(unshare -r "$PADDOCK" run -- sh -c 'id -u; cat /proc/self/uid_map' </dev/null 2>&1)
+expect_match "root of an unprivileged user namespace runs rootless: 1000 maps to its uid 0" \
+	"^1000
+[[:space:]]+1000[[:space:]]+0[[:space:]]+1$" "$out"
+
+# A command cannot weaken its own init: rootless they share a uid, and the kernel alone would
+# let `prlimit --pid 1` cut init's limits so that no later command could start.
+run_sb out st -- sh -c 'prlimit --pid 1 --nofile=16:16 --nproc=1:1; echo "prlimit=$?"'
+expect_match "prlimit on init is refused" "prlimit=1" "$out"
+run_sb out st -- sh -c 'prlimit --pid 1 --nofile=16:16 2>/dev/null; grep "open files" /proc/1/limits'
+expect_no_match "...and init keeps its limits" "[[:space:]]16[[:space:]]+16[[:space:]]" "$out"
+
 if [ "$MODE" = root ]; then
 	# id ranges past the first 4096 (there are 32768): another process holds slots 0..4199
 	coproc HOLD { /usr/bin/python3 -c '

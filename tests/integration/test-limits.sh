@@ -138,6 +138,22 @@ fi
 expect_range "... it got going, and never past 256 MiB (last progress line, MiB)" 16 256 "$last"
 expect_limit "$r" memory $((256 * MiB)) "$CG_OR_RLIMIT"
 
+# An OOM kill of one process ends the whole sandbox, every time: the shell that ran the
+# victim must not live on to say "alive" (cgroup v1 signals the OOM before it counts the
+# kill). Rootless there is no OOM killer of the sandbox's own: malloc fails instead.
+if [ "$MODE" = root ]; then
+	reasons=
+	for i in $(seq 20); do
+		run_sb out st --timeout 60 --memory 256M --report "$T_TMP/oom-loop.json" -- \
+			sh -c "$PY -c 'bytearray(1 << 30)'; sleep 1; echo alive"
+		reasons="$reasons $(jget "$T_TMP/oom-loop.json" reason)"
+		case "$out" in *alive*) reasons="$reasons(alive)" ;; esac
+	done
+	expect_eq "20 OOM kills of a child: 20 sandboxes ended, reason oom" \
+		"$(printf ' oom%.0s' $(seq 20))" "$reasons"
+	rm -f "$T_TMP/oom-loop.json"
+fi
+
 # ---- pids -----------------------------------------------------------------------------
 # A fork bomb under --pids 64 (forkbomb stops by itself after 100 refused forks in a row):
 # forks are refused with EAGAIN well before 64, and nothing it forked outlives the run.
@@ -309,6 +325,26 @@ expect_eq "... output_truncated false" false "$(jget "$T_TMP/output-small.json" 
 expect_eq "... stdout intact" hello "$(cat "$T_TMP/output-small.out")"
 expect_match "... stderr intact" "world" "$(cat "$T_TMP/output-small.err")"
 
+# ---- no core files ----------------------------------------------------------------------------
+# Whatever the caller's limit (unlimited here, where core_pattern may write "core" in the
+# cwd), a crash inside writes nothing: not into a bound host workspace, not to a host helper.
+cws=$T_TMP/core-ws
+mkdir -p "$cws"
+chmod 755 "$cws"
+give_to_user "$cws"
+r=$T_TMP/core.json
+out=$( (ulimit -c unlimited 2>/dev/null
+	"$PADDOCK" run --timeout 60 --workspace "$cws" --report "$r" -- sh -c \
+		'ulimit -c; ulimit -Hc; ulimit -c unlimited 2>/dev/null || echo refused
+		 cd /workspace && exec '"$PY"' -c "import os; os.abort()"') </dev/null 2>&1)
+expect_eq "core dumps are off inside, soft and hard, and cannot be raised" "0
+0
+refused" "$(printf '%s\n' "$out" | head -n 3)"
+expect_eq "... a crash in the workspace wrote no core file on the host" "" "$(ls -A "$cws")"
+expect_eq "... the crash is reported as SIGABRT" "signaled 6" \
+	"$(jget "$r" reason) $(jget "$r" signal)"
+expect_limit "$r" core 0 rlimit
+
 # ---- accounting ---------------------------------------------------------------------------
 # 200 MiB touched: the peak within 10% (plus a few MiB of the sandbox's own) - 190-235 MiB.
 # Root it is the cgroup's peak, rootless the largest RSS; both must see the 200 MiB.
@@ -327,7 +363,8 @@ expect_range "cpuburn 1: cpu_user_s + cpu_sys_s within 10% of 1.0" 0.9 1.1 "$(jc
 for f in "$T_TMP"/*.json; do
 	bad=$("$PY" -c '
 import json, sys
-names = ["memory", "pids", "cpus", "cpu_time", "timeout", "disk", "file_size", "nofile", "output"]
+names = ["memory", "pids", "cpus", "cpu_time", "timeout", "disk", "file_size", "nofile", "output",
+         "core"]
 by = {"cgroup-v1", "cgroup-v2", "rlimit", "tmpfs", "timer", "relay", "none"}
 d = json.load(open(sys.argv[1]))
 lim = d.get("limits")

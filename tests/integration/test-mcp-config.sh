@@ -12,6 +12,7 @@ echo "from the host" >"$ALLOWED/proj/readme.txt"
 echo "not for agents" >"$T_TMP/secret-place/key"
 ln -s "$T_TMP/secret-place" "$ALLOWED/escape"
 chmod -R a+rwX "$ALLOWED"
+give_to_user "$ALLOWED/proj"
 chmod 755 "$T_TMP/secret-place"
 cat >"$T_TMP/config.json" <<JSON
 {"spec": {"limits": {"memory": "256M", "timeout_s": 20}, "env": {"TEAM": "blue"}},

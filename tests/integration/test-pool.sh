@@ -206,6 +206,7 @@ hits=$(metric paddock_pool_hits_total)
 WS=$T_TMP/ws
 mkdir -p "$WS"
 echo from the host >"$WS/host-file"
+give_to_user "$WS"
 W=$(create "{\"workspace\": \"$WS\"}")
 expect_match "a spec with a workspace is created" '^sb_' "$W"
 expect_eq "...from the pool: a hit" $((hits + 1)) "$(metric paddock_pool_hits_total)"

@@ -36,19 +36,23 @@ static void test_plan(void **state)
 	struct pd_ctl_bind with = default_bind(true), without = default_bind(false);
 
 	(void)state;
-	assert_int_equal(with.rlimits.n, 3);
+	assert_int_equal(with.rlimits.n, 4);
 	assert_int_equal(with.rlimits.r[0].resource, RLIMIT_FSIZE);
 	assert_int_equal(with.rlimits.r[1].resource, RLIMIT_NOFILE);
 	assert_int_equal(with.rlimits.r[2].resource, RLIMIT_CPU);
 	/* cpu_time_s 3600: SIGXCPU at 3600 s, SIGKILL a second later */
 	assert_int_equal(with.rlimits.r[2].soft, 3600);
 	assert_int_equal(with.rlimits.r[2].hard, 3601);
+	/* no core files, and no raising the limit */
+	assert_int_equal(with.rlimits.r[3].resource, RLIMIT_CORE);
+	assert_int_equal(with.rlimits.r[3].soft, 0);
+	assert_int_equal(with.rlimits.r[3].hard, 0);
 	/* without a cgroup, DATA and NPROC stand in for memory and pids */
-	assert_int_equal(without.rlimits.n, 5);
-	assert_int_equal(without.rlimits.r[3].resource, RLIMIT_DATA);
-	assert_int_equal(without.rlimits.r[3].soft, 1u << 30);
-	assert_int_equal(without.rlimits.r[4].resource, RLIMIT_NPROC);
-	assert_int_equal(without.rlimits.r[4].soft, 512);
+	assert_int_equal(without.rlimits.n, 6);
+	assert_int_equal(without.rlimits.r[4].resource, RLIMIT_DATA);
+	assert_int_equal(without.rlimits.r[4].soft, 1u << 30);
+	assert_int_equal(without.rlimits.r[5].resource, RLIMIT_NPROC);
+	assert_int_equal(without.rlimits.r[5].soft, 512);
 }
 
 /* Packs a claim without secrets. */
@@ -418,22 +422,31 @@ static void test_bind_refused(void **state)
 	h.rlimits.n = PD_CTL_MAX_RLIMITS + 1;
 	assert_int_equal(parse_mutated(h, NULL), -EPROTO);
 	h = good;
-	h.rlimits.r[4].resource = RLIMIT_CORE;
+	h.rlimits.r[5].resource = RLIMIT_AS;
 	assert_int_equal(parse_mutated(h, NULL), -EPROTO);
 	h = good;
-	h.rlimits.r[4].resource = RLIMIT_DATA;
+	h.rlimits.r[5].resource = RLIMIT_DATA;
+	assert_int_equal(parse_mutated(h, NULL), -EPROTO);
+	/* ...core files allowed */
+	h = good;
+	h.rlimits.r[3].hard = 1;
 	assert_int_equal(parse_mutated(h, NULL), -EPROTO);
 	h = good;
 	h.rlimits.r[1].soft = h.rlimits.r[1].hard + 1;
 	assert_int_equal(parse_mutated(h, NULL), -EPROTO);
 	/* ...or without a limit every command has (cpu time here) */
 	h = good;
-	h.rlimits.r[2] = h.rlimits.r[4];
-	h.rlimits.n = 4;
+	h.rlimits.r[2] = h.rlimits.r[5];
+	h.rlimits.n = 5;
+	assert_int_equal(parse_mutated(h, NULL), -EPROTO);
+	/* ...or without the core limit */
+	h = good;
+	h.rlimits.r[3] = h.rlimits.r[5];
+	h.rlimits.n = 5;
 	assert_int_equal(parse_mutated(h, NULL), -EPROTO);
 	/* DATA and NPROC are optional: a sandbox with a cgroup has neither */
 	h = good;
-	h.rlimits.n = 3;
+	h.rlimits.n = 4;
 	assert_int_equal(parse_mutated(h, NULL), 0);
 }
 

@@ -25,6 +25,9 @@
 #include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -43,10 +46,24 @@
 #ifndef TIOCLINUX
 #define TIOCLINUX 0x541C
 #endif
+#ifndef AF_VSOCK
+#define AF_VSOCK 40
+#endif
+#ifndef SYS_fchmodat2
+#define SYS_fchmodat2 452
+#endif
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+#define NETLINK_AUDIT 9
+#define NETLINK_GENERIC 16
+
+/* A path below /dev/null can never exist: an unfiltered call fails with ENOTDIR. */
+#define NO_PATH "/dev/null/paddock-probe"
 
 /* One call's outcome, written by the child in one write() (well below PIPE_BUF). */
 struct probe_record {
-	char name[48];
+	char name[64];
 	long ret;
 	int error; /* errno after a failed call, 0 after a successful one */
 	int want;  /* the errno the policy must give, 0 for "must succeed" */
@@ -164,6 +181,93 @@ static void probe_i386(int fd)
 }
 #endif
 
+/* socket() that closes what it gets: -1 with errno, or 0 */
+static long try_socket(unsigned long domain, int type, unsigned long protocol)
+{
+	long s = syscall(SYS_socket, domain, type | SOCK_CLOEXEC, protocol);
+
+	if (s >= 0)
+		(void)close((int)s);
+	return s < 0 ? -1 : 0;
+}
+
+/* set-id modes everywhere a mode goes in; without them the same calls reach the kernel */
+static void probe_setid(int fd)
+{
+	PROBE(fd, "chmod(04755)", EPERM, chmod(NO_PATH, 04755));
+	PROBE(fd, "chmod(02755)", EPERM, chmod(NO_PATH, 02755));
+	PROBE(fd, "chmod(0755) reaches the kernel", ENOTDIR, chmod(NO_PATH, 0755));
+	/* unfiltered: EBADF */
+	PROBE(fd, "fchmod(06755)", EPERM, fchmod(-1, 06755));
+	PROBE(fd, "fchmod(0755) reaches the kernel", EBADF, fchmod(-1, 0755));
+	PROBE(fd, "fchmod(04755 | 1 << 32)", EPERM,
+	      syscall(SYS_fchmod, -1, (unsigned long)04755 | (1UL << 32)));
+	PROBE(fd, "fchmodat(02755)", EPERM, fchmodat(AT_FDCWD, NO_PATH, 02755, 0));
+	PROBE(fd, "fchmodat2(04755)", EPERM, syscall(SYS_fchmodat2, AT_FDCWD, NO_PATH, 04755, 0));
+	PROBE(fd, "creat(04755)", EPERM, creat(NO_PATH, 04755));
+	PROBE(fd, "open(O_CREAT, 04755)", EPERM, syscall(SYS_open, NO_PATH, O_CREAT | O_WRONLY, 04755));
+	PROBE(fd, "openat(O_CREAT, 02755)", EPERM, openat(AT_FDCWD, NO_PATH, O_CREAT | O_WRONLY, 02755));
+	PROBE(fd, "openat(O_CREAT, 0644) reaches the kernel", ENOTDIR,
+	      openat(AT_FDCWD, NO_PATH, O_CREAT | O_WRONLY, 0644));
+	PROBE(fd, "mkdir(02755)", EPERM, mkdir(NO_PATH, 02755));
+	PROBE(fd, "mkdirat(04755)", EPERM, mkdirat(AT_FDCWD, NO_PATH, 04755));
+	PROBE(fd, "mknod(S_IFREG | 04755)", EPERM, mknod(NO_PATH, S_IFREG | 04755, 0));
+	PROBE(fd, "mknodat(S_IFREG | 02755)", EPERM, mknodat(AT_FDCWD, NO_PATH, S_IFREG | 02755, 0));
+	/* unfiltered: EFAULT for the NULL struct open_how */
+	PROBE(fd, "openat2", ENOSYS, syscall(SYS_openat2, AT_FDCWD, NO_PATH, NULL, 24));
+}
+
+static void probe_sockets(int fd)
+{
+	static const struct {
+		const char *name;
+		int family;
+	} denied[] = {
+		{ "socket(AF_VSOCK)", AF_VSOCK },   { "socket(AF_PACKET)", AF_PACKET },
+		{ "socket(AF_ALG)", AF_ALG },	    { "socket(AF_KEY)", AF_KEY },
+		{ "socket(AF_TIPC)", AF_TIPC },	    { "socket(AF_RDS)", AF_RDS },
+		{ "socket(AF_BLUETOOTH)", AF_BLUETOOTH }, { "socket(AF_X25)", AF_X25 },
+		{ "socket(AF_CAN)", AF_CAN },	    { "socket(AF_XDP)", AF_XDP },
+		{ "socket(AF_UNSPEC)", AF_UNSPEC }, { "socket(AF_APPLETALK)", AF_APPLETALK },
+		{ "socket(AF_MAX + 7)", AF_MAX + 7 },
+	};
+	struct rlimit cur;
+
+	for (size_t i = 0; i < ELEMENTSOF(denied); i++)
+		PROBE(fd, denied[i].name, EAFNOSUPPORT, try_socket((unsigned)denied[i].family,
+								   SOCK_STREAM, 0));
+	/* the kernel reads an int: the upper half must not hide a family */
+	PROBE(fd, "socket(AF_VSOCK | 1 << 32)", EAFNOSUPPORT,
+	      try_socket((unsigned long)AF_VSOCK | (1UL << 32), SOCK_STREAM, 0));
+	PROBE(fd, "socket(AF_INET | 1 << 32)", EAFNOSUPPORT,
+	      try_socket((unsigned long)AF_INET | (1UL << 32), SOCK_STREAM, 0));
+	PROBE(fd, "socket(AF_NETLINK, NETLINK_AUDIT)", EPROTONOSUPPORT,
+	      try_socket(AF_NETLINK, SOCK_RAW, NETLINK_AUDIT));
+	PROBE(fd, "socket(AF_NETLINK, NETLINK_GENERIC)", EPROTONOSUPPORT,
+	      try_socket(AF_NETLINK, SOCK_RAW, NETLINK_GENERIC));
+	PROBE(fd, "socket(AF_NETLINK, NETLINK_ROUTE | 1 << 32)", EPROTONOSUPPORT,
+	      try_socket(AF_NETLINK, SOCK_RAW, 1UL << 32));
+	PROBE(fd, "socket(AF_UNIX)", 0, try_socket(AF_UNIX, SOCK_STREAM, 0));
+	PROBE(fd, "socket(AF_INET)", 0, try_socket(AF_INET, SOCK_STREAM, 0));
+	PROBE(fd, "socket(AF_INET6, SOCK_DGRAM)", 0, try_socket(AF_INET6, SOCK_DGRAM, 0));
+	PROBE(fd, "socket(AF_NETLINK, NETLINK_ROUTE)", 0, try_socket(AF_NETLINK, SOCK_RAW, 0));
+	PROBE(fd, "socket(AF_NETLINK, NETLINK_SOCK_DIAG)", 0, try_socket(AF_NETLINK, SOCK_RAW, 4));
+	/* a socket that needs a protocol of another family still gets the kernel's answer */
+	PROBE(fd, "socket(AF_INET, protocol 255) reaches the kernel", EPROTONOSUPPORT,
+	      try_socket(AF_INET, SOCK_STREAM, 255));
+
+	/* another process's limits: the parent's, set to what they are (a no-op if let through) */
+	if (getrlimit(RLIMIT_NOFILE, &cur) < 0)
+		report(fd, "getrlimit", -1, errno, 0);
+	PROBE(fd, "prlimit64(parent, new limits)", EPERM,
+	      syscall(SYS_prlimit64, getppid(), RLIMIT_NOFILE, &cur, NULL));
+	PROBE(fd, "prlimit64(parent, read only)", 0,
+	      syscall(SYS_prlimit64, getppid(), RLIMIT_NOFILE, NULL, &cur));
+	PROBE(fd, "prlimit64(0, new limits)", 0,
+	      syscall(SYS_prlimit64, 0, RLIMIT_NOFILE, &cur, NULL));
+	PROBE(fd, "setrlimit", 0, setrlimit(RLIMIT_NOFILE, &cur));
+}
+
 static void run_probes(int fd, const struct pd_seccomp_prog *prog)
 {
 	_cleanup_close_ int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
@@ -228,6 +332,9 @@ static void run_probes(int fd, const struct pd_seccomp_prog *prog)
 	PROBE(fd, "personality(PER_LINUX32|UNAME26)", 0, personality(PER_LINUX32 | UNAME26));
 	PROBE(fd, "personality(UNAME26)", 0, personality(UNAME26));
 	PROBE(fd, "personality(PER_LINUX)", 0, personality(PER_LINUX));
+
+	probe_setid(fd);
+	probe_sockets(fd);
 
 	PROBE(fd, "getpid", 0, getpid());
 	PROBE(fd, "fork", 0, fork_and_wait());
@@ -369,8 +476,11 @@ static void test_policy_in_child(void **state)
 			 checks);
 	if (failures > 0)
 		fail_msg("%d of %d checks failed", failures, checks);
-	/* 2 setup + 9 denied + 8 clone + 4 ioctl + 11 personality + 3 allowed */
-	assert_true(checks >= 37);
+	/*
+	 * 2 setup + 9 denied + 8 clone + 4 ioctl + 11 personality + 17 set-id + 27 socket and
+	 * prlimit + 3 allowed
+	 */
+	assert_true(checks >= 81);
 }
 
 int main(void)
