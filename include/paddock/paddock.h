@@ -254,9 +254,12 @@ struct paddock_usage {
 	int64_t pids;
 	unsigned execs; /* commands started */
 	bool cgroup;	/* the numbers come from a cgroup */
+	uint64_t seccomp_denied; /* calls the seccomp filter denied (seccomp.denied events) */
 };
 PADDOCK_API int paddock_sandbox_usage(paddock_sandbox *sb, struct paddock_usage *ret_usage,
 				      paddock_error *err);
+/* Calls the seccomp filter denied in the sandbox so far (cheap: no cgroup is read). */
+PADDOCK_API uint64_t paddock_sandbox_seccomp_denied(const paddock_sandbox *sb);
 
 /*
  * A new socket (AF_INET or AF_INET6, SOCK_STREAM or SOCK_DGRAM) made inside the sandbox's
@@ -378,6 +381,7 @@ struct paddock_result {
 	int64_t peak_memory_bytes;
 	int64_t oom_kills; /* OOM kills in the sandbox while the command ran (cgroup only) */
 	int64_t pids_peak; /* most processes at once, -1 when the kernel does not say */
+	int64_t seccomp_denied; /* calls the seccomp filter denied in the sandbox meanwhile */
 	bool output_truncated; /* set by the front end that captured the output */
 	bool disk_full;	       /* the sandbox's disk had no space left when it ended */
 	/* how each limit was enforced, as JSON (see docs/report.md); owned by the library */

@@ -102,6 +102,12 @@ void pd_api_metrics(struct request *r)
 	for (int i = 1; i < 6; i++)
 		evbuffer_add_printf(b, "paddock_http_requests_total{code=\"%dxx\"} %llu\n", i,
 				    (unsigned long long)d->m.http_by_class[i]);
+	evbuffer_add_printf(b, "# TYPE paddock_seccomp_denied_total counter\n");
+	for (struct box *x = d->boxes; x; x = x->next)
+		if (x->sb)
+			evbuffer_add_printf(b, "paddock_seccomp_denied_total{sandbox=\"%s\"} %llu\n",
+					    x->id,
+					    (unsigned long long)paddock_sandbox_seccomp_denied(x->sb));
 	pd_metrics_egress(d, b);
 	pd_pool_metrics(d, b);
 	evhttp_add_header(evhttp_request_get_output_headers(r->req), "Content-Type",

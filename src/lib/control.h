@@ -39,6 +39,7 @@ enum pd_ctl_type {
 	PD_CTL_EXEC_STATE, /* I->S, on reconnect, before READY: a command (pd_ctl_exec_state), fds */
 	PD_CTL_BIND,	   /* S->I, to a pooled init: what the claim binds (pd_ctl_bind + strings) */
 	PD_CTL_BOUND,	   /* I->S: bound and confined (pd_ctl_ready), or FAILED */
+	PD_CTL_DENIED,	   /* I->S: the seccomp filter denied a call (pd_ctl_denied) */
 	_PD_CTL_MAX,
 };
 
@@ -183,7 +184,11 @@ struct pd_ctl_exec {
 struct pd_ctl_started {
 	uint64_t id;
 	int32_t pid;
+	int32_t pad;
+	uint64_t denied; /* calls the seccomp filter denied in the sandbox so far */
 };
+/* what a STARTED of an init before `denied` holds (a restarted supervisor adopts those) */
+#define PD_CTL_STARTED_V0_SIZE 16
 
 struct pd_ctl_exec_error {
 	uint64_t id;
@@ -198,7 +203,9 @@ struct pd_ctl_exited {
 	int64_t utime_us, stime_us;
 	int64_t maxrss_kb;
 	uint64_t disk_free_bytes; /* of the sandbox's disk tmpfs when the command ended */
+	uint64_t denied;	  /* calls the seccomp filter denied in the sandbox so far */
 };
+#define PD_CTL_EXITED_V0_SIZE 48
 
 /* a command that was running when the supervisor went away; fds as with STARTED */
 struct pd_ctl_exec_state {
@@ -208,6 +215,21 @@ struct pd_ctl_exec_state {
 	int32_t exited;	   /* ended while nobody listened: `exit` is its report */
 	int32_t pad;
 	struct pd_ctl_exited exit;
+};
+
+/*
+ * A call the seccomp filter denied (init answered it with the rule's errno). init sends at
+ * most a burst of 20 and 10 a second; `dropped` counts those it did not send since the last
+ * one, `total` every denial of the sandbox. All of it is the sandbox's word: the name, the
+ * pid and the counts are checked and bounded by the supervisor, never trusted.
+ */
+struct pd_ctl_denied {
+	uint32_t arch;	  /* AUDIT_ARCH_* as the filter saw it */
+	int32_t nr;	  /* the syscall number (x32: with bit 30) */
+	int32_t pid;	  /* the caller in the sandbox's pid namespace */
+	uint32_t dropped; /* denials not reported since the last message */
+	uint64_t total;	  /* denials in the sandbox since it started */
+	char comm[16];	  /* the caller's name (/proc/PID/comm), NUL-padded, maybe unterminated */
 };
 
 struct pd_ctl_signal {

@@ -5,7 +5,8 @@
  * init first waits for its claim, PD_CTL_BIND, and binds it), and from then on is a fork
  * server: each EXEC request becomes a child that walks the pre-exec checklist (exec_child())
  * and execs; init reports STARTED or the step that failed, reaps every process of the
- * sandbox, and reports EXITED for the commands.
+ * sandbox, and reports EXITED for the commands. It also answers the calls the seccomp filter
+ * denies (user notifications, seccomp.c) with their errno and reports them (DENIED).
  *
  * Trust: init trusts the supervisor. Everything else in the sandbox is hostile: init is
  * non-dumpable (no ptrace, no /proc/1/mem, no fd peeking from commands even when they share
@@ -112,7 +113,16 @@ struct init_state {
 	bool bound_ca;		 /* its claim wrote the sandbox's CA into /etc/paddock */
 	int host_tree;		 /* pooled: the host's tree, for a claim's workspace by path */
 	bool bounding_empty;	 /* the capability bounding set is empty */
+	int notify_fd;		 /* the seccomp filter's listener: denied calls wait here */
+	uint64_t denied_total;	 /* denied calls answered */
+	uint32_t denied_dropped; /* ...not reported since the last DENIED (rate, or no one) */
+	double denied_tokens;	 /* DENIED messages init may send now */
+	struct timespec denied_refill;
 };
+
+/* DENIED messages: a burst of 20, then 10 a second; the total counts every denial. */
+#define DENIED_BURST 20.0
+#define DENIED_PER_S 10.0
 
 _Noreturn void pd_init_fail(int ctl, paddock_error *err)
 {
@@ -175,8 +185,13 @@ static int confine_self(struct init_state *st, paddock_error *err)
 		st->landlock_fd = pd_close(st->landlock_fd);
 		st->landlock_abi = pd_landlock_abi();
 	}
-	/* SECURITY: last, like before an exec: from here on init itself is filtered too */
-	r = pd_seccomp_load(&st->seccomp);
+	/*
+	 * SECURITY: last, like before an exec: from here on init itself is filtered too. A call
+	 * the filter denies waits for init's answer (answer_denied()): init, and the children
+	 * it runs code in before their exec (exec_child()), must never make one, or they would
+	 * wait for themselves.
+	 */
+	r = pd_seccomp_load(&st->seccomp, &st->notify_fd);
 	if (r < 0)
 		return pd_fail(err, r, "load seccomp filter");
 	return 0;
@@ -301,7 +316,8 @@ CHILD_CODE static void exec_path(const struct child_plan *p, int *ret_errno)
  * The pre-exec checklist, top to bottom. The first failure is reported with its step and
  * ends the child. Bounding set, Landlock and seccomp are already in force: inherited from
  * init (confine_self()). Runs in a CLONE_VM|CLONE_VFORK child on its own stack, sharing
- * init's memory while init waits: only raw syscalls and stack variables here.
+ * init's memory while init waits: only raw syscalls and stack variables here. None the
+ * seccomp policy denies: the call would wait for init to answer it, and init waits for us.
  */
 CHILD_CODE static int exec_child(void *arg)
 {
@@ -574,7 +590,7 @@ static void handle_exec(struct init_state *st, const char *buf, size_t len, int 
 		pipes[i][child_end] = pd_close(pipes[i][child_end]);
 		t->keep[i] = TAKE_FD(pipes[i][1 - child_end]);
 	}
-	struct pd_ctl_started s = { .id = req.id, .pid = pid };
+	struct pd_ctl_started s = { .id = req.id, .pid = pid, .denied = st->denied_total };
 	send_with_fds(st, PD_CTL_STARTED, &s, sizeof(s), t);
 }
 
@@ -644,6 +660,79 @@ static uint64_t disk_free(void)
 	return (uint64_t)sf.f_bavail * (uint64_t)sf.f_bsize;
 }
 
+/* ---- denied calls ---------------------------------------------------------------------- */
+
+static bool take_denied_token(struct init_state *st)
+{
+	struct timespec now;
+	double dt;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	dt = (double)(now.tv_sec - st->denied_refill.tv_sec) +
+	     (double)(now.tv_nsec - st->denied_refill.tv_nsec) / 1e9;
+	st->denied_refill = now;
+	st->denied_tokens += dt * DENIED_PER_S;
+	if (st->denied_tokens > DENIED_BURST)
+		st->denied_tokens = DENIED_BURST;
+	if (st->denied_tokens < 1.0)
+		return false;
+	st->denied_tokens -= 1.0;
+	return true;
+}
+
+/* The caller's name, as /proc/PID/comm says (the sandbox's /proc), or empty. */
+static void read_comm(int32_t pid, char comm[16])
+{
+	char path[32], buf[17];
+	ssize_t n;
+	int fd;
+
+	memset(comm, 0, 16);
+	if (pid <= 0)
+		return;
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	pd_close(fd);
+	if (n <= 0)
+		return;
+	if (buf[n - 1] == '\n')
+		n--;
+	memcpy(comm, buf, (size_t)(n > 16 ? 16 : n));
+}
+
+/*
+ * One call the seccomp filter denied: answer it with the rule's errno, count it, and report
+ * it while the rate allows (with the caller's name, read before the answer lets the caller
+ * go on, and kept only if the notification was still pending then: its pid was still its).
+ */
+static void answer_denied(struct init_state *st)
+{
+	struct pd_seccomp_denial d;
+	struct pd_ctl_denied m = { 0 };
+	bool report;
+
+	if (pd_seccomp_receive(st->notify_fd, &d) < 0)
+		return; /* the caller was killed meanwhile: nothing happened */
+	st->denied_total++;
+	report = st->ctl >= 0 && take_denied_token(st);
+	if (report) {
+		m = (struct pd_ctl_denied){ .arch = d.arch, .nr = d.nr, .pid = d.pid,
+					    .dropped = st->denied_dropped,
+					    .total = st->denied_total };
+		read_comm(d.pid, m.comm);
+		if (!pd_seccomp_still_waiting(st->notify_fd, d.id))
+			memset(m.comm, 0, sizeof(m.comm));
+	}
+	(void)pd_seccomp_answer(st->notify_fd, &d);
+	if (report && pd_ctl_send(st->ctl, PD_CTL_DENIED, &m, sizeof(m), NULL, 0) == 0)
+		st->denied_dropped = 0;
+	else if (st->denied_dropped < UINT32_MAX)
+		st->denied_dropped++;
+}
+
 static void reap(struct init_state *st)
 {
 	struct signalfd_siginfo si;
@@ -664,6 +753,7 @@ static void reap(struct init_state *st)
 				.stime_us = ru.ru_stime.tv_sec * 1000000LL + ru.ru_stime.tv_usec,
 				.maxrss_kb = ru.ru_maxrss,
 				.disk_free_bytes = disk_free(),
+				.denied = st->denied_total,
 			};
 			/* nobody to tell: keep it (and its output) for the next supervisor */
 			if (st->ctl < 0 ||
@@ -731,9 +821,10 @@ static void await_supervisor(struct init_state *st)
 	clock_gettime(CLOCK_MONOTONIC, &deadline);
 	deadline.tv_sec += st->conf->orphan_timeout_s > 0 ? st->conf->orphan_timeout_s : 3600;
 	for (;;) {
-		struct pollfd p[2] = {
+		struct pollfd p[3] = {
 			{ .fd = st->listen_fd, .events = POLLIN },
 			{ .fd = st->sigfd, .events = POLLIN },
+			{ .fd = st->notify_fd, .events = POLLIN },
 		};
 		long left_ms;
 		int fd;
@@ -743,9 +834,12 @@ static void await_supervisor(struct init_state *st)
 			  (deadline.tv_nsec - now.tv_nsec) / 1000000;
 		if (left_ms <= 0)
 			_exit(0);
-		if (poll(p, 2, left_ms > INT32_MAX ? INT32_MAX : (int)left_ms) < 0 &&
+		if (poll(p, 3, left_ms > INT32_MAX ? INT32_MAX : (int)left_ms) < 0 &&
 		    errno != EINTR)
 			_exit(1);
+		/* nobody to tell, but the callers wait for their answer all the same */
+		if (p[2].revents & POLLIN)
+			answer_denied(st);
 		if (p[1].revents & POLLIN)
 			reap(st);
 		if (!(p[0].revents & POLLIN))
@@ -765,20 +859,24 @@ _Noreturn static void serve(struct init_state *st)
 	static char buf[PD_CTL_MAX_MSG];
 
 	for (;;) {
-		struct pollfd p[2] = {
+		struct pollfd p[3] = {
 			{ .fd = st->ctl, .events = POLLIN },
 			{ .fd = st->sigfd, .events = POLLIN },
+			{ .fd = st->notify_fd, .events = POLLIN },
 		};
 		int fds[PD_CTL_MAX_FDS];
 		size_t nfds = PD_CTL_MAX_FDS;
 		uint32_t type = 0;
 		ssize_t n;
 
-		if (poll(p, 2, -1) < 0) {
+		if (poll(p, 3, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			_exit(1);
 		}
+		/* before reaping: a command's last denial is counted in its exit report */
+		if (p[2].revents & POLLIN)
+			answer_denied(st);
 		if (p[1].revents & POLLIN)
 			reap(st);
 		if (!(p[0].revents & (POLLIN | POLLHUP | POLLERR)))
@@ -817,6 +915,7 @@ _Noreturn static void serve(struct init_state *st)
 		case PD_CTL_TREE:
 		case PD_CTL_BIND:
 		case PD_CTL_BOUND:
+		case PD_CTL_DENIED:
 		case _PD_CTL_MAX:
 			break;
 		}
@@ -994,6 +1093,9 @@ _Noreturn void pd_init_run(const struct pd_init_conf *conf)
 	st.landlock_fd = conf->landlock_fd;
 	st.listen_fd = conf->listen_fd;
 	st.host_tree = conf->host_tree;
+	st.notify_fd = -EBADF;
+	st.denied_tokens = DENIED_BURST;
+	clock_gettime(CLOCK_MONOTONIC, &st.denied_refill);
 
 	/* "paddock-init" in ps, and never matched by a `pkill paddockd` meant for the daemon */
 	(void)prctl(PR_SET_NAME, "paddock-init", 0, 0, 0);

@@ -171,10 +171,14 @@ static int resync(paddock_sandbox *sb, paddock_error *err)
 		ssize_t n;
 		int r;
 
+		memset(&msg, 0, sizeof(msg));
 		n = pd_ctl_recv_wait(sb->ctl, ADOPT_TIMEOUT_MS, &type, &msg, sizeof(msg), fds, &nfds);
 		if (n < 0 || type == 0)
 			return pd_fail(err, n < 0 ? (int)-n : EPIPE, "receive from init");
-		if (type == PD_CTL_EXEC_STATE && n == (ssize_t)sizeof(msg.state)) {
+		/* an init of an earlier version sends no seccomp count at the end: it stays 0 */
+		if (type == PD_CTL_EXEC_STATE &&
+		    (n == (ssize_t)sizeof(msg.state) ||
+		     n == (ssize_t)(sizeof(msg.state) - sizeof(msg.state.exit.denied)))) {
 			r = adopt_exec(sb, &msg.state, fds, nfds, err);
 			if (r < 0) {
 				for (size_t i = 0; i < nfds; i++)

@@ -36,6 +36,7 @@
 #include "tls-ca.h"
 #include "error.h"
 #include "events.h"
+#include "seccomp-bpf.h"
 #include "util/cleanup.h"
 #include "util/strv.h"
 
@@ -150,6 +151,7 @@ static json_t *result_json(const struct paddock_result *res)
 	json_object_set_new(o, "oom_kills", json_integer(res->oom_kills));
 	json_object_set_new(o, "pids_peak",
 			    res->pids_peak >= 0 ? json_integer(res->pids_peak) : json_null());
+	json_object_set_new(o, "seccomp_denied", json_integer(res->seccomp_denied));
 	json_object_set_new(o, "output_truncated", json_boolean(res->output_truncated));
 	json_object_set_new(o, "disk_full", json_boolean(res->disk_full));
 	if (res->limits_json) {
@@ -296,6 +298,9 @@ static void account(paddock_exec *ex)
 
 	r->peak_memory_bytes = r->peak_rss_bytes;
 	r->pids_peak = -1;
+	r->seccomp_denied = sb->denied_total >= ex->denied_base
+				    ? (int64_t)(sb->denied_total - ex->denied_base)
+				    : 0;
 	if (sb->cg && pd_cgroup_stats(sb->cg, &now, NULL) >= 0) {
 		r->peak_memory_bytes = (int64_t)now.memory_peak_bytes;
 		r->oom_kills = (int64_t)(now.oom_kills - ex->base.oom_kills);
@@ -373,6 +378,8 @@ static void on_exited(paddock_sandbox *sb, const struct pd_ctl_exited *x)
 		return protocol_violation(sb, "exit report with an impossible status");
 }
 
+static void note_denied_total(paddock_sandbox *sb, uint64_t total);
+
 int pd_exec_exited(paddock_exec *ex, const struct pd_ctl_exited *x)
 {
 	if (WIFEXITED(x->status)) {
@@ -390,6 +397,7 @@ int pd_exec_exited(paddock_exec *ex, const struct pd_ctl_exited *x)
 	/* tmpfs hands out whole pages: "full" is less than a block per thousand left */
 	ex->result.disk_full = x->disk_free_bytes < 65536 ||
 			       x->disk_free_bytes < ex->sb->spec->limits.disk_bytes / 1000;
+	note_denied_total(ex->sb, x->denied);
 	finish(ex);
 	return 0;
 }
@@ -450,12 +458,86 @@ static void on_started(paddock_sandbox *sb, const struct pd_ctl_started *s, int 
 	*nfds = 0;
 	ex->pid = s->pid;
 	ex->starting = false;
+	ex->denied_base = s->denied;
+	note_denied_total(sb, s->denied);
 	if (pd_events_wanted(sb->ctx))
 		pd_emit(sb->ctx, PADDOCK_LEVEL_INFO, "exec.started", sb->id, ex->id_str,
 			json_pack("{s:s,s:i,s:b}", "argv0", ex->argv0 ? ex->argv0 : "", "pid",
 				  (int)ex->pid, "pty", ex->pty_fd >= 0));
 	if (ex->started_fn)
 		ex->started_fn(ex, ex->userdata);
+}
+
+/*
+ * init's count of denied calls. From inside, so only ever taken upwards, and never by more
+ * than a sandbox could make in the time (a billion: a bound, not a measure).
+ */
+static void note_denied_total(paddock_sandbox *sb, uint64_t total)
+{
+	if (total > sb->denied_total && total - sb->denied_total < (1ULL << 30))
+		sb->denied_total = total;
+}
+
+/* seccomp.denied events: a burst of 20, then 10 a second, per sandbox */
+#define DENIED_EVENT_BURST 20.0
+#define DENIED_EVENT_PER_S 10.0
+
+static bool denied_event_allowed(paddock_sandbox *sb)
+{
+	struct timespec now;
+	double dt;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if (sb->denied_refill.tv_sec == 0 && sb->denied_refill.tv_nsec == 0)
+		sb->denied_tokens = DENIED_EVENT_BURST;
+	else {
+		dt = (double)(now.tv_sec - sb->denied_refill.tv_sec) +
+		     (double)(now.tv_nsec - sb->denied_refill.tv_nsec) / 1e9;
+		sb->denied_tokens += dt * DENIED_EVENT_PER_S;
+	}
+	sb->denied_refill = now;
+	if (sb->denied_tokens > DENIED_EVENT_BURST)
+		sb->denied_tokens = DENIED_EVENT_BURST;
+	if (sb->denied_tokens < 1.0)
+		return false;
+	sb->denied_tokens -= 1.0;
+	return true;
+}
+
+/* A process name from inside: printable ASCII only, at most 15 characters. */
+static void clean_comm(const char comm[16], char out[16])
+{
+	size_t i = 0;
+
+	for (; i < 15 && comm[i]; i++)
+		out[i] = comm[i] >= 0x20 && comm[i] < 0x7f ? comm[i] : '?';
+	out[i] = '\0';
+}
+
+/* init answered a call the seccomp filter denied: on the record, as seccomp.denied. */
+static void on_denied(paddock_sandbox *sb, const struct pd_ctl_denied *m)
+{
+	uint64_t before = sb->denied_total;
+	const char *name = pd_seccomp_syscall_name(m->arch, m->nr);
+	const char *arch = pd_seccomp_arch_name(m->arch, m->nr);
+	char comm[16];
+
+	note_denied_total(sb, m->total);
+	/* init dropped some (its own rate); the count covers them, events do not */
+	sb->denied_unreported += sb->denied_total > before ? sb->denied_total - before - 1 : 0;
+	if (!pd_events_wanted(sb->ctx))
+		return;
+	if (!denied_event_allowed(sb)) {
+		sb->denied_unreported++;
+		return;
+	}
+	clean_comm(m->comm, comm);
+	pd_emit(sb->ctx, PADDOCK_LEVEL_INFO, "seccomp.denied", sb->id, NULL,
+		json_pack("{s:s,s:s,s:i,s:s,s:I,s:I}", "syscall", name ? name : "unknown",
+			  "arch", arch ? arch : "unknown", "pid", m->pid > 0 ? (int)m->pid : 0,
+			  "command", comm, "total", (json_int_t)sb->denied_total, "unreported",
+			  (json_int_t)sb->denied_unreported));
+	sb->denied_unreported = 0;
 }
 
 /* Completes the oldest socket request: fd >= 0, or fd -1 with err. */
@@ -502,16 +584,25 @@ static void on_socket(paddock_sandbox *sb, const struct pd_ctl_socket_fd *m, int
 static void dispatch(paddock_sandbox *sb, uint32_t type, const void *buf, ssize_t n, int *fds,
 		     size_t *nfds)
 {
-	if (type == PD_CTL_EXITED && n == (ssize_t)sizeof(struct pd_ctl_exited)) {
-		struct pd_ctl_exited x;
-		memcpy(&x, buf, sizeof(x));
+	/* (an init of an earlier version, adopted, sends no seccomp count: it stays 0) */
+	if (type == PD_CTL_EXITED &&
+	    (n == (ssize_t)sizeof(struct pd_ctl_exited) || n == PD_CTL_EXITED_V0_SIZE)) {
+		struct pd_ctl_exited x = { 0 };
+		memcpy(&x, buf, (size_t)n);
 		on_exited(sb, &x);
 		return;
 	}
-	if (type == PD_CTL_STARTED && n == (ssize_t)sizeof(struct pd_ctl_started)) {
-		struct pd_ctl_started s;
-		memcpy(&s, buf, sizeof(s));
+	if (type == PD_CTL_STARTED &&
+	    (n == (ssize_t)sizeof(struct pd_ctl_started) || n == PD_CTL_STARTED_V0_SIZE)) {
+		struct pd_ctl_started s = { 0 };
+		memcpy(&s, buf, (size_t)n);
 		on_started(sb, &s, fds, nfds);
+		return;
+	}
+	if (type == PD_CTL_DENIED && n == (ssize_t)sizeof(struct pd_ctl_denied)) {
+		struct pd_ctl_denied m;
+		memcpy(&m, buf, sizeof(m));
+		on_denied(sb, &m);
 		return;
 	}
 	if (type == PD_CTL_SOCKET_FD && n == (ssize_t)sizeof(struct pd_ctl_socket_fd)) {
@@ -1084,6 +1175,7 @@ int paddock_sandbox_usage(paddock_sandbox *sb, struct paddock_usage *ret_usage,
 	if (!sb || !ret_usage)
 		return pd_fail(err, EINVAL, "paddock_sandbox_usage: arguments are required");
 	u.execs = sb->n_execs;
+	u.seccomp_denied = sb->denied_total;
 	if (sb->cg && sb->state == PD_SB_RUNNING && pd_cgroup_stats(sb->cg, &st, NULL) >= 0) {
 		u.cgroup = true;
 		u.memory_bytes = (int64_t)st.memory_current_bytes;
@@ -1093,6 +1185,11 @@ int paddock_sandbox_usage(paddock_sandbox *sb, struct paddock_usage *ret_usage,
 	}
 	*ret_usage = u;
 	return 0;
+}
+
+uint64_t paddock_sandbox_seccomp_denied(const paddock_sandbox *sb)
+{
+	return sb ? sb->denied_total : 0;
 }
 
 paddock_exec *paddock_sandbox_exec_next(paddock_sandbox *sb, paddock_exec *prev)

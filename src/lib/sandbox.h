@@ -49,6 +49,7 @@ struct paddock_exec {
 	bool forced; /* ended on purpose: forced_reason beats what the exit says */
 	enum paddock_end_reason forced_reason;
 	struct pd_cgroup_stats base; /* the cgroup's counters when the command started */
+	uint64_t denied_base;	     /* the sandbox's denied calls when it started (STARTED) */
 	char *limits_json;	     /* the report's "limits", built when it ends */
 	paddock_exec_fn fn;
 	void *userdata;
@@ -94,6 +95,10 @@ struct paddock_sandbox {
 	struct pd_socket_req *sockets; /* asked of init, answered in order */
 	struct pd_egress *egress;      /* network.mode allowlist/open: the proxy; else NULL */
 	struct pd_secrets *secrets;    /* values and placeholders; NULL without secrets */
+	uint64_t denied_total;	       /* calls the seccomp filter denied, as init counts them */
+	double denied_tokens;	       /* seccomp.denied events that may be emitted now */
+	struct timespec denied_refill;
+	uint64_t denied_unreported;    /* denials reported by no event since the last one */
 };
 
 /* A socket asked of init (PD_CTL_SOCKET); fn NULL: a synchronous caller waits on `done`. */

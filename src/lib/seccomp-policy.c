@@ -188,6 +188,17 @@ static const int allowed_netlink_protocols[] = { NETLINK_ROUTE, NETLINK_SOCK_DIA
  * each with or without UNAME26, plus the query 0xffffffff. Everything else (notably
  * READ_IMPLIES_EXEC, ADDR_NO_RANDOMIZE, MMAP_PAGE_ZERO) is denied.
  */
+/*
+ * A denied call is not refused by the filter itself: it is handed to init as a user
+ * notification (SECCOMP_RET_USER_NOTIF), and init answers it with the errno the rule stands
+ * for (pd_seccomp_denied_errno(): EAFNOSUPPORT or EPROTONOSUPPORT for socket(), EPERM for
+ * everything else) and puts it on the record (seccomp.denied). Allowed calls never leave
+ * the filter: the program is as long as with SECCOMP_RET_ERRNO, only the return value of
+ * the deny branches differs. The ENOSYS rules (clone3, openat2) are compatibility paths
+ * every runtime takes, not denials, and stay SECCOMP_RET_ERRNO: off the record.
+ */
+#define ACT_DENY SCMP_ACT_NOTIFY
+
 #define PERSONALITY_QUERY 0xffffffffULL
 #define PERSONALITY_ALLOWED_BITS ((uint64_t)(PER_LINUX32 | UNAME26))
 
@@ -254,12 +265,12 @@ static int add_denied_syscalls(scmp_filter_ctx ctx, paddock_error *err)
 	int r;
 
 	for (size_t i = 0; i < ELEMENTSOF(denied_syscalls); i++) {
-		r = add_rule(ctx, denied_syscalls[i], true, SCMP_ACT_ERRNO(EPERM), 0, NULL, err);
+		r = add_rule(ctx, denied_syscalls[i], true, ACT_DENY, 0, NULL, err);
 		if (r < 0)
 			return r;
 	}
 	for (size_t i = 0; i < ELEMENTSOF(denied_syscalls_if_known); i++) {
-		r = add_rule(ctx, denied_syscalls_if_known[i], false, SCMP_ACT_ERRNO(EPERM), 0,
+		r = add_rule(ctx, denied_syscalls_if_known[i], false, ACT_DENY, 0,
 			     NULL, err);
 		if (r < 0)
 			return r;
@@ -285,7 +296,7 @@ static int add_clone_rules(scmp_filter_ctx ctx, paddock_error *err)
 			.arg = 0, .op = SCMP_CMP_MASKED_EQ, .datum_a = flag, .datum_b = flag
 		};
 
-		r = add_rule(ctx, "clone", true, SCMP_ACT_ERRNO(EPERM), 1, &cmp, err);
+		r = add_rule(ctx, "clone", true, ACT_DENY, 1, &cmp, err);
 		if (r < 0)
 			return r;
 	}
@@ -308,7 +319,7 @@ static int add_ioctl_rules(scmp_filter_ctx ctx, paddock_error *err)
 			.datum_b = denied_ioctls[i],
 		};
 
-		r = add_rule(ctx, "ioctl", true, SCMP_ACT_ERRNO(EPERM), 1, &cmp, err);
+		r = add_rule(ctx, "ioctl", true, ACT_DENY, 1, &cmp, err);
 		if (r < 0)
 			return r;
 	}
@@ -327,7 +338,7 @@ static int add_setid_rules(scmp_filter_ctx ctx, paddock_error *err)
 						    .datum_a = setid_bits[b],
 						    .datum_b = setid_bits[b] };
 
-			r = add_rule(ctx, mode_syscalls[i].name, true, SCMP_ACT_ERRNO(EPERM), 1,
+			r = add_rule(ctx, mode_syscalls[i].name, true, ACT_DENY, 1,
 				     &cmp, err);
 			if (r < 0)
 				return r;
@@ -361,7 +372,7 @@ static bool int_in(int v, const int *set, size_t n)
  * ANDed into every rule (a condition on another argument).
  */
 static int add_int_allowlist(scmp_filter_ctx ctx, const char *name, unsigned int arg,
-			     const int *set, size_t n, int last, int e,
+			     const int *set, size_t n, int last, uint32_t action,
 			     const struct scmp_arg_cmp *extra, paddock_error *err)
 {
 	struct scmp_arg_cmp cmp[2];
@@ -371,7 +382,7 @@ static int add_int_allowlist(scmp_filter_ctx ctx, const char *name, unsigned int
 	if (extra)
 		cmp[1] = *extra;
 	cmp[0] = (struct scmp_arg_cmp){ .arg = arg, .op = SCMP_CMP_GT, .datum_a = (uint64_t)last };
-	r = add_rule(ctx, name, true, SCMP_ACT_ERRNO(e), nc, cmp, err);
+	r = add_rule(ctx, name, true, action, nc, cmp, err);
 	if (r < 0)
 		return r;
 	for (int v = 0; v <= last; v++) {
@@ -379,7 +390,7 @@ static int add_int_allowlist(scmp_filter_ctx ctx, const char *name, unsigned int
 			continue;
 		cmp[0] = (struct scmp_arg_cmp){ .arg = arg, .op = SCMP_CMP_MASKED_EQ,
 						.datum_a = 0xffffffffULL, .datum_b = (uint64_t)v };
-		r = add_rule(ctx, name, true, SCMP_ACT_ERRNO(e), nc, cmp, err);
+		r = add_rule(ctx, name, true, action, nc, cmp, err);
 		if (r < 0)
 			return r;
 	}
@@ -388,7 +399,7 @@ static int add_int_allowlist(scmp_filter_ctx ctx, const char *name, unsigned int
 
 /*
  * socket(): other families get EAFNOSUPPORT, other netlink protocols EPROTONOSUPPORT, the
- * kernel's own answers for what it does not offer. On i386, libseccomp also writes each rule
+ * kernel's own answers for what it does not offer (pd_seccomp_denied_errno() picks them). On i386, libseccomp also writes each rule
  * for socketcall(SYS_SOCKET, args): its arguments are in memory, so that rule drops the
  * condition and denies every socketcall socket(); a 32-bit program whose libc makes sockets
  * through socketcall (glibc does) gets EAFNOSUPPORT for all of them (docs/security.md).
@@ -401,12 +412,12 @@ static int add_socket_rules(scmp_filter_ctx ctx, paddock_error *err)
 
 	r = add_int_allowlist(ctx, "socket", 0, allowed_socket_families,
 			      ELEMENTSOF(allowed_socket_families), SOCKET_FAMILY_LAST_ALLOWED,
-			      EAFNOSUPPORT, NULL, err);
+			      ACT_DENY, NULL, err);
 	if (r < 0)
 		return r;
 	return add_int_allowlist(ctx, "socket", 2, allowed_netlink_protocols,
 				 ELEMENTSOF(allowed_netlink_protocols), NETLINK_LAST_ALLOWED,
-				 EPROTONOSUPPORT, &netlink, err);
+				 ACT_DENY, &netlink, err);
 }
 
 /*
@@ -422,7 +433,7 @@ static int add_prlimit_rule(scmp_filter_ctx ctx, paddock_error *err)
 		{ .arg = 2, .op = SCMP_CMP_NE, .datum_a = 0 },
 	};
 
-	return add_rule(ctx, "prlimit64", true, SCMP_ACT_ERRNO(EPERM), 2, cmp, err);
+	return add_rule(ctx, "prlimit64", true, ACT_DENY, 2, cmp, err);
 }
 
 static int add_personality_rule(scmp_filter_ctx ctx, uint64_t mask, uint64_t value,
@@ -432,7 +443,7 @@ static int add_personality_rule(scmp_filter_ctx ctx, uint64_t mask, uint64_t val
 		.arg = 0, .op = SCMP_CMP_MASKED_EQ, .datum_a = mask, .datum_b = value
 	};
 
-	return add_rule(ctx, "personality", true, SCMP_ACT_ERRNO(EPERM), 1, &cmp, err);
+	return add_rule(ctx, "personality", true, ACT_DENY, 1, &cmp, err);
 }
 
 /*
@@ -462,7 +473,7 @@ static int add_personality_rules(scmp_filter_ctx ctx, paddock_error *err)
 	 * this rule never matches.)
 	 */
 	struct scmp_arg_cmp upper = { .arg = 0, .op = SCMP_CMP_GT, .datum_a = PERSONALITY_QUERY };
-	r = add_rule(ctx, "personality", true, SCMP_ACT_ERRNO(EPERM), 1, &upper, err);
+	r = add_rule(ctx, "personality", true, ACT_DENY, 1, &upper, err);
 	if (r < 0)
 		return r;
 

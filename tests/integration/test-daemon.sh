@@ -337,12 +337,19 @@ r=$(api GET /healthz)
 expect_eq "paddockd is still healthy" 200 "$(status_of "$r")"
 
 # ---- events and metrics ----
+r=$(api POST "/v1/sandboxes/$ID/exec" -d '{"cmd":"unshare -r true; python3 -c \"import socket; socket.socket(40, 1)\""}')
+expect_eq "a command's refused calls are counted in its result" 2 \
+	"$(j "$(body_of "$r")" 'd["result"]["seccomp_denied"]')"
+r=$(api GET "/v1/sandboxes/$ID/events")
+expect_eq "...and each is a seccomp.denied event of the sandbox" "unshare socket" \
+	"$(body_of "$r" | $PY -c 'import json,sys; print(" ".join(d["syscall"] for d in map(json.loads, filter(str.strip, sys.stdin)) if d["event"] == "seccomp.denied"))')"
 r=$(api GET "/v1/sandboxes/$ID/events")
 expect_match "events: created, exec started and exited" "sandbox.created.*exec.started.*exec.exited" \
 	"$(body_of "$r" | $PY -c 'import json,sys; print(" ".join(json.loads(l)["event"] for l in sys.stdin if l.strip()))')"
 r=$(api GET /metrics)
 expect_match "metrics: live sandboxes" "paddock_sandboxes_live 1" "$r"
 expect_match "metrics: exec histogram" "paddock_exec_seconds_count [1-9]" "$r"
+expect_match "metrics: the sandbox's refused calls" "paddock_seccomp_denied_total\{sandbox=\"$ID\"\} 2" "$r"
 
 # ---- kill -9 and restart: the sandbox and its processes are adopted ----
 api POST "/v1/sandboxes/$ID/exec" -d '{"cmd":"i=0; while [ $i -lt 20 ]; do echo tick $i; i=$((i+1)); sleep 0.1; done","background":true,"tag":"ticker"}' >/dev/null

@@ -33,4 +33,42 @@ while IFS= read -r line; do
 	esac
 done <<<"$out"
 
+# ---- every refused call is on the record ----
+# The probe's denials as events (seccomp.denied: syscall, arch, pid, command), rate-limited,
+# and every one of them counted in the report.
+"$PADDOCK" run --log-format json -v --report "$T_TMP/r.json" \
+	--ro-bind "$TRY_SYSCALL:/probe/try-syscall" -- /probe/try-syscall >"$T_TMP/out" \
+	2>"$T_TMP/events" </dev/null
+refused=$(grep -cE '"errno":"(EPERM|EAFNOSUPPORT|EPROTONOSUPPORT)"' "$T_TMP/out")
+counted=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["seccomp_denied"])' "$T_TMP/r.json")
+expect_eq "the report counts every refused call ($refused)" "$refused" "$counted"
+ev() { # ev PYTHON-EXPR over the list e of seccomp.denied events
+	/usr/bin/python3 -c '
+import json, sys
+e = []
+for l in open(sys.argv[1]):
+    l = l.strip()
+    if l.startswith("paddock: "):
+        l = l.split(" ", 2)[2]
+    try:
+        d = json.loads(l)
+    except ValueError:
+        continue
+    if d.get("event") == "seccomp.denied":
+        e.append(d)
+print(eval(sys.argv[2]))' "${2:-$T_TMP/events}" "$1"
+}
+expect_eq "at most a burst of 20 events at once, the rest counted as unreported" "True" \
+	"$(ev 'len(e) <= 25 and len(e) + sum(d["unreported"] for d in e) <= '"$counted")"
+"$PADDOCK" run --log-format json -v --ro-bind "$TRY_SYSCALL:/probe/try-syscall" -- \
+	/probe/try-syscall mount socket_vsock ptrace >/dev/null 2>"$T_TMP/events2" </dev/null
+expect_eq "seccomp.denied names the call, its architecture, pid and command" "True" \
+	"$(ev 'any(d["syscall"] == "mount" and d["arch"] == "x86_64" and d["command"] == "try-syscall" and d["pid"] > 1 for d in e)' "$T_TMP/events2")"
+expect_eq "...a socket family (AF_VSOCK) and ptrace too" "True" \
+	"$(ev '{"socket", "ptrace"} <= {d["syscall"] for d in e}' "$T_TMP/events2")"
+expect_eq "...the compatibility answers (clone3, openat2: ENOSYS) are not denials" "False" \
+	"$(ev 'any(d["syscall"] in ("clone3", "openat2") for d in e)')"
+run_sb out st -- sh -c 'unshare -r true 2>/dev/null; echo "still here"'
+expect_eq "a refused call is answered and the command goes on" "still here" "$out"
+
 finish

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
@@ -268,18 +269,60 @@ static void probe_sockets(int fd)
 	PROBE(fd, "setrlimit", 0, setrlimit(RLIMIT_NOFILE, &cur));
 }
 
-static void run_probes(int fd, const struct pd_seccomp_prog *prog)
+/* What the responder saw of one denied call. */
+struct denial_record {
+	uint32_t arch;
+	int32_t nr;
+	int error;
+};
+
+/*
+ * Plays init's part: answers every denied call on the listener with its errno, as
+ * init-run.c does, and writes what it answered to `out`. Filtered itself (forked after the
+ * load), as init is; it makes no call the policy denies.
+ */
+_Noreturn static void respond(int listener, int out)
+{
+	for (;;) {
+		struct pollfd p = { .fd = listener, .events = POLLIN };
+		struct pd_seccomp_denial d;
+
+		if (poll(&p, 1, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			_exit(1);
+		}
+		if (p.revents & (POLLHUP | POLLERR | POLLNVAL))
+			_exit(0);
+		if (pd_seccomp_receive(listener, &d) < 0)
+			continue;
+		struct denial_record rec = { .arch = d.arch, .nr = d.nr, .error = d.error };
+		(void)!write(out, &rec, sizeof(rec));
+		(void)pd_seccomp_answer(listener, &d);
+	}
+}
+
+static void run_probes(int fd, int denials, const struct pd_seccomp_prog *prog)
 {
 	_cleanup_close_ int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	int p[2] = { -1, -1 };
-	int n = 0, r;
+	int n = 0, r, listener = -1;
+	pid_t responder;
 
 	PROBE(fd, "prctl(NO_NEW_PRIVS)", 0, prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0));
 	if (pipe2(p, O_CLOEXEC) < 0)
 		report(fd, "pipe2", -1, errno, 0);
-	r = pd_seccomp_load(prog);
+	r = pd_seccomp_load(prog, &listener);
 	report(fd, "pd_seccomp_load", r, -r, 0);
 	if (r < 0)
+		return;
+	responder = fork();
+	if (responder == 0)
+		respond(listener, denials);
+	(void)close(listener);
+	(void)close(denials);
+	report(fd, "fork the responder", responder, errno, 0);
+	if (responder < 0)
 		return;
 
 	/* unfiltered: ENOTDIR (nothing below /dev/null), whatever our privileges */
@@ -348,6 +391,8 @@ static void run_probes(int fd, const struct pd_seccomp_prog *prog)
 #endif
 	(void)pd_close(p[0]);
 	(void)pd_close(p[1]);
+	(void)kill(responder, SIGKILL);
+	(void)waitpid(responder, NULL, 0);
 }
 
 /*
@@ -421,8 +466,25 @@ static void test_load_rejects_empty(void **state)
 	struct pd_seccomp_prog empty = { 0 };
 
 	(void)state;
-	assert_int_equal(pd_seccomp_load(&empty), -EINVAL);
-	assert_int_equal(pd_seccomp_load(NULL), -EINVAL);
+	int listener = -1;
+
+	assert_int_equal(pd_seccomp_load(&empty, &listener), -EINVAL);
+	assert_int_equal(pd_seccomp_load(NULL, &listener), -EINVAL);
+	assert_int_equal(listener, -1);
+}
+
+/* Whether the responder answered a call of that name (and architecture) with that errno. */
+static bool answered(const struct denial_record *recs, size_t n, const char *arch,
+		     const char *name, int error)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *a = pd_seccomp_arch_name(recs[i].arch, recs[i].nr);
+		const char *s = pd_seccomp_syscall_name(recs[i].arch, recs[i].nr);
+
+		if (a && s && !strcmp(a, arch) && !strcmp(s, name) && recs[i].error == error)
+			return true;
+	}
+	return false;
 }
 
 static void test_policy_in_child(void **state)
@@ -430,29 +492,38 @@ static void test_policy_in_child(void **state)
 	struct pd_seccomp_prog prog = { 0 };
 	paddock_error err = { 0 };
 	struct probe_record rec;
-	int fds[2], status, failures = 0, checks = 0, r;
+	struct denial_record recs[256];
+	size_t n_recs = 0;
+	bool no_ia32 = false;
+	int fds[2], dfds[2], status, failures = 0, checks = 0, r;
 	pid_t pid;
 
 	(void)state;
 	if (pd_seccomp_build(&prog, &err) < 0)
 		fail_msg("pd_seccomp_build: %s (%s)", err.msg, errno_str(err.code));
 	assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
+	/* big enough for every record: nobody reads it until the probes are done */
+	assert_int_equal(pipe2(dfds, O_CLOEXEC), 0);
+	(void)fcntl(dfds[1], F_SETPIPE_SZ, 1 << 16);
 
 	fflush(NULL);
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		(void)close(fds[0]);
+		(void)close(dfds[0]);
 		reset_crash_signals();
-		run_probes(fds[1], &prog);
+		run_probes(fds[1], dfds[1], &prog);
 		_exit(0);
 	}
 	(void)close(fds[1]);
+	(void)close(dfds[1]);
 
 	while ((r = read_record(fds[0], &rec)) > 0) {
 		rec.name[sizeof(rec.name) - 1] = '\0';
 		if (rec.skipped) {
 			print_message("skipped: %s\n", rec.name);
+			no_ia32 |= strstr(rec.name, "i386") != NULL;
 			continue;
 		}
 		checks++;
@@ -469,6 +540,24 @@ static void test_policy_in_child(void **state)
 	(void)close(fds[0]);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	pd_seccomp_prog_release(&prog);
+	while (n_recs < ELEMENTSOF(recs) &&
+	       read(dfds[0], &recs[n_recs], sizeof(recs[0])) == sizeof(recs[0]))
+		n_recs++;
+	(void)close(dfds[0]);
+
+	/* the listener saw the calls the filter denied, by name and architecture */
+	assert_true(answered(recs, n_recs, "x86_64", "mount", EPERM));
+	assert_true(answered(recs, n_recs, "x86_64", "keyctl", EPERM));
+	assert_true(answered(recs, n_recs, "x86_64", "socket", EAFNOSUPPORT));
+	assert_true(answered(recs, n_recs, "x86_64", "socket", EPROTONOSUPPORT));
+	assert_true(answered(recs, n_recs, "x86_64", "prlimit64", EPERM));
+	assert_true(answered(recs, n_recs, "x86_64", "fchmodat2", EPERM));
+	assert_true(answered(recs, n_recs, "x32", "keyctl", EPERM));
+	if (!no_ia32)
+		assert_true(answered(recs, n_recs, "i386", "mount", EPERM));
+	/* the compatibility answers (ENOSYS) are the filter's own, off the record */
+	assert_false(answered(recs, n_recs, "x86_64", "clone3", ENOSYS));
+	assert_false(answered(recs, n_recs, "x86_64", "openat2", ENOSYS));
 
 	assert_int_equal(r, 0);
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
@@ -477,10 +566,10 @@ static void test_policy_in_child(void **state)
 	if (failures > 0)
 		fail_msg("%d of %d checks failed", failures, checks);
 	/*
-	 * 2 setup + 9 denied + 8 clone + 4 ioctl + 11 personality + 17 set-id + 27 socket and
+	 * 3 setup + 9 denied + 8 clone + 4 ioctl + 11 personality + 17 set-id + 27 socket and
 	 * prlimit + 3 allowed
 	 */
-	assert_true(checks >= 81);
+	assert_true(checks >= 82);
 }
 
 int main(void)
