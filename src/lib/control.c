@@ -248,7 +248,8 @@ int pd_ctl_bind_parse(const char *buf, size_t len, struct pd_ctl_bind_msg *ret)
 	if (h.envc > PD_CTL_MAX_ARGS || h.secretc > PD_CTL_MAX_SECRETS ||
 	    h.workspace > PD_BIND_WORKSPACE_PATH ||
 	    (h.workspace != PD_BIND_WORKSPACE_PATH && (h.workspace_dev || h.workspace_ino)) ||
-	    h.reserved != 0 || h.disk_bytes == 0 || h.disk_bytes > INT64_MAX ||
+	    h.cpus_milli == 0 || h.cpus_milli > 1024000 || h.memory_bytes == 0 ||
+	    h.memory_bytes > INT64_MAX || h.disk_bytes == 0 || h.disk_bytes > INT64_MAX ||
 	    !rlimits_valid(&h.rlimits))
 		return -EPROTO;
 	pos = buf + sizeof(h);

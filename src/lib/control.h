@@ -113,8 +113,9 @@ struct pd_ctl_bind {
 	uint32_t envc;
 	uint32_t secretc;	       /* the secrets' NAME=placeholder, at most PD_CTL_MAX_SECRETS */
 	uint32_t workspace;	       /* PD_BIND_WORKSPACE_* */
-	uint32_t reserved;	       /* 0 */
+	uint32_t cpus_milli;	       /* limits.cpus x 1000: the /proc view's CPUs, affinity */
 	uint64_t disk_bytes;	       /* limits.disk: the size of the disk tmpfs */
+	uint64_t memory_bytes;	       /* limits.memory: the /proc view's memory */
 	/* PD_BIND_WORKSPACE_PATH: the directory the supervisor found there (0 otherwise) */
 	uint64_t workspace_dev, workspace_ino;
 	struct pd_ctl_rlimits rlimits; /* the claim's plan, as a cold init would make it */

@@ -19,7 +19,8 @@ struct wire {
 	uint32_t outside_uid, outside_gid, init_uid, init_gid, slot;
 	struct pd_ctl_rlimits rlimits;
 	uint64_t disk_bytes;
-	int32_t ctl, lock_fd, listen_fd, orphan_timeout_s, landlock_fd, host_tree, last_cap;
+	int32_t ctl, lock_fd, listen_fd, orphan_timeout_s, landlock_fd, host_tree, proc_view,
+		last_cap;
 	uint32_t n_env, n_secret_env, n_writable;
 };
 
@@ -68,6 +69,7 @@ int pd_init_conf_pack(const struct pd_init_conf *c, char **ret_buf, size_t *ret_
 		.orphan_timeout_s = c->orphan_timeout_s,
 		.landlock_fd = no_fd(c->landlock_fd),
 		.host_tree = no_fd(c->host_tree),
+		.proc_view = no_fd(c->proc_view),
 		.last_cap = c->last_cap,
 		.n_env = (uint32_t)pd_strv_length(c->env),
 		.n_secret_env = (uint32_t)pd_strv_length(c->secret_env),
@@ -118,7 +120,8 @@ int pd_init_conf_parse(const char *buf, size_t len, struct pd_init_conf *ret)
 	    (w.flags & ~(uint32_t)(PD_INIT_POOLED | PD_INIT_EGRESS | PD_INIT_CA)) ||
 	    w.rootless > 1 || w.rlimits.n > PD_CTL_MAX_RLIMITS || w.disk_bytes == 0 ||
 	    !fd_ok(w.ctl, false) || !fd_ok(w.lock_fd, true) || !fd_ok(w.listen_fd, true) ||
-	    !fd_ok(w.landlock_fd, true) || !fd_ok(w.host_tree, true) || w.orphan_timeout_s < 0 ||
+	    !fd_ok(w.landlock_fd, true) || !fd_ok(w.host_tree, true) ||
+	    !fd_ok(w.proc_view, true) || w.orphan_timeout_s < 0 ||
 	    w.last_cap < 0 || w.last_cap > 63)
 		return -EPROTO;
 	pos = buf + sizeof(w);
@@ -156,6 +159,7 @@ int pd_init_conf_parse(const char *buf, size_t len, struct pd_init_conf *ret)
 	c.orphan_timeout_s = w.orphan_timeout_s;
 	c.landlock_fd = w.landlock_fd;
 	c.host_tree = w.host_tree;
+	c.proc_view = w.proc_view;
 	c.last_cap = w.last_cap;
 	*ret = c;
 	return 0;

@@ -35,6 +35,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/statfs.h>
@@ -53,6 +54,7 @@
 #include "init-conf.h"
 #include "landlock.h"
 #include "netns-egress.h"
+#include "proc-view.h"
 #include "rootfs.h"
 #include "seccomp-bpf.h"
 #include "util/cleanup.h"
@@ -112,6 +114,7 @@ struct init_state {
 	char **bound_secret_env; /* its secrets' NAME=placeholder, bound at its claim */
 	bool bound_ca;		 /* its claim wrote the sandbox's CA into /etc/paddock */
 	int host_tree;		 /* pooled: the host's tree, for a claim's workspace by path */
+	int proc_view;		 /* pooled: the /proc view's directory, rewritten at the claim */
 	bool bounding_empty;	 /* the capability bounding set is empty */
 	int notify_fd;		 /* the seccomp filter's listener: denied calls wait here */
 	uint64_t denied_total;	 /* denied calls answered */
@@ -957,6 +960,36 @@ static int resize_disk(const struct init_state *st, uint64_t bytes, paddock_erro
 }
 
 /*
+ * A claim's limits in the sandbox's view of the machine (proc-view.h): the memory and CPUs
+ * it shows, and the CPUs init (so every command) may run on. The uptime was the pooled
+ * sandbox's from the start: its time namespace was entered when it was made.
+ */
+static int bind_proc_view(struct init_state *st, const struct pd_ctl_bind *b,
+			  paddock_error *err)
+{
+	struct pd_proc_view v = {
+		.memory_bytes = b->memory_bytes,
+		.cpus = pd_proc_view_cpus((double)b->cpus_milli / 1000.0),
+		.boot_time = (int64_t)time(NULL),
+	};
+	unsigned seed = st->conf->idmap.slot;
+	int r;
+
+	if (st->proc_view < 0)
+		return 0;
+	r = pd_proc_view_write(st->proc_view, &v, err);
+	if (r < 0)
+		return r;
+	if (st->conf->idmap.rootless && getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
+		seed = 0;
+	r = pd_proc_view_pin(v.cpus, seed);
+	if (r < 0)
+		return pd_fail(err, -r, "set the sandbox's CPU affinity");
+	st->proc_view = pd_close(st->proc_view);
+	return 0;
+}
+
+/*
  * A pooled sandbox's claim (PD_CTL_BIND): the workspace (the supervisor's tree, attached
  * where a cold build attaches it), hostname, environment, disk size, rlimits and secrets
  * (placeholders and the CA's certificate, written where a cold build writes it) of the claim
@@ -1029,6 +1062,8 @@ static void await_claim(struct init_state *st)
 		r = pd_fail(&err, errno, "set hostname");
 	if (r >= 0)
 		r = resize_disk(st, m.hdr.disk_bytes, &err);
+	if (r >= 0)
+		r = bind_proc_view(st, &m.hdr, &err);
 	/* after the resize: the CA's files count against the claim's disk, as at a cold build */
 	if (r >= 0 && m.ca_pem)
 		r = pd_rootfs_bind_ca(m.ca_pem, &st->conf->idmap, &err);
@@ -1093,6 +1128,7 @@ _Noreturn void pd_init_run(const struct pd_init_conf *conf)
 	st.landlock_fd = conf->landlock_fd;
 	st.listen_fd = conf->listen_fd;
 	st.host_tree = conf->host_tree;
+	st.proc_view = conf->proc_view;
 	st.notify_fd = -EBADF;
 	st.denied_tokens = DENIED_BURST;
 	clock_gettime(CLOCK_MONOTONIC, &st.denied_refill);
@@ -1101,7 +1137,7 @@ _Noreturn void pd_init_run(const struct pd_init_conf *conf)
 	(void)prctl(PR_SET_NAME, "paddock-init", 0, 0, 0);
 	/* open across the exec only: nothing init starts may inherit one (commands close all) */
 	const int kept[] = { conf->ctl, conf->lock_fd, conf->listen_fd, conf->landlock_fd,
-			     conf->host_tree };
+			     conf->host_tree, conf->proc_view };
 	for (size_t i = 0; i < ELEMENTSOF(kept); i++)
 		if (kept[i] >= 0)
 			(void)fcntl(kept[i], F_SETFD, FD_CLOEXEC);

@@ -28,9 +28,11 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "caps.h"
@@ -39,6 +41,7 @@
 #include "init-conf.h"
 #include "landlock.h"
 #include "netns-egress.h"
+#include "proc-view.h"
 #include "rootfs.h"
 #include "util/cleanup.h"
 #include "util/fd.h"
@@ -60,6 +63,7 @@ struct build_state {
 	char **writable; /* the paths Landlock leaves writable */
 	struct pd_rootfs_sources sources; /* host trees to bind, some sent ready-made */
 	int host_tree;			  /* pooled: the host's tree, for a claim's workspace */
+	int proc_view;			  /* pooled: the /proc view's directory, for the claim */
 	struct pd_ctl_rlimits rlimits;
 	int last_cap;
 };
@@ -294,14 +298,97 @@ static int prepare_landlock(struct build_state *st, paddock_error *err)
 	return 0;
 }
 
+/*
+ * The sandbox's own boot clock: a time namespace whose CLOCK_BOOTTIME starts at zero, so
+ * /proc/uptime, /proc/stat's btime and every process's start in /proc/PID/stat count from
+ * the sandbox's start, not the host's (and say nothing of how long the host has been up).
+ * init enters it at its exec into the image (a time namespace is entered by the children
+ * and the next exec of the process that made it); the offset is written before, while init
+ * is still dumpable with the ids it was made with (a change of ids makes it non-dumpable,
+ * and a non-dumpable process's /proc files belong to the host's root). Only the
+ * boot clock moves: CLOCK_MONOTONIC is the host's, as the supervisor's timers expect.
+ * COMPAT(kernel 5.6): without time namespaces, the host's uptime shows through.
+ */
+/* When this process started, in clock ticks of the boot clock (/proc/self/stat's 22nd). */
+static int start_ticks(unsigned long long *ret)
+{
+	char buf[1024];
+	const char *p;
+	ssize_t n;
+	int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	n = pd_read_full(fd, buf, sizeof(buf) - 1);
+	pd_close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	/* after the name, which may hold anything: field 3 (state) is the first after ") " */
+	p = strrchr(buf, ')');
+	for (int field = 2; p && field < 22; field++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p + 1, "%llu", ret) != 1)
+		return -EIO;
+	return 0;
+}
+
+static int own_clock(paddock_error *err)
+{
+	unsigned long long ticks;
+	long hz = sysconf(_SC_CLK_TCK);
+	char line[64];
+	int r;
+
+	if (unshare(CLONE_NEWTIME) < 0) {
+		if (errno == EINVAL)
+			return 0;
+		return pd_fail(err, errno, "new time namespace");
+	}
+	/*
+	 * The sandbox boots with init: its clock starts at init's start (whole seconds, down),
+	 * so that no process of it, init included, seems to have started before its boot.
+	 */
+	r = start_ticks(&ticks);
+	if (r < 0 || hz <= 0)
+		return pd_fail(err, r < 0 ? -r : EIO, "read init's start time");
+	snprintf(line, sizeof(line), "boottime %lld 0\n", -(long long)(ticks / (unsigned long)hz));
+	if (pd_write_control(AT_FDCWD, "/proc/self/timens_offsets", line) < 0)
+		return pd_fail(err, errno, "set the sandbox's boot clock");
+	return 0;
+}
+
+/*
+ * As many CPUs as the quota amounts to, for the tools that count CPUs by affinity (nproc,
+ * Go, os.process_cpu_count()); /proc/stat and cpuinfo say the same (proc-view.h). As root
+ * the slot spreads sandboxes over the machine, rootless a random start.
+ */
+static int pin_cpus(const struct build_state *st, unsigned cpus, paddock_error *err)
+{
+	unsigned seed = st->idmap->slot;
+	int r;
+
+	if (st->idmap->rootless && getrandom(&seed, sizeof(seed), 0) != sizeof(seed))
+		seed = 0;
+	r = pd_proc_view_pin(cpus, seed);
+	if (r < 0)
+		return pd_fail(err, -r, "set the sandbox's CPU affinity");
+	return 0;
+}
+
 static int setup(struct build_state *st, paddock_error *err)
 {
 	int r;
 
+	/* probed by the supervisor before it made us (pd_launch_begin()): a copy of its cache */
+	st->sources.lxcfs = st->idmap->rootless ? NULL : pd_rootfs_lxcfs();
 	r = pd_rootfs_open_sources(st->spec, &st->sources, err);
 	if (r < 0)
 		return r;
-	r = become_init_identity(st->idmap, err);
+	/* while init is still dumpable: its /proc files are its own (timens_offsets) */
+	r = own_clock(err);
+	if (r >= 0)
+		r = become_init_identity(st->idmap, err);
 	if (r >= 0)
 		r = pd_init_bind_lifetime(st->ctl, st->listen_fd >= 0, err);
 	if (r >= 0 && sethostname(st->spec->hostname, strlen(st->spec->hostname)) < 0)
@@ -315,10 +402,13 @@ static int setup(struct build_state *st, paddock_error *err)
 	if (r >= 0)
 		r = pd_rootfs_build(st->spec, st->idmap, &st->sources, err);
 	st->host_tree = TAKE_FD(st->sources.host_tree);
+	st->proc_view = TAKE_FD(st->sources.proc_view_fd);
 	pd_rootfs_sources_release(&st->sources);
 	if (r < 0)
 		return r;
 	r = join_cgroup(st, err);
+	if (r >= 0)
+		r = pin_cpus(st, pd_proc_view_cpus(st->spec->limits.cpus), err);
 	if (r < 0)
 		return r;
 	st->last_cap = pd_caps_last_cap();
@@ -356,6 +446,7 @@ static int exec_image(struct build_state *st, paddock_error *err)
 		.orphan_timeout_s = st->orphan_timeout_s,
 		.landlock_fd = st->landlock_fd,
 		.host_tree = st->host_tree,
+		.proc_view = st->proc_view,
 		.last_cap = st->last_cap,
 		.cwd = spec->cwd,
 		.env = spec->env,
@@ -382,7 +473,7 @@ static int exec_image(struct build_state *st, paddock_error *err)
 	if (r < 0)
 		return pd_fail(err, -r, "write the init image's configuration");
 	const int keep[] = { st->ctl, st->lock_fd, st->listen_fd, st->landlock_fd,
-			     st->host_tree, conf };
+			     st->host_tree, st->proc_view, conf };
 	for (size_t i = 0; i < ELEMENTSOF(keep); i++)
 		if ((r = keep_open(keep[i])) < 0)
 			return pd_fail(err, -r, "keep fd %d open across exec", keep[i]);
@@ -405,6 +496,7 @@ _Noreturn void pd_init_main(const paddock_spec *spec, const struct pd_idmap *idm
 		.listen_fd = -EBADF,
 		.landlock_fd = -EBADF,
 		.host_tree = -EBADF,
+		.proc_view = -EBADF,
 	};
 	paddock_error err = { 0 };
 	int r;

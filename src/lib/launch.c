@@ -27,6 +27,7 @@
 #include "error.h"
 #include "init.h"
 #include "init-image.h"
+#include "rootfs.h"
 #include "sandbox.h"
 #include "util/cleanup.h"
 
@@ -268,6 +269,9 @@ int pd_launch_begin(paddock_sandbox *sb, paddock_error *err)
 	image = pd_init_image_fd(err);
 	if (image < 0)
 		return image;
+	/* probed here, once per process: init is a copy of us and finds the answer cached */
+	if (!sb->idmap.rootless && pd_idmap_host_root())
+		(void)pd_rootfs_lxcfs();
 	r = pd_idmap_acquire(&sb->idmap, err);
 	if (r < 0)
 		return r;

@@ -15,6 +15,8 @@
  *   disk/shm         -> /dev/shm
  *   disk/dev         -> /dev (read-only; device nodes bound from the host's /dev)
  *   disk/empty       -> /proc/acpi, /proc/driver... (read-only, masks)
+ *   disk/proc/NAME   -> /proc/meminfo, /proc/stat... (read-only: the sandbox's own view,
+ *                       proc-view.h; or LXCFS's live files, as root where it runs)
  *
  * so the disk limit covers every byte the sandbox can write, and destroying the mount
  * namespace frees it: there is no host directory to clean up. Everything is mounted by fd
@@ -38,10 +40,13 @@
 #include <string.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "error.h"
+#include "proc-view.h"
 #include "util/cleanup.h"
 #include "util/fd.h"
 #include "util/mount-api.h"
@@ -52,7 +57,8 @@
 
 void pd_rootfs_sources_init(struct pd_rootfs_sources *s)
 {
-	*s = (struct pd_rootfs_sources){ .workspace_fd = -EBADF, .host_tree = -EBADF };
+	*s = (struct pd_rootfs_sources){ .workspace_fd = -EBADF, .host_tree = -EBADF,
+					 .proc_view_fd = -EBADF, .lxcfs_proc = -EBADF };
 }
 
 void pd_rootfs_sources_release(struct pd_rootfs_sources *s)
@@ -64,6 +70,37 @@ void pd_rootfs_sources_release(struct pd_rootfs_sources *s)
 	s->n_binds = 0;
 	s->workspace_fd = pd_close(s->workspace_fd);
 	s->host_tree = pd_close(s->host_tree);
+	s->proc_view_fd = pd_close(s->proc_view_fd);
+	s->lxcfs_proc = pd_close(s->lxcfs_proc);
+}
+
+const char *pd_rootfs_lxcfs(void)
+{
+	/* a feature-probe cache: LXCFS started after the supervisor is not seen */
+	static char found[PATH_MAX];
+	static bool probed;
+	_cleanup_fclose_ FILE *f = NULL;
+	char line[4096];
+
+	if (probed)
+		return found[0] ? found : NULL;
+	probed = true;
+	f = fopen("/proc/self/mountinfo", "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE ... */
+		char mnt[PATH_MAX], probe[PATH_MAX + 16];
+		const char *dash = strstr(line, " - ");
+
+		if (!dash || strncmp(dash + 3, "fuse.lxcfs ", 11) != 0 ||
+		    sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1 || strchr(mnt, '\\'))
+			continue;
+		snprintf(probe, sizeof(probe), "%s/proc/meminfo", mnt);
+		if (access(probe, R_OK) == 0) {
+			snprintf(found, sizeof(found), "%s", mnt);
+			break;
+		}
+	}
+	return found[0] ? found : NULL;
 }
 
 static int set_attr(int fd, const char *path, unsigned flags, uint64_t set, uint64_t clr)
@@ -131,6 +168,13 @@ int pd_rootfs_open_sources(const paddock_spec *spec, struct pd_rootfs_sources *s
 			return r;
 		}
 		s->workspace_fd = r;
+	}
+	if (s->lxcfs) {
+		char path[PATH_MAX];
+
+		snprintf(path, sizeof(path), "%s/proc", s->lxcfs);
+		/* none: the sandbox gets the written view; LXCFS is a nicety, not a protection */
+		s->lxcfs_proc = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	}
 	return 0;
 }
@@ -238,6 +282,7 @@ static int open_in_root(int root_fd, const char *path, int flags)
 struct build {
 	const paddock_spec *spec;
 	const struct pd_idmap *idmap;
+	struct pd_rootfs_sources *sources;
 	const char *base;  /* "/" or the rootfs path */
 	int base_fd;	   /* O_PATH of base */
 	const char *stage; /* where disk is attached in the old root */
@@ -682,6 +727,100 @@ static const char *const proc_null_files[] = {
 static const char *const proc_empty_dirs[] = { "acpi", "scsi", "asound", "driver" };
 static const char *const proc_readonly[] = { "sys" };
 
+static bool listed(const char *const *list, const char *name)
+{
+	for (; *list; list++)
+		if (!strcmp(*list, name))
+			return true;
+	return false;
+}
+
+/* A random boot id of the sandbox's own, as the kernel writes one (a version 4 UUID). */
+static int write_boot_id(int dirfd, paddock_error *err)
+{
+	uint8_t u[16];
+	char s[40];
+
+	if (getrandom(u, sizeof(u), 0) != (ssize_t)sizeof(u))
+		return pd_fail(err, errno ? errno : EIO, "random boot id");
+	u[6] = (uint8_t)((u[6] & 0x0f) | 0x40);
+	u[8] = (uint8_t)((u[8] & 0x3f) | 0x80);
+	snprintf(s, sizeof(s),
+		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x\n", u[0],
+		 u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+		 u[14], u[15]);
+	if (pd_write_file_at(dirfd, "boot_id", s, strlen(s), 0444) < 0)
+		return pd_fail(err, errno, "write the sandbox's boot id");
+	return 0;
+}
+
+/* The host's cpuinfo, kept beside the view: it takes its first N processors' blocks. */
+static void keep_host_cpuinfo(int dirfd)
+{
+	_cleanup_close_ int in = open("/proc/cpuinfo", O_RDONLY | O_CLOEXEC);
+	_cleanup_close_ int out = -EBADF;
+	char buf[65536];
+	ssize_t n;
+
+	if (in < 0)
+		return; /* the view numbers its processors alone */
+	out = openat(dirfd, PD_PROC_VIEW_HOST_CPUINFO,
+		     O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0400);
+	if (out < 0)
+		return;
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (pd_write_all(out, buf, (size_t)n) < 0)
+			return;
+}
+
+/*
+ * The sandbox's view of the machine (proc-view.h): written files of the disk bound over
+ * /proc's, or, as root where the host runs LXCFS, its live ones where it has them.
+ */
+static int build_proc_view(struct build *b, int proc, paddock_error *err)
+{
+	_cleanup_close_ int view = -EBADF;
+	int lxcfs = b->idmap->rootless ? -EBADF : b->sources->lxcfs_proc;
+	struct pd_proc_view v = {
+		.memory_bytes = b->spec->limits.memory_bytes,
+		.cpus = pd_proc_view_cpus(b->spec->limits.cpus),
+		.boot_time = (int64_t)time(NULL),
+	};
+	int r;
+
+	r = mkdir_owned(b->disk, PD_PROC_VIEW_DIR, 0755, b->root_uid, b->root_gid, err);
+	if (r < 0)
+		return r;
+	view = openat(b->disk, PD_PROC_VIEW_DIR, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (view < 0)
+		return pd_fail(err, errno, "open the /proc view");
+	keep_host_cpuinfo(view);
+	r = pd_proc_view_write(view, &v, err);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; pd_proc_view_files[i]; i++) {
+		const char *name = pd_proc_view_files[i];
+
+		if (lxcfs >= 0 && listed(pd_proc_view_lxcfs_files, name) &&
+		    faccessat(lxcfs, name, R_OK, 0) == 0)
+			r = bind_at(lxcfs, name, proc, name, MOUNT_ATTR_RDONLY, err);
+		else
+			r = bind_at(view, name, proc, name, MOUNT_ATTR_RDONLY, err);
+		if (r < 0)
+			return r;
+	}
+	/* after /proc/sys became read-only: this bind sits on that mount */
+	r = write_boot_id(view, err);
+	if (r >= 0)
+		r = bind_at(view, "boot_id", proc, "sys/kernel/random/boot_id", MOUNT_ATTR_RDONLY,
+			    err);
+	if (r < 0)
+		return r;
+	if (b->sources->want_host_tree)
+		b->sources->proc_view_fd = TAKE_FD(view);
+	return 0;
+}
+
 static int build_proc(struct build *b, paddock_error *err)
 {
 	_cleanup_close_ int mfd = -EBADF, proc = -EBADF;
@@ -744,7 +883,7 @@ static int build_proc(struct build *b, paddock_error *err)
 		if (r < 0)
 			return r;
 	}
-	return 0;
+	return build_proc_view(b, proc, err);
 }
 
 static const char *const dev_nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
@@ -1031,6 +1170,7 @@ int pd_rootfs_build(const paddock_spec *spec, const struct pd_idmap *idmap,
 	struct build b = {
 		.spec = spec,
 		.idmap = idmap,
+		.sources = sources,
 		.base = spec->rootfs ? spec->rootfs : "/",
 		.root_uid = idmap->init_uid,
 		.root_gid = idmap->init_gid,

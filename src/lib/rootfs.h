@@ -27,7 +27,21 @@ struct pd_rootfs_sources {
 	 */
 	bool want_host_tree;
 	int host_tree;
+	/* with want_host_tree: the directory of the /proc view (disk/proc), for the claim */
+	int proc_view_fd;
+	/*
+	 * As root, the mount point of a host's LXCFS (pd_rootfs_lxcfs()), or NULL; its proc
+	 * directory opened by pd_rootfs_open_sources() (before the stage may cover the path).
+	 */
+	const char *lxcfs;
+	int lxcfs_proc;
 };
+
+/*
+ * Where the host mounted LXCFS (a fuse.lxcfs mount with a proc/meminfo), or NULL. Probed
+ * once per process from /proc/self/mountinfo: start LXCFS before the supervisor.
+ */
+const char *pd_rootfs_lxcfs(void);
 
 void pd_rootfs_sources_init(struct pd_rootfs_sources *s);
 void pd_rootfs_sources_release(struct pd_rootfs_sources *s);

@@ -117,6 +117,8 @@ static int pack_bind(const paddock_sandbox *sb, const paddock_spec *spec, char *
 			     : ws		  ? PD_BIND_WORKSPACE_PATH
 						  : PD_BIND_WORKSPACE_TREE;
 	struct pd_ctl_bind hdr = { .disk_bytes = spec->limits.disk_bytes,
+				   .memory_bytes = spec->limits.memory_bytes,
+				   .cpus_milli = (uint32_t)(spec->limits.cpus * 1000.0 + 0.5),
 				   .workspace = workspace,
 				   .workspace_dev = ws ? (uint64_t)ws->st_dev : 0,
 				   .workspace_ino = ws ? (uint64_t)ws->st_ino : 0 };

@@ -80,7 +80,7 @@ static void check_conf(const uint8_t *data, size_t size)
 	if (pd_init_conf_parse(start, size, &c) < 0)
 		return;
 	if (c.ctl < 0 || c.lock_fd < -1 || c.listen_fd < -1 || c.landlock_fd < -1 ||
-	    c.host_tree < -1 || c.last_cap < 0 || c.last_cap > 63 || c.disk_bytes == 0 ||
+	    c.host_tree < -1 || c.proc_view < -1 || c.last_cap < 0 || c.last_cap > 63 || c.disk_bytes == 0 ||
 	    c.rlimits.n > PD_CTL_MAX_RLIMITS || c.idmap.lock_fd != -1 || c.cwd[0] != '/' ||
 	    c.cwd < start || c.cwd + strlen(c.cwd) >= end)
 		abort();

@@ -65,6 +65,69 @@ else
 		"^[[:space:]]+1000[[:space:]]+$(id -u)[[:space:]]+1$" "$out"
 fi
 
+# ---- the sandbox sees itself, not the host ----
+# free, nproc, Python's os.cpu_count() and /proc/cpuinfo agree with the limits; uptime and
+# boot id are the sandbox's; no host kernel command line, disks or swap.
+VIEW='echo $(free -b | awk "/^Mem:/ { print \$2 }") $(nproc) $(python3 -c "import os; print(os.cpu_count())") $(grep -c ^processor /proc/cpuinfo)'
+run_sb out st --memory 300M --cpus 1 -- sh -c "$VIEW"
+expect_eq "--memory 300M --cpus 1: free's total, nproc, os.cpu_count(), cpuinfo" \
+	"314572800 1 1 1" "$out"
+host_cpus=$(nproc)
+run_sb out st --cpus "$host_cpus" -- sh -c "$VIEW"
+expect_match "...all of the host's CPUs when the quota is all of them" " $host_cpus $host_cpus $host_cpus$" "$out"
+run_sb out st -- sh -c 'sleep 1; cut -d. -f1 /proc/uptime; ps -o etimes= -p 1 2>/dev/null || echo 0'
+up=$(head -n 1 <<<"$out")
+expect_eq "uptime counts from the sandbox's start, not the host's (<= 3 s after 1 s)" 1 \
+	"$(( up >= 1 && up <= 3 ))"
+expect_eq "...and no process seems to have started before it (init's elapsed time)" 1 \
+	"$(( $(tail -n 1 <<<"$out") <= up + 1 ))"
+run_sb out st -- sh -c 'cat /proc/sys/kernel/random/boot_id; cat /proc/cmdline | wc -c; grep -vc "^major\|^$" /proc/partitions; wc -c </proc/diskstats; grep -vc ^Filename /proc/swaps'
+b1=$(head -n 1 <<<"$out")
+expect_eq "the kernel command line is not the host's, nor disks, partitions or swap" "1 0 0 0" \
+	"$(tail -n +2 <<<"$out" | tr '\n' ' ' | sed 's/ $//')"
+run_sb out st -- cat /proc/sys/kernel/random/boot_id
+expect_eq "each sandbox has a boot id of its own, not the host's" "3 3" \
+	"$(printf '%s\n' "$b1" "$out" /proc/sys/kernel/random/boot_id | sed "s|^/.*|$(cat /proc/sys/kernel/random/boot_id)|" | sort -u | wc -l) $(grep -cE '^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$' <<<"$b1
+$out
+$(cat /proc/sys/kernel/random/boot_id)")"
+run_sb out st -- sh -c 'touch /proc/meminfo 2>/dev/null || echo ro; grep -c "/proc/meminfo " /proc/self/mountinfo'
+expect_eq "the view is read-only" "ro
+1" "$out"
+
+# As root, where the host runs LXCFS (here: one the test starts, in a mount namespace of its
+# own), memory, load, disks and swap are its live files, from the sandbox's own cgroup.
+if [ "$MODE" = root ]; then
+	if command -v lxcfs >/dev/null && [ -c /dev/fuse ]; then
+		mkdir -p "$T_TMP/lxcfs"
+		cat >"$T_TMP/inside.sh" <<'SH'
+free -b | awk '/^Mem:/ { print $2, $3 + $6 }'
+head -c 50000000 /dev/zero >/tmp/f
+free -b | awk '/^Mem:/ { print $2, $3 + $6 }'
+awk '$5 == "/proc/meminfo" { for (i = 7; $i != "-"; i++); print $(i + 1) }' /proc/self/mountinfo
+SH
+		cat >"$T_TMP/with-lxcfs.sh" <<'SH'
+lxcfs -f -l -p "$1/lxcfs.pid" "$1/lxcfs" >"$1/lxcfs.log" 2>&1 &
+l=$!
+for _ in $(seq 100); do [ -e "$1/lxcfs/proc/meminfo" ] && break; sleep 0.05; done
+"$2" run --memory 300M --ro-bind "$1/inside.sh:/inside.sh" -- sh /inside.sh </dev/null 2>&1
+kill -9 $l
+wait $l 2>/dev/null
+umount -l "$1/lxcfs" 2>/dev/null
+true
+SH
+		chmod 644 "$T_TMP/inside.sh"
+		out=$(unshare -m --propagation private sh "$T_TMP/with-lxcfs.sh" "$T_TMP" "$PADDOCK")
+		total=$(head -n 1 <<<"$out" | cut -d' ' -f1)
+		used=$(( $(sed -n 2p <<<"$out" | cut -d' ' -f2) - $(head -n 1 <<<"$out" | cut -d' ' -f2) ))
+		expect_eq "with LXCFS: /proc/meminfo is its live file" "fuse.lxcfs" "$(tail -n 1 <<<"$out")"
+		expect_eq "...free's total is the memory limit" 314572800 "$total"
+		expect_eq "...and used follows what the sandbox holds (+50 MB in its /tmp)" 1 \
+			"$(( used >= 45000000 && used < 100000000 ))"
+	else
+		unavailable "lxcfs and /dev/fuse are needed (dev/deps --test installs lxcfs)"
+	fi
+fi
+
 # Root of a user namespace of its own (unshare -r, as in some CI runners and nested
 # containers) is not root of the host: paddock runs rootless there, and works.
 out=$(unshare -r "$PADDOCK" run -- sh -c 'id -u; cat /proc/self/uid_map' </dev/null 2>&1)

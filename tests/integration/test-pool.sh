@@ -104,6 +104,8 @@ else
 	expect_eq "...with the requested rlimits and disk (cpu time, file size, data, processes, files, disk)" \
 		"7 5242880 104857600 20 300 51200" "$rl"
 fi
+expect_eq "...and shows them in its view of the machine (memory kB, CPUs by affinity and /proc)" \
+	"102400 1 1 1" "$(run "$L" 'echo $(awk "/^MemTotal/ { print \$2 }" /proc/meminfo) $(nproc) $(python3 -c "import os; print(os.cpu_count())") $(grep -c ^processor /proc/cpuinfo)')"
 forks=$(run "$L" "$FORKS")
 if [ "$forks" -ge 15 ] && [ "$forks" -lt 20 ]; then
 	ok "...a fork bomb stops at the requested pids ($forks forks)"

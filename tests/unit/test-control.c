@@ -21,7 +21,7 @@
 /* A plan as pd_init_plan_rlimits() makes it for the default spec, with or without a cgroup. */
 static struct pd_ctl_bind default_bind(bool cgroup)
 {
-	struct pd_ctl_bind h = { .disk_bytes = 1u << 30 };
+	struct pd_ctl_bind h = { .disk_bytes = 1u << 30, .memory_bytes = 1u << 30, .cpus_milli = 2000 };
 	paddock_spec *spec = NULL;
 	paddock_error err = { 0 };
 
@@ -160,7 +160,17 @@ static void test_bind_round_trip(void **state)
 	h.workspace = 3;
 	assert_int_equal(pack(&h, "box", NULL, 0, &buf, &len), -EINVAL);
 	h.workspace = 0;
-	h.reserved = 1;
+	/* the /proc view's limits: none, or beyond what a spec allows */
+	h.cpus_milli = 0;
+	assert_int_equal(pack(&h, "box", NULL, 0, &buf, &len), 0);
+	assert_int_equal(pd_ctl_bind_parse(buf, len, &m), -EPROTO);
+	free(buf);
+	h.cpus_milli = 1024001;
+	assert_int_equal(pack(&h, "box", NULL, 0, &buf, &len), 0);
+	assert_int_equal(pd_ctl_bind_parse(buf, len, &m), -EPROTO);
+	free(buf);
+	h.cpus_milli = 500;
+	h.memory_bytes = 0;
 	assert_int_equal(pack(&h, "box", NULL, 0, &buf, &len), 0);
 	assert_int_equal(pd_ctl_bind_parse(buf, len, &m), -EPROTO);
 	free(buf);

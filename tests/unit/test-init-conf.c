@@ -42,6 +42,7 @@ static struct pd_init_conf sample(void)
 		.orphan_timeout_s = 60,
 		.landlock_fd = 8,
 		.host_tree = -1,
+		.proc_view = 7,
 		.last_cap = 40,
 		.cwd = "/workspace",
 		.env = env,
@@ -83,6 +84,7 @@ static void test_round_trip(void **state)
 	assert_int_equal(out.orphan_timeout_s, 60);
 	assert_int_equal(out.landlock_fd, 8);
 	assert_int_equal(out.host_tree, -1);
+	assert_int_equal(out.proc_view, 7);
 	assert_int_equal(out.last_cap, 40);
 	assert_string_equal(out.cwd, "/workspace");
 	assert_strv_equal(out.env, env);
