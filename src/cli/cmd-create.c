@@ -71,7 +71,7 @@ static void usage(FILE *f)
 	      "  --pids N             processes and threads (512)\n"
 	      "  --cpus N             CPU quota, e.g. 0.5 or 2 (2)\n"
 	      "  --cpu-time SECONDS   CPU time of the whole sandbox (3600)\n"
-	      "  --disk SIZE          writable space (1G)\n"
+	      "  --disk SIZE          the sandbox's own disk (1G); not its writable host binds\n"
 	      "  --file-size SIZE     largest file a command may write (1G)\n"
 	      "  --nofile N           open files per process (1024)\n"
 	      "  --output-limit SIZE  captured stdout+stderr of one exec (16M)\n"

@@ -292,6 +292,8 @@ int paddock_sandbox_claim(paddock_sandbox *sb, const paddock_spec *spec, paddock
 		return pd_fail(err, ESRCH, "sandbox %s has ended", sb->id);
 	r = paddock_spec_validate(spec, err);
 	if (r >= 0)
+		r = pd_launch_check_disk(spec, err);
+	if (r >= 0)
 		r = paddock_spec_template_json(sb->spec, &mine, err);
 	if (r >= 0)
 		r = paddock_spec_template_json(spec, &theirs, err);

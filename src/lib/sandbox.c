@@ -263,7 +263,7 @@ static char *limits_json(const paddock_exec *ex)
 	const char *cg = cgroup_name(sb);
 	json_t *o = json_pack(
 		"{s:{s:I,s:s},s:{s:I,s:s},s:{s:f,s:s},s:{s:f,s:s},s:{s:f,s:s},s:{s:I,s:s},"
-		"s:{s:I,s:s},s:{s:I,s:s},s:{s:I,s:s},s:{s:i,s:s}}",
+		"s:{s:I,s:s},s:{s:I,s:s},s:{s:I,s:s},s:{s:i,s:s},s:{s:I,s:s,s:I}}",
 		"memory", "value", (json_int_t)l->memory_bytes, "enforced_by", cg ? cg : "rlimit",
 		"pids", "value", (json_int_t)l->pids, "enforced_by", cg ? cg : "rlimit", "cpus",
 		"value", l->cpus, "enforced_by", cg ? cg : "none", "cpu_time", "value",
@@ -272,7 +272,9 @@ static char *limits_json(const paddock_exec *ex)
 		"tmpfs", "file_size", "value", (json_int_t)l->file_size_bytes, "enforced_by",
 		"rlimit", "nofile", "value", (json_int_t)l->nofile, "enforced_by", "rlimit",
 		"output", "value", (json_int_t)l->output_bytes, "enforced_by",
-		ex->output_captured ? "relay" : "none", "core", "value", 0, "enforced_by", "rlimit");
+		ex->output_captured ? "relay" : "none", "core", "value", 0, "enforced_by", "rlimit",
+		"disk_binds", "value", (json_int_t)l->disk_bytes, "enforced_by", "none",
+		"writable_binds", (json_int_t)pd_launch_writable_binds(sb->spec));
 	char *s = o ? json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
 
 	json_decref(o);

@@ -141,6 +141,11 @@ static inline void paddock_sandbox_freep(paddock_sandbox **p)
 	paddock_sandbox_free(*p);
 }
 
+/* The host directories the spec binds writable: the workspace and read-write binds. */
+size_t pd_launch_writable_binds(const paddock_spec *spec);
+/* limits.required names "disk" and the spec binds a host directory writable: refused. */
+int pd_launch_check_disk(const paddock_spec *spec, paddock_error *err);
+
 /* Created by launch.c: forks init into new namespaces and completes the handshake. */
 int pd_launch(paddock_sandbox *sb, paddock_error *err);
 /*

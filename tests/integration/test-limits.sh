@@ -260,6 +260,26 @@ expect_range "/tmp, workspace, home and /usr/local share the 64M" 40 63 \
 	"$(printf '%s\n' "$out" | jsum written_mib)"
 expect_eq "... the last one finds it full" ENOSPC "$(printf '%s\n' "$out" | jget - errno)"
 
+# --disk is the sandbox's own disk: what it writes through a writable host bind is the host's
+# (this kernel has no project quotas), and the report says so rather than claim a bound.
+dws=$T_TMP/disk-ws
+mkdir -p "$dws"
+chmod 755 "$dws"
+give_to_user "$dws"
+r=$T_TMP/disk-binds.json
+run_sb out st --timeout 60 --disk 16M --workspace "$dws" --report "$r" -- sh -c \
+	'head -c 20M /dev/zero >/workspace/f && echo wrote'
+expect_eq "a writable workspace is not bounded by --disk 16M: 20M went to the host" \
+	"wrote $((20 * MiB))" "$out $(stat -c %s "$dws/f" 2>&1)"
+expect_eq "...and the report says nothing bounds it" "none 1" \
+	"$(jget "$r" limits.disk_binds.enforced_by) $(jget "$r" limits.disk_binds.writable_binds)"
+rm -f "$dws/f"
+run_sb out st --timeout 60 --disk 16M --workspace "$dws" --require disk -- true
+expect_eq "--require disk with a writable host bind is refused (125)" 125 "$st"
+expect_match "...naming limits.required and why" "limits.required: limit 'disk' is required, but it bounds only the sandbox's own disk" "$out"
+run_sb out st --timeout 60 --disk 16M --ro-bind "$dws:/data" --require disk -- true
+expect_eq "...read-only binds are fine: nothing is written there" 0 "$st"
+
 r=$T_TMP/disk-fail.json
 run_sb out st --timeout 60 --disk 64M --report "$r" -- sh -c 'head -c 100M /dev/zero >/tmp/f'
 expect_eq "a command failing with the disk full: reason disk" disk "$(jget "$r" reason)"
@@ -364,7 +384,7 @@ for f in "$T_TMP"/*.json; do
 	bad=$("$PY" -c '
 import json, sys
 names = ["memory", "pids", "cpus", "cpu_time", "timeout", "disk", "file_size", "nofile", "output",
-         "core"]
+         "core", "disk_binds"]
 by = {"cgroup-v1", "cgroup-v2", "rlimit", "tmpfs", "timer", "relay", "none"}
 d = json.load(open(sys.argv[1]))
 lim = d.get("limits")
