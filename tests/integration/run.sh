@@ -47,45 +47,45 @@ export PADDOCK="$stage/paddock" PADDOCKD="$stage/paddockd" TRY_SYSCALL="$stage/t
 export MEMHOG="$stage/memhog" FORKBOMB="$stage/forkbomb" CPUBURN="$stage/cpuburn" DISKFILL="$stage/diskfill"
 export TMPDIR=/tmp
 
+# What a test may leave behind is checked on what is its own. Processes: the test runs below
+# a child subreaper (tests/helpers/subreaper.c), so every process it starts, however it
+# detaches (a paddockd, an init whose supervisor was killed), stays below; what is there
+# when it ends is its leak, not another suite's or a developer's running paddockd. Mounts of
+# the host's namespace and temp files named for paddock are compared before and after.
 snapshot() {
 	{
 		echo "mounts $(wc -l </proc/1/mountinfo)"
 		# paddock makes no host temp dirs; anything named for it or owned by a sandbox is a leak
 		find /tmp /var/tmp /run -maxdepth 1 \( -name '*paddock*' -o -uid +1610612735 \) \
 			! -name 'pdstage.*' ! -name 'pdtest.*' ! -path /run/paddock | sed 's/^/tmp /'
-		ps -e -o uid=,args= | awk '$1 >= 1610612736 && $1 < 1879048192 { print "proc " $0 }'
-		ps -e -o args= | grep '[p]addock run' | sed 's/^/proc /'
-		ps -e -o comm= | grep -E '^(paddock-init|paddockd)$' | sed 's/^/proc /'
-		# pool cgroups stay for reuse (cgroup.h); one that still holds a process is a leak
-		for procs in /sys/fs/cgroup/*/paddock/*/cgroup.procs /sys/fs/cgroup/paddock/*/cgroup.procs; do
-			[ -s "$procs" ] && echo "cgroup-busy $procs"
-		done
 	} 2>/dev/null | sort
 }
 
 before=$(snapshot)
+reaper=("$build/tests/subreaper" 3000 "$stage/leaks")
 if [ "$mode" = rootless ] && [ "$(id -u)" -eq 0 ]; then
-	"${wrap[@]}" setpriv --reuid="$uid" --regid="$uid" --clear-groups --reset-env \
+	"${reaper[@]}" "${wrap[@]}" setpriv --reuid="$uid" --regid="$uid" --clear-groups --reset-env \
 		env EGRESS_DIR="${EGRESS_DIR:-}" PADDOCK="$PADDOCK" PADDOCKD="$PADDOCKD" TRY_SYSCALL="$TRY_SYSCALL" LIFECYCLE="$LIFECYCLE" \
 		MEMHOG="$MEMHOG" FORKBOMB="$FORKBOMB" CPUBURN="$CPUBURN" DISKFILL="$DISKFILL" \
 		PADDOCK_TEST_MUST_WORK="$must_work" TMPDIR=/tmp PATH=/usr/bin:/bin \
 		bash "$stage/$test"
 	status=$?
 else
-	"${wrap[@]}" bash "$stage/$test"
+	"${reaper[@]}" "${wrap[@]}" bash "$stage/$test"
 	status=$?
 fi
+# what the subreaper found below the test when it ended (and killed)
+leaks=$(sed 's/^/proc /' "$stage/leaks" 2>/dev/null)
 
-# Give the kernel a moment to finish tearing down (a pid namespace dies asynchronously
-# after its init is reaped only in the sense that mounts are dropped lazily).
 after=$(snapshot)
 for _ in 1 2 3 4 5 6 7 8 9 10; do
 	[ "$before" = "$after" ] && break
 	sleep 0.2
 	after=$(snapshot)
 done
-if [ "$before" != "$after" ]; then
+if [ -n "$leaks" ] || [ "$before" != "$after" ]; then
 	echo "not ok - leak check: something was left behind"
+	[ -n "$leaks" ] && sed 's/^/# /' <<<"$leaks"
 	diff <(echo "$before") <(echo "$after") | sed 's/^/# /'
 	exit 1
 fi

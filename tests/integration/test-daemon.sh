@@ -354,10 +354,11 @@ expect_match "metrics: the sandbox's refused calls" "paddock_seccomp_denied_tota
 # ---- kill -9 and restart: the sandbox and its processes are adopted ----
 api POST "/v1/sandboxes/$ID/exec" -d '{"cmd":"i=0; while [ $i -lt 20 ]; do echo tick $i; i=$((i+1)); sleep 0.1; done","background":true,"tag":"ticker"}' >/dev/null
 sleep 0.3
+# this test's live (not zombie) inits, known while paddockd still held them
+inits() { daemon_inits; }
+inits >/dev/null
 kill -9 "$DPID"
 wait "$DPID" 2>/dev/null
-# live (not zombie) inits
-inits() { ps -e -o stat=,comm= | awk '$1 !~ /^Z/ && $2 == "paddock-init"' | wc -l; }
 expect_eq "kill -9: the sandbox's init lives on" 1 "$(inits)"
 start_daemon || not_ok "paddockd restarts"
 r=$(api GET "/v1/sandboxes/$ID")
@@ -456,6 +457,7 @@ expect_eq "deleted: 404" 404 "$(status_of "$r")"
 # record names is ended, and a reconnect socket nobody listens on is removed
 r=$(api POST /v1/sandboxes -d '{}')
 IDO=$(j "$(body_of "$r")" 'd["id"]')
+inits >/dev/null
 kill -9 "$DPID"
 wait "$DPID" 2>/dev/null
 $PY -c 'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("delete from sandboxes where id=?", (sys.argv[2],)); c.commit()' \
