@@ -128,6 +128,26 @@ void pd_sandbox_limits_bound(paddock_sandbox *sb);
  */
 int pd_sandbox_secrets_prepare(const paddock_spec *spec, struct pd_secrets **ret_secrets,
 			       char ***ret_env, char **ret_ca_pem, paddock_error *err);
+/* sandbox.c, for exec.c: init broke the protocol (the sandbox is killed); init's count of
+ * denied calls; one message from init handled (its fds taken or left for the caller) */
+void pd_sandbox_protocol_violation(paddock_sandbox *sb, const char *what);
+void pd_sandbox_note_denied(paddock_sandbox *sb, uint64_t total);
+void pd_sandbox_dispatch(paddock_sandbox *sb, uint32_t type, const void *buf, ssize_t n, int *fds,
+			 size_t *nfds);
+/* "cgroup-v1", "cgroup-v2", or NULL without a cgroup */
+const char *pd_sandbox_cgroup_name(const paddock_sandbox *sb);
+
+/* exec.c, for sandbox.c: init's reports of commands; the end of every command of a dead
+ * sandbox; freeing one (unlinked from its sandbox) */
+struct pd_ctl_started;
+struct pd_ctl_exec_error;
+void pd_exec_on_started(paddock_sandbox *sb, const struct pd_ctl_started *s, int *fds,
+			size_t *nfds);
+void pd_exec_on_exited(paddock_sandbox *sb, const struct pd_ctl_exited *x);
+void pd_exec_on_error(paddock_sandbox *sb, struct pd_ctl_exec_error *e);
+void pd_exec_finish(paddock_exec *ex);
+void pd_exec_unlink_free(paddock_exec *ex);
+
 /* A new exec object in the sandbox's list (not yet started). */
 paddock_exec *pd_exec_new(paddock_sandbox *sb, uint64_t id, paddock_exec_fn fn, void *userdata);
 /* Gives an exec the fds init sent with STARTED or EXEC_STATE; false when they do not fit. */
