@@ -153,8 +153,6 @@ struct paddock_sandbox_opts {
 	const char *reconnect_dir;
 	/* with reconnect_dir: how long init waits for a supervisor before it ends (0: 1 hour) */
 	int orphan_timeout_s;
-	/* no sandbox-wide wall-clock limit: the front end bounds its life (a TTL) */
-	bool no_timeout;
 	/*
 	 * A pooled sandbox, made ahead of demand: namespaces, root and cgroup are made, and init
 	 * waits for paddock_sandbox_claim(). No command starts before the claim (-EBUSY). It is
@@ -382,7 +380,7 @@ struct paddock_result {
 	int64_t oom_kills; /* OOM kills in the sandbox while the command ran (cgroup only) */
 	int64_t pids_peak; /* most processes at once, -1 when the kernel does not say */
 	int64_t seccomp_denied; /* calls the seccomp filter denied in the sandbox meanwhile */
-	bool output_truncated; /* set by the front end that captured the output */
+	bool output_truncated; /* output went over the limit and the rest was dropped */
 	bool disk_full;	       /* the sandbox's disk had no space left when it ended */
 	/* how each limit was enforced, as JSON (see docs/report.md); owned by the library */
 	const char *limits_json;
@@ -397,6 +395,28 @@ PADDOCK_API int paddock_result_exit_status(const struct paddock_result *res);
 /* The result as a JSON object (docs/report.md). Caller frees *ret_json. */
 PADDOCK_API int paddock_result_to_json(const struct paddock_result *res, char **ret_json,
 				       paddock_error *err);
+
+/*
+ * What libpaddock keeps of a command's output (paddock_exec_opts.capture): the exec session,
+ * one behaviour for every front end (docs/architecture.md, "The exec session").
+ */
+enum paddock_capture {
+	PADDOCK_CAPTURE_NONE = 0, /* the caller's fds, or the pipes it takes (pipe_streams) */
+	/*
+	 * stdout and stderr whole, together up to an output limit (limits.output unless the
+	 * request says less); past it the rest is dropped, the command ends with reason
+	 * "output" and its result says output_truncated.
+	 */
+	PADDOCK_CAPTURE_ALL,
+	/* the newest bytes of each stream (1 MiB unless asked); nothing ends the command */
+	PADDOCK_CAPTURE_RING,
+	/*
+	 * as ALL, but nothing is kept: each chunk goes to the output callback as it is read
+	 * (`paddock run --output-limit` relays it to the terminal)
+	 */
+	PADDOCK_CAPTURE_RELAY,
+	_PADDOCK_CAPTURE_MAX,
+};
 
 struct paddock_exec_opts {
 	const char *const *argv; /* required, argv[0] non-empty; PATH is searched */
@@ -422,8 +442,21 @@ struct paddock_exec_opts {
 	 * command's stdin sees EOF only after paddock_exec_close_stdin().
 	 */
 	unsigned pipe_streams;
-	/* ends the command (its process group) with reason "timeout" after this; 0: never */
+	/*
+	 * Ends the command (its process group) with reason "timeout" after this many seconds;
+	 * 0: the spec's limits.timeout_s (every command's wall clock, for every front end);
+	 * negative: never (a background process that runs until it is stopped).
+	 */
 	double timeout_s;
+	/*
+	 * libpaddock reads the command's output itself and keeps it (enum paddock_capture):
+	 * stdout and stderr are pipes (or the pty) it reads, stdin a queue it writes
+	 * (paddock_exec_write_stdin()) when pipe_streams has bit 0 or a pty serves stdin, else
+	 * /dev/null. capture_bytes: ALL's output limit (0: limits.output), RING's bytes kept of
+	 * each stream (0: 1 MiB). The exec can outlive its end: paddock_exec_ref().
+	 */
+	enum paddock_capture capture;
+	uint64_t capture_bytes;
 	/*
 	 * Asynchronous start: paddock_exec_start() returns once the request is sent, and this
 	 * is called from the loop (with the exec's userdata) when the command runs: its pid and
@@ -474,6 +507,55 @@ PADDOCK_API void paddock_exec_set_callback(paddock_exec *ex, paddock_exec_fn fn,
 /* Kills the command's process group now; its result says `reason` (e.g. OUTPUT). */
 PADDOCK_API int paddock_exec_terminate(paddock_exec *ex, enum paddock_end_reason reason,
 				       paddock_error *err);
+
+/* ---- the exec session: a command's output and stdin, kept by libpaddock ---------------- */
+
+/*
+ * An exec belongs to its sandbox and is freed after its exit callback returns. A reference
+ * keeps it (its output, its result) readable after that, and after its sandbox is freed;
+ * everything else on such an exec fails with ESRCH. unref returns NULL.
+ */
+PADDOCK_API paddock_exec *paddock_exec_ref(paddock_exec *ex);
+PADDOCK_API paddock_exec *paddock_exec_unref(paddock_exec *ex);
+/* The result once the command ended (valid while the exec is), else NULL. */
+PADDOCK_API const struct paddock_result *paddock_exec_result(const paddock_exec *ex);
+
+/*
+ * Captures a command that was started without (one of an adopted sandbox, whose pipes init
+ * kept): as paddock_exec_opts.capture would have. -EBUSY when captured already.
+ */
+PADDOCK_API int paddock_exec_capture(paddock_exec *ex, enum paddock_capture mode, uint64_t bytes,
+				     paddock_error *err);
+/*
+ * Called with every chunk of output kept, as it is read: stream 1 (stdout, or the pty) or 2
+ * (stderr). The callback may pause the output or drop its reference.
+ */
+typedef void (*paddock_output_fn)(paddock_exec *ex, int stream, const void *data, size_t len,
+				  void *userdata);
+PADDOCK_API void paddock_exec_set_output_callback(paddock_exec *ex, paddock_output_fn fn,
+						  void *userdata);
+/*
+ * Copies up to `size` kept bytes of `stream` from offset *from (counted from the stream's
+ * first byte kept) into buf and advances *from; returns how many. When a ring dropped the
+ * bytes at *from, *from moves to the oldest still kept first: the caller sees the jump.
+ */
+PADDOCK_API size_t paddock_exec_read_output(const paddock_exec *ex, int stream, uint64_t *from,
+					    void *buf, size_t size);
+/* The offset after the last byte kept of `stream`; and all the command wrote to it. */
+PADDOCK_API uint64_t paddock_exec_output_end(const paddock_exec *ex, int stream);
+PADDOCK_API uint64_t paddock_exec_output_read(const paddock_exec *ex, int stream);
+/*
+ * Stops (or resumes) reading the output, for a reader that fell behind: the command blocks
+ * on its full pipe meanwhile, as on a slow terminal.
+ */
+PADDOCK_API void paddock_exec_pause_output(paddock_exec *ex, bool paused);
+/*
+ * Queues bytes for the command's stdin, written as it reads: all or nothing, at most 1 MiB
+ * waiting (-EAGAIN, field "stdin", beyond: nothing was taken); -EPIPE once stdin is closed.
+ * paddock_exec_close_stdin() gives EOF once the queue has been read.
+ */
+PADDOCK_API int paddock_exec_write_stdin(paddock_exec *ex, const void *data, size_t len,
+					 paddock_error *err);
 
 #ifdef __cplusplus
 }

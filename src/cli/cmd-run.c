@@ -165,17 +165,24 @@ struct run {
 	bool raw;
 	struct termios saved;
 	paddock_sandbox *sb;
-	struct relay_budget budget;
 	bool want_report;
 	char *report_json;
 };
 
-static void on_output_limit(void *arg)
+/*
+ * --output-limit: libpaddock keeps the output (the exec session, as for every front end) and
+ * ends the command with reason "output" past the limit; each chunk is written here as it
+ * comes: a pty's to whichever of stdout and stderr is the terminal.
+ */
+static void on_output(paddock_exec *ex, int stream, const void *data, size_t len, void *userdata)
 {
-	struct run *run = arg;
+	struct run *run = userdata;
+	int fd = stream == 2 ? STDERR_FILENO : STDOUT_FILENO;
 
-	/* the rest is dropped; the run ends with reason "output" */
-	(void)paddock_sandbox_kill(run->sb, PADDOCK_END_OUTPUT, NULL);
+	if (paddock_exec_pty_fd(ex) >= 0 && !isatty(STDOUT_FILENO))
+		fd = STDERR_FILENO;
+	(void)run;
+	relay_write_all(fd, data, len);
 }
 
 static void on_exit_cb(paddock_exec *ex, const struct paddock_result *res, void *userdata)
@@ -188,7 +195,6 @@ static void on_exit_cb(paddock_exec *ex, const struct paddock_result *res, void 
 	(void)ex;
 	for (int i = 0; i < 2; i++)
 		relay_drain(run->relays[i]);
-	copy.output_truncated = run->budget.hit;
 	/* the result's strings live as long as this call: format the report now */
 	if (run->want_report && paddock_result_to_json(&copy, &run->report_json, &err) < 0)
 		die_error(&err);
@@ -266,7 +272,6 @@ static int run_command(paddock_spec *spec, char **cmd, const char *report)
 	paddock_sandbox *sb = NULL;
 	const char *env[2] = { NULL, NULL };
 	char term[128];
-	double limit = 0;
 	int status = PADDOCK_EXIT_FAILURE, r;
 
 	signal(SIGPIPE, SIG_IGN);
@@ -313,9 +318,9 @@ static int run_command(paddock_spec *spec, char **cmd, const char *report)
 			env[0] = term;
 		}
 	} else {
-		for (int i = 1; i < 3; i++) {
+		for (int i = 1; i < 3 && !arg_capture; i++) {
 			int p[2];
-			if (!isatty(i) && !arg_capture)
+			if (!isatty(i))
 				continue;
 			if (pipe2(p, O_CLOEXEC) < 0) {
 				r = -errno;
@@ -329,33 +334,33 @@ static int run_command(paddock_spec *spec, char **cmd, const char *report)
 	}
 	opts.env = env;
 	run.sb = sb;
-	run.budget = (struct relay_budget){ .on_hit = on_output_limit, .arg = &run };
-	if (paddock_spec_get_limit(spec, "output", &limit, &err) < 0)
-		goto fail;
-	run.budget.left = (uint64_t)limit;
 	/*
-	 * Only an explicit --output-limit bounds what is relayed: an interactive session that
-	 * prints a big file must not be killed by a default it never asked for.
+	 * Only an explicit --output-limit bounds the output (limits.output): an interactive
+	 * session that prints a big file must not be ended by a default it never asked for.
+	 * Then libpaddock captures it, as every front end's commands are.
 	 */
-	opts.output_captured = arg_capture;
+	if (arg_capture)
+		opts.capture = PADDOCK_CAPTURE_RELAY;
 	r = paddock_exec_start(sb, &opts, on_exit_cb, &run, &run.ex, &err);
 	for (int i = 1; i < 3; i++)
-		if (opts.fds[i] != i)
+		if (opts.fds[i] != i && opts.fds[i] >= 0)
 			close(opts.fds[i]); /* the command has its own copy now */
 	if (r < 0)
 		goto fail;
+	if (arg_capture)
+		paddock_exec_set_output_callback(run.ex, on_output, &run);
 	if (paddock_exec_pty_fd(run.ex) >= 0) {
 		int master = paddock_exec_pty_fd(run.ex);
 		int out = isatty(STDOUT_FILENO) ? STDOUT_FILENO : STDERR_FILENO;
 
 		(void)make_raw(&run);
-		run.relays[0] = relay_new(run.base, master, out, arg_capture ? &run.budget : NULL);
-		run.relays[1] = relay_new(run.base, STDIN_FILENO, master, NULL);
+		if (!arg_capture)
+			run.relays[0] = relay_new(run.base, master, out);
+		run.relays[1] = relay_new(run.base, STDIN_FILENO, master);
 	} else {
 		for (int i = 0; i < 2; i++)
 			if (run.pipe_rd[i] >= 0)
-				run.relays[i] = relay_new(run.base, run.pipe_rd[i], i + 1,
-							  arg_capture ? &run.budget : NULL);
+				run.relays[i] = relay_new(run.base, run.pipe_rd[i], i + 1);
 	}
 
 	while (!run.done)
@@ -369,10 +374,10 @@ static int run_command(paddock_spec *spec, char **cmd, const char *report)
 	if (run.result.reason == PADDOCK_END_ERROR)
 		die_error(&run.result.error);
 	else if (run.result.reason == PADDOCK_END_TIMEOUT)
-		fprintf(stderr, "paddock: timed out (limits.timeout_s); the sandbox was killed\n");
+		fprintf(stderr, "paddock: timed out (limits.timeout_s); the command was ended\n");
 	else if (run.result.reason == PADDOCK_END_OUTPUT)
 		fprintf(stderr, "paddock: output went over limits.output; the rest was dropped and "
-				"the sandbox was killed\n");
+				"the command was ended\n");
 	status = paddock_result_exit_status(&run.result);
 	if (report && write_report(report, run.report_json) < 0)
 		status = PADDOCK_EXIT_FAILURE;

@@ -5,6 +5,7 @@
 #include <event2/event.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <sys/select.h>
 #include <unistd.h>
 
 #define RELAY_CHUNK 65536
@@ -13,31 +14,13 @@
 struct relay {
 	int in, out;
 	bool eof;
-	struct relay_budget *budget;
 	struct event *ev;
 };
 
-/* How much of n bytes may still be written; the rest is dropped. */
-static size_t charge(struct relay_budget *b, size_t n)
+void relay_write_all(int fd, const void *data, size_t n)
 {
-	if (!b)
-		return n;
-	if (n <= b->left) {
-		b->left -= n;
-		return n;
-	}
-	n = (size_t)b->left;
-	b->left = 0;
-	if (!b->hit) {
-		b->hit = true;
-		if (b->on_hit)
-			b->on_hit(b->arg);
-	}
-	return n;
-}
+	const char *p = data;
 
-static void write_all(int fd, const char *p, size_t n)
-{
 	while (n > 0) {
 		ssize_t w = write(fd, p, n);
 		if (w < 0 && errno == EINTR)
@@ -74,7 +57,7 @@ static void pump(struct relay *r, int max_chunks)
 				event_del(r->ev);
 			return;
 		}
-		write_all(r->out, buf, charge(r->budget, (size_t)n));
+		relay_write_all(r->out, buf, (size_t)n);
 	}
 }
 
@@ -85,7 +68,7 @@ static void relay_cb(evutil_socket_t fd, short what, void *arg)
 	pump(arg, RELAY_MAX_CHUNKS_PER_WAKEUP);
 }
 
-struct relay *relay_new(struct event_base *base, int in, int out, struct relay_budget *budget)
+struct relay *relay_new(struct event_base *base, int in, int out)
 {
 	struct relay *r = calloc(1, sizeof(*r));
 	int fl;
@@ -94,7 +77,6 @@ struct relay *relay_new(struct event_base *base, int in, int out, struct relay_b
 		return NULL;
 	r->in = in;
 	r->out = out;
-	r->budget = budget;
 	fl = fcntl(in, F_GETFL);
 	if (fl >= 0)
 		(void)fcntl(in, F_SETFL, fl | O_NONBLOCK);

@@ -3,11 +3,11 @@
  * Commands in a sandbox (docs/api.md "Processes"): run to completion, stream as NDJSON, or
  * start in the background and come back for output, stdin, signals, resize and the result.
  *
- * Each command's stdout and stderr are pipes init made (or its pty master); paddockd reads
- * them from the loop. A foreground command's output is kept whole up to the sandbox's
- * limits.output (then the command ends with reason "output"); a background one's last
- * PD_RING_BYTES per stream. Trust: output is hostile bytes, passed on as UTF-8 text or
- * base64, never interpreted.
+ * Each command's output and stdin are its exec session, kept by libpaddock (exec-io.c): a
+ * foreground command's output whole up to the sandbox's limits.output (then the command
+ * ends with reason "output"), a background one's last PD_RING_BYTES per stream, read here by
+ * offset and passed on as it comes. Trust: output is hostile bytes, passed on as UTF-8 text
+ * or base64, never interpreted.
  */
 #include <errno.h>
 #include <event2/buffer.h>
@@ -23,9 +23,8 @@
 
 #include "daemon.h"
 
-#define READ_CHUNK 65536
 #define ENDED_KEPT 64		 /* ended processes listed per sandbox */
-#define STDIN_QUEUE_MAX (1u << 20)
+#define STDIN_REQUEST_MAX 65536 /* stdin in an exec request: what libpaddock queues at once */
 #define STREAM_PENDING_MAX (4u << 20) /* unsent output a following client may have */
 #define WAIT_DEFAULT_S 30
 #define WAIT_MAX_S 300
@@ -37,7 +36,6 @@ static const char *const exec_fields[] = {
 
 static const char *const stream_names[2] = { "stdout", "stderr" };
 
-static void stdin_closed(struct proc *p);
 
 /* ---- process objects -------------------------------------------------------------------- */
 
@@ -67,17 +65,6 @@ struct proc *pd_proc_find(struct box *b, const char *key)
 		if ((numeric && p->pid == pid) || (!numeric && p->tag[0] && strcmp(p->tag, key) == 0))
 			return p;
 	return NULL;
-}
-
-static void close_output(struct proc *p, int i)
-{
-	if (p->out_ev[i]) {
-		event_free(p->out_ev[i]);
-		p->out_ev[i] = NULL;
-	}
-	if (p->out_fd[i] >= 0)
-		close(p->out_fd[i]);
-	p->out_fd[i] = -1;
 }
 
 void pd_proc_free(struct proc *p)
@@ -110,19 +97,12 @@ void pd_proc_free(struct proc *p)
 	}
 	if (p->ex)
 		paddock_exec_set_callback(p->ex, NULL, NULL);
-	for (int i = 0; i < 2; i++) {
-		close_output(p, i);
-		if (p->out[i])
-			evbuffer_free(p->out[i]);
+	if (p->session) {
+		paddock_exec_set_output_callback(p->session, NULL, NULL);
+		p->session = paddock_exec_unref(p->session);
 	}
-	if (p->stdin_ev)
-		event_free(p->stdin_ev);
 	if (p->resume_ev)
 		event_free(p->resume_ev);
-	if (p->stdin_q)
-		evbuffer_free(p->stdin_q);
-	if (p->stdin_fd >= 0)
-		close(p->stdin_fd);
 	free(p->pending_stdin);
 	json_decref(p->argv);
 	json_decref(p->result);
@@ -145,13 +125,33 @@ static void prune_ended(struct box *b)
 
 /* ---- output ----------------------------------------------------------------------------- */
 
+/* All that libpaddock kept of stream (1, 2) from offset `from`, as bytes for pd_json_set_bytes. */
+static size_t kept(struct proc *p, int stream, uint64_t *from, struct evbuffer *into)
+{
+	char buf[65536];
+	size_t n, all = 0;
+
+	while (p->session && (n = paddock_exec_read_output(p->session, stream, from, buf,
+							      sizeof(buf))) > 0) {
+		evbuffer_add(into, buf, n);
+		all += n;
+	}
+	return all;
+}
+
 static void send_result(struct proc *p, struct watcher *w)
 {
 	json_t *o = json_pack("{s:s,s:i}", "exec", p->exec_str, "pid", p->pid);
 
 	for (int i = 0; i < 2; i++) {
-		size_t n = evbuffer_get_length(p->out[i]);
-		pd_json_set_bytes(o, stream_names[i], evbuffer_pullup(p->out[i], -1), n);
+		struct evbuffer *b = evbuffer_new();
+		uint64_t from = 0;
+		size_t n = b ? kept(p, i + 1, &from, b) : 0;
+
+		pd_json_set_bytes(o, stream_names[i], b ? (const char *)evbuffer_pullup(b, -1) : "",
+				  n);
+		if (b)
+			evbuffer_free(b);
 	}
 	json_object_set(o, "result", p->result ? p->result : json_null());
 	pd_watcher_detach(w);
@@ -194,70 +194,6 @@ static void notify_end(struct proc *p)
 	}
 }
 
-static bool ended(struct proc *p)
-{
-	return p->exited && p->out_fd[0] < 0 && p->out_fd[1] < 0;
-}
-
-static void chunk(struct proc *p, int i, const char *buf, size_t n)
-{
-	for (struct watcher *w = p->watchers; w; w = w->next)
-		if (w->kind == W_OUTPUT) {
-			json_t *o = json_pack("{s:s}", "type", stream_names[i]);
-			pd_json_set_bytes(o, "data", buf, n);
-			pd_stream_line(w, o);
-		} else if (w->kind == W_HOOK) {
-			w->ops->data(w, p, i, buf, n);
-		}
-	if (p->background) {
-		evbuffer_add(p->out[i], buf, n);
-		p->out_written[i] += n;
-		size_t have = evbuffer_get_length(p->out[i]);
-		if (have > PD_RING_BYTES)
-			evbuffer_drain(p->out[i], have - PD_RING_BYTES);
-		return;
-	}
-	/* foreground: limits.output over both streams, then the command ends */
-	if (p->out_total + n > p->out_limit) {
-		n = p->out_limit > p->out_total ? (size_t)(p->out_limit - p->out_total) : 0;
-		p->truncated = true;
-		if (p->ex)
-			(void)paddock_exec_terminate(p->ex, PADDOCK_END_OUTPUT, NULL);
-	}
-	evbuffer_add(p->out[i], buf, n);
-	p->out_written[i] += n;
-	p->out_total += n;
-}
-
-static void finish_if_ended(struct proc *p)
-{
-	if (!ended(p))
-		return;
-	if (p->truncated && p->result)
-		json_object_set_new(p->result, "output_truncated", json_true());
-	notify_end(p);
-	prune_ended(p->box);
-}
-
-/* Reads what is there; EOF (or EIO: a pty whose last user left) closes the stream. */
-static void drain(struct proc *p, int i)
-{
-	char buf[READ_CHUNK];
-
-	for (int rounds = 0; rounds < 16 && p->out_fd[i] >= 0; rounds++) {
-		ssize_t n = read(p->out_fd[i], buf, sizeof(buf));
-
-		if (n > 0) {
-			p->out_total += 0;
-			chunk(p, i, buf, (size_t)n);
-			continue;
-		}
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			return;
-		close_output(p, i);
-	}
-}
-
 /*
  * A client following the output that reads slower than the command writes: its unsent bytes
  * would pile up in paddockd. Reading the command's output stops instead (its pipe fills and
@@ -279,8 +215,6 @@ static bool followers_behind(struct proc *p)
 
 static const struct timeval resume_tv = { 0, 20000 };
 
-static void pace(struct proc *p);
-
 static void resume_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct proc *p = arg;
@@ -291,24 +225,10 @@ static void resume_cb(evutil_socket_t fd, short what, void *arg)
 		evtimer_add(p->resume_ev, &resume_tv);
 		return;
 	}
-	for (int i = 0; i < 2; i++)
-		if (p->out_ev[i])
-			event_add(p->out_ev[i], NULL);
+	paddock_exec_pause_output(p->session, false);
 }
 
-static void out_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct proc *p = arg;
-	int i = fd == p->out_fd[0] ? 0 : 1;
-
-	(void)what;
-	drain(p, i);
-	if (!ended(p))
-		pace(p);
-	finish_if_ended(p);
-}
-
-/* after a read: pause the output while a follower is behind */
+/* after a chunk: pause the output while a follower is behind */
 static void pace(struct proc *p)
 {
 	if (!followers_behind(p))
@@ -317,10 +237,25 @@ static void pace(struct proc *p)
 		p->resume_ev = evtimer_new(p->box->d->base, resume_cb, p);
 	if (!p->resume_ev)
 		return;
-	for (int i = 0; i < 2; i++)
-		if (p->out_ev[i])
-			event_del(p->out_ev[i]);
+	paddock_exec_pause_output(p->session, true);
 	evtimer_add(p->resume_ev, &resume_tv);
+}
+
+/* libpaddock kept a chunk of output: to the followers, as it comes */
+static void on_output(paddock_exec *ex, int stream, const void *data, size_t n, void *userdata)
+{
+	struct proc *p = userdata;
+
+	(void)ex;
+	for (struct watcher *w = p->watchers; w; w = w->next)
+		if (w->kind == W_OUTPUT) {
+			json_t *o = json_pack("{s:s}", "type", stream_names[stream - 1]);
+			pd_json_set_bytes(o, "data", data, n);
+			pd_stream_line(w, o);
+		} else if (w->kind == W_HOOK) {
+			w->ops->data(w, p, stream - 1, data, n);
+		}
+	pace(p);
 }
 
 static void exec_done(paddock_exec *ex, const struct paddock_result *res, void *userdata)
@@ -334,24 +269,16 @@ static void exec_done(paddock_exec *ex, const struct paddock_result *res, void *
 	p->ex = NULL;
 	p->exited = true;
 	p->ended_ms = pd_now_ms();
-	if (paddock_result_to_json(res, &json, NULL) >= 0) {
+	/* output_truncated is libpaddock's: the stored copy and the answer are the same */
+	if (paddock_result_to_json(res, &json, NULL) >= 0)
 		p->result = json_loads(json, 0, NULL);
-		if (p->result && p->truncated)
-			json_object_set_new(p->result, "output_truncated", json_true());
-	}
 	pd_metrics_exec(d, res, pd_mono_s() - p->t0);
 	if (paddock_store_end_exec(d->store, p->box->id, p->exec_id, p->ended_ms,
 				   json ? json : "null", &err) < 0)
 		fprintf(stderr, "paddockd: store: %s\n", err.msg);
 	free(json);
-	stdin_closed(p);
-	/* the command is gone: what it wrote is in the pipe; a child still holding it is
-	 * not waited for */
-	for (int i = 0; i < 2; i++) {
-		drain(p, i);
-		close_output(p, i);
-	}
-	finish_if_ended(p);
+	notify_end(p);
+	prune_ended(p->box);
 }
 
 static void watcher_gone(struct watcher *w)
@@ -366,34 +293,28 @@ static void watcher_gone(struct watcher *w)
 
 /* ---- start ------------------------------------------------------------------------------ */
 
-static int watch_outputs(struct proc *p, paddock_exec *ex);
 static void record(struct proc *p);
-static int write_stdin(struct proc *p, const char *data, size_t len);
-static void close_stdin(struct proc *p);
+static int write_stdin(struct proc *p, const char *data, size_t len, paddock_error *err);
 
-/* init forked the command: follow its output, give it its stdin, tell who waits for that */
+/* init forked the command: its session is libpaddock's; give it its stdin, tell who waits */
 static void proc_started(paddock_exec *ex, void *userdata)
 {
 	struct proc *p = userdata;
 	struct watcher *w, *next;
+	paddock_error err = { 0 };
 
 	p->started = true;
 	p->pid = paddock_exec_pid(ex);
-	if (watch_outputs(p, ex) < 0) {
-		(void)paddock_exec_terminate(ex, PADDOCK_END_ERROR, NULL);
-		return;
-	}
 	record(p);
 	if (p->pending_stdin) {
-		int r = write_stdin(p, p->pending_stdin, p->pending_len);
-
-		if (r < 0 && r != -EPIPE)
-			fprintf(stderr, "paddockd: stdin of %s: %s\n", p->exec_str, strerror(-r));
+		if (write_stdin(p, p->pending_stdin, p->pending_len, &err) < 0 &&
+		    err.code != EPIPE)
+			fprintf(stderr, "paddockd: stdin of %s: %s\n", p->exec_str, err.msg);
 		free(p->pending_stdin);
 		p->pending_stdin = NULL;
 	}
 	if (p->pending_close)
-		close_stdin(p);
+		(void)paddock_exec_close_stdin(ex, NULL);
 	for (w = p->watchers; w; w = next) {
 		next = w->next;
 		if (w->kind == W_START) {
@@ -421,38 +342,10 @@ static struct proc *proc_new(struct box *b)
 	if (!p)
 		return NULL;
 	p->box = b;
-	p->out_fd[0] = p->out_fd[1] = p->stdin_fd = -1;
-	p->out[0] = evbuffer_new();
-	p->out[1] = evbuffer_new();
 	p->next = b->procs;
 	b->procs = p;
 	b->n_procs++;
 	return p;
-}
-
-static int watch_outputs(struct proc *p, paddock_exec *ex)
-{
-	struct event_base *base = p->box->d->base;
-
-	if (p->pty) {
-		p->out_fd[0] = paddock_exec_take_fd(ex, 1);
-		p->stdin_fd = paddock_exec_take_fd(ex, 0);
-	} else {
-		for (int i = 0; i < 2; i++)
-			p->out_fd[i] = paddock_exec_take_fd(ex, i + 1);
-		p->stdin_fd = paddock_exec_take_fd(ex, 0);
-	}
-	for (int i = 0; i < 2; i++) {
-		if (p->out_fd[i] < 0)
-			continue;
-		(void)fcntl(p->out_fd[i], F_SETFL, O_NONBLOCK);
-		p->out_ev[i] = event_new(base, p->out_fd[i], EV_READ | EV_PERSIST, out_cb, p);
-		if (!p->out_ev[i] || event_add(p->out_ev[i], NULL) < 0)
-			return -ENOMEM;
-	}
-	if (p->stdin_fd >= 0)
-		(void)fcntl(p->stdin_fd, F_SETFL, O_NONBLOCK);
-	return 0;
 }
 
 static void record(struct proc *p)
@@ -475,80 +368,12 @@ static void record(struct proc *p)
 	free(argv);
 }
 
-static void stdin_closed(struct proc *p)
+/* All or nothing: -EAGAIN (err filled) when the command has not read what waits already. */
+static int write_stdin(struct proc *p, const char *data, size_t len, paddock_error *err)
 {
-	if (p->stdin_ev) {
-		event_free(p->stdin_ev);
-		p->stdin_ev = NULL;
-	}
-	if (p->stdin_q)
-		evbuffer_drain(p->stdin_q, evbuffer_get_length(p->stdin_q));
-	if (p->stdin_fd >= 0)
-		close(p->stdin_fd);
-	p->stdin_fd = -1;
-	/* init's copy too, so the command sees EOF (a pty has none: the master is the tty) */
-	if (p->ex && !p->pty)
-		(void)paddock_exec_close_stdin(p->ex, NULL);
-}
-
-/* Closes stdin once what was accepted has been written. */
-static void close_stdin(struct proc *p)
-{
-	if (p->stdin_q && evbuffer_get_length(p->stdin_q) > 0 && p->stdin_fd >= 0)
-		p->stdin_close = true;
-	else
-		stdin_closed(p);
-}
-
-static void stdin_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct proc *p = arg;
-
-	(void)what;
-	if (evbuffer_write(p->stdin_q, fd) < 0 && errno != EAGAIN && errno != EINTR) {
-		stdin_closed(p); /* EPIPE: the command closed its stdin */
-		return;
-	}
-	if (evbuffer_get_length(p->stdin_q) == 0) {
-		event_del(p->stdin_ev);
-		if (p->stdin_close)
-			stdin_closed(p);
-	}
-}
-
-/*
- * Takes stdin bytes without blocking the loop: written now as far as the pipe takes them,
- * the rest queued (up to STDIN_QUEUE_MAX) and written as the command reads. All or
- * nothing: over the bound, nothing is taken (-EAGAIN).
- */
-static int write_stdin(struct proc *p, const char *data, size_t len)
-{
-	if (!p->stdin_q && !(p->stdin_q = evbuffer_new()))
-		return -ENOMEM;
-	if (evbuffer_get_length(p->stdin_q) + len > STDIN_QUEUE_MAX)
-		return -EAGAIN;
-	while (len > 0 && evbuffer_get_length(p->stdin_q) == 0) {
-		ssize_t n = write(p->stdin_fd, data, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN)
-			break;
-		if (n < 0)
-			return -errno;
-		data += n;
-		len -= (size_t)n;
-	}
-	if (len == 0)
-		return 0;
-	if (evbuffer_add(p->stdin_q, data, len) < 0)
-		return -ENOMEM;
-	if (!p->stdin_ev)
-		p->stdin_ev = event_new(p->box->d->base, p->stdin_fd, EV_WRITE | EV_PERSIST,
-					stdin_cb, p);
-	if (!p->stdin_ev || event_add(p->stdin_ev, NULL) < 0)
-		return -ENOMEM;
-	return 0;
+	if (!p->session || !p->has_stdin)
+		return dfail(err, EBADF, "the process has no stdin to write");
+	return paddock_exec_write_stdin(p->session, data, len, err);
 }
 
 void pd_exec_req_release(struct exec_req *q)
@@ -660,7 +485,7 @@ bool pd_exec_parse(struct request *r, struct box *b, json_t *body, struct exec_r
 		}
 		q->has_stdin = true;
 	}
-	if (q->stdin_len > STDIN_QUEUE_MAX / 16 * 16 && q->stdin_len > 65536) {
+	if (q->stdin_len > STDIN_REQUEST_MAX) {
 		/* more than a pipe holds would block: bounded to what fits */
 		pd_reply_error(r, 413, "too_large", "stdin",
 			       "at most 65536 bytes of stdin in the request; write more through "
@@ -748,7 +573,6 @@ struct proc *pd_exec_start(struct request *r, struct box *b, json_t *body,
 	paddock_error err = { 0 };
 	paddock_exec *ex = NULL;
 	struct proc *p = NULL, *ret = NULL;
-	double limit = 0;
 
 	if (!b->sb || !paddock_sandbox_running(b->sb)) {
 		pd_reply_error(r, 409, "conflict", "id", "the sandbox is not running");
@@ -764,21 +588,24 @@ struct proc *pd_exec_start(struct request *r, struct box *b, json_t *body,
 			goto out;
 		}
 	}
-	/* a background command runs until it ends or is signalled, unless asked otherwise */
-	if (q.timeout_s < 0)
-		q.timeout_s = q.background ? 0 : b->exec_timeout_s;
-	limit = b->output_limit > 0 ? b->output_limit : 16777216;
+	/*
+	 * The API's timeout_s: absent, the sandbox's limits.timeout_s (libpaddock's default,
+	 * 0) for a foreground command and none for a background one; 0, none.
+	 */
+	opts.timeout_s = q.timeout_s < 0 ? (q.background ? -1 : 0) : q.timeout_s == 0 ? -1
+										      : q.timeout_s;
 	opts.argv = q.argv_c;
 	opts.env = q.env_c;
 	opts.cwd = q.cwd;
-	opts.timeout_s = q.timeout_s;
-	opts.output_captured = true;
+	/* the exec session: a foreground command's output whole (limits.output), else a ring */
+	opts.capture = q.background ? PADDOCK_CAPTURE_RING : PADDOCK_CAPTURE_ALL;
+	opts.capture_bytes = q.background ? PD_RING_BYTES : 0;
 	if (q.pty) {
 		opts.pty_streams = 7;
 		opts.pty_rows = (unsigned short)q.rows;
 		opts.pty_cols = (unsigned short)q.cols;
 	} else {
-		opts.pipe_streams = 6 | ((q.has_stdin || q.keep_stdin) ? 1 : 0);
+		opts.pipe_streams = (q.has_stdin || q.keep_stdin) ? 1 : 0;
 	}
 	p = proc_new(b);
 	if (!p) {
@@ -788,7 +615,7 @@ struct proc *pd_exec_start(struct request *r, struct box *b, json_t *body,
 	p->argv = json_incref(q.argv);
 	p->background = q.background;
 	p->pty = q.pty;
-	p->out_limit = (uint64_t)limit;
+	p->has_stdin = q.pty || q.has_stdin || q.keep_stdin;
 	p->t0 = pd_mono_s();
 	if (q.tag)
 		snprintf(p->tag, sizeof(p->tag), "%s", q.tag);
@@ -799,6 +626,8 @@ struct proc *pd_exec_start(struct request *r, struct box *b, json_t *body,
 		goto out;
 	}
 	p->ex = ex;
+	p->session = paddock_exec_ref(ex);
+	paddock_exec_set_output_callback(ex, on_output, p);
 	p->exec_id = paddock_exec_id(ex);
 	snprintf(p->exec_str, sizeof(p->exec_str), "ex_%llu", (unsigned long long)p->exec_id);
 	p->started_ms = pd_now_ms();
@@ -840,17 +669,17 @@ struct watcher *pd_proc_hook(struct request *r, struct proc *p, const struct wat
 
 int pd_proc_write_stdin(struct proc *p, const char *data, size_t len)
 {
+	paddock_error err = { 0 };
+
 	if (p->exited)
 		return -ESRCH;
-	if (p->stdin_fd < 0)
-		return -EBADF;
-	return write_stdin(p, data, len);
+	return write_stdin(p, data, len, &err);
 }
 
 void pd_proc_close_stdin(struct proc *p)
 {
-	if (!p->exited)
-		close_stdin(p);
+	if (!p->exited && p->session)
+		(void)paddock_exec_close_stdin(p->session, NULL);
 }
 
 /* ---- adopt ------------------------------------------------------------------------------ */
@@ -871,7 +700,6 @@ void pd_proc_adopt(struct box *b, paddock_exec *ex, const struct paddock_store_e
 	p->pty = row ? row->pty : paddock_exec_pty_streams(ex) != 0;
 	p->started_ms = row ? row->started_ms : pd_now_ms();
 	p->t0 = pd_mono_s();
-	p->out_limit = UINT64_MAX;
 	if (row && row->tag)
 		snprintf(p->tag, sizeof(p->tag), "%s", row->tag);
 	if (!ex) {
@@ -887,7 +715,12 @@ void pd_proc_adopt(struct box *b, paddock_exec *ex, const struct paddock_store_e
 	p->ex = ex;
 	p->started = true;
 	paddock_exec_set_callback(ex, exec_done, p);
-	(void)watch_outputs(p, ex);
+	/* its pipes came back with init's report: a ring, as for any background command */
+	if (paddock_exec_capture(ex, PADDOCK_CAPTURE_RING, PD_RING_BYTES, NULL) >= 0) {
+		p->session = paddock_exec_ref(ex);
+		p->has_stdin = true;
+		paddock_exec_set_output_callback(ex, on_output, p);
+	}
 	if (!row)
 		record(p);
 }
@@ -929,23 +762,31 @@ static bool parse_since(struct request *r, const char *key, uint64_t *ret)
 }
 
 /*
- * What out[i] holds from offset `since` on. The ring holds the bytes [written - len, written)
- * of the stream; an offset past `written` is from before a restart of paddockd (whose ring
- * and count start again at 0): all of the ring then.
+ * What libpaddock kept of stream i from offset `since` on (the ring keeps the newest of it;
+ * an offset before them starts at the oldest kept). An offset past the end is from before a
+ * restart of paddockd (whose session and count start again at 0): all of it then.
  */
 static void ring_line(struct watcher *w, struct proc *p, int i, uint64_t since)
 {
-	size_t n = evbuffer_get_length(p->out[i]);
-	uint64_t start = p->out_written[i] - n, skip = 0;
+	struct evbuffer *b;
+	uint64_t from;
+	size_t n;
 	json_t *o;
 
-	if (since <= p->out_written[i] && since > start)
-		skip = since - start;
-	if (n - skip == 0)
+	if (!p->session)
 		return;
-	o = json_pack("{s:s,s:I}", "type", stream_names[i], "offset", (json_int_t)(start + skip));
-	pd_json_set_bytes(o, "data", evbuffer_pullup(p->out[i], -1) + skip, n - skip);
-	pd_stream_line(w, o);
+	from = since <= paddock_exec_output_end(p->session, i + 1) ? since : 0;
+	b = evbuffer_new();
+	if (!b)
+		return;
+	n = kept(p, i + 1, &from, b);
+	if (n > 0) {
+		o = json_pack("{s:s,s:I}", "type", stream_names[i], "offset",
+			      (json_int_t)(from - n));
+		pd_json_set_bytes(o, "data", (const char *)evbuffer_pullup(b, -1), n);
+		pd_stream_line(w, o);
+	}
+	evbuffer_free(b);
 }
 
 static void output(struct request *r, struct proc *p)
@@ -963,8 +804,8 @@ static void output(struct request *r, struct proc *p)
 	pd_stream_start(w, "application/x-ndjson");
 	for (int i = 0; i < 2; i++)
 		ring_line(w, p, i, since[i]);
-	if (ended(p) || !follow || strcmp(follow, "1") != 0) {
-		if (ended(p))
+	if (p->exited || !follow || strcmp(follow, "1") != 0) {
+		if (p->exited)
 			pd_stream_line(w, json_pack("{s:s,s:O?}", "type", "exit", "result",
 						    p->result));
 		pd_stream_end(w);
@@ -987,26 +828,25 @@ static void process_action(struct request *r, struct box *b, struct proc *p, con
 
 		if (p->exited)
 			return pd_reply_error(r, 409, "conflict", NULL, "the process has ended");
-		if (p->stdin_fd < 0)
+		if (!p->has_stdin)
 			return pd_reply_error(r, 409, "conflict", "stdin",
 					      "the process's stdin is closed (start it with "
 					      "keep_stdin or pty)");
 		if (n > 65536)
 			return pd_reply_error(r, 413, "too_large", "body",
 					      "at most 65536 bytes per write");
-		w = write_stdin(p, (const char *)evbuffer_pullup(in, -1), n);
+		w = write_stdin(p, (const char *)evbuffer_pullup(in, -1), n, &err);
 		if (w == -EAGAIN)
 			return pd_reply_error(r, 429, "limit", "stdin",
-					      "the process is not reading its stdin: %u bytes wait "
-					      "already; nothing of this write was taken",
-					      (unsigned)evbuffer_get_length(p->stdin_q));
+					      "the process is not reading its stdin: %s; nothing of "
+					      "this write was taken", err.msg);
 		if (w < 0)
-			return pd_reply_error(r, 409, "conflict", "stdin", "write: %s",
-					      strerror(-w));
+			return pd_reply_error(r, 409, "conflict", "stdin",
+					      "the process's stdin is closed (%s)", err.msg);
 		return pd_reply_empty(r, 204);
 	}
 	if (strcmp(what, "stdin") == 0 && strcmp(sub, "close") == 0) {
-		close_stdin(p);
+		pd_proc_close_stdin(p);
 		return pd_reply_empty(r, 204);
 	}
 	if (sub)
@@ -1020,7 +860,7 @@ static void process_action(struct request *r, struct box *b, struct proc *p, con
 		if (t && (*end || !(s >= 0 && s <= WAIT_MAX_S)))
 			return pd_reply_error(r, 400, "invalid", "timeout_s",
 					      "expected seconds from 0 to %d", WAIT_MAX_S);
-		if (ended(p) || s == 0)
+		if (p->exited || s == 0)
 			return pd_reply_json(r, 200, pd_proc_json(p));
 		w = pd_watcher_new(r, W_WAIT, p, &p->watchers);
 		if (!w)

@@ -91,19 +91,15 @@ struct proc {
 	size_t pending_len;
 	bool pending_close;    /* then close stdin */
 	int64_t started_ms, ended_ms;
-	json_t *result;		  /* the report, once ended */
-	int out_fd[2];		  /* stdout, stderr (or the pty on [0]); -1 at EOF */
-	struct event *out_ev[2];
-	int stdin_fd;		  /* -1 when closed or none */
-	struct evbuffer *stdin_q; /* accepted, not yet taken by the command (bounded) */
-	struct event *stdin_ev;
-	struct event *resume_ev;  /* output paused for a client that is behind */
-	bool stdin_close;	  /* close once the queue is empty */
-	struct evbuffer *out[2];  /* foreground: everything; background: the last PD_RING_BYTES */
-	uint64_t out_written[2];  /* bytes ever added to out[i]: it holds the newest of them */
-	uint64_t out_total;	  /* bytes read so far, both streams */
-	uint64_t out_limit;	  /* limits.output of the sandbox */
-	bool truncated;
+	json_t *result;		 /* the report, once ended */
+	/*
+	 * The command's exec session (libpaddock keeps its output and queues its stdin): held
+	 * by reference from the start, so its output stays readable after the end. NULL for a
+	 * command whose report was lost across a restart.
+	 */
+	paddock_exec *session;
+	bool has_stdin;		 /* stdin is a pipe the API may write (stdin, keep_stdin, pty) */
+	struct event *resume_ev; /* output paused for a client that is behind */
 	struct watcher *watchers;
 	double t0;		  /* for the latency histogram */
 	json_t *fe_info;	  /* what a front end recorded of it (E2B: its ProcessConfig) */

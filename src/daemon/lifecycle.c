@@ -385,8 +385,7 @@ int pd_box_create(struct daemon *d, const char *tenant, json_t *body, struct box
 	paddock_spec *spec = NULL;
 	json_t *meta = json_object_get(body, "metadata");
 	char path[300];
-	struct paddock_sandbox_opts opts = { .orphan_timeout_s = d->orphan_timeout_s,
-					     .no_timeout = true };
+	struct paddock_sandbox_opts opts = { .orphan_timeout_s = d->orphan_timeout_s };
 	paddock_sandbox *sb = NULL;
 	int64_t ttl = 0, idle = 0;
 	struct box *b;

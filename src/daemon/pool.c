@@ -157,7 +157,6 @@ static void refill_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct daemon *d = arg;
 	struct paddock_sandbox_opts opts = { .orphan_timeout_s = d->orphan_timeout_s,
-					     .no_timeout = true,
 					     .pooled = true };
 	struct pool_tmpl *want = NULL;
 	paddock_error err = { 0 };

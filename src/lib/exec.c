@@ -144,6 +144,38 @@ static double since(const struct timespec *t0)
 	return (double)(now.tv_sec - t0->tv_sec) + (double)(now.tv_nsec - t0->tv_nsec) / 1e9;
 }
 
+paddock_exec *paddock_exec_ref(paddock_exec *ex)
+{
+	if (ex)
+		ex->refs++;
+	return ex;
+}
+
+paddock_exec *paddock_exec_unref(paddock_exec *ex)
+{
+	if (!ex || --ex->refs > 0)
+		return NULL;
+	pd_exec_io_release(ex);
+	ex->pty_fd = pd_close(ex->pty_fd);
+	for (int i = 0; i < 3; i++)
+		ex->fds[i] = pd_close(ex->fds[i]);
+	free(ex->argv0);
+	free(ex->cwd);
+	free(ex->limits_json);
+	free(ex);
+	return NULL;
+}
+
+const struct paddock_result *paddock_exec_result(const paddock_exec *ex)
+{
+	return ex && ex->done ? &ex->result : NULL;
+}
+
+/*
+ * The sandbox lets go of the exec: delivered, or the sandbox is freed (its callback then
+ * never comes). A reference taken with paddock_exec_ref() keeps what is left of it, with no
+ * sandbox and no events of the loop.
+ */
 void pd_exec_unlink_free(paddock_exec *ex)
 {
 	paddock_sandbox *sb = ex->sb;
@@ -153,17 +185,17 @@ void pd_exec_unlink_free(paddock_exec *ex)
 			*pp = ex->next;
 			break;
 		}
+	ex->sb = NULL;
 	if (ex->deliver)
 		event_free(ex->deliver);
+	ex->deliver = NULL;
 	if (ex->timeout_ev)
 		event_free(ex->timeout_ev);
-	ex->pty_fd = pd_close(ex->pty_fd);
-	for (int i = 0; i < 3; i++)
-		ex->fds[i] = pd_close(ex->fds[i]);
-	free(ex->argv0);
-	free(ex->cwd);
-	free(ex->limits_json);
-	free(ex);
+	ex->timeout_ev = NULL;
+	if (!ex->done)
+		ex->done = true; /* its sandbox is gone: nothing more will happen to it */
+	pd_exec_io_release_events(ex);
+	paddock_exec_unref(ex);
 }
 
 static void deliver_cb(evutil_socket_t fd, short what, void *arg)
@@ -288,6 +320,8 @@ void pd_exec_finish(paddock_exec *ex)
 	if (ex->forced && ex->result.reason != PADDOCK_END_ERROR)
 		ex->result.reason = ex->forced_reason;
 	ex->result.wall_s = since(&ex->started);
+	/* what its pipes hold is read before the result is final (output_truncated) */
+	pd_exec_io_end(ex);
 	if (ex->result.reason != PADDOCK_END_ERROR)
 		account(ex);
 	emit_exit(ex);
@@ -407,6 +441,10 @@ void pd_exec_on_started(paddock_sandbox *sb, const struct pd_ctl_started *s, int
 		pd_emit(sb->ctx, PADDOCK_LEVEL_INFO, "exec.started", sb->id, ex->id_str,
 			json_pack("{s:s,s:i,s:b}", "argv0", ex->argv0 ? ex->argv0 : "", "pid",
 				  (int)ex->pid, "pty", ex->pty_fd >= 0));
+	/* the session the request asked for, before anyone hears the command runs */
+	if (ex->io.want != PADDOCK_CAPTURE_NONE &&
+	    paddock_exec_capture(ex, ex->io.want, ex->io.want_bytes, NULL) < 0)
+		(void)paddock_exec_terminate(ex, PADDOCK_END_ERROR, NULL);
 	if (ex->started_fn)
 		ex->started_fn(ex, ex->userdata);
 }
@@ -420,6 +458,8 @@ paddock_exec *pd_exec_new(paddock_sandbox *sb, uint64_t id, paddock_exec_fn fn, 
 	if (!ex)
 		return NULL;
 	ex->sb = sb;
+	ex->refs = 1; /* the sandbox's, until the exec is delivered */
+	pd_exec_io_init(ex);
 	ex->id = id;
 	ex->pty_fd = -EBADF;
 	for (int i = 0; i < 3; i++)
@@ -599,10 +639,15 @@ int paddock_exec_start(paddock_sandbox *sb, const struct paddock_exec_opts *opts
 	hdr.rows = opts->pty_rows;
 	hdr.cols = opts->pty_cols;
 	hdr.flags = opts->pty_streams & 7u;
+	if ((unsigned)opts->capture >= _PADDOCK_CAPTURE_MAX)
+		return pd_fail_field(err, EINVAL, "capture", "unknown capture mode %d",
+				     (int)opts->capture);
 	for (int i = 0; i < 3; i++) {
 		if (hdr.flags & (1u << i))
 			continue;
-		if (opts->pipe_streams & (1u << i)) {
+		/* captured: libpaddock reads stdout and stderr from pipes of init's */
+		if ((opts->pipe_streams & (1u << i)) ||
+		    (opts->capture != PADDOCK_CAPTURE_NONE && i > 0)) {
 			hdr.flags |= PD_EXEC_PIPE_STDIN << i;
 			continue;
 		}
@@ -611,9 +656,9 @@ int paddock_exec_start(paddock_sandbox *sb, const struct paddock_exec_opts *opts
 		hdr.flags |= PD_EXEC_FD_STDIN << i;
 		fds[nfds++] = opts->fds[i];
 	}
-	if (!(opts->timeout_s >= 0 && opts->timeout_s <= 1e7))
+	if (!(opts->timeout_s <= 1e7)) /* NaN too */
 		return pd_fail_field(err, EINVAL, "timeout_s",
-				     "expected seconds between 0 and 10000000");
+				     "expected seconds up to 10000000");
 	r = pack_exec(&hdr, opts->cwd ? opts->cwd : "", opts->argv, opts->env, &buf, &len, err);
 	if (r < 0)
 		return r;
@@ -621,7 +666,9 @@ int paddock_exec_start(paddock_sandbox *sb, const struct paddock_exec_opts *opts
 	ex = pd_exec_new(sb, hdr.id, fn, userdata);
 	if (!ex)
 		return pd_fail(err, ENOMEM, "allocate exec");
-	ex->output_captured = opts->output_captured;
+	ex->output_captured = opts->output_captured || opts->capture != PADDOCK_CAPTURE_NONE;
+	ex->io.want = opts->capture;
+	ex->io.want_bytes = opts->capture_bytes;
 	ex->flags = hdr.flags;
 	ex->started_fn = opts->on_started;
 	ex->argv0 = strdup(opts->argv[0]);
@@ -652,10 +699,13 @@ int paddock_exec_start(paddock_sandbox *sb, const struct paddock_exec_opts *opts
 			return r;
 		}
 	}
-	if (!ex->done && opts->timeout_s > 0) {
-		struct timeval tv = { .tv_sec = (time_t)opts->timeout_s };
+	/* one meaning of limits.timeout_s for every front end: each command's wall clock */
+	double timeout = opts->timeout_s == 0 ? sb->spec->limits.timeout_s : opts->timeout_s;
 
-		tv.tv_usec = (suseconds_t)((opts->timeout_s - (double)tv.tv_sec) * 1e6);
+	if (!ex->done && timeout > 0) {
+		struct timeval tv = { .tv_sec = (time_t)timeout };
+
+		tv.tv_usec = (suseconds_t)((timeout - (double)tv.tv_sec) * 1e6);
 		ex->timeout_ev = evtimer_new(sb->ctx->base, exec_timeout_cb, ex);
 		if (!ex->timeout_ev || evtimer_add(ex->timeout_ev, &tv) < 0) {
 			(void)paddock_exec_terminate(ex, PADDOCK_END_ERROR, NULL);
@@ -732,6 +782,20 @@ int paddock_exec_take_fd(paddock_exec *ex, int fd)
 	return r >= 0 ? r : -1;
 }
 
+int pd_exec_send_close_stdin(paddock_exec *ex, paddock_error *err)
+{
+	struct pd_ctl_id m;
+	int r;
+
+	if (ex->done || !ex->sb || ex->sb->state != PD_SB_RUNNING)
+		return 0;
+	m.id = ex->id;
+	r = pd_ctl_send(ex->sb->ctl, PD_CTL_CLOSE_STDIN, &m, sizeof(m), NULL, 0);
+	if (r < 0)
+		return pd_fail(err, r, "close stdin");
+	return 0;
+}
+
 int paddock_exec_close_stdin(paddock_exec *ex, paddock_error *err)
 {
 	struct pd_ctl_id m;
@@ -739,8 +803,11 @@ int paddock_exec_close_stdin(paddock_exec *ex, paddock_error *err)
 
 	if (!ex)
 		return pd_fail(err, EINVAL, "paddock_exec_close_stdin: exec is required");
+	/* the session's queue is written first */
+	if (ex->io.mode != PADDOCK_CAPTURE_NONE)
+		return pd_exec_io_close_stdin(ex);
 	ex->fds[0] = pd_close(ex->fds[0]);
-	if (ex->done || ex->sb->state != PD_SB_RUNNING)
+	if (ex->done || !ex->sb || ex->sb->state != PD_SB_RUNNING)
 		return 0;
 	m.id = ex->id;
 	r = pd_ctl_send(ex->sb->ctl, PD_CTL_CLOSE_STDIN, &m, sizeof(m), NULL, 0);

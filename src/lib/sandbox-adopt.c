@@ -50,7 +50,8 @@ int paddock_sandbox_handle(const paddock_sandbox *sb, char **ret_json, paddock_e
 	o = json_pack("{s:i,s:s,s:s,s:b,s:I,s:I,s:i,s:b,s:i}", "v", HANDLE_VERSION, "id", sb->id,
 		      "socket", sb->reconnect_path, "rootless", sb->idmap.rootless, "uid",
 		      (json_int_t)sb->idmap.outside_uid, "gid", (json_int_t)sb->idmap.outside_gid,
-		      "slot", (int)sb->idmap.slot, "no_timeout", sb->no_timeout,
+		      /* no sandbox has a wall clock of its own now; earlier readers want it */
+		      "slot", (int)sb->idmap.slot, "no_timeout", 1,
 		      "orphan_timeout_s", sb->orphan_timeout_s);
 	s = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
@@ -69,7 +70,7 @@ static int parse_handle(paddock_sandbox *sb, const char *handle_json, paddock_er
 	json_error_t jerr;
 
 	o = json_loads(handle_json, 0, &jerr);
-	if (!o || json_unpack_ex(o, &jerr, 0, "{s:i,s:s,s:s,s:b,s:I,s:I,s:i,s:b,s:i}", "v", &v,
+	if (!o || json_unpack_ex(o, &jerr, 0, "{s:i,s:s,s:s,s:b,s:I,s:I,s:i,s?b,s:i}", "v", &v,
 				 "id", &id, "socket", &path, "rootless", &rootless, "uid", &uid,
 				 "gid", &gid, "slot", &slot, "no_timeout", &no_timeout,
 				 "orphan_timeout_s", &orphan) < 0)
@@ -91,7 +92,7 @@ static int parse_handle(paddock_sandbox *sb, const char *handle_json, paddock_er
 	sb->idmap.init_uid = rootless ? PD_SANDBOX_UID : 0;
 	sb->idmap.init_gid = rootless ? PD_SANDBOX_GID : 0;
 	pd_idmap_own_slot(&sb->idmap);
-	sb->no_timeout = no_timeout;
+	(void)no_timeout; /* read and ignored: a sandbox has no wall clock of its own now */
 	sb->orphan_timeout_s = orphan;
 	return 0;
 }

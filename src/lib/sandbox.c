@@ -307,8 +307,6 @@ static void mark_dead(paddock_sandbox *sb)
 		event_del(sb->ctl_ev);
 	if (sb->pidfd_ev)
 		event_del(sb->pidfd_ev);
-	if (sb->timeout_ev)
-		event_del(sb->timeout_ev);
 	if (sb->oom_ev)
 		event_del(sb->oom_ev);
 	if (sb->cpu_ev)
@@ -344,16 +342,6 @@ static void pidfd_cb(evutil_socket_t fd, short what, void *arg)
 		json_pack("{s:s}", "reason", paddock_end_reason_to_string(sb->death_reason)));
 	if (sb->exit_fn)
 		sb->exit_fn(sb, sb->death_reason, sb->exit_userdata);
-}
-
-static void timeout_cb(evutil_socket_t fd, short what, void *arg)
-{
-	paddock_sandbox *sb = arg;
-
-	(void)fd;
-	(void)what;
-	kill_for(sb, PADDOCK_END_TIMEOUT, "sandbox.timeout",
-		 json_pack("{s:f}", "timeout_s", sb->spec->limits.timeout_s));
 }
 
 /* The first limit to end a sandbox names the reason for everything still running. */
@@ -427,19 +415,8 @@ static void cpu_cb(evutil_socket_t fd, short what, void *arg)
 			   sb->spec->limits.cpu_time_s, "used_s", used));
 }
 
-static void arm_timeout(paddock_sandbox *sb)
-{
-	double t = sb->spec->limits.timeout_s;
-	struct timeval tv = { .tv_sec = (time_t)t };
-
-	tv.tv_usec = (suseconds_t)((t - (double)tv.tv_sec) * 1e6);
-	(void)event_add(sb->timeout_ev, &tv); /* replaces a pending one */
-}
-
 void pd_sandbox_limits_bound(paddock_sandbox *sb)
 {
-	if (sb->timeout_ev && !sb->no_timeout)
-		arm_timeout(sb);
 	if (sb->cpu_ev)
 		cpu_cb(-1, 0, sb);
 }
@@ -476,21 +453,18 @@ void pd_sandbox_make_id(char *buf, size_t size, const char *prefix)
 int pd_sandbox_arm(paddock_sandbox *sb, paddock_error *err)
 {
 	paddock_ctx *ctx = sb->ctx;
-	struct timeval tv;
-	double t;
 
 	if (fcntl(sb->ctl, F_SETFL, O_NONBLOCK) < 0)
 		return pd_fail(err, errno, "set control socket non-blocking");
 	sb->ctl_ev = event_new(ctx->base, sb->ctl, EV_READ | EV_PERSIST, ctl_cb, sb);
 	sb->pidfd_ev = event_new(ctx->base, sb->pidfd, EV_READ, pidfd_cb, sb);
-	sb->timeout_ev = evtimer_new(ctx->base, timeout_cb, sb);
-	if (!sb->ctl_ev || !sb->pidfd_ev || !sb->timeout_ev)
+	if (!sb->ctl_ev || !sb->pidfd_ev)
 		return pd_fail(err, ENOMEM, "allocate sandbox events");
-	t = sb->spec->limits.timeout_s;
-	tv.tv_sec = (time_t)t;
-	tv.tv_usec = (suseconds_t)((t - (double)tv.tv_sec) * 1e6);
-	if (event_add(sb->ctl_ev, NULL) < 0 || event_add(sb->pidfd_ev, NULL) < 0 ||
-	    (!sb->no_timeout && event_add(sb->timeout_ev, &tv) < 0))
+	/*
+	 * No wall clock of the sandbox's own: limits.timeout_s is each command's (exec.c), for
+	 * every front end; a sandbox lives as long as its supervisor keeps it (paddockd: its TTL).
+	 */
+	if (event_add(sb->ctl_ev, NULL) < 0 || event_add(sb->pidfd_ev, NULL) < 0)
 		return pd_fail(err, EIO, "register sandbox events");
 	if (sb->cg) {
 		int ofd = pd_cgroup_oom_fd(sb->cg);
@@ -572,7 +546,6 @@ static int create_begin(paddock_ctx *ctx, const paddock_spec *spec,
 	pd_idmap_init(&sb->idmap);
 	pd_sandbox_make_id(sb->id, sizeof(sb->id), "sb_");
 	if (opts) {
-		sb->no_timeout = opts->no_timeout;
 		sb->spec_pooled = opts->pooled;
 		sb->orphan_timeout_s = opts->orphan_timeout_s;
 		if (opts->reconnect_dir) {
@@ -756,8 +729,6 @@ static void drop(paddock_sandbox *sb)
 		event_free(sb->ctl_ev);
 	if (sb->pidfd_ev)
 		event_free(sb->pidfd_ev);
-	if (sb->timeout_ev)
-		event_free(sb->timeout_ev);
 	if (sb->oom_ev)
 		event_free(sb->oom_ev);
 	if (sb->cpu_ev)

@@ -31,8 +31,40 @@ struct paddock_ctx {
 	struct ssl_ctx_st *upstream_tls; /* verifies intercepted hosts; made on first use */
 };
 
+/* What libpaddock keeps of one output stream of a captured command (exec-io.c). */
+struct pd_exec_stream {
+	int fd;
+	struct event *ev;
+	struct evbuffer *buf; /* the kept bytes: offsets end - length .. end */
+	uint64_t end;	      /* offset after the last byte kept */
+	uint64_t read;	      /* bytes read from the pipe, kept or not */
+};
+
+/* Bytes of stdin that may wait for a command to read them. */
+#define PD_EXEC_STDIN_MAX (1u << 20)
+
+/* The exec session of a command whose I/O libpaddock handles (capture != NONE). */
+struct pd_exec_io {
+	enum paddock_capture mode;
+	enum paddock_capture want; /* asked at start: set up when the command runs */
+	uint64_t want_bytes;
+	uint64_t limit; /* ALL: bytes of stdout and stderr kept together */
+	size_t ring;	/* RING: bytes kept of each stream */
+	uint64_t kept;	/* ALL: kept so far */
+	bool truncated, paused;
+	struct pd_exec_stream out[2];
+	int in_fd;
+	struct event *in_ev;
+	struct evbuffer *in_q;
+	bool in_closing; /* close once in_q is written */
+	paddock_output_fn fn;
+	void *userdata;
+};
+
 struct paddock_exec {
-	paddock_sandbox *sb;
+	paddock_sandbox *sb; /* NULL once delivered or its sandbox is gone (a reference kept it) */
+	unsigned refs;	     /* the sandbox's (until delivered) and paddock_exec_ref()'s */
+	struct pd_exec_io io;
 	uint64_t id;
 	char id_str[24]; /* "ex_<n>" for events */
 	pid_t pid;	 /* inside the sandbox's pid namespace */
@@ -80,11 +112,10 @@ struct paddock_sandbox {
 	bool host_tree; /* pooled: init holds the host's tree (PD_READY_HOST_TREE) */
 	struct pd_cgroup *cg; /* NULL: no cgroup (rootless); rlimits stand in */
 	unsigned n_execs;     /* commands started so far */
-	struct event *ctl_ev, *pidfd_ev, *timeout_ev, *oom_ev, *cpu_ev;
+	struct event *ctl_ev, *pidfd_ev, *oom_ev, *cpu_ev;
 	paddock_exec *execs;
 	char *reconnect_path; /* init listens here for a new supervisor; removed on free */
 	int orphan_timeout_s;
-	bool no_timeout;
 	bool spec_pooled; /* made with opts.pooled (spec->pooled: not claimed yet) */
 	/* paddock_sandbox_create_async(): init is building the root; this says when it is done */
 	struct event *launch_ev;
@@ -147,6 +178,18 @@ void pd_exec_on_exited(paddock_sandbox *sb, const struct pd_ctl_exited *x);
 void pd_exec_on_error(paddock_sandbox *sb, struct pd_ctl_exec_error *e);
 void pd_exec_finish(paddock_exec *ex);
 void pd_exec_unlink_free(paddock_exec *ex);
+/* Tells init to close its copy of the command's stdin. */
+int pd_exec_send_close_stdin(paddock_exec *ex, paddock_error *err);
+
+/* exec-io.c: the exec session (capture, stdin queue) */
+void pd_exec_io_init(paddock_exec *ex);
+/* the command ended: read what its pipes hold, close them; output_truncated into its result */
+void pd_exec_io_end(paddock_exec *ex);
+/* its sandbox lets go: no more events of the loop (what was kept stays readable) */
+void pd_exec_io_release_events(paddock_exec *ex);
+/* frees what the session holds (the exec's last reference went) */
+void pd_exec_io_release(paddock_exec *ex);
+int pd_exec_io_close_stdin(paddock_exec *ex);
 
 /* A new exec object in the sandbox's list (not yet started). */
 paddock_exec *pd_exec_new(paddock_sandbox *sb, uint64_t id, paddock_exec_fn fn, void *userdata);

@@ -20,34 +20,27 @@
 #include "error.h"
 
 #define RING_BYTES (1u << 20) /* kept of each stream of a background process */
-#define READ_CHUNK 65536
 
 struct box;
 
-/* One stream of a command's output: its pipe and what was kept of it. */
-struct stream {
-	int fd;
-	struct event *ev;
-	struct evbuffer *buf;
-	uint64_t total;	  /* bytes the command wrote */
-	uint64_t dropped; /* bytes not kept (foreground: past the cap; background: the ring) */
-};
-
-/* A command: foreground (a tool call waits for it) or background (followed later). */
+/*
+ * A command: foreground (a tool call waits for it) or background (followed later). Its
+ * output and stdin are libpaddock's exec session (held by reference until freed here):
+ * libpaddock applies limits.output and the timeout, the same for every front end.
+ */
 struct mcp_pending {
 	struct box *box;
-	paddock_exec *ex; /* NULL once it ended */
+	paddock_exec *ex;      /* NULL once it ended */
+	paddock_exec *session; /* referenced: the output stays readable after the end */
 	bool background, cancelled;
 	char id[24];
 	int pid;
-	size_t cap; /* foreground: bytes kept of each stream */
-	struct stream out[2];
-	/* stdin (foreground): what is left to write */
-	int stdin_fd;
-	struct event *stdin_ev;
-	char *stdin_data;
-	size_t stdin_len, stdin_off;
-	json_t *result; /* the report once it ended */
+	size_t cap;	     /* foreground: bytes of each stream shown in the tool's answer */
+	char *stdin_data;    /* foreground: the call's stdin, written once it runs */
+	size_t stdin_len;
+	uint64_t since[2];   /* background: where the last bg_output() stopped */
+	uint64_t dropped[2]; /* background: bytes never shown (the ring, or past `max`) */
+	json_t *result;	     /* the report once it ended */
 	mcp_exec_done_fn fn;
 	void *userdata;
 	struct mcp_pending *next;
@@ -87,28 +80,6 @@ static int find_box(struct embedded *e, const char *id, struct box **ret, paddoc
 
 /* ---- commands --------------------------------------------------------------------------- */
 
-static void stream_close(struct stream *s)
-{
-	if (s->ev)
-		event_free(s->ev);
-	if (s->fd >= 0)
-		close(s->fd);
-	s->ev = NULL;
-	s->fd = -1;
-}
-
-static void stdin_close(struct mcp_pending *p)
-{
-	if (p->stdin_ev)
-		event_free(p->stdin_ev);
-	if (p->stdin_fd >= 0)
-		close(p->stdin_fd);
-	p->stdin_ev = NULL;
-	p->stdin_fd = -1;
-	free(p->stdin_data);
-	p->stdin_data = NULL;
-}
-
 static void cmd_unlink(struct mcp_pending *p)
 {
 	for (struct mcp_pending **pp = &p->box->cmds; *pp; pp = &(*pp)->next)
@@ -121,128 +92,34 @@ static void cmd_unlink(struct mcp_pending *p)
 static void cmd_free(struct mcp_pending *p)
 {
 	cmd_unlink(p);
-	for (int i = 0; i < 2; i++) {
-		stream_close(&p->out[i]);
-		if (p->out[i].buf)
-			evbuffer_free(p->out[i].buf);
-	}
-	stdin_close(p);
+	if (p->ex)
+		paddock_exec_set_callback(p->ex, NULL, NULL);
+	paddock_exec_unref(p->session);
 	json_decref(p->result);
+	free(p->stdin_data);
 	free(p);
 }
 
-/* Keeps what the bounds allow of `n` new bytes. */
-static void keep(struct mcp_pending *p, struct stream *s, const char *data, size_t n)
+/* The kept bytes of `stream` from *from to its end, at most `max` (the first ones) as text. */
+static json_t *stream_text(struct mcp_pending *p, int stream, uint64_t *from, size_t max)
 {
-	s->total += n;
-	if (p->background) {
-		size_t have;
-
-		evbuffer_add(s->buf, data, n);
-		have = evbuffer_get_length(s->buf);
-		if (have > RING_BYTES) {
-			evbuffer_drain(s->buf, have - RING_BYTES);
-			s->dropped += have - RING_BYTES;
-		}
-		return;
-	}
-	size_t room = p->cap - evbuffer_get_length(s->buf);
-
-	evbuffer_add(s->buf, data, n < room ? n : room);
-	if (n > room)
-		s->dropped += n - room;
-}
-
-/* Reads what is there now; EOF or an error closes the stream. */
-static void drain(struct mcp_pending *p, struct stream *s)
-{
-	char buf[READ_CHUNK];
-
-	for (int rounds = 0; s->fd >= 0 && rounds < 16; rounds++) {
-		ssize_t n = read(s->fd, buf, sizeof(buf));
-
-		if (n > 0) {
-			keep(p, s, buf, (size_t)n);
-			continue;
-		}
-		if (n < 0 && (errno == EAGAIN || errno == EINTR))
-			return;
-		stream_close(s);
-	}
-}
-
-static void out_cb(evutil_socket_t fd, short what, void *data)
-{
-	struct mcp_pending *p = data;
-
-	(void)what;
-	drain(p, p->out[0].fd == fd ? &p->out[0] : &p->out[1]);
-}
-
-static void stdin_cb(evutil_socket_t fd, short what, void *data)
-{
-	struct mcp_pending *p = data;
-
-	(void)what;
-	while (p->stdin_off < p->stdin_len) {
-		ssize_t n = write(fd, p->stdin_data + p->stdin_off, p->stdin_len - p->stdin_off);
-
-		if (n < 0 && errno == EAGAIN)
-			return;
-		if (n <= 0)
-			break; /* EPIPE: the command does not read it all; that is its business */
-		p->stdin_off += (size_t)n;
-	}
-	stdin_close(p); /* EOF */
-	(void)paddock_exec_close_stdin(p->ex, NULL);
-}
-
-static int watch(struct mcp_pending *p, struct stream *s, int fd)
-{
-	s->fd = fd;
-	if (fd < 0)
-		return 0;
-	if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0)
-		return -errno;
-	s->ev = event_new(p->box->e->evbase, fd, EV_READ | EV_PERSIST, out_cb, p);
-	if (!s->ev || event_add(s->ev, NULL) < 0)
-		return -ENOMEM;
-	return 0;
-}
-
-static void started(paddock_exec *ex, void *userdata)
-{
-	struct mcp_pending *p = userdata;
-
-	p->pid = paddock_exec_pid(ex);
-	for (int i = 0; i < 2; i++)
-		if (watch(p, &p->out[i], paddock_exec_take_fd(ex, i + 1)) < 0)
-			goto fail;
-	if (!p->stdin_data)
-		return;
-	p->stdin_fd = paddock_exec_take_fd(ex, 0);
-	if (p->stdin_fd < 0 || fcntl(p->stdin_fd, F_SETFL, fcntl(p->stdin_fd, F_GETFL) | O_NONBLOCK) < 0)
-		goto fail;
-	p->stdin_ev = event_new(p->box->e->evbase, p->stdin_fd, EV_WRITE | EV_PERSIST, stdin_cb, p);
-	if (!p->stdin_ev || event_add(p->stdin_ev, NULL) < 0)
-		goto fail;
-	return;
-fail:
-	(void)paddock_exec_terminate(ex, PADDOCK_END_ERROR, NULL);
-}
-
-static json_t *stream_text(struct stream *s, size_t max)
-{
-	size_t have = evbuffer_get_length(s->buf);
+	uint64_t end = paddock_exec_output_end(p->session, stream);
+	size_t want = end - *from < max ? (size_t)(end - *from) : max;
+	char *buf = malloc(want + 1);
+	size_t n = 0;
 	json_t *text;
 
-	if (have > max) { /* only the newest `max` bytes */
-		evbuffer_drain(s->buf, have - max);
-		s->dropped += have - max;
-		have = max;
+	if (!buf)
+		return NULL;
+	while (n < want) {
+		size_t k = paddock_exec_read_output(p->session, stream, from, buf + n, want - n);
+
+		if (k == 0)
+			break;
+		n += k;
 	}
-	text = mcp_json_text((const char *)evbuffer_pullup(s->buf, -1), have);
-	evbuffer_drain(s->buf, have);
+	text = mcp_json_text(buf, n);
+	free(buf);
 	return text;
 }
 
@@ -251,36 +128,35 @@ static void exited(paddock_exec *ex, const struct paddock_result *res, void *use
 	struct mcp_pending *p = userdata;
 	paddock_error err = { 0 };
 	char *report = NULL;
+	uint64_t from[2] = { 0, 0 }, kept[2];
 	json_t *out;
 
 	(void)ex;
 	p->ex = NULL;
-	/* the command is gone: what it wrote is in the pipes; a child still holding them is
-	 * not waited for */
-	for (int i = 0; i < 2; i++) {
-		drain(p, &p->out[i]);
-		stream_close(&p->out[i]);
-	}
-	stdin_close(p);
+	/* output_truncated is libpaddock's (limits.output), as for every front end */
 	if (paddock_result_to_json(res, &report, &err) >= 0)
 		p->result = json_loads(report, 0, NULL);
 	free(report);
-	if (p->result && (p->out[0].dropped || p->out[1].dropped) && !p->background)
-		json_object_set_new(p->result, "output_truncated", json_true());
 	if (p->background)
 		return; /* kept for bg_output() */
 	if (p->cancelled || !p->fn) {
 		cmd_free(p);
 		return;
 	}
+	for (int i = 0; i < 2; i++)
+		kept[i] = paddock_exec_output_end(p->session, i + 1);
 	out = json_pack("{s:O?, s:s, s:O?, s:o, s:o, s:b, s:b, s:I, s:I, s:O?}", "exit_code",
 			json_object_get(p->result, "exit_code"), "reason",
 			paddock_end_reason_to_string(res->reason), "signal",
 			json_object_get(p->result, "signal"), "stdout",
-			stream_text(&p->out[0], p->cap), "stderr", stream_text(&p->out[1], p->cap),
-			"stdout_truncated", p->out[0].dropped > 0, "stderr_truncated",
-			p->out[1].dropped > 0, "stdout_bytes", (json_int_t)p->out[0].total,
-			"stderr_bytes", (json_int_t)p->out[1].total, "report", p->result);
+			stream_text(p, 1, &from[0], p->cap), "stderr",
+			stream_text(p, 2, &from[1], p->cap), "stdout_truncated",
+			kept[0] > p->cap || paddock_exec_output_read(p->session, 1) > kept[0],
+			"stderr_truncated",
+			kept[1] > p->cap || paddock_exec_output_read(p->session, 2) > kept[1],
+			"stdout_bytes", (json_int_t)paddock_exec_output_read(p->session, 1),
+			"stderr_bytes", (json_int_t)paddock_exec_output_read(p->session, 2), "report",
+			p->result);
 	if (!out)
 		pd_fail(&err, ENOMEM, "the command's result");
 	p->fn(out, &err, p->userdata);
@@ -297,21 +173,34 @@ static int cmd_new(struct box *b, const struct mcp_exec_req *req, bool backgroun
 	p->box = b;
 	p->background = background;
 	p->cap = req->output_max;
-	p->stdin_fd = -1;
-	for (int i = 0; i < 2; i++) {
-		p->out[i].fd = -1;
-		p->out[i].buf = evbuffer_new();
-		if (!p->out[i].buf) {
-			cmd_free(p);
-			return pd_fail(err, ENOMEM, "allocate a command");
-		}
-	}
 	p->next = b->cmds;
 	b->cmds = p;
 	*ret = p;
 	return 0;
 }
 
+/* A foreground command runs: its stdin, when the call gave some, queued, then EOF. */
+static void fg_started(paddock_exec *ex, void *userdata)
+{
+	struct mcp_pending *p = userdata;
+	paddock_error err = { 0 };
+
+	p->pid = paddock_exec_pid(ex);
+	if (!p->stdin_data)
+		return;
+	if (p->stdin_len && paddock_exec_write_stdin(ex, p->stdin_data, p->stdin_len, &err) < 0 &&
+	    err.code != EPIPE)
+		(void)paddock_exec_terminate(ex, PADDOCK_END_ERROR, NULL);
+	(void)paddock_exec_close_stdin(ex, NULL);
+	free(p->stdin_data);
+	p->stdin_data = NULL;
+}
+
+/*
+ * Starts the command with libpaddock's session: a foreground one's output whole up to
+ * limits.output (past it: reason "output"), a background one's in a ring. A foreground one
+ * starts without waiting (fg_started()), a background one's pid is the answer.
+ */
 static int start(struct box *b, struct mcp_pending *p, const struct mcp_exec_req *req,
 		 paddock_error *err)
 {
@@ -320,13 +209,30 @@ static int start(struct box *b, struct mcp_pending *p, const struct mcp_exec_req
 		.env = req->env,
 		.cwd = req->cwd,
 		.fds = { -1, -1, -1 },
-		.pipe_streams = (1u << 1) | (1u << 2) | (p->stdin_data ? 1u : 0),
-		.timeout_s = req->timeout_s,
-		/* foreground: started() takes the pipes; background: taken below */
-		.on_started = p->background ? NULL : started,
+		.pipe_streams = req->stdin_data ? 1u : 0,
+		/* the tool's timeout_s, or none (tools.c applies the default and ceiling) */
+		.timeout_s = req->timeout_s > 0 ? req->timeout_s : -1,
+		.capture = p->background ? PADDOCK_CAPTURE_RING : PADDOCK_CAPTURE_ALL,
+		.capture_bytes = p->background ? RING_BYTES : 0,
+		.on_started = p->background ? NULL : fg_started,
 	};
+	int r;
 
-	return paddock_exec_start(b->sb, &opts, exited, p, &p->ex, err);
+	if (req->stdin_data) {
+		/* an empty stdin still gets a pipe, closed at once: EOF, as asked */
+		p->stdin_data = malloc(req->stdin_len + 1);
+		if (!p->stdin_data)
+			return pd_fail(err, ENOMEM, "stdin");
+		memcpy(p->stdin_data, req->stdin_data, req->stdin_len);
+		p->stdin_len = req->stdin_len;
+	}
+	r = paddock_exec_start(b->sb, &opts, exited, p, &p->ex, err);
+	if (r < 0)
+		return r;
+	p->session = paddock_exec_ref(p->ex);
+	if (p->background)
+		p->pid = paddock_exec_pid(p->ex);
+	return 0;
 }
 
 static int embedded_exec(struct mcp_backend *base, const char *id, const struct mcp_exec_req *req,
@@ -334,7 +240,7 @@ static int embedded_exec(struct mcp_backend *base, const char *id, const struct 
 			 paddock_error *err)
 {
 	struct embedded *e = (struct embedded *)base;
-	struct mcp_pending *p;
+	struct mcp_pending *p = NULL;
 	struct box *b;
 	int r;
 
@@ -344,21 +250,15 @@ static int embedded_exec(struct mcp_backend *base, const char *id, const struct 
 	r = cmd_new(b, req, false, &p, err);
 	if (r < 0)
 		return r;
-	if (req->stdin_data) {
-		/* an empty stdin still gets a pipe, closed at once: EOF, as asked */
-		p->stdin_data = malloc(req->stdin_len + 1);
-		if (!p->stdin_data) {
-			cmd_free(p);
-			return pd_fail(err, ENOMEM, "stdin");
-		}
-		memcpy(p->stdin_data, req->stdin_data, req->stdin_len);
-		p->stdin_len = req->stdin_len;
-	}
 	p->fn = fn;
 	p->userdata = userdata;
 	r = start(b, p, req, err);
 	if (r < 0) {
-		cmd_free(p);
+		/* started and then failed: exited() frees it; never started: here */
+		if (!p->session)
+			cmd_free(p);
+		else
+			p->fn = NULL;
 		return r;
 	}
 	*ret_pending = p;
@@ -386,7 +286,7 @@ static int embedded_bg_start(struct mcp_backend *base, const char *id,
 			     paddock_error *err)
 {
 	struct embedded *e = (struct embedded *)base;
-	struct mcp_pending *p;
+	struct mcp_pending *p = NULL;
 	struct box *b;
 	char *proc;
 	int r;
@@ -402,17 +302,9 @@ static int embedded_bg_start(struct mcp_backend *base, const char *id,
 	r = proc ? start(b, p, req, err) : pd_fail(err, ENOMEM, "start_process");
 	if (r < 0) {
 		free(proc);
-		cmd_free(p);
+		if (!p->session)
+			cmd_free(p);
 		return r;
-	}
-	/* a synchronous start: it runs (or already ended, then p->ex is NULL) */
-	if (p->ex) {
-		p->pid = paddock_exec_pid(p->ex);
-		for (int i = 0; i < 2; i++)
-			if (watch(p, &p->out[i], paddock_exec_take_fd(p->ex, i + 1)) < 0) {
-				(void)paddock_exec_terminate(p->ex, PADDOCK_END_ERROR, NULL);
-				break;
-			}
 	}
 	*ret_proc = proc;
 	*ret_pid = p->pid;
@@ -435,26 +327,48 @@ static int find_bg(struct embedded *e, const char *id, const char *proc,
 	return pd_fail_field(err, ENOENT, "process_id", "no process '%s'", PD_ESC(proc));
 }
 
+/*
+ * What came since the last call, at most the newest `max` bytes of each stream; what the
+ * ring dropped meanwhile, or what is older than those `max`, counts as dropped.
+ */
+static json_t *bg_text(struct mcp_pending *p, int i, size_t max)
+{
+	uint64_t end = paddock_exec_output_end(p->session, i + 1), from = p->since[i];
+	uint64_t probe = from;
+	char c;
+
+	/* where the ring starts now: a read of one byte moves `probe` there */
+	if (paddock_exec_read_output(p->session, i + 1, &probe, &c, 1) > 0)
+		probe--;
+	if (probe > from) {
+		p->dropped[i] += probe - from;
+		from = probe;
+	}
+	if (end - from > max) {
+		p->dropped[i] += end - from - max;
+		from = end - max;
+	}
+	p->since[i] = end;
+	return stream_text(p, i + 1, &from, max);
+}
+
 static int embedded_bg_output(struct mcp_backend *base, const char *id, const char *proc,
 			      size_t max, json_t **ret, paddock_error *err)
 {
 	struct mcp_pending *p;
-	json_t *out;
+	json_t *out, *text[2];
 	int r = find_bg((struct embedded *)base, id, proc, &p, err);
 
 	if (r < 0)
 		return r;
-	/* what the pipes hold now counts too: the reader may not have run since */
 	for (int i = 0; i < 2; i++)
-		drain(p, &p->out[i]);
+		text[i] = bg_text(p, i, max);
 	out = json_pack("{s:b, s:o, s:o, s:I, s:I, s:O?, s:O?, s:O?}", "running", p->ex != NULL,
-			"stdout", stream_text(&p->out[0], max), "stderr",
-			stream_text(&p->out[1], max), "stdout_dropped",
-			(json_int_t)p->out[0].dropped, "stderr_dropped",
-			(json_int_t)p->out[1].dropped, "exit_code",
-			p->result ? json_object_get(p->result, "exit_code") : json_null(), "reason",
-			p->result ? json_object_get(p->result, "reason") : json_null(), "report",
-			p->result ? p->result : json_null());
+			"stdout", text[0], "stderr", text[1], "stdout_dropped",
+			(json_int_t)p->dropped[0], "stderr_dropped", (json_int_t)p->dropped[1],
+			"exit_code", p->result ? json_object_get(p->result, "exit_code") : json_null(),
+			"reason", p->result ? json_object_get(p->result, "reason") : json_null(),
+			"report", p->result ? p->result : json_null());
 	if (!out)
 		return pd_fail(err, ENOMEM, "read_process_output");
 	*ret = out;
@@ -615,7 +529,7 @@ static int embedded_create(struct mcp_backend *base, const paddock_spec *spec, c
 {
 	struct embedded *e = (struct embedded *)base;
 	/* no reconnect directory: the sandbox dies with this process */
-	const struct paddock_sandbox_opts opts = { .no_timeout = true };
+	const struct paddock_sandbox_opts opts = { 0 };
 	struct box *b = calloc(1, sizeof(*b));
 	int r;
 

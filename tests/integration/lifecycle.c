@@ -469,7 +469,8 @@ static void test_exec_timeout_and_terminate(void **state)
 	assert_int_equal(paddock_exec_terminate(ex, PADDOCK_END_OUTPUT, &err), 0);
 	wait_done(base, &w2);
 	assert_int_equal(w2.res.reason, PADDOCK_END_OUTPUT);
-	o.timeout_s = -1;
+	/* negative: none; 0: the spec's limits.timeout_s; past 10^7 s: refused */
+	o.timeout_s = 2e7;
 	assert_int_equal(paddock_exec_start(sb, &o, on_exit_cb, &w2, NULL, &err), -EINVAL);
 	assert_string_equal(err.field, "timeout_s");
 	paddock_sandbox_free(sb);
@@ -835,7 +836,7 @@ static void test_pooled_claim(void **state)
 	paddock_error err = { 0 };
 	paddock_spec *tmpl = NULL, *claim = NULL, *other = NULL;
 	paddock_sandbox *pooled = NULL, *cold = NULL;
-	const struct paddock_sandbox_opts opts = { .pooled = true, .no_timeout = true };
+	const struct paddock_sandbox_opts opts = { .pooled = true };
 	const char *argv[] = { "true", NULL };
 	struct paddock_exec_opts o = { .argv = argv, .fds = { -1, -1, -1 } };
 	char cold_out[8192], pooled_out[8192];
@@ -922,7 +923,7 @@ static void test_pooled_claim_limits(void **state)
 	paddock_error err = { 0 };
 	paddock_spec *a = spec_with(a_fields), *b = spec_with(b_fields);
 	paddock_sandbox *pooled = NULL, *cold = NULL;
-	const struct paddock_sandbox_opts opts = { .pooled = true, .no_timeout = true };
+	const struct paddock_sandbox_opts opts = { .pooled = true };
 	char cold_out[8192], pooled_out[8192], *ta = NULL, *tb = NULL;
 	char *cold_limits, *pooled_limits;
 	int cold_forks, pooled_forks;
@@ -1042,7 +1043,7 @@ static void test_pooled_claim_secrets(void **state)
 	paddock_error err = { 0 };
 	paddock_spec *tmpl, *s1, *s2;
 	paddock_sandbox *p1 = NULL, *p2 = NULL, *cold = NULL;
-	const struct paddock_sandbox_opts opts = { .pooled = true, .no_timeout = true };
+	const struct paddock_sandbox_opts opts = { .pooled = true };
 	char cold_out[8192], pooled_out[8192], ph1[256], ph2[256], port[16], *ta = NULL, *tb = NULL;
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t sl = sizeof(sa);
@@ -1220,7 +1221,7 @@ static void host_owner(const char *dir, const char *file, char *buf, size_t size
  */
 static void claim_after_host_mount(paddock_ctx *ctx, paddock_spec *tmpl, const char *dir)
 {
-	const struct paddock_sandbox_opts opts = { .pooled = true, .no_timeout = true };
+	const struct paddock_sandbox_opts opts = { .pooled = true };
 	paddock_sandbox *p = NULL;
 	paddock_error err = { 0 };
 	char path[256];
@@ -1293,7 +1294,7 @@ static void test_pooled_claim_workspace(void **state)
 	paddock_error err = { 0 };
 	paddock_spec *tmpl = NULL, *s1 = NULL, *s2 = NULL;
 	paddock_sandbox *p1 = NULL, *p2 = NULL, *cold = NULL;
-	const struct paddock_sandbox_opts opts = { .pooled = true, .no_timeout = true };
+	const struct paddock_sandbox_opts opts = { .pooled = true };
 	char d1[] = "/tmp/pd-ws-one.XXXXXX", d2[] = "/tmp/pd-ws-two.XXXXXX";
 	char cold_out[4096], pooled_out[4096], cold_owner[32], pooled_owner[32], cmd[128];
 	char *ta = NULL, *tb = NULL;
@@ -1381,7 +1382,7 @@ static void test_pooled_unclaimed_free(void **state)
 	paddock_ctx *ctx = NULL;
 	paddock_error err = { 0 };
 	paddock_spec *spec = NULL;
-	const struct paddock_sandbox_opts opts = { .pooled = true, .no_timeout = true };
+	const struct paddock_sandbox_opts opts = { .pooled = true };
 	int before;
 
 	(void)state;

@@ -42,6 +42,10 @@ cp "$here/lib.sh" "$here/mcp-drive.py" "$here/$test" "$stage/"
 # copied so that the unprivileged uid reads it wherever the repo is
 own=${test#test-}
 [ -d "$here/${own%.sh}" ] && cp -r "$here/${own%.sh}" "$stage/"
+# and the directories it names ("# run.sh: stage DIR": another test's client, say)
+for dir in $(sed -n 's/^# run.sh: stage \([a-z0-9-]*\)$/\1/p' "$here/$test"); do
+	[ -d "$here/$dir" ] && [ ! -d "$stage/$dir" ] && cp -r "$here/$dir" "$stage/"
+done
 chmod -R a+rX "$stage"
 export PADDOCK="$stage/paddock" PADDOCKD="$stage/paddockd" TRY_SYSCALL="$stage/try-syscall" LIFECYCLE="$stage/lifecycle"
 export MEMHOG="$stage/memhog" FORKBOMB="$stage/forkbomb" CPUBURN="$stage/cpuburn" DISKFILL="$stage/diskfill"

@@ -1,0 +1,107 @@
+#!/bin/bash
+# One exec session, one behaviour: the same scenarios through every front end — paddock run,
+# paddockd's HTTP API, paddock mcp embedded, paddock mcp --connect and the E2B endpoint (with
+# the official SDK) — get the same outcome: output over limits.output ends a command someone
+# waits on with reason "output" after exactly the limit (an E2B process is a background
+# process to paddock, as envd's protocol does not say which will be waited on: its output is
+# streamed whole, docs/e2b.md), a command past its timeout ends with reason "timeout"
+# (limits.timeout_s by default; E2B's SDK always names its own), stdin reaches the command,
+# binary output comes back as each front end documents it (raw bytes, base64, text with
+# U+FFFD for bytes that are not UTF-8).
+# run.sh: stage e2b
+. "$(dirname "$0")/lib.sh"
+
+PY=/usr/bin/python3
+DRIVE=$(dirname "$0")/mcp-drive.py
+HERE=$(cd "$(dirname "$0")" && pwd)
+SOCK=$T_TMP/sock
+STATE=$T_TMP/state
+LIMIT=65536
+j() { $PY -c 'import json,sys; d=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2" 2>&1; }
+BIG="head -c 200000 /dev/zero | tr '\\0' a"
+
+# ---- paddock run ----
+out=$("$PADDOCK" run --output-limit 64K --report "$T_TMP/r1.json" -- sh -c "$BIG" 2>/dev/null </dev/null | wc -c)
+r=$(cat "$T_TMP/r1.json")
+expect_eq "run: output over the limit ends the command (reason, truncated, bytes)" \
+	"output True $LIMIT" "$(j "$r" 'd["reason"]') $(j "$r" 'd["output_truncated"]') $out"
+"$PADDOCK" run --timeout 2 --report "$T_TMP/r2.json" -- sleep 30 </dev/null >/dev/null 2>&1
+expect_eq "run: a command past limits.timeout_s: reason timeout" timeout \
+	"$(j "$(cat "$T_TMP/r2.json")" 'd["reason"]')"
+expect_eq "run: stdin reaches the command" hello "$(printf 'hello\n' | "$PADDOCK" run -- cat)"
+expect_eq "run: binary output, byte for byte" "00 ff 01 68 69" \
+	"$("$PADDOCK" run -- printf '\000\377\001hi' </dev/null | od -An -tx1 | xargs)"
+
+# ---- paddockd: the HTTP API, and the E2B endpoint ----
+echo '{"base": {"limits": {"output": "64K", "timeout_s": 2}}}' >"$T_TMP/templates.json"
+chmod 644 "$T_TMP/templates.json"
+start_daemon --e2b 127.0.0.1:0 --e2b-templates "$T_TMP/templates.json" ||
+	{ not_ok "paddockd starts"; finish; }
+api() { curl -s --max-time 30 --unix-socket "$SOCK" -X "$1" "http://x$2" "${@:3}"; }
+ID=$(j "$(api POST /v1/sandboxes -d '{"limits": {"output": "64K", "timeout_s": 2}}')" 'd["id"]')
+ex() { api POST "/v1/sandboxes/$ID/exec" -d "$1"; }
+big_json=$($PY -c 'import json,sys; print(json.dumps({"cmd": sys.argv[1]}))' "$BIG")
+r=$(ex "$big_json")
+expect_eq "api: output over the limit ends the command (reason, truncated, bytes)" \
+	"output True $LIMIT" \
+	"$(j "$r" 'd["result"]["reason"]') $(j "$r" 'd["result"]["output_truncated"]') $(j "$r" 'len(d["stdout"])')"
+r=$(ex '{"argv": ["sleep", "30"]}')
+expect_eq "api: a command past limits.timeout_s: reason timeout" timeout "$(j "$r" 'd["result"]["reason"]')"
+r=$(ex '{"argv": ["cat"], "stdin": "hello\n"}')
+expect_eq "api: stdin reaches the command" "hello" "$(j "$r" 'd["stdout"].strip()')"
+r=$(ex "{\"argv\": [\"printf\", \"\\\\000\\\\377\\\\001hi\"]}")
+expect_eq "api: binary output, as base64" "AP8BaGk=" "$(j "$r" 'd.get("stdout_b64")')"
+api DELETE "/v1/sandboxes/$ID" >/dev/null
+
+port=$(sed -n 's/^paddockd: e2b on 127\.0\.0\.1:\([0-9][0-9]*\) (domain e2b\.local)$/\1/p' "$T_TMP/daemon.log")
+if command -v node >/dev/null && [ -d "$HERE/e2b/node_modules/e2b" ] && [ -n "$port" ]; then
+	e2b=$(cd "$T_TMP" && E2B_API_URL="http://127.0.0.1:$port" E2B_SANDBOX_URL="http://127.0.0.1:$port" \
+		E2B_DOMAIN=e2b.local E2B_API_KEY=e2b_paddock_test_key \
+		timeout 120 node "$HERE/frontends/e2b-scenarios.mjs" 2>"$T_TMP/e2b.err")
+	sc() { $PY -c 'import json,sys
+for l in sys.argv[1].splitlines():
+    d = json.loads(l)
+    if d["scenario"] == sys.argv[2]:
+        print(eval(sys.argv[3], {"o": d["outcome"]}))' "$e2b" "$1" "$2" 2>&1; }
+	expect_eq "e2b: a process's output is streamed whole (a background process to paddock)" \
+		"False 200000" "$(sc output 'o["ended"]') $(sc output 'o["stdout_bytes"]')"
+	expect_eq "e2b: a command past its timeout (the SDK's timeoutMs): TimeoutError" True \
+		"$(sc timeout 'o["timeout_error"]')"
+	expect_eq "e2b: stdin reaches the command" "hello 0" \
+		"$(sc stdin 'o["stdout"].strip()') $(sc stdin 'o["exit_code"]')"
+	expect_eq "e2b: binary output, as the SDK's text (U+FFFD for what is not UTF-8)" \
+		"'\\x00\\ufffd\\x01hi'" "$(sc binary 'ascii(o["stdout"])')"
+	[ "$T_FAILED" -gt 0 ] && diag "$(cut -c 1-300 <<<"$e2b")" "$(tail -n 20 "$T_TMP/e2b.err")"
+else
+	unavailable "node and the e2b npm package (dev/test installs it), and paddockd's E2B port"
+fi
+
+# ---- paddock mcp, embedded and --connect ----
+cat >"$T_TMP/mcp.json" <<JSON
+{"spec": {"limits": {"output": "64K", "timeout_s": 2}}, "max_output": "1M"}
+JSON
+chmod 644 "$T_TMP/mcp.json"
+SCRIPT=$($PY -c 'import json,sys; print(json.dumps([
+    ["run_command", {"command": sys.argv[1]}],
+    ["run_command", {"command": "sleep 30"}],
+    ["run_command", {"command": "cat", "stdin": "hello\n"}],
+    ["run_command", {"command": "printf \"\\000\\377\\001hi\""}]]))' "$BIG")
+for how in embedded connect; do
+	args=(mcp --config "$T_TMP/mcp.json")
+	[ "$how" = connect ] && args+=(--connect "$SOCK")
+	OUT=$($PY "$DRIVE" "$SCRIPT" -- "$PADDOCK" "${args[@]}" 2>"$T_TMP/mcp-$how.err")
+	line() { sed -n "${1}p" <<<"$OUT"; }
+	expect_eq "mcp $how: output over the limit ends the command (reason, truncated, bytes)" \
+		"output True $LIMIT" \
+		"$(j "$(line 1)" 'd["reason"]') $(j "$(line 1)" 'd["report"]["output_truncated"]') $(j "$(line 1)" 'len(d["stdout"])')"
+	expect_eq "mcp $how: a command past limits.timeout_s: reason timeout" timeout \
+		"$(j "$(line 2)" 'd["reason"]')"
+	expect_eq "mcp $how: stdin reaches the command" hello "$(j "$(line 3)" 'd["stdout"].strip()')"
+	expect_eq "mcp $how: binary output, as text (U+FFFD for what is not UTF-8)" \
+		"'\\ufffd\\ufffd\\x01hi'" "$(j "$(line 4)" 'ascii(d["stdout"])')"
+	[ "$T_FAILED" -gt 0 ] && diag "$(cut -c 1-300 <<<"$OUT")" "$(tail -n 5 "$T_TMP/mcp-$how.err")"
+done
+
+daemon_inits >/dev/null
+stop_daemon
+finish
