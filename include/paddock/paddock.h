@@ -557,6 +557,33 @@ PADDOCK_API void paddock_exec_pause_output(paddock_exec *ex, bool paused);
 PADDOCK_API int paddock_exec_write_stdin(paddock_exec *ex, const void *data, size_t len,
 					 paddock_error *err);
 
+/* ---- the code interpreter (docs/code.md) ------------------------------------------------ */
+
+/*
+ * A server inside the sandbox that runs code in Jupyter kernels (contexts: Python, bash) and
+ * keeps their state between runs; it speaks E2B's code-interpreter protocol on
+ * 127.0.0.1:PADDOCK_CODE_PORT of the sandbox's network namespace. It runs as a command of the
+ * sandbox (the sandbox user, every limit and rule) and needs python3 with ipykernel and
+ * jupyter_client in the sandbox's root.
+ */
+#define PADDOCK_CODE_PORT 49999
+#define PADDOCK_CODE_PORT_STR "49999"
+
+/* Starts the server unless it runs or is starting; returns without waiting for it. */
+PADDOCK_API int paddock_code_start(paddock_sandbox *sb, paddock_error *err);
+/*
+ * Once the server takes connections (started first if need be), `fn` gets a socket made in
+ * the sandbox's network namespace: connect it to 127.0.0.1:PADDOCK_CODE_PORT. fd -1 with why
+ * when the server cannot start (ENOENT: no python3; EIO: it ended, with the end of its
+ * stderr; ETIMEDOUT) or the sandbox ends. From the loop, or from paddock_sandbox_free().
+ */
+PADDOCK_API int paddock_code_socket_async(paddock_sandbox *sb, paddock_socket_fn fn,
+					  void *userdata, paddock_error *err);
+/* Whether the server runs (or is starting). */
+PADDOCK_API bool paddock_code_running(const paddock_sandbox *sb);
+/* Ends the server and every context it holds; the next use starts a new one. */
+PADDOCK_API int paddock_code_stop(paddock_sandbox *sb, paddock_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -19,6 +19,7 @@ static const struct {
 	{ "ls", cmd_ls, "list your sandboxes" },
 	{ "inspect", cmd_inspect, "show a sandbox as JSON" },
 	{ "exec", cmd_exec, "run a command in a sandbox" },
+	{ "code", cmd_code, "run code in a sandbox's code interpreter (state kept)" },
 	{ "ps", cmd_ps, "list the processes of a sandbox" },
 	{ "cp", cmd_cp, "copy a file into or out of a sandbox" },
 	{ "files", cmd_files, "list, stat, make, move or remove files in a sandbox" },

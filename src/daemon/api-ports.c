@@ -6,9 +6,15 @@
  * gets no route out, and nothing on the host is reachable through it.
  *
  * The request is forwarded as HTTP/1.0 with "Connection: close", so the service answers
- * without chunked encoding and ends its answer by closing; the answer is buffered (up to
- * PORT_RESPONSE_MAX) and relayed. Evhttp's client cannot be given a socket that is already
- * connected (it resets the connection's fd before dialling), hence this small forwarder.
+ * without chunked encoding and ends its answer by closing. The answer streams: once its head
+ * is in (within PORT_TIMEOUT_S), the body goes to the client as it comes, chunked, for as
+ * long as it takes (an NDJSON stream of the code interpreter, server-sent events); a client
+ * that reads slower than the service writes pauses the reading (STREAM_BUFFER_MAX). Evhttp's
+ * client cannot be given a socket that is already connected (it resets the connection's fd
+ * before dialling), hence this small forwarder.
+ *
+ * /v1/sandboxes/{id}/code/... is the same forwarder to the sandbox's code interpreter
+ * (paddock_code_socket_async(): started on first use), docs/code.md.
  *
  * A GET with "Connection: Upgrade" (WebSocket, or any raw protocol) is forwarded as HTTP/1.1
  * with its Upgrade header; when the service answers 101, paddockd takes the client's
@@ -34,9 +40,10 @@
 
 #include "daemon.h"
 
-#define PORT_RESPONSE_MAX (16u << 20)
 #define PORT_HEAD_MAX (64u << 10)
 #define PORT_TIMEOUT_S 30
+#define CODE_TIMEOUT_S 120 /* a context's kernel starts before its answer */
+#define STREAM_BUFFER_MAX (1u << 20)
 
 #define SPLICE_BUFFER_MAX (1u << 20)
 
@@ -48,6 +55,8 @@ struct forward {
 	bool upgrade;	   /* the client asked to switch protocols */
 	bool asking;	   /* waiting for init's socket */
 	bool client_gone;  /* ... and the client left meanwhile */
+	bool code;	   /* to the code interpreter (started on first use) */
+	bool streaming;	   /* the head went to the client; the body follows as it comes */
 	long port;
 	char *request;	   /* the head to send (built while the request was at hand) */
 	struct evbuffer *body;
@@ -164,32 +173,73 @@ static void fail(struct forward *f, int status, const char *msg)
 	}
 }
 
-/* Parses the service's answer and relays it. */
-static void relay(struct forward *f)
+static void chunk_sent(struct evhttp_connection *evcon, void *arg)
+{
+	struct forward *f = arg;
+
+	(void)evcon;
+	/* the client took what was queued: read from the sandbox again */
+	if (f->bev)
+		bufferevent_enable(f->bev, EV_READ);
+}
+
+/* What the service sent of its body so far goes to the client. */
+static void stream_body(struct forward *f)
+{
+	struct evbuffer *in = bufferevent_get_input(f->bev);
+	struct evhttp_connection *evcon;
+
+	if (!f->w->req || evbuffer_get_length(in) == 0)
+		return;
+	evhttp_send_reply_chunk_with_cb(f->w->req, in, chunk_sent, f);
+	evcon = evhttp_request_get_connection(f->w->req);
+	/* backpressure: a client that reads slowly pauses the service */
+	if (evcon && evbuffer_get_length(bufferevent_get_output(
+			     evhttp_connection_get_bufferevent(evcon))) > STREAM_BUFFER_MAX)
+		bufferevent_disable(f->bev, EV_READ);
+}
+
+/* Parses the head of the service's answer and starts the reply; false: not all in yet. */
+static bool relay_head(struct forward *f)
 {
 	struct evbuffer *in = bufferevent_get_input(f->bev);
 	struct evbuffer_ptr end = evbuffer_search(in, "\r\n\r\n", 4, NULL);
 	struct evkeyvalq *out_h;
-	char *head, *line, *save = NULL;
-	int status = 0;
+	char *head, *line, *save = NULL, reason[128] = "";
+	int status = 0, at = 0;
 
-	if (end.pos < 0 || (size_t)end.pos > PORT_HEAD_MAX)
-		return fail(f, 502, "the service in the sandbox sent no valid HTTP answer");
+	if (end.pos < 0) {
+		if (evbuffer_get_length(in) > PORT_HEAD_MAX)
+			fail(f, 502, "the answer from the sandbox has no end of its head");
+		return false;
+	}
+	if ((size_t)end.pos > PORT_HEAD_MAX) {
+		fail(f, 502, "the service in the sandbox sent no valid HTTP answer");
+		return false;
+	}
 	head = malloc((size_t)end.pos + 1);
-	if (!head)
-		return fail(f, 500, "out of memory");
+	if (!head) {
+		fail(f, 500, "out of memory");
+		return false;
+	}
 	evbuffer_remove(in, head, (size_t)end.pos);
 	head[end.pos] = '\0';
 	evbuffer_drain(in, 4);
 	line = strtok_r(head, "\r\n", &save);
-	if (!line || sscanf(line, "HTTP/1.%*1[01] %3d", &status) != 1 || status < 100 ||
+	if (!line || sscanf(line, "HTTP/1.%*1[01] %3d%n", &status, &at) != 1 || status < 100 ||
 	    status > 599) {
 		free(head);
-		return fail(f, 502, "the service in the sandbox sent no valid status line");
+		fail(f, 502, "the service in the sandbox sent no valid status line");
+		return false;
 	}
+	/* its reason phrase, printable ASCII only (the code interpreter says why there) */
+	for (size_t i = 0, j = 0; line[at] == ' ' && line[at + 1 + i] && j < sizeof(reason) - 1;
+	     i++)
+		if (line[at + 1 + i] >= 0x20 && line[at + 1 + i] < 0x7f)
+			reason[j++] = line[at + 1 + i];
 	if (!f->w->req) {
 		free(head);
-		return;
+		return false;
 	}
 	out_h = evhttp_request_get_output_headers(f->w->req);
 	while ((line = strtok_r(NULL, "\r\n", &save))) {
@@ -209,9 +259,11 @@ static void relay(struct forward *f)
 	}
 	free(head);
 	f->d->m.http_by_class[status / 100]++;
-	pd_watcher_detach(f->w);
-	evhttp_send_reply(f->w->req, status, NULL, in);
-	f->w->req = NULL;
+	/* from here the client's connection is the clock: no timeout while the body comes */
+	bufferevent_set_timeouts(f->bev, NULL, NULL);
+	f->streaming = true;
+	evhttp_send_reply_start(f->w->req, status, reason[0] ? reason : NULL);
+	return true;
 }
 
 static void read_cb(struct bufferevent *bev, void *arg)
@@ -249,10 +301,12 @@ static void read_cb(struct bufferevent *bev, void *arg)
 		evbuffer_free(head);
 		return;
 	}
-	if (evbuffer_get_length(in) > PORT_RESPONSE_MAX) {
-		fail(f, 502, "the answer from the sandbox is over 16 MiB");
-		forward_free(f);
+	if (!f->streaming && !relay_head(f)) {
+		if (!f->w->req)
+			forward_free(f); /* failed: the client has its answer */
+		return;
 	}
+	stream_body(f);
 }
 
 static void event_cb(struct bufferevent *bev, short what, void *arg)
@@ -262,11 +316,28 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 	(void)bev;
 	if (what & BEV_EVENT_CONNECTED)
 		return;
+	if (f->streaming) {
+		/* the service closed: the answer is whole (an error mid-way cuts it short) */
+		if ((what & BEV_EVENT_EOF) && f->w->req) {
+			stream_body(f);
+			pd_watcher_detach(f->w);
+			evhttp_send_reply_end(f->w->req);
+			f->w->req = NULL;
+		}
+		return forward_free(f);
+	}
 	if (what & BEV_EVENT_TIMEOUT)
 		fail(f, 504, "the service in the sandbox did not answer in time");
-	else if (what & BEV_EVENT_EOF)
-		relay(f);
-	else
+	else if (what & BEV_EVENT_EOF) {
+		if (relay_head(f)) {
+			/* head and body came together with the close */
+			stream_body(f);
+			pd_watcher_detach(f->w);
+			evhttp_send_reply_end(f->w->req);
+			f->w->req = NULL;
+		} else if (f->w->req)
+			fail(f, 502, "the service in the sandbox sent no whole HTTP answer");
+	} else
 		fail(f, 502, "nothing answers on that port in the sandbox");
 	forward_free(f);
 }
@@ -291,7 +362,7 @@ static void socket_cb(paddock_sandbox *sb, int fd, const paddock_error *err, voi
 	struct forward *f = userdata;
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
 				  .sin_port = htons((uint16_t)f->port) };
-	struct timeval tv = { .tv_sec = PORT_TIMEOUT_S };
+	struct timeval tv = { .tv_sec = f->code ? CODE_TIMEOUT_S : PORT_TIMEOUT_S };
 	struct evbuffer *out;
 
 	(void)sb;
@@ -303,7 +374,16 @@ static void socket_cb(paddock_sandbox *sb, int fd, const paddock_error *err, voi
 	}
 	if (fd < 0) {
 		pd_watcher_detach(f->w);
-		if (f->w->req) {
+		if (f->w->req && f->code) {
+			struct request r = { .d = f->d, .req = f->w->req };
+
+			pd_reply_error(&r, err->code == ENOENT || err->code == EIO ||
+						   err->code == ETIMEDOUT
+					       ? 503
+					       : 409,
+				       "unavailable", "code", "%s", err->msg);
+			f->w->req = NULL;
+		} else if (f->w->req) {
 			struct request r = { .d = f->d, .req = f->w->req };
 			pd_reply_paddock_error(&r, err);
 			f->w->req = NULL;
@@ -349,7 +429,32 @@ void pd_api_ports(struct request *r, struct box *b)
 	pd_port_forward(r, b, port, rest);
 }
 
+static void forward(struct request *r, struct box *b, long port, const char *rest, bool code);
+
 void pd_port_forward(struct request *r, struct box *b, long port, const char *rest)
+{
+	forward(r, b, port, rest, false);
+}
+
+void pd_code_forward(struct request *r, struct box *b, const char *rest)
+{
+	forward(r, b, PADDOCK_CODE_PORT, rest, true);
+}
+
+/* /v1/sandboxes/{id}/code/...: the code interpreter's own protocol (docs/code.md) */
+void pd_api_code(struct request *r, struct box *b)
+{
+	const char *uri = evhttp_request_get_uri(r->req), *rest;
+
+	rest = strstr(uri, "/code");
+	rest = rest ? rest + 5 : "";
+	if (rest[0] != '/' && rest[0] != '?')
+		return pd_reply_error(r, 404, "not_found", "path",
+				      "expected /code/execute or /code/contexts[/{id}[/restart]]");
+	pd_code_forward(r, b, rest);
+}
+
+static void forward(struct request *r, struct box *b, long port, const char *rest, bool code)
 {
 	struct evbuffer *req_body = evhttp_request_get_input_buffer(r->req);
 	struct evkeyvalq *in_h = evhttp_request_get_input_headers(r->req);
@@ -381,6 +486,7 @@ void pd_port_forward(struct request *r, struct box *b, long port, const char *re
 	}
 	f->d = r->d;
 	f->port = port;
+	f->code = code;
 	f->body = evbuffer_new();
 	f->w = pd_watcher_new(r, W_OUTPUT, f, &f->list);
 	if (!f->body || !f->w) {
@@ -421,7 +527,9 @@ void pd_port_forward(struct request *r, struct box *b, long port, const char *re
 	/* the socket comes from init, asynchronously: a busy sandbox delays only this request */
 	f->asking = true;
 	if (!f->request ||
-	    paddock_sandbox_socket_async(b->sb, AF_INET, SOCK_STREAM, socket_cb, f, &err) < 0) {
+	    (code ? paddock_code_socket_async(b->sb, socket_cb, f, &err)
+		  : paddock_sandbox_socket_async(b->sb, AF_INET, SOCK_STREAM, socket_cb, f,
+						 &err)) < 0) {
 		f->asking = false;
 		pd_watcher_detach(f->w);
 		if (f->request)

@@ -351,6 +351,9 @@ void pd_api_ports(struct request *r, struct box *b);
  * path and query to ask for there. The E2B front end's `{port}-{id}` Hosts use it too.
  */
 void pd_port_forward(struct request *r, struct box *b, long port, const char *target);
+/* The same to the sandbox's code interpreter, started on first use (docs/code.md). */
+void pd_code_forward(struct request *r, struct box *b, const char *target);
+void pd_api_code(struct request *r, struct box *b);
 void pd_api_metrics(struct request *r);
 void pd_api_network(struct request *r, struct box *b);
 /*

@@ -390,6 +390,8 @@ static void route(struct request *r)
 		return pd_api_network(r, b);
 	if (strcmp(r->seg[3], "ports") == 0)
 		return pd_api_ports(r, b);
+	if (strcmp(r->seg[3], "code") == 0 && r->n_seg >= 5)
+		return pd_api_code(r, b);
 	pd_reply_error(r, 404, "not_found", "path", "no such route");
 }
 

@@ -676,6 +676,9 @@ static void create(struct e2b_req *r, bool v2)
 	if (!merge_env(r, spec, json_object_get(body, "envVars")) ||
 	    !create_network(r, body, spec, &nm))
 		goto out;
+	/* envd's working directory, and so the code interpreter's contexts' (E2B's default) */
+	if (!json_object_get(spec, "cwd"))
+		json_object_set_new(spec, "cwd", json_string("/home/user"));
 	meta = json_is_object(cmeta) ? json_deep_copy(cmeta) : json_object();
 	json_object_set_new(meta, META_TEMPLATE, json_string(tmpl));
 	aia = get_internet(r, body);

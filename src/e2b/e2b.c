@@ -258,6 +258,20 @@ static bool parse_host(struct e2b *e, const char *host, long *ret_port, char *id
 	return true;
 }
 
+/* E2b-Sandbox-Port: a port from 1 to 65535, when the header is there */
+static bool header_port(struct evhttp_request *req, long *ret_port)
+{
+	const char *v = evhttp_find_header(evhttp_request_get_input_headers(req), "E2b-Sandbox-Port");
+	char *end;
+
+	if (!v || !*v)
+		return false;
+	*ret_port = strtol(v, &end, 10);
+	if (*end || *ret_port < 1 || *ret_port > 65535)
+		*ret_port = 0; /* not a port: the request goes its usual way */
+	return *ret_port != 0;
+}
+
 static bool is_envd_path(const char *p)
 {
 	return strncmp(p, "/process.Process/", 17) == 0 ||
@@ -496,6 +510,8 @@ static void proxy_port(struct e2b_req *r, const char *id, long port)
 	}
 	r->e->m.proxied++;
 	pd_box_touch(b);
+	if (port == PADDOCK_CODE_PORT)
+		return pd_code_forward(&pr, b, uri && uri[0] == '/' ? uri : "/");
 	pd_port_forward(&pr, b, port, uri && uri[0] == '/' ? uri : "/");
 }
 
@@ -523,6 +539,15 @@ static void handle(struct evhttp_request *req, void *arg)
 			proxy_port(&r, id, port);
 		else
 			handle_envd(&r, path, id);
+	} else if (header_port(req, &port) && port != E2B_ENVD_PORT) {
+		/* E2B_SANDBOX_URL: the SDK names sandbox and port in headers (the code interpreter) */
+		const char *sid = evhttp_find_header(evhttp_request_get_input_headers(req),
+						     "E2b-Sandbox-Id");
+
+		if (!sid || !*sid || strlen(sid) >= sizeof(id))
+			e2b_reply_error(&r, 400, "E2b-Sandbox-Id: expected the sandbox's id");
+		else
+			proxy_port(&r, sid, port);
 	} else if (is_envd_path(path)) {
 		handle_envd(&r, path, NULL);
 	} else {
@@ -565,6 +590,20 @@ static int load_key(struct e2b *e, paddock_error *err)
 	return 0;
 }
 
+/*
+ * `code-interpreter-v1`, the default template of @e2b/code-interpreter: the base template's
+ * spec unless the file names it. Any sandbox has the code interpreter on port 49999 (started
+ * on first use); the name only has to exist.
+ */
+static int add_code_template(struct e2b *e, paddock_error *err)
+{
+	if (json_object_get(e->templates, E2B_CODE_TEMPLATE))
+		return 0;
+	if (json_object_set(e->templates, E2B_CODE_TEMPLATE, json_object_get(e->templates, "base")) < 0)
+		return dfail(err, ENOMEM, "templates");
+	return 0;
+}
+
 static int load_templates(struct e2b *e, const char *file, paddock_error *err)
 {
 	json_error_t jerr;
@@ -574,7 +613,7 @@ static int load_templates(struct e2b *e, const char *file, paddock_error *err)
 
 	if (!file) {
 		e->templates = json_pack("{s:{}}", "base");
-		return e->templates ? 0 : dfail(err, ENOMEM, "templates");
+		return e->templates ? add_code_template(e, err) : dfail(err, ENOMEM, "templates");
 	}
 	e->templates = json_load_file(file, JSON_REJECT_DUPLICATES, &jerr);
 	if (!e->templates)
@@ -609,7 +648,7 @@ static int load_templates(struct e2b *e, const char *file, paddock_error *err)
 	}
 	if (!json_object_get(e->templates, "base"))
 		json_object_set_new(e->templates, "base", json_object());
-	return 0;
+	return add_code_template(e, err);
 }
 
 int pd_e2b_start(struct daemon *d, const char *addr_port, const char *domain,

@@ -43,6 +43,7 @@ struct e2b {
 };
 
 #define E2B_ENVD_PORT 49983
+#define E2B_CODE_TEMPLATE "code-interpreter-v1" /* @e2b/code-interpreter's default */
 #define E2B_ENVD_VERSION "0.6.4" /* the envd version paddock answers as (features the SDK checks) */
 #define E2B_TOKEN_LEN 64	 /* hex characters of an envd access token */
 

@@ -459,6 +459,7 @@ static const char *const etc_allow[] = {
 	"alternatives", "ld.so.cache",	 "ld.so.conf", "ld.so.conf.d", "localtime",
 	"os-release",	"debian_version", "protocols",	"services",	"mime.types",
 	"ssl/certs",	"ssl/openssl.cnf", "bash.bashrc", "profile",	"inputrc",
+	"matplotlibrc", /* Debian's python3-matplotlib reads its defaults here */
 };
 
 static int write_etc(struct build *b, int etc, paddock_error *err)

@@ -723,6 +723,7 @@ static void drop(paddock_sandbox *sb)
 		pd_fail(&e, ESRCH, "sandbox '%s' was released", sb->id);
 		socket_done(sb, -1, &e);
 	}
+	pd_code_free(sb);
 	while (sb->execs)
 		pd_exec_unlink_free(sb->execs);
 	if (sb->ctl_ev)

@@ -130,6 +130,7 @@ struct paddock_sandbox {
 	double denied_tokens;	       /* seccomp.denied events that may be emitted now */
 	struct timespec denied_refill;
 	uint64_t denied_unreported;    /* denials reported by no event since the last one */
+	struct pd_code *code;	       /* the code interpreter (code.c); NULL until first use */
 };
 
 /* A socket asked of init (PD_CTL_SOCKET); fn NULL: a synchronous caller waits on `done`. */
@@ -143,6 +144,8 @@ struct pd_socket_req {
 	struct pd_socket_req *next;
 };
 
+/* The code interpreter's state goes; callers still waiting get ESRCH (code.c). */
+void pd_code_free(paddock_sandbox *sb);
 /* Registers the sandbox's fds and timers with the loop (create and adopt). */
 int pd_sandbox_arm(paddock_sandbox *sb, paddock_error *err);
 /*

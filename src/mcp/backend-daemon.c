@@ -1411,6 +1411,42 @@ static void d_free(struct mcp_backend *mb)
 	free(b);
 }
 
+/* ---- the code interpreter ---------------------------------------------------------------- */
+
+static int d_code_request(struct mcp_backend *mb, const char *id, const char *method,
+			  const char *path, const char *body, size_t len, mcp_code_fn fn,
+			  void *userdata, paddock_error *err)
+{
+	struct dbackend *b = dbackend(mb);
+	struct dsandbox *s = sandbox_find(b, id, err);
+	struct http_request req = { .method = method, .content_type = "application/json",
+				    .body = body, .body_len = len, .body_fd = -1 };
+	struct http_response resp = { 0 };
+	struct http_conn *c = NULL;
+	char target[160];
+	int r;
+
+	if (!s)
+		return -ENOENT;
+	/* the path is tools' own ("/execute", "/contexts"): only the id needs checking */
+	if (!valid_id(id) || strlen(path) > 80 || path[0] != '/')
+		return pd_fail_field(err, EINVAL, "sandbox_id", "not a sandbox id");
+	snprintf(target, sizeof(target), "/v1/sandboxes/%s/code%s", id, path);
+	req.target = target;
+	r = dconnect(b, &c, err);
+	if (r < 0)
+		return r;
+	r = http_send_request(c, &req, err);
+	if (r >= 0)
+		r = http_read_response(c, &resp, err);
+	if (r < 0) {
+		http_conn_free(c);
+		return io_error(r, err);
+	}
+	fn(c, &resp, NULL, userdata);
+	return 0;
+}
+
 static const struct mcp_backend_ops daemon_ops = {
 	.name = "paddockd",
 	.create = d_create,
@@ -1423,6 +1459,7 @@ static const struct mcp_backend_ops daemon_ops = {
 	.bg_start = d_bg_start,
 	.bg_output = d_bg_output,
 	.bg_signal = d_bg_signal,
+	.code_request = d_code_request,
 	.free = d_free,
 };
 

@@ -5,8 +5,11 @@
  * on SIGKILL: nothing outlives the session. Output is hostile bytes: it is bounded as it
  * is read and turned into text only on the way out.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +20,7 @@
 #include <event2/event.h>
 
 #include "backend.h"
+#include "client.h"
 #include "error.h"
 
 #define RING_BYTES (1u << 20) /* kept of each stream of a background process */
@@ -605,6 +609,96 @@ static void embedded_free(struct mcp_backend *base)
 	free(e);
 }
 
+/* ---- the code interpreter ------------------------------------------------------------------ */
+
+#define CODE_HEAD_TIMEOUT_S 120 /* a context's kernel starts before its answer's head */
+
+struct code_req {
+	char *method, *path, *body;
+	size_t len;
+	mcp_code_fn fn;
+	void *userdata;
+};
+
+/* The sandbox made the socket: connect it to the interpreter, send, read the head. */
+static void code_socket(paddock_sandbox *sb, int fd, const paddock_error *why, void *userdata)
+{
+	struct code_req *q = userdata;
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+				  .sin_port = htons(PADDOCK_CODE_PORT) };
+	struct timeval tv = { .tv_sec = CODE_HEAD_TIMEOUT_S };
+	struct http_request req = { .method = q->method, .target = q->path,
+				    .content_type = "application/json", .body = q->body,
+				    .body_len = q->len, .body_fd = -1 };
+	struct http_response resp;
+	struct http_conn *c = NULL;
+	paddock_error err = { 0 };
+
+	(void)sb;
+	if (fd < 0) {
+		q->fn(NULL, NULL, why, q->userdata);
+		goto out;
+	}
+	/* in the sandbox's network namespace: only its own loopback is there to reach */
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0) {
+		pd_fail_field(&err, errno, "code", "connect to the code interpreter");
+		close(fd);
+		q->fn(NULL, NULL, &err, q->userdata);
+		goto out;
+	}
+	if (http_conn_new_fd(fd, &c, &err) < 0 || http_send_request(c, &req, &err) < 0 ||
+	    http_read_response(c, &resp, &err) < 0) {
+		http_conn_free(c);
+		pd_error_prefix(&err, "the code interpreter");
+		q->fn(NULL, NULL, &err, q->userdata);
+		goto out;
+	}
+	q->fn(c, &resp, NULL, q->userdata);
+out:
+	free(q->method);
+	free(q->path);
+	free(q->body);
+	free(q);
+}
+
+static int embedded_code_request(struct mcp_backend *base, const char *id, const char *method,
+				 const char *path, const char *body, size_t len, mcp_code_fn fn,
+				 void *userdata, paddock_error *err)
+{
+	struct embedded *e = (struct embedded *)base;
+	struct code_req *q;
+	struct box *b;
+	int r;
+
+	r = find_box(e, id, &b, err);
+	if (r < 0)
+		return r;
+	q = calloc(1, sizeof(*q));
+	if (!q || !(q->method = strdup(method)) || !(q->path = strdup(path)) ||
+	    !(q->body = malloc(len + 1))) {
+		if (q) {
+			free(q->method);
+			free(q->path);
+		}
+		free(q);
+		return pd_fail(err, ENOMEM, "code request");
+	}
+	memcpy(q->body, body, len);
+	q->len = len;
+	q->fn = fn;
+	q->userdata = userdata;
+	r = paddock_code_socket_async(b->sb, code_socket, q, err);
+	if (r < 0) {
+		free(q->method);
+		free(q->path);
+		free(q->body);
+		free(q);
+	}
+	return r;
+}
+
 static const struct mcp_backend_ops embedded_ops = {
 	.name = "embedded",
 	.create = embedded_create,
@@ -617,6 +711,7 @@ static const struct mcp_backend_ops embedded_ops = {
 	.bg_start = embedded_bg_start,
 	.bg_output = embedded_bg_output,
 	.bg_signal = embedded_bg_signal,
+	.code_request = embedded_code_request,
 	.free = embedded_free,
 };
 

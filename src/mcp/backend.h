@@ -20,6 +20,8 @@
 #include "paddock/paddock.h"
 
 struct event_base;
+struct http_conn;
+struct http_response;
 struct mcp_backend;
 struct mcp_pending;
 
@@ -33,6 +35,14 @@ struct mcp_exec_req {
 	double timeout_s;  /* > 0: the command ends with reason "timeout" after this */
 	size_t output_max; /* bytes of each stream kept (the rest is counted and dropped) */
 };
+
+/*
+ * An answer of the sandbox's code interpreter (docs/code.md): `conn` (the callee's to free)
+ * positioned at the body of an answer whose head is `resp`, whatever its status; or NULL
+ * with err filled when there is no answer (no such sandbox, the interpreter cannot start).
+ */
+typedef void (*mcp_code_fn)(struct http_conn *conn, const struct http_response *resp,
+			    const paddock_error *err, void *userdata);
 
 /*
  * The outcome of a foreground command, as the run_command tool returns it
@@ -105,6 +115,16 @@ struct mcp_backend_ops {
 	/* Sends `sig` to the process (its process group). -ENOENT unknown, -ESRCH ended. */
 	int (*bg_signal)(struct mcp_backend *b, const char *id, const char *proc, int sig,
 			 paddock_error *err);
+
+	/*
+	 * One HTTP request to the sandbox's code interpreter (started on first use): `method`
+	 * and `path` ("/execute", "/contexts") with a JSON body. `fn` gets the answer once its
+	 * head is in, exactly once, maybe from inside this call; -errno (fn never called) when
+	 * the request could not be made at all.
+	 */
+	int (*code_request)(struct mcp_backend *b, const char *id, const char *method,
+			    const char *path, const char *body, size_t len, mcp_code_fn fn,
+			    void *userdata, paddock_error *err);
 
 	/* Destroys every sandbox this backend created, then frees it. NULL is fine. */
 	void (*free)(struct mcp_backend *b);

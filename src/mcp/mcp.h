@@ -86,6 +86,8 @@ void mcp_server_oversized(struct mcp_server *s, size_t limit);
 /* Calls in flight: a tool answers its call now or later, exactly once. */
 /* Sends a CallToolResult: `structured` (stolen) as structuredContent and as text. */
 void mcp_call_result(struct mcp_call *c, json_t *structured);
+/* The same with more content blocks after the text (`more`, an array, stolen; may be NULL). */
+void mcp_call_result_with(struct mcp_call *c, json_t *structured, json_t *more);
 /* Sends a tool error: isError with `msg` (the field first, when there is one). */
 void mcp_call_error(struct mcp_call *c, const paddock_error *err);
 /* For a tool answering later: what to do if the client cancels first (then no answer). */

@@ -144,18 +144,27 @@ static void send_result(struct mcp_server *s, json_t *id, json_t *result)
 
 void mcp_call_result(struct mcp_call *c, json_t *structured)
 {
+	mcp_call_result_with(c, structured, NULL);
+}
+
+void mcp_call_result_with(struct mcp_call *c, json_t *structured, json_t *more)
+{
 	char *text = structured ? json_dumps(structured, JSON_COMPACT | JSON_REAL_PRECISION(15))
 				: NULL;
 	json_t *result;
 
 	if (!text) {
 		json_decref(structured);
+		json_decref(more);
 		send_error(c->srv, c->id, MCP_INTERNAL_ERROR, "out of memory", NULL);
 		call_free(c);
 		return;
 	}
 	result = json_pack("{s:[{s:s, s:s}], s:o, s:b}", "content", "type", "text", "text", text,
 			   "structuredContent", structured, "isError", 0);
+	if (result && more)
+		json_array_extend(json_object_get(result, "content"), more);
+	json_decref(more);
 	free(text);
 	send_result(c->srv, c->id, result);
 	call_free(c);

@@ -17,6 +17,7 @@
 #include "mcp.h"
 #include "schema.h"
 #include "spec.h"
+#include "tool-code.h"
 #include "util/base64.h"
 
 #define WORKSPACE "/workspace"
@@ -29,6 +30,7 @@ struct sandbox {
 	bool is_default;
 	double timeout_s; /* a command's default and ceiling */
 	unsigned n_procs;
+	json_t *contexts; /* run_code's named contexts: {NAME: {"id", "language"}} */
 	struct sandbox *next;
 };
 
@@ -80,6 +82,19 @@ struct mcp_tools {
 	"\"required\":[\"sandbox_id\",\"exit_code\",\"reason\",\"signal\",\"stdout\","          \
 	"\"stderr\",\"stdout_truncated\",\"stderr_truncated\",\"stdout_bytes\","                \
 	"\"stderr_bytes\",\"report\"]}"
+
+#define CODE_RESULT                                                                            \
+	"{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"},"              \
+	"\"language\":{\"type\":\"string\"},\"context\":{\"type\":[\"string\",\"null\"]},"               \
+	"\"execution_count\":{\"type\":[\"integer\",\"null\"]},\"stdout\":{\"type\":\"string\"}," \
+	"\"stderr\":{\"type\":\"string\"},\"stdout_truncated\":{\"type\":\"boolean\"},"          \
+	"\"stderr_truncated\":{\"type\":\"boolean\"},\"results\":{\"type\":\"array\",\"items\":"  \
+	"{\"type\":\"object\"}},\"error\":{\"type\":[\"object\",\"null\"],\"properties\":"       \
+	"{\"name\":{\"type\":\"string\"},\"value\":{\"type\":\"string\"},\"traceback\":"         \
+	"{\"type\":\"string\"}}},\"timed_out\":{\"type\":\"boolean\"},\"dropped\":"              \
+	"{\"type\":\"integer\"},\"exit_code\":{\"type\":[\"integer\",\"null\"]},\"report\":"    \
+	"{\"type\":\"object\"}},\"required\":[\"sandbox_id\",\"language\",\"stdout\",\"stderr\"," \
+	"\"results\",\"error\",\"timed_out\"]}"
 
 #define LIMITS_PROPS                                                                           \
 	"\"memory\":{\"type\":[\"string\",\"integer\"],\"description\":\"bytes, or '512M', "   \
@@ -159,14 +174,20 @@ static const struct tool {
 	  "1048576}," SANDBOX_ID_ARG "," CWD_ARG "," ENV_ARG "," STDIN_ARG "," TIMEOUT_ARG "}}",
 	  EXEC_RESULT, run_command, false, true, false },
 	{ "run_code", "Run code",
-	  "Run a program written in python, node (JavaScript), bash or sh in the sandbox and "
-	  "return its exit code, stdout and stderr. The code is saved to a file under /tmp and "
-	  "run from /workspace.",
+	  "Run code in the sandbox. python and bash run in a kernel that keeps its state between "
+	  "calls (variables, imports, the working directory), like a notebook: name a context "
+	  "to keep separate states, else the language's default context is used. The value of "
+	  "the last line is returned, and plots (matplotlib) come back as images. node and sh "
+	  "run the code as a one-off program. Runs as an unprivileged user; the default working "
+	  "directory is /workspace.",
 	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"language\","
 	  "\"code\"],\"properties\":{\"language\":{\"type\":\"string\",\"enum\":[\"python\","
-	  "\"node\",\"bash\",\"sh\"]},\"code\":{\"type\":\"string\",\"maxLength\":4194304},"
-	  SANDBOX_ID_ARG "," ENV_ARG "," STDIN_ARG "," TIMEOUT_ARG "}}",
-	  EXEC_RESULT, run_code, false, true, false },
+	  "\"bash\",\"node\",\"sh\"]},\"code\":{\"type\":\"string\",\"maxLength\":4194304},"
+	  "\"context\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":64,\"pattern\":\"^[A-Za-z0-9_.-]{1,64}$\","
+	  "\"description\":\"python and bash: a name for a separate state, made on first use; "
+	  "default: the language's default context\"}," SANDBOX_ID_ARG "," ENV_ARG "," STDIN_ARG
+	  "," TIMEOUT_ARG "}}",
+	  CODE_RESULT, run_code, false, true, false },
 	{ "write_file", "Write a file",
 	  "Write a file in the sandbox (replacing it whole; missing directories are created). "
 	  "Relative paths are under /workspace. Content is text, or base64 with encoding "
@@ -333,6 +354,7 @@ static void sandbox_forget(struct mcp_tools *t, struct sandbox *sb)
 			break;
 		}
 	t->n_sandboxes--;
+	json_decref(sb->contexts);
 	free(sb->id);
 	free(sb);
 }
@@ -431,12 +453,40 @@ struct run {
 	struct mcp_call *call;
 	struct mcp_pending *pending;
 	char *sandbox_id;
+	const char *language; /* run_code's one-off program (node, sh): its result's shape */
 };
+
+/* A one-off program's exec result in run_code's shape (CODE_RESULT). */
+static json_t *code_result(json_t *res, const char *language)
+{
+	const char *reason = json_string_value(json_object_get(res, "reason"));
+	json_int_t code = json_integer_value(json_object_get(res, "exit_code"));
+	bool exited = reason && !strcmp(reason, "exited");
+	json_t *error = json_null();
+
+	if (!exited)
+		error = json_pack("{s:s, s:s, s:s}", "name", "Ended", "value",
+				  reason ? reason : "unknown", "traceback", "");
+	else if (code != 0)
+		error = json_pack("{s:s, s:o, s:s}", "name", "ExitCode", "value",
+				  json_sprintf("%" JSON_INTEGER_FORMAT, code), "traceback", "");
+	json_object_set_new(res, "language", json_string(language));
+	json_object_set_new(res, "results", json_array());
+	json_object_set_new(res, "error", error ? error : json_null());
+	json_object_set_new(res, "timed_out", json_boolean(reason && !strcmp(reason, "timeout")));
+	json_object_del(res, "reason");
+	json_object_del(res, "signal");
+	json_object_del(res, "stdout_bytes");
+	json_object_del(res, "stderr_bytes");
+	return res;
+}
 
 static void run_done(json_t *result, const paddock_error *err, void *userdata)
 {
 	struct run *run = userdata;
 
+	if (result && run->language)
+		result = code_result(result, run->language);
 	if (!result)
 		mcp_call_error(run->call, err);
 	else if (json_object_set_new(result, "sandbox_id", json_string(run->sandbox_id)) < 0)
@@ -535,7 +585,7 @@ static int exec_request(struct mcp_tools *t, struct sandbox *sb, json_t *args, b
 }
 
 static void start_run(struct mcp_tools *t, struct mcp_call *c, struct sandbox *sb, json_t *args,
-		      const char *const *argv)
+		      const char *const *argv, const char *language)
 {
 	struct mcp_exec_req req;
 	paddock_error err = { 0 };
@@ -555,6 +605,7 @@ static void start_run(struct mcp_tools *t, struct mcp_call *c, struct sandbox *s
 	}
 	run->t = t;
 	run->call = c;
+	run->language = language;
 	r = t->backend->ops->exec(t->backend, sb->id, &req, run_done, run, &run->pending, &err);
 	if (r < 0) {
 		free(run->sandbox_id);
@@ -577,7 +628,54 @@ static void run_command(struct mcp_tools *t, struct mcp_call *c, json_t *args)
 
 	if (get_sandbox(t, args, &sb, &err) < 0)
 		return mcp_call_error(c, &err);
-	start_run(t, c, sb, args, argv);
+	start_run(t, c, sb, args, argv, NULL);
+}
+
+/* python and bash: the code interpreter, whose contexts keep their state (tool-code.c) */
+static void run_in_context(struct mcp_tools *t, struct mcp_call *c, struct sandbox *sb,
+			   json_t *args, const char *language)
+{
+	json_t *timeout = json_object_get(args, "timeout_s");
+	struct mcp_code_req req = {
+		.sandbox_id = sb->id,
+		.language = language,
+		.code = json_string_value(json_object_get(args, "code")),
+		.env = json_object_get(args, "env"),
+		.context = json_string_value(json_object_get(args, "context")),
+		.timeout_s = sb->timeout_s,
+		.output_max = t->policy->max_output,
+	};
+	paddock_error err = { 0 };
+
+	if (req.context && (strlen(req.context) > 64 ||
+			    strspn(req.context, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+						"0123456789_.-") != strlen(req.context))) {
+		pd_fail_field(&err, EINVAL, "context",
+			      "expected a name of 1 to 64 letters, digits, '_', '.' or '-'");
+		return mcp_call_error(c, &err);
+	}
+	if (json_object_get(args, "stdin")) {
+		pd_fail_field(&err, EINVAL, "stdin",
+			      "%s runs in a kernel, which reads no stdin; use node or sh, or "
+			      "run_command",
+			      language);
+		return mcp_call_error(c, &err);
+	}
+	if (timeout) {
+		req.timeout_s = json_number_value(timeout);
+		if (sb->timeout_s > 0 && req.timeout_s > sb->timeout_s) {
+			pd_fail_field(&err, EPERM, "timeout_s",
+				      "%g s asked, the sandbox allows at most %g s (limits.timeout_s)",
+				      req.timeout_s, sb->timeout_s);
+			return mcp_call_error(c, &err);
+		}
+	}
+	if (!sb->contexts && !(sb->contexts = json_object())) {
+		(void)fail_oom(c);
+		return;
+	}
+	req.contexts = sb->contexts;
+	mcp_code_run(t->backend, t->base, c, &req);
 }
 
 static void run_code(struct mcp_tools *t, struct mcp_call *c, json_t *args)
@@ -585,9 +683,7 @@ static void run_code(struct mcp_tools *t, struct mcp_call *c, json_t *args)
 	static const struct {
 		const char *language, *program, *ext;
 	} langs[] = {
-		{ "python", "python3", "py" },
 		{ "node", "node", "js" },
-		{ "bash", "bash", "sh" },
 		{ "sh", "sh", "sh" },
 	};
 	const char *language = json_string_value(json_object_get(args, "language"));
@@ -597,11 +693,20 @@ static void run_code(struct mcp_tools *t, struct mcp_call *c, json_t *args)
 	char path[64];
 	size_t i;
 
+	if (get_sandbox(t, args, &sb, &err) < 0)
+		return mcp_call_error(c, &err);
+	if (!strcmp(language, "python") || !strcmp(language, "bash"))
+		return run_in_context(t, c, sb, args, language);
+	if (json_object_get(args, "context")) {
+		pd_fail_field(&err, EINVAL, "context",
+			      "%s runs each call as a one-off program; contexts are for python and "
+			      "bash",
+			      language);
+		return mcp_call_error(c, &err);
+	}
 	for (i = 0; i < sizeof(langs) / sizeof(langs[0]); i++)
 		if (!strcmp(langs[i].language, language))
 			break;
-	if (get_sandbox(t, args, &sb, &err) < 0)
-		return mcp_call_error(c, &err);
 	snprintf(path, sizeof(path), "/tmp/paddock-code-%lu.%s", ++t->next_code, langs[i].ext);
 	if (t->backend->ops->write_file(t->backend, sb->id, path, json_string_value(code),
 					json_string_length(code), 0644, &err) < 0) {
@@ -610,7 +715,7 @@ static void run_code(struct mcp_tools *t, struct mcp_call *c, json_t *args)
 	}
 	const char *argv[] = { langs[i].program, path, NULL };
 
-	start_run(t, c, sb, args, argv);
+	start_run(t, c, sb, args, argv, langs[i].language);
 }
 
 /* ---- background processes --------------------------------------------------------------- */

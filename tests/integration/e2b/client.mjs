@@ -25,7 +25,9 @@ import crypto from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
-import { inspect, isDeepStrictEqual } from 'node:util';
+import {
+	out, show, clean, diag, counts, pass, fail, Failed, eq, assert, match, pick, sleep, rejects, waitFor, check, need,
+} from './harness.mjs';
 
 const PORT = Number(process.env.E2B_PORT);
 const SOCK = process.env.E2B_SOCK || '';
@@ -35,65 +37,6 @@ const TMP = process.env.T_TMP || '/tmp';
 const DOMAIN = process.env.E2B_DOMAIN || 'e2b.local';
 const RUN = crypto.randomBytes(4).toString('hex'); // marks this run's sandboxes
 const T0 = Date.now();
-
-// ---- output and assertions ------------------------------------------------------------------
-const out = (s) => process.stdout.write(s + '\n');
-const show = (v) => inspect(v, { depth: 6, breakLength: Infinity, maxStringLength: 300, maxArrayLength: 30 });
-const clean = (d) => String(d).replace(/[#\n]/g, ' ');
-function diag(...lines) {
-	for (const l of lines) for (const x of String(l).split('\n')) out('# ' + x);
-}
-const counts = { pass: 0, fail: 0 };
-function pass(desc) { counts.pass++; out(`ok - ${clean(desc)}`); return true; }
-function fail(desc, ...d) { counts.fail++; out(`not ok - ${clean(desc)}`); diag(...d); return false; }
-
-// a failed assertion: its lines are the diagnostics
-class Failed extends Error {
-	constructor(...lines) { super(lines.join('\n')); this.lines = lines; }
-}
-function eq(got, want, what = '') {
-	if (!isDeepStrictEqual(got, want)) {
-		throw new Failed(`${what}${what ? ': ' : ''}expected: ${show(want)}`, `${' '.repeat(what.length + (what ? 2 : 0))}     got: ${show(got)}`);
-	}
-}
-function assert(cond, ...d) { if (!cond) throw new Failed(...(d.length ? d : ['assertion failed'])); }
-function match(got, re, what = '') {
-	if (typeof got !== 'string' || !re.test(got)) throw new Failed(`${what}${what ? ': ' : ''}expected to match ${re}`, `got: ${show(got)}`);
-}
-const pick = (o, ...keys) => Object.fromEntries(keys.map((k) => [k, o?.[k]]));
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-// the error a promise rejects with; fails when it resolves or rejects with another class
-async function rejects(p, Cls, what = 'the call') {
-	const r = await Promise.resolve(p).then((v) => ({ v }), (e) => ({ e }));
-	if (!('e' in r)) throw new Failed(`${what} was expected to fail with ${Cls.name}`, `it returned: ${show(r.v)}`);
-	if (!(r.e instanceof Cls)) throw new Failed(`${what} was expected to fail with ${Cls.name}`, `it failed with: ${r.e?.name}: ${r.e?.message}`, show(r.e));
-	return r.e;
-}
-async function waitFor(fn, ms, step = 50) {
-	const end = Date.now() + ms;
-	for (;;) {
-		const v = await fn();
-		if (v || Date.now() > end) return v;
-		await sleep(step);
-	}
-}
-
-// One check: runs fn, passes when it returns without throwing, within ms. Never throws.
-async function check(desc, fn, ms = 20000) {
-	let timer;
-	try {
-		await Promise.race([fn(), new Promise((_, rej) => {
-			timer = setTimeout(() => rej(new Failed(`no answer within ${ms / 1000} s`)), ms);
-		})]);
-		return pass(desc);
-	} catch (e) {
-		return fail(desc, ...(e instanceof Failed ? e.lines : [e?.stack || show(e)]));
-	} finally {
-		clearTimeout(timer);
-	}
-}
-// a check that needs something an earlier one made
-function need(v, what) { if (!v) throw new Failed(`skipped: ${what} was not made (an earlier check failed)`); return v; }
 
 // ---- processes, through /proc -------------------------------------------------------------------
 function procs() {

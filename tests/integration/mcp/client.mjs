@@ -40,8 +40,9 @@ const TOOLS = {
 	list_sandboxes: { args: [], required: [], result: ['sandboxes'] },
 	run_command: { args: ['command', 'cwd', 'env', 'stdin', 'timeout_s', 'sandbox_id'],
 		required: ['command'], result: 'exec' },
-	run_code: { args: ['language', 'code', 'stdin', 'env', 'timeout_s', 'sandbox_id'],
-		required: ['language', 'code'], result: 'exec' },
+	run_code: { args: ['language', 'code', 'context', 'stdin', 'env', 'timeout_s', 'sandbox_id'],
+		required: ['language', 'code'],
+		result: ['sandbox_id', 'language', 'context', 'execution_count', 'stdout', 'stderr', 'results', 'error', 'timed_out'] },
 	write_file: { args: ['path', 'content', 'encoding', 'executable', 'sandbox_id'],
 		required: ['path', 'content'], result: ['sandbox_id', 'path', 'size'] },
 	read_file: { args: ['path', 'offset', 'max_bytes', 'sandbox_id'], required: ['path'],
@@ -184,6 +185,56 @@ function toolProblems(t) {
 	return p;
 }
 
+// ---- run_code's code interpreter: state between calls, contexts, plots as images ----------------
+async function codeInterpreter(s) {
+	const code = async (args) => (await s.try('run_code', { language: 'python', ...args }));
+	let r = await code({ code: 'n = 6 * 7\nprint("set")' });
+	let sc = okResult('run_code python: a result', r);
+	if (sc) eq('run_code python: stdout, the count, no error', { stdout: 'set\n', error: null }, pick(sc, 'stdout', 'error'));
+	r = await code({ code: 'n' });
+	sc = okResult('run_code python keeps state: a result', r);
+	if (sc) {
+		eq('run_code python keeps state: the last call\'s variable is the main result',
+			[{ is_main_result: true, text: '42' }], sc.results);
+		check('run_code python: execution_count counts', Number.isInteger(sc.execution_count) && sc.execution_count >= 2, show(sc));
+	}
+	r = await code({ code: 'import matplotlib.pyplot as plt\nplt.plot([1, 2, 3], [3, 1, 2])\nplt.show()' });
+	sc = okResult('run_code matplotlib: a result', r);
+	const images = (r?.content || []).filter((c) => c.type === 'image');
+	eq('run_code matplotlib: one image content block, image/png', ['image/png'], images.map((c) => c.mimeType));
+	const png = Buffer.from(images[0]?.data || '', 'base64');
+	eq('run_code matplotlib: the image is a PNG', '89504e470d0a1a0a', png.subarray(0, 8).toString('hex'));
+	check('run_code matplotlib: a picture of some size', png.length > 5000, `${png.length} bytes`);
+	if (sc) eq('run_code matplotlib: the result points at the image block', [{ mime_type: 'image/png', content_index: 1 }], sc.results?.[0]?.images);
+	r = await code({ code: 'def f():\n    raise ValueError("bad value")\nf()' });
+	sc = okResult('run_code python exception: a result, not a tool error', r);
+	if (sc) {
+		eq('run_code python exception: name and value', { name: 'ValueError', value: 'bad value' }, pick(sc.error, 'name', 'value'));
+		match('run_code python exception: the traceback names the line', /raise ValueError/, sc.error?.traceback);
+	}
+	r = await code({ code: 'n = "in a"', context: 'a' });
+	okResult('run_code context a: a result', r);
+	r = await code({ code: 'n', context: 'a' });
+	eq('run_code context a: its own state', '\'in a\'', r?.structuredContent?.results?.[0]?.text);
+	r = await code({ code: 'n' });
+	eq('run_code: the default context is untouched by context a', '42', r?.structuredContent?.results?.[0]?.text);
+	toolError('run_code: a bash run in the python context a is refused, naming context',
+		await s.try('run_code', { language: 'bash', code: 'echo', context: 'a' }), /context/);
+	toolError('run_code: a bad context name is refused, naming context',
+		await s.try('run_code', { language: 'python', code: '1', context: '../x' }), /context/);
+	r = await s.try('run_code', { language: 'bash', code: 'cd /tmp; export K=7' });
+	okResult('run_code bash: a result', r);
+	eq('run_code bash keeps state: cwd and variables', '/tmp 7\n',
+		(await s.try('run_code', { language: 'bash', code: 'echo "$PWD $K"' }))?.structuredContent?.stdout);
+	let t0 = Date.now();
+	r = await code({ code: 'import time\ntime.sleep(60)', timeout_s: 1 });
+	const secs = (Date.now() - t0) / 1000;
+	sc = okResult('run_code timeout_s 1: a result', r);
+	if (sc) eq('run_code timeout_s 1: timed out', { timed_out: true, error: 'Timeout' }, { timed_out: sc.timed_out, error: sc.error?.name });
+	check(`run_code timeout_s 1: over within 10 s (took ${secs.toFixed(1)} s)`, secs < 10);
+	eq('run_code after a timeout: the context keeps its state', '42', (await code({ code: 'n' }))?.structuredContent?.results?.[0]?.text);
+}
+
 // ---- an SDK client session --------------------------------------------------------------------
 const stats = { results: 0, inconsistent: [] };
 const textOf = (r) => (r?.content || []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
@@ -223,7 +274,10 @@ async function session(args, { pipeStderr = false } = {}) {
 			const texts = (r.content || []).filter((c) => c.type === 'text');
 			let parsed;
 			try { parsed = JSON.parse(texts[0]?.text); } catch { }
-			if (texts.length !== 1 || r.content.length !== 1 || !isDeepStrictEqual(parsed, r.structuredContent)) {
+			// the text block first; run_code's pictures follow it as image blocks
+			const extra = r.content.slice(1);
+			if (texts.length !== 1 || r.content[0]?.type !== 'text' || !isDeepStrictEqual(parsed, r.structuredContent) ||
+				!extra.every((c) => name === 'run_code' && c.type === 'image')) {
 				stats.inconsistent.push(`${name}: ${show(r)}`);
 			}
 		}
@@ -375,7 +429,7 @@ async function basics() {
 	// ---- files ----
 	r = await s.try('run_code', { language: 'python', code: "open('out.txt', 'w').write('42')\n" });
 	sc = okResult('run_code python: a result', r);
-	if (sc) eq('run_code python: exits 0', { exit_code: 0, reason: 'exited' }, pick(sc, 'exit_code', 'reason'));
+	if (sc) eq('run_code python: no error', { error: null, language: 'python' }, pick(sc, 'error', 'language'));
 	r = await s.try('read_file', { path: 'out.txt' });
 	sc = okResult('read_file: a result', r);
 	if (sc) {
@@ -455,8 +509,10 @@ async function basics() {
 	}
 	match('run_code bash', /^3 [0-9]+\n$/, (await s.call('run_code', { language: 'bash', code: 'a=(x y z); echo "${#a[@]} ${BASH_VERSINFO[0]}"' })).structuredContent?.stdout);
 	eq('run_code sh', 'sh-42\n', (await s.call('run_code', { language: 'sh', code: 'echo sh-$((6 * 7))' })).structuredContent?.stdout);
-	eq('run_code python with stdin', 'cba\n', (await s.call('run_code', { language: 'python', code: 'import sys\nprint(sys.stdin.read()[::-1])', stdin: 'abc' })).structuredContent?.stdout);
+	toolError('run_code python with stdin: a tool error naming stdin (a kernel reads none)',
+		await s.try('run_code', { language: 'python', code: 'input()', stdin: 'abc' }), /stdin/);
 	toolError('run_code language cobol: a tool error naming language', await s.try('run_code', { language: 'cobol', code: 'x' }), /language/);
+	await codeInterpreter(s);
 
 	// ---- timeout, truncation ----
 	let t0 = Date.now();
@@ -889,6 +945,11 @@ async function connect() {
 		eq('--connect: create_sandbox, run_command in it', 'second\n', (await s.try('run_command', { sandbox_id: B, command: 'echo $WHO' }))?.structuredContent?.stdout);
 		eq('--connect: both in paddockd', [B, D].sort(), await list());
 		eq('--connect: run_command timeout_s 1', 'timeout', (await s.try('run_command', { command: 'sleep 30', timeout_s: 1 }))?.structuredContent?.reason);
+		await s.try('run_code', { language: 'python', code: 'v = 40 + 2' });
+		eq('--connect: run_code python keeps state through paddockd', '42',
+			(await s.try('run_code', { language: 'python', code: 'v' }))?.structuredContent?.results?.[0]?.text);
+		const img = await s.try('run_code', { language: 'python', code: 'import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()' });
+		eq('--connect: run_code matplotlib: an image block', ['image/png'], (img?.content || []).filter((c) => c.type === 'image').map((c) => c.mimeType));
 		const PID = (await s.try('start_process', { command: 'echo bg; sleep 30' }))?.structuredContent?.process_id;
 		eq('--connect: start_process, read_process_output', { running: true, stdout: 'bg\n' },
 			pick((await s.try('read_process_output', { process_id: PID, wait_s: 5 }))?.structuredContent, 'running', 'stdout'));
@@ -942,7 +1003,7 @@ await scenario('concurrency', concurrency);
 await scenario('bounds', bounds);
 await scenario('streamable HTTP', streamableHttp);
 await scenario('connect', connect);
-check(`every tool result that is no error has one text block, its structuredContent as JSON (${stats.results} results)`,
+check(`every tool result that is no error has one text block, its structuredContent as JSON, and only run_code images after it (${stats.results} results)`,
 	stats.inconsistent.length === 0, ...stats.inconsistent);
 const servers = [...procs().values()].filter((p) => p.args.startsWith(`${PADDOCK} mcp`) && p.state !== 'Z');
 check('no paddock mcp of this test is left', servers.length === 0, fmt(servers));
