@@ -89,7 +89,10 @@ class PythonContext:
 
     def _start(self):
         # inline figures, as a notebook shows them: matplotlib's plots come back as PNG
-        self.km.start_kernel(cwd="/", extra_arguments=[
+        # the kernel's own stdout and stderr go nowhere: what the code prints comes over
+        # Jupyter's channels, and a pipe to a supervisor that restarted would fill and stall it
+        self.km.start_kernel(cwd="/", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             stdin=subprocess.DEVNULL, extra_arguments=[
             "--IPKernelApp.matplotlib=inline", "--HistoryManager.enabled=False",
             "--InteractiveShell.colors=NoColor"])
         self.kc = self.km.client()

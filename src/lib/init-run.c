@@ -629,8 +629,11 @@ static void handle_close_stdin(struct init_state *st, const char *buf, size_t le
 		return;
 	memcpy(&m, buf, sizeof(m));
 	t = find_tracked(st, m.id);
-	if (t)
+	if (t) {
 		t->keep[0] = pd_close(t->keep[0]);
+		/* a later supervisor is told the command has no stdin pipe any more (resync) */
+		t->flags &= ~PD_EXEC_PIPE_STDIN;
+	}
 }
 
 /* A socket in the sandbox's network namespace, for the supervisor to connect or listen on. */

@@ -139,7 +139,13 @@ static int adopt_exec(paddock_sandbox *sb, const struct pd_ctl_exec_state *s, in
 	ex = pd_exec_new(sb, s->id, NULL, NULL);
 	if (!ex)
 		return pd_fail(err, ENOMEM, "allocate exec");
-	if (!pd_exec_assign_fds(ex, s->flags, fds, nfds))
+	/*
+	 * COMPAT(paddock 0.1 inits): an init of before kept the stdin flag of a command whose
+	 * stdin was closed and sends one fd fewer: the missing one can only be stdin's
+	 */
+	if (!pd_exec_assign_fds(ex, s->flags, fds, nfds) &&
+	    (!(s->flags & PD_EXEC_PIPE_STDIN) ||
+	     !pd_exec_assign_fds(ex, s->flags & ~PD_EXEC_PIPE_STDIN, fds, nfds)))
 		return pd_fail(err, EPROTO, "init sent the wrong fds for command %llu",
 			       (unsigned long long)s->id);
 	ex->pid = s->pid;

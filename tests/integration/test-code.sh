@@ -88,6 +88,15 @@ expect_match "paddock code rm of a removed context: says it is not found" "not f
 out=$(pc -l cobol "$id" 1 2>&1)
 expect_eq "paddock code -l cobol: exits 125 naming --language" "125 paddock: --language: expected python or bash, got 'cobol'" "$? $out"
 
+# ---- kill -9 of paddockd: the restarted one finds the interpreter, and its state ----------
+daemon_inits >/dev/null
+kill -9 "$DPID"
+wait "$DPID" 2>/dev/null
+start_daemon --e2b 127.0.0.1:0 || { not_ok "paddockd restarts after kill -9"; finish; }
+expect_eq "after kill -9 and a restart: the variables of before" "84" "$(pc "$id" 'n * 2' 2>&1)"
+expect_eq "after kill -9 and a restart: one interpreter runs in the sandbox" 1 \
+	"$(ps -e -o args= | grep -c '^python3 -I - 49999$')"
+
 # the server and its kernel are the sandbox's processes, and go with it
 kernels=$(ps -e -o args= | grep -c '[i]pykernel_launcher')
 [ "$kernels" -ge 1 ] && ok "the kernel is a process below the sandbox" || not_ok "the kernel is a process below the sandbox"
