@@ -24,5 +24,5 @@ port=$(sed -n 's/.*e2b on 127.0.0.1:\([0-9]*\).*/\1/p' "$tmp/log")
 cp "$top/bench/e2b.mjs" "$sdk/.bench-e2b.mjs"
 trap 'kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; rm -rf "$tmp" "$sdk/.bench-e2b.mjs"' EXIT
 echo "# $(uname -r), $(nproc) cores, uid $(id -u), node $(node --version), $rounds rounds, interleaved"
-E2B_API_URL=http://127.0.0.1:$port E2B_SANDBOX_URL=http://127.0.0.1:$port E2B_DOMAIN=e2b.local \
+E2B_API_URL=http://127.0.0.1:$port E2B_SANDBOX_URL=http://127.0.0.1:$port E2B_DOMAIN=localhost:$port \
 	E2B_API_KEY=bench node "$sdk/.bench-e2b.mjs" "$rounds"

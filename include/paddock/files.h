@@ -171,6 +171,7 @@ struct paddock_watch_event {
 	const char *type;
 	const char *path; /* absolute, as the sandbox sees it */
 	bool is_dir;
+	bool moved_to; /* "rename": the new name (else the old one) */
 };
 
 typedef void (*paddock_watch_fn)(const struct paddock_watch_event *ev, void *userdata);

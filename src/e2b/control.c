@@ -338,7 +338,7 @@ json_t *e2b_sandbox_json(struct e2b *e, struct box *b)
 		return NULL;
 	e2b_access_token(e, b->id, token);
 	json_object_set_new(o, "envdAccessToken", json_string(token));
-	json_object_set_new(o, "domain", json_string(e->domain));
+	json_object_set_new(o, "domain", json_string(e->sdk_domain));
 	json_object_set_new(o, "network", network_info(b));
 	json_object_set_new(o, "lifecycle",
 			    json_pack("{s:s,s:b}", "onTimeout", "kill", "autoResume", 0));
@@ -359,7 +359,7 @@ static json_t *sandbox_json(struct e2b *e, struct box *b)
 	e2b_access_token(e, b->id, token);
 	o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s}", "sandboxID", b->id, "templateID",
 		      tmpl ? tmpl : NO_TEMPLATE, "clientID", CLIENT_ID, "envdVersion",
-		      E2B_ENVD_VERSION, "envdAccessToken", token, "domain", e->domain);
+		      E2B_ENVD_VERSION, "envdAccessToken", token, "domain", e->sdk_domain);
 	explicit_bzero(token, sizeof(token));
 	if (o && tmpl)
 		json_object_set_new(o, "alias", json_string(tmpl));

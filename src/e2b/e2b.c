@@ -79,8 +79,8 @@ static struct box *box_any_tenant(struct daemon *d, const char *id)
 
 /*
  * envd's user: "Authorization: Basic base64(user:)". paddock runs every command as the
- * sandbox user (uid 1000, "user"); "root" is accepted so code written for E2B runs, and gets
- * the same rights (docs/e2b.md). Any other name is refused as envd refuses unknown users.
+ * sandbox user (uid 1000, "user"); "root" is refused with a message saying so (code that
+ * asks for root expects it), any other name as envd refuses unknown users (docs/e2b.md).
  */
 static int request_user(struct e2b_req *r, char *msg, size_t size)
 {
@@ -109,7 +109,11 @@ static int request_user(struct e2b_req *r, char *msg, size_t size)
 	if (strcmp(dec, "user") == 0) {
 		r->user = "user";
 	} else if (strcmp(dec, "root") == 0) {
-		r->user = "root";
+		/* refused, not quietly run as uid 1000: code asking for root expects root */
+		snprintf(msg, size, "user 'root': this sandbox runs commands and files as 'user' "
+				    "(uid 1000) only; leave user unset (docs/e2b.md)");
+		free(dec);
+		return -1;
 	} else if (dec[0] != '\0') {
 		snprintf(msg, size, "user '%.32s' does not exist (expected 'user' or 'root')", dec);
 		free(dec);
@@ -388,13 +392,26 @@ static void handle_envd(struct e2b_req *r, const char *path, const char *id_from
 	bool connect_rpc = path[1] != 'f' || strncmp(path, "/filesystem.", 12) == 0;
 
 	if (strcmp(path, "/health") == 0) {
-		/* the SDK's isRunning(): 502 is "not running" (E2B's proxy answers so) */
+		/*
+		 * The SDK's isRunning(): 502 is "not running" (E2B's proxy answers so). Naming no
+		 * sandbox, it is envd's own health check: envd answers 204
+		 */
 		struct box *b = id ? box_any_tenant(r->d, id) : NULL;
 
-		if (id && strcmp(id, DEBUG_SANDBOX_ID) == 0 && r->e->open_keys)
+		if (!id || (strcmp(id, DEBUG_SANDBOX_ID) == 0 && r->e->open_keys))
 			return reply_text(r->req, 204, NULL, NULL);
 		return reply_text(r->req, b && b->sb && paddock_sandbox_running(b->sb) ? 204 : 502,
 				  NULL, NULL);
+	}
+	/* a signed /files URL as the SDK makes it names no sandbox: its signature does */
+	if ((!id || !*id) && strcmp(path, "/files") == 0) {
+		bool is_signed;
+
+		id = e2b_files_signed_box(r, &is_signed);
+		if (!id && is_signed) {
+			r->e->m.errors++;
+			return e2b_reply_error(r, 401, "invalid signature");
+		}
 	}
 	if (!id || !*id) {
 		r->e->m.errors++;
@@ -663,7 +680,7 @@ int pd_e2b_start(struct daemon *d, const char *addr_port, const char *domain,
 		return dfail(err, ENOMEM, "e2b");
 	d->e2b = e;
 	e->d = d;
-	snprintf(e->domain, sizeof(e->domain), "%s", domain && *domain ? domain : "e2b.local");
+	snprintf(e->domain, sizeof(e->domain), "%s", domain && *domain ? domain : "localhost");
 	snprintf(addr, sizeof(addr), "%s", addr_port);
 	colon = strrchr(addr, ':');
 	char *pend = NULL;
@@ -714,6 +731,17 @@ int pd_e2b_start(struct daemon *d, const char *addr_port, const char *domain,
 				inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
 				p = ntohs(a->sin6_port);
 			}
+		}
+		/* *.localhost is the loopback (RFC 6761): getHost() must name this port too */
+		{
+			size_t dl = strlen(e->domain);
+			bool loop = strcasecmp(e->domain, "localhost") == 0 ||
+				    (dl > 10 && strcasecmp(e->domain + dl - 10, ".localhost") == 0);
+
+			if (loop)
+				snprintf(e->sdk_domain, sizeof(e->sdk_domain), "%s:%u", e->domain, p);
+			else
+				snprintf(e->sdk_domain, sizeof(e->sdk_domain), "%s", e->domain);
 		}
 		fprintf(stderr, "paddockd: e2b on %s:%u (domain %s)\n", host, p, e->domain);
 	}

@@ -31,7 +31,13 @@ struct e2b_fswatch;
 struct e2b {
 	struct daemon *d;
 	struct evhttp *http;
-	char domain[128];    /* `{port}-{id}.{domain}` Hosts (--e2b-domain, default e2b.local) */
+	char domain[128];    /* `{port}-{id}.{domain}` Hosts (--e2b-domain, default localhost) */
+	/*
+	 * what the SDK is told (the "domain" of create and connect), so that getHost() names a
+	 * URL that reaches this listener: a loopback name gets the listener's port ("localhost"
+	 * becomes "localhost:3000"), any other domain is told as it is (a DNS name of a proxy)
+	 */
+	char sdk_domain[160];
 	json_t *templates;   /* template name -> spec object (--e2b-templates); always has "base" */
 	unsigned char key[32]; /* HMAC key: envd access tokens, file URL signatures */
 	bool open_keys;	     /* no --tokens: every API key is the tenant "local" (loopback only) */
@@ -98,3 +104,10 @@ void e2b_files(struct e2b_req *r);
 void e2b_control(struct e2b_req *r, char **seg, size_t n_seg);
 /* the sandbox object of the control plane (GET /sandboxes/{id}) */
 json_t *e2b_sandbox_json(struct e2b *e, struct box *b);
+
+/*
+ * The id of the sandbox whose access token made the signature of a signed /files URL (E2B's
+ * downloadUrl/uploadUrl, which name no sandbox), or NULL; *ret_signed: the URL has a
+ * signature (envd-files.c).
+ */
+const char *e2b_files_signed_box(struct e2b_req *r, bool *ret_signed);

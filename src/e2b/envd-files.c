@@ -94,16 +94,15 @@ struct files_query {
 	const char *expiration;
 };
 
-static bool query_parse(struct e2b_req *r, struct files_query *fq)
+/* The query's fields (fq->q is the caller's to clear); false when it is malformed. */
+static bool query_parse_quiet(struct e2b_req *r, struct files_query *fq)
 {
 	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(r->req);
 	const char *qs = uri ? evhttp_uri_get_query(uri) : NULL;
 
 	TAILQ_INIT(&fq->q);
-	if (qs && evhttp_parse_query_str(qs, &fq->q) < 0) {
-		e2b_reply_error(r, 400, "malformed query string");
+	if (qs && evhttp_parse_query_str(qs, &fq->q) < 0)
 		return false;
-	}
 	fq->path = evhttp_find_header(&fq->q, "path");
 	fq->username = evhttp_find_header(&fq->q, "username");
 	fq->signature = evhttp_find_header(&fq->q, "signature");
@@ -111,18 +110,105 @@ static bool query_parse(struct e2b_req *r, struct files_query *fq)
 	return true;
 }
 
+static bool query_parse(struct e2b_req *r, struct files_query *fq)
+{
+	if (query_parse_quiet(r, fq))
+		return true;
+	e2b_reply_error(r, 400, "malformed query string");
+	return false;
+}
+
 /*
  * envd's URL signature (e2b js-sdk src/sandbox/signature.ts, envd internal/api/auth.go):
  * "v1_" + unpadded base64(sha256("path:operation:username:accessToken[:expiration]")), with
- * path and username as the query has them ("" when absent).
+ * path and username as the query has them ("" when absent). 0, or -ENOMEM.
  */
+static int signature_for(struct e2b *e, const char *box_id, const struct files_query *fq,
+			 const char *op, const char *exp_s, char want[64])
+{
+	char token[E2B_TOKEN_LEN + 1], *raw = NULL, *b64;
+	unsigned char md[SHA256_DIGEST_LENGTH];
+	int n;
+
+	e2b_access_token(e, box_id, token);
+	n = asprintf(&raw, "%s:%s:%s:%s%s", fq->path ? fq->path : "", op,
+		     fq->username ? fq->username : "", token, exp_s);
+	explicit_bzero(token, sizeof(token));
+	if (n < 0)
+		return -ENOMEM;
+	SHA256((const unsigned char *)raw, (size_t)n, md);
+	explicit_bzero(raw, (size_t)n);
+	free(raw);
+	b64 = pd_base64_encode(md, sizeof(md));
+	if (!b64)
+		return -ENOMEM;
+	b64[strcspn(b64, "=")] = '\0';
+	snprintf(want, 64, "v1_%s", b64);
+	free(b64);
+	return 0;
+}
+
+/* SECURITY: in constant time; the length is no secret (always 46) */
+static bool same_signature(const char *got, const char *want)
+{
+	return strlen(got) == strlen(want) && CRYPTO_memcmp(got, want, strlen(want)) == 0;
+}
+
+/* ":EXPIRATION" for the signature, or "" without; false when it is malformed. */
+static bool expiration_part(const struct files_query *fq, long long *ret_exp, char exp_s[24])
+{
+	char *end;
+
+	exp_s[0] = '\0';
+	*ret_exp = 0;
+	if (!fq->expiration)
+		return true;
+	errno = 0;
+	*ret_exp = strtoll(fq->expiration, &end, 10);
+	if (!*fq->expiration || *end || errno)
+		return false;
+	snprintf(exp_s, 24, ":%lld", *ret_exp);
+	return true;
+}
+
+static const char *files_op(struct e2b_req *r)
+{
+	return evhttp_request_get_command(r->req) == EVHTTP_REQ_GET ? "read" : "write";
+}
+
+const char *e2b_files_signed_box(struct e2b_req *r, bool *ret_signed)
+{
+	struct files_query fq;
+	const char *op = files_op(r), *found = NULL;
+	char exp_s[24], want[64];
+	long long exp;
+
+	*ret_signed = false;
+	if (!query_parse_quiet(r, &fq))
+		return NULL;
+	*ret_signed = fq.signature != NULL;
+	/*
+	 * E2B's signed URLs name no sandbox (its cloud knows it from the host name): the one
+	 * whose access token makes this signature is the sandbox. Every live one is tried, in
+	 * full (no early exit: the time says nothing of which matched).
+	 */
+	if (fq.signature && expiration_part(&fq, &exp, exp_s))
+		for (struct box *b = r->d->boxes; b; b = b->next) {
+			if (signature_for(r->e, b->id, &fq, op, exp_s, want) < 0)
+				break;
+			if (same_signature(fq.signature, want) && !found)
+				found = b->id;
+		}
+	explicit_bzero(want, sizeof(want));
+	evhttp_clear_headers(&fq.q);
+	return found;
+}
+
 static bool signature_ok(struct e2b_req *r, const struct files_query *fq, const char *op)
 {
-	char token[E2B_TOKEN_LEN + 1], exp_s[24] = "", *raw = NULL, *b64 = NULL, want[64];
-	unsigned char md[SHA256_DIGEST_LENGTH];
+	char exp_s[24], want[64];
 	long long exp = 0;
 	bool ok;
-	int n;
 
 	if (!fq->signature) {
 		e2b_reply_error(r, 401,
@@ -130,40 +216,15 @@ static bool signature_ok(struct e2b_req *r, const struct files_query *fq, const 
 			    "method signing if supported");
 		return false;
 	}
-	if (fq->expiration) {
-		char *end;
-
-		errno = 0;
-		exp = strtoll(fq->expiration, &end, 10);
-		if (!*fq->expiration || *end || errno) {
-			e2b_reply_error(r, 400,
-				    "signature_expiration: expected a unix time in seconds");
-			return false;
-		}
-		snprintf(exp_s, sizeof(exp_s), ":%lld", exp);
+	if (!expiration_part(fq, &exp, exp_s)) {
+		e2b_reply_error(r, 400, "signature_expiration: expected a unix time in seconds");
+		return false;
 	}
-	e2b_access_token(r->e, r->box->id, token);
-	n = asprintf(&raw, "%s:%s:%s:%s%s", fq->path ? fq->path : "", op,
-		     fq->username ? fq->username : "", token, exp_s);
-	explicit_bzero(token, sizeof(token));
-	if (n < 0) {
+	if (signature_for(r->e, r->box->id, fq, op, exp_s, want) < 0) {
 		e2b_reply_error(r, 500, "out of memory");
 		return false;
 	}
-	SHA256((const unsigned char *)raw, (size_t)n, md);
-	explicit_bzero(raw, (size_t)n);
-	free(raw);
-	b64 = pd_base64_encode(md, sizeof(md));
-	if (!b64) {
-		e2b_reply_error(r, 500, "out of memory");
-		return false;
-	}
-	b64[strcspn(b64, "=")] = '\0';
-	snprintf(want, sizeof(want), "v1_%s", b64);
-	free(b64);
-	/* SECURITY: in constant time; the length is no secret (always 46) */
-	ok = strlen(fq->signature) == strlen(want) &&
-	     CRYPTO_memcmp(fq->signature, want, strlen(want)) == 0;
+	ok = same_signature(fq->signature, want);
 	explicit_bzero(want, sizeof(want));
 	if (!ok) {
 		e2b_reply_error(r, 401, "invalid signature");
@@ -185,12 +246,16 @@ static bool files_access(struct e2b_req *r, const struct files_query *fq, const 
 	/* SECURITY: with the header, e2b.c checked it; without, the URL must be signed */
 	if (!token && !r->debug && !signature_ok(r, fq, op))
 		return false;
-	/* paddock runs everything as the sandbox user; "root" is that user too (docs/e2b.md) */
-	if (fq->username && *fq->username && strcmp(fq->username, "user") != 0 &&
-	    strcmp(fq->username, "root") != 0) {
+	/* paddock runs everything as the sandbox user; root is refused saying so (docs/e2b.md) */
+	if (fq->username && strcmp(fq->username, "root") == 0) {
 		e2b_reply_error(r, 401,
-			    "error looking up user '%.64s': unknown user (expected 'user' "
-			    "or 'root')",
+			    "user 'root': this sandbox runs commands and files as 'user' (uid 1000) "
+			    "only; leave user unset");
+		return false;
+	}
+	if (fq->username && *fq->username && strcmp(fq->username, "user") != 0) {
+		e2b_reply_error(r, 401,
+			    "error looking up user '%.64s': unknown user (expected 'user')",
 			    fq->username);
 		return false;
 	}

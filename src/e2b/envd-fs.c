@@ -634,6 +634,12 @@ static void watch_event(const struct paddock_watch_event *ev, void *userdata)
 			return deliver(fw, "EVENT_TYPE_WRITE", ev->path);
 		}
 	}
+	/*
+	 * envd (fsnotify on inotify) reports a rename's old name as "rename" and its new name
+	 * as "create", as the new name appears
+	 */
+	if (strcmp(ev->type, "rename") == 0 && ev->moved_to)
+		type = "EVENT_TYPE_CREATE";
 	deliver(fw, type, ev->path);
 }
 

@@ -283,8 +283,8 @@ int pd_fsops_watch_fd(const paddock_watch *w)
 	return w->fd;
 }
 
-static int emit(paddock_watch *w, const char *type, const char *rel, const char *name, bool is_dir,
-		paddock_watch_fn fn, void *userdata)
+static int emit_ev(paddock_watch *w, const char *type, const char *rel, const char *name,
+		   bool is_dir, bool moved_to, paddock_watch_fn fn, void *userdata)
 {
 	_cleanup_free_ char *dir = pd_fsops_join(w->path, rel), *path = NULL;
 
@@ -297,9 +297,16 @@ static int emit(paddock_watch *w, const char *type, const char *rel, const char 
 	}
 	fn(&(struct paddock_watch_event){ .type = type,
 					  .path = path ? path : dir,
-					  .is_dir = is_dir },
+					  .is_dir = is_dir,
+					  .moved_to = moved_to },
 	   userdata);
 	return 1;
+}
+
+static int emit(paddock_watch *w, const char *type, const char *rel, const char *name, bool is_dir,
+		paddock_watch_fn fn, void *userdata)
+{
+	return emit_ev(w, type, rel, name, is_dir, false, fn, userdata);
 }
 
 /* Follows a directory created or moved in below a recursive watch. */
@@ -374,7 +381,7 @@ static int handle(paddock_watch *w, const struct inotify_event *ev, paddock_watc
 		}
 		r = emit(w, "rename", rel, name, is_dir, fn, userdata);
 	} else if (ev->mask & IN_MOVED_TO) {
-		r = emit(w, "rename", rel, name, is_dir, fn, userdata);
+		r = emit_ev(w, "rename", rel, name, is_dir, true, fn, userdata);
 		if (r >= 0 && name && is_dir && w->recursive) {
 			int f = follow(w, rel, name, fn, userdata);
 			r = f < 0 ? f : r + f;

@@ -15,10 +15,12 @@ need_npm_package "$E2B" @e2b/code-interpreter
 
 SOCK=$T_TMP/sock
 STATE=$T_TMP/state
+# the domain that makes getHost() work on this machine: *.localhost is the loopback
+DAEMON_ARGS=(--e2b-domain localhost)
 start_daemon --e2b 127.0.0.1:0 || { not_ok "paddockd --e2b 127.0.0.1:0 starts"; finish; }
 port=
 for _ in $(seq 100); do
-	port=$(sed -n 's/^paddockd: e2b on 127\.0\.0\.1:\([0-9][0-9]*\) (domain e2b\.local)$/\1/p' "$T_TMP/daemon.log")
+	port=$(sed -n 's/^paddockd: e2b on 127\.0\.0\.1:\([0-9][0-9]*\) (domain localhost)$/\1/p' "$T_TMP/daemon.log")
 	[ -n "$port" ] && break
 	sleep 0.05
 done
@@ -36,7 +38,7 @@ while IFS= read -r line; do
 done < <(
 	cd "$T_TMP" &&
 		E2B_API_URL="http://127.0.0.1:$port" E2B_SANDBOX_URL="http://127.0.0.1:$port" \
-			E2B_DOMAIN=e2b.local E2B_API_KEY="e2b_paddock_test_key" \
+			E2B_DOMAIN="localhost:$port" E2B_API_KEY="e2b_paddock_test_key" \
 			node "$E2B/code-interpreter.mjs" 2>"$T_TMP/client.log"
 	echo "client-exit $?"
 )

@@ -21,6 +21,8 @@ need_npm_package "$E2B" e2b
 
 SOCK=$T_TMP/sock
 STATE=$T_TMP/state
+# a domain that is no loopback name: Hosts name it, the SDK is told it as it is
+DAEMON_ARGS=(--e2b-domain e2b.local)
 start_daemon --e2b 127.0.0.1:0 || { not_ok "paddockd --e2b 127.0.0.1:0 starts"; finish; }
 port=
 for _ in $(seq 100); do

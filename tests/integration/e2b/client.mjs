@@ -304,8 +304,17 @@ async function commands() {
 	await check('commands.run: a missing cwd is InvalidArgumentError', async () => {
 		await rejects(c().run('true', { cwd: '/no/such/dir' }), InvalidArgumentError);
 	});
-	await check("commands.run user 'root': runs, as the sandbox user (documented: whoami says user)", async () => {
-		eq((await c().run('whoami; id -u; echo "$HOME"', { user: 'root' })).stdout, 'user\n1000\n/home/user\n');
+	await check("commands.run user 'root': refused, saying why (never quietly run as uid 1000)", async () => {
+		const e = await rejects(c().run('id -u', { user: 'root' }), Error);
+		match(e.message, /user 'root'.*uid 1000/);
+	});
+	await check("files.read user 'root': refused, saying why", async () => {
+		const e = await rejects(need(A, 'A').files.read('/etc/hostname', { user: 'root' }), Error);
+		match(e.message, /user 'root'/);
+	});
+	await check('GET /health naming no sandbox: 204, as envd answers', async () => {
+		const r = await fetch(`${process.env.E2B_SANDBOX_URL}/health`);
+		eq(r.status, 204);
 	});
 	await check('commands.run with an unknown user: refused', async () => {
 		const e = await rejects(c().run('true', { user: 'nobody-zz' }), Error);
@@ -581,23 +590,29 @@ async function files() {
 		eq(await run(`cat /tmp/${esc}`), 'inside', "the sandbox's /tmp");
 	});
 
-	// signed URLs: what E2B's URL host names (49983-{id}.{domain}) goes in the Host header here,
-	// since E2B_SANDBOX_URL names one host for every sandbox; no access token is sent
-	const envdHost = () => `49983-${A.sandboxId}.${DOMAIN}`;
-	const pathOf = (url) => { const u = new URL(url); return u.pathname + u.search; };
-	await check('sbx.downloadUrl(): a GET with its signature, no token, reads the file', async () => {
-		const r = await raw({ method: 'GET', path: pathOf(await need(A, 'A').downloadUrl('t/a/hello.txt')), headers: { Host: envdHost() } });
-		eq([r.status, r.body?.toString()], [200, 'héllo wörld\n'], showRaw(r));
+	// signed URLs, fetched exactly as the SDK makes them (E2B_SANDBOX_URL/files?...): no Host
+	// naming the sandbox, no token; the signature alone says which sandbox
+	await check('sbx.downloadUrl(): a plain fetch of the URL reads the file', async () => {
+		const r = await fetch(await need(A, 'A').downloadUrl('t/a/hello.txt'));
+		eq([r.status, await r.text()], [200, 'héllo wörld\n']);
 	});
-	await check('sbx.uploadUrl(): a multipart POST with its signature, no token, writes the file', async () => {
-		const boundary = `----e2b${RUN}`;
-		const body = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="up.txt"\r\n` +
-			`Content-Type: application/octet-stream\r\n\r\nuploaded by URL\r\n--${boundary}--\r\n`);
-		const r = await raw({ path: pathOf(await need(A, 'A').uploadUrl('signed/up.txt')), body,
-			headers: { Host: envdHost(), 'Content-Type': `multipart/form-data; boundary=${boundary}` } });
-		assert(r.status === 200, showRaw(r));
+	await check('sbx.uploadUrl(): a plain fetch POST of a form writes the file', async () => {
+		const form = new FormData();
+		form.append('file', new Blob(['uploaded by URL']), 'up.txt');
+		const r = await fetch(await need(A, 'A').uploadUrl('signed/up.txt'), { method: 'POST', body: form });
+		assert(r.status === 200, `${r.status} ${await r.text()}`);
 		eq(await f().read('signed/up.txt'), 'uploaded by URL');
 	});
+	await check("signed URLs: one sandbox's URL reads that sandbox, not another's", async () => {
+		const other = await Sandbox.create({ metadata: { run: RUN } });
+		try {
+			await other.files.write('t/a/hello.txt', 'from the other');
+			eq(await (await fetch(await need(A, 'A').downloadUrl('t/a/hello.txt'))).text(), 'héllo wörld\n', 'A');
+			eq(await (await fetch(await other.downloadUrl('t/a/hello.txt'))).text(), 'from the other', 'the other');
+		} finally {
+			await other.kill();
+		}
+	}, 30000);
 	await check('signed URLs: a tampered, an expired or a missing signature is 401', async () => {
 		const good = new URL(await need(A, 'A').downloadUrl('t/a/hello.txt'));
 		const tampered = new URL(good);
@@ -606,8 +621,9 @@ async function files() {
 		const unsigned = new URL(good);
 		unsigned.searchParams.delete('signature');
 		const st = [];
-		for (const u of [tampered, expired, unsigned]) st.push((await raw({ method: 'GET', path: u.pathname + u.search, headers: { Host: envdHost() } })).status);
-		eq(st, [401, 401, 401], 'tampered, expired, unsigned');
+		for (const u of [tampered, expired, unsigned]) st.push((await fetch(u)).status);
+		// unsigned, without a token or sandbox id, names no sandbox at all: 400 saying so
+		eq(st, [401, 401, 400], 'tampered, expired, unsigned');
 	});
 
 	// watchDir
@@ -620,10 +636,13 @@ async function files() {
 			await f().rename('w/new.txt', 'w/renamed.txt');
 			await f().remove('w/renamed.txt');
 			const has = (type, name) => ev.some((e) => e.type === type && e.name === name);
+			// as envd (fsnotify): the old name is "rename", the new name "create"
 			const want = [[FilesystemEventType.CREATE, 'new.txt'], [FilesystemEventType.WRITE, 'new.txt'],
-				[FilesystemEventType.RENAME, 'new.txt'], [FilesystemEventType.REMOVE, 'renamed.txt']];
+				[FilesystemEventType.RENAME, 'new.txt'], [FilesystemEventType.CREATE, 'renamed.txt'],
+				[FilesystemEventType.REMOVE, 'renamed.txt']];
 			const ok = await waitFor(() => want.every(([t, n]) => has(t, n)), 5000);
 			assert(ok, `expected ${show(want)}`, `got ${show(ev.map((e) => [e.type, e.name]))}`);
+			assert(!has(FilesystemEventType.RENAME, 'renamed.txt'), 'the new name came as rename too', show(ev.map((e) => [e.type, e.name])));
 		} finally {
 			await w.stop();
 		}

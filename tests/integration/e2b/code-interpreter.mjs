@@ -167,6 +167,29 @@ await check('bad input: an unknown language is refused with a message naming it'
 	match(e.message, /language 'cobol'/, 'message');
 });
 
+// E2B's idiom for a sandbox's service: fetch(PROTO + sandbox.getHost(port)). Locally, with
+// paddockd's --e2b-domain localhost and E2B_DOMAIN=localhost:PORT, the name resolves through
+// libnss-myhostname (*.localhost is the loopback) and paddockd's E2B port serves it: http://.
+const lookup = (await import('node:dns')).promises.lookup;
+const resolves = await lookup('probe.localhost').then(() => true, () => false);
+if (!resolves) {
+	console.log('ok - fetch(\'http://\' + getHost(8000)) # SKIP *.localhost does not resolve (libnss-myhostname, dev/deps --test)');
+} else {
+	await check('fetch(\'http://\' + sandbox.getHost(8000)) reaches the sandbox\'s own server', async () => {
+		need(sbx, 'the sandbox');
+		await sbx.commands.run('mkdir -p /tmp/www && echo served-from-inside > /tmp/www/index.html');
+		await sbx.commands.run('cd /tmp/www && exec python3 -m http.server 8000 --bind 127.0.0.1', { background: true, timeoutMs: 0 });
+		const host = sbx.getHost(8000);
+		match(host, /^8000-sb_[a-z0-9]+\.localhost:\d+$/, 'getHost(8000)');
+		let text = '';
+		for (let i = 0; i < 50 && !text.includes('served-from-inside'); i++) {
+			text = await fetch('http://' + host + '/').then((r) => r.text(), () => '');
+			if (!text.includes('served-from-inside')) await new Promise((r) => setTimeout(r, 100));
+		}
+		eq(text, 'served-from-inside\n', 'the page');
+	}, 30000);
+}
+
 await check('the sandbox and its kernels end with kill()', async () => {
 	need(sbx, 'the sandbox');
 	await sbx.kill();
