@@ -29,6 +29,7 @@ struct paddock_ctx {
 	char *resolve_hosts;	      /* paddock_ctx_set_resolve_hosts(), or NULL */
 	char **upstream_ca;	      /* paddock_ctx_add_upstream_ca(): NULL-terminated */
 	struct ssl_ctx_st *upstream_tls; /* verifies intercepted hosts; made on first use */
+	char *image_store; /* paddock_ctx_set_image_store(), or NULL: the default */
 };
 
 struct paddock_exec {
@@ -99,6 +100,7 @@ struct paddock_sandbox {
 	double denied_tokens;	       /* seccomp.denied events that may be emitted now */
 	struct timespec denied_refill;
 	uint64_t denied_unreported;    /* denials reported by no event since the last one */
+	int image_lock; /* the image's record, flock'ed shared while the sandbox lives, or -1 */
 };
 
 /* A socket asked of init (PD_CTL_SOCKET); fn NULL: a synchronous caller waits on `done`. */
@@ -128,6 +130,12 @@ void pd_sandbox_limits_bound(paddock_sandbox *sb);
  */
 int pd_sandbox_secrets_prepare(const paddock_spec *spec, struct pd_secrets **ret_secrets,
 			       char ***ret_env, char **ret_ca_pem, paddock_error *err);
+/*
+ * With "image": resolves it in the context's store and makes the supervisor's copy of the
+ * spec ready for init (sandbox-image.c): its layer directories, the image's Env under the
+ * spec's, its WorkingDir where the spec's cwd is the default; holds the image meanwhile.
+ */
+int pd_sandbox_image_prepare(paddock_sandbox *sb, paddock_error *err);
 /* A new exec object in the sandbox's list (not yet started). */
 paddock_exec *pd_exec_new(paddock_sandbox *sb, uint64_t id, paddock_exec_fn fn, void *userdata);
 /* Gives an exec the fds init sent with STARTED or EXEC_STATE; false when they do not fit. */
