@@ -599,23 +599,26 @@ int pd_image_store_add(paddock_image_store *s, const char *manifest, size_t mani
 	lock = lock_store(s, err);
 	if (lock < 0)
 		return lock;
-	/* names it had before stay, with the new ones */
+	/* the new names first, then those it had before */
 	images_dir = open_subdir(s, "images", err);
 	if (images_dir < 0)
 		return images_dir;
+	for (const char *const *p = names; p && *p; p++)
+		if (json_array_size(jn) < MAX_NAMES)
+			(void)json_array_append_new(jn, json_string(*p));
 	snprintf(rec_name, sizeof(rec_name), "%s.json", id + 7);
 	if (read_json_at(images_dir, rec_name, &old, &(paddock_error){ 0 }) == 0)
-		json_array_foreach(json_object_get(old, "names"), i, v)
-			if (json_is_string(v) && json_array_size(jn) < MAX_NAMES)
-				(void)json_array_append(jn, v);
-	for (const char *const *p = names; p && *p; p++) {
-		bool dup = false;
+		json_array_foreach(json_object_get(old, "names"), i, v) {
+			bool dup = false;
+			size_t k;
+			json_t *w;
 
-		json_array_foreach(jn, i, v)
-			dup = dup || !strcmp(json_string_value(v), *p);
-		if (!dup && json_array_size(jn) < MAX_NAMES)
-			(void)json_array_append_new(jn, json_string(*p));
-	}
+			json_array_foreach(jn, k, w)
+				dup = dup || !strcmp(json_string_value(w) ?: "",
+						     json_string_value(v) ?: "");
+			if (!dup && json_is_string(v) && json_array_size(jn) < MAX_NAMES)
+				(void)json_array_append(jn, v);
+		}
 	rec = json_pack("{s:s,s:s?,s:O,s:O,s:O,s:O?,s:O?,s:O?,s:I,s:s}", "id", id, "manifest",
 			manifest ? mdigest : NULL, "names", jn, "layers", jl, "config", c.defaults,
 			"architecture", json_object_get(c.root, "architecture"), "os",

@@ -603,6 +603,10 @@ static int make_hardlink(struct unpack *u, int dirfd, const char *name, const ch
 		*slash = '\0';
 	/* SECURITY: the target is resolved below the layer, without symlinks, and must exist */
 	tdir = walk(u->root, slash ? target : "", false, link, err);
+	if (tdir == -ENOENT)
+		return pd_fail(err, EINVAL, "entry '%s': hard link to '%s', which is not in this "
+					    "layer",
+			       PD_ESC(archive_entry_pathname(e)), PD_ESC(link));
 	if (tdir < 0)
 		return tdir;
 	if (fstatat(tdir, tname, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -785,6 +789,33 @@ static int verify(struct unpack *u, paddock_error *err)
 	return 0;
 }
 
+/*
+ * A layer that failed to unpack may simply not be the blob it claims to be (a damaged
+ * download, a swapped file): read the rest of it and, if its digest is another, say that
+ * rather than what the damage looked like to the decompressor.
+ */
+static int blame_blob(struct unpack *u, int r, paddock_error *err)
+{
+	char blob[PD_DIGEST_MAX];
+	uint64_t limit = u->opts->blob_size >= 0 ? (uint64_t)u->opts->blob_size : u->max_bytes;
+	ssize_t n;
+
+	do {
+		n = read(u->in_fd, u->in_buf, sizeof(u->in_buf));
+		if (n > 0) {
+			pd_digest_update(&u->blob, u->in_buf, (size_t)n);
+			u->st.bytes_in += (uint64_t)n;
+		}
+	} while ((n > 0 && u->st.bytes_in <= limit) || (n < 0 && errno == EINTR));
+	if (n != 0)
+		return r;
+	pd_digest_final(&u->blob, blob);
+	if (!strcmp(blob, u->opts->blob_digest))
+		return r;
+	return pd_fail(err, EBADMSG, "layer %s: its content has digest %s", u->opts->blob_digest,
+		       blob);
+}
+
 static void release(struct unpack *u)
 {
 	archive_read_free(u->tar);
@@ -846,6 +877,8 @@ int pd_unpack_layer(int in_fd, int dir_fd, const struct pd_unpack_opts *opts,
 		r = finish_dirs(u, err);
 	if (r >= 0)
 		r = verify(u, err);
+	else if (opts->blob_digest)
+		r = blame_blob(u, r, err);
 	if (r >= 0 && ret_stats)
 		*ret_stats = u->st;
 out:

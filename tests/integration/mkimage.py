@@ -3,6 +3,10 @@
 
   mkimage.py root DIR PROG...        a root with these programs (and their libraries,
                                      found with ldd) in DIR/usr/bin, merged-/usr links
+  mkimage.py debroot DIR PKG...      a Debian root from this machine's own installed packages:
+                                     PKG and what they depend on, recursively (files from
+                                     dpkg -L, their status and file lists), for apt and dpkg
+                                     to run in (no mirror needed)
   mkimage.py layout OUT [options]    an OCI image layout in OUT (oci-layout, index.json,
                                      blobs/sha256/...) with one layer per --layer
       --layer DIR          a directory, tarred (owners 0:0 unless --keep-owners)
@@ -62,6 +66,86 @@ def make_root(dest, progs):
     for d in ("etc", "tmp", "root", "var"):
         os.makedirs(os.path.join(dest, d), exist_ok=True)
     os.chmod(os.path.join(dest, "tmp"), 0o1777)
+
+
+def installed(pkg):
+    r = subprocess.run(["dpkg-query", "-W", "-f=${Status}", pkg], capture_output=True, text=True)
+    return r.returncode == 0 and "install ok installed" in r.stdout
+
+
+def deps_of(pkg):
+    out = subprocess.run(["dpkg-query", "-W", "-f=${Depends},${Pre-Depends}", pkg],
+                         capture_output=True, text=True).stdout
+    names = []
+    for clause in out.split(","):
+        clause = clause.strip()
+        if not clause:
+            continue
+        for alt in clause.split("|"):
+            name = alt.strip().split()[0].split(":")[0]
+            if installed(name):
+                names.append(name)
+                break
+    return names
+
+
+def make_debroot(dest, wanted):
+    todo, seen = list(wanted), []
+    while todo:
+        p = todo.pop()
+        if p in seen or not installed(p):
+            continue
+        seen.append(p)
+        todo.extend(deps_of(p))
+    arch = subprocess.run(["dpkg", "--print-architecture"], capture_output=True,
+                          text=True).stdout.strip()
+    os.makedirs(dest, exist_ok=True)
+    # the merged-/usr links of a Debian root first: "/lib/x" lands in usr/lib
+    for name in ("bin", "sbin", "lib", "lib64"):
+        os.makedirs(os.path.join(dest, "usr", name), exist_ok=True)
+        if not os.path.lexists(os.path.join(dest, name)):
+            os.symlink("usr/" + name, os.path.join(dest, name))
+    status = []
+    info = os.path.join(dest, "var/lib/dpkg/info")
+    os.makedirs(info, exist_ok=True)
+    for p in sorted(seen):
+        status.append(subprocess.run(["dpkg-query", "-s", p], capture_output=True,
+                                     text=True).stdout.strip() + "\n")
+        files = subprocess.run(["dpkg-query", "-L", p], capture_output=True,
+                               text=True).stdout.splitlines()
+        for f in files:
+            if not f.startswith("/") or f.startswith("/usr/share/doc") or \
+                    f.startswith("/usr/share/man") or f.startswith("/usr/share/locale"):
+                continue
+            src = f
+            dst = os.path.join(dest, f.lstrip("/"))
+            if os.path.islink(src):
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                if not os.path.lexists(dst):
+                    os.symlink(os.readlink(src), dst)
+            elif os.path.isdir(src):
+                os.makedirs(dst, exist_ok=True)
+            elif os.path.isfile(src):
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                shutil.copy2(src, dst)
+        for ext in ("list", "md5sums"):
+            for name in (f"{p}.{ext}", f"{p}:{arch}.{ext}"):
+                src = os.path.join("/var/lib/dpkg/info", name)
+                if os.path.exists(src):
+                    shutil.copy2(src, os.path.join(info, name))
+    with open(os.path.join(dest, "var/lib/dpkg/status"), "w") as f:
+        f.write("\n".join(status))
+    for d in ("var/lib/dpkg/updates", "var/lib/dpkg/triggers", "var/lib/apt/lists/partial",
+              "var/cache/apt/archives/partial", "var/log/apt", "etc/apt/apt.conf.d",
+              "etc/apt/preferences.d", "etc/apt/sources.list.d", "tmp", "root", "home"):
+        os.makedirs(os.path.join(dest, d), exist_ok=True)
+    os.chmod(os.path.join(dest, "tmp"), 0o1777)
+    for name in ("arch", "available", "diversions", "statoverride"):
+        open(os.path.join(dest, "var/lib/dpkg", name if name != "arch" else "arch"), "a").close()
+    open(os.path.join(dest, "etc/passwd"), "w").write(
+        "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")
+    open(os.path.join(dest, "etc/group"), "w").write("root:x:0:\nnogroup:x:65534:\n")
+    print(" ".join(sorted(seen)))
 
 
 def tar_dir(path, keep_owners, owners):
@@ -166,6 +250,8 @@ if __name__ == "__main__":
         sys.exit(__doc__)
     if sys.argv[1] == "root":
         make_root(sys.argv[2], sys.argv[3:])
+    elif sys.argv[1] == "debroot":
+        make_debroot(sys.argv[2], sys.argv[3:])
     elif sys.argv[1] == "layout":
         make_layout(sys.argv[2], sys.argv[3:])
     else:
