@@ -68,7 +68,8 @@ if [ "$mode" = rootless ] && [ "$(id -u)" -eq 0 ]; then
 	"${reaper[@]}" "${wrap[@]}" setpriv --reuid="$uid" --regid="$uid" --clear-groups --reset-env \
 		env EGRESS_DIR="${EGRESS_DIR:-}" PADDOCK="$PADDOCK" PADDOCKD="$PADDOCKD" TRY_SYSCALL="$TRY_SYSCALL" LIFECYCLE="$LIFECYCLE" \
 		MEMHOG="$MEMHOG" FORKBOMB="$FORKBOMB" CPUBURN="$CPUBURN" DISKFILL="$DISKFILL" \
-		PADDOCK_TEST_MUST_WORK="$must_work" TMPDIR=/tmp PATH=/usr/bin:/bin \
+		PADDOCK_TEST_MUST_WORK="$must_work" PADDOCK_TEST_RUN_ARGS="${PADDOCK_TEST_RUN_ARGS:-}" \
+		TMPDIR=/tmp PATH=/usr/bin:/bin \
 		bash "$stage/$test"
 	status=$?
 else
