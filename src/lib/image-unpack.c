@@ -423,18 +423,18 @@ static void set_times(int dirfd, const char *name, struct archive_entry *e)
 }
 
 /* Replaces whatever is at dirfd/name (not a directory that may stay one). */
-static int clear_slot(struct unpack *u, int dirfd, const char *name, bool keep_dir,
-		      paddock_error *err)
+static int clear_slot(int dirfd, const char *name, bool keep_dir, paddock_error *err)
 {
 	struct stat st;
 
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT ? 0 : pd_fail(err, errno, "stat '%s'", PD_ESC(name));
-	if (S_ISDIR(st.st_mode)) {
-		if (keep_dir)
-			return 1;
-		forget_parent(u); /* it may have been the cached parent, or above it */
-	}
+	/*
+	 * The cached parent (dirfd) stays valid: what goes is a child of it, and a later entry
+	 * below what went opens its parents again (another parent path than the cached one).
+	 */
+	if (S_ISDIR(st.st_mode) && keep_dir)
+		return 1;
 	return pd_unpack_remove_tree(dirfd, name, err);
 }
 
@@ -486,7 +486,7 @@ static int make_file(struct unpack *u, int dirfd, const char *name, struct archi
 	if (archive_entry_size(e) < 0 || (uint64_t)archive_entry_size(e) > u->max_bytes)
 		return pd_fail(err, EFBIG, "entry '%s' is too large",
 			       PD_ESC(archive_entry_pathname(e)));
-	r = clear_slot(u, dirfd, name, false, err);
+	r = clear_slot(dirfd, name, false, err);
 	if (r < 0)
 		return r;
 	fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -549,7 +549,7 @@ static int make_dir(struct unpack *u, const char *path, int dirfd, const char *n
 	if (uid < 0 || gid < 0 || uid >= UINT32_MAX || gid >= UINT32_MAX)
 		return pd_fail(err, EINVAL, "entry '%s': owner %lld:%lld out of range",
 			       PD_ESC(path), (long long)uid, (long long)gid);
-	r = clear_slot(u, dirfd, name, true, err);
+	r = clear_slot(dirfd, name, true, err);
 	if (r < 0)
 		return r;
 	if (r == 0 && mkdirat(dirfd, name, 0700) < 0)
@@ -568,7 +568,7 @@ static int make_symlink(struct unpack *u, int dirfd, const char *name, struct ar
 	if (!target || !target[0] || strlen(target) >= PATH_MAX)
 		return pd_fail(err, EINVAL, "entry '%s': a symlink without a usable target",
 			       PD_ESC(archive_entry_pathname(e)));
-	r = clear_slot(u, dirfd, name, false, err);
+	r = clear_slot(dirfd, name, false, err);
 	if (r < 0)
 		return r;
 	/* SECURITY: the target is only stored; it is resolved inside a sandbox's root */
@@ -619,7 +619,7 @@ static int make_hardlink(struct unpack *u, int dirfd, const char *name, const ch
 	if (fstatat(dirfd, name, &cur, AT_SYMLINK_NOFOLLOW) == 0 && cur.st_ino == st.st_ino &&
 	    cur.st_dev == st.st_dev)
 		return 0; /* linked already */
-	r = clear_slot(u, dirfd, name, false, err);
+	r = clear_slot(dirfd, name, false, err);
 	if (r < 0)
 		return r;
 	if (linkat(tdir, tname, dirfd, name, 0) < 0)
@@ -630,7 +630,7 @@ static int make_hardlink(struct unpack *u, int dirfd, const char *name, const ch
 static int make_fifo(struct unpack *u, int dirfd, const char *name, struct archive_entry *e,
 		     paddock_error *err)
 {
-	int r = clear_slot(u, dirfd, name, false, err);
+	int r = clear_slot(dirfd, name, false, err);
 
 	if (r < 0)
 		return r;
@@ -645,8 +645,7 @@ static int make_fifo(struct unpack *u, int dirfd, const char *name, struct archi
 	return 0;
 }
 
-static int make_whiteout(struct unpack *u, int dirfd, const char *name, const char *path,
-			 paddock_error *err)
+static int make_whiteout(int dirfd, const char *name, const char *path, paddock_error *err)
 {
 	const char *victim = name + strlen(WHITEOUT);
 	int r;
@@ -666,7 +665,7 @@ static int make_whiteout(struct unpack *u, int dirfd, const char *name, const ch
 		return 1; /* aufs bookkeeping (.wh..wh.plnk, .wh..wh.aufs): nothing of ours */
 	if (!victim[0] || !strcmp(victim, ".") || !strcmp(victim, ".."))
 		return pd_fail(err, EINVAL, "entry '%s': a whiteout of nothing", PD_ESC(path));
-	r = clear_slot(u, dirfd, victim, false, err);
+	r = clear_slot(dirfd, victim, false, err);
 	if (r < 0)
 		return r;
 	if (mknodat(dirfd, victim, S_IFCHR | 0600, makedev(0, 0)) < 0)
@@ -697,7 +696,7 @@ static int unpack_entry(struct unpack *u, struct archive_entry *e, paddock_error
 	if (dirfd < 0)
 		return dirfd;
 	if (!strncmp(name, WHITEOUT, strlen(WHITEOUT))) {
-		r = make_whiteout(u, dirfd, name, path, err);
+		r = make_whiteout(dirfd, name, path, err);
 		return r < 0 ? r : 0;
 	}
 	if (link)

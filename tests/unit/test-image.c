@@ -255,6 +255,12 @@ static void test_unpack_ok(void **state)
 		tar_add(&t, "ro", AE_IFDIR, 0555, NULL, 0, NULL, false);
 		FILE_(&t, "ro/inside", "written before ro's mode applies");
 		FILE_(&t, "usr/bin/tool", "#!/bin/sh\necho second\n"); /* a later entry wins */
+		DIR_(&t, "rep");
+		FILE_(&t, "rep/x", "in a directory a file replaces");
+		FILE_(&t, "rep", "a file now");
+		FILE_(&t, "rep2/y", "a file a directory replaces");
+		DIR_(&t, "rep2/y");
+		FILE_(&t, "rep2/y/z", "inside");
 		assert_int_equal(unpack(tar_end(&t), s.layer, &err), 0);
 
 		n = readlinkat(s.layer, "bin", buf, sizeof(buf));
@@ -268,6 +274,9 @@ static void test_unpack_ok(void **state)
 		assert_int_equal(st.st_size, 22);
 		assert_int_equal(fstatat(s.layer, "usr/bin/tool2", &st2, 0), 0);
 		assert_int_equal(st2.st_size, 10); /* linked to the first one, then replaced */
+		assert_int_equal(fstatat(s.layer, "rep", &st, AT_SYMLINK_NOFOLLOW), 0);
+		assert_true(S_ISREG(st.st_mode));
+		assert_int_equal(fstatat(s.layer, "rep2/y/z", &st, AT_SYMLINK_NOFOLLOW), 0);
 		scratch_free(&s);
 	}
 }
