@@ -440,7 +440,7 @@ static int clear_slot(int dirfd, const char *name, bool keep_dir, paddock_error 
 
 static int write_data(struct unpack *u, int fd, struct archive_entry *e, paddock_error *err)
 {
-	la_int64_t size = archive_entry_size(e);
+	la_int64_t size = archive_entry_size(e), end = 0;
 
 	for (;;) {
 		const void *buf;
@@ -469,9 +469,11 @@ static int write_data(struct unpack *u, int fd, struct archive_entry *e, paddock
 			done += (size_t)n;
 		}
 		u->st.size += len;
+		if (off + (la_int64_t)len > end)
+			end = off + (la_int64_t)len;
 	}
 	/* a sparse file's last hole */
-	if (size > 0 && ftruncate(fd, (off_t)size) < 0)
+	if (size > end && ftruncate(fd, (off_t)size) < 0)
 		return pd_fail(err, errno, "size '%s'", PD_ESC(archive_entry_pathname(e)));
 	return 0;
 }
