@@ -578,12 +578,31 @@ int pd_image_store_add(paddock_image_store *s, const char *manifest, size_t mani
 	layers_dir = open_subdir(s, "layers", err);
 	if (layers_dir < 0)
 		return layers_dir;
-	/* layers first, unlocked: a slow pull holds up nobody; each lands whole or not at all */
-	json_array_foreach(c.diff_ids, i, v) {
-		r = unpack_one(s, layers_dir, json_string_value(v), &layers[i], i, open_layer,
-			       userdata, err);
-		if (r < 0)
-			return r;
+	/*
+	 * Layers first, unlocked: a slow pull holds up nobody; each lands whole or not at all.
+	 * Then, locked, they must all still be there: an image rm meanwhile may have pruned one
+	 * this image shares with the image it removed (it prunes under the lock).
+	 */
+	for (int attempt = 0;; attempt++) {
+		bool missing = false;
+
+		json_array_foreach(c.diff_ids, i, v) {
+			r = unpack_one(s, layers_dir, json_string_value(v), &layers[i], i, open_layer,
+				       userdata, err);
+			if (r < 0)
+				return r;
+		}
+		lock = lock_store(s, err);
+		if (lock < 0)
+			return lock;
+		json_array_foreach(c.diff_ids, i, v)
+			missing = missing || faccessat(layers_dir, json_string_value(v) + 7, F_OK,
+						       AT_SYMLINK_NOFOLLOW) < 0;
+		if (!missing)
+			break;
+		lock = pd_close(lock);
+		if (attempt == 2)
+			return pd_fail(err, EAGAIN, "layers were removed while the image was added");
 	}
 	jl = json_array();
 	jn = json_array();
@@ -596,9 +615,6 @@ int pd_image_store_add(paddock_image_store *s, const char *manifest, size_t mani
 		if (json_array_append(jl, v) < 0)
 			return pd_fail(err, ENOMEM, "out of memory");
 	}
-	lock = lock_store(s, err);
-	if (lock < 0)
-		return lock;
 	/* the new names first, then those it had before */
 	images_dir = open_subdir(s, "images", err);
 	if (images_dir < 0)
@@ -944,6 +960,17 @@ int pd_image_resolve(const char *dir, const char *ref, struct pd_image **ret, pa
 	img->lock_fd = openat(images, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (img->lock_fd < 0 || flock(img->lock_fd, LOCK_SH) < 0)
 		return pd_fail_field(err, errno, "image", "hold image '%s'", PD_ESC(ref));
+	/*
+	 * image rm unlinks the record and prunes its layers holding LOCK_EX on it: a record we
+	 * opened before and hold only now may be gone, with its layers.
+	 */
+	{
+		struct stat st;
+
+		if (fstat(img->lock_fd, &st) < 0 || st.st_nlink == 0)
+			return pd_fail_field(err, ENOENT, "image", "image '%s' was removed meanwhile",
+					     PD_ESC(ref));
+	}
 	img->layer_dirs = calloc(json_array_size(layers) + 1, sizeof(char *));
 	if (!img->layer_dirs)
 		return pd_fail(err, ENOMEM, "out of memory");
