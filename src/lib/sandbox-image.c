@@ -49,20 +49,26 @@ static bool spec_has_var(const paddock_spec *spec, const char *kv)
 	return false;
 }
 
-int pd_sandbox_image_prepare(paddock_sandbox *sb, paddock_error *err)
+/* The context's store: its own, or the default one. */
+static int store_dir(const paddock_ctx *ctx, char *dir, size_t size, paddock_error *err)
+{
+	if (!ctx->image_store)
+		return paddock_image_store_default_dir(dir, size, err);
+	snprintf(dir, size, "%s", ctx->image_store);
+	return 0;
+}
+
+/* Resolves spec's image and applies its Env and WorkingDir to `spec`. */
+static int resolve_and_apply(const paddock_ctx *ctx, paddock_spec *spec, struct pd_image **ret,
+			     paddock_error *err)
 {
 	_cleanup_(pd_image_freep) struct pd_image *img = NULL;
-	paddock_spec *spec = sb->spec;
 	char dir[PATH_MAX];
 	int r;
 
-	if (!spec->image)
-		return 0;
-	if (sb->ctx->image_store)
-		snprintf(dir, sizeof(dir), "%s", sb->ctx->image_store);
-	else if ((r = paddock_image_store_default_dir(dir, sizeof(dir), err)) < 0)
-		return r;
-	r = pd_image_resolve(dir, spec->image, &img, err);
+	r = store_dir(ctx, dir, sizeof(dir), err);
+	if (r >= 0)
+		r = pd_image_resolve(dir, spec->image, &img, err);
 	if (r < 0) {
 		if (!err->field[0])
 			snprintf(err->field, sizeof(err->field), "image");
@@ -85,7 +91,42 @@ int pd_sandbox_image_prepare(paddock_sandbox *sb, paddock_error *err)
 			return r;
 		}
 	}
-	spec->image_layers = TAKE_PTR(img->layer_dirs);
+	*ret = TAKE_PTR(img);
+	return 0;
+}
+
+int pd_sandbox_image_prepare(paddock_sandbox *sb, paddock_error *err)
+{
+	_cleanup_(pd_image_freep) struct pd_image *img = NULL;
+	int r;
+
+	if (!sb->spec->image)
+		return 0;
+	r = resolve_and_apply(sb->ctx, sb->spec, &img, err);
+	if (r < 0)
+		return r;
+	sb->spec->image_layers = TAKE_PTR(img->layer_dirs);
 	sb->image_lock = TAKE_FD(img->lock_fd);
+	return 0;
+}
+
+int pd_sandbox_image_claim_spec(const paddock_sandbox *sb, const paddock_spec *spec,
+				paddock_spec **ret_copy, paddock_error *err)
+{
+	_cleanup_(pd_image_freep) struct pd_image *img = NULL;
+	paddock_spec *copy = NULL;
+	int r;
+
+	*ret_copy = NULL;
+	if (!spec->image)
+		return 0;
+	r = pd_spec_dup(spec, &copy, err);
+	if (r >= 0)
+		r = resolve_and_apply(sb->ctx, copy, &img, err);
+	if (r < 0) {
+		paddock_spec_free(copy);
+		return r;
+	}
+	*ret_copy = copy;
 	return 0;
 }

@@ -136,6 +136,13 @@ int pd_sandbox_secrets_prepare(const paddock_spec *spec, struct pd_secrets **ret
  * spec's, its WorkingDir where the spec's cwd is the default; holds the image meanwhile.
  */
 int pd_sandbox_image_prepare(paddock_sandbox *sb, paddock_error *err);
+/*
+ * A claim of a pooled sandbox made from an image: a copy of the claim's spec with the
+ * image's defaults applied as at a cold create (so its template, env and cwd match what a
+ * cold sandbox of it would have). *ret_copy NULL without an image; the caller frees it.
+ */
+int pd_sandbox_image_claim_spec(const paddock_sandbox *sb, const paddock_spec *spec,
+				paddock_spec **ret_copy, paddock_error *err);
 /* A new exec object in the sandbox's list (not yet started). */
 paddock_exec *pd_exec_new(paddock_sandbox *sb, uint64_t id, paddock_exec_fn fn, void *userdata);
 /* Gives an exec the fds init sent with STARTED or EXEC_STATE; false when they do not fit. */
