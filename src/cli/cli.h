@@ -15,3 +15,10 @@ int cmd_rm(int argc, char **argv);
 int cmd_ttl(int argc, char **argv);
 int cmd_code(int argc, char **argv);
 int cmd_ps(int argc, char **argv);
+int cmd_image(int argc, char **argv);
+
+#include <stddef.h>
+#include "paddock/paddock.h"
+/* The image store `paddock image` and `paddock run --image` use: given, $PADDOCK_IMAGE_STORE,
+ * or libpaddock's default. */
+int cli_image_store_dir(const char *given, char *buf, size_t size, paddock_error *err);

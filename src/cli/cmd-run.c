@@ -23,6 +23,9 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
+#include "paddock/image.h"
 #include "paddock/paddock.h"
 #include "cli.h"
 #include "relay.h"
@@ -34,6 +37,8 @@ enum {
 	OPT_LOG_FORMAT,
 	OPT_RESOLVE_HOSTS,
 	OPT_UPSTREAM_CA,
+	OPT_IMAGE_STORE,
+	OPT_PULL,
 };
 
 static const struct option options[] = {
@@ -43,6 +48,8 @@ static const struct option options[] = {
 	{ "log-format", required_argument, NULL, OPT_LOG_FORMAT },
 	{ "resolve-hosts", required_argument, NULL, OPT_RESOLVE_HOSTS },
 	{ "upstream-ca", required_argument, NULL, OPT_UPSTREAM_CA },
+	{ "image-store", required_argument, NULL, OPT_IMAGE_STORE },
+	{ "pull", required_argument, NULL, OPT_PULL },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -91,6 +98,14 @@ static void usage(FILE *f)
 	      "  --resolve-hosts FILE resolve names only from this hosts-style file (tests)\n"
 	      "  --upstream-ca FILE   also trust this CA for hosts whose HTTPS a secret intercepts\n"
 	      "\n"
+	      "images (docs/images.md):\n"
+	      "  --image REF          the root is this image's layers, writable (pulled when\n"
+	      "                       missing); CMD defaults to its Entrypoint and Cmd\n"
+	      "  --user user|root     run as uid 1000 (default) or as root of the sandbox's own\n"
+	      "                       user namespace (apt-get, dpkg; docs/images.md)\n"
+	      "  --pull missing|never fetch a missing --image (default) or fail\n"
+	      "  --image-store DIR    the image store (default: as 'paddock image' finds it)\n"
+	      "\n"
 	      "  --rootfs DIR         a directory tree to use as the read-only base\n"
 	      "  --landlock MODE      auto (default) or required\n"
 	      "  --report FILE        write the JSON result (docs/report.md) to FILE\n"
@@ -110,6 +125,8 @@ static const char *arg_upstream_ca[8];
 static size_t arg_n_upstream_ca;
 static bool arg_verbose;
 static bool arg_capture; /* relay stdout/stderr through pipes and enforce limits.output */
+static const char *arg_image_store;
+static bool arg_pull = true;
 
 static void die_error(const paddock_error *err)
 {
@@ -261,7 +278,8 @@ static int write_report(const char *path, const char *json)
 	return 0;
 }
 
-static int run_command(paddock_spec *spec, char **cmd, const char *report)
+static int run_command(paddock_spec *spec, char **cmd, const char *report,
+		       const char *image_dir)
 {
 	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH };
 	struct run run = { .pipe_rd = { -1, -1 }, .want_report = report != NULL };
@@ -281,6 +299,8 @@ static int run_command(paddock_spec *spec, char **cmd, const char *report)
 		return PADDOCK_EXIT_FAILURE;
 	}
 	r = paddock_ctx_new(run.base, &ctx, &err);
+	if (r >= 0 && image_dir)
+		r = paddock_ctx_set_image_store(ctx, image_dir, &err);
 	if (r >= 0 && arg_resolve_hosts)
 		r = paddock_ctx_set_resolve_hosts(ctx, arg_resolve_hosts, &err);
 	for (size_t i = 0; r >= 0 && i < arg_n_upstream_ca; i++)
@@ -401,8 +421,61 @@ out:
 	return status;
 }
 
+/* The spec's "image", or NULL: read back from its JSON, the front end's one view of it. */
+static char *spec_image(const paddock_spec *spec)
+{
+	paddock_error err = { 0 };
+	char *json = NULL, *image = NULL;
+	json_t *root, *v;
+
+	if (paddock_spec_to_json(spec, &json, &err) < 0)
+		return NULL;
+	root = json_loads(json, 0, NULL);
+	free(json);
+	v = json_object_get(root, "image");
+	if (json_is_string(v))
+		image = strdup(json_string_value(v));
+	json_decref(root);
+	return image;
+}
+
+/*
+ * With --image: the store, the image pulled when missing (--pull missing), and the command:
+ * the image's Entrypoint with CMD, or its Cmd without (*ret_argv NULL: CMD as given).
+ */
+static int image_command(const paddock_spec *spec, char **cmd, char *dir, size_t size,
+			 char ***ret_argv, paddock_error *err)
+{
+	paddock_image_store *s = NULL;
+	char *image = spec_image(spec);
+	int r;
+
+	*ret_argv = NULL;
+	if (!image)
+		return 0;
+	r = cli_image_store_dir(arg_image_store, dir, size, err);
+	if (r >= 0)
+		r = paddock_image_store_open(dir, &s, err);
+	if (r >= 0) {
+		r = paddock_image_inspect(s, image, NULL, err);
+		if (r == -ENOENT && arg_pull) {
+			memset(err, 0, sizeof(*err));
+			if (arg_verbose)
+				fprintf(stderr, "paddock: pulling %s\n", image);
+			r = paddock_image_pull(s, image, NULL, NULL, err);
+		}
+	}
+	if (r >= 0)
+		r = paddock_image_command(s, image, (const char *const *)cmd, ret_argv, err);
+	paddock_image_store_free(s);
+	free(image);
+	return r;
+}
+
 int cmd_run(int argc, char **argv)
 {
+	char image_dir[4096] = "";
+	char **image_argv = NULL;
 	paddock_error err = { 0 };
 	paddock_spec *spec = NULL;
 	const char *report = NULL;
@@ -439,6 +512,17 @@ int cmd_run(int argc, char **argv)
 			break;
 		case OPT_RESOLVE_HOSTS:
 			arg_resolve_hosts = optarg;
+			break;
+		case OPT_IMAGE_STORE:
+			arg_image_store = optarg;
+			break;
+		case OPT_PULL:
+			if (strcmp(optarg, "missing") && strcmp(optarg, "never")) {
+				fprintf(stderr, "paddock: --pull: expected 'missing' or 'never', got "
+						"'%s'\n", optarg);
+				goto out;
+			}
+			arg_pull = !strcmp(optarg, "missing");
 			break;
 		case OPT_UPSTREAM_CA:
 			if (arg_n_upstream_ca >= 8) {
@@ -481,16 +565,26 @@ int cmd_run(int argc, char **argv)
 		status = 0;
 		goto out;
 	}
-	if (optind >= argc) {
+	if (optind >= argc && !(image_argv = (char **)spec_image(spec))) {
 		fprintf(stderr, "paddock: run: expected a command after the options (paddock run "
 				"[OPTIONS] -- CMD [ARG...])\n");
 		goto out;
 	}
-	status = run_command(spec, argv + optind, report);
+	free(image_argv); /* spec_image()'s answer, if it was asked */
+	image_argv = NULL;
+	r = image_command(spec, argv + optind, image_dir, sizeof(image_dir), &image_argv, &err);
+	if (r < 0)
+		goto fail;
+	status = run_command(spec, image_argv ? image_argv : argv + optind, report,
+			     image_dir[0] ? image_dir : NULL);
 	goto out;
 fail:
 	die_error(&err);
 out:
+	if (image_argv)
+		for (char **p = image_argv; *p; p++)
+			free(*p);
+	free(image_argv);
 	paddock_spec_free(spec);
 	return status;
 }

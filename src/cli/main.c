@@ -12,6 +12,7 @@ static const struct {
 	const char *summary;
 } commands[] = {
 	{ "run", cmd_run, "run one command in a fresh sandbox" },
+	{ "image", cmd_image, "pull, import, list, inspect and remove images" },
 	{ "gc", cmd_gc, "remove the idle cgroups kept for reuse" },
 	{ "mcp", cmd_mcp, "serve sandboxes as MCP tools on stdin/stdout" },
 	/* the client of paddockd */

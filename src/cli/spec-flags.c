@@ -36,6 +36,8 @@ static const struct {
 	{ SPEC_OPT_ALLOW, "network.allow" },
 	{ SPEC_OPT_DENY, "network.deny" },
 	{ SPEC_OPT_SECRET, "secrets" },
+	{ SPEC_OPT_IMAGE, "image" },
+	{ SPEC_OPT_USER, "user" },
 };
 
 static int fail(paddock_error *err, int code, const char *what, const char *arg)

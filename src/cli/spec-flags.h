@@ -35,6 +35,8 @@ enum {
 	SPEC_OPT_DENY,
 	SPEC_OPT_NO_TRANSPARENT,
 	SPEC_OPT_SECRET,
+	SPEC_OPT_IMAGE,
+	SPEC_OPT_USER,
 	SPEC_OPT_END, /* a command's own options start here */
 };
 
@@ -63,7 +65,9 @@ enum {
 	{ "allow", required_argument, NULL, SPEC_OPT_ALLOW },                                \
 	{ "deny", required_argument, NULL, SPEC_OPT_DENY },                                  \
 	{ "no-transparent", no_argument, NULL, SPEC_OPT_NO_TRANSPARENT },                    \
-	{ "secret", required_argument, NULL, SPEC_OPT_SECRET }
+	{ "secret", required_argument, NULL, SPEC_OPT_SECRET },                              \
+	{ "image", required_argument, NULL, SPEC_OPT_IMAGE },                                \
+	{ "user", required_argument, NULL, SPEC_OPT_USER }
 
 /*
  * Applies spec flag `opt` with its argument: 1 when it was one (*ret_field: the spec field it

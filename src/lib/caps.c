@@ -84,6 +84,50 @@ __attribute__((no_sanitize("address"))) int pd_caps_drop_to_user(uid_t uid, gid_
 	return 0;
 }
 
+int pd_caps_limit_bounding(int last_cap, uint64_t keep)
+{
+	for (int cap = 0; cap <= last_cap && cap < 64; cap++)
+		if (!(keep & (1ULL << cap)) && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 &&
+		    errno != EINVAL)
+			return -errno;
+	return 0;
+}
+
+__attribute__((no_sanitize("address"))) int pd_caps_become_root(bool setgroups_allowed)
+{
+	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct data[2] = {
+		{ .effective = (uint32_t)PD_CAPS_ROOT, .permitted = (uint32_t)PD_CAPS_ROOT },
+		{ .effective = (uint32_t)(PD_CAPS_ROOT >> 32),
+		  .permitted = (uint32_t)(PD_CAPS_ROOT >> 32) },
+	};
+	long r;
+
+	r = sys(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	if (r < 0 && r != -EINVAL)
+		return (int)r;
+	if (setgroups_allowed && (r = sys(SYS_setgroups, 0, 0, 0, 0, 0)) < 0)
+		return (int)r;
+	if ((r = sys(SYS_setresgid, 0, 0, 0, 0, 0)) < 0)
+		return (int)r;
+	if ((r = sys(SYS_setresuid, 0, 0, 0, 0, 0)) < 0)
+		return (int)r;
+	if ((r = sys(SYS_capset, (long)&hdr, (long)data, 0, 0, 0)) < 0)
+		return (int)r;
+	if ((r = sys(SYS_capget, (long)&hdr, (long)data, 0, 0, 0)) < 0)
+		return (int)r;
+	if (data[0].permitted != (uint32_t)PD_CAPS_ROOT ||
+	    data[0].effective != (uint32_t)PD_CAPS_ROOT || data[0].inheritable)
+		return -EPERM;
+	if (data[1].permitted | data[1].effective | data[1].inheritable)
+		return -EPERM;
+	/* SECURITY: init limited the bounding set to PD_CAPS_ROOT: nothing else comes back */
+	if (sys(SYS_prctl, PR_CAPBSET_READ, CAP_SYS_ADMIN, 0, 0, 0) != 0 ||
+	    sys(SYS_prctl, PR_CAPBSET_READ, CAP_SYS_PTRACE, 0, 0, 0) != 0)
+		return -EPERM;
+	return 0;
+}
+
 int pd_caps_keep_across_exec(int last_cap)
 {
 	struct __user_cap_header_struct hdr = { .version = _LINUX_CAPABILITY_VERSION_3 };

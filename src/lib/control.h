@@ -49,9 +49,11 @@ struct pd_ctl_hdr {
 };
 
 #define PD_CTL_TREE_WORKSPACE (-1)
+/* layer i of the spec's image (bottom first): PD_CTL_TREE_LAYER(0) - index */
+#define PD_CTL_TREE_LAYER(i) (-1000 - (int32_t)(i))
 
 struct pd_ctl_tree {
-	int32_t index; /* PD_CTL_TREE_WORKSPACE, or the index in spec->binds */
+	int32_t index; /* PD_CTL_TREE_WORKSPACE, PD_CTL_TREE_LAYER(i), or a spec->binds index */
 };
 
 enum pd_ctl_hold_kind {

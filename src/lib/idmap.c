@@ -190,17 +190,18 @@ bool paddock_host_root(void)
 	return pd_idmap_host_root();
 }
 
-int pd_idmap_acquire(struct pd_idmap *m, paddock_error *err)
+int pd_idmap_acquire(struct pd_idmap *m, bool root_user, paddock_error *err)
 {
 	int r;
 
 	pd_idmap_init(m);
+	m->root_user = root_user;
 	if (!pd_idmap_host_root()) {
 		m->rootless = true;
 		m->outside_uid = geteuid();
 		m->outside_gid = getegid();
-		m->init_uid = 1000;
-		m->init_gid = 1000;
+		m->init_uid = pd_idmap_user_uid(m);
+		m->init_gid = pd_idmap_user_gid(m);
 		return 0;
 	}
 	r = acquire_slot(m, err);
@@ -224,7 +225,8 @@ int pd_idmap_write(const struct pd_idmap *m, pid_t pid, paddock_error *err)
 	if (dfd < 0)
 		return pd_fail(err, errno, "open '%s'", path);
 	if (m->rootless)
-		snprintf(line, sizeof(line), "%u %u 1\n", 1000u, (unsigned)m->outside_uid);
+		snprintf(line, sizeof(line), "%u %u 1\n", (unsigned)m->init_uid,
+			 (unsigned)m->outside_uid);
 	else
 		snprintf(line, sizeof(line), "0 %u %u\n", (unsigned)m->outside_uid, PD_IDMAP_RANGE);
 	r = pd_write_control(dfd, "uid_map", line);
@@ -235,7 +237,8 @@ int pd_idmap_write(const struct pd_idmap *m, pid_t pid, paddock_error *err)
 		r = pd_write_control(dfd, "setgroups", "deny");
 		if (r < 0)
 			return pd_fail(err, r, "write setgroups");
-		snprintf(line, sizeof(line), "%u %u 1\n", 1000u, (unsigned)m->outside_gid);
+		snprintf(line, sizeof(line), "%u %u 1\n", (unsigned)m->init_gid,
+			 (unsigned)m->outside_gid);
 	} else {
 		snprintf(line, sizeof(line), "0 %u %u\n", (unsigned)m->outside_gid, PD_IDMAP_RANGE);
 	}
@@ -345,8 +348,9 @@ int pd_idmap_mount_tree(const struct pd_idmap *m, const char *path, int *ret_fd,
 				     "unprivileged user and group who should own the results "
 				     "(chown USER:GROUP), or bind it read-only",
 				     PD_ESC(path), st.st_uid == 0 ? "root" : "group root");
-	ns = owner_userns(st.st_uid, st.st_gid, m->outside_uid + PD_SANDBOX_UID,
-			  m->outside_gid + PD_SANDBOX_GID, err);
+	/* the owner is whoever commands run as: the sandbox user, or root with root_user */
+	ns = owner_userns(st.st_uid, st.st_gid, m->outside_uid + pd_idmap_user_uid(m),
+			  m->outside_gid + pd_idmap_user_gid(m), err);
 	if (ns < 0)
 		return ns;
 	a.userns_fd = (uint64_t)ns;
@@ -358,4 +362,35 @@ int pd_idmap_mount_tree(const struct pd_idmap *m, const char *path, int *ret_fd,
 	}
 	*ret_fd = TAKE_FD(tree);
 	return 0;
+}
+
+int pd_idmap_layer_tree(const struct pd_idmap *m, pid_t init_pid, const char *path,
+			paddock_error *err)
+{
+	_cleanup_close_ int tree = -EBADF, ns = -EBADF;
+	struct mount_attr a = { .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY |
+					    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
+	char nspath[64];
+
+	if (m->rootless)
+		return pd_fail(err, EOPNOTSUPP, "rootless: init opens the layers itself");
+	tree = open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (tree < 0)
+		return pd_fail_field(err, errno, "image", "clone layer '%s'", PD_ESC(path));
+	snprintf(nspath, sizeof(nspath), "/proc/%d/ns/user", (int)init_pid);
+	ns = open(nspath, O_RDONLY | O_CLOEXEC);
+	if (ns < 0)
+		return pd_fail(err, errno, "open the sandbox's user namespace");
+	a.userns_fd = (uint64_t)ns;
+	/*
+	 * SECURITY: without the idmap, the layer's files would be host root's, which is nobody
+	 * inside: a root user could not write over them, and nothing more. With it they are the
+	 * sandbox's range's, as everything else of the sandbox.
+	 */
+	if (mount_setattr(tree, "", AT_EMPTY_PATH, &a, sizeof(a)) < 0)
+		return pd_fail_field(err, errno, "image",
+				     "idmap layer '%s' (the image store's filesystem must "
+				     "support idmapped mounts: ext4, xfs, btrfs, tmpfs)",
+				     PD_ESC(path));
+	return TAKE_FD(tree);
 }

@@ -32,9 +32,21 @@ struct pd_idmap {
 	unsigned slot;
 	int lock_fd; /* root: held until init holds it (paddockd), else while the sandbox lives */
 	bool owns_slot; /* root: this process counts the slot as taken (pd_idmap_release) */
-	uid_t init_uid; /* what init is inside: 0 as root, 1000 rootless */
+	uid_t init_uid; /* what init is inside: 0 as root, 1000 rootless (0 with root_user) */
 	gid_t init_gid;
+	bool root_user; /* commands run as uid 0 inside (spec "user": "root") */
 };
+
+/* Who commands are inside: uid/gid 0 with root_user, else the sandbox user. */
+static inline uid_t pd_idmap_user_uid(const struct pd_idmap *m)
+{
+	return m->root_user ? 0 : PD_SANDBOX_UID;
+}
+
+static inline gid_t pd_idmap_user_gid(const struct pd_idmap *m)
+{
+	return m->root_user ? 0 : PD_SANDBOX_GID;
+}
 
 /*
  * True when this process is root of the host: euid 0 in the initial user namespace, with
@@ -45,8 +57,11 @@ struct pd_idmap {
 bool pd_idmap_host_root(void);
 
 void pd_idmap_init(struct pd_idmap *m);
-/* Picks the mapping for a new sandbox (and a slot, as root). */
-int pd_idmap_acquire(struct pd_idmap *m, paddock_error *err);
+/*
+ * Picks the mapping for a new sandbox (and a slot, as root). Rootless, the invoker maps to
+ * the sandbox user, or to uid 0 with root_user: one id, so chown to any other fails.
+ */
+int pd_idmap_acquire(struct pd_idmap *m, bool root_user, paddock_error *err);
 /* Writes uid_map, setgroups and gid_map of the child `pid`. */
 int pd_idmap_write(const struct pd_idmap *m, pid_t pid, paddock_error *err);
 /* Counts m's slot as this process's (an adopted sandbox's); undone by pd_idmap_release(). */
@@ -62,4 +77,14 @@ void pd_idmap_release(struct pd_idmap *m);
  * idmap; the caller falls back to a plain bind.
  */
 int pd_idmap_mount_tree(const struct pd_idmap *m, const char *path, int *ret_fd,
+			paddock_error *err);
+
+/*
+ * An image layer of the store for init to stack: as root a detached clone of `path`,
+ * read-only, nosuid, nodev and idmapped through init's own user namespace (/proc/PID/ns/
+ * user), so that the layer's root (host uid 0 on disk) is the sandbox's root and no layer
+ * file is anyone else's. Rootless, init opens the layers itself (the invoker's files are
+ * the sandbox's). An fd, or -errno.
+ */
+int pd_idmap_layer_tree(const struct pd_idmap *m, pid_t init_pid, const char *path,
 			paddock_error *err);

@@ -117,7 +117,7 @@ int pd_init_conf_parse(const char *buf, size_t len, struct pd_init_conf *ret)
 		return -EPROTO;
 	memcpy(&w, buf, sizeof(w));
 	if (w.magic != CONF_MAGIC ||
-	    (w.flags & ~(uint32_t)(PD_INIT_POOLED | PD_INIT_EGRESS | PD_INIT_CA)) ||
+	    (w.flags & ~(uint32_t)(PD_INIT_POOLED | PD_INIT_EGRESS | PD_INIT_CA | PD_INIT_ROOT)) ||
 	    w.rootless > 1 || w.rlimits.n > PD_CTL_MAX_RLIMITS || w.disk_bytes == 0 ||
 	    !fd_ok(w.ctl, false) || !fd_ok(w.lock_fd, true) || !fd_ok(w.listen_fd, true) ||
 	    !fd_ok(w.landlock_fd, true) || !fd_ok(w.host_tree, true) ||
@@ -150,7 +150,8 @@ int pd_init_conf_parse(const char *buf, size_t len, struct pd_init_conf *ret)
 				     .slot = w.slot,
 				     .lock_fd = -1,
 				     .init_uid = w.init_uid,
-				     .init_gid = w.init_gid };
+				     .init_gid = w.init_gid,
+				     .root_user = (w.flags & PD_INIT_ROOT) != 0 };
 	c.rlimits = w.rlimits;
 	c.disk_bytes = w.disk_bytes;
 	c.ctl = w.ctl;

@@ -24,6 +24,7 @@ enum {
 	PD_INIT_POOLED = 1u << 0, /* wait for a claim (PD_CTL_BIND) before confining */
 	PD_INIT_EGRESS = 1u << 1, /* the sandbox has network: the proxy's variables */
 	PD_INIT_CA = 1u << 2,	  /* the sandbox's CA is in its root: the CA's variables */
+	PD_INIT_ROOT = 1u << 3,	  /* commands run as uid 0 with PD_CAPS_ROOT (spec "user") */
 };
 
 #define PD_INIT_CONF_MAX (8u << 20) /* bytes, packed */

@@ -82,6 +82,14 @@ static const char *const base_env[] = {
 	NULL,
 };
 
+/* With "user": "root", these replace their names in base_env. */
+static const char *const root_env[] = {
+	"HOME=/root",
+	"USER=root",
+	"LOGNAME=root",
+	NULL,
+};
+
 /*
  * A command init started. init keeps its own copy of the supervisor's end of each pipe and
  * of the pty master until the command's end is reported: a supervisor that dies and comes
@@ -167,7 +175,9 @@ static int empty_bounding_set(struct init_state *st, paddock_error *err)
 
 	if (st->bounding_empty)
 		return 0;
-	r = pd_caps_drop_bounding(st->conf->last_cap);
+	/* root commands keep PD_CAPS_ROOT, over the sandbox's namespaces only (caps.h) */
+	r = st->conf->idmap.root_user ? pd_caps_limit_bounding(st->conf->last_cap, PD_CAPS_ROOT)
+				      : pd_caps_drop_bounding(st->conf->last_cap);
 	if (r < 0)
 		return pd_fail(err, r, "empty the capability bounding set");
 	st->bounding_empty = true;
@@ -343,7 +353,10 @@ CHILD_CODE static int exec_child(void *arg)
 		if (syscall(SYS_prlimit64, 0, l->resource, &v, NULL) < 0)
 			child_fail(p, PD_STEP_LIMITS, errno, "set resource limits");
 	}
-	r = pd_caps_drop_to_user(PD_SANDBOX_UID, PD_SANDBOX_GID, !st->conf->idmap.rootless);
+	if (st->conf->idmap.root_user)
+		r = pd_caps_become_root(!st->conf->idmap.rootless);
+	else
+		r = pd_caps_drop_to_user(PD_SANDBOX_UID, PD_SANDBOX_GID, !st->conf->idmap.rootless);
 	if (r < 0)
 		child_fail(p, PD_STEP_PRIVS, r, "drop privileges");
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
@@ -398,13 +411,15 @@ static const char *const ca_env[] = {
  */
 static char **build_env(const struct init_state *st, char **extra)
 {
-	size_t cap = ELEMENTSOF(base_env) + ELEMENTSOF(egress_env) + ELEMENTSOF(ca_env) +
+	size_t cap = ELEMENTSOF(base_env) + ELEMENTSOF(root_env) + ELEMENTSOF(egress_env) +
+		     ELEMENTSOF(ca_env) +
 		     pd_strv_length(st->conf->secret_env) + pd_strv_length(st->bound_secret_env) +
 		     pd_strv_length(st->conf->env) + pd_strv_length(st->bound_env) +
 		     pd_strv_length(extra) + 1,
 	       n = 0;
 	char **env = calloc(cap, sizeof(char *));
-	const char *const *lists[6] = { base_env,
+	const char *const *lists[7] = { base_env,
+					st->conf->idmap.root_user ? root_env : NULL,
 					(st->conf->flags & PD_INIT_EGRESS) ? egress_env : NULL,
 					(st->conf->flags & PD_INIT_CA) || st->bound_ca ? ca_env : NULL,
 					(const char *const *)(st->bound_secret_env
@@ -416,7 +431,7 @@ static char **build_env(const struct init_state *st, char **extra)
 
 	if (!env)
 		return NULL;
-	for (int l = 0; l < 6; l++)
+	for (int l = 0; l < 7; l++)
 		for (const char *const *e = lists[l]; e && *e; e++) {
 			size_t idx;
 
@@ -448,7 +463,8 @@ static int open_pty(const struct pd_ctl_exec *req, const struct pd_idmap *m, int
 		return -errno;
 	(void)ioctl(master, TIOCSWINSZ, &ws); /* a default size is still usable */
 	/* the command, not init, owns its terminal */
-	if (fchown(slave, PD_SANDBOX_UID, m->rootless ? PD_SANDBOX_GID : 5) < 0)
+	if (fchown(slave, pd_idmap_user_uid(m),
+		   m->rootless || m->root_user ? pd_idmap_user_gid(m) : 5) < 0)
 		return -errno;
 	*ret_master = TAKE_FD(master);
 	*ret_slave = TAKE_FD(slave);

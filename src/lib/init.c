@@ -172,7 +172,13 @@ static int wait_go(struct build_state *st, int ctl, const paddock_spec *spec,
 			pd_close(fd);
 			return pd_fail(err, EPROTO, "malformed tree message");
 		}
-		if (t.index == PD_CTL_TREE_WORKSPACE && spec->workspace) {
+		if (t.index <= PD_CTL_TREE_LAYER(0) &&
+		    (size_t)(PD_CTL_TREE_LAYER(0) - t.index) < sources->n_layers) {
+			size_t i = (size_t)(PD_CTL_TREE_LAYER(0) - t.index);
+
+			pd_close(sources->layer_fds[i]);
+			sources->layer_fds[i] = fd;
+		} else if (t.index == PD_CTL_TREE_WORKSPACE && spec->workspace) {
 			pd_close(sources->workspace_fd);
 			sources->workspace_fd = fd;
 		} else if (t.index >= 0 && (size_t)t.index < sources->n_binds) {
@@ -436,7 +442,8 @@ static int exec_image(struct build_state *st, paddock_error *err)
 	struct pd_init_conf c = {
 		.flags = (spec->pooled ? PD_INIT_POOLED : 0) |
 			 (spec->network.mode != PD_NET_NONE ? PD_INIT_EGRESS : 0) |
-			 (spec->ca_pem ? PD_INIT_CA : 0),
+			 (spec->ca_pem ? PD_INIT_CA : 0) |
+			 (spec->user == PD_USER_ROOT ? PD_INIT_ROOT : 0),
 		.idmap = *st->idmap,
 		.rlimits = st->rlimits,
 		.disk_bytes = spec->limits.disk_bytes,

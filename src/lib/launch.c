@@ -259,11 +259,34 @@ static int send_holds(paddock_sandbox *sb, paddock_error *err)
 	return 0;
 }
 
+/* As root, the image's layers, bottom first, as idmapped trees (rootless, init opens them). */
+static int send_layers(paddock_sandbox *sb, paddock_error *err)
+{
+	char **layers = sb->spec->image_layers;
+
+	if (sb->idmap.rootless)
+		return 0;
+	for (size_t i = 0; layers && layers[i]; i++) {
+		_cleanup_close_ int tree = -EBADF;
+		struct pd_ctl_tree t = { .index = PD_CTL_TREE_LAYER(i) };
+
+		tree = pd_idmap_layer_tree(&sb->idmap, sb->init_pid, layers[i], err);
+		if (tree < 0)
+			return tree;
+		if (pd_ctl_send(sb->ctl, PD_CTL_TREE, &t, sizeof(t), &tree, 1) < 0)
+			return pd_fail(err, EPIPE, "send a layer to init");
+	}
+	return 0;
+}
+
 static int send_go(paddock_sandbox *sb, paddock_error *err)
 {
 	const paddock_spec *spec = sb->spec;
 	int r;
 
+	r = send_layers(sb, err);
+	if (r < 0)
+		return r;
 	if (sb->reconnect_path) {
 		r = send_holds(sb, err);
 		if (r < 0)
@@ -306,7 +329,7 @@ int pd_launch_begin(paddock_sandbox *sb, paddock_error *err)
 	/* probed here, once per process: init is a copy of us and finds the answer cached */
 	if (!sb->idmap.rootless && pd_idmap_host_root())
 		(void)pd_rootfs_lxcfs();
-	r = pd_idmap_acquire(&sb->idmap, err);
+	r = pd_idmap_acquire(&sb->idmap, sb->spec->user == PD_USER_ROOT, err);
 	if (r < 0)
 		return r;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)

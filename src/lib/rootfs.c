@@ -68,6 +68,11 @@ void pd_rootfs_sources_release(struct pd_rootfs_sources *s)
 	free(s->bind_fds);
 	s->bind_fds = NULL;
 	s->n_binds = 0;
+	for (size_t i = 0; i < s->n_layers; i++)
+		s->layer_fds[i] = pd_close(s->layer_fds[i]);
+	free(s->layer_fds);
+	s->layer_fds = NULL;
+	s->n_layers = 0;
 	s->workspace_fd = pd_close(s->workspace_fd);
 	s->host_tree = pd_close(s->host_tree);
 	s->proc_view_fd = pd_close(s->proc_view_fd);
@@ -132,6 +137,16 @@ int pd_rootfs_sources_prepare(const paddock_spec *spec, struct pd_rootfs_sources
 			      paddock_error *err)
 {
 	pd_rootfs_sources_init(sources);
+	if (spec->image_layers) {
+		size_t n = pd_strv_length(spec->image_layers);
+
+		sources->layer_fds = calloc(n, sizeof(*sources->layer_fds));
+		if (!sources->layer_fds)
+			return pd_fail(err, ENOMEM, "allocate layer list");
+		for (size_t i = 0; i < n; i++)
+			sources->layer_fds[i] = -EBADF;
+		sources->n_layers = n;
+	}
 	if (spec->n_binds == 0)
 		return 0;
 	sources->bind_fds = calloc(spec->n_binds, sizeof(*sources->bind_fds));
@@ -149,6 +164,20 @@ int pd_rootfs_open_sources(const paddock_spec *spec, struct pd_rootfs_sources *s
 	int r;
 
 	assert(s->n_binds == spec->n_binds);
+	for (size_t i = 0; i < s->n_layers; i++) {
+		if (s->layer_fds[i] >= 0)
+			continue; /* the supervisor's idmapped tree, as root */
+		/* rootless: opened in our own mount namespace, as the invoker, before the stage */
+		s->layer_fds[i] = open(spec->image_layers[i],
+				       O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (s->layer_fds[i] < 0) {
+			r = pd_fail_field(err, errno, "image", "open layer '%s'",
+					  PD_ESC(spec->image_layers[i]));
+			pd_rootfs_sources_release(s);
+			return r;
+		}
+		s->has_own_layers = true;
+	}
 	for (size_t i = 0; i < spec->n_binds; i++) {
 		if (s->bind_fds[i] >= 0)
 			continue;
@@ -290,6 +319,7 @@ struct build {
 	int root;	   /* mount fd of the new root */
 	uid_t root_uid;	   /* init's own ids inside */
 	gid_t root_gid;
+	bool image; /* the root is an overlay of an image's layers (sources->layer_fds) */
 };
 
 static const char *const top_links[] = { "bin", "sbin", "lib", "lib32", "lib64", "libx32" };
@@ -416,14 +446,15 @@ static int build_usr(struct build *b, paddock_error *err)
 
 		if (fstat(local, &st) < 0)
 			return pd_fail(err, errno, "stat /usr/local");
-		r = mkdir_owned(upper_fd, "local", st.st_mode & 07777, PD_SANDBOX_UID,
-				PD_SANDBOX_GID, err);
+		r = mkdir_owned(upper_fd, "local", st.st_mode & 07777, pd_idmap_user_uid(b->idmap),
+				pd_idmap_user_gid(b->idmap), err);
 		if (r < 0)
 			return r;
 		dst = open_dir(upper_fd, "local", err);
 		if (dst < 0)
 			return dst;
-		r = mirror_dirs(local, dst, 1, &budget, PD_SANDBOX_UID, PD_SANDBOX_GID, err);
+		r = mirror_dirs(local, dst, 1, &budget, pd_idmap_user_uid(b->idmap),
+				pd_idmap_user_gid(b->idmap), err);
 		if (r < 0)
 			return r;
 	}
@@ -711,6 +742,220 @@ static int build_etc(struct build *b, paddock_error *err)
 			return r;
 	}
 	return 0;
+}
+
+/* ---- an image's root ------------------------------------------------------------------ */
+
+/*
+ * As root the layers are detached trees of the supervisor's (idmapped), in a mount
+ * namespace of the host's user namespace: overlayfs clones each lower layer privately, and
+ * may only clone a mount of our own namespace (clone_private_mount(): CAP_SYS_ADMIN over
+ * the namespace it is in). So each is attached first, below the disk (disk/layers/N, gone
+ * with the old root at the pivot: the overlay holds its own clones), and opened there.
+ */
+static int attach_layers(struct build *b, paddock_error *err)
+{
+	struct pd_rootfs_sources *src = b->sources;
+	_cleanup_close_ int dir = -EBADF;
+	int r;
+
+	if (src->has_own_layers)
+		return 0;
+	r = mkdir_owned(b->disk, "layers", 0700, b->root_uid, b->root_gid, err);
+	if (r < 0)
+		return r;
+	dir = open_dir(b->disk, "layers", err);
+	if (dir < 0)
+		return dir;
+	for (size_t i = 0; i < src->n_layers; i++) {
+		char name[24];
+		int fd;
+
+		snprintf(name, sizeof(name), "%zu", i);
+		r = mkdir_owned(dir, name, 0700, b->root_uid, b->root_gid, err);
+		if (r >= 0)
+			r = attach(src->layer_fds[i], dir, name, err);
+		if (r < 0)
+			return r;
+		fd = open_dir(dir, name, err);
+		if (fd < 0)
+			return fd;
+		pd_close(src->layer_fds[i]);
+		src->layer_fds[i] = fd;
+	}
+	return 0;
+}
+
+/*
+ * The root as an overlay of the image's layers (top first) under the disk's upper: the
+ * whole tree is writable, as on a machine of one's own (apt-get, dpkg and pip write /etc,
+ * /var and /usr), and every write lands on the disk. "userxattr": a user namespace's
+ * overlay reads and writes "user.overlay.*" (the store marks opaque directories so), and
+ * layers are passed by fd, "lowerdir+" one at a time: fsconfig() takes strings of at most
+ * 256 bytes, fourteen "/proc/self/fd/N" paths. COMPAT(kernel 6.8): "lowerdir+" is new;
+ * before it the colon-separated list, for the images it fits.
+ */
+static int mount_image_overlay(struct build *b, paddock_error *err)
+{
+	const struct pd_rootfs_sources *src = b->sources;
+	_cleanup_close_ int fs = -EBADF;
+	char upper[PATH_MAX], work[PATH_MAX], list[256];
+	size_t o = 0;
+	bool plus = true;
+	int mfd, r;
+
+	r = mkdir_owned(b->disk, "upper", 0755, b->root_uid, b->root_gid, err);
+	if (r >= 0)
+		r = mkdir_owned(b->disk, "work", 0700, b->root_uid, b->root_gid, err);
+	if (r < 0)
+		return r;
+	snprintf(upper, sizeof(upper), "%s/upper", b->stage);
+	snprintf(work, sizeof(work), "%s/work", b->stage);
+	r = attach_layers(b, err);
+	if (r < 0)
+		return r;
+	fs = fsopen("overlay", FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return pd_fail(err, errno, "fsopen overlay");
+	for (size_t i = src->n_layers; i > 0; i--) {
+		char one[32];
+
+		snprintf(one, sizeof(one), "/proc/self/fd/%d", src->layer_fds[i - 1]);
+		if (plus && fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir+", one, 0) == 0)
+			continue;
+		if (plus && i != src->n_layers)
+			return pd_fail_field(err, errno, "image", "stack layer %zu", i - 1);
+		plus = false;
+		r = snprintf(list + o, sizeof(list) - o, "%s%s", o ? ":" : "", one);
+		if (r < 0 || (size_t)r >= sizeof(list) - o)
+			return pd_fail_field(err, E2BIG, "image",
+					     "%zu layers: more than this kernel's overlayfs takes "
+					     "at once (Linux 6.8 takes any number)",
+					     src->n_layers);
+		o += (size_t)r;
+	}
+	if (!plus && fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir", list, 0) < 0)
+		return pd_fail_field(err, errno, "image", "stack the image's layers");
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", upper, 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_SET_STRING, "workdir", work, 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0)
+		return pd_fail(err, errno, "configure the image's overlay");
+	if (fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+		return pd_fail_field(err, errno, "image", "mount the image's layers");
+	mfd = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
+	if (mfd < 0)
+		return pd_fail(err, errno, "mount the image's overlay");
+	/* the layers are the overlay's now: init holds no path into the store */
+	for (size_t i = 0; i < src->n_layers; i++)
+		src->layer_fds[i] = pd_close(src->layer_fds[i]);
+	return mfd;
+}
+
+#define ACCOUNTS_MAX (1u << 20)
+
+/*
+ * The image's passwd or group with an entry for `id` added if it has none (the sandbox
+ * user, 1000, that commands run as), or ours when the image has none. The image's file is
+ * the sandbox's to read: bounded, never followed through a symlink.
+ */
+static int ensure_account(int etc, const char *name, unsigned id, const char *line,
+			  const char *fallback, paddock_error *err)
+{
+	_cleanup_close_ int fd = openat(etc, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	_cleanup_free_ char *buf = NULL;
+	char needle[24];
+	ssize_t n = 0;
+	int r;
+
+	if (fd < 0 && errno != ENOENT && errno != ELOOP)
+		return pd_fail(err, errno, "read /etc/%s of the image", name);
+	buf = malloc(ACCOUNTS_MAX + strlen(line) + 2);
+	if (!buf)
+		return pd_fail(err, ENOMEM, "out of memory");
+	if (fd >= 0) {
+		n = pd_read_full(fd, buf, ACCOUNTS_MAX);
+		if (n < 0 || n == ACCOUNTS_MAX)
+			return pd_fail(err, n < 0 ? (int)-n : EFBIG, "read /etc/%s of the image",
+				       name);
+	}
+	buf[n] = '\0';
+	/* "NAME:x:ID:": a line whose third field is id */
+	snprintf(needle, sizeof(needle), ":%u:", id);
+	for (char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		char *c = strchr(l, ':');
+
+		if (c && (c = strchr(c + 1, ':')) && !strncmp(c, needle, strlen(needle)))
+			return 0;
+	}
+	if (n == 0) {
+		n = (ssize_t)strlen(fallback);
+		memcpy(buf, fallback, (size_t)n);
+	} else {
+		if (buf[n - 1] != '\n')
+			buf[n++] = '\n';
+		memcpy(buf + n, line, strlen(line));
+		n += (ssize_t)strlen(line);
+	}
+	if (unlinkat(etc, name, 0) < 0 && errno != ENOENT)
+		return pd_fail(err, errno, "replace /etc/%s", name);
+	r = pd_write_file_at(etc, name, buf, (size_t)n, 0644);
+	if (r < 0)
+		return pd_fail(err, -r, "write /etc/%s", name);
+	return 0;
+}
+
+/*
+ * An image's /etc is its own (apt's sources, dpkg's database, its users): only what the
+ * sandbox is, not what the image is, is written over it: hosts, hostname, resolv.conf, the
+ * sandbox user where the image lacks one, and the CA with secrets. All of it lands on the
+ * disk (overlay copy-up); the sandbox may change it, as on a machine of its own.
+ */
+static int build_etc_image(struct build *b, paddock_error *err)
+{
+	_cleanup_close_ int etc = -EBADF;
+	char hosts[256], hostname[80];
+	int r;
+
+	r = mkdir_owned(b->root, "etc", 0755, b->root_uid, b->root_gid, err);
+	if (r < 0)
+		return r;
+	etc = openat(b->root, "etc", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (etc < 0)
+		return pd_fail_field(err, errno, "image", "the image's /etc is not a directory");
+	snprintf(hosts, sizeof(hosts),
+		 "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+		 "127.0.1.1\t%s\n",
+		 b->spec->hostname);
+	snprintf(hostname, sizeof(hostname), "%s\n", b->spec->hostname);
+	const struct {
+		const char *name, *data;
+	} files[] = {
+		{ "hosts", hosts },
+		{ "hostname", hostname },
+		{ "resolv.conf", b->spec->network.mode == PD_NET_NONE ? resolv_none : resolv_egress },
+	};
+	for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+		if (unlinkat(etc, files[i].name, 0) < 0 && errno != ENOENT)
+			return pd_fail(err, errno, "replace /etc/%s", files[i].name);
+		r = pd_write_file_at(etc, files[i].name, files[i].data, strlen(files[i].data),
+				     0644);
+		if (r < 0)
+			return pd_fail(err, -r, "write /etc/%s", files[i].name);
+	}
+	r = ensure_account(etc, "passwd", PD_SANDBOX_UID,
+			   "user:x:1000:1000:user:/home/user:/bin/sh\n", passwd_fmt, err);
+	if (r >= 0)
+		r = ensure_account(etc, "group", PD_SANDBOX_GID, "user:x:1000:\n", group_fmt, err);
+	if (r >= 0 && faccessat(etc, "nsswitch.conf", F_OK, AT_SYMLINK_NOFOLLOW) < 0)
+		r = pd_write_file_at(etc, "nsswitch.conf", nsswitch, strlen(nsswitch), 0644) < 0
+			    ? pd_fail(err, errno, "write /etc/nsswitch.conf")
+			    : 0;
+	if (r >= 0 && b->spec->ca_pem) {
+		_cleanup_close_ int in = open_in_root(b->root, BASE_BUNDLE, O_RDONLY);
+
+		r = write_ca(etc, in, b->spec->ca_pem, b->root_uid, b->root_gid, err);
+	}
+	return r;
 }
 
 /*
@@ -1029,8 +1274,8 @@ static int make_disk_dirs(struct build *b, paddock_error *err)
 
 	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
 		r = mkdir_owned(b->disk, dirs[i].name, dirs[i].mode,
-				dirs[i].user_owned ? PD_SANDBOX_UID : b->root_uid,
-				dirs[i].user_owned ? PD_SANDBOX_GID : b->root_gid, err);
+				dirs[i].user_owned ? pd_idmap_user_uid(b->idmap) : b->root_uid,
+				dirs[i].user_owned ? pd_idmap_user_gid(b->idmap) : b->root_gid, err);
 		if (r < 0)
 			return r;
 	}
@@ -1057,13 +1302,15 @@ static int build_dirs(struct build *b, struct pd_rootfs_sources *src, paddock_er
 	home = open_dir(b->root, "home", err);
 	if (home < 0)
 		return home;
-	r = mkdir_owned(home, "user", 0750, PD_SANDBOX_UID, PD_SANDBOX_GID, err);
+	r = mkdir_owned(home, "user", 0750, pd_idmap_user_uid(b->idmap),
+			pd_idmap_user_gid(b->idmap), err);
 	if (r < 0)
 		return r;
 	var = open_dir(b->root, "var", err);
 	if (var < 0)
 		return var;
-	if (symlinkat("/tmp", var, "tmp") < 0)
+	/* an image has its own /var/tmp */
+	if (symlinkat("/tmp", var, "tmp") < 0 && !(b->image && errno == EEXIST))
 		return pd_fail(err, errno, "symlink /var/tmp");
 
 	const uint64_t rw = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
@@ -1175,6 +1422,7 @@ int pd_rootfs_build(const paddock_spec *spec, const struct pd_idmap *idmap,
 		.base = spec->rootfs ? spec->rootfs : "/",
 		.root_uid = idmap->init_uid,
 		.root_gid = idmap->init_gid,
+		.image = sources->n_layers > 0,
 	};
 	int r;
 
@@ -1207,22 +1455,29 @@ int pd_rootfs_build(const paddock_spec *spec, const struct pd_idmap *idmap,
 	r = mkdir_owned(disk, "root", 0755, b.root_uid, b.root_gid, err);
 	if (r < 0)
 		return r;
-	/* the new root must be a mount point for pivot_root: bind disk/root onto itself */
-	root = open_tree(disk, "root", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-	if (root < 0)
-		return pd_fail(err, errno, "clone new root");
+	if (b.image) {
+		/* the overlay of the image is the new root, a mount point as pivot_root wants */
+		root = mount_image_overlay(&b, err);
+		if (root < 0)
+			return root;
+	} else {
+		/* the new root must be a mount point for pivot_root: bind disk/root onto itself */
+		root = open_tree(disk, "root", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+		if (root < 0)
+			return pd_fail(err, errno, "clone new root");
+	}
 	r = attach(root, disk, "root", err);
 	if (r < 0)
 		return r;
 	b.root = root;
 
 	r = make_disk_dirs(&b, err);
-	if (r >= 0)
+	if (r >= 0 && !b.image)
 		r = build_top_links(&b, err);
-	if (r >= 0)
+	if (r >= 0 && !b.image)
 		r = build_usr(&b, err);
 	if (r >= 0)
-		r = build_etc(&b, err);
+		r = b.image ? build_etc_image(&b, err) : build_etc(&b, err);
 	if (r >= 0)
 		r = build_dev(&b, err);
 	if (r >= 0)
@@ -1233,24 +1488,66 @@ int pd_rootfs_build(const paddock_spec *spec, const struct pd_idmap *idmap,
 		pd_error_prefix(err, "build root");
 		return r;
 	}
-	/* SECURITY: the root itself is read-only; only the mounts placed on it are writable */
-	r = set_attr(root, "", AT_EMPTY_PATH, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID |
-					       MOUNT_ATTR_NODEV, 0);
-	if (r < 0)
-		return pd_fail(err, r, "make root read-only");
+	/*
+	 * SECURITY: the root itself is read-only; only the mounts placed on it are writable. An
+	 * image's root is its writable layer, on the disk like every other.
+	 */
+	if (!b.image) {
+		r = set_attr(root, "", AT_EMPTY_PATH,
+			     MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0);
+		if (r < 0)
+			return pd_fail(err, r, "make root read-only");
+	}
 	return pivot(root, err);
+}
+
+#define IMAGE_TOP_MAX 256
+
+/*
+ * An image's root is writable: each of its top-level directories but /proc, /dev and /sys
+ * (read from the built root: init has pivoted into it), as paths. Names the sandbox cannot
+ * have made yet: no command has run.
+ */
+static int image_top_dirs(char **v, size_t *k, size_t max, paddock_error *err)
+{
+	DIR *d = opendir("/");
+	struct dirent *de;
+
+	if (!d)
+		return pd_fail(err, errno, "read /");
+	while ((de = readdir(d)) && *k < max) {
+		if (de->d_type != DT_DIR || !strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    !strcmp(de->d_name, "proc") || !strcmp(de->d_name, "dev") ||
+		    !strcmp(de->d_name, "sys"))
+			continue;
+		if (asprintf(&v[*k], "/%s", de->d_name) < 0) {
+			v[*k] = NULL;
+			closedir(d);
+			return pd_fail(err, ENOMEM, "allocate path list");
+		}
+		(*k)++;
+	}
+	closedir(d);
+	return 0;
 }
 
 int pd_rootfs_writable_paths(const paddock_spec *spec, char ***ret_paths, paddock_error *err)
 {
 	static const char *const fixed[] = { "/tmp", "/home/user", "/workspace", "/usr",
 					     "/dev/shm", "/dev/pts" };
-	size_t n = ELEMENTSOF(fixed) + spec->n_binds;
+	size_t n = ELEMENTSOF(fixed) + spec->n_binds + (spec->image_layers ? IMAGE_TOP_MAX : 0);
 	_cleanup_strv_ char **v = calloc(n + 1, sizeof(char *));
 	size_t k = 0;
+	int r;
 
 	if (!v)
 		return pd_fail(err, ENOMEM, "allocate path list");
+	if (spec->image_layers) {
+		r = image_top_dirs(v, &k, IMAGE_TOP_MAX, err);
+		if (r < 0)
+			return r;
+		/* /tmp, /home/user, /workspace are mount points on it, each held by inode */
+	}
 	for (size_t i = 0; i < ELEMENTSOF(fixed); i++)
 		if (!(v[k++] = strdup(fixed[i])))
 			return pd_fail(err, ENOMEM, "allocate path list");

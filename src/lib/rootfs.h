@@ -21,6 +21,15 @@ struct pd_rootfs_sources {
 	size_t n_binds;
 	int workspace_fd; /* detached tree of spec->workspace, or -EBADF */
 	/*
+	 * The image's layers, bottom first (spec->image_layers): as root idmapped detached
+	 * trees the supervisor sends (pd_idmap_layer_tree()), rootless O_PATH fds init opens
+	 * (pd_rootfs_open_sources()). With any, the root is an overlay of them, writable
+	 * (docs/images.md).
+	 */
+	int *layer_fds;
+	size_t n_layers;
+	bool has_own_layers; /* rootless: init opened them, nothing to attach first */
+	/*
 	 * A pooled init's: set want_host_tree, and pd_rootfs_build() leaves in host_tree a
 	 * detached clone of the host's mount tree (where this kernel lets a tree be cloned
 	 * from one), from which a claim's workspace is cloned after the pivot.

@@ -230,12 +230,19 @@ int paddock_sandbox_adopt(paddock_ctx *ctx, const paddock_spec *spec, const char
 	sb->pidfd = -EBADF;
 	sb->ctl = -EBADF;
 	sb->root_fd = -EBADF;
+	sb->image_lock = -EBADF;
 	sb->death_reason = PADDOCK_END_KILLED;
 	pd_idmap_init(&sb->idmap);
 	r = parse_handle(sb, handle_json, err);
 	if (r < 0)
 		return r;
 	r = pd_spec_dup(spec, &sb->spec, err);
+	if (r >= 0 && sb->spec->user == PD_USER_ROOT) {
+		/* rootless, such a sandbox's invoker is its uid 0 (pd_idmap_acquire()) */
+		sb->idmap.root_user = true;
+		if (sb->idmap.rootless)
+			sb->idmap.init_uid = sb->idmap.init_gid = 0;
+	}
 	if (r >= 0)
 		r = connect_init(sb, err);
 	if (r >= 0)

@@ -271,7 +271,7 @@ static int workspace_by_path(const paddock_sandbox *sb, const char *path, struct
 	return 0;
 }
 
-int paddock_sandbox_claim(paddock_sandbox *sb, const paddock_spec *spec, paddock_error *err)
+static int claim(paddock_sandbox *sb, const paddock_spec *spec, paddock_error *err)
 {
 	char *mine = NULL, *theirs = NULL, *buf = NULL;
 	_cleanup_close_ int tree = -EBADF;
@@ -371,4 +371,19 @@ int paddock_sandbox_claim(paddock_sandbox *sb, const paddock_spec *spec, paddock
 			json_pack("{s:s,s:i}", "hostname", sb->spec->hostname, "secrets",
 				  (int)sb->spec->n_secrets));
 	return 0;
+}
+
+int paddock_sandbox_claim(paddock_sandbox *sb, const paddock_spec *spec, paddock_error *err)
+{
+	paddock_spec *own = NULL;
+	int r;
+
+	if (!sb || !spec)
+		return pd_fail(err, EINVAL, "paddock_sandbox_claim: arguments are required");
+	/* with an image, the claim is the spec a cold create of it would have made */
+	r = pd_sandbox_image_claim_spec(sb, spec, &own, err);
+	if (r >= 0)
+		r = claim(sb, own ? own : spec, err);
+	paddock_spec_free(own);
+	return r;
 }

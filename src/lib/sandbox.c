@@ -72,6 +72,7 @@ paddock_ctx *paddock_ctx_free(paddock_ctx *ctx)
 	pd_resolver_free(ctx->resolver);
 	free(ctx->resolve_hosts);
 	pd_strv_free(ctx->upstream_ca);
+	free(ctx->image_store);
 	if (ctx->upstream_tls)
 		SSL_CTX_free(ctx->upstream_tls);
 	free(ctx);
@@ -542,6 +543,7 @@ static int create_begin(paddock_ctx *ctx, const paddock_spec *spec,
 	sb->pidfd = -EBADF;
 	sb->ctl = -EBADF;
 	sb->root_fd = -EBADF;
+	sb->image_lock = -EBADF;
 	sb->death_reason = PADDOCK_END_KILLED;
 	pd_idmap_init(&sb->idmap);
 	pd_sandbox_make_id(sb->id, sizeof(sb->id), "sb_");
@@ -579,6 +581,9 @@ static int create_begin(paddock_ctx *ctx, const paddock_spec *spec,
 		if (r < 0)
 			return r;
 	}
+	r = pd_sandbox_image_prepare(sb, err);
+	if (r < 0)
+		return r;
 	r = pd_launch_begin(sb, err);
 	if (r < 0)
 		return r;
@@ -739,6 +744,7 @@ static void drop(paddock_sandbox *sb)
 	sb->root_fd = pd_close(sb->root_fd);
 	sb->pidfd = pd_close(sb->pidfd);
 	pd_idmap_release(&sb->idmap);
+	sb->image_lock = pd_close(sb->image_lock);
 	paddock_spec_free(sb->spec);
 	free(sb->reconnect_path);
 	free(sb);

@@ -29,6 +29,7 @@ struct paddock_ctx {
 	char *resolve_hosts;	      /* paddock_ctx_set_resolve_hosts(), or NULL */
 	char **upstream_ca;	      /* paddock_ctx_add_upstream_ca(): NULL-terminated */
 	struct ssl_ctx_st *upstream_tls; /* verifies intercepted hosts; made on first use */
+	char *image_store; /* paddock_ctx_set_image_store(), or NULL: the default */
 };
 
 /* What libpaddock keeps of one output stream of a captured command (exec-io.c). */
@@ -131,6 +132,7 @@ struct paddock_sandbox {
 	struct timespec denied_refill;
 	uint64_t denied_unreported;    /* denials reported by no event since the last one */
 	struct pd_code *code;	       /* the code interpreter (code.c); NULL until first use */
+	int image_lock; /* the image's record, flock'ed shared while the sandbox lives, or -1 */
 };
 
 /* A socket asked of init (PD_CTL_SOCKET); fn NULL: a synchronous caller waits on `done`. */
@@ -194,6 +196,19 @@ void pd_exec_io_release_events(paddock_exec *ex);
 void pd_exec_io_release(paddock_exec *ex);
 int pd_exec_io_close_stdin(paddock_exec *ex);
 
+/*
+ * With "image": resolves it in the context's store and makes the supervisor's copy of the
+ * spec ready for init (sandbox-image.c): its layer directories, the image's Env under the
+ * spec's, its WorkingDir where the spec's cwd is the default; holds the image meanwhile.
+ */
+int pd_sandbox_image_prepare(paddock_sandbox *sb, paddock_error *err);
+/*
+ * A claim of a pooled sandbox made from an image: a copy of the claim's spec with the
+ * image's defaults applied as at a cold create (so its template, env and cwd match what a
+ * cold sandbox of it would have). *ret_copy NULL without an image; the caller frees it.
+ */
+int pd_sandbox_image_claim_spec(const paddock_sandbox *sb, const paddock_spec *spec,
+				paddock_spec **ret_copy, paddock_error *err);
 /* A new exec object in the sandbox's list (not yet started). */
 paddock_exec *pd_exec_new(paddock_sandbox *sb, uint64_t id, paddock_exec_fn fn, void *userdata);
 /* Gives an exec the fds init sent with STARTED or EXEC_STATE; false when they do not fit. */

@@ -32,6 +32,7 @@
 
 #include "paddock/paddock.h"
 #include "error.h"
+#include "image-ref.h"
 #include "util/cleanup.h"
 #include "util/strv.h"
 
@@ -60,6 +61,11 @@ static const char *const net_mode_table[_PD_NET_MAX] = {
 	[PD_NET_NONE] = "none",
 	[PD_NET_ALLOWLIST] = "allowlist",
 	[PD_NET_OPEN] = "open",
+};
+
+static const char *const user_table[_PD_USER_MAX] = {
+	[PD_USER_USER] = "user",
+	[PD_USER_ROOT] = "root",
 };
 
 static int table_lookup(const char *const *table, size_t n, const char *s)
@@ -105,6 +111,18 @@ const char *pd_net_mode_to_string(enum pd_net_mode m)
 int pd_net_mode_from_string(const char *s)
 {
 	return table_lookup(net_mode_table, _PD_NET_MAX, s);
+}
+
+const char *pd_user_to_string(enum pd_user u)
+{
+	if ((unsigned)u >= _PD_USER_MAX)
+		return NULL;
+	return user_table[u];
+}
+
+int pd_user_from_string(const char *s)
+{
+	return table_lookup(user_table, _PD_USER_MAX, s);
 }
 
 static int oom(paddock_error *err)
@@ -289,6 +307,50 @@ static int set_rootfs(paddock_spec *spec, const char *field, const char *value,
 		      paddock_error *err)
 {
 	return assign_path(&spec->rootfs, field, value, false, err);
+}
+
+/* An image of the store: a reference, an id ("sha256:..."), or 12+ hex digits of one. */
+static int check_image(const char *field, const char *value, paddock_error *err)
+{
+	struct pd_image_ref ref;
+	size_t n = strlen(value);
+
+	if (n >= 12 && n <= PD_DIGEST_HEX && strspn(value, "0123456789abcdef") == n)
+		return 0;
+	if (pd_digest_valid(value))
+		return 0;
+	return pd_image_ref_parse(value, field, &ref, err);
+}
+
+static int set_image(paddock_spec *spec, const char *field, const char *value,
+		     paddock_error *err)
+{
+	char *copy;
+	int r;
+
+	r = check_image(field, value, err);
+	if (r < 0)
+		return r;
+	copy = strdup(value);
+	if (!copy)
+		return oom(err);
+	free(spec->image);
+	spec->image = copy;
+	return 0;
+}
+
+static int set_user(paddock_spec *spec, const char *field, const char *value,
+		    paddock_error *err)
+{
+	char accepted[64];
+	int u = pd_user_from_string(value);
+
+	if (u < 0)
+		return pd_fail_field(err, EINVAL, field, "expected one of %s, got '%s'",
+				     table_join(user_table, _PD_USER_MAX, accepted, sizeof(accepted)),
+				     PD_ESC(value));
+	spec->user = (enum pd_user)u;
+	return 0;
 }
 
 static int set_workspace(paddock_spec *spec, const char *field, const char *value,
@@ -571,6 +633,8 @@ paddock_spec *paddock_spec_free(paddock_spec *spec)
 		return NULL;
 	free(spec->hostname);
 	free(spec->rootfs);
+	free(spec->image);
+	pd_strv_free(spec->image_layers);
 	free(spec->workspace);
 	free(spec->cwd);
 	pd_strv_free(spec->env);
@@ -605,10 +669,12 @@ int pd_spec_dup(const paddock_spec *spec, paddock_spec **ret_copy, paddock_error
 		return oom(err);
 	c->limits = spec->limits;
 	c->security = spec->security;
+	c->user = spec->user;
 	if (pd_spec_network_copy(c, spec) < 0 || pd_spec_secrets_copy(c, spec) < 0)
 		return oom(err);
 	if (strdup_or_null(spec->hostname, &c->hostname) < 0 ||
 	    strdup_or_null(spec->rootfs, &c->rootfs) < 0 ||
+	    strdup_or_null(spec->image, &c->image) < 0 ||
 	    strdup_or_null(spec->workspace, &c->workspace) < 0 ||
 	    strdup_or_null(spec->cwd, &c->cwd) < 0)
 		return oom(err);
@@ -772,6 +838,26 @@ static int load_optional_path(char **slot, json_t *v, const char *field, paddock
 static int load_rootfs(paddock_spec *spec, json_t *v, const char *field, paddock_error *err)
 {
 	return load_optional_path(&spec->rootfs, v, field, err);
+}
+
+static int load_image(paddock_spec *spec, json_t *v, const char *field, paddock_error *err)
+{
+	const char *s;
+	int r;
+
+	if (json_is_null(v)) {
+		free(spec->image);
+		spec->image = NULL;
+		return 0;
+	}
+	if (!json_is_string(v))
+		return pd_fail_field(err, EINVAL, field,
+				     "expected an image reference string or null, got %s",
+				     json_type_name(v));
+	r = json_get_string(field, v, &s, err);
+	if (r < 0)
+		return r;
+	return set_image(spec, field, s, err);
 }
 
 static int load_workspace(paddock_spec *spec, json_t *v, const char *field, paddock_error *err)
@@ -990,8 +1076,10 @@ static int load_network(paddock_spec *spec, json_t *v, const char *field, paddoc
 static const struct json_field spec_fields[] = {
 	{ "hostname", .set = set_hostname },
 	{ "rootfs", load_rootfs },
+	{ "image", load_image },
 	{ "workspace", load_workspace },
 	{ "cwd", .set = set_cwd },
+	{ "user", .set = set_user },
 	{ "env", load_env },
 	{ "binds", load_binds },
 	{ "limits", load_limits },
@@ -1214,8 +1302,10 @@ static const struct {
 } setters[] = {
 	{ "hostname", set_hostname },
 	{ "rootfs", set_rootfs },
+	{ "image", set_image },
 	{ "workspace", set_workspace },
 	{ "cwd", set_cwd },
+	{ "user", set_user },
 	{ "env", set_env },
 	{ "binds", set_binds },
 	{ "limits.timeout_s", set_timeout },
@@ -1360,6 +1450,16 @@ int paddock_spec_validate(const paddock_spec *spec, paddock_error *err)
 		if (r < 0)
 			return r;
 	}
+	if (spec->image) {
+		r = check_image("image", spec->image, err);
+		if (r < 0)
+			return r;
+		if (spec->rootfs)
+			return pd_fail_field(err, EINVAL, "image",
+					     "expected either \"image\" or \"rootfs\", got both");
+	}
+	if (!pd_user_to_string(spec->user))
+		return pd_fail_field(err, EINVAL, "user", "unknown user %d", (int)spec->user);
 	if (spec->workspace) {
 		r = check_path("workspace", spec->workspace, err);
 		if (r < 0)
@@ -1547,10 +1647,18 @@ int paddock_spec_to_json(const paddock_spec *spec, char **ret_json, paddock_erro
 	r = put_string(root, "rootfs", "rootfs", spec->rootfs, err);
 	if (r < 0)
 		return r;
+	r = put_string(root, "image", "image", spec->image, err);
+	if (r < 0)
+		return r;
 	r = put_string(root, "workspace", "workspace", spec->workspace, err);
 	if (r < 0)
 		return r;
 	r = put_string(root, "cwd", "cwd", spec->cwd, err);
+	if (r < 0)
+		return r;
+	if (!pd_user_to_string(spec->user))
+		return pd_fail_field(err, EINVAL, "user", "unknown user %d", (int)spec->user);
+	r = put_string(root, "user", "user", pd_user_to_string(spec->user), err);
 	if (r < 0)
 		return r;
 	r = env_to_json(spec, root, err);

@@ -36,6 +36,13 @@ enum pd_net_mode {
 	_PD_NET_MAX,
 };
 
+/* Who commands run as (spec "user"). */
+enum pd_user {
+	PD_USER_USER, /* uid/gid 1000 "user": the default */
+	PD_USER_ROOT, /* uid 0 of the sandbox's own user namespace (docs/images.md) */
+	_PD_USER_MAX,
+};
+
 struct pd_bind {
 	char *source; /* host path, absolute */
 	char *target; /* sandbox path, absolute, normalised */
@@ -60,6 +67,8 @@ struct pd_spec_secret {
 struct paddock_spec {
 	char *hostname;	 /* default "sandbox" */
 	char *rootfs;	 /* NULL: the host's /usr (+ /bin, /lib* links); else a directory tree */
+	char *image;	 /* NULL, or an image of the store (image-ref.h): its layers are the root */
+	enum pd_user user;
 	char *workspace; /* NULL: a private directory on the sandbox's own tmpfs */
 	char *cwd;	 /* default "/workspace" */
 	char **env;	 /* NULL-terminated "NAME=VALUE", names unique, in insertion order */
@@ -99,6 +108,11 @@ struct paddock_spec {
 	 */
 	char **secret_env;
 	char *ca_pem;
+	/*
+	 * Set by the supervisor on its own copy, like secret_env: the image's layer directories
+	 * (bottom first, NULL-terminated) once "image" is resolved (image-store.h).
+	 */
+	char **image_layers;
 	/* a pooled sandbox: init waits unconfined for PD_CTL_BIND (paddock_sandbox_claim()) */
 	bool pooled;
 };
@@ -141,6 +155,8 @@ int pd_spec_dup(const paddock_spec *spec, paddock_spec **ret_copy, paddock_error
 const char *pd_landlock_mode_to_string(enum pd_landlock_mode m);
 int pd_landlock_mode_from_string(const char *s); /* -EINVAL when unknown */
 const char *pd_net_mode_to_string(enum pd_net_mode m);
+const char *pd_user_to_string(enum pd_user u);
+int pd_user_from_string(const char *s); /* -EINVAL when unknown */
 
 /* The network section (spec-network.c). */
 struct pd_egress_policy;

@@ -37,7 +37,8 @@ cp "$build/src/cli/paddock" "$build/src/daemon/paddockd" "$build/tests/try-sysca
 for p in memhog forkbomb cpuburn diskfill; do
 	[ -x "$build/tests/$p" ] && cp "$build/tests/$p" "$stage/"
 done
-cp "$here/lib.sh" "$here/mcp-drive.py" "$here/$test" "$stage/"
+cp "$here/lib.sh" "$here/mcp-drive.py" "$here/image-lib.sh" "$here/mkimage.py" \
+	"$here/token-registry.py" "$here/$test" "$stage/"
 # a test's own directory (mcp/ for test-mcp.sh: its client and the npm packages it imports),
 # copied so that the unprivileged uid reads it wherever the repo is
 own=${test#test-}
@@ -71,7 +72,8 @@ if [ "$mode" = rootless ] && [ "$(id -u)" -eq 0 ]; then
 	"${reaper[@]}" "${wrap[@]}" setpriv --reuid="$uid" --regid="$uid" --clear-groups --reset-env \
 		env EGRESS_DIR="${EGRESS_DIR:-}" PADDOCK="$PADDOCK" PADDOCKD="$PADDOCKD" TRY_SYSCALL="$TRY_SYSCALL" LIFECYCLE="$LIFECYCLE" \
 		MEMHOG="$MEMHOG" FORKBOMB="$FORKBOMB" CPUBURN="$CPUBURN" DISKFILL="$DISKFILL" \
-		PADDOCK_TEST_MUST_WORK="$must_work" TMPDIR=/tmp PATH=/usr/bin:/bin \
+		PADDOCK_TEST_MUST_WORK="$must_work" PADDOCK_TEST_RUN_ARGS="${PADDOCK_TEST_RUN_ARGS:-}" \
+		TMPDIR=/tmp PATH=/usr/bin:/bin \
 		bash "$stage/$test"
 	status=$?
 else
