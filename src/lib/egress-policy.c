@@ -400,8 +400,14 @@ static int unwrap(int family, const void *addr, uint8_t out[16])
 	return family;
 }
 
-bool pd_egress_allow_addr(const struct pd_egress_policy *p, int family, const void *addr,
-			  uint16_t port, bool name_allowed, const struct pd_egress_rule **ret_rule)
+/*
+ * The address decision. any_port: the DNS filter's question, asked before a port is known
+ * (as pd_egress_allow_dns() for names): an allow rule for the address on some port allows,
+ * a deny rule refuses only when it covers every port.
+ */
+static bool allow_addr(const struct pd_egress_policy *p, int family, const void *addr,
+		       uint16_t port, bool any_port, bool name_allowed,
+		       const struct pd_egress_rule **ret_rule)
 {
 	const struct pd_egress_rule *allow = NULL;
 	uint8_t a[16];
@@ -414,7 +420,9 @@ bool pd_egress_allow_addr(const struct pd_egress_policy *p, int family, const vo
 	for (size_t i = 0; i < p->n_rules; i++) {
 		const struct pd_egress_rule *r = &p->rules[i];
 
-		if (!addr_matches(r, fam, a) || !port_matches(r, port))
+		if (!addr_matches(r, fam, a))
+			continue;
+		if (any_port ? r->deny && r->port != 0 : !port_matches(r, port))
 			continue;
 		if (r->deny) {
 			*ret_rule = r;
@@ -430,6 +438,18 @@ bool pd_egress_allow_addr(const struct pd_egress_policy *p, int family, const vo
 	if (pd_addr_classify(family, addr) != PD_ADDR_PUBLIC)
 		return false;
 	return name_allowed || p->mode == PD_EGRESS_OPEN;
+}
+
+bool pd_egress_allow_addr(const struct pd_egress_policy *p, int family, const void *addr,
+			  uint16_t port, bool name_allowed, const struct pd_egress_rule **ret_rule)
+{
+	return allow_addr(p, family, addr, port, false, name_allowed, ret_rule);
+}
+
+bool pd_egress_allow_addr_dns(const struct pd_egress_policy *p, int family, const void *addr,
+			      const struct pd_egress_rule **ret_rule)
+{
+	return allow_addr(p, family, addr, 0, true, true, ret_rule);
 }
 
 bool pd_egress_allow_name(const struct pd_egress_policy *p, const char *name, uint16_t port,

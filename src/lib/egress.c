@@ -270,8 +270,8 @@ static void on_dns_resolved(int error, const struct pd_addrs *addrs, void *userd
 		char text[INET6_ADDRSTRLEN];
 
 		/* SECURITY: a name may resolve anywhere; the sandbox learns only what it may reach */
-		if (!pd_egress_allow_addr(&eg->policy, addrs->a[i].family, addrs->a[i].addr, 0,
-					  true, &rule)) {
+		if (!pd_egress_allow_addr_dns(&eg->policy, addrs->a[i].family, addrs->a[i].addr,
+					      &rule)) {
 			hidden++;
 			continue;
 		}

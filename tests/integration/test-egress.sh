@@ -123,6 +123,9 @@ eg --allow allowed.test --allow private.test -- sh -c \
 expect_match "DNS answers an allowed name with the supervisor's address" '11.22.33.1 +allowed.test' "$OUT"
 expect_match "DNS does not answer a name the policy refuses" 'denied=2' "$OUT"
 expect_match "DNS hides a name resolving only to private addresses" 'private=2' "$OUT"
+eg --allow private.test --allow 10.0.0.5/32:80 -- sh -c 'getent hosts private.test; curl -sS -m 5 --noproxy "*" http://private.test/'
+expect_match "DNS answers a name whose address a CIDR rule with a port allows" '10.0.0.5 +private.test' "$OUT"
+expect_match "...so a program that ignores the proxy reaches it" 'hello from private.test' "$OUT"
 
 # ---- UDP other than DNS is dropped, and recorded ----
 before=$(grep -c '"server": "udp"' "$REQ" 2>/dev/null)
