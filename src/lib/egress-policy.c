@@ -265,6 +265,18 @@ int pd_egress_rule_parse(const char *text, bool deny, const char *field,
 	}
 	if (r.kind == _PD_EGRESS_RULE_KIND_MAX)
 		return bad_rule(err, field, text, why);
+	/*
+	 * SECURITY: a CIDR allow rule opens every address it covers, private or not. One that
+	 * covers them all opens the supervisor's own loopback and the cloud metadata address
+	 * too, which is never what "everything" means: open mode is public destinations only.
+	 */
+	if (r.kind == PD_EGRESS_CIDR && r.prefix == 0 && !deny)
+		return pd_fail_field(err, EINVAL, field ? field : "network",
+				     "'%s' would allow every address, loopback, private networks "
+				     "and cloud metadata (169.254.169.254) included: for any public "
+				     "destination use network.mode 'open' (--net open); to reach a "
+				     "private network, allow its own range (e.g. '10.0.0.0/8')",
+				     PD_ESC(text));
 	*ret_rule = r;
 	return 0;
 }

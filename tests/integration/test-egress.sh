@@ -65,6 +65,13 @@ expect_match "port rule: the port it names works" 'hello from allowed.test' "$OU
 expect_match "port rule: another port is refused" 'allowed.test:80 is blocked' "$OUT"
 eg --allow preset:nope -- true
 expect_match "unknown preset: an error naming the field" 'network.allow' "$OUT"
+eg --allow 0.0.0.0/0 -- true
+expect_match "0.0.0.0/0 is refused as an allow rule, pointing at --net open" "'0.0.0.0/0' would allow every address.*--net open" "$OUT"
+expect_eq "...and nothing runs" "1" "$([ "$ST" -ne 0 ] && echo 1)"
+eg --allow '::/0' -- true
+expect_match "::/0 too" "'::/0' would allow every address" "$OUT"
+eg --allow allowed.test --deny 0.0.0.0/0 -- $C http://allowed.test/
+expect_match "0.0.0.0/0 as a deny rule: every address denied" 'allowed.test:80 is blocked .*deny 0.0.0.0/0' "$OUT"
 
 # ---- open: any public destination, still no private one ----
 eg --net open --deny 11.22.33.2/32 -- sh -c "$C http://allowed.test/; $C http://denied.test/; $C http://private.test/"
