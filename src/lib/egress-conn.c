@@ -262,16 +262,84 @@ static void http_answer(struct pd_egress_conn *c, const char *status, const char
 
 /* ---- refusing ------------------------------------------------------------------------------ */
 
-static void conn_refuse(struct pd_egress_conn *c, const char *reason)
+/* The narrowest rule that would allow this connection's address: "10.0.0.5:80", "[fd00::1]:22". */
+static void addr_rule_text(const struct pd_egress_conn *c, char *buf, size_t size)
 {
-	char target[PD_EGRESS_NAME_MAX + 16], body[1536];
-	bool deny = strncmp(c->rule, "deny ", 5) == 0;
+	if (c->addr_family == AF_INET6)
+		snprintf(buf, size, "[%s]:%u", c->addr_text, c->port);
+	else
+		snprintf(buf, size, "%s:%u", c->addr_text, c->port);
+}
+
+/*
+ * What an agent can do about a refusal, said truthfully: the rule that would allow exactly
+ * this destination (with its port: a rule without one opens every port of the host), or
+ * why no rule would help.
+ */
+enum advice {
+	ADVICE_ALLOW_NAME,    /* no rule allows the name: --allow NAME:PORT */
+	ADVICE_ALLOW_ADDR,    /* an address no CIDR rule allows: --allow ADDR:PORT */
+	ADVICE_NAME_PRIVATE,  /* the name is allowed, its address is not public */
+	ADVICE_DENIED,	      /* a deny rule: nothing to ask for */
+	ADVICE_NONE_MODE,     /* mode none: no rule helps */
+	ADVICE_FIX_REQUEST,   /* the request itself is wrong: `detail` says how */
+};
+
+static void advice_text(const struct pd_egress_conn *c, enum advice a, const char *detail,
+			char *buf, size_t size)
+{
+	char addr[INET6_ADDRSTRLEN + 16];
+
+	addr_rule_text(c, addr, sizeof(addr));
+	switch (a) {
+	case ADVICE_ALLOW_NAME:
+		snprintf(buf, size,
+			 "ask the operator to allow this destination (--allow %s:%u).", c->name,
+			 c->port);
+		return;
+	case ADVICE_ALLOW_ADDR:
+		snprintf(buf, size,
+			 "%sask the operator to allow this address (--allow %s).",
+			 pd_addr_classify(c->addr_family, c->addr) == PD_ADDR_PUBLIC
+				 ? "name the host instead of its address, or "
+				 : "",
+			 addr);
+		return;
+	case ADVICE_NAME_PRIVATE:
+		snprintf(buf, size,
+			 "%s is allowed, but it resolves to %s, which is not public (loopback, "
+			 "private, link-local or reserved); if that destination is intended, ask "
+			 "the operator to allow the address too (--allow %s).",
+			 c->name, c->addr_text, addr);
+		return;
+	case ADVICE_DENIED:
+		snprintf(buf, size, "the operator denies this destination.");
+		return;
+	case ADVICE_NONE_MODE:
+		snprintf(buf, size,
+			 "this sandbox has no egress now (network mode none): no rule opens "
+			 "anything until the operator changes the mode.");
+		return;
+	case ADVICE_FIX_REQUEST:
+		snprintf(buf, size, "%s", detail);
+		return;
+	}
+}
+
+static void conn_refuse_advice(struct pd_egress_conn *c, const char *reason, enum advice a,
+			       const char *detail)
+{
+	char target[PD_EGRESS_NAME_MAX + 16], body[1536], advice[768];
 
 	c->decided = true;
 	c->allowed = false;
 	c->reason = reason;
 	c->eg->stats.connections_denied++;
 	target_text(c, target, sizeof(target));
+	if (c->eg->policy.mode == PD_EGRESS_NONE && a != ADVICE_FIX_REQUEST) {
+		a = ADVICE_NONE_MODE;
+		c->reason = reason = "this sandbox's network mode is none";
+	}
 	if (c->via == PD_VIA_SOCKS) {
 		uint8_t rep[10];
 
@@ -281,19 +349,26 @@ static void conn_refuse(struct pd_egress_conn *c, const char *reason)
 		 * Agents read this: name the host and the rule, and say other routes are closed
 		 * too, so the next step is asking for access rather than tunnelling around it.
 		 */
+		advice_text(c, a, detail, advice, sizeof(advice));
 		snprintf(body, sizeof(body),
 			 "paddock: egress to %s is blocked by this sandbox's network policy "
 			 "(%s%s%s).\nOther routes (direct connections, other ports, DNS, other "
-			 "proxies or tunnels) are blocked as well; %s%s%s\n",
-			 target, reason, c->rule[0] ? "; " : "", c->rule,
-			 deny ? "the operator denies this destination." :
-				"ask the operator to allow this destination (--allow ",
-			 deny ? "" : c->kind == TARGET_NAME ? c->name : c->addr_text,
-			 deny ? "" : ").");
+			 "proxies or tunnels) are blocked as well; %s\n",
+			 target, reason, c->rule[0] ? "; " : "", c->rule, advice);
 		http_answer(c, "403 Forbidden", body);
 	}
 	/* TLS or unknown bytes, redirected: nothing it would understand; the close says it */
 	conn_close(c);
+}
+
+/* A refusal by the policy: the advice follows from the rule that decided, and the target. */
+static void conn_refuse(struct pd_egress_conn *c, const char *reason)
+{
+	enum advice a = strncmp(c->rule, "deny ", 5) == 0 ? ADVICE_DENIED
+			: c->kind == TARGET_NAME	   ? ADVICE_ALLOW_NAME
+							   : ADVICE_ALLOW_ADDR;
+
+	conn_refuse_advice(c, reason, a, NULL);
 }
 
 /* A failure after the decision allowed it: upstream unreachable, name unknown. */
@@ -325,7 +400,8 @@ static void decide(struct pd_egress_conn *c)
 
 	if (c->kind == TARGET_NAME) {
 		if (streq(c->name, "invalid."))
-			return conn_refuse(c, "the host name is malformed");
+			return conn_refuse_advice(c, "the host name is malformed", ADVICE_FIX_REQUEST,
+						  "name the host with letters, digits, '-' and '.'.");
 		if (!pd_egress_allow_name(&eg->policy, c->name, c->port, &rule)) {
 			set_rule(c, rule);
 			return conn_refuse(c, rule ? "a deny rule matches"
@@ -355,7 +431,9 @@ static void decide(struct pd_egress_conn *c)
 		c->st = ST_RESOLVE;
 		return conn_resolve(c);
 	}
-	return conn_refuse(c, "no destination could be read from the connection");
+	return conn_refuse_advice(c, "no destination could be read from the connection",
+				  ADVICE_FIX_REQUEST,
+				  "name the destination (a TLS server name or an HTTP Host header).");
 }
 
 /* ---- connecting ---------------------------------------------------------------------------- */
@@ -389,12 +467,16 @@ static void on_resolved(int error, const struct pd_addrs *addrs, void *userdata)
 			      "link-local or reserved) and no CIDR rule allows them";
 	}
 	if (ok.n == 0) {
+		c->addr_family = addrs->a[0].family;
+		memcpy(c->addr, addrs->a[0].addr, 16);
 		inet_ntop(addrs->a[0].family, addrs->a[0].addr, c->addr_text, sizeof(c->addr_text));
 		if (deny) {
 			set_rule(c, deny);
 			why = "a deny rule matches its address";
+			return conn_refuse_advice(c, why, ADVICE_DENIED, NULL);
 		}
-		return conn_refuse(c, why);
+		/* SECURITY: the name is allowed already; what is missing is the address */
+		return conn_refuse_advice(c, why, ADVICE_NAME_PRIVATE, NULL);
 	}
 	c->addrs = ok;
 	c->next_addr = 0;
@@ -718,8 +800,18 @@ static void head_proxy(struct pd_egress_conn *c)
 			    "paddock: the request head is larger than the proxy takes.\n");
 		return conn_close(c);
 	}
-	if (r < 0 || c->head.form == PD_HTTP_ORIGIN) {
-		c->reason = why ? why : "not a proxy request";
+	if (r < 0) {
+		char body[512];
+
+		/* say what is wrong with it: the proxy read it as HTTP and found this */
+		c->reason = why ? why : "a malformed request";
+		snprintf(body, sizeof(body), "paddock: the proxy cannot read this request: expected %s.\n",
+			 why ? why : "an HTTP/1.x request");
+		http_answer(c, "400 Bad Request", body);
+		return conn_close(c);
+	}
+	if (c->head.form == PD_HTTP_ORIGIN) {
+		c->reason = "not a proxy request";
 		http_answer(c, "400 Bad Request",
 			    "paddock: this is an HTTP proxy: send CONNECT host:port or an "
 			    "absolute http:// URL.\n");
@@ -731,7 +823,9 @@ static void head_proxy(struct pd_egress_conn *c)
 	if (c->absolute && c->head.host_header[0] &&
 	    (strcasecmp(c->head.host_header, c->head.host) != 0 ||
 	     (c->head.host_header_port && c->head.host_header_port != c->head.port)))
-		return conn_refuse(c, "the Host header names another host than the request");
+		return conn_refuse_advice(c, "the Host header names another host than the request",
+					  ADVICE_FIX_REQUEST,
+					  "send a Host header that names the URL's host and port.");
 	decide(c);
 }
 

@@ -41,12 +41,18 @@ static int parse_port(const char *s, size_t n, uint16_t *ret)
 	return 0;
 }
 
+enum port_rule {
+	PORT_REQUIRED, /* CONNECT host:port */
+	PORT_DEFAULT_80, /* http://host/ */
+	PORT_OPTIONAL,	/* Host: host, without a port: 0, "none given" */
+};
+
 /*
  * "host[:port]" or "[v6][:port]" into a normalised host (a name lowercased, or an address
- * as written) and a port (def when absent, 0 = required).
+ * as written) and a port (as `rule` says when absent).
  */
 static int parse_authority(const char *s, size_t n, char *host, size_t size, uint16_t *port,
-			   uint16_t def)
+			   enum port_rule rule)
 {
 	char tmp[PD_EGRESS_NAME_MAX + 1];
 	const char *h = s, *colon = NULL;
@@ -85,9 +91,9 @@ static int parse_authority(const char *s, size_t n, char *host, size_t size, uin
 		if (parse_port(colon + 1, (size_t)(s + n - colon - 1), port) < 0)
 			return -EPROTO;
 	} else {
-		if (!def)
+		if (rule == PORT_REQUIRED)
 			return -EPROTO;
-		*port = def;
+		*port = rule == PORT_DEFAULT_80 ? 80 : 0;
 	}
 	if (inet_pton(AF_INET, tmp, addr) == 1 || inet_pton(AF_INET6, tmp, addr) == 1) {
 		if (strlen(tmp) >= size)
@@ -125,7 +131,7 @@ int pd_http_head_parse(const char *buf, size_t len, struct pd_http_head *ret_hea
 		/* a bare LF or a NUL already makes it malformed, whatever follows */
 		for (size_t i = 0; i < len; i++)
 			if (buf[i] == '\0' || (buf[i] == '\n' && (i == 0 || buf[i - 1] != '\r')))
-				return fail_http(ret_why, "lines must end with CRLF");
+				return fail_http(ret_why, "lines ending in CRLF");
 		return -EAGAIN;
 	}
 	h.head_len = (size_t)(end - buf);
@@ -156,7 +162,7 @@ int pd_http_head_parse(const char *buf, size_t len, struct pd_http_head *ret_hea
 
 		eol = memchr(p, '\r', (size_t)(end - p));
 		if (!eol || eol[1] != '\n')
-			return fail_http(ret_why, "lines must end with CRLF");
+			return fail_http(ret_why, "lines ending in CRLF");
 		if (++n_headers > PD_HTTP_HEADERS_MAX)
 			return -E2BIG;
 		if (*p == ' ' || *p == '\t')
@@ -182,7 +188,7 @@ int pd_http_head_parse(const char *buf, size_t len, struct pd_http_head *ret_hea
 		while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
 			ve--;
 		if (parse_authority(v, (size_t)(ve - v), h.host_header, sizeof(h.host_header),
-				    &h.host_header_port, 80) < 0)
+				    &h.host_header_port, PORT_OPTIONAL) < 0)
 			return fail_http(ret_why, "a Host header 'name[:port]'");
 	}
 
@@ -192,7 +198,7 @@ int pd_http_head_parse(const char *buf, size_t len, struct pd_http_head *ret_hea
 
 	if (strcmp(h.method, "CONNECT") == 0) {
 		h.form = PD_HTTP_CONNECT;
-		if (parse_authority(t, tl, h.host, sizeof(h.host), &h.port, 0) < 0)
+		if (parse_authority(t, tl, h.host, sizeof(h.host), &h.port, PORT_REQUIRED) < 0)
 			return fail_http(ret_why, "CONNECT host:port");
 	} else if (tl > 7 && strncasecmp(t, "http://", 7) == 0) {
 		const char *a = t + 7, *ae = a;
@@ -200,7 +206,8 @@ int pd_http_head_parse(const char *buf, size_t len, struct pd_http_head *ret_hea
 		while (ae < t + tl && *ae != '/' && *ae != '?' && *ae != '#')
 			ae++;
 		h.form = PD_HTTP_ABSOLUTE;
-		if (parse_authority(a, (size_t)(ae - a), h.host, sizeof(h.host), &h.port, 80) < 0)
+		if (parse_authority(a, (size_t)(ae - a), h.host, sizeof(h.host), &h.port,
+				    PORT_DEFAULT_80) < 0)
 			return fail_http(ret_why, "an absolute URL 'http://host[:port]/path' "
 						  "without credentials");
 	} else if (t[0] == '/' || (tl == 1 && t[0] == '*')) {
@@ -208,7 +215,7 @@ int pd_http_head_parse(const char *buf, size_t len, struct pd_http_head *ret_hea
 		if (!have_host)
 			return fail_http(ret_why, "a Host header");
 		strcpy(h.host, h.host_header);
-		h.port = h.host_header_port;
+		h.port = h.host_header_port ? h.host_header_port : 80;
 	} else {
 		return fail_http(ret_why, "a target: CONNECT host:port, http://host/path or /path");
 	}

@@ -124,6 +124,33 @@ expect_match "CONNECT to an allowed host answers 200" 'HTTP/1.1 200' "$OUT"
 expect_match "TLS server name differing from the CONNECT host: refused" 'sni-mismatch: refused' "$OUT"
 expect_match "Host header differing from the request's host: 403" 'host-mismatch: HTTP/1.1 403' "$OUT"
 
+# ---- refusals say what happened, and what would help ----
+eg --allow allowed.test:443 --allow private.test -- sh -c "$C http://allowed.test/; $C http://private.test/; $C --noproxy '' -x http://127.0.0.1:3128 http://127.0.0.1:8099/"
+expect_match "advice: a port rule's other port, the rule with the port" 'allowed.test:80 is blocked .*\(--allow allowed.test:80\)' "$OUT"
+expect_match "advice: an allowed name resolving to a private address names the address" 'private.test is allowed, but it resolves to 10.0.0.5.*\(--allow 10.0.0.5:80\)' "$OUT"
+expect_no_match "...and does not ask to allow the name it already allows" '--allow private.test\)' "$OUT"
+expect_match "advice: an address, with its port (not every loopback port)" '127.0.0.1:8099 is blocked .*\(--allow 127.0.0.1:8099\)' "$OUT"
+cat >"$T_TMP/bad.py" <<'PYEOF'
+import socket
+def ask(req):
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=5)
+    s.sendall(req)
+    data = b""
+    while chunk := s.recv(4096):
+        data += chunk
+    print(repr(data.decode(errors="replace")))
+ask(b"GET http://allowed.test/ HTTP/1.1\r\nHost: allowed.test\r\nHost: other.test\r\n\r\n")
+ask(b"GET http://allowed.test/ HTTP/1.1\r\nNo colon here\r\n\r\n")
+ask(b"GET / HTTP/1.1\r\nHost: allowed.test\r\n\r\n")
+ask(b"GET http://allowed.test:8080/ HTTP/1.1\r\nHost: allowed.test\r\nConnection: close\r\n\r\n")
+PYEOF
+chmod 644 "$T_TMP/bad.py"
+eg --allow allowed.test --ro-bind "$T_TMP/bad.py:/b.py" -- $PY /b.py
+expect_match "malformed request: 400 saying what is wrong (two Host headers)" '400 Bad Request.*expected one Host header' "$OUT"
+expect_match "malformed request: 400 saying what is wrong (a header line)" "400 Bad Request.*expected headers 'Name: value'" "$OUT"
+expect_match "origin-form to the proxy port: this is an HTTP proxy" '400 Bad Request.*this is an HTTP proxy' "$OUT"
+expect_match "a Host header without a port is not taken as port 80" "'HTTP/1.0 200|'HTTP/1.1 200" "$OUT"
+
 # ---- DNS filter ----
 eg --allow allowed.test --allow private.test -- sh -c \
 	'getent hosts allowed.test; echo "denied=$(getent hosts denied.test >/dev/null; echo $?)"; echo "private=$(getent hosts private.test >/dev/null; echo $?)"'

@@ -46,6 +46,10 @@ static void test_http_forms(void **state)
 	assert_string_equal(h.host, "example.com");
 	assert_int_equal(h.port, 80);
 	assert_string_equal(h.host_header, "example.com");
+	assert_int_equal(h.host_header_port, 0); /* none given: not "80" */
+	assert_int_equal(parse("GET / HTTP/1.1\r\nHost: example.com\r\n\r\n", &h), 0);
+	assert_int_equal(h.port, 80);
+	assert_int_equal(h.host_header_port, 0);
 
 	req = "POST /upload HTTP/1.0\r\nhOsT:  api.test:8080 \r\n\r\n";
 	assert_int_equal(parse(req, &h), 0);
