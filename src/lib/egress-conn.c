@@ -8,8 +8,12 @@
  *   decide   the policy on the name, then on every address the supervisor resolved for it
  *   RESOLVE  pd_resolve(): the supervisor's own answer, pinned
  *   CONNECT  non-blocking connect to each allowed address in turn
- *   CHECK    CONNECT and SOCKS only: the first bytes through the tunnel must name the same
- *            host (TLS server name, or Host) — a tunnel opened for one name carries no other
+ *   CHECK    a tunnel (CONNECT, SOCKS), or a redirected connection that showed nothing
+ *            before its address decided: the first bytes through it are read before any
+ *            goes on. TLS or HTTP must name the same host (a tunnel opened for one name
+ *            carries no other) and, with secrets, HTTP goes to the broker; bytes that can be
+ *            neither (ssh, a database) are relayed at once, and so is everything when the
+ *            server speaks first. A head that starts but never completes is not relayed.
  *   PIPE     splice(2) both ways through a pipe each, until both sides are done
  *
  * Why splice and not bufferevents: the proxy sits on every byte an agent downloads;
@@ -49,7 +53,7 @@
 
 #define HEAD_TIMEOUT_S 30	/* to send a request head or SOCKS request */
 #define PEEK_TIMEOUT_MS 1000	/* redirected: wait this long for a TLS hello or HTTP head */
-#define CHECK_TIMEOUT_MS 3000	/* tunnel: wait this long for the first bytes to check */
+#define MAYBE_TIMEOUT_MS 1000	/* "ping": wait this long for a method's space, then relay */
 #define CONNECT_TIMEOUT_S 10	/* per address */
 #define IDLE_TIMEOUT_S 900	/* no byte either way */
 #define PIPE_SMALL (64u << 10) /* the kernel's default; every connection starts here */
@@ -87,7 +91,10 @@ struct pd_egress_conn {
 	uint8_t *buf;
 	size_t len;
 	int socks_step; /* 0: greeting, 1: request */
+	/* what the first bytes through the connection are (not the proxy request itself) */
 	bool is_tls, is_http, absolute;
+	bool head_timer; /* a request head or TLS hello has started: HEAD_TIMEOUT_S to finish */
+	bool maybe_timer; /* token characters only: MAYBE_TIMEOUT_MS to become a request line */
 	struct pd_http_head head;
 	/* the destination */
 	enum target_kind kind;
@@ -670,7 +677,8 @@ static void pipe_start(struct pd_egress_conn *c, uint8_t *pre_up, size_t pre_up_
 	/* counted here, once every check has passed: a tunnel refused after CONNECT is a denial */
 	c->eg->stats.connections_allowed++;
 	c->st = ST_PIPE;
-	c->u_rd = event_new(c->eg->ctx->base, c->ufd, EV_READ, conn_io, c);
+	if (!c->u_rd)
+		c->u_rd = event_new(c->eg->ctx->base, c->ufd, EV_READ, conn_io, c);
 	if (!c->u_wr)
 		c->u_wr = event_new(c->eg->ctx->base, c->ufd, EV_WRITE, conn_io, c);
 	if (!c->u_rd || !c->u_wr ||
@@ -793,7 +801,6 @@ static void head_proxy(struct pd_egress_conn *c)
 	r = pd_http_head_parse((const char *)c->buf, c->len, &c->head, &why);
 	if (r == -EAGAIN)
 		return arm(c->c_rd, 0);
-	c->is_http = true;
 	if (r == -E2BIG) {
 		c->reason = "request head too large";
 		http_answer(c, "431 Request Header Fields Too Large",
@@ -880,54 +887,104 @@ static void head_socks(struct pd_egress_conn *c)
 	decide(c);
 }
 
+enum sniff {
+	SNIFF_MAYBE, /* token characters that may be a method or another protocol's word */
+	SNIFF_MORE,  /* a TLS hello or an HTTP request head has begun: read the rest */
+	SNIFF_TLS,   /* a TLS ClientHello (with a server name, or none) */
+	SNIFF_HTTP,  /* an HTTP request (with a Host, when its head parses) */
+	SNIFF_OTHER, /* neither: another protocol */
+};
+
 /*
- * What the first bytes say: TLS with a server name, an HTTP request with a Host, or
- * neither. 1: known (or never will be), 0: read more.
+ * What the first bytes from the client are. `name`: the TLS server name or the Host they
+ * carry, "" when none. A request line decides HTTP as the broker reads it
+ * (pd_http_request_line_check), so a text protocol's line or binary bytes are another
+ * protocol at once, without waiting.
  */
-static int sniff(struct pd_egress_conn *c, char *name, size_t size, uint16_t *port)
+static enum sniff sniff(struct pd_egress_conn *c, char *name, size_t size)
 {
 	const char *why;
 	int r;
 
 	name[0] = '\0';
 	if (c->len == 0)
-		return 0;
+		return SNIFF_MAYBE;
 	if (c->buf[0] == 0x16) { /* a TLS handshake record */
 		c->is_tls = true;
 		r = pd_tls_sni_parse(c->buf, c->len, name, size, &why);
 		if (r == -EAGAIN && c->len < PD_TLS_HELLO_MAX)
-			return 0;
+			return SNIFF_MORE;
 		if (r < 0)
 			name[0] = '\0';
-		return 1;
+		return SNIFF_TLS;
 	}
+	r = pd_http_request_line_check(c->buf, c->len);
+	if (r == -EPROTO)
+		return SNIFF_OTHER;
+	if (r == -EAGAIN)
+		return SNIFF_MAYBE; /* at most 32 token characters: never near BUF_MAX */
+	/* a request line longer than a head may be is still HTTP: the broker refuses it */
+	if (r == 1 && c->len < BUF_MAX)
+		return SNIFF_MORE;
+	c->is_http = true;
 	r = pd_http_head_parse((const char *)c->buf, c->len, &c->head, &why);
-	if (r == -EAGAIN && c->len < 8) /* too short to tell HTTP from anything else */
-		return 0;
-	if (r == -EAGAIN) {
-		/* a request line is there: wait for the rest of the head */
-		if (memchr(c->buf, ' ', c->len) && c->len < BUF_MAX)
-			return 0;
-		return 1;
-	}
-	if (r == 0) {
-		c->is_http = true;
+	if (r == -EAGAIN && c->len < BUF_MAX)
+		return SNIFF_MORE;
+	if (r == 0)
 		snprintf(name, size, "%s",
 			 c->head.form == PD_HTTP_ORIGIN ? c->head.host_header : c->head.host);
-		*port = c->head.form == PD_HTTP_ORIGIN ? c->head.host_header_port : c->head.port;
+	return SNIFF_HTTP;
+}
+
+/*
+ * The client's first bytes are not known yet (SNIFF_MAYBE or SNIFF_MORE): read on, or give
+ * up waiting. SECURITY: bytes that began a request head ("METHOD ") or a TLS hello are never
+ * relayed unread: the head gets HEAD_TIMEOUT_S to complete, then the connection closes (a
+ * leak check must not time out into a pass). Token characters alone ("ping") get
+ * MAYBE_TIMEOUT_MS, then are another protocol's. 1: read on; 0: relay them as they are;
+ * -1: closed.
+ */
+static int wait_for_more(struct pd_egress_conn *c, enum sniff k, bool timed_out)
+{
+	if (k == SNIFF_MORE) {
+		if (timed_out && c->head_timer) {
+			c->reason = "timed out waiting for the rest of the request head or TLS hello";
+			conn_close(c);
+			return -1;
+		}
+		if (!c->head_timer) {
+			c->head_timer = true;
+			set_timer(c, HEAD_TIMEOUT_S * 1000);
+		}
+	} else if (timed_out && c->maybe_timer) {
+		return 0;
+	} else if (!c->maybe_timer) {
+		c->maybe_timer = true;
+		set_timer(c, MAYBE_TIMEOUT_MS);
 	}
+	arm(c->c_rd, 0);
 	return 1;
 }
 
 static void peek_transparent(struct pd_egress_conn *c, bool timed_out)
 {
 	char name[PD_EGRESS_NAME_MAX + 1];
-	uint16_t port = 0;
 
-	if (!timed_out && sniff(c, name, sizeof(name), &port) == 0)
-		return arm(c->c_rd, 0);
-	if (timed_out)
-		name[0] = '\0', sniff(c, name, sizeof(name), &port);
+	enum sniff k = sniff(c, name, sizeof(name));
+
+	if (k == SNIFF_MORE || (k == SNIFF_MAYBE && c->len > 0)) {
+		if (wait_for_more(c, k, timed_out) != 0)
+			return;
+		/* a word of another protocol ("ping"): its address decides */
+	} else if (k == SNIFF_MAYBE) {
+		if (!timed_out)
+			return arm(c->c_rd, 0);
+		/*
+		 * Nothing yet: a protocol whose server speaks first, or a slow client. The
+		 * address decides now; whatever the client sends later is checked after the
+		 * connect (ST_CHECK), as a tunnel's first bytes are.
+		 */
+	}
 	/*
 	 * The name the client asked for decides (TLS server name, Host); without one, the name
 	 * the DNS filter answered this address for (ssh, git://, databases); the bare address
@@ -948,31 +1005,91 @@ static void peek_transparent(struct pd_egress_conn *c, bool timed_out)
 	decide(c);
 }
 
-/* CONNECT and SOCKS: the first bytes through the tunnel must not name another host. */
-static void check_tunnel(struct pd_egress_conn *c, bool timed_out)
+/* The first bytes named another host than the connection was decided for. 0: go on. */
+static int check_name(struct pd_egress_conn *c, const char *name)
 {
-	char name[PD_EGRESS_NAME_MAX + 1], norm[PD_EGRESS_NAME_MAX + 1];
-	uint16_t port = 0;
+	char norm[PD_EGRESS_NAME_MAX + 1];
+	const struct pd_egress_rule *rule;
+	uint8_t lit[16];
+
+	if (!name[0] || inet_pton(AF_INET, name, lit) == 1 || inet_pton(AF_INET6, name, lit) == 1)
+		return 0;
+	if (pd_egress_name_normalise(name, norm, sizeof(norm)) == 0 && c->kind == TARGET_NAME &&
+	    streq(norm, c->name))
+		return 0;
+	if (c->via == PD_VIA_TRANSPARENT && pd_egress_name_normalise(name, norm, sizeof(norm)) == 0) {
+		/*
+		 * Redirected, decided by its address before it named anything: the name it names
+		 * now decides, as it would have at once (another name of a shared address).
+		 */
+		if (pd_egress_allow_name(&c->eg->policy, norm, c->port, &rule)) {
+			set_target(c, norm, c->port);
+			set_rule(c, rule);
+			return 0;
+		}
+		c->allowed = false;
+		set_rule(c, rule);
+		c->eg->stats.connections_denied++;
+		c->reason = rule ? "a deny rule matches the name it sent late"
+				 : "no allow rule matches the name it sent late";
+		conn_close(c);
+		return -1;
+	}
+	if (c->kind != TARGET_NAME)
+		return 0; /* a tunnel to an address: the address was decided */
+	c->allowed = false;
+	c->rule[0] = '\0'; /* the rule allowed the host; the tunnel's contents are refused */
+	c->eg->stats.connections_denied++;
+	c->reason = c->is_tls ? "the TLS server name differs from the tunnel's host"
+			      : "the Host header differs from the tunnel's host";
+	conn_close(c);
+	return -1;
+}
+
+/*
+ * CHECK: the first bytes through a tunnel, or through a redirected connection that showed
+ * none before it was decided. Nothing goes on before they are known.
+ */
+static void check_first_bytes(struct pd_egress_conn *c, bool timed_out)
+{
+	char name[PD_EGRESS_NAME_MAX + 1];
 	uint8_t *pre;
 	size_t pre_len;
 	bool tls;
 
-	if (!timed_out && sniff(c, name, sizeof(name), &port) == 0)
+	enum sniff k = sniff(c, name, sizeof(name));
+
+	if (k == SNIFF_MORE || (k == SNIFF_MAYBE && c->len > 0)) {
+		if (wait_for_more(c, k, timed_out) != 0)
+			return;
+	} else if (k == SNIFF_MAYBE) {
+		if (timed_out) {
+			c->reason = "idle timeout";
+			return conn_close(c);
+		}
 		return arm(c->c_rd, 0);
-	if (timed_out)
-		sniff(c, name, sizeof(name), &port);
-	if (c->kind == TARGET_NAME && name[0] &&
-	    (pd_egress_name_normalise(name, norm, sizeof(norm)) < 0 || !streq(norm, c->name))) {
-		c->allowed = false;
-		c->rule[0] = '\0'; /* the rule allowed the host; the tunnel's contents are refused */
-		c->eg->stats.connections_denied++;
-		c->reason = c->is_tls ? "the TLS server name differs from the tunnel's host"
-				      : "the Host header differs from the tunnel's host";
-		return conn_close(c);
 	}
+	if (check_name(c, name) < 0)
+		return;
 	pre = take_rest(c, 0, &pre_len);
 	if (broker_wanted(c, &tls))
 		return broker_start(c, tls, pre, pre_len);
+	pipe_start(c, pre, pre_len);
+}
+
+/*
+ * CHECK, and the server spoke first (ssh, SMTP, MySQL): not a request; relay at once. Bytes
+ * of the client's that began a head or hello still decide.
+ */
+static void check_server_first(struct pd_egress_conn *c)
+{
+	char name[PD_EGRESS_NAME_MAX + 1];
+	uint8_t *pre;
+	size_t pre_len;
+
+	if (c->len > 0 && sniff(c, name, sizeof(name)) != SNIFF_MAYBE)
+		return; /* the client's bytes decide; more of them are on their way */
+	pre = take_rest(c, 0, &pre_len);
 	pipe_start(c, pre, pre_len);
 }
 
@@ -1237,14 +1354,24 @@ static void on_connected(struct pd_egress_conn *c)
 	case PD_VIA_DNS:
 	case PD_VIA_SINK:
 	case _PD_VIA_MAX:
+		if (c->len == 0)
+			break; /* decided by its address: its first bytes are checked now */
 		pre = take_rest(c, 0, &pre_len);
 		if (broker_wanted(c, &tls))
 			return broker_start(c, tls, pre, pre_len);
 		return pipe_start(c, pre, pre_len);
 	}
+	/* the first bytes decide, or the server's: whichever side speaks first */
 	c->st = ST_CHECK;
-	set_timer(c, CHECK_TIMEOUT_MS);
-	check_tunnel(c, false);
+	c->head_timer = c->maybe_timer = false;
+	c->u_rd = event_new(c->eg->ctx->base, c->ufd, EV_READ, conn_io, c);
+	if (!c->u_rd) {
+		c->reason = "out of memory";
+		return conn_close(c);
+	}
+	arm(c->u_rd, 0);
+	set_timer(c, IDLE_TIMEOUT_S * 1000);
+	check_first_bytes(c, false);
 }
 
 static void conn_io(evutil_socket_t fd, short what, void *arg)
@@ -1265,18 +1392,26 @@ static void conn_io(evutil_socket_t fd, short what, void *arg)
 	switch (c->st) {
 	case ST_HEAD:
 	case ST_CHECK:
+		if (c->st == ST_CHECK && !timeout && fd == c->ufd)
+			return check_server_first(c);
 		if (!timeout) {
 			n = fill(c);
 			if (n == -EAGAIN)
 				return arm(c->c_rd, 0);
+			/* a client that closes before sending anything: its EOF goes through */
+			if (n == 0 && c->st == ST_CHECK && c->len == 0)
+				return pipe_start(c, NULL, 0);
 			if (n == 0 || (n < 0 && n != -E2BIG)) {
-				c->reason = n == 0 ? "the client closed before naming a destination"
-						   : "read error";
+				c->reason = n != 0		? "read error"
+					    : c->st == ST_CHECK ? "the client closed in the middle of "
+								  "a request head or TLS hello"
+								: "the client closed before naming a "
+								  "destination";
 				return conn_close(c);
 			}
 		}
 		if (c->st == ST_CHECK)
-			return check_tunnel(c, timeout || c->len >= BUF_MAX);
+			return check_first_bytes(c, timeout);
 		if (c->via == PD_VIA_PROXY)
 			return head_proxy(c);
 		if (c->via == PD_VIA_SOCKS)

