@@ -1114,19 +1114,31 @@ static void on_secret_use(const struct pd_subst_use *use, const char *request_li
 			  request_line));
 }
 
+/* The secret is bound to this host, but this is plain HTTP: its value goes over TLS only. */
+static bool plain_to_bound(const struct pd_egress_conn *c, size_t idx)
+{
+	return !c->intercepted && c->kind == TARGET_NAME &&
+	       pd_secret_bound(&c->eg->secrets->s[idx], c->name);
+}
+
 static void leak_blocked(struct pd_egress_conn *c, size_t idx)
 {
 	const struct pd_secret_rt *rt = &c->eg->secrets->s[idx];
+	bool plain = plain_to_bound(c, idx);
 
 	c->allowed = false;
-	c->reason = "a secret's placeholder was sent to a host it is not bound to";
+	c->reason = plain ? "a secret's placeholder was sent over plain HTTP (its value goes to "
+			    "its hosts over HTTPS only)"
+			  : "a secret's placeholder was sent to a host it is not bound to";
 	c->eg->stats.connections_denied++;
 	if (pd_events_wanted(c->eg->ctx))
 		pd_emit(c->eg->ctx, PADDOCK_LEVEL_WARN, "secret.leak_blocked", c->eg->sandbox_id,
 			NULL,
 			json_pack("{s:s, s:s, s:s, s:s}", "secret", rt->name, "fingerprint",
 				  rt->fingerprint, "host", secret_host(c), "reason",
-				  "its placeholder was sent to a host the secret is not bound to"));
+				  plain ? "its placeholder was sent over plain HTTP; its value goes to "
+					  "its hosts over HTTPS only"
+					: "its placeholder was sent to a host the secret is not bound to"));
 }
 
 /* Feeds every byte of `in` through fn; drains it. */
@@ -1171,7 +1183,7 @@ static int scrub_chunk(struct pd_egress_conn *c, const uint8_t *p, size_t n, str
 static int broker_client_data(struct evbuffer *in, struct evbuffer *out, void *ud)
 {
 	struct pd_egress_conn *c = ud;
-	char body[512], msg[1024];
+	char body[1024], msg[1536];
 	int n, r;
 
 	if (c->leaked) {
@@ -1183,10 +1195,16 @@ static int broker_client_data(struct evbuffer *in, struct evbuffer *out, void *u
 		return r < 0 ? -1 : 0;
 	/* a leak: the request went nowhere; say so in HTTP, naming the secret */
 	c->leaked = true;
-	snprintf(body, sizeof(body),
-		 "paddock: blocked: the request carries the placeholder of secret %s, which may "
-		 "go only to its own hosts, not %s.\n",
-		 c->eg->secrets->s[c->leak_idx].name, secret_host(c));
+	if (plain_to_bound(c, c->leak_idx))
+		snprintf(body, sizeof(body),
+			 "paddock: blocked: the request carries the placeholder of secret %s over "
+			 "plain HTTP; its value goes to %s over HTTPS only: use https://%s/.\n",
+			 c->eg->secrets->s[c->leak_idx].name, secret_host(c), secret_host(c));
+	else
+		snprintf(body, sizeof(body),
+			 "paddock: blocked: the request carries the placeholder of secret %s, "
+			 "which may go only to its own hosts, not %s.\n",
+			 c->eg->secrets->s[c->leak_idx].name, secret_host(c));
 	n = snprintf(msg, sizeof(msg),
 		     "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; charset=utf-8\r\n"
 		     "Content-Length: %zu\r\nConnection: close\r\nX-Paddock-Egress: "
@@ -1259,7 +1277,9 @@ static void broker_start(struct pd_egress_conn *c, bool tls, uint8_t *pre, size_
 			.value_len = rt->value_len,
 			.placeholder = (const uint8_t *)rt->placeholder,
 			.placeholder_len = rt->placeholder_len,
-			.bound = c->kind == TARGET_NAME && pd_secret_bound(rt, c->name),
+			/* SECURITY: a value goes over TLS only, never in clear (plain HTTP
+			 * to a bound host gets a 403 saying so: broker_client_data) */
+			.bound = tls && c->kind == TARGET_NAME && pd_secret_bound(rt, c->name),
 			.in_body = rt->in_body,
 		};
 	}

