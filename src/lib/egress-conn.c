@@ -45,6 +45,7 @@
 #include "error.h"
 #include "events.h"
 #include "sandbox.h"
+#include "secret-scrub.h"
 #include "secret-subst.h"
 #include "secrets.h"
 #include "tls-ca.h"
@@ -115,9 +116,10 @@ struct pd_egress_conn {
 	/* the secret broker (ST_BROKER): an HTTP relay through the substitution engine */
 	struct pd_mitm *mitm;
 	struct pd_subst *subst;
-	struct pd_scrub *scrub;
+	struct pd_response *resp; /* intercepted HTTPS: what the server sends back, checked */
 	struct pd_secret *view; /* the sandbox's secrets, bound or not to this host */
 	bool intercepted, leaked;
+	bool resp_refused; /* a response was not passed on (secret.response_refused) */
 	size_t leak_idx;
 };
 
@@ -225,7 +227,7 @@ static void conn_close(struct pd_egress_conn *c)
 			event_free(evs[i]);
 	pd_mitm_free(c->mitm);
 	pd_subst_free(c->subst);
-	pd_scrub_free(c->scrub);
+	pd_response_free(c->resp);
 	free(c->view);
 	pd_close(c->cfd);
 	pd_close(c->ufd);
@@ -1175,10 +1177,6 @@ static int subst_chunk(struct pd_egress_conn *c, const uint8_t *p, size_t n, str
 	return r;
 }
 
-static int scrub_chunk(struct pd_egress_conn *c, const uint8_t *p, size_t n, struct evbuffer *out)
-{
-	return pd_scrub_feed(c->scrub, p, n, out);
-}
 
 static int broker_client_data(struct evbuffer *in, struct evbuffer *out, void *ud)
 {
@@ -1215,9 +1213,76 @@ static int broker_client_data(struct evbuffer *in, struct evbuffer *out, void *u
 	return 0;
 }
 
+/*
+ * A response the broker will not pass on: answered with a 502 in its place when none of it
+ * went out yet, else the connection is cut. Returns what the data callback returns.
+ */
+static int response_refused(struct pd_egress_conn *c, const char *why)
+{
+	bool answered = c->mitm && !pd_response_started(c->resp);
+	char body[1024], msg[1536];
+	int n;
+
+	c->reason = why;
+	c->resp_refused = true;
+	if (pd_events_wanted(c->eg->ctx))
+		pd_emit(c->eg->ctx, PADDOCK_LEVEL_WARN, "secret.response_refused",
+			c->eg->sandbox_id, NULL,
+			json_pack("{s:s, s:s, s:s}", "host", secret_host(c), "reason", why,
+				  "outcome", answered ? "answered 502" : "connection cut"));
+	if (!answered)
+		return -1;
+	snprintf(body, sizeof(body),
+		 "paddock: the response from %s was not passed on: %s. Responses on a connection "
+		 "that carries a secret are checked for its value before the sandbox sees them.\n",
+		 secret_host(c), why);
+	n = snprintf(msg, sizeof(msg),
+		     "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain; charset=utf-8\r\n"
+		     "Content-Length: %zu\r\nConnection: close\r\nX-Paddock-Egress: "
+		     "response-refused\r\n\r\n%s",
+		     strlen(body), body);
+	pd_mitm_answer(c->mitm, msg, (size_t)n, why);
+	return 0;
+}
+
+static int response_chunk(struct pd_egress_conn *c, const uint8_t *p, size_t n,
+			  struct evbuffer *out)
+{
+	const char *why = NULL;
+	int r = pd_response_feed(c->resp, p, n, out, &why);
+
+	if (r < 0)
+		return response_refused(c, why) < 0 ? -1 : -EAGAIN;
+	return 0;
+}
+
 static int broker_upstream_data(struct evbuffer *in, struct evbuffer *out, void *ud)
 {
-	return feed_all(in, scrub_chunk, ud, out) < 0 ? -1 : 0;
+	struct pd_egress_conn *c = ud;
+	int r;
+
+	if (!c->resp) /* plain HTTP: no value went out on it, nothing of one can come back */
+		return evbuffer_add_buffer(out, in) < 0 ? -1 : 0;
+	if (c->resp_refused) {
+		evbuffer_drain(in, evbuffer_get_length(in)); /* answered: the rest goes nowhere */
+		return 0;
+	}
+	r = feed_all(in, response_chunk, c, out);
+	if (r == -EAGAIN) {
+		evbuffer_drain(in, evbuffer_get_length(in));
+		return 0;
+	}
+	return r < 0 ? -1 : 0;
+}
+
+static int broker_upstream_eof(struct evbuffer *out, void *ud)
+{
+	struct pd_egress_conn *c = ud;
+	const char *why = NULL;
+
+	if (c->resp && !c->resp_refused && pd_response_end(c->resp, out, &why) < 0)
+		return response_refused(c, why);
+	return 0;
 }
 
 static void broker_closed(const char *reason, uint64_t from_client, uint64_t from_upstream,
@@ -1245,6 +1310,7 @@ static void broker_closed(const char *reason, uint64_t from_client, uint64_t fro
 static const struct pd_mitm_ops broker_ops = {
 	.client_data = broker_client_data,
 	.upstream_data = broker_upstream_data,
+	.upstream_eof = broker_upstream_eof,
 	.closed = broker_closed,
 };
 
@@ -1284,8 +1350,13 @@ static void broker_start(struct pd_egress_conn *c, bool tls, uint8_t *pre, size_
 		};
 	}
 	c->subst = pd_subst_new(c->view, s->n, PD_HTTP_HEAD_MAX, BROKER_BODY_MAX, on_secret_use, c);
-	c->scrub = pd_scrub_new(c->view, s->n);
-	if (!c->subst || !c->scrub) {
+	if (tls) {
+		/* the only connections a value goes out on: what comes back is checked */
+		c->resp = pd_response_new(c->view, s->n);
+		if (c->resp && c->subst)
+			pd_subst_set_response(c->subst, c->resp);
+	}
+	if (!c->subst || (tls && !c->resp)) {
 		free(pre);
 		c->reason = "out of memory";
 		return conn_close(c);

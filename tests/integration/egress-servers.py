@@ -27,7 +27,11 @@ Runs until SIGTERM or SIGINT, then exits 0.
 HTTP (--http) and HTTPS (--https, the same handler in TLS):
   GET /               200 "hello from <Host> via <listen addr:port>\\n"
   GET /bytes/N        N bytes (0 <= N <= 2 GiB), Content-Length set, sent in 64 KiB chunks
-  GET /echo-headers   the request headers as a JSON object (repeated names joined by ", ")
+  GET /echo-headers   the request headers as a JSON object (repeated names joined by ", "),
+                      ?as= a server that echoes in another shape: "chunked" (in chunks of
+                      7 bytes), "gzip" (Content-Encoding: gzip whatever the request asked
+                      for), "negotiated" (gzip only when Accept-Encoding allows it),
+                      "base64", "hex" (the JSON encoded, as text/plain)
   POST /echo          the request body back (Content-Length or chunked); its first
                       4 KiB recorded as {"event": "body", "body": ...}
 An absolute-form target (GET http://host/path) is routed by its path. Records:
@@ -43,6 +47,8 @@ Git (--git): DIR/git served read-only over dumb HTTP, so that
 """
 
 import argparse
+import base64
+import gzip
 import http.server
 import json
 import os
@@ -246,14 +252,45 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.reply(200, f"hello from {self.headers.get('Host', '')} via "
                             f"{self.server.listen}\n".encode())
         elif path == "/echo-headers":
-            self.reply(200, json.dumps(self.headers_dict()).encode() + b"\n",
-                       "application/json")
+            self.echo_headers()
         elif path.startswith("/bytes/"):
             self.send_bytes(path[len("/bytes/"):])
         else:
             self.send_error(404)
 
     do_HEAD = do_GET
+
+    def echo_headers(self):
+        body = json.dumps(self.headers_dict()).encode() + b"\n"
+        query = urllib.parse.urlsplit(self.path).query
+        shape = urllib.parse.parse_qs(query).get("as", [""])[0]
+        if shape == "chunked":
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            if self.command != "HEAD":
+                for i in range(0, len(body), 7):
+                    part = body[i:i + 7]
+                    self.wfile.write(b"%x;n=%d\r\n%s\r\n" % (len(part), i, part))
+                self.wfile.write(b"0\r\nX-Trailer: " + body.strip() + b"\r\n\r\n")
+            return
+        accept = self.headers.get("Accept-Encoding", "")
+        if shape == "gzip" or (shape == "negotiated" and "gzip" in accept):
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Encoding", "gzip")
+            data = gzip.compress(body)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(data)
+            return
+        if shape == "base64":
+            return self.reply(200, base64.b64encode(body) + b"\n")
+        if shape == "hex":
+            return self.reply(200, body.hex().encode() + b"\n")
+        self.reply(200, body, "application/json")
 
     def send_bytes(self, arg):
         if not arg.isdigit() or int(arg) > BYTES_MAX:

@@ -39,9 +39,46 @@ if command -v node >/dev/null; then
 	expect_match "node: the server got the value" "token $REAL" "$(grep '"/echo-headers"' "$REQ" | tail -n1)"
 fi
 
-sb -- sh -c "$C -u \"user:\$API_KEY\" https://api.test/echo-headers"
+sb -- sh -c "$C -u \"user:\$API_KEY\" https://api.test/echo-headers; echo; echo \"ph=\$API_KEY\""
 B64=$(printf 'user:%s' "$REAL" | base64 -w0)
 expect_match "Basic auth: the server got user:value" "Basic $B64" "$(grep '"/echo-headers"' "$REQ" | tail -n1)"
+expect_no_match "Basic auth echoed: the credentials the broker built do not come back" "$B64|$REAL" "$OUT"
+expect_match "...the sandbox sees its own credentials instead" "Basic $(printf 'user:%s' "$(sed -n 's/^ph=//p' <<<"$OUT")" | base64 -w0)" "$OUT"
+
+# ---- echoes in other shapes: whatever the encoding, the value does not come back ----
+# forms.py FILE: every form of the value (raw, base64 at three alignments, hex) found in FILE
+cat >"$T_TMP/forms.py" <<'PYEOF'
+import base64, sys
+v = sys.argv[1].encode()
+data = open(sys.argv[2], "rb").read()
+forms = {"raw": v, "hex": v.hex().encode(), "HEX": v.hex().upper().encode()}
+for a in range(3):
+    enc = base64.b64encode(b"\0" * a + v)
+    forms[f"base64/{a}"] = enc[(8 * a + 5) // 6:(8 * (a + len(v))) // 6]
+found = [k for k, f in forms.items() if f in data]
+for decoded in (lambda d: base64.b64decode(d.strip() or b"="), lambda d: bytes.fromhex(d.strip().decode())):
+    try:
+        if v in decoded(data):
+            found.append("decoded")
+    except Exception:
+        pass
+print("forms found:", found or "none")
+PYEOF
+chmod 644 "$T_TMP/forms.py"
+for as in chunked base64 hex negotiated; do
+	sb -- sh -c "$C -H \"Authorization: Bearer \$API_KEY\" 'https://api.test/echo-headers?as=$as'" 
+	printf '%s' "$OUT" >"$T_TMP/out.$as"
+	expect_match "echo as $as: the server got the value" "Bearer $REAL" "$(grep '"/echo-headers?as='$as'"' "$REQ" | tail -n1)"
+	expect_eq "echo as $as: no form of the value reaches the sandbox" "forms found: none" "$($PY "$T_TMP/forms.py" "$REAL" "$T_TMP/out.$as")"
+done
+expect_match "echo in chunks: de-chunked, the placeholder in its place" '"Authorization": "Bearer ghp_' "$(cat "$T_TMP/out.chunked")"
+expect_no_match "a request asks for an identity response: no gzip came back" 'gzip' "$(grep '"/echo-headers?as=negotiated"' "$REQ" | tail -n1 | sed 's/.*"Accept-Encoding": "\([^"]*\)".*/\1/')"
+expect_match "...the server saw Accept-Encoding: identity" '"Accept-Encoding": "identity"' "$(grep '"/echo-headers?as=negotiated"' "$REQ" | tail -n1)"
+sb --log-format json -- sh -c "$C -o /dev/null -w '%{http_code}\n' -H \"Authorization: Bearer \$API_KEY\" 'https://api.test/echo-headers?as=gzip'; $C -H \"Authorization: Bearer \$API_KEY\" 'https://api.test/echo-headers?as=gzip'"
+expect_eq "a gzip body it cannot check: 502, not passed on" "502" "$(grep -x 502 <<<"$OUT")"
+expect_match "...saying why" 'not passed on: a content coding other than identity' "$OUT"
+expect_match "...recorded as secret.response_refused" '"event":"secret.response_refused".*"host":"api.test".*"outcome":"answered 502"' "$OUT"
+expect_no_match "...and nothing of the value" "$REAL" "$OUT"
 
 cat >"$T_TMP/body.json" <<'JSON'
 {"network": {"allow": ["api.test", "evil.test"]},
