@@ -1285,6 +1285,25 @@ static int broker_upstream_eof(struct evbuffer *out, void *ud)
 	return 0;
 }
 
+/* The real server's TLS failed (an untrusted certificate, another name): a 502 that says so. */
+static void broker_upstream_failed(const char *reason, void *ud)
+{
+	struct pd_egress_conn *c = ud;
+	char body[1024], msg[1536];
+	int n;
+
+	snprintf(body, sizeof(body),
+		 "paddock: could not reach %s securely: %s. Nothing was sent to it (a secret "
+		 "goes only to a server whose certificate verifies for its name).\n",
+		 secret_host(c), reason);
+	n = snprintf(msg, sizeof(msg),
+		     "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain; charset=utf-8\r\n"
+		     "Content-Length: %zu\r\nConnection: close\r\nX-Paddock-Egress: "
+		     "upstream-tls-failed\r\n\r\n%s",
+		     strlen(body), body);
+	pd_mitm_answer(c->mitm, msg, (size_t)n, reason);
+}
+
 static void broker_closed(const char *reason, uint64_t from_client, uint64_t from_upstream,
 			  void *ud)
 {
@@ -1311,6 +1330,7 @@ static const struct pd_mitm_ops broker_ops = {
 	.client_data = broker_client_data,
 	.upstream_data = broker_upstream_data,
 	.upstream_eof = broker_upstream_eof,
+	.upstream_failed = broker_upstream_failed,
 	.closed = broker_closed,
 };
 

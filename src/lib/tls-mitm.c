@@ -191,6 +191,21 @@ void pd_mitm_answer(struct pd_mitm *m, const void *data, size_t len, const char 
 	begin_flush(m, UPSTREAM);
 }
 
+/*
+ * The upstream failed before it was ready (its certificate, its name, its handshake): the
+ * caller may answer the client in its place (pd_mitm_answer); otherwise the end.
+ */
+static void upstream_failed(struct pd_mitm *m)
+{
+	bufferevent_disable(m->bev[UPSTREAM], EV_READ | EV_WRITE);
+	if (m->ops.upstream_failed) {
+		m->ops.upstream_failed(m->reason, m->ud);
+		if (m->flushing || m->finishing)
+			return;
+	}
+	end_now(m);
+}
+
 /* Decrypted bytes from side s through its transform into the other side's output. */
 static void pump(struct pd_mitm *m, enum side s)
 {
@@ -277,10 +292,11 @@ static void on_connected(struct pd_mitm *m, enum side s)
 		/* SECURITY: SSL_VERIFY_PEER already failed the handshake on a bad certificate;
 		 * checked again because what follows is the real secret. */
 		if (vr != X509_V_OK || !SSL_get0_peer_certificate(ssl)) {
+			m->ready[s] = false;
 			set_reason(m, "upstream certificate verification failed: %s",
 				   vr != X509_V_OK ? X509_verify_cert_error_string(vr)
 						   : "no certificate");
-			end_now(m);
+			upstream_failed(m);
 			return;
 		}
 		pump(m, CLIENT); /* what the client sent meanwhile */
@@ -378,6 +394,10 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 		return;
 	}
 	failure_reason(m, s, what);
+	if (s == UPSTREAM && !m->ready[UPSTREAM] && !m->flushing) {
+		upstream_failed(m);
+		return;
+	}
 	end_now(m);
 }
 
@@ -396,6 +416,13 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 			   !m->ready[CLIENT] && !m->ready[UPSTREAM] ? "client and upstream"
 			   : !m->ready[CLIENT]			 ? "client"
 								 : "upstream");
+	if (m->ready[CLIENT] && !m->ready[UPSTREAM] && !m->flushing) {
+		struct timeval tv = { .tv_sec = PD_MITM_TIMEOUT_S };
+
+		evtimer_add(m->timer, &tv); /* for the answer's flush */
+		upstream_failed(m);
+		return;
+	}
 	set_reason(m, "flush timed out"); /* unless the flush's own cause is recorded already */
 	end_now(m);
 }

@@ -40,6 +40,11 @@ struct pd_mitm_ops {
 	/* Optional: upstream ended (after its last bytes went through upstream_data); what it
 	 * appends to `out` still goes to the client. -1 aborts instead. */
 	int (*upstream_eof)(struct evbuffer *out, void *ud);
+	/* Optional: the upstream failed before it was ready: its certificate did not verify,
+	 * it is for another name, its handshake failed or timed out (`reason`, as closed()
+	 * will get it). The callee may answer the client with pd_mitm_answer() (it goes once
+	 * the client's own handshake is done); otherwise the connection just ends. */
+	void (*upstream_failed)(const char *reason, void *ud);
 	/* The interception ended. `reason` is text for a record, valid during the call: "client
 	 * closed", "upstream closed", "upstream certificate verification failed: <why>", ...;
 	 * the byte counts are decrypted bytes the callbacks consumed from each side. The mitm
@@ -71,7 +76,7 @@ int pd_mitm_start(struct event_base *base, SSL_CTX *server_ctx, SSL *upstream_ss
 void pd_mitm_free(struct pd_mitm *m);
 
 /*
- * From inside a callback (data, upstream_eof): answers the client with
+ * From inside a callback (data, upstream_eof, upstream_failed): answers the client with
  * `data` (an HTTP error) after what is queued for it, and ends once it is out and the
  * client closed (or LINGER_S later: closing with its request unread would reset the
  * connection and lose the answer), with `reason` recorded; what the client sends meanwhile

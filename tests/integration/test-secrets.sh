@@ -200,10 +200,19 @@ expect_match "...and the hunt did read its own memory" 'scanned True' "$OUT"
 expect_match "...and the same hunt does find the placeholder (the method works)" "found: \['/proc/" "$OUT"
 
 # ---- a tampered upstream is refused ----
+before=$(grep -c "$REAL" "$REQ")
 run_sb OUT ST --resolve-hosts "$H" --allow api.test --secret 'API_KEY@api.test' --log-format json -- \
-	$C https://api.test/echo-headers
-expect_eq "upstream not trusted (no --upstream-ca): the request fails" "1" "$([ "$ST" -ne 0 ] && echo 1)"
+	sh -c "$C -w '%{http_code}\n' -H \"Authorization: Bearer \$API_KEY\" https://api.test/echo-headers"
+expect_match "upstream not trusted (no --upstream-ca): a 502 naming the reason" 'could not reach api.test securely: upstream certificate verification failed: [a-z]' "$OUT"
+expect_eq "...status 502" "502" "$(grep -x 502 <<<"$OUT")"
 expect_match "...recorded with the certificate error" '"event":"egress.connection".*certificate' "$OUT"
+expect_eq "...and nothing reached the server" "$before" "$(grep -c "$REAL" "$REQ")"
+# a trusted certificate, but not for this name (api.wild.test is not among its names)
+run_sb OUT ST --resolve-hosts "$H" --upstream-ca "$EGRESS_DIR/ca.pem" --allow api.wild.test \
+	--secret 'API_KEY@api.wild.test' -- \
+	sh -c "$C -H \"Authorization: Bearer \$API_KEY\" https://api.wild.test/echo-headers"
+expect_match "upstream certificate for another name: a 502 naming the reason" 'could not reach api.wild.test securely: .*certificate verification failed: hostname mismatch' "$OUT"
+expect_eq "...and nothing reached the server" "$before" "$(grep -c "$REAL" "$REQ")"
 
 # ---- paddockd: a value given to the API is used, and never answered, stored or logged ----
 VAL="sk-ApiG1venValue0123456789abcdefghijkl"
