@@ -210,6 +210,13 @@ static void conn_close(struct pd_egress_conn *c)
 {
 	struct pd_egress *eg = c->eg;
 
+	if (c->mitm) {
+		uint64_t from_client, from_upstream;
+
+		pd_mitm_counts(c->mitm, &from_client, &from_upstream);
+		c->bytes_out += from_client;
+		c->bytes_in += from_upstream;
+	}
 	record(c);
 	if (c->req)
 		pd_resolve_cancel(c->req);
@@ -225,6 +232,11 @@ static void conn_close(struct pd_egress_conn *c)
 	for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
 		if (evs[i])
 			event_free(evs[i]);
+	if (c->mitm) {
+		/* closed from outside (a policy change, the sandbox's end): what it carried */
+		eg->stats.bytes_out += c->bytes_out;
+		eg->stats.bytes_in += c->bytes_in;
+	}
 	pd_mitm_free(c->mitm);
 	pd_subst_free(c->subst);
 	pd_response_free(c->resp);
@@ -239,6 +251,66 @@ static void conn_close(struct pd_egress_conn *c)
 	free(c->down.pre);
 	free(c->buf);
 	free(c);
+}
+
+/*
+ * Decides an open connection again, under the policy now in force: its name (as the client
+ * named it) on its port, and the address it was connected to. *ret_rule: the deciding rule.
+ */
+static bool still_allowed(struct pd_egress_conn *c, const struct pd_egress_rule **ret_rule,
+			  const char **ret_why)
+{
+	const struct pd_egress_policy *p = &c->eg->policy;
+	bool connected = c->st == ST_CONNECT || c->st == ST_CHECK || c->st == ST_PIPE ||
+			 c->st == ST_BROKER;
+
+	*ret_rule = NULL;
+	if (c->kind == TARGET_NAME && !pd_egress_allow_name(p, c->name, c->port, ret_rule)) {
+		*ret_why = *ret_rule ? "the network policy was replaced: a deny rule matches"
+				     : "the network policy was replaced: no allow rule matches the "
+				       "host and port";
+		return false;
+	}
+	if (c->kind == TARGET_ADDR || (connected && c->next_addr > 0)) {
+		size_t k = c->next_addr > 0 ? c->next_addr - 1 : 0;
+		const struct pd_egress_rule *name_rule = *ret_rule;
+
+		if (!pd_egress_allow_addr(p, c->addrs.a[k].family, c->addrs.a[k].addr, c->port,
+					  c->kind == TARGET_NAME, ret_rule)) {
+			*ret_why = *ret_rule ? "the network policy was replaced: a deny rule matches "
+					       "its address"
+					     : "the network policy was replaced: its address is not "
+					       "allowed";
+			return false;
+		}
+		if (!*ret_rule)
+			*ret_rule = name_rule;
+	}
+	return true;
+}
+
+unsigned pd_egress_conn_recheck(struct pd_egress *eg)
+{
+	unsigned closed = 0;
+
+	for (struct pd_egress_conn *c = eg->conns, *next; c; c = next) {
+		const struct pd_egress_rule *rule;
+		const char *why;
+
+		next = c->next;
+		/* not decided yet: they are, under the new policy */
+		if (c->st == ST_HEAD || (!c->allowed && c->st != ST_RESOLVE) ||
+		    still_allowed(c, &rule, &why))
+			continue;
+		/* SECURITY: lock means lock: what the policy refuses now is closed now */
+		set_rule(c, rule);
+		c->decided = true;
+		c->allowed = false;
+		c->reason = why;
+		conn_close(c);
+		closed++;
+	}
+	return closed;
 }
 
 void pd_egress_conn_free_all(struct pd_egress *eg)

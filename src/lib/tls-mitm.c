@@ -448,6 +448,12 @@ void pd_mitm_free(struct pd_mitm *m)
 }
 PD_DEFINE_CLEANUP(struct pd_mitm, pd_mitm_free)
 
+void pd_mitm_counts(const struct pd_mitm *m, uint64_t *ret_from_client, uint64_t *ret_from_upstream)
+{
+	*ret_from_client = m->bytes[CLIENT];
+	*ret_from_upstream = m->bytes[UPSTREAM];
+}
+
 static void on_finish(evutil_socket_t fd, short what, void *arg)
 {
 	struct pd_mitm *m = arg;

@@ -230,6 +230,44 @@ r=$(api POST /v1/sandboxes -d '{}')
 ID2=$($PY -c 'import json,sys; print(json.loads(sys.argv[1].rsplit("\n",1)[0])["id"])' "$r" 2>/dev/null)
 r=$(api PUT "/v1/sandboxes/$ID2/network" -d '{"mode":"allowlist","allow":["allowed.test"]}')
 expect_eq "daemon: a sandbox made with none has no egress to open: 409" "409" "$(tail -n1 <<<"$r")"
+# lock means lock: a PUT closes the open connections the new policy refuses, and says so
+cat >"$T_TMP/hold.py" <<'PYEOF'
+import socket, time
+def conn(name):
+    s = socket.create_connection((name, 7), timeout=5)
+    s.sendall(b"\x00")
+    s.recv(1)
+    return s
+def alive(s):
+    try:
+        s.sendall(b"\x01")
+        return s.recv(1) == b"\x01"
+    except OSError:
+        return False
+a, w = conn("allowed.test"), conn("www.wild.test")
+print("open", flush=True)
+t = time.time()
+while alive(a) and time.time() - t < 20:
+    time.sleep(0.1)
+print("allowed.test:", "open" if alive(a) else "closed", "www.wild.test:", "open" if alive(w) else "closed", flush=True)
+PYEOF
+r=$(api POST /v1/sandboxes -d '{"network":{"mode":"allowlist","allow":["allowed.test","www.wild.test"]}}')
+ID3=$($PY -c 'import json,sys; print(json.loads(sys.argv[1].rsplit("\n",1)[0])["id"])' "$r" 2>/dev/null)
+r=$(api POST "/v1/sandboxes/$ID3/exec" -d "$($PY -c 'import json,sys; print(json.dumps({"argv": ["/usr/bin/python3", "-c", open(sys.argv[1]).read()], "background": True, "tag": "hold"}))' "$T_TMP/hold.py")")
+for _ in $(seq 100); do
+	api GET "/v1/sandboxes/$ID3/processes/hold/output" | grep -q '"open' && break
+	sleep 0.1
+done
+r=$(api PUT "/v1/sandboxes/$ID3/network" -d '{"mode":"allowlist","allow":["www.wild.test"]}')
+expect_eq "daemon: a PUT that removes a host answers 200" 200 "$(tail -n1 <<<"$r")"
+expect_match "daemon: ...and says it closed the one open connection to it" '"connections_closed": *1' "$r"
+api POST "/v1/sandboxes/$ID3/processes/hold/wait?timeout_s=25" >/dev/null
+r=$(api GET "/v1/sandboxes/$ID3/processes/hold/output")
+expect_match "daemon: the tunnel to the removed host is closed at once, the other one stays" 'allowed.test: closed www.wild.test: open' "$r"
+r=$(api GET "/v1/sandboxes/$ID3/events")
+expect_match "daemon: the closed connection is recorded" '"event": *"egress.connection".*"host": *"allowed.test".*"decision": *"deny".*"reason": *"the network policy was replaced' "$(tr -d '\n' <<<"$r")"
+expect_match "daemon: egress.policy counts it" '"event": *"egress.policy".*"connections_closed": *1' "$(tr -d '\n' <<<"$r")"
+api DELETE "/v1/sandboxes/$ID3" >/dev/null
 # a crash of the daemon: the re-adopted sandbox gets its listeners back, with the policy
 # last PUT (the store has it)
 api PUT "/v1/sandboxes/$ID/network" -d '{"mode":"allowlist","allow":["allowed.test"]}' >/dev/null
