@@ -1161,6 +1161,9 @@ static void check_server_first(struct pd_egress_conn *c)
 	uint8_t *pre;
 	size_t pre_len;
 
+	/* the client may have spoken at the same moment: its bytes, if any, still decide */
+	if (c->len == 0 && fill(c) > 0 && sniff(c, name, sizeof(name)) != SNIFF_MAYBE)
+		return check_first_bytes(c, false);
 	if (c->len > 0 && sniff(c, name, sizeof(name)) != SNIFF_MAYBE)
 		return; /* the client's bytes decide; more of them are on their way */
 	pre = take_rest(c, 0, &pre_len);
