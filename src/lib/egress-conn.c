@@ -886,7 +886,8 @@ static void head_proxy(struct pd_egress_conn *c)
 
 		/* say what is wrong with it: the proxy read it as HTTP and found this */
 		c->reason = why ? why : "a malformed request";
-		snprintf(body, sizeof(body), "paddock: the proxy cannot read this request: expected %s.\n",
+		snprintf(body, sizeof(body),
+			 "paddock: the proxy cannot read this request: expected %s.\n",
 			 why ? why : "an HTTP/1.x request");
 		http_answer(c, "400 Bad Request", body);
 		return conn_close(c);
@@ -1202,6 +1203,10 @@ static void leak_blocked(struct pd_egress_conn *c, size_t idx)
 {
 	const struct pd_secret_rt *rt = &c->eg->secrets->s[idx];
 	bool plain = plain_to_bound(c, idx);
+	const char *ev_reason =
+		plain ? "its placeholder was sent over plain HTTP; its value goes to its hosts "
+			"over HTTPS only"
+		      : "its placeholder was sent to a host the secret is not bound to";
 
 	c->allowed = false;
 	c->reason = plain ? "a secret's placeholder was sent over plain HTTP (its value goes to "
@@ -1212,10 +1217,7 @@ static void leak_blocked(struct pd_egress_conn *c, size_t idx)
 		pd_emit(c->eg->ctx, PADDOCK_LEVEL_WARN, "secret.leak_blocked", c->eg->sandbox_id,
 			NULL,
 			json_pack("{s:s, s:s, s:s, s:s}", "secret", rt->name, "fingerprint",
-				  rt->fingerprint, "host", secret_host(c), "reason",
-				  plain ? "its placeholder was sent over plain HTTP; its value goes to "
-					  "its hosts over HTTPS only"
-					: "its placeholder was sent to a host the secret is not bound to"));
+				  rt->fingerprint, "host", secret_host(c), "reason", ev_reason));
 }
 
 /* Feeds every byte of `in` through fn; drains it. */

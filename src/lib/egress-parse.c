@@ -231,7 +231,8 @@ int pd_http_request_line_check(const uint8_t *buf, size_t len)
 	size_t i = 0, n = 0;
 
 	/* empty lines before a request line are ignored (RFC 9112 §2.2), as the broker does */
-	while (i < len && (buf[i] == '\n' || (buf[i] == '\r' && (i + 1 == len || buf[i + 1] == '\n'))))
+	while (i < len &&
+	       (buf[i] == '\n' || (buf[i] == '\r' && (i + 1 == len || buf[i + 1] == '\n'))))
 		i++;
 	for (; i < len; i++) {
 		uint8_t c = buf[i];

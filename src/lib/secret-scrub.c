@@ -976,7 +976,8 @@ int pd_response_end(struct pd_response *r, struct evbuffer *out, const char **re
 			break;
 		case R_HEAD:
 			if (r->head.len > 0)
-				k = rfail(r, EPROTO, "the server closed in the middle of a response head");
+				k = rfail(r, EPROTO,
+					  "the server closed in the middle of a response head");
 			break;
 		case R_LENGTH:
 		case R_CHUNK_SIZE:

@@ -448,7 +448,8 @@ void pd_mitm_free(struct pd_mitm *m)
 }
 PD_DEFINE_CLEANUP(struct pd_mitm, pd_mitm_free)
 
-void pd_mitm_counts(const struct pd_mitm *m, uint64_t *ret_from_client, uint64_t *ret_from_upstream)
+void pd_mitm_counts(const struct pd_mitm *m, uint64_t *ret_from_client,
+		    uint64_t *ret_from_upstream)
 {
 	*ret_from_client = m->bytes[CLIENT];
 	*ret_from_upstream = m->bytes[UPSTREAM];

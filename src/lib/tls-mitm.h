@@ -75,7 +75,8 @@ int pd_mitm_start(struct event_base *base, SSL_CTX *server_ctx, SSL *upstream_ss
  * mitm's own callbacks: return -1 from a data callback instead. */
 void pd_mitm_free(struct pd_mitm *m);
 /* The decrypted bytes the callbacks consumed from each side so far. */
-void pd_mitm_counts(const struct pd_mitm *m, uint64_t *ret_from_client, uint64_t *ret_from_upstream);
+void pd_mitm_counts(const struct pd_mitm *m, uint64_t *ret_from_client,
+		    uint64_t *ret_from_upstream);
 
 /*
  * From inside a callback (data, upstream_eof, upstream_failed): answers the client with
