@@ -311,6 +311,7 @@ int pd_stream_run(struct pd_stream *st, const uint8_t *in, size_t len, bool fina
 					return r;
 				if (evbuffer_add(out, best->rep, best->rep_len) < 0)
 					return -ENOMEM;
+				st->replaced++;
 				i += best->len;
 				done = i;
 				continue;
@@ -357,6 +358,20 @@ int pd_stream_release_held(struct pd_stream *st, struct evbuffer *out)
 	    evbuffer_add(out, st->tail + st->tail_emitted, st->tail_len - st->tail_emitted) < 0)
 		return -ENOMEM;
 	st->tail_emitted = st->tail_len;
+	return 0;
+}
+
+int pd_stream_set_context(struct pd_stream *st, const uint8_t *ctx, size_t len)
+{
+	int r = tail_room(st);
+
+	if (r < 0)
+		return r;
+	assert(len < MAX(st->ps->maxlen, (size_t)1));
+	pd_stream_reset(st);
+	if (len)
+		memcpy(st->tail, ctx, len);
+	st->tail_len = st->tail_emitted = len;
 	return 0;
 }
 

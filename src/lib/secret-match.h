@@ -75,6 +75,7 @@ struct pd_stream {
 	bool replace;		    /* replace matches; else stop at the first */
 	uint8_t *tail;
 	size_t tail_len, tail_emitted, tail_cap;
+	uint64_t replaced;	    /* how many matches it replaced so far */
 };
 
 void pd_stream_init(struct pd_stream *st, const struct pd_patset *ps, bool replace);
@@ -94,6 +95,12 @@ int pd_stream_run(struct pd_stream *st, const uint8_t *in, size_t len, bool fina
 		  struct evbuffer *out, const struct pd_pat **ret);
 /* Writes out what is held back without deciding it: it still counts for a match. */
 int pd_stream_release_held(struct pd_stream *st, struct evbuffer *out);
+/*
+ * Makes `ctx` (at most the set's maxlen - 1 bytes, already written out) what the stream
+ * holds back: matches that begin there and end in what is fed next are found. For a stream
+ * that did not see the bytes before, when only what follows them needs looking at.
+ */
+int pd_stream_set_context(struct pd_stream *st, const uint8_t *ctx, size_t len);
 
 /* ---- encodings ------------------------------------------------------------------------ */
 

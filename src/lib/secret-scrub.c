@@ -9,7 +9,10 @@
  * replaces forms with their stand-ins' (leftmost, longest); the second only looks, and
  * stops the stream at a form the first pass's output still holds (a replacement that,
  * with the bytes around it, spells a form again). That cannot happen with a random
- * placeholder but is not ruled out by construction, and "cannot" is the promise.
+ * placeholder but is not ruled out by construction, and "cannot" is the promise. A form in
+ * the first pass's output must overlap one of its replacements (bytes it left unchanged
+ * hold none: it would have replaced it), so the second pass starts at a message's first
+ * replacement, from the bytes just before it: a response with no value in it costs one.
  *
  * Determinism: as the request side, every decision depends on the bytes, not on how they
  * were split into feeds.
@@ -218,6 +221,15 @@ struct pd_scrub {
 	size_t n_creds, next_cred;
 	struct pd_stream replace, verify;
 	struct evbuffer *mid; /* the first pass's output */
+	/*
+	 * The second pass starts at a message's first replacement: bytes the first pass wrote
+	 * unchanged hold no form (it would have replaced it), so a form in its output must
+	 * overlap a replacement. Until one, the output goes out as it is, and its last bytes
+	 * are kept as the context the second pass starts from.
+	 */
+	bool verifying;
+	uint8_t *ctx;
+	size_t ctx_len, ctx_cap;
 	int err;
 };
 
@@ -334,6 +346,10 @@ struct pd_scrub *pd_scrub_free(struct pd_scrub *s)
 		return NULL;
 	pd_stream_release(&s->replace);
 	pd_stream_release(&s->verify);
+	if (s->ctx) {
+		explicit_bzero(s->ctx, s->ctx_cap);
+		free(s->ctx);
+	}
 	for (size_t i = 0; s->bytes && i < s->cap_bytes; i++)
 		pd_wipebuf_release(&s->bytes[i]);
 	free(s->bytes);
@@ -345,13 +361,65 @@ struct pd_scrub *pd_scrub_free(struct pd_scrub *s)
 	return NULL;
 }
 
-static int scrub_fail(struct pd_scrub *s, int r)
+/* A message ended: the next starts with neither pass holding anything. */
+static void message_reset(struct pd_scrub *s)
 {
-	s->err = r;
 	pd_stream_reset(&s->replace);
 	pd_stream_reset(&s->verify);
 	(void)evbuffer_drain(s->mid, evbuffer_get_length(s->mid));
+	s->verifying = false;
+	s->replace.replaced = 0;
+	if (s->ctx)
+		explicit_bzero(s->ctx, s->ctx_len);
+	s->ctx_len = 0;
+}
+
+static int scrub_fail(struct pd_scrub *s, int r)
+{
+	s->err = r;
+	message_reset(s);
 	return r;
+}
+
+/* Keeps the last bytes of mid (after what ctx held) as the second pass's context. */
+static int keep_context(struct pd_scrub *s)
+{
+	size_t want = s->ps.maxlen ? s->ps.maxlen - 1 : 0, n = evbuffer_get_length(s->mid), from;
+	struct evbuffer_ptr at;
+
+	if (want > s->ctx_cap) {
+		/* the set grew (a credential): room for its longest pattern's context */
+		uint8_t *c = malloc(want);
+
+		if (!c)
+			return -ENOMEM;
+		if (s->ctx_len)
+			memcpy(c, s->ctx, s->ctx_len);
+		if (s->ctx) {
+			explicit_bzero(s->ctx, s->ctx_cap);
+			free(s->ctx);
+		}
+		s->ctx = c;
+		s->ctx_cap = want;
+	}
+	if (n >= want) {
+		from = n - want;
+		s->ctx_len = 0;
+	} else {
+		/* the old context's last bytes, then all of mid */
+		size_t keep = MIN(s->ctx_len, want - n);
+
+		memmove(s->ctx, s->ctx + s->ctx_len - keep, keep);
+		s->ctx_len = keep;
+		from = 0;
+	}
+	if (n - from > 0) {
+		if (evbuffer_ptr_set(s->mid, &at, from, EVBUFFER_PTR_SET) < 0 ||
+		    evbuffer_copyout_from(s->mid, &at, s->ctx + s->ctx_len, n - from) < 0)
+			return -ENOMEM;
+		s->ctx_len += n - from;
+	}
+	return 0;
 }
 
 /* The second pass: what the first wrote goes out, unless a form is still in it. */
@@ -360,6 +428,20 @@ static int verify(struct pd_scrub *s, bool final, struct evbuffer *out)
 	const struct pd_pat *p = NULL;
 	int r;
 
+	if (!s->verifying && s->replace.replaced == 0) {
+		/* nothing replaced in this message yet: nothing to look at again */
+		r = keep_context(s);
+		if (r < 0 || evbuffer_add_buffer(out, s->mid) < 0)
+			return scrub_fail(s, -ENOMEM);
+		return 0;
+	}
+	if (!s->verifying) {
+		/* the first replacement: look from the context before it on */
+		s->verifying = true;
+		r = pd_stream_set_context(&s->verify, s->ctx, s->ctx_len);
+		if (r < 0)
+			return scrub_fail(s, r);
+	}
 	while (evbuffer_get_length(s->mid) > 0) {
 		struct evbuffer_iovec v;
 
@@ -372,7 +454,7 @@ static int verify(struct pd_scrub *s, bool final, struct evbuffer *out)
 		if (r > 0)
 			return scrub_fail(s, -EPERM);
 	}
-	if (!final)
+	if (!final || !s->verifying)
 		return 0;
 	r = pd_stream_run(&s->verify, NULL, 0, true, out, &p);
 	if (r < 0)
@@ -404,14 +486,15 @@ int pd_scrub_flush(struct pd_scrub *s, struct evbuffer *out)
 	r = pd_stream_run(&s->replace, NULL, 0, true, s->mid, &p);
 	if (r < 0)
 		return scrub_fail(s, r);
-	return verify(s, true, out);
+	r = verify(s, true, out);
+	if (r == 0)
+		message_reset(s);
+	return r;
 }
 
 void pd_scrub_drop(struct pd_scrub *s)
 {
-	pd_stream_reset(&s->replace);
-	pd_stream_reset(&s->verify);
-	(void)evbuffer_drain(s->mid, evbuffer_get_length(s->mid));
+	message_reset(s);
 }
 
 size_t pd_scrub_held(const struct pd_scrub *s)
@@ -771,21 +854,26 @@ static int head_done(struct pd_response *r, struct evbuffer *out)
 	return 0;
 }
 
-/* One byte of a head. */
-static int head_byte(struct pd_response *r, uint8_t c, struct evbuffer *out)
+/* Bytes of a head, up to and including its next line end; the blank line ends it. */
+static int head_bytes(struct pd_response *r, const uint8_t *in, size_t len, size_t *i,
+		      struct evbuffer *out)
 {
 	static const char start[] = "HTTP/1.";
-	size_t n = r->head.len;
+	const uint8_t *nl = memchr(in + *i, '\n', len - *i);
+	size_t n = (nl ? (size_t)(nl - in) + 1 : len) - *i, have = r->head.len;
 
-	if (n < sizeof(start) - 1 && c != (uint8_t)start[n])
-		return rfail(r, EPROTO, "not an HTTP/1.x response");
-	if (n >= PD_RESPONSE_HEAD_MAX)
+	/* a response starts "HTTP/1.": anything else is refused at its first byte */
+	for (size_t k = 0; have + k < sizeof(start) - 1 && k < n; k++)
+		if (in[*i + k] != (uint8_t)start[have + k])
+			return rfail(r, EPROTO, "not an HTTP/1.x response");
+	if (n > PD_RESPONSE_HEAD_MAX - have)
 		return rfail(r, E2BIG, "a response head over the limit");
-	if (pd_wipebuf_add(&r->head, &c, 1) < 0)
+	if (pd_wipebuf_add(&r->head, in + *i, n) < 0)
 		return rfail(r, ENOMEM, "out of memory");
-	n++;
+	*i += n;
+	n = r->head.len;
 	/* the blank line: "\n\n" or "\n\r\n" */
-	if (c == '\n' && n >= 2 &&
+	if (nl && n >= 2 &&
 	    (r->head.p[n - 2] == '\n' || (n >= 3 && r->head.p[n - 2] == '\r' &&
 					 r->head.p[n - 3] == '\n')))
 		return head_done(r, out);
@@ -860,7 +948,7 @@ static int step(struct pd_response *r, const uint8_t *in, size_t len, size_t *i,
 
 	switch (r->st) {
 	case R_HEAD:
-		return head_byte(r, in[(*i)++], out);
+		return head_bytes(r, in, len, i, out);
 	case R_LENGTH:
 		n = (size_t)MIN((uint64_t)(len - *i), r->remaining);
 		k = scrub_result(r, pd_scrub_feed(r->scrub, in + *i, n, out));

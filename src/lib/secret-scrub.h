@@ -59,8 +59,10 @@ struct pd_scrub *pd_scrub_new(const struct pd_secret *secrets, size_t n);
 struct pd_scrub *pd_scrub_free(struct pd_scrub *s);
 /*
  * Appends the scrubbed bytes to out, holding back at most pd_scrub_held_max(). 0; -EPERM
- * when a form would have gone out whole (out has everything before it; the error is final);
- * -ENOMEM. The output does not depend on how the input is split into feeds.
+ * when a form would have gone out whole (out has what came before it, never the form; the
+ * error is final); -ENOMEM. The output does not depend on how the input is split into
+ * feeds — but for -EPERM's: of the bytes before the form, those that came in an earlier
+ * feed went out already, at most the longest form's length less one.
  */
 int pd_scrub_feed(struct pd_scrub *s, const uint8_t *in, size_t len, struct evbuffer *out);
 /* The end of a message: appends what was held back, scrubbed. 0, -EPERM or -ENOMEM. */

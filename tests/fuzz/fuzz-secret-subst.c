@@ -261,6 +261,20 @@ static void no_form(const uint8_t *out, size_t len, const struct pd_secret *secr
 		abort();
 }
 
+/*
+ * The same output however split; but when a form was stopped (-EPERM), the bytes before it
+ * that came in an earlier feed went out already: one output is then the other's prefix,
+ * at most a form's length apart (secret-scrub.h).
+ */
+static bool same_output(const uint8_t *a, size_t a_len, const uint8_t *b, size_t b_len, int r)
+{
+	size_t n = a_len < b_len ? a_len : b_len;
+
+	if (r != -EPERM)
+		return a_len == b_len && memcmp(a, b, a_len) == 0;
+	return memcmp(a, b, n) == 0 && (a_len > b_len ? a_len - b_len : b_len - a_len) < 128;
+}
+
 static uint8_t *drain_all(struct evbuffer *out, size_t *ret_len)
 {
 	uint8_t *r;
@@ -310,7 +324,7 @@ static void check_scrub(const uint8_t *in, size_t len, uint8_t seed)
 	int ra, rb;
 	uint8_t *a = scrub_run(in, len, 0, &ra, &a_len), *b = scrub_run(in, len, seed, &rb, &b_len);
 
-	if (ra != rb || a_len != b_len || memcmp(a, b, a_len) != 0)
+	if (ra != rb || !same_output(a, a_len, b, b_len, ra))
 		abort();
 	no_form(a, a_len, secrets_streamed);
 	free(a);
@@ -358,7 +372,7 @@ static void check_response(const uint8_t *in, size_t len, uint8_t seed)
 	uint8_t *a = response_run(in, len, 0, seed, &ra, &a_len);
 	uint8_t *b = response_run(in, len, seed, seed, &rb, &b_len);
 
-	if (ra != rb || a_len != b_len || memcmp(a, b, a_len) != 0)
+	if (ra != rb || !same_output(a, a_len, b, b_len, ra))
 		abort();
 	no_form(a, a_len, secrets_streamed);
 	free(a);

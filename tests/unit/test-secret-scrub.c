@@ -235,10 +235,32 @@ static void test_scrub_verify(void **state)
 		  false },
 	};
 
+	const struct pd_secret back[] = {
+		{ "W", (const uint8_t *)"abcdefgh", 8, (const uint8_t *)"efghxxxx", 8, false,
+		  false },
+	};
+	const char *in = "zzzzzzzzzzzzabcdabcdefgh";
+	size_t len = strlen(in);
+
 	(void)state;
 	/* "abcdefgh" + "h" -> "habcdefg" + "h", which holds "abcdefgh" again */
 	scrub_check(sec, 1, "abcdefghh", -EPERM, "h");
 	scrub_check(sec, 1, "xxabcdefghxx", 0, "xxhabcdefgxx");
+	/*
+	 * A form the replacement completes with bytes before it ("abcd" + "efgh..."): found
+	 * whether those bytes came in the same feed or went out before (then at most the
+	 * longest form's length less one of them is out: never the form).
+	 */
+	for (size_t i = 0; i <= len; i++) {
+		char *got;
+		int r;
+
+		got = scrub(back, 1, in, len, &i, 1, &r);
+		assert_int_equal(r, -EPERM);
+		if (strncmp(got, "zzzzzzzzzzzzabcd", strlen(got)) != 0 || strlen(got) < 12)
+			fail_msg("cut at %zu: got '%s'", i, got);
+		free(got);
+	}
 }
 
 /* ---- HTTP responses ------------------------------------------------------------------------ */
