@@ -299,9 +299,10 @@ PADDOCK_API int paddock_sandbox_egress_stats(const paddock_sandbox *sb,
 
 /*
  * Replaces the network policy of a live sandbox with `from`'s network section (mode "none",
- * "allowlist" or "open"; rules). New connections and DNS queries follow it at once; those
- * already open are left alone. A sandbox created with mode "none" has no egress to change:
- * -EPERM. On error nothing changes.
+ * "allowlist" or "open"; rules). New connections and DNS queries follow it at once, and so
+ * do those already open: each one the new policy refuses (its host and port, and the address
+ * it was connected to) is closed and recorded. Returns how many were closed (>= 0). A sandbox
+ * created with mode "none" has no egress to change: -EPERM. On error nothing changes.
  */
 PADDOCK_API int paddock_sandbox_set_network(paddock_sandbox *sb, const paddock_spec *from,
 					    paddock_error *err);

@@ -70,7 +70,8 @@ static json_t *network_json(struct box *b)
 /*
  * PUT replaces the policy: the mode is required and a rule list left out is empty, not the
  * old one, so the rules in force are exactly those sent. max_connections, a bound rather
- * than a rule, keeps its value unless given.
+ * than a rule, keeps its value unless given. Returns how many open connections the new
+ * policy closed, or -errno.
  */
 int pd_box_set_network(struct box *b, json_t *net, paddock_error *err)
 {
@@ -109,8 +110,9 @@ int pd_box_set_network(struct box *b, json_t *net, paddock_error *err)
 static void put_network(struct request *r, struct box *b)
 {
 	static const char *const fields[] = { "mode", "allow", "deny", "max_connections", NULL };
-	json_t *body = pd_body_object(r, false), *net = NULL, *v;
+	json_t *body = pd_body_object(r, false), *net = NULL, *v, *answer;
 	paddock_error err = { 0 };
+	int closed;
 
 	if (!body)
 		return;
@@ -130,7 +132,8 @@ static void put_network(struct request *r, struct box *b)
 	v = json_object_get(body, "max_connections");
 	if (net && v)
 		json_object_set(net, "max_connections", v);
-	if ((net ? pd_box_set_network(b, net, &err) : dfail(&err, ENOMEM, "network policy")) < 0) {
+	closed = net ? pd_box_set_network(b, net, &err) : dfail(&err, ENOMEM, "network policy");
+	if (closed < 0) {
 		if (err.code == EPERM && strstr(err.msg, "--max-network"))
 			pd_reply_paddock_error(r, &err); /* 403 */
 		else if (err.code == EPERM)
@@ -139,7 +142,11 @@ static void put_network(struct request *r, struct box *b)
 			pd_reply_paddock_error(r, &err);
 		goto out;
 	}
-	pd_reply_json(r, 200, network_json(b));
+	/* lock means lock: the connections the new policy refused were closed, and how many */
+	answer = network_json(b);
+	if (answer)
+		json_object_set_new(answer, "connections_closed", json_integer(closed));
+	pd_reply_json(r, 200, answer);
 out:
 	json_decref(net);
 	json_decref(body);

@@ -8,8 +8,12 @@
  *   decide   the policy on the name, then on every address the supervisor resolved for it
  *   RESOLVE  pd_resolve(): the supervisor's own answer, pinned
  *   CONNECT  non-blocking connect to each allowed address in turn
- *   CHECK    CONNECT and SOCKS only: the first bytes through the tunnel must name the same
- *            host (TLS server name, or Host) — a tunnel opened for one name carries no other
+ *   CHECK    a tunnel (CONNECT, SOCKS), or a redirected connection that showed nothing
+ *            before its address decided: the first bytes through it are read before any
+ *            goes on. TLS or HTTP must name the same host (a tunnel opened for one name
+ *            carries no other) and, with secrets, HTTP goes to the broker; bytes that can be
+ *            neither (ssh, a database) are relayed at once, and so is everything when the
+ *            server speaks first. A head that starts but never completes is not relayed.
  *   PIPE     splice(2) both ways through a pipe each, until both sides are done
  *
  * Why splice and not bufferevents: the proxy sits on every byte an agent downloads;
@@ -41,6 +45,7 @@
 #include "error.h"
 #include "events.h"
 #include "sandbox.h"
+#include "secret-scrub.h"
 #include "secret-subst.h"
 #include "secrets.h"
 #include "tls-ca.h"
@@ -49,7 +54,7 @@
 
 #define HEAD_TIMEOUT_S 30	/* to send a request head or SOCKS request */
 #define PEEK_TIMEOUT_MS 1000	/* redirected: wait this long for a TLS hello or HTTP head */
-#define CHECK_TIMEOUT_MS 3000	/* tunnel: wait this long for the first bytes to check */
+#define MAYBE_TIMEOUT_MS 1000	/* "ping": wait this long for a method's space, then relay */
 #define CONNECT_TIMEOUT_S 10	/* per address */
 #define IDLE_TIMEOUT_S 900	/* no byte either way */
 #define PIPE_SMALL (64u << 10) /* the kernel's default; every connection starts here */
@@ -87,7 +92,10 @@ struct pd_egress_conn {
 	uint8_t *buf;
 	size_t len;
 	int socks_step; /* 0: greeting, 1: request */
+	/* what the first bytes through the connection are (not the proxy request itself) */
 	bool is_tls, is_http, absolute;
+	bool head_timer; /* a request head or TLS hello has started: HEAD_TIMEOUT_S to finish */
+	bool maybe_timer; /* token characters only: MAYBE_TIMEOUT_MS to become a request line */
 	struct pd_http_head head;
 	/* the destination */
 	enum target_kind kind;
@@ -108,9 +116,10 @@ struct pd_egress_conn {
 	/* the secret broker (ST_BROKER): an HTTP relay through the substitution engine */
 	struct pd_mitm *mitm;
 	struct pd_subst *subst;
-	struct pd_scrub *scrub;
+	struct pd_response *resp; /* intercepted HTTPS: what the server sends back, checked */
 	struct pd_secret *view; /* the sandbox's secrets, bound or not to this host */
 	bool intercepted, leaked;
+	bool resp_refused; /* a response was not passed on (secret.response_refused) */
 	size_t leak_idx;
 };
 
@@ -201,6 +210,13 @@ static void conn_close(struct pd_egress_conn *c)
 {
 	struct pd_egress *eg = c->eg;
 
+	if (c->mitm) {
+		uint64_t from_client, from_upstream;
+
+		pd_mitm_counts(c->mitm, &from_client, &from_upstream);
+		c->bytes_out += from_client;
+		c->bytes_in += from_upstream;
+	}
 	record(c);
 	if (c->req)
 		pd_resolve_cancel(c->req);
@@ -216,9 +232,14 @@ static void conn_close(struct pd_egress_conn *c)
 	for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
 		if (evs[i])
 			event_free(evs[i]);
+	if (c->mitm) {
+		/* closed from outside (a policy change, the sandbox's end): what it carried */
+		eg->stats.bytes_out += c->bytes_out;
+		eg->stats.bytes_in += c->bytes_in;
+	}
 	pd_mitm_free(c->mitm);
 	pd_subst_free(c->subst);
-	pd_scrub_free(c->scrub);
+	pd_response_free(c->resp);
 	free(c->view);
 	pd_close(c->cfd);
 	pd_close(c->ufd);
@@ -230,6 +251,66 @@ static void conn_close(struct pd_egress_conn *c)
 	free(c->down.pre);
 	free(c->buf);
 	free(c);
+}
+
+/*
+ * Decides an open connection again, under the policy now in force: its name (as the client
+ * named it) on its port, and the address it was connected to. *ret_rule: the deciding rule.
+ */
+static bool still_allowed(struct pd_egress_conn *c, const struct pd_egress_rule **ret_rule,
+			  const char **ret_why)
+{
+	const struct pd_egress_policy *p = &c->eg->policy;
+	bool connected = c->st == ST_CONNECT || c->st == ST_CHECK || c->st == ST_PIPE ||
+			 c->st == ST_BROKER;
+
+	*ret_rule = NULL;
+	if (c->kind == TARGET_NAME && !pd_egress_allow_name(p, c->name, c->port, ret_rule)) {
+		*ret_why = *ret_rule ? "the network policy was replaced: a deny rule matches"
+				     : "the network policy was replaced: no allow rule matches the "
+				       "host and port";
+		return false;
+	}
+	if (c->kind == TARGET_ADDR || (connected && c->next_addr > 0)) {
+		size_t k = c->next_addr > 0 ? c->next_addr - 1 : 0;
+		const struct pd_egress_rule *name_rule = *ret_rule;
+
+		if (!pd_egress_allow_addr(p, c->addrs.a[k].family, c->addrs.a[k].addr, c->port,
+					  c->kind == TARGET_NAME, ret_rule)) {
+			*ret_why = *ret_rule ? "the network policy was replaced: a deny rule matches "
+					       "its address"
+					     : "the network policy was replaced: its address is not "
+					       "allowed";
+			return false;
+		}
+		if (!*ret_rule)
+			*ret_rule = name_rule;
+	}
+	return true;
+}
+
+unsigned pd_egress_conn_recheck(struct pd_egress *eg)
+{
+	unsigned closed = 0;
+
+	for (struct pd_egress_conn *c = eg->conns, *next; c; c = next) {
+		const struct pd_egress_rule *rule;
+		const char *why;
+
+		next = c->next;
+		/* not decided yet: they are, under the new policy */
+		if (c->st == ST_HEAD || (!c->allowed && c->st != ST_RESOLVE) ||
+		    still_allowed(c, &rule, &why))
+			continue;
+		/* SECURITY: lock means lock: what the policy refuses now is closed now */
+		set_rule(c, rule);
+		c->decided = true;
+		c->allowed = false;
+		c->reason = why;
+		conn_close(c);
+		closed++;
+	}
+	return closed;
 }
 
 void pd_egress_conn_free_all(struct pd_egress *eg)
@@ -262,16 +343,84 @@ static void http_answer(struct pd_egress_conn *c, const char *status, const char
 
 /* ---- refusing ------------------------------------------------------------------------------ */
 
-static void conn_refuse(struct pd_egress_conn *c, const char *reason)
+/* The narrowest rule that would allow this connection's address: "10.0.0.5:80", "[fd00::1]:22". */
+static void addr_rule_text(const struct pd_egress_conn *c, char *buf, size_t size)
 {
-	char target[PD_EGRESS_NAME_MAX + 16], body[1536];
-	bool deny = strncmp(c->rule, "deny ", 5) == 0;
+	if (c->addr_family == AF_INET6)
+		snprintf(buf, size, "[%s]:%u", c->addr_text, c->port);
+	else
+		snprintf(buf, size, "%s:%u", c->addr_text, c->port);
+}
+
+/*
+ * What an agent can do about a refusal, said truthfully: the rule that would allow exactly
+ * this destination (with its port: a rule without one opens every port of the host), or
+ * why no rule would help.
+ */
+enum advice {
+	ADVICE_ALLOW_NAME,    /* no rule allows the name: --allow NAME:PORT */
+	ADVICE_ALLOW_ADDR,    /* an address no CIDR rule allows: --allow ADDR:PORT */
+	ADVICE_NAME_PRIVATE,  /* the name is allowed, its address is not public */
+	ADVICE_DENIED,	      /* a deny rule: nothing to ask for */
+	ADVICE_NONE_MODE,     /* mode none: no rule helps */
+	ADVICE_FIX_REQUEST,   /* the request itself is wrong: `detail` says how */
+};
+
+static void advice_text(const struct pd_egress_conn *c, enum advice a, const char *detail,
+			char *buf, size_t size)
+{
+	char addr[INET6_ADDRSTRLEN + 16];
+
+	addr_rule_text(c, addr, sizeof(addr));
+	switch (a) {
+	case ADVICE_ALLOW_NAME:
+		snprintf(buf, size,
+			 "ask the operator to allow this destination (--allow %s:%u).", c->name,
+			 c->port);
+		return;
+	case ADVICE_ALLOW_ADDR:
+		snprintf(buf, size,
+			 "%sask the operator to allow this address (--allow %s).",
+			 pd_addr_classify(c->addr_family, c->addr) == PD_ADDR_PUBLIC
+				 ? "name the host instead of its address, or "
+				 : "",
+			 addr);
+		return;
+	case ADVICE_NAME_PRIVATE:
+		snprintf(buf, size,
+			 "%s is allowed, but it resolves to %s, which is not public (loopback, "
+			 "private, link-local or reserved); if that destination is intended, ask "
+			 "the operator to allow the address too (--allow %s).",
+			 c->name, c->addr_text, addr);
+		return;
+	case ADVICE_DENIED:
+		snprintf(buf, size, "the operator denies this destination.");
+		return;
+	case ADVICE_NONE_MODE:
+		snprintf(buf, size,
+			 "this sandbox has no egress now (network mode none): no rule opens "
+			 "anything until the operator changes the mode.");
+		return;
+	case ADVICE_FIX_REQUEST:
+		snprintf(buf, size, "%s", detail);
+		return;
+	}
+}
+
+static void conn_refuse_advice(struct pd_egress_conn *c, const char *reason, enum advice a,
+			       const char *detail)
+{
+	char target[PD_EGRESS_NAME_MAX + 16], body[1536], advice[768];
 
 	c->decided = true;
 	c->allowed = false;
 	c->reason = reason;
 	c->eg->stats.connections_denied++;
 	target_text(c, target, sizeof(target));
+	if (c->eg->policy.mode == PD_EGRESS_NONE && a != ADVICE_FIX_REQUEST) {
+		a = ADVICE_NONE_MODE;
+		c->reason = reason = "this sandbox's network mode is none";
+	}
 	if (c->via == PD_VIA_SOCKS) {
 		uint8_t rep[10];
 
@@ -281,19 +430,26 @@ static void conn_refuse(struct pd_egress_conn *c, const char *reason)
 		 * Agents read this: name the host and the rule, and say other routes are closed
 		 * too, so the next step is asking for access rather than tunnelling around it.
 		 */
+		advice_text(c, a, detail, advice, sizeof(advice));
 		snprintf(body, sizeof(body),
 			 "paddock: egress to %s is blocked by this sandbox's network policy "
 			 "(%s%s%s).\nOther routes (direct connections, other ports, DNS, other "
-			 "proxies or tunnels) are blocked as well; %s%s%s\n",
-			 target, reason, c->rule[0] ? "; " : "", c->rule,
-			 deny ? "the operator denies this destination." :
-				"ask the operator to allow this destination (--allow ",
-			 deny ? "" : c->kind == TARGET_NAME ? c->name : c->addr_text,
-			 deny ? "" : ").");
+			 "proxies or tunnels) are blocked as well; %s\n",
+			 target, reason, c->rule[0] ? "; " : "", c->rule, advice);
 		http_answer(c, "403 Forbidden", body);
 	}
 	/* TLS or unknown bytes, redirected: nothing it would understand; the close says it */
 	conn_close(c);
+}
+
+/* A refusal by the policy: the advice follows from the rule that decided, and the target. */
+static void conn_refuse(struct pd_egress_conn *c, const char *reason)
+{
+	enum advice a = strncmp(c->rule, "deny ", 5) == 0 ? ADVICE_DENIED
+			: c->kind == TARGET_NAME	   ? ADVICE_ALLOW_NAME
+							   : ADVICE_ALLOW_ADDR;
+
+	conn_refuse_advice(c, reason, a, NULL);
 }
 
 /* A failure after the decision allowed it: upstream unreachable, name unknown. */
@@ -325,7 +481,8 @@ static void decide(struct pd_egress_conn *c)
 
 	if (c->kind == TARGET_NAME) {
 		if (streq(c->name, "invalid."))
-			return conn_refuse(c, "the host name is malformed");
+			return conn_refuse_advice(c, "the host name is malformed", ADVICE_FIX_REQUEST,
+						  "name the host with letters, digits, '-' and '.'.");
 		if (!pd_egress_allow_name(&eg->policy, c->name, c->port, &rule)) {
 			set_rule(c, rule);
 			return conn_refuse(c, rule ? "a deny rule matches"
@@ -355,7 +512,9 @@ static void decide(struct pd_egress_conn *c)
 		c->st = ST_RESOLVE;
 		return conn_resolve(c);
 	}
-	return conn_refuse(c, "no destination could be read from the connection");
+	return conn_refuse_advice(c, "no destination could be read from the connection",
+				  ADVICE_FIX_REQUEST,
+				  "name the destination (a TLS server name or an HTTP Host header).");
 }
 
 /* ---- connecting ---------------------------------------------------------------------------- */
@@ -389,12 +548,16 @@ static void on_resolved(int error, const struct pd_addrs *addrs, void *userdata)
 			      "link-local or reserved) and no CIDR rule allows them";
 	}
 	if (ok.n == 0) {
+		c->addr_family = addrs->a[0].family;
+		memcpy(c->addr, addrs->a[0].addr, 16);
 		inet_ntop(addrs->a[0].family, addrs->a[0].addr, c->addr_text, sizeof(c->addr_text));
 		if (deny) {
 			set_rule(c, deny);
 			why = "a deny rule matches its address";
+			return conn_refuse_advice(c, why, ADVICE_DENIED, NULL);
 		}
-		return conn_refuse(c, why);
+		/* SECURITY: the name is allowed already; what is missing is the address */
+		return conn_refuse_advice(c, why, ADVICE_NAME_PRIVATE, NULL);
 	}
 	c->addrs = ok;
 	c->next_addr = 0;
@@ -588,7 +751,8 @@ static void pipe_start(struct pd_egress_conn *c, uint8_t *pre_up, size_t pre_up_
 	/* counted here, once every check has passed: a tunnel refused after CONNECT is a denial */
 	c->eg->stats.connections_allowed++;
 	c->st = ST_PIPE;
-	c->u_rd = event_new(c->eg->ctx->base, c->ufd, EV_READ, conn_io, c);
+	if (!c->u_rd)
+		c->u_rd = event_new(c->eg->ctx->base, c->ufd, EV_READ, conn_io, c);
 	if (!c->u_wr)
 		c->u_wr = event_new(c->eg->ctx->base, c->ufd, EV_WRITE, conn_io, c);
 	if (!c->u_rd || !c->u_wr ||
@@ -711,15 +875,25 @@ static void head_proxy(struct pd_egress_conn *c)
 	r = pd_http_head_parse((const char *)c->buf, c->len, &c->head, &why);
 	if (r == -EAGAIN)
 		return arm(c->c_rd, 0);
-	c->is_http = true;
 	if (r == -E2BIG) {
 		c->reason = "request head too large";
 		http_answer(c, "431 Request Header Fields Too Large",
 			    "paddock: the request head is larger than the proxy takes.\n");
 		return conn_close(c);
 	}
-	if (r < 0 || c->head.form == PD_HTTP_ORIGIN) {
-		c->reason = why ? why : "not a proxy request";
+	if (r < 0) {
+		char body[512];
+
+		/* say what is wrong with it: the proxy read it as HTTP and found this */
+		c->reason = why ? why : "a malformed request";
+		snprintf(body, sizeof(body),
+			 "paddock: the proxy cannot read this request: expected %s.\n",
+			 why ? why : "an HTTP/1.x request");
+		http_answer(c, "400 Bad Request", body);
+		return conn_close(c);
+	}
+	if (c->head.form == PD_HTTP_ORIGIN) {
+		c->reason = "not a proxy request";
 		http_answer(c, "400 Bad Request",
 			    "paddock: this is an HTTP proxy: send CONNECT host:port or an "
 			    "absolute http:// URL.\n");
@@ -731,7 +905,9 @@ static void head_proxy(struct pd_egress_conn *c)
 	if (c->absolute && c->head.host_header[0] &&
 	    (strcasecmp(c->head.host_header, c->head.host) != 0 ||
 	     (c->head.host_header_port && c->head.host_header_port != c->head.port)))
-		return conn_refuse(c, "the Host header names another host than the request");
+		return conn_refuse_advice(c, "the Host header names another host than the request",
+					  ADVICE_FIX_REQUEST,
+					  "send a Host header that names the URL's host and port.");
 	decide(c);
 }
 
@@ -786,54 +962,104 @@ static void head_socks(struct pd_egress_conn *c)
 	decide(c);
 }
 
+enum sniff {
+	SNIFF_MAYBE, /* token characters that may be a method or another protocol's word */
+	SNIFF_MORE,  /* a TLS hello or an HTTP request head has begun: read the rest */
+	SNIFF_TLS,   /* a TLS ClientHello (with a server name, or none) */
+	SNIFF_HTTP,  /* an HTTP request (with a Host, when its head parses) */
+	SNIFF_OTHER, /* neither: another protocol */
+};
+
 /*
- * What the first bytes say: TLS with a server name, an HTTP request with a Host, or
- * neither. 1: known (or never will be), 0: read more.
+ * What the first bytes from the client are. `name`: the TLS server name or the Host they
+ * carry, "" when none. A request line decides HTTP as the broker reads it
+ * (pd_http_request_line_check), so a text protocol's line or binary bytes are another
+ * protocol at once, without waiting.
  */
-static int sniff(struct pd_egress_conn *c, char *name, size_t size, uint16_t *port)
+static enum sniff sniff(struct pd_egress_conn *c, char *name, size_t size)
 {
 	const char *why;
 	int r;
 
 	name[0] = '\0';
 	if (c->len == 0)
-		return 0;
+		return SNIFF_MAYBE;
 	if (c->buf[0] == 0x16) { /* a TLS handshake record */
 		c->is_tls = true;
 		r = pd_tls_sni_parse(c->buf, c->len, name, size, &why);
 		if (r == -EAGAIN && c->len < PD_TLS_HELLO_MAX)
-			return 0;
+			return SNIFF_MORE;
 		if (r < 0)
 			name[0] = '\0';
-		return 1;
+		return SNIFF_TLS;
 	}
+	r = pd_http_request_line_check(c->buf, c->len);
+	if (r == -EPROTO)
+		return SNIFF_OTHER;
+	if (r == -EAGAIN)
+		return SNIFF_MAYBE; /* at most 32 token characters: never near BUF_MAX */
+	/* a request line longer than a head may be is still HTTP: the broker refuses it */
+	if (r == 1 && c->len < BUF_MAX)
+		return SNIFF_MORE;
+	c->is_http = true;
 	r = pd_http_head_parse((const char *)c->buf, c->len, &c->head, &why);
-	if (r == -EAGAIN && c->len < 8) /* too short to tell HTTP from anything else */
-		return 0;
-	if (r == -EAGAIN) {
-		/* a request line is there: wait for the rest of the head */
-		if (memchr(c->buf, ' ', c->len) && c->len < BUF_MAX)
-			return 0;
-		return 1;
-	}
-	if (r == 0) {
-		c->is_http = true;
+	if (r == -EAGAIN && c->len < BUF_MAX)
+		return SNIFF_MORE;
+	if (r == 0)
 		snprintf(name, size, "%s",
 			 c->head.form == PD_HTTP_ORIGIN ? c->head.host_header : c->head.host);
-		*port = c->head.form == PD_HTTP_ORIGIN ? c->head.host_header_port : c->head.port;
+	return SNIFF_HTTP;
+}
+
+/*
+ * The client's first bytes are not known yet (SNIFF_MAYBE or SNIFF_MORE): read on, or give
+ * up waiting. SECURITY: bytes that began a request head ("METHOD ") or a TLS hello are never
+ * relayed unread: the head gets HEAD_TIMEOUT_S to complete, then the connection closes (a
+ * leak check must not time out into a pass). Token characters alone ("ping") get
+ * MAYBE_TIMEOUT_MS, then are another protocol's. 1: read on; 0: relay them as they are;
+ * -1: closed.
+ */
+static int wait_for_more(struct pd_egress_conn *c, enum sniff k, bool timed_out)
+{
+	if (k == SNIFF_MORE) {
+		if (timed_out && c->head_timer) {
+			c->reason = "timed out waiting for the rest of the request head or TLS hello";
+			conn_close(c);
+			return -1;
+		}
+		if (!c->head_timer) {
+			c->head_timer = true;
+			set_timer(c, HEAD_TIMEOUT_S * 1000);
+		}
+	} else if (timed_out && c->maybe_timer) {
+		return 0;
+	} else if (!c->maybe_timer) {
+		c->maybe_timer = true;
+		set_timer(c, MAYBE_TIMEOUT_MS);
 	}
+	arm(c->c_rd, 0);
 	return 1;
 }
 
 static void peek_transparent(struct pd_egress_conn *c, bool timed_out)
 {
 	char name[PD_EGRESS_NAME_MAX + 1];
-	uint16_t port = 0;
 
-	if (!timed_out && sniff(c, name, sizeof(name), &port) == 0)
-		return arm(c->c_rd, 0);
-	if (timed_out)
-		name[0] = '\0', sniff(c, name, sizeof(name), &port);
+	enum sniff k = sniff(c, name, sizeof(name));
+
+	if (k == SNIFF_MORE || (k == SNIFF_MAYBE && c->len > 0)) {
+		if (wait_for_more(c, k, timed_out) != 0)
+			return;
+		/* a word of another protocol ("ping"): its address decides */
+	} else if (k == SNIFF_MAYBE) {
+		if (!timed_out)
+			return arm(c->c_rd, 0);
+		/*
+		 * Nothing yet: a protocol whose server speaks first, or a slow client. The
+		 * address decides now; whatever the client sends later is checked after the
+		 * connect (ST_CHECK), as a tunnel's first bytes are.
+		 */
+	}
 	/*
 	 * The name the client asked for decides (TLS server name, Host); without one, the name
 	 * the DNS filter answered this address for (ssh, git://, databases); the bare address
@@ -854,31 +1080,94 @@ static void peek_transparent(struct pd_egress_conn *c, bool timed_out)
 	decide(c);
 }
 
-/* CONNECT and SOCKS: the first bytes through the tunnel must not name another host. */
-static void check_tunnel(struct pd_egress_conn *c, bool timed_out)
+/* The first bytes named another host than the connection was decided for. 0: go on. */
+static int check_name(struct pd_egress_conn *c, const char *name)
 {
-	char name[PD_EGRESS_NAME_MAX + 1], norm[PD_EGRESS_NAME_MAX + 1];
-	uint16_t port = 0;
+	char norm[PD_EGRESS_NAME_MAX + 1];
+	const struct pd_egress_rule *rule;
+	uint8_t lit[16];
+
+	if (!name[0] || inet_pton(AF_INET, name, lit) == 1 || inet_pton(AF_INET6, name, lit) == 1)
+		return 0;
+	if (pd_egress_name_normalise(name, norm, sizeof(norm)) == 0 && c->kind == TARGET_NAME &&
+	    streq(norm, c->name))
+		return 0;
+	if (c->via == PD_VIA_TRANSPARENT && pd_egress_name_normalise(name, norm, sizeof(norm)) == 0) {
+		/*
+		 * Redirected, decided by its address before it named anything: the name it names
+		 * now decides, as it would have at once (another name of a shared address).
+		 */
+		if (pd_egress_allow_name(&c->eg->policy, norm, c->port, &rule)) {
+			set_target(c, norm, c->port);
+			set_rule(c, rule);
+			return 0;
+		}
+		c->allowed = false;
+		set_rule(c, rule);
+		c->eg->stats.connections_denied++;
+		c->reason = rule ? "a deny rule matches the name it sent late"
+				 : "no allow rule matches the name it sent late";
+		conn_close(c);
+		return -1;
+	}
+	if (c->kind != TARGET_NAME)
+		return 0; /* a tunnel to an address: the address was decided */
+	c->allowed = false;
+	c->rule[0] = '\0'; /* the rule allowed the host; the tunnel's contents are refused */
+	c->eg->stats.connections_denied++;
+	c->reason = c->is_tls ? "the TLS server name differs from the tunnel's host"
+			      : "the Host header differs from the tunnel's host";
+	conn_close(c);
+	return -1;
+}
+
+/*
+ * CHECK: the first bytes through a tunnel, or through a redirected connection that showed
+ * none before it was decided. Nothing goes on before they are known.
+ */
+static void check_first_bytes(struct pd_egress_conn *c, bool timed_out)
+{
+	char name[PD_EGRESS_NAME_MAX + 1];
 	uint8_t *pre;
 	size_t pre_len;
 	bool tls;
 
-	if (!timed_out && sniff(c, name, sizeof(name), &port) == 0)
+	enum sniff k = sniff(c, name, sizeof(name));
+
+	if (k == SNIFF_MORE || (k == SNIFF_MAYBE && c->len > 0)) {
+		if (wait_for_more(c, k, timed_out) != 0)
+			return;
+	} else if (k == SNIFF_MAYBE) {
+		if (timed_out) {
+			c->reason = "idle timeout";
+			return conn_close(c);
+		}
 		return arm(c->c_rd, 0);
-	if (timed_out)
-		sniff(c, name, sizeof(name), &port);
-	if (c->kind == TARGET_NAME && name[0] &&
-	    (pd_egress_name_normalise(name, norm, sizeof(norm)) < 0 || !streq(norm, c->name))) {
-		c->allowed = false;
-		c->rule[0] = '\0'; /* the rule allowed the host; the tunnel's contents are refused */
-		c->eg->stats.connections_denied++;
-		c->reason = c->is_tls ? "the TLS server name differs from the tunnel's host"
-				      : "the Host header differs from the tunnel's host";
-		return conn_close(c);
 	}
+	if (check_name(c, name) < 0)
+		return;
 	pre = take_rest(c, 0, &pre_len);
 	if (broker_wanted(c, &tls))
 		return broker_start(c, tls, pre, pre_len);
+	pipe_start(c, pre, pre_len);
+}
+
+/*
+ * CHECK, and the server spoke first (ssh, SMTP, MySQL): not a request; relay at once. Bytes
+ * of the client's that began a head or hello still decide.
+ */
+static void check_server_first(struct pd_egress_conn *c)
+{
+	char name[PD_EGRESS_NAME_MAX + 1];
+	uint8_t *pre;
+	size_t pre_len;
+
+	/* the client may have spoken at the same moment: its bytes, if any, still decide */
+	if (c->len == 0 && fill(c) > 0 && sniff(c, name, sizeof(name)) != SNIFF_MAYBE)
+		return check_first_bytes(c, false);
+	if (c->len > 0 && sniff(c, name, sizeof(name)) != SNIFF_MAYBE)
+		return; /* the client's bytes decide; more of them are on their way */
+	pre = take_rest(c, 0, &pre_len);
 	pipe_start(c, pre, pre_len);
 }
 
@@ -903,19 +1192,32 @@ static void on_secret_use(const struct pd_subst_use *use, const char *request_li
 			  request_line));
 }
 
+/* The secret is bound to this host, but this is plain HTTP: its value goes over TLS only. */
+static bool plain_to_bound(const struct pd_egress_conn *c, size_t idx)
+{
+	return !c->intercepted && c->kind == TARGET_NAME &&
+	       pd_secret_bound(&c->eg->secrets->s[idx], c->name);
+}
+
 static void leak_blocked(struct pd_egress_conn *c, size_t idx)
 {
 	const struct pd_secret_rt *rt = &c->eg->secrets->s[idx];
+	bool plain = plain_to_bound(c, idx);
+	const char *ev_reason =
+		plain ? "its placeholder was sent over plain HTTP; its value goes to its hosts "
+			"over HTTPS only"
+		      : "its placeholder was sent to a host the secret is not bound to";
 
 	c->allowed = false;
-	c->reason = "a secret's placeholder was sent to a host it is not bound to";
+	c->reason = plain ? "a secret's placeholder was sent over plain HTTP (its value goes to "
+			    "its hosts over HTTPS only)"
+			  : "a secret's placeholder was sent to a host it is not bound to";
 	c->eg->stats.connections_denied++;
 	if (pd_events_wanted(c->eg->ctx))
 		pd_emit(c->eg->ctx, PADDOCK_LEVEL_WARN, "secret.leak_blocked", c->eg->sandbox_id,
 			NULL,
 			json_pack("{s:s, s:s, s:s, s:s}", "secret", rt->name, "fingerprint",
-				  rt->fingerprint, "host", secret_host(c), "reason",
-				  "its placeholder was sent to a host the secret is not bound to"));
+				  rt->fingerprint, "host", secret_host(c), "reason", ev_reason));
 }
 
 /* Feeds every byte of `in` through fn; drains it. */
@@ -952,15 +1254,11 @@ static int subst_chunk(struct pd_egress_conn *c, const uint8_t *p, size_t n, str
 	return r;
 }
 
-static int scrub_chunk(struct pd_egress_conn *c, const uint8_t *p, size_t n, struct evbuffer *out)
-{
-	return pd_scrub_feed(c->scrub, p, n, out);
-}
 
 static int broker_client_data(struct evbuffer *in, struct evbuffer *out, void *ud)
 {
 	struct pd_egress_conn *c = ud;
-	char body[512], msg[1024];
+	char body[1024], msg[1536];
 	int n, r;
 
 	if (c->leaked) {
@@ -972,10 +1270,16 @@ static int broker_client_data(struct evbuffer *in, struct evbuffer *out, void *u
 		return r < 0 ? -1 : 0;
 	/* a leak: the request went nowhere; say so in HTTP, naming the secret */
 	c->leaked = true;
-	snprintf(body, sizeof(body),
-		 "paddock: blocked: the request carries the placeholder of secret %s, which may "
-		 "go only to its own hosts, not %s.\n",
-		 c->eg->secrets->s[c->leak_idx].name, secret_host(c));
+	if (plain_to_bound(c, c->leak_idx))
+		snprintf(body, sizeof(body),
+			 "paddock: blocked: the request carries the placeholder of secret %s over "
+			 "plain HTTP; its value goes to %s over HTTPS only: use https://%s/.\n",
+			 c->eg->secrets->s[c->leak_idx].name, secret_host(c), secret_host(c));
+	else
+		snprintf(body, sizeof(body),
+			 "paddock: blocked: the request carries the placeholder of secret %s, "
+			 "which may go only to its own hosts, not %s.\n",
+			 c->eg->secrets->s[c->leak_idx].name, secret_host(c));
 	n = snprintf(msg, sizeof(msg),
 		     "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; charset=utf-8\r\n"
 		     "Content-Length: %zu\r\nConnection: close\r\nX-Paddock-Egress: "
@@ -986,9 +1290,95 @@ static int broker_client_data(struct evbuffer *in, struct evbuffer *out, void *u
 	return 0;
 }
 
+/*
+ * A response the broker will not pass on: answered with a 502 in its place when none of it
+ * went out yet, else the connection is cut. Returns what the data callback returns.
+ */
+static int response_refused(struct pd_egress_conn *c, const char *why)
+{
+	bool answered = c->mitm && !pd_response_started(c->resp);
+	char body[1024], msg[1536];
+	int n;
+
+	c->reason = why;
+	c->resp_refused = true;
+	if (pd_events_wanted(c->eg->ctx))
+		pd_emit(c->eg->ctx, PADDOCK_LEVEL_WARN, "secret.response_refused",
+			c->eg->sandbox_id, NULL,
+			json_pack("{s:s, s:s, s:s}", "host", secret_host(c), "reason", why,
+				  "outcome", answered ? "answered 502" : "connection cut"));
+	if (!answered)
+		return -1;
+	snprintf(body, sizeof(body),
+		 "paddock: the response from %s was not passed on: %s. Responses on a connection "
+		 "that carries a secret are checked for its value before the sandbox sees them.\n",
+		 secret_host(c), why);
+	n = snprintf(msg, sizeof(msg),
+		     "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain; charset=utf-8\r\n"
+		     "Content-Length: %zu\r\nConnection: close\r\nX-Paddock-Egress: "
+		     "response-refused\r\n\r\n%s",
+		     strlen(body), body);
+	pd_mitm_answer(c->mitm, msg, (size_t)n, why);
+	return 0;
+}
+
+static int response_chunk(struct pd_egress_conn *c, const uint8_t *p, size_t n,
+			  struct evbuffer *out)
+{
+	const char *why = NULL;
+	int r = pd_response_feed(c->resp, p, n, out, &why);
+
+	if (r < 0)
+		return response_refused(c, why) < 0 ? -1 : -EAGAIN;
+	return 0;
+}
+
 static int broker_upstream_data(struct evbuffer *in, struct evbuffer *out, void *ud)
 {
-	return feed_all(in, scrub_chunk, ud, out) < 0 ? -1 : 0;
+	struct pd_egress_conn *c = ud;
+	int r;
+
+	if (!c->resp) /* plain HTTP: no value went out on it, nothing of one can come back */
+		return evbuffer_add_buffer(out, in) < 0 ? -1 : 0;
+	if (c->resp_refused) {
+		evbuffer_drain(in, evbuffer_get_length(in)); /* answered: the rest goes nowhere */
+		return 0;
+	}
+	r = feed_all(in, response_chunk, c, out);
+	if (r == -EAGAIN) {
+		evbuffer_drain(in, evbuffer_get_length(in));
+		return 0;
+	}
+	return r < 0 ? -1 : 0;
+}
+
+static int broker_upstream_eof(struct evbuffer *out, void *ud)
+{
+	struct pd_egress_conn *c = ud;
+	const char *why = NULL;
+
+	if (c->resp && !c->resp_refused && pd_response_end(c->resp, out, &why) < 0)
+		return response_refused(c, why);
+	return 0;
+}
+
+/* The real server's TLS failed (an untrusted certificate, another name): a 502 that says so. */
+static void broker_upstream_failed(const char *reason, void *ud)
+{
+	struct pd_egress_conn *c = ud;
+	char body[1024], msg[1536];
+	int n;
+
+	snprintf(body, sizeof(body),
+		 "paddock: could not reach %s securely: %s. Nothing was sent to it (a secret "
+		 "goes only to a server whose certificate verifies for its name).\n",
+		 secret_host(c), reason);
+	n = snprintf(msg, sizeof(msg),
+		     "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain; charset=utf-8\r\n"
+		     "Content-Length: %zu\r\nConnection: close\r\nX-Paddock-Egress: "
+		     "upstream-tls-failed\r\n\r\n%s",
+		     strlen(body), body);
+	pd_mitm_answer(c->mitm, msg, (size_t)n, reason);
 }
 
 static void broker_closed(const char *reason, uint64_t from_client, uint64_t from_upstream,
@@ -1016,6 +1406,8 @@ static void broker_closed(const char *reason, uint64_t from_client, uint64_t fro
 static const struct pd_mitm_ops broker_ops = {
 	.client_data = broker_client_data,
 	.upstream_data = broker_upstream_data,
+	.upstream_eof = broker_upstream_eof,
+	.upstream_failed = broker_upstream_failed,
 	.closed = broker_closed,
 };
 
@@ -1048,13 +1440,20 @@ static void broker_start(struct pd_egress_conn *c, bool tls, uint8_t *pre, size_
 			.value_len = rt->value_len,
 			.placeholder = (const uint8_t *)rt->placeholder,
 			.placeholder_len = rt->placeholder_len,
-			.bound = c->kind == TARGET_NAME && pd_secret_bound(rt, c->name),
+			/* SECURITY: a value goes over TLS only, never in clear (plain HTTP
+			 * to a bound host gets a 403 saying so: broker_client_data) */
+			.bound = tls && c->kind == TARGET_NAME && pd_secret_bound(rt, c->name),
 			.in_body = rt->in_body,
 		};
 	}
 	c->subst = pd_subst_new(c->view, s->n, PD_HTTP_HEAD_MAX, BROKER_BODY_MAX, on_secret_use, c);
-	c->scrub = pd_scrub_new(c->view, s->n);
-	if (!c->subst || !c->scrub) {
+	if (tls) {
+		/* the only connections a value goes out on: what comes back is checked */
+		c->resp = pd_response_new(c->view, s->n);
+		if (c->resp && c->subst)
+			pd_subst_set_response(c->subst, c->resp);
+	}
+	if (!c->subst || (tls && !c->resp)) {
 		free(pre);
 		c->reason = "out of memory";
 		return conn_close(c);
@@ -1143,14 +1542,24 @@ static void on_connected(struct pd_egress_conn *c)
 	case PD_VIA_DNS:
 	case PD_VIA_SINK:
 	case _PD_VIA_MAX:
+		if (c->len == 0)
+			break; /* decided by its address: its first bytes are checked now */
 		pre = take_rest(c, 0, &pre_len);
 		if (broker_wanted(c, &tls))
 			return broker_start(c, tls, pre, pre_len);
 		return pipe_start(c, pre, pre_len);
 	}
+	/* the first bytes decide, or the server's: whichever side speaks first */
 	c->st = ST_CHECK;
-	set_timer(c, CHECK_TIMEOUT_MS);
-	check_tunnel(c, false);
+	c->head_timer = c->maybe_timer = false;
+	c->u_rd = event_new(c->eg->ctx->base, c->ufd, EV_READ, conn_io, c);
+	if (!c->u_rd) {
+		c->reason = "out of memory";
+		return conn_close(c);
+	}
+	arm(c->u_rd, 0);
+	set_timer(c, IDLE_TIMEOUT_S * 1000);
+	check_first_bytes(c, false);
 }
 
 static void conn_io(evutil_socket_t fd, short what, void *arg)
@@ -1171,18 +1580,26 @@ static void conn_io(evutil_socket_t fd, short what, void *arg)
 	switch (c->st) {
 	case ST_HEAD:
 	case ST_CHECK:
+		if (c->st == ST_CHECK && !timeout && fd == c->ufd)
+			return check_server_first(c);
 		if (!timeout) {
 			n = fill(c);
 			if (n == -EAGAIN)
 				return arm(c->c_rd, 0);
+			/* a client that closes before sending anything: its EOF goes through */
+			if (n == 0 && c->st == ST_CHECK && c->len == 0)
+				return pipe_start(c, NULL, 0);
 			if (n == 0 || (n < 0 && n != -E2BIG)) {
-				c->reason = n == 0 ? "the client closed before naming a destination"
-						   : "read error";
+				c->reason = n != 0		? "read error"
+					    : c->st == ST_CHECK ? "the client closed in the middle of "
+								  "a request head or TLS hello"
+								: "the client closed before naming a "
+								  "destination";
 				return conn_close(c);
 			}
 		}
 		if (c->st == ST_CHECK)
-			return check_tunnel(c, timeout || c->len >= BUF_MAX);
+			return check_first_bytes(c, timeout);
 		if (c->via == PD_VIA_PROXY)
 			return head_proxy(c);
 		if (c->via == PD_VIA_SOCKS)

@@ -20,8 +20,9 @@
 
 static bool tchar(char c)
 {
+	/* not NUL: strchr() finds the terminator */
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-	       strchr("!#$%&'*+-.^_`|~", c) != NULL;
+	       (c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL);
 }
 
 static int parse_port(const char *s, size_t n, uint16_t *ret)
@@ -41,12 +42,18 @@ static int parse_port(const char *s, size_t n, uint16_t *ret)
 	return 0;
 }
 
+enum port_rule {
+	PORT_REQUIRED, /* CONNECT host:port */
+	PORT_DEFAULT_80, /* http://host/ */
+	PORT_OPTIONAL,	/* Host: host, without a port: 0, "none given" */
+};
+
 /*
  * "host[:port]" or "[v6][:port]" into a normalised host (a name lowercased, or an address
- * as written) and a port (def when absent, 0 = required).
+ * as written) and a port (as `rule` says when absent).
  */
 static int parse_authority(const char *s, size_t n, char *host, size_t size, uint16_t *port,
-			   uint16_t def)
+			   enum port_rule rule)
 {
 	char tmp[PD_EGRESS_NAME_MAX + 1];
 	const char *h = s, *colon = NULL;
@@ -85,9 +92,9 @@ static int parse_authority(const char *s, size_t n, char *host, size_t size, uin
 		if (parse_port(colon + 1, (size_t)(s + n - colon - 1), port) < 0)
 			return -EPROTO;
 	} else {
-		if (!def)
+		if (rule == PORT_REQUIRED)
 			return -EPROTO;
-		*port = def;
+		*port = rule == PORT_DEFAULT_80 ? 80 : 0;
 	}
 	if (inet_pton(AF_INET, tmp, addr) == 1 || inet_pton(AF_INET6, tmp, addr) == 1) {
 		if (strlen(tmp) >= size)
@@ -125,7 +132,7 @@ int pd_http_head_parse(const char *buf, size_t len, struct pd_http_head *ret_hea
 		/* a bare LF or a NUL already makes it malformed, whatever follows */
 		for (size_t i = 0; i < len; i++)
 			if (buf[i] == '\0' || (buf[i] == '\n' && (i == 0 || buf[i - 1] != '\r')))
-				return fail_http(ret_why, "lines must end with CRLF");
+				return fail_http(ret_why, "lines ending in CRLF");
 		return -EAGAIN;
 	}
 	h.head_len = (size_t)(end - buf);
@@ -156,7 +163,7 @@ int pd_http_head_parse(const char *buf, size_t len, struct pd_http_head *ret_hea
 
 		eol = memchr(p, '\r', (size_t)(end - p));
 		if (!eol || eol[1] != '\n')
-			return fail_http(ret_why, "lines must end with CRLF");
+			return fail_http(ret_why, "lines ending in CRLF");
 		if (++n_headers > PD_HTTP_HEADERS_MAX)
 			return -E2BIG;
 		if (*p == ' ' || *p == '\t')
@@ -182,7 +189,7 @@ int pd_http_head_parse(const char *buf, size_t len, struct pd_http_head *ret_hea
 		while (ve > v && (ve[-1] == ' ' || ve[-1] == '\t'))
 			ve--;
 		if (parse_authority(v, (size_t)(ve - v), h.host_header, sizeof(h.host_header),
-				    &h.host_header_port, 80) < 0)
+				    &h.host_header_port, PORT_OPTIONAL) < 0)
 			return fail_http(ret_why, "a Host header 'name[:port]'");
 	}
 
@@ -192,7 +199,7 @@ int pd_http_head_parse(const char *buf, size_t len, struct pd_http_head *ret_hea
 
 	if (strcmp(h.method, "CONNECT") == 0) {
 		h.form = PD_HTTP_CONNECT;
-		if (parse_authority(t, tl, h.host, sizeof(h.host), &h.port, 0) < 0)
+		if (parse_authority(t, tl, h.host, sizeof(h.host), &h.port, PORT_REQUIRED) < 0)
 			return fail_http(ret_why, "CONNECT host:port");
 	} else if (tl > 7 && strncasecmp(t, "http://", 7) == 0) {
 		const char *a = t + 7, *ae = a;
@@ -200,7 +207,8 @@ int pd_http_head_parse(const char *buf, size_t len, struct pd_http_head *ret_hea
 		while (ae < t + tl && *ae != '/' && *ae != '?' && *ae != '#')
 			ae++;
 		h.form = PD_HTTP_ABSOLUTE;
-		if (parse_authority(a, (size_t)(ae - a), h.host, sizeof(h.host), &h.port, 80) < 0)
+		if (parse_authority(a, (size_t)(ae - a), h.host, sizeof(h.host), &h.port,
+				    PORT_DEFAULT_80) < 0)
 			return fail_http(ret_why, "an absolute URL 'http://host[:port]/path' "
 						  "without credentials");
 	} else if (t[0] == '/' || (tl == 1 && t[0] == '*')) {
@@ -208,12 +216,69 @@ int pd_http_head_parse(const char *buf, size_t len, struct pd_http_head *ret_hea
 		if (!have_host)
 			return fail_http(ret_why, "a Host header");
 		strcpy(h.host, h.host_header);
-		h.port = h.host_header_port;
+		h.port = h.host_header_port ? h.host_header_port : 80;
 	} else {
 		return fail_http(ret_why, "a target: CONNECT host:port, http://host/path or /path");
 	}
 	*ret_head = h;
 	return 0;
+}
+
+int pd_http_request_line_check(const uint8_t *buf, size_t len)
+{
+	static const char version[] = "HTTP/1.";
+	enum { METHOD, TARGET, VERSION, MINOR, CR, LF } st = METHOD;
+	size_t i = 0, n = 0;
+
+	/* empty lines before a request line are ignored (RFC 9112 §2.2), as the broker does */
+	while (i < len &&
+	       (buf[i] == '\n' || (buf[i] == '\r' && (i + 1 == len || buf[i + 1] == '\n'))))
+		i++;
+	for (; i < len; i++) {
+		uint8_t c = buf[i];
+
+		switch (st) {
+		case METHOD:
+			if (c == ' ' && n > 0) {
+				st = TARGET;
+				n = 0;
+			} else if (!tchar((char)c) || ++n > 32) {
+				return -EPROTO;
+			}
+			break;
+		case TARGET:
+			if (c == ' ' && n > 0) {
+				st = VERSION;
+				n = 0;
+			} else if (c <= 0x20 || c >= 0x7f) {
+				return -EPROTO;
+			} else {
+				n++;
+			}
+			break;
+		case VERSION:
+			if (c != (uint8_t)version[n])
+				return -EPROTO;
+			if (++n == sizeof(version) - 1)
+				st = MINOR;
+			break;
+		case MINOR:
+			if (c != '0' && c != '1')
+				return -EPROTO;
+			st = CR;
+			break;
+		case CR:
+			if (c == '\n')
+				return 0;
+			if (c != '\r')
+				return -EPROTO;
+			st = LF;
+			break;
+		case LF:
+			return c == '\n' ? 0 : -EPROTO;
+		}
+	}
+	return st == METHOD ? -EAGAIN : 1;
 }
 
 /* ---- TLS ClientHello -------------------------------------------------------------------- */

@@ -47,6 +47,17 @@ int pd_http_head_parse(const char *buf, size_t len, struct pd_http_head *ret_hea
 		       const char **ret_why);
 
 /*
+ * Whether the first bytes of a stream are an HTTP/1.x request, as the secret broker reads one
+ * (secret-subst.h: a method of token characters, any case): 0: they start with a complete,
+ * well-formed request line ("METHOD TARGET HTTP/1.x", CRLF or LF, after any empty lines);
+ * 1: a request line has begun (a method and its space) but is not complete; -EAGAIN: only
+ * token characters so far, which may be a method or a word of another protocol ("ping");
+ * -EPROTO: they cannot be one (binary, a text protocol's own line). Decided from the first
+ * byte that rules it out, so a protocol that is not HTTP is told apart at once.
+ */
+int pd_http_request_line_check(const uint8_t *buf, size_t len);
+
+/*
  * The server name of a TLS ClientHello at the start of `buf` (TLS records, type 22).
  * 0 with the name normalised into `name`; -ENOENT: a ClientHello without a server name;
  * -EAGAIN: incomplete; -EPROTO: not TLS or malformed (*ret_why says how).

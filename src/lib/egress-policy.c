@@ -265,6 +265,18 @@ int pd_egress_rule_parse(const char *text, bool deny, const char *field,
 	}
 	if (r.kind == _PD_EGRESS_RULE_KIND_MAX)
 		return bad_rule(err, field, text, why);
+	/*
+	 * SECURITY: a CIDR allow rule opens every address it covers, private or not. One that
+	 * covers them all opens the supervisor's own loopback and the cloud metadata address
+	 * too, which is never what "everything" means: open mode is public destinations only.
+	 */
+	if (r.kind == PD_EGRESS_CIDR && r.prefix == 0 && !deny)
+		return pd_fail_field(err, EINVAL, field ? field : "network",
+				     "'%s' would allow every address, loopback, private networks "
+				     "and cloud metadata (169.254.169.254) included: for any public "
+				     "destination use network.mode 'open' (--net open); to reach a "
+				     "private network, allow its own range (e.g. '10.0.0.0/8')",
+				     PD_ESC(text));
 	*ret_rule = r;
 	return 0;
 }
@@ -400,8 +412,14 @@ static int unwrap(int family, const void *addr, uint8_t out[16])
 	return family;
 }
 
-bool pd_egress_allow_addr(const struct pd_egress_policy *p, int family, const void *addr,
-			  uint16_t port, bool name_allowed, const struct pd_egress_rule **ret_rule)
+/*
+ * The address decision. any_port: the DNS filter's question, asked before a port is known
+ * (as pd_egress_allow_dns() for names): an allow rule for the address on some port allows,
+ * a deny rule refuses only when it covers every port.
+ */
+static bool allow_addr(const struct pd_egress_policy *p, int family, const void *addr,
+		       uint16_t port, bool any_port, bool name_allowed,
+		       const struct pd_egress_rule **ret_rule)
 {
 	const struct pd_egress_rule *allow = NULL;
 	uint8_t a[16];
@@ -414,7 +432,9 @@ bool pd_egress_allow_addr(const struct pd_egress_policy *p, int family, const vo
 	for (size_t i = 0; i < p->n_rules; i++) {
 		const struct pd_egress_rule *r = &p->rules[i];
 
-		if (!addr_matches(r, fam, a) || !port_matches(r, port))
+		if (!addr_matches(r, fam, a))
+			continue;
+		if (any_port ? r->deny && r->port != 0 : !port_matches(r, port))
 			continue;
 		if (r->deny) {
 			*ret_rule = r;
@@ -430,6 +450,18 @@ bool pd_egress_allow_addr(const struct pd_egress_policy *p, int family, const vo
 	if (pd_addr_classify(family, addr) != PD_ADDR_PUBLIC)
 		return false;
 	return name_allowed || p->mode == PD_EGRESS_OPEN;
+}
+
+bool pd_egress_allow_addr(const struct pd_egress_policy *p, int family, const void *addr,
+			  uint16_t port, bool name_allowed, const struct pd_egress_rule **ret_rule)
+{
+	return allow_addr(p, family, addr, port, false, name_allowed, ret_rule);
+}
+
+bool pd_egress_allow_addr_dns(const struct pd_egress_policy *p, int family, const void *addr,
+			      const struct pd_egress_rule **ret_rule)
+{
+	return allow_addr(p, family, addr, 0, true, true, ret_rule);
 }
 
 bool pd_egress_allow_name(const struct pd_egress_policy *p, const char *name, uint16_t port,

@@ -118,5 +118,14 @@ bool pd_egress_allow_dns(const struct pd_egress_policy *p, const char *name,
 bool pd_egress_allow_addr(const struct pd_egress_policy *p, int family, const void *addr,
 			  uint16_t port, bool name_allowed, const struct pd_egress_rule **ret_rule);
 
+/*
+ * May the DNS filter answer an allowed name with this address, whatever port comes next?
+ * As pd_egress_allow_addr() for a name that was allowed, but an allow rule for the address
+ * on any port allows it (a CIDR rule "10.0.0.5/32:5432" makes 10.0.0.5 an answer), and a
+ * deny rule refuses only when it covers every port.
+ */
+bool pd_egress_allow_addr_dns(const struct pd_egress_policy *p, int family, const void *addr,
+			      const struct pd_egress_rule **ret_rule);
+
 /* Lowercases and checks a DNS name (LDH labels of 1..63, total <= 253) into buf. */
 int pd_egress_name_normalise(const char *name, char *buf, size_t size);

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
@@ -30,6 +31,7 @@
 #include "util/cleanup.h"
 #include "util/fd.h"
 
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define DNS_PENDING_MAX 64     /* queries being resolved at once, per sandbox */
 #define DNS_TTL_S 30	       /* what the sandbox is told; the pin lives longer */
 #define DATAGRAMS_PER_WAKEUP 32 /* then back to the loop, so one sandbox cannot hog it */
@@ -270,8 +272,8 @@ static void on_dns_resolved(int error, const struct pd_addrs *addrs, void *userd
 		char text[INET6_ADDRSTRLEN];
 
 		/* SECURITY: a name may resolve anywhere; the sandbox learns only what it may reach */
-		if (!pd_egress_allow_addr(&eg->policy, addrs->a[i].family, addrs->a[i].addr, 0,
-					  true, &rule)) {
+		if (!pd_egress_allow_addr_dns(&eg->policy, addrs->a[i].family, addrs->a[i].addr,
+					      &rule)) {
 			hidden++;
 			continue;
 		}
@@ -549,11 +551,12 @@ int pd_egress_start(paddock_sandbox *sb, struct pd_egress **ret, paddock_error *
 	return 0;
 }
 
-void pd_egress_set_policy(struct pd_egress *eg, struct pd_egress_policy *policy)
+unsigned pd_egress_set_policy(struct pd_egress *eg, struct pd_egress_policy *policy)
 {
 	pd_egress_policy_release(&eg->policy);
 	eg->policy = *policy;
 	memset(policy, 0, sizeof(*policy));
+	return pd_egress_conn_recheck(eg);
 }
 
 void pd_egress_free(struct pd_egress *eg)
@@ -594,6 +597,7 @@ int paddock_sandbox_set_network(paddock_sandbox *sb, const paddock_spec *from,
 {
 	struct pd_egress_policy p;
 	paddock_spec tmp = { 0 };
+	unsigned closed;
 	int r;
 
 	if (!sb || !from)
@@ -620,11 +624,13 @@ int paddock_sandbox_set_network(paddock_sandbox *sb, const paddock_spec *from,
 	pd_spec_network_clear(sb->spec);
 	sb->spec->network = tmp.network;
 	sb->egress->max_conns = tmp.network.max_connections;
-	pd_egress_set_policy(sb->egress, &p);
+	/* each connection it closes is an egress.connection of its own, before this */
+	closed = pd_egress_set_policy(sb->egress, &p);
 	if (pd_events_wanted(sb->ctx))
 		pd_emit(sb->ctx, PADDOCK_LEVEL_INFO, "egress.policy", sb->id, NULL,
-			json_pack("{s:s, s:i, s:i}", "mode",
+			json_pack("{s:s, s:i, s:i, s:I}", "mode",
 				  pd_net_mode_to_string(from->network.mode), "allow",
-				  (int)from->network.n_allow, "deny", (int)from->network.n_deny));
-	return 0;
+				  (int)from->network.n_allow, "deny", (int)from->network.n_deny,
+				  "connections_closed", (json_int_t)closed));
+	return (int)MIN(closed, (unsigned)INT_MAX);
 }

@@ -74,8 +74,11 @@ struct pd_egress {
 int pd_egress_start(paddock_sandbox *sb, struct pd_egress **ret, paddock_error *err);
 /* Closes listeners and every connection (each recorded); NULL is fine. */
 void pd_egress_free(struct pd_egress *eg);
-/* Replaces the policy (taken over); new connections and queries follow it at once. */
-void pd_egress_set_policy(struct pd_egress *eg, struct pd_egress_policy *policy);
+/*
+ * Replaces the policy (taken over); new connections and queries follow it at once, and the
+ * connections open that it refuses are closed (each recorded). Returns how many.
+ */
+unsigned pd_egress_set_policy(struct pd_egress *eg, struct pd_egress_policy *policy);
 
 /*
  * How events and 403s name what decided: the rule as written ("deny " before a deny rule),
@@ -96,3 +99,5 @@ struct pd_resolver *pd_egress_resolver(paddock_ctx *ctx, paddock_error *err);
 /* egress-conn.c: serves an accepted TCP connection (fd taken over). */
 void pd_egress_conn_new(struct pd_egress *eg, int fd, enum pd_egress_via via, int family);
 void pd_egress_conn_free_all(struct pd_egress *eg);
+/* Decides every open connection again under eg->policy; closes those it refuses: how many. */
+unsigned pd_egress_conn_recheck(struct pd_egress *eg);

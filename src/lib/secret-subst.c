@@ -11,8 +11,7 @@
  * placeholders of unbound secrets, holding back only a possible partial match) or, when a
  * bound secret has in_body, are buffered and substituted.
  *
- * Response side: a byte-stream replace, value -> placeholder, holding back a possible
- * partial match at the end of each feed.
+ * The search machinery is secret-match.c's; the response side is secret-scrub.c.
  *
  * Determinism: every decision depends on the bytes, never on how they were split into
  * feeds — a partial match is held until it is decided — so a stream fed in any pieces gives
@@ -30,6 +29,8 @@
 
 #include <event2/buffer.h>
 
+#include "secret-match.h"
+#include "secret-scrub.h"
 #include "util/base64.h"
 #include "util/cleanup.h"
 
@@ -37,66 +38,16 @@
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 #define WHERE_NAME_MAX 64 /* of a header name in a "header NAME" use */
 
-/* ---- byte buffers that wipe what they held ------------------------------------------ */
-
-struct buf {
-	uint8_t *p;
-	size_t len, cap;
-};
-
-static void buf_release(struct buf *b)
+static void buf_releasep(struct pd_wipebuf *b)
 {
-	if (b->p) {
-		explicit_bzero(b->p, b->cap);
-		free(b->p);
-	}
-	*b = (struct buf){ 0 };
-}
-
-static void buf_clear(struct buf *b)
-{
-	if (b->p)
-		explicit_bzero(b->p, b->len);
-	b->len = 0;
-}
-
-static void buf_releasep(struct buf *b)
-{
-	buf_release(b);
+	pd_wipebuf_release(b);
 }
 #define _cleanup_buf_ _cleanup_(buf_releasep)
-
-/* SECURITY: never realloc(): it could leave a copy of substituted data in freed memory. */
-static int buf_add(struct buf *b, const void *d, size_t n)
-{
-	if (n > b->cap - b->len) {
-		size_t cap = MAX(MAX(b->cap * 2, (size_t)256), b->len + n);
-		uint8_t *p;
-
-		if (b->len + n < b->len)
-			return -ENOMEM;
-		p = malloc(cap);
-		if (!p)
-			return -ENOMEM;
-		if (b->len)
-			memcpy(p, b->p, b->len);
-		if (b->p) {
-			explicit_bzero(b->p, b->cap);
-			free(b->p);
-		}
-		b->p = p;
-		b->cap = cap;
-	}
-	if (n)
-		memcpy(b->p + b->len, d, n);
-	b->len += n;
-	return 0;
-}
 
 /* Where rendered bytes go: an evbuffer, a buf, or nowhere (only counted). */
 struct sink {
 	struct evbuffer *ev;
-	struct buf *b;
+	struct pd_wipebuf *b;
 	size_t total;
 };
 
@@ -108,7 +59,7 @@ static int sink_add(struct sink *k, const void *d, size_t n)
 	if (k->ev)
 		return evbuffer_add(k->ev, d, n) < 0 ? -ENOMEM : 0;
 	if (k->b)
-		return buf_add(k->b, d, n);
+		return pd_wipebuf_add(k->b, d, n);
 	return 0;
 }
 
@@ -123,25 +74,7 @@ enum set {
 	SET_UNBOUND, /* placeholders of unbound secrets: a leak */
 	SET_BOUND,   /* placeholders of bound secrets -> values */
 	SET_BODY,    /* placeholders of bound in_body secrets -> values */
-	SET_SCRUB,   /* values of all secrets -> placeholders */
 };
-
-struct pat {
-	size_t id; /* the secret's index */
-	const uint8_t *p, *rep;
-	size_t len, rep_len;
-};
-
-struct patset {
-	struct pat *pats; /* in secret order: the lower index wins a tie */
-	size_t n, maxlen;
-	uint8_t first[32]; /* bitmap of the patterns' first bytes: a quick skip */
-};
-
-static bool bit(const uint8_t map[32], uint8_t c)
-{
-	return map[c >> 3] & (1u << (c & 7));
-}
 
 static bool in_set(const struct pd_secret *x, enum set set)
 {
@@ -152,259 +85,29 @@ static bool in_set(const struct pd_secret *x, enum set set)
 		return x->bound;
 	case SET_BODY:
 		return x->bound && x->in_body;
-	case SET_SCRUB:
-		return true;
 	}
 	return false;
 }
 
-static int patset_init(struct patset *ps, const struct pd_secret *secrets, size_t n, enum set set)
+/* The placeholders of a set, each replaced by its value, in secret order. */
+static int patset_init(struct pd_patset *ps, const struct pd_secret *secrets, size_t n,
+		       enum set set)
 {
-	*ps = (struct patset){ 0 };
-	ps->pats = calloc(n ? n : 1, sizeof(*ps->pats));
-	if (!ps->pats)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
+	int r = pd_patset_init(ps, n);
+
+	for (size_t i = 0; r == 0 && i < n; i++) {
 		const struct pd_secret *x = &secrets[i];
-		struct pat *p = &ps->pats[ps->n];
 
-		if (!in_set(x, set))
-			continue;
-		if (set == SET_SCRUB) {
-			*p = (struct pat){ i, x->value, x->placeholder, x->value_len,
-					   x->placeholder_len };
-		} else {
-			*p = (struct pat){ i, x->placeholder, x->value, x->placeholder_len,
-					   x->value_len };
-		}
-		ps->first[p->p[0] >> 3] |= (uint8_t)(1u << (p->p[0] & 7));
-		ps->maxlen = MAX(ps->maxlen, p->len);
-		ps->n++;
+		if (in_set(x, set))
+			r = pd_patset_add(ps, &(struct pd_pat){ i, x->placeholder, x->value,
+							       x->placeholder_len, x->value_len });
 	}
-	return 0;
-}
-
-static void patset_release(struct patset *ps)
-{
-	free(ps->pats);
-	*ps = (struct patset){ 0 };
-}
-
-/*
- * The leftmost occurrence in t[from, len) of a pattern; at that position the longest (or
- * the shortest) that matches, the lower secret index on a tie.
- */
-static const struct pat *patset_find(const struct patset *ps, const uint8_t *t, size_t len,
-				     size_t from, bool longest, size_t *ret_pos)
-{
-	if (ps->n == 0)
-		return NULL;
-	for (size_t i = from; i < len; i++) {
-		const struct pat *best = NULL;
-
-		if (!bit(ps->first, t[i]))
-			continue;
-		for (size_t k = 0; k < ps->n; k++) {
-			const struct pat *p = &ps->pats[k];
-
-			if (p->len > len - i || memcmp(t + i, p->p, p->len) != 0)
-				continue;
-			if (!best || (longest ? p->len > best->len : p->len < best->len))
-				best = p;
-		}
-		if (best) {
-			*ret_pos = i;
-			return best;
-		}
-	}
-	return NULL;
-}
-
-/* ---- streaming search --------------------------------------------------------------- */
-
-/* What was held back followed by what was fed, seen as one sequence. */
-struct view {
-	const uint8_t *a, *b;
-	size_t alen, blen;
-};
-
-static uint8_t view_at(const struct view *v, size_t i)
-{
-	return i < v->alen ? v->a[i] : v->b[i - v->alen];
-}
-
-static bool view_eq(const struct view *v, size_t i, const uint8_t *p, size_t len)
-{
-	if (i < v->alen) {
-		size_t k = MIN(len, v->alen - i);
-
-		if (memcmp(v->a + i, p, k) != 0)
-			return false;
-		p += k;
-		len -= k;
-		i = v->alen;
-	}
-	return len == 0 || memcmp(v->b + (i - v->alen), p, len) == 0;
-}
-
-static int view_emit(const struct view *v, size_t from, size_t to, struct evbuffer *out)
-{
-	if (from >= to)
-		return 0;
-	if (from < v->alen) {
-		size_t e = MIN(to, v->alen);
-
-		if (evbuffer_add(out, v->a + from, e - from) < 0)
-			return -ENOMEM;
-		from = e;
-	}
-	if (from < to && evbuffer_add(out, v->b + (from - v->alen), to - from) < 0)
-		return -ENOMEM;
-	return 0;
-}
-
-/*
- * A search over a stream. `tail` holds the bytes from the first position not yet decided:
- * one where a pattern matches what has arrived so far but needs more — so fewer than
- * maxlen bytes. tail_emitted of them (a prefix) were already written out: a chunk boundary
- * forces them out but they still count for a match across it.
- */
-struct stream {
-	struct patset ps;
-	bool scrub; /* replace matches; else stop at the first (a leak) */
-	uint8_t *tail;
-	size_t tail_len, tail_emitted;
-};
-
-static int stream_init(struct stream *st, const struct pd_secret *secrets, size_t n, enum set set)
-{
-	int r;
-
-	*st = (struct stream){ .scrub = set == SET_SCRUB };
-	r = patset_init(&st->ps, secrets, n, set);
-	if (r < 0)
-		return r;
-	st->tail = malloc(MAX(st->ps.maxlen, (size_t)1));
-	if (!st->tail)
-		return -ENOMEM;
-	return 0;
-}
-
-static void stream_reset(struct stream *st)
-{
-	if (st->tail)
-		explicit_bzero(st->tail, st->tail_len);
-	st->tail_len = st->tail_emitted = 0;
-}
-
-static void stream_release(struct stream *st)
-{
-	stream_reset(st);
-	free(st->tail);
-	patset_release(&st->ps);
-	st->tail = NULL;
-}
-
-/*
- * Scans tail + in. At each position, in order: a scrubber replaces the longest value that
- * matches there, or holds back if a longer one may still match; a leak scan stops at the
- * shortest placeholder that matches there (returns 1, *ret its pattern, with everything
- * before it written out), or holds back if one may still match. `final`: no more bytes
- * follow, nothing is held back.
- */
-static int stream_run(struct stream *st, const uint8_t *in, size_t len, bool final,
-		      struct evbuffer *out, const struct pat **ret)
-{
-	const struct view v = { st->tail, in, st->tail_len, len };
-	size_t total = st->tail_len + len, i = 0, done = st->tail_emitted, keep;
-	int r;
-
-	while (i < total) {
-		const struct pat *best = NULL;
-		size_t undecided = 0; /* the longest pattern that may still match at i */
-
-		if (!bit(st->ps.first, view_at(&v, i))) {
-			i++;
-			continue;
-		}
-		for (size_t k = 0; k < st->ps.n; k++) {
-			const struct pat *p = &st->ps.pats[k];
-			size_t avail = total - i;
-
-			if (p->len <= avail) {
-				if (view_eq(&v, i, p->p, p->len) &&
-				    (!best || (st->scrub ? p->len > best->len : p->len < best->len)))
-					best = p;
-			} else if (!final && view_eq(&v, i, p->p, avail)) {
-				undecided = MAX(undecided, p->len);
-			}
-		}
-		if (st->scrub) {
-			if (undecided > (best ? best->len : 0))
-				break;
-			if (best) {
-				r = view_emit(&v, done, i, out);
-				if (r < 0)
-					return r;
-				if (evbuffer_add(out, best->rep, best->rep_len) < 0)
-					return -ENOMEM;
-				i += best->len;
-				done = i;
-				continue;
-			}
-		} else {
-			if (best) {
-				r = view_emit(&v, done, i, out);
-				if (r < 0)
-					return r;
-				stream_reset(st);
-				*ret = best;
-				return 1;
-			}
-			if (undecided)
-				break;
-		}
-		i++;
-	}
-	r = view_emit(&v, done, i, out);
-	if (r < 0)
-		return r;
-	done = MAX(done, i);
-
-	/* keep the undecided rest: tail[i..] then in[..], or a suffix of in */
-	keep = total - i;
-	assert(keep < MAX(st->ps.maxlen, (size_t)1));
-	if (i < st->tail_len) {
-		memmove(st->tail, st->tail + i, st->tail_len - i);
-		if (len)
-			memcpy(st->tail + (st->tail_len - i), in, len);
-	} else if (keep) {
-		memcpy(st->tail, in + (i - st->tail_len), keep);
-	}
-	if (st->tail_len > keep) /* the scrubber's tail held parts of values */
-		explicit_bzero(st->tail + keep, st->tail_len - keep);
-	st->tail_len = keep;
-	st->tail_emitted = done - i;
-	return 0;
-}
-
-/* Writes out what is held back without deciding it: it still counts for a match. */
-static int stream_release_held(struct stream *st, struct evbuffer *out)
-{
-	if (st->tail_emitted < st->tail_len &&
-	    evbuffer_add(out, st->tail + st->tail_emitted, st->tail_len - st->tail_emitted) < 0)
-		return -ENOMEM;
-	st->tail_emitted = st->tail_len;
-	return 0;
+	return r;
 }
 
 /* ---- base64 (RFC 4648), strict: padded, no whitespace, zero pad bits ---------------- */
 
-static const char b64_alphabet[] =
-	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-
-static int b64_decode(const uint8_t *in, size_t len, struct buf *out)
+static int b64_decode(const uint8_t *in, size_t len, struct pd_wipebuf *out)
 {
 	if (len == 0 || len % 4 != 0)
 		return -EPROTO;
@@ -430,30 +133,7 @@ static int b64_decode(const uint8_t *in, size_t len, struct buf *out)
 		o[0] = (uint8_t)(v[0] << 2 | v[1] >> 4);
 		o[1] = (uint8_t)((v[1] & 0x0f) << 4 | v[2] >> 2);
 		o[2] = (uint8_t)((v[2] & 0x03) << 6 | v[3]);
-		if (buf_add(out, o, n) < 0)
-			return -ENOMEM;
-		explicit_bzero(o, sizeof(o));
-	}
-	return 0;
-}
-
-static int b64_encode(const uint8_t *in, size_t len, struct buf *out)
-{
-	for (size_t i = 0; i < len; i += 3) {
-		uint32_t x = (uint32_t)in[i] << 16;
-		size_t n = MIN(len - i, (size_t)3);
-		char o[4];
-
-		if (n > 1)
-			x |= (uint32_t)in[i + 1] << 8;
-		if (n > 2)
-			x |= in[i + 2];
-		o[0] = b64_alphabet[x >> 18 & 63];
-		o[1] = b64_alphabet[x >> 12 & 63];
-		o[2] = n > 1 ? b64_alphabet[x >> 6 & 63] : '=';
-		o[3] = n > 2 ? b64_alphabet[x & 63] : '=';
-		x = 0;
-		if (buf_add(out, o, 4) < 0)
+		if (pd_wipebuf_add(out, o, n) < 0)
 			return -ENOMEM;
 		explicit_bzero(o, sizeof(o));
 	}
@@ -495,7 +175,7 @@ struct line {
 };
 
 /* The head is stored as lines ending in '\n' (CRs are not kept). */
-static bool next_line(const struct buf *b, size_t *pos, struct line *l)
+static bool next_line(const struct pd_wipebuf *b, size_t *pos, struct line *l)
 {
 	const uint8_t *nl;
 
@@ -518,6 +198,8 @@ enum hdr {
 	H_PROXY_CONNECTION,
 	H_UPGRADE,
 	H_EXPECT,
+	H_ACCEPT_ENCODING,
+	H_TE,
 };
 
 struct header {
@@ -539,6 +221,8 @@ static const char *header_split(const struct line *l, struct header *h)
 		{ "proxy-connection", H_PROXY_CONNECTION },
 		{ "upgrade", H_UPGRADE },
 		{ "expect", H_EXPECT },
+		{ "accept-encoding", H_ACCEPT_ENCODING },
+		{ "te", H_TE },
 	};
 	size_t i = 0, e;
 
@@ -670,9 +354,10 @@ struct pd_subst {
 	size_t n, max_head, max_body;
 	pd_subst_use_fn fn;
 	void *ud;
-	struct patset unbound, bound, body_set;
+	struct pd_patset unbound, bound, body_set;
 	bool *target_ok, *header_ok; /* may a secret's value go there */
 	bool buffer_bodies;	      /* some bound secret has in_body */
+	struct pd_response *resp;     /* the connection's response side, borrowed; or NULL */
 
 	int err; /* sticky: -errno */
 	size_t err_secret;
@@ -680,7 +365,7 @@ struct pd_subst {
 
 	enum state state;
 	/* head */
-	struct buf head; /* lines ending in '\n', CRs dropped */
+	struct pd_wipebuf head; /* lines ending in '\n', CRs dropped */
 	size_t head_bytes; /* as received, counted against max_head */
 	bool cr;	   /* the previous byte was a CR: only LF may follow */
 	bool line1_done;
@@ -691,8 +376,8 @@ struct pd_subst {
 	uint64_t content_length, remaining;
 	struct use *uses;
 	/* the body */
-	struct buf body;	   /* buffered (dechunked) body */
-	struct stream leak;	   /* streamed: placeholders of unbound secrets */
+	struct pd_wipebuf body;	   /* buffered (dechunked) body */
+	struct pd_stream leak;	   /* streamed: placeholders of unbound secrets */
 	enum chunk_phase chunk_phase;
 	unsigned chunk_digits;
 	uint64_t chunk_size;
@@ -767,8 +452,7 @@ struct pd_subst *pd_subst_new(const struct pd_secret *secrets, size_t n, size_t 
 	if (!s->target_ok || !s->header_ok || !s->uses ||
 	    patset_init(&s->unbound, secrets, n, SET_UNBOUND) < 0 ||
 	    patset_init(&s->bound, secrets, n, SET_BOUND) < 0 ||
-	    patset_init(&s->body_set, secrets, n, SET_BODY) < 0 ||
-	    stream_init(&s->leak, secrets, n, SET_UNBOUND) < 0) {
+	    patset_init(&s->body_set, secrets, n, SET_BODY) < 0) {
 		pd_subst_free(s);
 		errno = ENOMEM;
 		return NULL;
@@ -777,6 +461,7 @@ struct pd_subst *pd_subst_new(const struct pd_secret *secrets, size_t n, size_t 
 		s->target_ok[i] = value_all(secrets[i].value, secrets[i].value_len, target_char);
 		s->header_ok[i] = value_all(secrets[i].value, secrets[i].value_len, value_char);
 	}
+	pd_stream_init(&s->leak, &s->unbound, false);
 	s->buffer_bodies = s->body_set.n > 0;
 	return s;
 }
@@ -785,12 +470,12 @@ struct pd_subst *pd_subst_free(struct pd_subst *s)
 {
 	if (!s)
 		return NULL;
-	buf_release(&s->head);
-	buf_release(&s->body);
-	stream_release(&s->leak);
-	patset_release(&s->unbound);
-	patset_release(&s->bound);
-	patset_release(&s->body_set);
+	pd_wipebuf_release(&s->head);
+	pd_wipebuf_release(&s->body);
+	pd_stream_release(&s->leak);
+	pd_patset_release(&s->unbound);
+	pd_patset_release(&s->bound);
+	pd_patset_release(&s->body_set);
 	free(s->target_ok);
 	free(s->header_ok);
 	free(s->uses);
@@ -802,16 +487,16 @@ struct pd_subst *pd_subst_free(struct pd_subst *s)
  * Replaces every placeholder of `ps` in t (leftmost, longest) into k; notes the uses.
  * `ok`, if set: a value that may not go here fails the request.
  */
-static int replace(struct pd_subst *s, const struct patset *ps, const uint8_t *t, size_t len,
+static int replace(struct pd_subst *s, const struct pd_patset *ps, const uint8_t *t, size_t len,
 		   struct sink *k, const bool *ok, enum use_kind kind, const struct header *h)
 {
-	const struct pat *p;
+	const struct pd_pat *p;
 	size_t from = 0, pos;
 	int r;
 
 	if (len == 0)
 		return 0; /* t may be NULL: an empty buffered body */
-	while ((p = patset_find(ps, t, len, from, true, &pos))) {
+	while ((p = pd_patset_find(ps, t, len, from, true, &pos))) {
 		if (ok && !ok[p->id])
 			return fail(s, EPROTO, kind == USE_REQUEST_LINE ?
 					       "a secret's value cannot go in a request target" :
@@ -856,11 +541,11 @@ static int basic_split(const struct header *h, const uint8_t **ret_scheme_end,
  */
 static int basic_auth(struct pd_subst *s, const struct header *h, struct sink *k, bool render)
 {
-	_cleanup_buf_ struct buf plain = { 0 }, subst = { 0 }, enc = { 0 };
+	_cleanup_buf_ struct pd_wipebuf plain = { 0 }, subst = { 0 }, enc = { 0 };
 	const uint8_t *scheme_end;
 	struct line cred;
 	struct sink ks = { .b = &subst };
-	const struct pat *p;
+	const struct pd_pat *p;
 	size_t pos;
 	int r;
 
@@ -872,7 +557,7 @@ static int basic_auth(struct pd_subst *s, const struct header *h, struct sink *k
 	if (r < 0)
 		return fail(s, EPROTO, "Authorization: Basic credentials that are not base64");
 	if (!render) {
-		p = patset_find(&s->unbound, plain.p, plain.len, 0, false, &pos);
+		p = pd_patset_find(&s->unbound, plain.p, plain.len, 0, false, &pos);
 		if (p)
 			return fail_leak(s, p->id);
 	}
@@ -880,7 +565,10 @@ static int basic_auth(struct pd_subst *s, const struct header *h, struct sink *k
 		    USE_BASIC, NULL);
 	if (r < 0 || !render)
 		return r < 0 ? r : 1;
-	r = b64_encode(subst.p, subst.len, &enc);
+	r = pd_b64_encode(subst.p, subst.len, false, &enc);
+	/* the credentials built here are scrubbed whole from what the server sends back */
+	if (r == 0 && s->resp)
+		r = pd_response_add_credential(s->resp, enc.p, enc.len);
 	if (r < 0)
 		return fail(s, ENOMEM, "out of memory");
 	if (sink_add(k, h->value, (size_t)(scheme_end - h->value)) < 0 || sink_str(k, " ") < 0 ||
@@ -903,6 +591,10 @@ static bool header_dropped(const struct pd_subst *s, enum hdr kind)
 	case H_EXPECT:
 		/* a buffered body goes with a new Content-Length; nothing waits for a 100 */
 		return s->buffer_bodies && s->framing != FRAME_NONE;
+	case H_ACCEPT_ENCODING:
+	case H_TE:
+		/* SECURITY: the response side reads identity bodies only (one added instead) */
+		return s->resp != NULL;
 	case H_OTHER:
 	case H_AUTHORIZATION:
 		return false;
@@ -918,7 +610,7 @@ static int head_check(struct pd_subst *s)
 	size_t pos = 0, at;
 	unsigned chunked = 0;
 	bool have_cl = false, have_te = false;
-	const struct pat *p;
+	const struct pd_pat *p;
 	const char *why;
 	int r;
 
@@ -955,7 +647,7 @@ static int head_check(struct pd_subst *s)
 	s->framing = have_te ? FRAME_CHUNKED : have_cl ? FRAME_LENGTH : FRAME_NONE;
 
 	/* SECURITY: anywhere in the head, even in a header we drop: fail closed */
-	p = patset_find(&s->unbound, s->head.p, s->head.len, 0, false, &at);
+	p = pd_patset_find(&s->unbound, s->head.p, s->head.len, 0, false, &at);
 	if (p)
 		return fail_leak(s, p->id);
 
@@ -995,6 +687,10 @@ static int head_render(struct pd_subst *s, struct evbuffer *out, size_t body_len
 	size_t pos = 0;
 	int r;
 
+	/* its response will come in this order: a response to HEAD has no body */
+	if (s->resp && pd_response_expect(s->resp, s->rl.method.len == 4 &&
+							   memcmp(s->rl.method.p, "HEAD", 4) == 0) < 0)
+		return fail(s, E2BIG, "too many requests waiting for their responses");
 	if (sink_add(&k, s->rl.method.p, s->rl.method.len) < 0 || sink_str(&k, " ") < 0)
 		return fail(s, ENOMEM, "out of memory");
 	r = replace(s, &s->bound, s->rl.target.p, s->rl.target.len, &k, NULL, USE_REQUEST_LINE,
@@ -1019,6 +715,8 @@ static int head_render(struct pd_subst *s, struct evbuffer *out, size_t body_len
 		if (sink_str(&k, "\r\n") < 0)
 			return fail(s, ENOMEM, "out of memory");
 	}
+	if (s->resp && sink_str(&k, "Accept-Encoding: identity\r\n") < 0)
+		return fail(s, ENOMEM, "out of memory");
 	if (s->buffer_bodies && s->framing != FRAME_NONE) {
 		char cl[64];
 
@@ -1091,9 +789,9 @@ static void report_uses(struct pd_subst *s)
 /* Ready for the next request on the connection. */
 static void request_reset(struct pd_subst *s)
 {
-	buf_clear(&s->head);
-	buf_clear(&s->body);
-	stream_reset(&s->leak);
+	pd_wipebuf_clear(&s->head);
+	pd_wipebuf_clear(&s->body);
+	pd_stream_reset(&s->leak);
 	memset(s->uses, 0, (s->n ? s->n : 1) * sizeof(*s->uses));
 	s->rl = (struct reqline){ 0 };
 	s->state = ST_HEAD;
@@ -1107,11 +805,11 @@ static void request_reset(struct pd_subst *s)
 static int buffered_finish(struct pd_subst *s, struct evbuffer *out)
 {
 	struct sink count = { 0 }, k = { .ev = out };
-	const struct pat *p;
+	const struct pd_pat *p;
 	size_t pos;
 	int r;
 
-	p = patset_find(&s->unbound, s->body.p, s->body.len, 0, false, &pos);
+	p = pd_patset_find(&s->unbound, s->body.p, s->body.len, 0, false, &pos);
 	if (p)
 		return fail_leak(s, p->id);
 	r = replace(s, &s->body_set, s->body.p, s->body.len, &count, NULL, USE_BODY, NULL);
@@ -1131,8 +829,8 @@ static int buffered_finish(struct pd_subst *s, struct evbuffer *out)
 /* The streamed body's data is complete: decide what the leak scan held back. */
 static int streamed_data_end(struct pd_subst *s, struct evbuffer *out)
 {
-	const struct pat *p = NULL;
-	int r = stream_run(&s->leak, NULL, 0, true, out, &p);
+	const struct pd_pat *p = NULL;
+	int r = pd_stream_run(&s->leak, NULL, 0, true, out, &p);
 
 	if (r < 0)
 		return fail(s, -r, "out of memory");
@@ -1222,7 +920,7 @@ static int head_byte(struct pd_subst *s, uint8_t c)
 		/* fail early on TLS or binary: a request line is visible ASCII and spaces */
 		return fail(s, EPROTO, "not an HTTP/1.x request line");
 	}
-	if (buf_add(&s->head, &c, 1) < 0)
+	if (pd_wipebuf_add(&s->head, &c, 1) < 0)
 		return fail(s, ENOMEM, "out of memory");
 	return 0;
 }
@@ -1290,17 +988,17 @@ static int chunk_size_byte(struct pd_subst *s, uint8_t c)
 
 static int body_data(struct pd_subst *s, const uint8_t *p, size_t n, struct evbuffer *out)
 {
-	const struct pat *pat = NULL;
+	const struct pd_pat *pat = NULL;
 	int r;
 
 	if (s->buffer_bodies) {
 		if (n > s->max_body - s->body.len)
 			return fail(s, E2BIG, "a request body over the limit");
-		if (buf_add(&s->body, p, n) < 0)
+		if (pd_wipebuf_add(&s->body, p, n) < 0)
 			return fail(s, ENOMEM, "out of memory");
 		return 0;
 	}
-	r = stream_run(&s->leak, p, n, false, out, &pat);
+	r = pd_stream_run(&s->leak, p, n, false, out, &pat);
 	if (r < 0)
 		return fail(s, -r, "out of memory");
 	if (r > 0)
@@ -1380,7 +1078,7 @@ static int step(struct pd_subst *s, const uint8_t *in, size_t len, size_t *i,
 		if (s->remaining > 0)
 			return 0;
 		/* the chunk's bytes go out before its CRLF; the scan still sees across */
-		if (!s->buffer_bodies && stream_release_held(&s->leak, out) < 0)
+		if (!s->buffer_bodies && pd_stream_release_held(&s->leak, out) < 0)
 			return fail(s, ENOMEM, "out of memory");
 		s->cr = false;
 		s->state = ST_CHUNK_END;
@@ -1437,50 +1135,7 @@ int pd_subst_feed(struct pd_subst *s, const uint8_t *in, size_t len, struct evbu
 	return r;
 }
 
-/* ---- the response stream ------------------------------------------------------------- */
-
-struct pd_scrub {
-	struct stream st;
-};
-
-struct pd_scrub *pd_scrub_new(const struct pd_secret *secrets, size_t n)
+void pd_subst_set_response(struct pd_subst *s, struct pd_response *r)
 {
-	struct pd_scrub *s;
-
-	if (!secrets_valid(secrets, n)) {
-		errno = EINVAL;
-		return NULL;
-	}
-	s = calloc(1, sizeof(*s));
-	if (!s || stream_init(&s->st, secrets, n, SET_SCRUB) < 0) {
-		pd_scrub_free(s);
-		errno = ENOMEM;
-		return NULL;
-	}
-	return s;
-}
-
-struct pd_scrub *pd_scrub_free(struct pd_scrub *s)
-{
-	if (!s)
-		return NULL;
-	stream_release(&s->st);
-	free(s);
-	return NULL;
-}
-
-int pd_scrub_feed(struct pd_scrub *s, const uint8_t *in, size_t len, struct evbuffer *out)
-{
-	assert(s && out && (in || len == 0));
-	return stream_run(&s->st, in, len, false, out, &(const struct pat *){ NULL });
-}
-
-int pd_scrub_flush(struct pd_scrub *s, struct evbuffer *out)
-{
-	return stream_run(&s->st, NULL, 0, true, out, &(const struct pat *){ NULL });
-}
-
-size_t pd_scrub_held(const struct pd_scrub *s)
-{
-	return s->st.tail_len;
+	s->resp = r;
 }

@@ -6,12 +6,11 @@
  * A sandbox holds only placeholders. On the request side (sandbox -> server, hostile),
  * pd_subst puts the real value in place of a placeholder of a secret bound to this
  * connection's host, and refuses a request that carries a placeholder of a secret that is
- * not. On the response side (server -> sandbox), pd_scrub puts placeholders back in place of
- * any real value a server echoes.
+ * not. The response side (server -> sandbox) is secret-scrub.h's.
  *
- * Both borrow `secrets`: the array and what it points to must outlive the object. A value
- * is copied nowhere but into `out` (and wiped scratch buffers on the way there); it is never
- * logged and never passed to the use callback.
+ * pd_subst borrows `secrets`: the array and what it points to must outlive the object. A
+ * value is copied nowhere but into `out` (and wiped scratch buffers on the way there); it is
+ * never logged and never passed to the use callback.
  */
 #pragma once
 
@@ -20,6 +19,7 @@
 #include <stdint.h>
 
 struct evbuffer;
+struct pd_response;
 
 struct pd_secret {
 	const char *name; /* the variable name, for events and errors */
@@ -92,21 +92,11 @@ int pd_subst_feed(struct pd_subst *s, const uint8_t *in, size_t len, struct evbu
 		  size_t *ret_secret, const char **ret_why);
 
 /*
- * The server->client direction: every real value (bound or not) becomes its placeholder,
- * across feed boundaries. Values that are a prefix of one another: the longest wins.
- * A placeholder of another length changes the length of what it is in (a Content-Length
- * body, a chunk): the caller uses same-length placeholders. Values hidden by a content
- * coding (gzip) or split by chunk framing are not seen.
+ * Links the request stream to the response side of its connection (secret-scrub.h),
+ * borrowed: it must outlive s. From then on every request asks for an identity response
+ * (Accept-Encoding: identity; Accept-Encoding and TE dropped), is announced to r as it goes
+ * out (pd_response_expect: a response to HEAD has no body), and the Basic credentials it
+ * builds are scrubbed from responses (pd_response_add_credential). A request r has no room
+ * for fails (-E2BIG, too many waiting for their responses).
  */
-struct pd_scrub;
-
-/* NULL with errno EINVAL (an empty value or placeholder) or ENOMEM. */
-struct pd_scrub *pd_scrub_new(const struct pd_secret *secrets, size_t n);
-/* Wipes what it holds back and frees; accepts NULL; returns NULL. */
-struct pd_scrub *pd_scrub_free(struct pd_scrub *s);
-/* Appends the scrubbed bytes to out, holding back at most (longest value - 1). 0 or -ENOMEM. */
-int pd_scrub_feed(struct pd_scrub *s, const uint8_t *in, size_t len, struct evbuffer *out);
-/* At EOF: appends what was held back, scrubbed. 0 or -ENOMEM. */
-int pd_scrub_flush(struct pd_scrub *s, struct evbuffer *out);
-/* The number of bytes held back now. */
-size_t pd_scrub_held(const struct pd_scrub *s);
+void pd_subst_set_response(struct pd_subst *s, struct pd_response *r);

@@ -65,8 +65,16 @@ struct pd_mitm {
 	bool shutdown_sent;
 	bool finishing;
 	bool plain; /* no TLS either side: the same relay for plain HTTP (tls-mitm.h) */
+	bool answering;	   /* pd_mitm_answer(): the client gets an answer, then we linger */
+	bool lingering;	   /* the answer is out: wait for the client to close, briefly */
+	uint8_t *answer;   /* the answer, until the client's handshake is done */
+	size_t answer_len;
 	char reason[256];
 };
+
+/* after an answer, how long the client gets to read it and close before we do: closing
+ * with its request still unread would reset the connection and lose the answer */
+#define LINGER_S 2
 
 static const char *const side_name[] = { [CLIENT] = "client", [UPSTREAM] = "upstream" };
 
@@ -127,6 +135,17 @@ static void flush_check(struct pd_mitm *m)
 	}
 	if (t == CLIENT && m->csock && evbuffer_get_length(bufferevent_get_output(m->csock)) > 0)
 		return;
+	if (t == CLIENT && m->answering && !m->lingering) {
+		struct timeval tv = { .tv_sec = LINGER_S };
+
+		/* the answer is out; the client reads it and closes, or we do soon */
+		m->lingering = true;
+		(void)shutdown(bufferevent_getfd(m->csock ? m->csock : m->bev[CLIENT]), SHUT_WR);
+		evtimer_add(m->timer, &tv);
+		return;
+	}
+	if (m->lingering)
+		return;
 	end_now(m);
 }
 
@@ -144,7 +163,8 @@ static void begin_flush(struct pd_mitm *m, enum side ended)
 	 * filter bufferevent mid-handshake would drive SSL_read and handshake behind
 	 * libevent's back. An unfinished handshake gets the same time as the flush. */
 	bufferevent_disable(m->bev[ended], EV_READ);
-	if (m->ready[t])
+	/* an answer's client is read (and what it sends dropped) until it closes */
+	if (m->ready[t] && !(t == CLIENT && m->answering))
 		bufferevent_disable(m->bev[t], EV_READ);
 	bufferevent_setwatermark(m->bev[t], EV_WRITE, 0, 0); /* the write callback at empty */
 	evtimer_add(m->timer, &tv);
@@ -156,10 +176,34 @@ void pd_mitm_answer(struct pd_mitm *m, const void *data, size_t len, const char 
 	if (m->finishing || m->flushing)
 		return;
 	set_reason(m, "%s", reason);
-	if (m->ready[CLIENT])
+	m->answering = true;
+	if (m->ready[CLIENT]) {
 		(void)evbuffer_add(bufferevent_get_output(m->bev[CLIENT]), data, len);
+	} else {
+		/* it goes once the client's handshake is done (on_connected) */
+		m->answer = malloc(len);
+		if (m->answer) {
+			memcpy(m->answer, data, len);
+			m->answer_len = len;
+		}
+	}
 	/* as if upstream had ended: what is queued for the client goes out, then the end */
 	begin_flush(m, UPSTREAM);
+}
+
+/*
+ * The upstream failed before it was ready (its certificate, its name, its handshake): the
+ * caller may answer the client in its place (pd_mitm_answer); otherwise the end.
+ */
+static void upstream_failed(struct pd_mitm *m)
+{
+	bufferevent_disable(m->bev[UPSTREAM], EV_READ | EV_WRITE);
+	if (m->ops.upstream_failed) {
+		m->ops.upstream_failed(m->reason, m->ud);
+		if (m->flushing || m->finishing)
+			return;
+	}
+	end_now(m);
 }
 
 /* Decrypted bytes from side s through its transform into the other side's output. */
@@ -170,6 +214,11 @@ static void pump(struct pd_mitm *m, enum side s)
 	size_t before = evbuffer_get_length(in);
 	int r;
 
+	/* An answered client's bytes go nowhere (and are not counted) */
+	if (s == CLIENT && m->answering) {
+		(void)evbuffer_drain(in, before);
+		return;
+	}
 	/* Once one side has ended, the other's bytes have nowhere to go. */
 	if (m->finishing || before == 0 || (m->flushing && s != m->ended))
 		return;
@@ -243,10 +292,11 @@ static void on_connected(struct pd_mitm *m, enum side s)
 		/* SECURITY: SSL_VERIFY_PEER already failed the handshake on a bad certificate;
 		 * checked again because what follows is the real secret. */
 		if (vr != X509_V_OK || !SSL_get0_peer_certificate(ssl)) {
+			m->ready[s] = false;
 			set_reason(m, "upstream certificate verification failed: %s",
 				   vr != X509_V_OK ? X509_verify_cert_error_string(vr)
 						   : "no certificate");
-			end_now(m);
+			upstream_failed(m);
 			return;
 		}
 		pump(m, CLIENT); /* what the client sent meanwhile */
@@ -254,8 +304,15 @@ static void on_connected(struct pd_mitm *m, enum side s)
 			return;
 	}
 	if (m->flushing) {
+		if (s == CLIENT && m->answer) {
+			(void)evbuffer_add(bufferevent_get_output(m->bev[CLIENT]), m->answer,
+					   m->answer_len);
+			free(m->answer);
+			m->answer = NULL;
+		}
 		if (s != m->ended) {
-			bufferevent_disable(m->bev[s], EV_READ);
+			if (!(s == CLIENT && m->answering))
+				bufferevent_disable(m->bev[s], EV_READ);
 			flush_check(m);
 		}
 		return;
@@ -320,13 +377,27 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 	}
 	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR | BEV_EVENT_TIMEOUT)))
 		return;
+	if (s == CLIENT && m->answering) {
+		end_now(m); /* it read the answer and closed, or went away */
+		return;
+	}
 	if ((what & BEV_EVENT_EOF) && m->ready[s]) {
 		/* what was decrypted before the end still goes through */
 		pump(m, s);
+		if (s == UPSTREAM && m->ops.upstream_eof && !m->finishing && !m->flushing &&
+		    m->ops.upstream_eof(bufferevent_get_output(m->bev[CLIENT]), m->ud) < 0) {
+			set_reason(m, "upstream data refused");
+			end_now(m);
+			return;
+		}
 		begin_flush(m, s);
 		return;
 	}
 	failure_reason(m, s, what);
+	if (s == UPSTREAM && !m->ready[UPSTREAM] && !m->flushing) {
+		upstream_failed(m);
+		return;
+	}
 	end_now(m);
 }
 
@@ -336,11 +407,22 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	if (m->lingering) {
+		end_now(m); /* the answer went out; the client did not close: we do */
+		return;
+	}
 	if (!m->ready[CLIENT] || !m->ready[UPSTREAM])
 		set_reason(m, "tls handshake timed out (%s)",
 			   !m->ready[CLIENT] && !m->ready[UPSTREAM] ? "client and upstream"
 			   : !m->ready[CLIENT]			 ? "client"
 								 : "upstream");
+	if (m->ready[CLIENT] && !m->ready[UPSTREAM] && !m->flushing) {
+		struct timeval tv = { .tv_sec = PD_MITM_TIMEOUT_S };
+
+		evtimer_add(m->timer, &tv); /* for the answer's flush */
+		upstream_failed(m);
+		return;
+	}
 	set_reason(m, "flush timed out"); /* unless the flush's own cause is recorded already */
 	end_now(m);
 }
@@ -361,9 +443,17 @@ void pd_mitm_free(struct pd_mitm *m)
 		event_free(m->timer);
 	if (m->finish)
 		event_free(m->finish);
+	free(m->answer);
 	free(m);
 }
 PD_DEFINE_CLEANUP(struct pd_mitm, pd_mitm_free)
+
+void pd_mitm_counts(const struct pd_mitm *m, uint64_t *ret_from_client,
+		    uint64_t *ret_from_upstream)
+{
+	*ret_from_client = m->bytes[CLIENT];
+	*ret_from_upstream = m->bytes[UPSTREAM];
+}
 
 static void on_finish(evutil_socket_t fd, short what, void *arg)
 {

@@ -37,6 +37,14 @@ struct pd_mitm_ops {
 	int (*client_data)(struct evbuffer *in, struct evbuffer *out, void *ud);
 	/* Decrypted bytes from upstream; the same contract, towards the client. */
 	int (*upstream_data)(struct evbuffer *in, struct evbuffer *out, void *ud);
+	/* Optional: upstream ended (after its last bytes went through upstream_data); what it
+	 * appends to `out` still goes to the client. -1 aborts instead. */
+	int (*upstream_eof)(struct evbuffer *out, void *ud);
+	/* Optional: the upstream failed before it was ready: its certificate did not verify,
+	 * it is for another name, its handshake failed or timed out (`reason`, as closed()
+	 * will get it). The callee may answer the client with pd_mitm_answer() (it goes once
+	 * the client's own handshake is done); otherwise the connection just ends. */
+	void (*upstream_failed)(const char *reason, void *ud);
 	/* The interception ended. `reason` is text for a record, valid during the call: "client
 	 * closed", "upstream closed", "upstream certificate verification failed: <why>", ...;
 	 * the byte counts are decrypted bytes the callbacks consumed from each side. The mitm
@@ -66,9 +74,15 @@ int pd_mitm_start(struct event_base *base, SSL_CTX *server_ctx, SSL *upstream_ss
 /* Closes both sides at once, without calling closed(); accepts NULL. Not from inside this
  * mitm's own callbacks: return -1 from a data callback instead. */
 void pd_mitm_free(struct pd_mitm *m);
+/* The decrypted bytes the callbacks consumed from each side so far. */
+void pd_mitm_counts(const struct pd_mitm *m, uint64_t *ret_from_client,
+		    uint64_t *ret_from_upstream);
 
 /*
- * From inside client_data(): answers the client with `data` (an HTTP error) and ends once
- * it is out, with `reason` recorded; nothing more goes upstream. The callback returns 0.
+ * From inside a callback (data, upstream_eof, upstream_failed): answers the client with
+ * `data` (an HTTP error) after what is queued for it, and ends once it is out and the
+ * client closed (or LINGER_S later: closing with its request unread would reset the
+ * connection and lose the answer), with `reason` recorded; what the client sends meanwhile
+ * goes nowhere. A data callback returns 0.
  */
 void pd_mitm_answer(struct pd_mitm *m, const void *data, size_t len, const char *reason);

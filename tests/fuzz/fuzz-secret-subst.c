@@ -6,13 +6,20 @@
  *
  * Invariants: a placeholder of an unbound secret never reaches the output whole; feeding in
  * one piece or split gives the same output, status and use records; no use record holds a
- * value. The scrubber, on the same bytes: no value in its output, the same output however
- * split, never more held back than the longest value minus one.
+ * value. The response side, on the same bytes, as a byte stream (pd_scrub) and as HTTP
+ * responses (pd_response): no form of a bound value (raw, base64, hex, percent-encoded;
+ * computed here independently), no unbound value and no Basic credentials built with a
+ * value in its output, whether it ended well or not; the same output and status however
+ * split; never more held back than it says.
  *
- * The secrets are chosen so these can be checked by a plain search: placeholders are
- * "${UPPER}" and values lower case, so neither can be made from pieces of the other.
+ * The secrets are chosen so the request side's invariants can be checked by a plain search:
+ * placeholders are "${UPPER}" and values lower case, so neither can be made from pieces of
+ * the other. The response side's stand-ins (of values shaped unlike their placeholders) are
+ * x's, 0's and dashes, which base64 and hex forms can be made of: that it still holds is its
+ * second pass's doing.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +27,7 @@
 
 #include <event2/buffer.h>
 
+#include "secret-scrub.h"
 #include "secret-subst.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -152,46 +160,221 @@ static void check_subst(const struct pd_secret *secrets, const uint8_t *in, size
 	free(split.out);
 }
 
-static uint8_t *scrub_run(const uint8_t *in, size_t len, uint8_t seed, size_t *ret_len)
+/* ---- the response side ---- */
+
+/* Every form of a value the response side promises to keep out (secret-scrub.h), written
+ * here again, independently: raw; for a bound value base64 (both alphabets, three
+ * alignments, the characters it alone decides), hex and percent-encoding (both cases). */
+#define FORMS_MAX 16
+
+struct forms {
+	char f[FORMS_MAX][128];
+	size_t len[FORMS_MAX], n;
+};
+
+static void form_add(struct forms *fs, const char *p, size_t len, bool derived)
+{
+	if (len == 0 || (derived && len < 8) || fs->n >= FORMS_MAX || len >= sizeof(fs->f[0]))
+		return;
+	memcpy(fs->f[fs->n], p, len);
+	fs->len[fs->n++] = len;
+}
+
+static void forms_of(const struct pd_secret *x, struct forms *fs)
+{
+	static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const uint8_t *v = x->value;
+	size_t n = x->value_len;
+	char buf[128];
+	size_t k;
+
+	fs->n = 0;
+	form_add(fs, (const char *)v, n, false);
+	if (!x->bound)
+		return;
+	for (unsigned url = 0; url < 2; url++) {
+		for (unsigned a = 0; a < 3; a++) {
+			/* bit i of the text is bit (i - 8a) of v: whole 6-bit groups inside */
+			size_t from = (8 * a + 5) / 6, to = (8 * (a + n)) / 6;
+
+			k = 0;
+			for (size_t c = from; c < to; c++) {
+				unsigned val = 0;
+
+				for (unsigned b = 0; b < 6; b++) {
+					size_t bitpos = 6 * c + b - 8 * a;
+
+					val = val << 1 | ((v[bitpos / 8] >> (7 - bitpos % 8)) & 1);
+				}
+				buf[k] = b64[val];
+				if (url && buf[k] == '+')
+					buf[k] = '-';
+				if (url && buf[k] == '/')
+					buf[k] = '_';
+				k++;
+			}
+			form_add(fs, buf, k, true);
+		}
+	}
+	for (unsigned up = 0; up < 2; up++) {
+		const char *d = up ? "0123456789ABCDEF" : "0123456789abcdef";
+
+		k = 0;
+		for (size_t i = 0; i < n; i++) {
+			buf[k++] = d[v[i] >> 4];
+			buf[k++] = d[v[i] & 15];
+		}
+		form_add(fs, buf, k, true);
+		k = 0;
+		for (size_t i = 0; i < n; i++) {
+			uint8_t c = v[i];
+
+			if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+			    c == '-' || c == '.' || c == '_' || c == '~') {
+				buf[k++] = (char)c;
+			} else {
+				buf[k++] = '%';
+				buf[k++] = d[c >> 4];
+				buf[k++] = d[c & 15];
+			}
+		}
+		form_add(fs, buf, k, true);
+	}
+	/* the values here have nothing JSON escapes: their JSON form is the raw one */
+}
+
+/* "u:" value 0, as the broker builds Basic credentials */
+static const char cred[] = "dTpnaHAtcmVhbC12YWx1ZS0w";
+
+/* SECURITY: the invariant the response side is for */
+static void no_form(const uint8_t *out, size_t len, const struct pd_secret *secrets)
+{
+	struct forms fs;
+
+	for (size_t i = 0; i < N_SECRETS; i++) {
+		forms_of(&secrets[i], &fs);
+		for (size_t k = 0; k < fs.n; k++)
+			if (memmem(out, len, fs.f[k], fs.len[k]))
+				abort();
+	}
+	if (memmem(out, len, cred, sizeof(cred) - 1))
+		abort();
+}
+
+/*
+ * The same output however split; but when a form was stopped (-EPERM), the bytes before it
+ * that came in an earlier feed went out already: one output is then the other's prefix,
+ * at most a form's length apart (secret-scrub.h).
+ */
+static bool same_output(const uint8_t *a, size_t a_len, const uint8_t *b, size_t b_len, int r)
+{
+	size_t n = a_len < b_len ? a_len : b_len;
+
+	if (r != -EPERM)
+		return a_len == b_len && memcmp(a, b, a_len) == 0;
+	return memcmp(a, b, n) == 0 && (a_len > b_len ? a_len - b_len : b_len - a_len) < 128;
+}
+
+static uint8_t *drain_all(struct evbuffer *out, size_t *ret_len)
+{
+	uint8_t *r;
+
+	*ret_len = evbuffer_get_length(out);
+	r = malloc(*ret_len + 1);
+	if (!r || evbuffer_remove(out, r, *ret_len) != (int)*ret_len)
+		abort();
+	evbuffer_free(out);
+	return r;
+}
+
+static uint8_t *scrub_run(const uint8_t *in, size_t len, uint8_t seed, int *ret_r,
+			  size_t *ret_len)
 {
 	struct pd_scrub *s = pd_scrub_new(secrets_streamed, N_SECRETS);
 	struct evbuffer *out = evbuffer_new();
 	uint32_t state = seed;
 	size_t at = 0;
-	uint8_t *r;
+	int k = 0;
 
-	if (!s || !out)
+	if (!s || !out || pd_scrub_add_credential(s, (const uint8_t *)cred, sizeof(cred) - 1) < 0)
 		abort();
 	do {
 		size_t n = next_cut(&state, seed);
 
 		if (n > len - at)
 			n = len - at;
-		if (pd_scrub_feed(s, in + at, n, out) < 0 || pd_scrub_held(s) > MAX_VALUE - 1)
+		k = pd_scrub_feed(s, in + at, n, out);
+		if ((k < 0 && k != -EPERM) || pd_scrub_held(s) > pd_scrub_held_max(s))
 			abort();
 		at += n;
-	} while (at < len);
-	if (pd_scrub_flush(s, out) < 0 || pd_scrub_held(s) != 0)
-		abort();
-	*ret_len = evbuffer_get_length(out);
-	r = malloc(*ret_len + 1);
-	if (!r || evbuffer_remove(out, r, *ret_len) != (int)*ret_len)
-		abort();
-	evbuffer_free(out);
+	} while (k == 0 && at < len);
+	if (k == 0) {
+		k = pd_scrub_flush(s, out);
+		if ((k < 0 && k != -EPERM) || pd_scrub_held(s) != 0)
+			abort();
+	}
+	*ret_r = k;
 	pd_scrub_free(s);
-	return r;
+	return drain_all(out, ret_len);
 }
 
 static void check_scrub(const uint8_t *in, size_t len, uint8_t seed)
 {
 	size_t a_len, b_len;
-	uint8_t *a = scrub_run(in, len, 0, &a_len), *b = scrub_run(in, len, seed, &b_len);
+	int ra, rb;
+	uint8_t *a = scrub_run(in, len, 0, &ra, &a_len), *b = scrub_run(in, len, seed, &rb, &b_len);
 
-	if (a_len != b_len || memcmp(a, b, a_len) != 0)
+	if (ra != rb || !same_output(a, a_len, b, b_len, ra))
 		abort();
-	for (size_t i = 0; i < N_SECRETS; i++)
-		if (memmem(a, a_len, secrets_streamed[i].value, secrets_streamed[i].value_len))
+	no_form(a, a_len, secrets_streamed);
+	free(a);
+	free(b);
+}
+
+/* The same bytes as a server's responses to four requests (bit i of heads: HEAD). */
+static uint8_t *response_run(const uint8_t *in, size_t len, uint8_t seed, uint8_t heads,
+			     int *ret_r, size_t *ret_len)
+{
+	struct pd_response *r = pd_response_new(secrets_streamed, N_SECRETS);
+	struct evbuffer *out = evbuffer_new();
+	uint32_t state = seed;
+	size_t at = 0;
+	int k = 0;
+
+	if (!r || !out ||
+	    pd_response_add_credential(r, (const uint8_t *)cred, sizeof(cred) - 1) < 0)
+		abort();
+	for (unsigned i = 0; i < 4; i++)
+		if (pd_response_expect(r, heads & (1u << i)) < 0)
 			abort();
+	do {
+		size_t n = next_cut(&state, seed);
+		const char *why = NULL;
+
+		if (n > len - at)
+			n = len - at;
+		k = pd_response_feed(r, in + at, n, out, &why);
+		if (k < 0 && (!why || (k != -EPROTO && k != -EPERM && k != -E2BIG)))
+			abort();
+		at += n;
+	} while (k == 0 && at < len);
+	if (k == 0)
+		k = pd_response_end(r, out, NULL);
+	*ret_r = k;
+	pd_response_free(r);
+	return drain_all(out, ret_len);
+}
+
+static void check_response(const uint8_t *in, size_t len, uint8_t seed)
+{
+	size_t a_len, b_len;
+	int ra, rb;
+	uint8_t *a = response_run(in, len, 0, seed, &ra, &a_len);
+	uint8_t *b = response_run(in, len, seed, seed, &rb, &b_len);
+
+	if (ra != rb || !same_output(a, a_len, b, b_len, ra))
+		abort();
+	no_form(a, a_len, secrets_streamed);
 	free(a);
 	free(b);
 }
@@ -208,5 +391,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_subst(seed & 0x80 ? secrets_buffered : secrets_streamed, data, size,
 		    (uint8_t)(seed & 0x7f) | 1);
 	check_scrub(data, size, (uint8_t)(seed & 0x7f) | 1);
+	check_response(data, size, (uint8_t)(seed & 0x7f) | 1);
 	return 0;
 }

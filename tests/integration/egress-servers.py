@@ -9,7 +9,8 @@ machine). This script never connects anywhere itself. Standard library only; run
 
     egress-servers.py --dir DIR [--names N1,N2,...]
                       [--http ADDR:PORT[,...]] [--https ADDR:PORT[,...]]
-                      [--echo ADDR:PORT[,...]] [--udp ADDR:PORT[,...]] [--git ADDR:PORT[,...]]
+                      [--echo ADDR:PORT[,...]] [--banner ADDR:PORT[,...]]
+                      [--udp ADDR:PORT[,...]] [--git ADDR:PORT[,...]]
 
 Each listener option may be repeated; an IPv6 address is written [ADDR]:PORT.
 
@@ -26,7 +27,11 @@ Runs until SIGTERM or SIGINT, then exits 0.
 HTTP (--http) and HTTPS (--https, the same handler in TLS):
   GET /               200 "hello from <Host> via <listen addr:port>\\n"
   GET /bytes/N        N bytes (0 <= N <= 2 GiB), Content-Length set, sent in 64 KiB chunks
-  GET /echo-headers   the request headers as a JSON object (repeated names joined by ", ")
+  GET /echo-headers   the request headers as a JSON object (repeated names joined by ", "),
+                      ?as= a server that echoes in another shape: "chunked" (in chunks of
+                      7 bytes), "gzip" (Content-Encoding: gzip whatever the request asked
+                      for), "negotiated" (gzip only when Accept-Encoding allows it),
+                      "base64", "hex" (the JSON encoded, as text/plain)
   POST /echo          the request body back (Content-Length or chunked); its first
                       4 KiB recorded as {"event": "body", "body": ...}
 An absolute-form target (GET http://host/path) is routed by its path. Records:
@@ -34,12 +39,16 @@ An absolute-form target (GET http://host/path) is routed by its path. Records:
   a TLS connection that carried no request (a failed handshake, a client that refused the
   certificate): {"server": "https", "listen", "peer", "sni", "error"}, without "method"
 Echo (--echo), TCP: echoes bytes until EOF; {"server": "echo", "listen", "peer"} per connection.
+Banner (--banner), TCP, a server that speaks first as ssh, SMTP and MySQL do: sends
+  "SSH-2.0-paddock-test\r\n" at once, then echoes until EOF; {"server": "banner", ...}.
 UDP (--udp): {"server": "udp", "listen", "peer", "bytes": n} per datagram; no answer.
 Git (--git): DIR/git served read-only over dumb HTTP, so that
   `git clone http://NAME:PORT/repo.git` works; {"server": "git", ...} as for http.
 """
 
 import argparse
+import base64
+import gzip
 import http.server
 import json
 import os
@@ -243,14 +252,45 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.reply(200, f"hello from {self.headers.get('Host', '')} via "
                             f"{self.server.listen}\n".encode())
         elif path == "/echo-headers":
-            self.reply(200, json.dumps(self.headers_dict()).encode() + b"\n",
-                       "application/json")
+            self.echo_headers()
         elif path.startswith("/bytes/"):
             self.send_bytes(path[len("/bytes/"):])
         else:
             self.send_error(404)
 
     do_HEAD = do_GET
+
+    def echo_headers(self):
+        body = json.dumps(self.headers_dict()).encode() + b"\n"
+        query = urllib.parse.urlsplit(self.path).query
+        shape = urllib.parse.parse_qs(query).get("as", [""])[0]
+        if shape == "chunked":
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            if self.command != "HEAD":
+                for i in range(0, len(body), 7):
+                    part = body[i:i + 7]
+                    self.wfile.write(b"%x;n=%d\r\n%s\r\n" % (len(part), i, part))
+                self.wfile.write(b"0\r\nX-Trailer: " + body.strip() + b"\r\n\r\n")
+            return
+        accept = self.headers.get("Accept-Encoding", "")
+        if shape == "gzip" or (shape == "negotiated" and "gzip" in accept):
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Encoding", "gzip")
+            data = gzip.compress(body)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(data)
+            return
+        if shape == "base64":
+            return self.reply(200, base64.b64encode(body) + b"\n")
+        if shape == "hex":
+            return self.reply(200, body.hex().encode() + b"\n")
+        self.reply(200, body, "application/json")
 
     def send_bytes(self, arg):
         if not arg.isdigit() or int(arg) > BYTES_MAX:
@@ -344,12 +384,18 @@ def tls_context(d):
 class EchoHandler(socketserver.BaseRequestHandler):
     def handle(self):
         s = self.request
-        self.server.log.write(server="echo", listen=self.server.listen,
+        self.server.log.write(server=self.server.kind, listen=self.server.listen,
                               peer=peer(self.client_address))
         s.settimeout(IO_TIMEOUT)
         while data := s.recv(CHUNK):
             s.sendall(data)
         s.shutdown(socket.SHUT_WR)
+
+
+class BannerHandler(EchoHandler):
+    def handle(self):
+        self.request.sendall(b"SSH-2.0-paddock-test\r\n")
+        super().handle()
 
 
 class UDPHandler(socketserver.BaseRequestHandler):
@@ -379,11 +425,12 @@ def main():
     ap.add_argument("--dir", required=True)
     ap.add_argument("--names", action="append", default=[],
                     help="DNS names for the server certificate, comma-separated")
-    for opt in ("http", "https", "echo", "udp", "git"):
+    for opt in ("http", "https", "echo", "banner", "udp", "git"):
         ap.add_argument("--" + opt, action="append", metavar="ADDR:PORT[,...]")
     a = ap.parse_args()
     try:
-        listen = {k: addr_list(getattr(a, k)) for k in ("http", "https", "echo", "udp", "git")}
+        listen = {k: addr_list(getattr(a, k))
+                  for k in ("http", "https", "echo", "banner", "udp", "git")}
     except argparse.ArgumentTypeError as e:
         ap.error(str(e))
     names = [n for v in a.names for n in v.split(",") if n]
@@ -408,10 +455,11 @@ def main():
             for fam, host, port, shown in listen[kind]:
                 servers.append(http_server(fam, kind, shown, log, (host, port),
                                            ctx if kind == "https" else None))
-        for fam, host, port, shown in listen["echo"]:
-            servers.append(server_class(socketserver.ThreadingTCPServer, fam)(
-                (host, port), EchoHandler))
-            servers[-1].listen = shown
+        for kind, handler in (("echo", EchoHandler), ("banner", BannerHandler)):
+            for fam, host, port, shown in listen[kind]:
+                servers.append(server_class(socketserver.ThreadingTCPServer, fam)(
+                    (host, port), handler))
+                servers[-1].listen, servers[-1].kind = shown, kind
         for fam, host, port, shown in listen["udp"]:
             servers.append(server_class(socketserver.UDPServer, fam)((host, port), UDPHandler))
             servers[-1].listen = shown

@@ -7,7 +7,7 @@
 # The addresses are public-class (so the policy treats them as the internet) but exist only
 # here: even a wrong proxy cannot send a packet off this machine.
 #   11.22.33.1   allowed.test git.test *.wild.test api.test evil.test
-#                http 80, https 443, echo 7, udp 9999, git 8080
+#                http 80, https 443, echo 7, banner 22 (speaks first), udp 9999, git 8080
 #   11.22.33.2   denied.test                        http 80, https 443
 #   10.0.0.5     private.test                       http 80 (RFC 1918)
 #   169.254.169.254 metadata.test                   http 80 (cloud metadata)
@@ -34,7 +34,8 @@ chmod 644 "$EGRESS_DIR/hosts"
 /usr/bin/python3 "$here/egress-servers.py" --dir "$EGRESS_DIR" \
 	--names allowed.test,git.test,www.wild.test,denied.test,api.test,evil.test \
 	--http 11.22.33.1:80,11.22.33.2:80,10.0.0.5:80,169.254.169.254:80,127.0.0.1:8099 \
-	--https 11.22.33.1:443,11.22.33.2:443 --echo 11.22.33.1:7 --udp 11.22.33.1:9999 \
+	--https 11.22.33.1:443,11.22.33.2:443 --echo 11.22.33.1:7 --banner 11.22.33.1:22 \
+	--udp 11.22.33.1:9999 \
 	--git 11.22.33.1:8080 >"$EGRESS_DIR/servers.log" 2>&1 &
 servers=$!
 for _ in $(seq 100); do

@@ -38,7 +38,7 @@ for p in memhog forkbomb cpuburn diskfill; do
 	[ -x "$build/tests/$p" ] && cp "$build/tests/$p" "$stage/"
 done
 cp "$here/lib.sh" "$here/mcp-drive.py" "$here/image-lib.sh" "$here/mkimage.py" \
-	"$here/token-registry.py" "$here/$test" "$stage/"
+	"$here/token-registry.py" "$here/protocols.py" "$here/$test" "$stage/"
 # a test's own directory (mcp/ for test-mcp.sh: its client and the npm packages it imports),
 # copied so that the unprivileged uid reads it wherever the repo is
 own=${test#test-}

@@ -29,6 +29,17 @@ expect_match "git clone over http" 'paddock-egress-test' "$OUT"
 eg --allow allowed.test -- $C --socks5-hostname 127.0.0.1:1080 http://allowed.test/
 expect_match "SOCKS5 with the name resolved by the proxy" '^hello from allowed.test' "$OUT"
 
+# ---- protocols that are not HTTP, through every way out ----
+# (protocols.py: a server that speaks first on allowed.test:22, client-first echo on :7)
+eg --allow allowed.test --ro-bind "$(dirname "$0")/protocols.py:/p.py" -- $PY /p.py
+for via in connect socks; do
+	expect_match "$via: a server that speaks first is relayed at once, not after a wait" "$via server-first: ok banner after [0-9]{1,3} ms" "$OUT"
+	expect_match "$via: a client-first binary or text protocol is relayed at once" "$via client-first: ok echo after [0-9]{1,3} ms and [0-9]{1,3} ms" "$OUT"
+done
+expect_match "connect: ...and the tunnel stays open" 'connect server-first: ok .*still open after 3.2 s' "$OUT"
+expect_match "transparent: a server that speaks first (1 s to show a name)" 'transparent server-first: ok banner after 1?[0-9]{1,3} ms' "$OUT"
+expect_match "transparent: a client-first protocol" 'transparent client-first: ok echo' "$OUT"
+
 # ---- allowed, transparently: programs that ignore the variables ----
 eg --allow allowed.test -- $C --noproxy '*' http://allowed.test/
 expect_match "transparent HTTP: decided by Host" '^hello from allowed.test' "$OUT"
@@ -65,6 +76,13 @@ expect_match "port rule: the port it names works" 'hello from allowed.test' "$OU
 expect_match "port rule: another port is refused" 'allowed.test:80 is blocked' "$OUT"
 eg --allow preset:nope -- true
 expect_match "unknown preset: an error naming the field" 'network.allow' "$OUT"
+eg --allow 0.0.0.0/0 -- true
+expect_match "0.0.0.0/0 is refused as an allow rule, pointing at --net open" "'0.0.0.0/0' would allow every address.*--net open" "$OUT"
+expect_eq "...and nothing runs" "1" "$([ "$ST" -ne 0 ] && echo 1)"
+eg --allow '::/0' -- true
+expect_match "::/0 too" "'::/0' would allow every address" "$OUT"
+eg --allow allowed.test --deny 0.0.0.0/0 -- $C http://allowed.test/
+expect_match "0.0.0.0/0 as a deny rule: every address denied" 'allowed.test:80 is blocked .*deny 0.0.0.0/0' "$OUT"
 
 # ---- open: any public destination, still no private one ----
 eg --net open --deny 11.22.33.2/32 -- sh -c "$C http://allowed.test/; $C http://denied.test/; $C http://private.test/"
@@ -117,12 +135,42 @@ expect_match "CONNECT to an allowed host answers 200" 'HTTP/1.1 200' "$OUT"
 expect_match "TLS server name differing from the CONNECT host: refused" 'sni-mismatch: refused' "$OUT"
 expect_match "Host header differing from the request's host: 403" 'host-mismatch: HTTP/1.1 403' "$OUT"
 
+# ---- refusals say what happened, and what would help ----
+eg --allow allowed.test:443 --allow private.test -- sh -c "$C http://allowed.test/; $C http://private.test/; $C --noproxy '' -x http://127.0.0.1:3128 http://127.0.0.1:8099/"
+expect_match "advice: a port rule's other port, the rule with the port" 'allowed.test:80 is blocked .*\(--allow allowed.test:80\)' "$OUT"
+expect_match "advice: an allowed name resolving to a private address names the address" 'private.test is allowed, but it resolves to 10.0.0.5.*\(--allow 10.0.0.5:80\)' "$OUT"
+expect_no_match "...and does not ask to allow the name it already allows" '--allow private.test\)' "$OUT"
+expect_match "advice: an address, with its port (not every loopback port)" '127.0.0.1:8099 is blocked .*\(--allow 127.0.0.1:8099\)' "$OUT"
+cat >"$T_TMP/bad.py" <<'PYEOF'
+import socket
+def ask(req):
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=5)
+    s.sendall(req)
+    data = b""
+    while chunk := s.recv(4096):
+        data += chunk
+    print(repr(data.decode(errors="replace")))
+ask(b"GET http://allowed.test/ HTTP/1.1\r\nHost: allowed.test\r\nHost: other.test\r\n\r\n")
+ask(b"GET http://allowed.test/ HTTP/1.1\r\nNo colon here\r\n\r\n")
+ask(b"GET / HTTP/1.1\r\nHost: allowed.test\r\n\r\n")
+ask(b"GET http://allowed.test:8080/ HTTP/1.1\r\nHost: allowed.test\r\nConnection: close\r\n\r\n")
+PYEOF
+chmod 644 "$T_TMP/bad.py"
+eg --allow allowed.test --ro-bind "$T_TMP/bad.py:/b.py" -- $PY /b.py
+expect_match "malformed request: 400 saying what is wrong (two Host headers)" '400 Bad Request.*expected one Host header' "$OUT"
+expect_match "malformed request: 400 saying what is wrong (a header line)" "400 Bad Request.*expected headers 'Name: value'" "$OUT"
+expect_match "origin-form to the proxy port: this is an HTTP proxy" '400 Bad Request.*this is an HTTP proxy' "$OUT"
+expect_match "a Host header without a port is not taken as port 80" "'HTTP/1.0 200|'HTTP/1.1 200" "$OUT"
+
 # ---- DNS filter ----
 eg --allow allowed.test --allow private.test -- sh -c \
 	'getent hosts allowed.test; echo "denied=$(getent hosts denied.test >/dev/null; echo $?)"; echo "private=$(getent hosts private.test >/dev/null; echo $?)"'
 expect_match "DNS answers an allowed name with the supervisor's address" '11.22.33.1 +allowed.test' "$OUT"
 expect_match "DNS does not answer a name the policy refuses" 'denied=2' "$OUT"
 expect_match "DNS hides a name resolving only to private addresses" 'private=2' "$OUT"
+eg --allow private.test --allow 10.0.0.5/32:80 -- sh -c 'getent hosts private.test; curl -sS -m 5 --noproxy "*" http://private.test/'
+expect_match "DNS answers a name whose address a CIDR rule with a port allows" '10.0.0.5 +private.test' "$OUT"
+expect_match "...so a program that ignores the proxy reaches it" 'hello from private.test' "$OUT"
 
 # ---- UDP other than DNS is dropped, and recorded ----
 before=$(grep -c '"server": "udp"' "$REQ" 2>/dev/null)
@@ -182,6 +230,44 @@ r=$(api POST /v1/sandboxes -d '{}')
 ID2=$($PY -c 'import json,sys; print(json.loads(sys.argv[1].rsplit("\n",1)[0])["id"])' "$r" 2>/dev/null)
 r=$(api PUT "/v1/sandboxes/$ID2/network" -d '{"mode":"allowlist","allow":["allowed.test"]}')
 expect_eq "daemon: a sandbox made with none has no egress to open: 409" "409" "$(tail -n1 <<<"$r")"
+# lock means lock: a PUT closes the open connections the new policy refuses, and says so
+cat >"$T_TMP/hold.py" <<'PYEOF'
+import socket, time
+def conn(name):
+    s = socket.create_connection((name, 7), timeout=5)
+    s.sendall(b"\x00")
+    s.recv(1)
+    return s
+def alive(s):
+    try:
+        s.sendall(b"\x01")
+        return s.recv(1) == b"\x01"
+    except OSError:
+        return False
+a, w = conn("allowed.test"), conn("www.wild.test")
+print("open", flush=True)
+t = time.time()
+while alive(a) and time.time() - t < 20:
+    time.sleep(0.1)
+print("allowed.test:", "open" if alive(a) else "closed", "www.wild.test:", "open" if alive(w) else "closed", flush=True)
+PYEOF
+r=$(api POST /v1/sandboxes -d '{"network":{"mode":"allowlist","allow":["allowed.test","www.wild.test"]}}')
+ID3=$($PY -c 'import json,sys; print(json.loads(sys.argv[1].rsplit("\n",1)[0])["id"])' "$r" 2>/dev/null)
+r=$(api POST "/v1/sandboxes/$ID3/exec" -d "$($PY -c 'import json,sys; print(json.dumps({"argv": ["/usr/bin/python3", "-c", open(sys.argv[1]).read()], "background": True, "tag": "hold"}))' "$T_TMP/hold.py")")
+for _ in $(seq 100); do
+	api GET "/v1/sandboxes/$ID3/processes/hold/output" | grep -q '"open' && break
+	sleep 0.1
+done
+r=$(api PUT "/v1/sandboxes/$ID3/network" -d '{"mode":"allowlist","allow":["www.wild.test"]}')
+expect_eq "daemon: a PUT that removes a host answers 200" 200 "$(tail -n1 <<<"$r")"
+expect_match "daemon: ...and says it closed the one open connection to it" '"connections_closed": *1' "$r"
+api POST "/v1/sandboxes/$ID3/processes/hold/wait?timeout_s=25" >/dev/null
+r=$(api GET "/v1/sandboxes/$ID3/processes/hold/output")
+expect_match "daemon: the tunnel to the removed host is closed at once, the other one stays" 'allowed.test: closed www.wild.test: open' "$r"
+r=$(api GET "/v1/sandboxes/$ID3/events")
+expect_match "daemon: the closed connection is recorded" '"event": *"egress.connection".*"host": *"allowed.test".*"decision": *"deny".*"reason": *"the network policy was replaced' "$(tr -d '\n' <<<"$r")"
+expect_match "daemon: egress.policy counts it" '"event": *"egress.policy".*"connections_closed": *1' "$(tr -d '\n' <<<"$r")"
+api DELETE "/v1/sandboxes/$ID3" >/dev/null
 # a crash of the daemon: the re-adopted sandbox gets its listeners back, with the policy
 # last PUT (the store has it)
 api PUT "/v1/sandboxes/$ID/network" -d '{"mode":"allowlist","allow":["allowed.test"]}' >/dev/null

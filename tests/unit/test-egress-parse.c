@@ -46,6 +46,10 @@ static void test_http_forms(void **state)
 	assert_string_equal(h.host, "example.com");
 	assert_int_equal(h.port, 80);
 	assert_string_equal(h.host_header, "example.com");
+	assert_int_equal(h.host_header_port, 0); /* none given: not "80" */
+	assert_int_equal(parse("GET / HTTP/1.1\r\nHost: example.com\r\n\r\n", &h), 0);
+	assert_int_equal(h.port, 80);
+	assert_int_equal(h.host_header_port, 0);
 
 	req = "POST /upload HTTP/1.0\r\nhOsT:  api.test:8080 \r\n\r\n";
 	assert_int_equal(parse(req, &h), 0);
@@ -61,6 +65,49 @@ static void test_http_forms(void **state)
 	assert_int_equal(parse("GET http://10.0.0.1:81/ HTTP/1.1\r\n\r\n", &h), 0);
 	assert_string_equal(h.host, "10.0.0.1");
 	assert_int_equal(h.port, 81);
+}
+
+/* Is it HTTP? Decided at the first byte that says no, so other protocols pass at once. */
+static void test_http_request_line_check(void **state)
+{
+	static const struct {
+		const char *in;
+		int r;
+	} cases[] = {
+		{ "GET / HTTP/1.1\r\n", 0 },
+		{ "get /x?y HTTP/1.0\n", 0 }, /* any case, LF: as the broker reads it */
+		{ "\r\n\r\nPOST /a HTTP/1.1\r\nHost: x", 0 },
+		{ "", -EAGAIN },
+		{ "G", -EAGAIN },
+		{ "ping", -EAGAIN },
+		{ "GET ", 1 },
+		{ "GET /a", 1 },
+		{ "GET /a HTTP/1.", 1 },
+		{ "GET /a HTTP/1.1\r", 1 },
+		{ "\r", -EAGAIN },
+		{ "SSH-2.0-OpenSSH_9.2\r\n", -EPROTO },  /* a client banner: no space */
+		{ "SET k v\r\n", -EPROTO },		   /* a text protocol's line */
+		{ "PING\r\n", -EPROTO },
+		{ "\xff\x01\x02binary", -EPROTO }, /* binary */
+		{ "\x16\x03\x01", -EPROTO },		   /* TLS */
+		{ "GET  / HTTP/1.1\r\n", -EPROTO },
+		{ "GET / HTTP/2.0\r\n", -EPROTO },
+		{ "GET / HTTP/1.1x", -EPROTO },
+		{ "GET / HTTP/1.1\rx", -EPROTO },
+		{ "\rx", -EPROTO },
+		{ "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA / HTTP/1.1\r\n", -EPROTO }, /* 33 */
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int r = pd_http_request_line_check((const uint8_t *)cases[i].in,
+						   strlen(cases[i].in));
+
+		if (r != cases[i].r)
+			fail_msg("'%s': expected %d, got %d", cases[i].in, cases[i].r, r);
+	}
+	/* NUL bytes count */
+	assert_int_equal(pd_http_request_line_check((const uint8_t *)"\0\0\0", 3), -EPROTO);
 }
 
 static void test_http_incomplete_and_bounds(void **state)
@@ -412,6 +459,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_http_forms),
+		cmocka_unit_test(test_http_request_line_check),
 		cmocka_unit_test(test_http_incomplete_and_bounds),
 		cmocka_unit_test(test_http_refused),
 		cmocka_unit_test(test_sni),

@@ -133,6 +133,30 @@ static void test_bad_rules(void **state)
 	}
 }
 
+/* A CIDR allow rule for every address is refused, pointing at open mode; a deny is fine. */
+static void test_everything_rules(void **state)
+{
+	static const char *const all[] = { "0.0.0.0/0", "::/0", "[::]/0", "0.0.0.0/0:443",
+					   "1.2.3.4/0", "[::]/0:80" };
+	struct pd_egress_rule r;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+		paddock_error err = { 0 };
+
+		if (pd_egress_rule_parse(all[i], false, "network.allow[0]", &r, &err) != -EINVAL)
+			fail_msg("'%s' should be refused as an allow rule", all[i]);
+		assert_string_equal(err.field, "network.allow[0]");
+		assert_non_null(strstr(err.msg, "--net open"));
+		assert_non_null(strstr(err.msg, "169.254.169.254"));
+		assert_int_equal(pd_egress_rule_parse(all[i], true, NULL, &r, &err), 0);
+		assert_int_equal(r.prefix, 0);
+	}
+	/* anything narrower is a range like any other */
+	assert_int_equal(pd_egress_rule_parse("0.0.0.0/1", false, NULL, &r, &(paddock_error){ 0 }),
+			 0);
+}
+
 static struct pd_egress_policy policy(enum pd_egress_mode mode, const char *const *allow,
 				      const char *const *deny)
 {
@@ -283,6 +307,7 @@ int main(void)
 		cmocka_unit_test(test_address_classes),
 		cmocka_unit_test(test_rule_forms),
 		cmocka_unit_test(test_bad_rules),
+		cmocka_unit_test(test_everything_rules),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_addresses),
 		cmocka_unit_test(test_presets_and_bounds),

@@ -145,6 +145,36 @@ static void test_allow_dns(void **state)
 	assert_false(pd_egress_allow_dns(&p, "bad..name", &rule));
 	p.mode = PD_EGRESS_OPEN;
 	assert_true(pd_egress_allow_dns(&p, "other.test", &rule));
+	pd_egress_policy_release(&p);
+
+	/* and the addresses it answers: a CIDR rule with a port still makes one an answer */
+	pd_egress_policy_init(&p, PD_EGRESS_ALLOWLIST);
+	assert_int_equal(pd_egress_policy_add(&p, "10.0.0.5/32:5432", false, NULL, &err), 0);
+	assert_int_equal(pd_egress_policy_add(&p, "10.0.0.6/32:22", true, NULL, &err), 0);
+	assert_int_equal(pd_egress_policy_add(&p, "10.0.0.6/32", false, NULL, &err), 0);
+	assert_int_equal(pd_egress_policy_add(&p, "10.0.0.7", true, NULL, &err), 0);
+	assert_int_equal(pd_egress_policy_add(&p, "10.0.0.0/24:80", false, NULL, &err), 0);
+	{
+		const uint8_t five[4] = { 10, 0, 0, 5 }, six[4] = { 10, 0, 0, 6 },
+			      seven[4] = { 10, 0, 0, 7 }, other[4] = { 10, 0, 1, 1 },
+			      loop[4] = { 127, 0, 0, 1 }, pub[4] = { 11, 22, 33, 1 };
+
+		assert_true(pd_egress_allow_addr_dns(&p, AF_INET, five, &rule));
+		assert_string_equal(rule->text, "10.0.0.5/32:5432");
+		/* the connection itself still needs the port */
+		assert_false(pd_egress_allow_addr(&p, AF_INET, five, 80 + 1, true, &rule));
+		/* a deny rule for one port leaves the others */
+		assert_true(pd_egress_allow_addr_dns(&p, AF_INET, six, &rule));
+		/* a deny rule for every port refuses, whatever allows it */
+		assert_false(pd_egress_allow_addr_dns(&p, AF_INET, seven, &rule));
+		assert_true(rule->deny);
+		assert_false(pd_egress_allow_addr_dns(&p, AF_INET, other, &rule));
+		assert_false(pd_egress_allow_addr_dns(&p, AF_INET, loop, &rule));
+		assert_true(pd_egress_allow_addr_dns(&p, AF_INET, pub, &rule)); /* a public one */
+		p.mode = PD_EGRESS_NONE;
+		assert_false(pd_egress_allow_addr_dns(&p, AF_INET, five, &rule));
+		p.mode = PD_EGRESS_ALLOWLIST;
+	}
 	p.mode = PD_EGRESS_NONE;
 	assert_false(pd_egress_allow_dns(&p, "api.test", &rule));
 	pd_egress_policy_release(&p);

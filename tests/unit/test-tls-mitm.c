@@ -330,6 +330,8 @@ struct proxy {
 	char reason[256];
 	uint64_t from_client, from_upstream;
 	size_t max_to_client; /* the most the client-bound output held */
+	bool answer_failures; /* answer an upstream that fails with a 502 */
+	char failed[256];     /* what upstream_failed() was told */
 };
 
 static int upper_client(struct evbuffer *in, struct evbuffer *out, void *ud)
@@ -373,6 +375,23 @@ static const struct pd_mitm_ops test_ops = {
 	.closed = on_closed,
 };
 
+static const char bad_gateway[] = "HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n";
+
+static void answer_failed(const char *reason, void *ud)
+{
+	struct proxy *p = ud;
+
+	snprintf(p->failed, sizeof(p->failed), "%s", reason);
+	pd_mitm_answer(p->m, bad_gateway, strlen(bad_gateway), reason);
+}
+
+static const struct pd_mitm_ops answering_ops = {
+	.client_data = upper_client,
+	.upstream_data = pass_upstream,
+	.upstream_failed = answer_failed,
+	.closed = on_closed,
+};
+
 static void proxy_accept(evutil_socket_t lfd, short what, void *arg)
 {
 	struct proxy *p = arg;
@@ -394,8 +413,8 @@ static void proxy_accept(evutil_socket_t lfd, short what, void *arg)
 	set_nonblock(ufd);
 	SSL *ussl = pd_tls_client_ssl(p->upstream_ctx, p->upstream_name, &err);
 	assert_non_null(ussl);
-	int r = pd_mitm_start(p->base, p->server_ctx, ussl, cfd, ufd, hello, (size_t)n, &test_ops,
-			      p, &p->m, &err);
+	int r = pd_mitm_start(p->base, p->server_ctx, ussl, cfd, ufd, hello, (size_t)n,
+			      p->answer_failures ? &answering_ops : &test_ops, p, &p->m, &err);
 	if (r < 0)
 		fail_msg("pd_mitm_start: %s", err.msg);
 }
@@ -531,7 +550,8 @@ static void run(struct pd_ca *up_ca, const char *up_name, struct pd_ca *trusted_
 	u->lev = event_new(base, u->lfd, EV_READ | EV_PERSIST, up_accept, u);
 	event_add(u->lev, NULL);
 
-	*p = (struct proxy){ .base = base, .upstream_port = up_port, .upstream_name = "api.test" };
+	*p = (struct proxy){ .base = base, .upstream_port = up_port, .upstream_name = "api.test",
+			     .answer_failures = p->answer_failures };
 	p->server_ctx = pd_ca_server_ctx(sandbox_ca, "api.test", &err);
 	assert_non_null(p->server_ctx);
 	p->upstream_ctx = pd_tls_upstream_ctx_new(files, &err);
@@ -578,7 +598,7 @@ static void test_intercept(void **state)
 	struct pd_ca *up_ca = NULL;
 	paddock_error err = { 0 };
 	struct upstream u;
-	struct proxy p;
+	struct proxy p = { 0 };
 	struct client c = { 0 };
 
 	(void)state;
@@ -608,7 +628,7 @@ static void test_client_closes(void **state)
 	struct pd_ca *up_ca = NULL;
 	paddock_error err = { 0 };
 	struct upstream u;
-	struct proxy p;
+	struct proxy p = { 0 };
 	struct client c = { .close_after_request = true };
 
 	(void)state;
@@ -632,7 +652,7 @@ static void test_backpressure(void **state)
 	struct pd_ca *up_ca = NULL;
 	paddock_error err = { 0 };
 	struct upstream u;
-	struct proxy p;
+	struct proxy p = { 0 };
 	struct client c = { .read_delay_ms = 500 };
 	char head[128];
 
@@ -664,7 +684,7 @@ static void test_untrusted_upstream(void **state)
 	struct pd_ca *up_ca = NULL, *other_ca = NULL;
 	paddock_error err = { 0 };
 	struct upstream u;
-	struct proxy p;
+	struct proxy p = { 0 };
 	struct client c = { 0 };
 
 	(void)state;
@@ -687,7 +707,7 @@ static void test_wrong_name_upstream(void **state)
 	struct pd_ca *up_ca = NULL;
 	paddock_error err = { 0 };
 	struct upstream u;
-	struct proxy p;
+	struct proxy p = { 0 };
 	struct client c = { 0 };
 
 	(void)state;
@@ -701,6 +721,44 @@ static void test_wrong_name_upstream(void **state)
 	assert_int_equal(c.resp_len, 0);
 	assert_int_equal(u.req_len, 0);
 	pd_ca_free(up_ca);
+}
+
+/*
+ * An upstream that fails verification, answered: the client gets the 502 (after its own
+ * handshake, its request read and dropped), the server nothing, and the reason is known.
+ */
+static void test_upstream_failed_answered(void **state)
+{
+	struct pd_ca *up_ca = NULL, *other_ca = NULL;
+	paddock_error err = { 0 };
+	struct upstream u;
+	struct proxy p = { .answer_failures = true };
+	struct client c = { 0 };
+
+	(void)state;
+	assert_int_equal(pd_ca_new(&up_ca, &err), 0);
+	assert_int_equal(pd_ca_new(&other_ca, &err), 0);
+	run(up_ca, "api.test", other_ca, response, strlen(response), &u, &p, &c);
+	assert_int_equal(c.handshake, 1);
+	assert_int_equal(c.resp_len, strlen(bad_gateway));
+	assert_memory_equal(c.resp, bad_gateway, strlen(bad_gateway));
+	if (!strstr(p.failed, "certificate"))
+		fail_msg("upstream_failed got: %s", p.failed);
+	assert_int_equal(p.closed_calls, 1);
+	assert_non_null(strstr(p.reason, "certificate"));
+	assert_int_equal(u.req_len, 0);
+	assert_int_equal(p.from_client, 0);
+
+	/* and a certificate for another name */
+	p = (struct proxy){ .answer_failures = true };
+	c = (struct client){ 0 };
+	run(up_ca, "evil.test", up_ca, response, strlen(response), &u, &p, &c);
+	assert_int_equal(c.resp_len, strlen(bad_gateway));
+	if (!strstr(p.failed, "hostname"))
+		fail_msg("upstream_failed got: %s", p.failed);
+	assert_int_equal(u.req_len, 0);
+	pd_ca_free(up_ca);
+	pd_ca_free(other_ca);
 }
 
 /* A connected pair over 127.0.0.1: sv[0] accepted (non-blocking), sv[1] connected. */
@@ -835,6 +893,7 @@ int main(void)
 		cmocka_unit_test(test_backpressure),
 		cmocka_unit_test(test_untrusted_upstream),
 		cmocka_unit_test(test_wrong_name_upstream),
+		cmocka_unit_test(test_upstream_failed_answered),
 		cmocka_unit_test(test_free_early),
 		cmocka_unit_test(test_client_not_tls),
 	};
