@@ -284,6 +284,12 @@ static void account(paddock_exec *ex)
 	if (sb->cg && pd_cgroup_stats(sb->cg, &now, NULL) >= 0) {
 		r->peak_memory_bytes = (int64_t)now.memory_peak_bytes;
 		r->oom_kills = (int64_t)(now.oom_kills - ex->base.oom_kills);
+		/*
+		 * v1 signals the OOM before the killer counts its kill (v1_oom_ack()): a command
+		 * that ended for an OOM the event proved was killed by it, counted or not yet
+		 */
+		if (r->reason == PADDOCK_END_OOM && r->oom_kills == 0)
+			r->oom_kills = 1;
 		if (now.pids_peak)
 			r->pids_peak = (int64_t)now.pids_peak;
 		/* killed with the sandbox, the command left no rusage: the cgroup's counters tell */
