@@ -73,6 +73,37 @@ open(path, "w").write("\n".join(sorted(known | alive)) + "\n")
 print(len(alive))
 PY
 }
+# client_checks CMD...: runs a client (in $T_TMP, stderr to $T_TMP/client.log) whose lines
+# "ok - DESC" / "not ok - DESC" become this test's checks ("# ..." is passed on, anything else
+# is a diagnostic), then checks that it ran to its end.
+client_checks() {
+	local line status=none
+	while IFS= read -r line; do
+		case "$line" in
+		"ok - "*) ok "${line#ok - }" ;;
+		"not ok - "*) not_ok "${line#not ok - }" ;;
+		"client-exit "*) status=${line#client-exit } ;;
+		"#"*) echo "$line" ;;
+		*) diag "$line" ;;
+		esac
+	done < <(
+		cd "$T_TMP" && "$@" 2>"$T_TMP/client.log"
+		echo "client-exit $?"
+	)
+	expect_eq "$(basename "${*: -1}") ran to its end" 0 "$status"
+}
+# e2b_port: the port of this test's paddockd --e2b listener, read from its log (empty after
+# 5 s without it)
+e2b_port() {
+	local port=
+	for _ in $(seq 100); do
+		port=$(sed -n 's/^paddockd: e2b on 127\.0\.0\.1:\([0-9][0-9]*\) (domain [^)]*)$/\1/p' \
+			"$T_TMP/daemon.log" | tail -n 1)
+		[ -n "$port" ] && break
+		sleep 0.05
+	done
+	echo "$port"
+}
 stop_daemon() {
 	kill -TERM "$DPID" 2>/dev/null
 	wait "$DPID"

@@ -18,31 +18,10 @@ STATE=$T_TMP/state
 # the domain that makes getHost() work on this machine: *.localhost is the loopback
 DAEMON_ARGS=(--e2b-domain localhost)
 start_daemon --e2b 127.0.0.1:0 || { not_ok "paddockd --e2b 127.0.0.1:0 starts"; finish; }
-port=
-for _ in $(seq 100); do
-	port=$(sed -n 's/^paddockd: e2b on 127\.0\.0\.1:\([0-9][0-9]*\) (domain localhost)$/\1/p' "$T_TMP/daemon.log")
-	[ -n "$port" ] && break
-	sleep 0.05
-done
+port=$(e2b_port)
 [ -n "$port" ] || { not_ok "paddockd logs its E2B port"; stop_daemon; finish; }
-
-status=none
-while IFS= read -r line; do
-	case "$line" in
-	"ok - "*) ok "${line#ok - }" ;;
-	"not ok - "*) not_ok "${line#not ok - }" ;;
-	"client-exit "*) status=${line#client-exit } ;;
-	"#"*) echo "$line" ;;
-	*) diag "$line" ;;
-	esac
-done < <(
-	cd "$T_TMP" &&
-		E2B_API_URL="http://127.0.0.1:$port" E2B_SANDBOX_URL="http://127.0.0.1:$port" \
-			E2B_DOMAIN="localhost:$port" E2B_API_KEY="e2b_paddock_test_key" \
-			node "$E2B/code-interpreter.mjs" 2>"$T_TMP/client.log"
-	echo "client-exit $?"
-)
-expect_eq "code-interpreter.mjs ran to its end" 0 "$status"
+client_checks env E2B_API_URL="http://127.0.0.1:$port" E2B_SANDBOX_URL="http://127.0.0.1:$port" \
+	E2B_DOMAIN="localhost:$port" E2B_API_KEY="e2b_paddock_test_key" node "$E2B/code-interpreter.mjs"
 
 # ---- paddockd's own API --------------------------------------------------------------------
 api() { curl -s --max-time 120 --unix-socket "$SOCK" "$@"; }

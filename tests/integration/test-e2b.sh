@@ -24,12 +24,7 @@ STATE=$T_TMP/state
 # a domain that is no loopback name: Hosts name it, the SDK is told it as it is
 DAEMON_ARGS=(--e2b-domain e2b.local)
 start_daemon --e2b 127.0.0.1:0 || { not_ok "paddockd --e2b 127.0.0.1:0 starts"; finish; }
-port=
-for _ in $(seq 100); do
-	port=$(sed -n 's/^paddockd: e2b on 127\.0\.0\.1:\([0-9][0-9]*\) (domain e2b\.local)$/\1/p' "$T_TMP/daemon.log")
-	[ -n "$port" ] && break
-	sleep 0.05
-done
+port=$(e2b_port)
 if [ -z "$port" ]; then
 	not_ok "paddockd logs 'paddockd: e2b on 127.0.0.1:PORT (domain e2b.local)'"
 	diag "$(cat "$T_TMP/daemon.log")"
@@ -37,25 +32,10 @@ if [ -z "$port" ]; then
 	finish
 fi
 ok "paddockd logs 'paddockd: e2b on 127.0.0.1:$port (domain e2b.local)'"
-
-status=none
-while IFS= read -r line; do
-	case "$line" in
-	"ok - "*) ok "${line#ok - }" ;;
-	"not ok - "*) not_ok "${line#not ok - }" ;;
-	"client-exit "*) status=${line#client-exit } ;;
-	"#"*) echo "$line" ;;
-	*) diag "$line" ;;
-	esac
-done < <(
-	cd "$T_TMP" &&
-		E2B_API_URL="http://127.0.0.1:$port" E2B_SANDBOX_URL="http://127.0.0.1:$port" \
-			E2B_DOMAIN=e2b.local E2B_API_KEY="e2b_paddock_test_key" \
-			E2B_PORT="$port" E2B_SOCK="$SOCK" E2B_DPID="$DPID" PADDOCKD="$PADDOCKD" T_TMP="$T_TMP" \
-			node "$E2B/client.mjs" 2>"$T_TMP/client.log"
-	echo "client-exit $?"
-)
-expect_eq "client.mjs ran to its end" 0 "$status"
+client_checks env E2B_API_URL="http://127.0.0.1:$port" E2B_SANDBOX_URL="http://127.0.0.1:$port" \
+	E2B_DOMAIN=e2b.local E2B_API_KEY="e2b_paddock_test_key" \
+	E2B_PORT="$port" E2B_SOCK="$SOCK" E2B_DPID="$DPID" PADDOCKD="$PADDOCKD" T_TMP="$T_TMP" \
+	node "$E2B/client.mjs"
 
 # what the client left, through paddockd's own API: deleted here so that one failure does not
 # cascade into the leak check, but a failure all the same

@@ -53,7 +53,7 @@ r=$(ex "{\"argv\": [\"printf\", \"\\\\000\\\\377\\\\001hi\"]}")
 expect_eq "api: binary output, as base64" "AP8BaGk=" "$(j "$r" 'd.get("stdout_b64")')"
 api DELETE "/v1/sandboxes/$ID" >/dev/null
 
-port=$(sed -n 's/^paddockd: e2b on 127\.0\.0\.1:\([0-9][0-9]*\) (domain localhost)$/\1/p' "$T_TMP/daemon.log")
+port=$(e2b_port)
 if command -v node >/dev/null && [ -d "$HERE/e2b/node_modules/e2b" ] && [ -n "$port" ]; then
 	e2b=$(cd "$T_TMP" && E2B_API_URL="http://127.0.0.1:$port" E2B_SANDBOX_URL="http://127.0.0.1:$port" \
 		E2B_DOMAIN="localhost:$port" E2B_API_KEY=e2b_paddock_test_key \

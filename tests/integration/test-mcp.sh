@@ -18,21 +18,7 @@ need_npm_package "$MCP" @modelcontextprotocol/sdk
 "$PADDOCK" mcp --help >/dev/null 2>&1
 expect_eq "paddock mcp --help exits 0" 0 "$?"
 
-status=none
-while IFS= read -r line; do
-	case "$line" in
-	"ok - "*) ok "${line#ok - }" ;;
-	"not ok - "*) not_ok "${line#not ok - }" ;;
-	"client-exit "*) status=${line#client-exit } ;;
-	"#"*) echo "$line" ;;
-	*) diag "$line" ;;
-	esac
-done < <(
-	cd "$T_TMP" &&
-		PADDOCK="$PADDOCK" PADDOCKD="${PADDOCKD:-}" T_TMP="$T_TMP" node "$MCP/client.mjs" 2>"$T_TMP/client.log"
-	echo "client-exit $?"
-)
-expect_eq "client.mjs ran to its end" 0 "$status"
+client_checks env PADDOCK="$PADDOCK" PADDOCKD="${PADDOCKD:-}" T_TMP="$T_TMP" node "$MCP/client.mjs"
 if [ "$T_FAILED" -gt 0 ]; then
 	diag "client.mjs's stderr and the servers' (last 60 lines):"
 	tail -n 60 "$T_TMP/client.log" | sed 's/^/# /'
