@@ -278,6 +278,16 @@ PADDOCK_API int paddock_sandbox_socket_async(paddock_sandbox *sb, int domain, in
 					     paddock_socket_fn fn, void *userdata,
 					     paddock_error *err);
 
+/*
+ * Pause: every process of the sandbox stops where it is (the cgroup freezer, invisible to
+ * them; rootless, SIGSTOP from init, which they can notice) and uses no CPU until resumed;
+ * memory, files, sockets and policy stay, and each command's timeout is held. While paused,
+ * commands and sockets are refused (EBUSY). Both return once it is done; repeating is a no-op.
+ */
+PADDOCK_API int paddock_sandbox_pause(paddock_sandbox *sb, paddock_error *err);
+PADDOCK_API int paddock_sandbox_resume(paddock_sandbox *sb, paddock_error *err);
+PADDOCK_API bool paddock_sandbox_paused(const paddock_sandbox *sb);
+
 /* ---- network egress (docs/network.md) ---------------------------------------------------- */
 
 /* What a sandbox's egress did so far: connections, queries, bytes. */

@@ -27,6 +27,7 @@ enum pd_cgroup_controller {
 	PD_CGROUP_PIDS,
 	PD_CGROUP_CPU,
 	PD_CGROUP_CPUACCT, /* v1 only: CPU usage; on v2 cpu.stat has it */
+	PD_CGROUP_FREEZER, /* v1 only, optional: pause; on v2 cgroup.freeze is core */
 	PD_CGROUP_CONTROLLER_MAX,
 };
 
@@ -186,11 +187,21 @@ struct pd_cgroup_ops {
 	bool (*oom_ack)(struct pd_cgroup *cg);
 	int (*stats)(struct pd_cgroup *cg, struct pd_cgroup_stats *ret_stats, paddock_error *err);
 	int (*kill_all)(struct pd_cgroup *cg, paddock_error *err);
+	/* -ENOTSUP when this cgroup cannot be frozen (v1 without the freezer hierarchy) */
+	int (*freeze)(struct pd_cgroup *cg, bool frozen, paddock_error *err);
 	void (*free)(struct pd_cgroup *cg);
 };
 
 extern const struct pd_cgroup_ops pd_cgroup_v1_ops;
 extern const struct pd_cgroup_ops pd_cgroup_v2_ops;
+
+/*
+ * Polls `file`'s key (or, with key NULL, the file's first word) until it reads `want`, for at
+ * most PD_CGROUP_FREEZE_WAIT_MS: freezing is asynchronous. -ETIMEDOUT past it.
+ */
+#define PD_CGROUP_FREEZE_WAIT_MS 2000
+int pd_cgroup_wait_state(const struct pd_cgroup_dir *d, const char *file, const char *key,
+			 const char *want, paddock_error *err);
 
 /*
  * Removes the idle pool cgroups of these hierarchies (h[0] holds the slot locks). Returns the

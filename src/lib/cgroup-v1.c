@@ -41,6 +41,7 @@ struct cgroup_v1 {
 	size_t n_dirs;
 	const struct pd_cgroup_dir *memory, *pids, *cpu;
 	const struct pd_cgroup_dir *cpuacct; /* NULL when cpuacct is not mounted */
+	const struct pd_cgroup_dir *freezer; /* NULL when freezer is not mounted */
 	bool memsw;			     /* memory.memsw.* exist: swap is accounted */
 	bool cpuacct_ns_split;		     /* cpuacct.usage_user/_sys exist (4.7+) */
 	int oom_efd;
@@ -114,6 +115,13 @@ static int take_dirs(struct cgroup_v1 *v, const struct pd_cgroup_layout *l, unsi
 	v->cpu = &v->dirs[l->v1_index[PD_CGROUP_CPU]];
 	if (l->v1_index[PD_CGROUP_CPUACCT] >= 0)
 		v->cpuacct = &v->dirs[l->v1_index[PD_CGROUP_CPUACCT]];
+	if (l->v1_index[PD_CGROUP_FREEZER] >= 0) {
+		v->freezer = &v->dirs[l->v1_index[PD_CGROUP_FREEZER]];
+		/* a reused slot must not stay frozen from a supervisor that died while paused */
+		r = pd_cgroup_write(v->freezer, "freezer.state", "THAWED", err);
+		if (r < 0)
+			return r;
+	}
 	return 0;
 }
 
@@ -447,9 +455,28 @@ static int v1_stats(struct pd_cgroup *cg, struct pd_cgroup_stats *ret_stats, pad
 	return 0;
 }
 
+static int v1_freeze(struct pd_cgroup *cg, bool frozen, paddock_error *err)
+{
+	struct cgroup_v1 *v = to_v1(cg);
+	const char *want = frozen ? "FROZEN" : "THAWED";
+	int r;
+
+	if (!v->freezer)
+		return pd_fail(err, ENOTSUP, "the freezer cgroup hierarchy is not mounted");
+	r = pd_cgroup_write(v->freezer, "freezer.state", want, err);
+	if (r < 0)
+		return r;
+	/* FREEZING until every task is: written again, a stuck one is retried */
+	return pd_cgroup_wait_state(v->freezer, "freezer.state", NULL, want, err);
+}
+
 static int v1_kill_all(struct pd_cgroup *cg, paddock_error *err)
 {
 	struct cgroup_v1 *v = to_v1(cg);
+
+	/* v1: a frozen task takes SIGKILL only once thawed */
+	if (v->freezer)
+		(void)pd_cgroup_write(v->freezer, "freezer.state", "THAWED", NULL);
 
 	/* every hierarchy: a crash between two attach writes leaves a process in some only */
 	return pd_cgroup_kill_until_empty(v->dirs, v->n_dirs, err);
@@ -463,5 +490,6 @@ const struct pd_cgroup_ops pd_cgroup_v1_ops = {
 	.oom_ack = v1_oom_ack,
 	.stats = v1_stats,
 	.kill_all = v1_kill_all,
+	.freeze = v1_freeze,
 	.free = v1_free,
 };

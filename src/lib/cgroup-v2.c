@@ -180,6 +180,19 @@ static int v2_kill_all(struct pd_cgroup *cg, paddock_error *err)
 	return r;
 }
 
+static int v2_freeze(struct pd_cgroup *cg, bool frozen, paddock_error *err)
+{
+	struct cgroup_v2 *v = to_v2(cg);
+	int r = pd_write_control(v->dir.fd, "cgroup.freeze", frozen ? "1" : "0");
+
+	if (r == -ENOENT)
+		return pd_fail(err, ENOTSUP, "no cgroup.freeze in '%s' (kernel before 5.2)",
+			       v->dir.label);
+	if (r < 0)
+		return pd_fail(err, r, "write '%s/cgroup.freeze'", v->dir.label);
+	return pd_cgroup_wait_state(&v->dir, "cgroup.events", "frozen", frozen ? "1" : "0", err);
+}
+
 static int write_limit(const struct cgroup_v2 *v, const char *file, const char *value,
 		       const char *field, paddock_error *err)
 {
@@ -456,5 +469,6 @@ const struct pd_cgroup_ops pd_cgroup_v2_ops = {
 	.oom_ack = v2_oom_ack,
 	.stats = v2_stats,
 	.kill_all = v2_kill_all,
+	.freeze = v2_freeze,
 	.free = v2_free,
 };

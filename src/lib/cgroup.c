@@ -53,6 +53,7 @@ static const char *const controller_names[PD_CGROUP_CONTROLLER_MAX] = {
 	[PD_CGROUP_MEMORY] = "memory",
 	[PD_CGROUP_PIDS] = "pids",
 	[PD_CGROUP_CPU] = "cpu",
+	[PD_CGROUP_FREEZER] = "freezer",
 	[PD_CGROUP_CPUACCT] = "cpuacct",
 };
 
@@ -1073,6 +1074,47 @@ int pd_cgroup_stats(struct pd_cgroup *cg, struct pd_cgroup_stats *ret_stats, pad
 	if (!cg || !ret_stats)
 		return pd_fail(err, EINVAL, "cgroup stats: bad argument");
 	return cg->ops->stats(cg, ret_stats, err);
+}
+
+int pd_cgroup_wait_state(const struct pd_cgroup_dir *d, const char *file, const char *key,
+			 const char *want, paddock_error *err)
+{
+	char buf[PD_CGROUP_FILE_MAX];
+	long waited = 0, delay = 100;
+
+	for (;;) {
+		ssize_t n = read_at(d->fd, file, buf, sizeof(buf) - 1);
+		const char *v = buf;
+
+		if (n < 0)
+			return pd_fail(err, (int)-n, "read '%s/%s'", d->label, file);
+		buf[n] = '\0';
+		if (key) {
+			/* flat-keyed: "KEY VALUE" lines */
+			size_t kl = strlen(key);
+
+			for (v = buf; v && !(strncmp(v, key, kl) == 0 && v[kl] == ' ');
+			     v = strchr(v, '\n') ? strchr(v, '\n') + 1 : NULL)
+				;
+			v = v ? v + kl + 1 : "";
+		}
+		if (strncmp(v, want, strlen(want)) == 0 &&
+		    (v[strlen(want)] == '\n' || v[strlen(want)] == '\0'))
+			return 0;
+		if (waited >= PD_CGROUP_FREEZE_WAIT_MS * 1000L)
+			return pd_fail(err, ETIMEDOUT, "'%s/%s' did not become '%s' within %d ms",
+				       d->label, file, want, PD_CGROUP_FREEZE_WAIT_MS);
+		sleep_us(delay);
+		waited += delay;
+		delay = delay * 2 > 20000 ? 20000 : delay * 2;
+	}
+}
+
+int pd_cgroup_freeze(struct pd_cgroup *cg, bool frozen, paddock_error *err)
+{
+	if (!cg)
+		return pd_fail(err, EINVAL, "freeze cgroup: bad argument");
+	return cg->ops->freeze(cg, frozen, err);
 }
 
 int pd_cgroup_kill_all(struct pd_cgroup *cg, paddock_error *err)

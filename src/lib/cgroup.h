@@ -105,6 +105,11 @@ int pd_cgroup_stats(struct pd_cgroup *cg, struct pd_cgroup_stats *ret_stats, pad
  * clone3(CLONE_INTO_CGROUP) into it at birth, and pool cgroups are reused.
  */
 int pd_cgroup_kill_all(struct pd_cgroup *cg, paddock_error *err);
+/*
+ * Freezes (or thaws) every process in the cgroup and returns once they are (v1: the freezer
+ * hierarchy; v2: cgroup.freeze). -ENOTSUP when this cgroup has no freezer.
+ */
+int pd_cgroup_freeze(struct pd_cgroup *cg, bool frozen, paddock_error *err);
 
 /*
  * Releases the handle. The directory stays for the next sandbox of the slot. Accepts NULL,

@@ -40,6 +40,8 @@ enum pd_ctl_type {
 	PD_CTL_BIND,	   /* S->I, to a pooled init: what the claim binds (pd_ctl_bind + strings) */
 	PD_CTL_BOUND,	   /* I->S: bound and confined (pd_ctl_ready), or FAILED */
 	PD_CTL_DENIED,	   /* I->S: the seccomp filter denied a call (pd_ctl_denied) */
+	PD_CTL_STOP_ALL,   /* S->I: SIGSTOP (stop 1) or SIGCONT (0) to every process but init
+			      (pd_ctl_stop_all): pause without a freezer (rootless) */
 	_PD_CTL_MAX,
 };
 
@@ -238,6 +240,10 @@ struct pd_ctl_denied {
 struct pd_ctl_signal {
 	uint64_t id;
 	int32_t sig;
+};
+
+struct pd_ctl_stop_all {
+	uint32_t stop;
 };
 
 struct pd_ctl_resize {

@@ -636,6 +636,8 @@ int paddock_exec_start(paddock_sandbox *sb, const struct paddock_exec_opts *opts
 		return pd_fail(err, ESRCH, "sandbox '%s' is not running", sb->id);
 	if (sb->spec->pooled)
 		return pd_fail(err, EBUSY, "sandbox '%s' is pooled: claim it first", sb->id);
+	if (pd_sandbox_check_not_paused(sb, err) < 0)
+		return -EBUSY;
 	r = check_opts(opts, &argc, &envc, err);
 	if (r < 0)
 		return r;

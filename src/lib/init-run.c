@@ -622,6 +622,21 @@ static struct tracked *find_tracked(struct init_state *st, uint64_t id)
 	return NULL;
 }
 
+/*
+ * Pause without a freezer: init is pid 1 of the sandbox's pid namespace, and kill(-1) reaches
+ * every process of it but init itself. A stopped process is seen stopped (its parent can be
+ * told, WUNTRACED): the freezer's pause is invisible, this one is not (docs/api.md).
+ */
+static void handle_stop_all(const char *buf, size_t len)
+{
+	struct pd_ctl_stop_all m;
+
+	if (len < sizeof(m))
+		return;
+	memcpy(&m, buf, sizeof(m));
+	(void)kill(-1, m.stop ? SIGSTOP : SIGCONT);
+}
+
 static void handle_signal(struct init_state *st, const char *buf, size_t len)
 {
 	struct pd_ctl_signal s;
@@ -922,6 +937,9 @@ _Noreturn static void serve(struct init_state *st)
 			break;
 		case PD_CTL_SOCKET:
 			handle_socket(st, buf, (size_t)n);
+			break;
+		case PD_CTL_STOP_ALL:
+			handle_stop_all(buf, (size_t)n);
 			break;
 		case PD_CTL_HOLD:
 		case PD_CTL_SOCKET_FD:

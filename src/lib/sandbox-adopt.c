@@ -243,12 +243,19 @@ int paddock_sandbox_adopt(paddock_ctx *ctx, const paddock_spec *spec, const char
 		if (sb->idmap.rootless)
 			sb->idmap.init_uid = sb->idmap.init_gid = 0;
 	}
+	if (r >= 0 && !sb->idmap.rootless && pd_cgroup_probe() != PD_CGROUP_NONE)
+		r = pd_cgroup_adopt(sb->idmap.slot, &sb->cg, err);
+	/*
+	 * A sandbox paused by the supervisor before is frozen, init with it, and could answer
+	 * nothing: it is thawed first. Its supervisor pauses it again if it should stay paused
+	 * (paddock_sandbox_pause(): the state is the supervisor's record, not the library's).
+	 */
+	if (r >= 0 && sb->cg)
+		(void)pd_cgroup_freeze(sb->cg, false, NULL);
 	if (r >= 0)
 		r = connect_init(sb, err);
 	if (r >= 0)
 		r = resync(sb, err);
-	if (r >= 0 && !sb->idmap.rootless && pd_cgroup_probe() != PD_CGROUP_NONE)
-		r = pd_cgroup_adopt(sb->idmap.slot, &sb->cg, err);
 	if (r >= 0)
 		r = pd_sandbox_arm(sb, err);
 	/* the listeners died with the old supervisor: ask init for new ones, same ports */

@@ -93,6 +93,9 @@ static void kill_init(paddock_sandbox *sb)
 {
 	if (sb->pidfd >= 0)
 		(void)syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
+	/* a frozen task takes its SIGKILL only once thawed (sandbox-pause.c) */
+	if (sb->paused == PD_PAUSE_FREEZER && sb->cg)
+		(void)pd_cgroup_freeze(sb->cg, false, NULL);
 }
 
 void pd_sandbox_protocol_violation(paddock_sandbox *sb, const char *what)
@@ -841,6 +844,8 @@ static int ask_socket(paddock_sandbox *sb, struct pd_socket_req *q, paddock_erro
 			       "expected an AF_INET or AF_INET6 stream or datagram socket");
 	if (sb->state != PD_SB_RUNNING)
 		return pd_fail(err, ESRCH, "sandbox '%s' is not running", sb->id);
+	if (pd_sandbox_check_not_paused(sb, err) < 0)
+		return -EBUSY;
 	r = pd_ctl_send(sb->ctl, PD_CTL_SOCKET, &req, sizeof(req), NULL, 0);
 	if (r < 0)
 		return pd_fail(err, r, "ask init for a socket");

@@ -79,6 +79,8 @@ struct paddock_exec {
 	void (*started_fn)(paddock_exec *ex, void *userdata);
 	int fds[3];	/* the supervisor's pipe ends until taken, or -EBADF */
 	struct event *timeout_ev;
+	struct timeval timeout_left; /* while its sandbox is paused: what its timeout had left */
+	bool timeout_held;	     /* ... and the timer is off meanwhile */
 	bool forced; /* ended on purpose: forced_reason beats what the exit says */
 	enum paddock_end_reason forced_reason;
 	struct pd_cgroup_stats base; /* the cgroup's counters when the command started */
@@ -132,6 +134,7 @@ struct paddock_sandbox {
 	struct timespec denied_refill;
 	uint64_t denied_unreported;    /* denials reported by no event since the last one */
 	struct pd_code *code;	       /* the code interpreter (code.c); NULL until first use */
+	enum pd_pause { PD_PAUSE_NONE, PD_PAUSE_FREEZER, PD_PAUSE_STOP } paused; /* sandbox-pause.c */
 	int image_lock; /* the image's record, flock'ed shared while the sandbox lives, or -1 */
 };
 
@@ -146,6 +149,8 @@ struct pd_socket_req {
 	struct pd_socket_req *next;
 };
 
+/* -EBUSY, naming the state, while the sandbox is paused (sandbox-pause.c) */
+int pd_sandbox_check_not_paused(const paddock_sandbox *sb, paddock_error *err);
 /* The code interpreter's state goes; callers still waiting get ESRCH (code.c). */
 void pd_code_free(paddock_sandbox *sb);
 /* Registers the sandbox's fds and timers with the loop (create and adopt). */

@@ -478,6 +478,94 @@ static void test_exec_timeout_and_terminate(void **state)
 	event_base_free(base);
 }
 
+/* Spins the loop for `ms`, so that timers and events are served meanwhile. */
+static void loop_for(struct event_base *base, int ms)
+{
+	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000 };
+
+	event_base_loopexit(base, &tv);
+	event_base_dispatch(base);
+}
+
+/* The counter a busy loop in the sandbox keeps writing to /tmp/count. */
+static long counter(paddock_sandbox *sb)
+{
+	paddock_error err = { 0 };
+	char *data = NULL;
+	size_t len = 0;
+	long v;
+
+	if (paddock_sandbox_read_file(sb, "/tmp/count", 64, &data, &len, &err) < 0)
+		return -1;
+	v = strtol(data, NULL, 10);
+	free(data);
+	return v;
+}
+
+/*
+ * Pause stops every process where it is (the freezer as root, SIGSTOP rootless), refuses
+ * commands and sockets meanwhile, holds a command's timeout; resume continues all of it.
+ */
+static void test_pause_and_resume(void **state)
+{
+	struct event_base *base = event_base_new();
+	paddock_ctx *ctx = NULL;
+	paddock_error err = { 0 };
+	/* written aside and renamed: a reader never sees the file empty */
+	const char *loop[] = { "sh", "-c",
+			       "i=0; while :; do i=$((i+1)); echo $i >/tmp/c.new; mv /tmp/c.new "
+			       "/tmp/count; done",
+			       NULL };
+	const char *sleeper[] = { "sleep", "30", NULL };
+	const char *echo[] = { "echo", "hi", NULL };
+	struct waiter wl = { .base = base }, ws = { .base = base };
+	long a, b, c;
+	int fd = -1;
+
+	(void)state;
+	assert_int_equal(paddock_ctx_new(base, &ctx, &err), 0);
+	paddock_sandbox *sb = make_sandbox(ctx);
+	struct paddock_exec_opts ol = { .argv = loop, .fds = { -1, -1, -1 }, .timeout_s = -1 };
+	struct paddock_exec_opts os = { .argv = sleeper, .fds = { -1, -1, -1 }, .timeout_s = 1.0 };
+	assert_int_equal(paddock_exec_start(sb, &ol, on_exit_cb, &wl, NULL, &err), 0);
+	assert_int_equal(paddock_exec_start(sb, &os, on_exit_cb, &ws, NULL, &err), 0);
+	for (int i = 0; i < 100 && counter(sb) < 10; i++)
+		loop_for(base, 20);
+	assert_true(counter(sb) >= 10);
+
+	if (paddock_sandbox_pause(sb, &err) < 0)
+		fail_msg("pause: %s", err.msg);
+	assert_true(paddock_sandbox_paused(sb));
+	assert_int_equal(paddock_sandbox_pause(sb, &err), 0); /* again: nothing to do */
+	a = counter(sb);
+	loop_for(base, 1500); /* past the sleeper's 1 s timeout: held while paused */
+	b = counter(sb);
+	assert_int_equal(a, b); /* not one more round */
+	assert_false(ws.done);
+	struct paddock_exec_opts oe = { .argv = echo, .fds = { -1, -1, -1 } };
+	assert_int_equal(paddock_exec_start(sb, &oe, on_exit_cb, &ws, NULL, &err), -EBUSY);
+	assert_non_null(strstr(err.msg, "paused"));
+	assert_int_equal(paddock_sandbox_socket(sb, AF_INET, SOCK_STREAM, &fd, &err), -EBUSY);
+
+	if (paddock_sandbox_resume(sb, &err) < 0)
+		fail_msg("resume: %s", err.msg);
+	assert_false(paddock_sandbox_paused(sb));
+	loop_for(base, 300);
+	c = counter(sb);
+	assert_true(c > b);
+	/* the sleeper's timeout runs again with what it had left (under a second) */
+	wait_done(base, &ws);
+	assert_int_equal(ws.res.reason, PADDOCK_END_TIMEOUT);
+	assert_true(ws.res.wall_s >= 2.3);
+	assert_string_equal(run_in(base, sb, echo, NULL), "hi\n");
+	assert_int_equal(paddock_sandbox_resume(sb, &err), 0); /* not paused: nothing to do */
+	/* a paused sandbox ends like any other: freed while paused, nothing is left */
+	assert_int_equal(paddock_sandbox_pause(sb, &err), 0);
+	paddock_sandbox_free(sb);
+	paddock_ctx_free(ctx);
+	event_base_free(base);
+}
+
 /* a socket made in the sandbox's netns reaches a server on the sandbox's own loopback */
 static void test_socket_in_sandbox_netns(void **state)
 {
@@ -1428,6 +1516,7 @@ int main(void)
 		cmocka_unit_test(test_pooled_claim_secrets),
 		cmocka_unit_test(test_pooled_claim_workspace),
 		cmocka_unit_test(test_pooled_unclaimed_free),
+		cmocka_unit_test(test_pause_and_resume),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
