@@ -298,7 +298,10 @@ static void check_layout(const struct pd_cgroup_layout *l)
 	}
 }
 
-/* v2 when its controllers are all enabled, else v1 when all are mounted (cpuacct optional). */
+/*
+ * v2 when its controllers are all enabled, else v1 when all are mounted (cpuacct and freezer
+ * optional).
+ */
 static void check_decide(struct pd_cgroup_layout *l, const char *controllers)
 {
 	bool v1 = l->v1_index[PD_CGROUP_MEMORY] >= 0 && l->v1_index[PD_CGROUP_PIDS] >= 0 &&
@@ -308,7 +311,7 @@ static void check_decide(struct pd_cgroup_layout *l, const char *controllers)
 	for (int c = 0; v2 && c < PD_CGROUP_CONTROLLER_MAX; c++) {
 		_cleanup_free_ char *copy = NULL;
 
-		if (c == PD_CGROUP_CPUACCT)
+		if (c == PD_CGROUP_CPUACCT || c == PD_CGROUP_FREEZER)
 			continue; /* v1 only */
 		copy = strdup(controllers);
 		if (!copy)
