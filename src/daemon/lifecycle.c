@@ -168,8 +168,8 @@ static void flush_pending(struct daemon *d, const char *id)
 
 /* ---- create / destroy ------------------------------------------------------------------ */
 
-static int get_seconds(json_t *body, const char *key, int64_t def, int64_t max, int64_t *ret,
-		       paddock_error *err)
+static int get_seconds(json_t *body, const char *key, int64_t def, int64_t min, int64_t max,
+		       int64_t *ret, paddock_error *err)
 {
 	json_t *v = json_object_get(body, key);
 
@@ -177,8 +177,9 @@ static int get_seconds(json_t *body, const char *key, int64_t def, int64_t max, 
 		*ret = def;
 		return 0;
 	}
-	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > max) {
-		int r = dfail(err, EINVAL, "expected whole seconds from 0 to %lld", (long long)max);
+	if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max) {
+		int r = dfail(err, EINVAL, "expected whole seconds from %lld to %lld",
+			      (long long)min, (long long)max);
 		snprintf(err->field, sizeof(err->field), "%s", key);
 		return r;
 	}
@@ -349,9 +350,10 @@ int pd_create_parse(struct daemon *d, const char *tenant, json_t *body, paddock_
 		return dfail(err, ENOMEM, "copy request");
 	for (const char *const *f = create_fields; *f; f++)
 		json_object_del(specj, *f);
-	r = get_seconds(body, "ttl_s", PD_DEFAULT_TTL_S, PD_MAX_TTL_S, ret_ttl, err);
-	if (r >= 0)
-		r = get_seconds(body, "idle_timeout_s", 0, PD_MAX_TTL_S, ret_idle, err);
+	/* a sandbox that is expired when it is made is no sandbox: ttl_s 0 is refused */
+	r = get_seconds(body, "ttl_s", PD_DEFAULT_TTL_S, 1, PD_MAX_TTL_S, ret_ttl, err);
+	if (r >= 0) /* 0: no idle timeout */
+		r = get_seconds(body, "idle_timeout_s", 0, 0, PD_MAX_TTL_S, ret_idle, err);
 	if (r >= 0 && meta)
 		r = check_metadata(meta, err);
 	if (r >= 0)

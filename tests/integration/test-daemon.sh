@@ -45,6 +45,9 @@ expect_eq "bad limit: 400 naming it" "400 limits.memory" \
 r=$(api POST /v1/sandboxes -d '{"ttl_s":-1}')
 expect_eq "bad ttl: 400 naming it" "400 ttl_s" \
 	"$(status_of "$r") $(j "$(body_of "$r")" 'd["error"]["field"]')"
+r=$(api POST /v1/sandboxes -d '{"ttl_s":0}')
+expect_eq "ttl_s 0 (expired when made): 400 naming it" "400 ttl_s" \
+	"$(status_of "$r") $(j "$(body_of "$r")" 'd["error"]["field"]')"
 r=$(api POST /v1/sandboxes -d '{"metadata":{"a":1}}')
 expect_eq "bad metadata: 400" 400 "$(status_of "$r")"
 r=$(api GET /v1/sandboxes)
