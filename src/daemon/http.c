@@ -113,6 +113,7 @@ void pd_reply_paddock_error(struct request *r, const paddock_error *err)
 		break;
 	case EACCES:
 	case EPERM:
+	case EROFS: /* a read-only bind or path: not the client's to write, not paddockd failing */
 		status = 403, code = "forbidden";
 		break;
 	case EFBIG:

@@ -210,6 +210,16 @@ expect_eq "no path: 400" "400 path" "$(status_of "$r") $(j "$(body_of "$r")" 'd[
 head -c 200000 /dev/zero >"$T_TMP/big"
 r=$(api PUT "/v1/sandboxes/$ID/files?path=/workspace/big" -H 'Expect: 100-continue' --data-binary @"$T_TMP/big")
 expect_eq "upload over --max-upload: 413" 413 "$(status_of "$r")"
+# a read-only bind is the client's to be refused (403), not paddockd failing (500)
+mkdir -p "$T_TMP/robind"
+r=$(api POST /v1/sandboxes -d "{\"binds\":[{\"source\":\"$T_TMP/robind\",\"target\":\"/ro\",\"readonly\":true}]}")
+IDRO=$(j "$(body_of "$r")" 'd["id"]')
+r=$(api PUT "/v1/sandboxes/$IDRO/files?path=/ro/x" --data-binary 'x')
+expect_eq "upload to a read-only bind: 403 forbidden, EROFS" "403 forbidden EROFS" \
+	"$(status_of "$r") $(j "$(body_of "$r")" 'd["error"]["code"]+" "+d["error"]["errno"]')"
+r=$(api POST "/v1/sandboxes/$IDRO/files/mkdir" -d '{"path":"/ro/d"}')
+expect_eq "mkdir in a read-only bind: 403" 403 "$(status_of "$r")"
+api DELETE "/v1/sandboxes/$IDRO" >/dev/null
 
 # symlinks the agent plants never reach the host
 echo "host-secret-$$" >"$T_TMP/secret"
