@@ -181,7 +181,7 @@ static void series_values(size_t i, const struct paddock_egress_stats *s, uint64
 	v[1] = all[i][1];
 }
 
-void pd_metrics_egress(struct daemon *d, struct evbuffer *out)
+void pd_metrics_egress(struct daemon *d, const char *tenant, struct evbuffer *out)
 {
 	for (size_t i = 0; i < sizeof(series) / sizeof(series[0]); i++) {
 		evbuffer_add_printf(out, "# TYPE %s %s\n", series[i].name, series[i].type);
@@ -189,7 +189,8 @@ void pd_metrics_egress(struct daemon *d, struct evbuffer *out)
 			struct paddock_egress_stats s;
 			uint64_t v[2];
 
-			if (!b->sb || paddock_sandbox_egress_stats(b->sb, &s, NULL) < 0)
+			if (!pd_metrics_shows(tenant, b) || !b->sb ||
+			    paddock_sandbox_egress_stats(b->sb, &s, NULL) < 0)
 				continue;
 			series_values(i, &s, v);
 			if (!series[i].label) {

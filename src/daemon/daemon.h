@@ -362,6 +362,11 @@ int pd_box_set_network(struct box *b, json_t *net, paddock_error *err);
 /* -EPERM (err names network.mode) when spec_json asks for more egress than --max-network. */
 int pd_check_max_network(struct daemon *d, const char *spec_json, paddock_error *err);
 int pd_max_network_parse(const char *s); /* 0..2, or -1 */
-/* The per-sandbox egress counters of /metrics (api-network.c). */
-void pd_metrics_egress(struct daemon *d, struct evbuffer *out);
+/*
+ * Whether /metrics asked by `tenant` lists sandbox b's series: a TCP tenant sees its own
+ * sandboxes only; the unix socket's (the operator's) sees every sandbox.
+ */
+bool pd_metrics_shows(const char *tenant, const struct box *b);
+/* The per-sandbox egress counters of /metrics, of the sandboxes `tenant` sees (api-network.c). */
+void pd_metrics_egress(struct daemon *d, const char *tenant, struct evbuffer *out);
 void pd_metrics_exec(struct daemon *d, const struct paddock_result *res, double seconds);

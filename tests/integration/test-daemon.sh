@@ -441,6 +441,12 @@ r=$(tcp DELETE "/v1/sandboxes/$IDA" -H 'Authorization: Bearer bbbbbbbbbbbbbbbbbb
 expect_eq "tcp: nor delete it" 404 "$(status_of "$r")"
 r=$(tcp GET /v1/sandboxes -H 'Authorization: Bearer bbbbbbbbbbbbbbbbbbbbbbbb')
 expect_eq "tcp: bob lists none" 0 "$(j "$(body_of "$r")" 'len(d["sandboxes"])')"
+r=$(tcp GET /metrics -H 'Authorization: Bearer bbbbbbbbbbbbbbbbbbbbbbbb')
+expect_eq "tcp: bob's metrics answer" 200 "$(status_of "$r")"
+expect_no_match "tcp: bob's metrics name none of alice's sandboxes" "$IDA" "$r"
+r=$(tcp GET /metrics -H 'Authorization: Bearer aaaaaaaaaaaaaaaaaaaaaaaa')
+expect_match "tcp: alice's metrics have her sandbox's series" \
+	"paddock_seccomp_denied_total\{sandbox=\"$IDA\"\}" "$r"
 r=$(api GET "/v1/sandboxes/$IDA")
 expect_eq "unix socket (tenant local) cannot see alice's either" 404 "$(status_of "$r")"
 r=$(tcp DELETE "/v1/sandboxes/$IDA" -H 'Authorization: Bearer aaaaaaaaaaaaaaaaaaaaaaaa')
