@@ -40,6 +40,12 @@ enum pd_ctl_type {
 	PD_CTL_BIND,	   /* S->I, to a pooled init: what the claim binds (pd_ctl_bind + strings) */
 	PD_CTL_BOUND,	   /* I->S: bound and confined (pd_ctl_ready), or FAILED */
 	PD_CTL_DENIED,	   /* I->S: the seccomp filter denied a call (pd_ctl_denied) */
+	/*
+	 * S->I: keep this record for the next supervisor (no payload; a sealed memfd), replacing
+	 * the one kept. I->S, on reconnect, after the EXEC_STATEs and before READY: the record
+	 * kept, when there is one. Its content is the supervisor's (sandbox-adopt.c).
+	 */
+	PD_CTL_RECORD,
 	_PD_CTL_MAX,
 };
 
