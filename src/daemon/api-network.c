@@ -94,10 +94,25 @@ int pd_box_set_network(struct box *b, json_t *net, paddock_error *err)
 	if (k >= 0)
 		k = paddock_sandbox_set_network(b->sb, spec, err);
 	if (k >= 0) {
-		free(b->spec_json);
+		char *old = b->spec_json;
+
 		b->spec_json = spec_json;
 		spec_json = NULL;
-		pd_box_persist(b); /* a restarted daemon re-adopts the sandbox with this policy */
+		/* a restarted daemon re-adopts the sandbox with this policy */
+		k = pd_box_persist(b, err);
+		if (k < 0) {
+			/* not recorded: the policy in force goes back to the one that is */
+			spec_json = b->spec_json;
+			b->spec_json = old;
+			old = NULL;
+			paddock_spec_free(spec);
+			spec = NULL;
+			if (paddock_spec_new(&spec, NULL) >= 0 &&
+			    paddock_spec_load_json(spec, b->spec_json, strlen(b->spec_json),
+						   NULL) >= 0)
+				(void)paddock_sandbox_set_network(b->sb, spec, NULL);
+		}
+		free(old);
 	}
 	free(spec_json);
 	free(text);

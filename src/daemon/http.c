@@ -132,6 +132,9 @@ void pd_reply_paddock_error(struct request *r, const paddock_error *err)
 	}
 	if (status == 400 && strncmp(err->msg, "unknown field", 13) == 0)
 		code = "unknown_field";
+	/* the state store could not record it (pd_store_error()): nothing changed, retry */
+	if (strcmp(err->field, "store") == 0)
+		status = 503, code = "unavailable";
 	pd_reply_json(r, status,
 		      json_pack("{s:{s:s,s:s,s:s,s:s}}", "error", "code", code, "field", err->field,
 				"message", err->msg, "errno", paddock_errno_name(err->code)));
