@@ -116,6 +116,7 @@ void pd_api_metrics(struct request *r)
 					    (unsigned long long)paddock_sandbox_seccomp_denied(x->sb));
 	pd_metrics_egress(d, r->tenant, b);
 	pd_pool_metrics(d, b);
+	pd_http_gate_metrics(d, b);
 	evhttp_add_header(evhttp_request_get_output_headers(r->req), "Content-Type",
 			  "text/plain; version=0.0.4");
 	d->m.http_by_class[2]++;

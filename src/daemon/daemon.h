@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <jansson.h>
 
+#include "http-gate.h"
 #include "util/base64.h"
 #include "paddock/paddock.h"
 #include "paddock/store.h"
@@ -30,7 +31,11 @@ struct evhttp_connection;
 #define PD_MAX_TAG 64
 #define PD_RING_BYTES (1u << 20)     /* background output kept per stream */
 #define PD_MAX_BODY (1u << 20)	      /* JSON request bodies */
-#define PD_MAX_HEADERS (64u << 10)
+#define PD_MAX_HEADERS (64u << 10)    /* the request line and headers */
+#define PD_STDIN_WRITE_MAX 65536      /* a body of POST .../stdin */
+#define PD_MAX_CONNECTIONS 1024	      /* per listener (--max-connections) */
+#define PD_MAX_PER_PEER 128	      /* per TCP peer address (--max-connections-per-peer) */
+#define PD_HEADER_TIMEOUT_S 20	      /* a head must be whole this long after the wait began */
 #define PD_DEFAULT_TTL_S 1800
 #define PD_MAX_TTL_S 86400
 #define PD_MAX_SANDBOXES 1024	      /* per tenant */
@@ -179,6 +184,8 @@ struct daemon {
 	paddock_ctx *ctx;
 	paddock_store *store;
 	struct evhttp *http_unix, *http_tcp;
+	struct pd_http_limits http_limits;
+	struct gate *gate; /* http-gate.c */
 	char state_dir[256];
 	/* host directories a TCP tenant's spec may name (workspace, binds, rootfs) */
 	char **host_paths;
@@ -285,6 +292,8 @@ int pd_http_setup(struct daemon *d, paddock_error *err);
  */
 void pd_http_no_delay(struct evhttp_request *req);
 void pd_http_stop(struct daemon *d);
+/* The tenant a TCP request's Authorization header names ("Bearer <token>"), or NULL. */
+const char *pd_http_bearer_tenant(struct daemon *d, const char *authorization);
 
 /* NDJSON streaming to a watcher */
 void pd_stream_start(struct watcher *w, const char *content_type);

@@ -38,6 +38,8 @@ static void usage(FILE *f)
 		   "                [--pool-min-available SIZE|N%%]\n"
 		   "                [--upstream-ca FILE]...\n"
 		   "                [--event-log-max SIZE] [--event-log-keep N]\n"
+		   "                [--max-connections N] [--max-connections-per-peer N]\n"
+		   "                [--header-timeout SECONDS]\n"
 		   "                [--e2b ADDR:PORT [--e2b-domain NAME] [--e2b-templates FILE]]\n"
 		   "Serves the paddock HTTP API (docs/api.md).\n");
 }
@@ -138,6 +140,39 @@ static int parse_log_max(struct daemon *d, const char *s)
 	return 0;
 }
 
+/* --max-connections (C), --max-connections-per-peer (Q), --header-timeout (H) */
+static int parse_http_limit(struct daemon *d, int which, const char *s)
+{
+	static const struct {
+		int c;
+		const char *name;
+		long min, max;
+	} limits[] = {
+		{ 'C', "--max-connections", 1, 1 << 20 },
+		{ 'Q', "--max-connections-per-peer", 1, 1 << 20 },
+		{ 'H', "--header-timeout", 1, 3600 },
+	};
+	char *end = NULL;
+	long v = strtol(s, &end, 10);
+
+	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
+		if (limits[i].c != which)
+			continue;
+		if (!*s || *end || v < limits[i].min || v > limits[i].max) {
+			fprintf(stderr, "paddockd: %s: expected a number from %ld to %ld, got '%s'\n",
+				limits[i].name, limits[i].min, limits[i].max, s);
+			return -1;
+		}
+	}
+	if (which == 'C')
+		d->http_limits.max_conns = (unsigned)v;
+	else if (which == 'Q')
+		d->http_limits.max_per_peer = (unsigned)v;
+	else
+		d->http_limits.header_timeout_s = (unsigned)v;
+	return 0;
+}
+
 /* --event-log-keep: rotated files kept, 0 to 100 */
 static int parse_log_keep(struct daemon *d, const char *s)
 {
@@ -156,7 +191,8 @@ static int parse_log_keep(struct daemon *d, const char *s)
 /*
  * {"socket": PATH, "state_dir": DIR, "listen": "ADDR:PORT", "tokens": FILE,
  *  "max_upload": BYTES, "orphan_timeout_s": S, "destroy_on_exit": BOOL,
- *  "max_network": "none"|"allowlist"|"open", "event_log_max": SIZE, "event_log_keep": N};
+ *  "max_network": "none"|"allowlist"|"open", "event_log_max": SIZE, "event_log_keep": N,
+ *  "max_connections": N, "max_connections_per_peer": N, "header_timeout_s": S};
  * unknown keys and
  * wrong types are refused by name.
  */
@@ -198,7 +234,23 @@ static int load_config(struct daemon *d, const char *path, const char **listen_a
 			d->max_net = pd_max_network_parse(json_string_value(v));
 		else if (strcmp(k, "event_log_max") == 0 && str && parse_log_max(d, s) == 0)
 			;
-		else if (strcmp(k, "event_log_keep") == 0 && json_is_integer(v) &&
+		else if ((strcmp(k, "max_connections") == 0 ||
+			  strcmp(k, "max_connections_per_peer") == 0 ||
+			  strcmp(k, "header_timeout_s") == 0) &&
+			 json_is_integer(v) && json_integer_value(v) >= 0 &&
+			 json_integer_value(v) <= INT32_MAX) {
+			char num[24];
+
+			snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(v));
+			int which = strcmp(k, "header_timeout_s") == 0	     ? 'H'
+				    : strcmp(k, "max_connections") == 0 ? 'C'
+									 : 'Q';
+
+			if (parse_http_limit(d, which, num) < 0) {
+				json_decref(o);
+				return -1;
+			}
+		} else if (strcmp(k, "event_log_keep") == 0 && json_is_integer(v) &&
 			 json_integer_value(v) >= 0 && json_integer_value(v) <= 100)
 			d->event_log_keep = (unsigned)json_integer_value(v);
 		else if (strcmp(k, "allow_host_paths") == 0 && json_is_array(v)) {
@@ -325,6 +377,24 @@ static void raise_nofile(void)
 	(void)setrlimit(RLIMIT_NOFILE, &rl);
 }
 
+/*
+ * --max-connections by default: 1024 per listener, but no more than a quarter of the open
+ * files paddockd may have, so that clients alone never take the descriptors its sandboxes
+ * need (about ten each).
+ */
+static unsigned default_max_conns(void)
+{
+	struct rlimit rl;
+	rlim_t quarter;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return PD_MAX_CONNECTIONS;
+	quarter = rl.rlim_cur / 4;
+	if (quarter < 16)
+		return 16;
+	return quarter < PD_MAX_CONNECTIONS ? (unsigned)quarter : PD_MAX_CONNECTIONS;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -348,12 +418,17 @@ int main(int argc, char **argv)
 		{ "e2b-domain", required_argument, NULL, 'D' },
 		{ "e2b-templates", required_argument, NULL, 'X' },
 		{ "event-log-max", required_argument, NULL, 'L' },
+		{ "max-connections", required_argument, NULL, 'C' },
+		{ "max-connections-per-peer", required_argument, NULL, 'Q' },
+		{ "header-timeout", required_argument, NULL, 'H' },
 		{ "event-log-keep", required_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct daemon d = { .max_upload = 256u << 20, .orphan_timeout_s = 3600, .max_net = 2,
 			    .event_log_fd = -1, .state_fd = -1,
+			    .http_limits = { .max_per_peer = PD_MAX_PER_PEER,
+					     .header_timeout_s = PD_HEADER_TIMEOUT_S },
 			    .event_log_max = PD_EVENT_LOG_MAX, .event_log_keep = PD_EVENT_LOG_KEEP,
 			    .pool = { .max_templates = 4, .min_avail_pct = 10 } };
 	long pool_max = -1;
@@ -497,6 +572,12 @@ int main(int argc, char **argv)
 			if (parse_log_max(&d, optarg) < 0)
 				return 2;
 			break;
+		case 'C':
+		case 'Q':
+		case 'H':
+			if (parse_http_limit(&d, c, optarg) < 0)
+				return 2;
+			break;
 		case 'K':
 			if (parse_log_keep(&d, optarg) < 0)
 				return 2;
@@ -517,6 +598,8 @@ int main(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	raise_nofile();
+	if (!d.http_limits.max_conns)
+		d.http_limits.max_conns = default_max_conns();
 	/* file access into sandboxes runs with the sandbox user's fsuid: no group of ours may
 	 * count in those permission checks */
 	if (paddock_host_root() && setgroups(0, NULL) < 0) {
@@ -610,6 +693,7 @@ out:
 	paddock_ctx_free(d.ctx);
 	if (d.base)
 		event_base_free(d.base);
+	pd_http_gate_free(&d);
 	pd_event_log_close(&d);
 	free(d.tokens);
 	for (size_t i = 0; i < d.n_host_paths; i++)
