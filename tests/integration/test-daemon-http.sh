@@ -133,8 +133,14 @@ expect_eq "three 100 MB uploads at once" "201 201 201 " "$codes"
 sleep 0.5
 grown=$(( $(rss_kb) - base ))
 diag "RSS after three 100 MB uploads: ${grown} kB above before"
-[ "$grown" -lt 32768 ] && ok "...and the memory they took is given back (< 32 MiB kept)" ||
+if grep -q __asan_init "$PADDOCKD"; then
+	# ASan's allocator keeps what is freed in its quarantine: no RSS comes back there
+	ok "# SKIP the memory given back: paddockd is built with AddressSanitizer"
+elif [ "$grown" -lt 32768 ]; then
+	ok "...and the memory they took is given back (< 32 MiB kept)"
+else
 	not_ok "...and the memory they took is given back (${grown} kB kept)"
+fi
 rm -f "$T_TMP/up"
 curl -s --unix-socket "$SOCK" -o /dev/null -X DELETE "http://x/v1/sandboxes/$ID"
 
