@@ -422,7 +422,14 @@ static int read_head(struct gate_conn *c, struct evbuffer *src, struct evbuffer 
 		       "the request line and headers may have %u bytes", PD_MAX_HEADERS);
 		return 1;
 	}
-	if (pd_gate_head_parse((const char *)evbuffer_pullup(src, (ev_ssize_t)len), len, &h) < 0) {
+	const char *head = (const char *)evbuffer_pullup(src, (ev_ssize_t)len);
+
+	if (!head) {
+		refuse(c, src, dst, R_HEADERS, 413, "too_large", "headers",
+		       "no memory for a head of %zu bytes", len);
+		return 1;
+	}
+	if (pd_gate_head_parse(head, len, &h) < 0) {
 		refuse(c, src, dst, h.status == 413 ? R_HEADERS : R_MALFORMED, h.status, h.code,
 		       h.field, "%s", h.msg);
 		return 1;
@@ -661,6 +668,11 @@ static void flush_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	if (!evcon_of(c))
 		return; /* evhttp let the connection go */
+	if (fd >= 0 && (what & EV_TIMEOUT) && c->state == G_RAW) {
+		/* a spliced stream paces itself (api-ports.c): its reader may be slow */
+		event_add(c->wev, NULL);
+		return;
+	}
 	if (fd >= 0 && (what & EV_TIMEOUT)) { /* c->wev: the socket took nothing that long */
 		c->l->refused[R_IDLE_TIMEOUT]++;
 		gate_log(c->l, "closed a connection that read nothing of its answer for %d s",

@@ -229,6 +229,10 @@ int pd_gate_head_parse(const char *buf, size_t len, struct pd_gate_head *h)
 		return malformed(h, "the request head is incomplete");
 	if (h->has_length && h->chunked)
 		return malformed(h, "both Content-Length and Transfer-Encoding");
+	/* an upgrade turns the connection into a raw stream right after its head */
+	if (h->method == PD_M_GET && h->upgrade && h->conn_upgrade &&
+	    (h->chunked || h->content_length > 0))
+		return malformed(h, "an upgrade request has no body");
 	/* evhttp reads no body after HEAD: a body there would be read as the next request */
 	if (h->method == PD_M_HEAD && (h->chunked || h->content_length > 0))
 		return malformed(h, "a HEAD request has no body");
