@@ -78,6 +78,12 @@ PADDOCK_API int paddock_ctx_new(struct event_base *base, paddock_ctx **ret_ctx,
 PADDOCK_API paddock_ctx *paddock_ctx_free(paddock_ctx *ctx);
 PADDOCK_API void paddock_ctx_set_event_sink(paddock_ctx *ctx, paddock_event_fn fn,
 					    void *userdata);
+/*
+ * Exec ids the context hands out from now on are above `used` (a supervisor that restarts
+ * tells it the highest id its records hold, so a new command never takes an earlier one's
+ * id). Ids only grow: a lower `used` than before changes nothing.
+ */
+PADDOCK_API void paddock_ctx_reserve_exec_ids(paddock_ctx *ctx, uint64_t used);
 
 /* ---- spec ----------------------------------------------------------------------------- */
 
@@ -219,6 +225,33 @@ PADDOCK_API int paddock_sandbox_handle(const paddock_sandbox *sb, char **ret_jso
 PADDOCK_API int paddock_sandbox_adopt(paddock_ctx *ctx, const paddock_spec *spec,
 				      const char *handle_json, paddock_sandbox **ret_sandbox,
 				      paddock_error *err);
+
+/*
+ * The supervisor's own record of a sandbox (created with a reconnect_dir), kept by its init
+ * for whoever takes the sandbox over next: a string of at most PADDOCK_RECORD_MAX bytes,
+ * replacing the one kept before. libpaddock keeps the sandbox's handle and effective spec
+ * beside it, so paddock_sandbox_recover() can take the sandbox over from its init alone when
+ * the supervisor's store is lost. -EINVAL without a reconnect_dir, -ESRCH when init is gone.
+ */
+#define PADDOCK_RECORD_MAX (1u << 20)
+PADDOCK_API int paddock_sandbox_set_record(paddock_sandbox *sb, const char *record,
+					   paddock_error *err);
+/*
+ * The record init handed back when this sandbox was adopted or recovered (what the last
+ * supervisor set), or NULL. Valid while sb is. It comes from inside the sandbox's
+ * namespaces: parse it as untrusted input.
+ */
+PADDOCK_API const char *paddock_sandbox_record(const paddock_sandbox *sb);
+/*
+ * Takes over the sandbox whose init listens at `socket_path` (a reconnect socket) from what
+ * its init kept alone, as paddock_sandbox_adopt() does from the supervisor's records: for a
+ * supervisor whose store is lost. The handle and spec come from inside and are checked: the
+ * handle must name this socket, init's uid and gid maps (the kernel's) must be the handle's,
+ * the spec must parse. On any failure the sandbox is killed, as adopt does; -ENODATA when
+ * init keeps no record.
+ */
+PADDOCK_API int paddock_sandbox_recover(paddock_ctx *ctx, const char *socket_path,
+					paddock_sandbox **ret_sandbox, paddock_error *err);
 
 /*
  * Lets go of a sandbox without ending it (a supervisor shutting down that a successor

@@ -13,8 +13,9 @@
  * not parsed. Every function returns >= 0 on success and -errno on failure with `err`
  * filled: -EINVAL for a missing argument, -ENOENT for an unknown sandbox or exec, and for
  * SQLite's own failures -ENOMEM, -ENOSPC (disk full), -EBUSY (locked by another process
- * beyond the 5 s busy timeout), -EROFS, or -EIO for the rest (a corrupt file among them),
- * with SQLite's message in err->msg.
+ * beyond the 5 s busy timeout), -EROFS, -EUCLEAN for a damaged file (corrupt, or not a
+ * database: nothing a retry mends), the errno of a failed system call for an I/O error, or
+ * -EIO for the rest, with SQLite's message in err->msg.
  */
 #pragma once
 
@@ -33,8 +34,8 @@ typedef struct paddock_store paddock_store;
  * Opens the store at `path`, creating it (mode 0600, whatever the umask) when missing, and
  * migrates its schema to this version of libpaddock in one transaction. An existing file
  * keeps its mode. A path whose last component is a symlink is refused (-ELOOP); a file that
- * is not a SQLite database fails with -EIO ("file is not a database"); a schema newer than
- * this libpaddock understands fails with -EPROTO and leaves the file untouched.
+ * is not a SQLite database fails with -EUCLEAN ("file is not a database"); a schema newer
+ * than this libpaddock understands fails with -EPROTO and leaves the file untouched.
  */
 PADDOCK_API int paddock_store_open(const char *path, paddock_store **ret_store, paddock_error *err);
 /* Closes the store, rolling back an open transaction. Accepts NULL; returns NULL. */
@@ -157,6 +158,44 @@ PADDOCK_API int paddock_store_list_events(paddock_store *st, const char *sandbox
  */
 PADDOCK_API int paddock_store_prune_events(paddock_store *st, const char *sandbox_id, unsigned keep,
 					   paddock_error *err);
+
+/* The highest exec id stored, of any sandbox (0 when none): a restart hands out ids above. */
+PADDOCK_API int paddock_store_max_exec_id(paddock_store *st, uint64_t *ret_id,
+					  paddock_error *err);
+
+/* ---- idempotency keys ------------------------------------------------------------------ */
+
+/* A create's Idempotency-Key: which sandbox it made, for which request (a fingerprint). */
+struct paddock_store_idempotency {
+	const char *tenant;
+	const char *key;
+	const char *sandbox_id; /* not a reference: the key is kept after the sandbox is gone */
+	const char *fingerprint;
+	int64_t created_ms;
+};
+
+/* Records a key: -EEXIST when (tenant, key) is recorded already. Every string is required. */
+PADDOCK_API int paddock_store_put_idempotency(paddock_store *st,
+					      const struct paddock_store_idempotency *k,
+					      paddock_error *err);
+/*
+ * Looks (tenant, key) up: 1 with fn called once with the row (valid during the call only), 0
+ * when it is not recorded. A callback returning < 0 is handed back as for the walks.
+ */
+PADDOCK_API int paddock_store_get_idempotency(paddock_store *st, const char *tenant,
+					      const char *key,
+					      int (*fn)(const struct paddock_store_idempotency *k,
+							void *userdata),
+					      void *userdata, paddock_error *err);
+/* Deletes the keys recorded before before_ms: how many went. */
+PADDOCK_API int paddock_store_prune_idempotency(paddock_store *st, int64_t before_ms,
+						paddock_error *err);
+
+/*
+ * Checks the file's structure (PRAGMA quick_check, which reads every page: for start-up, not
+ * the hot path): 0, or -EUCLEAN naming the first problem found.
+ */
+PADDOCK_API int paddock_store_check(paddock_store *st, paddock_error *err);
 
 /* ---- transactions --------------------------------------------------------------------- */
 

@@ -62,6 +62,12 @@ void pd_metrics_exec(struct daemon *d, const struct paddock_result *res, double 
 	d->m.exec_sum += seconds;
 }
 
+bool pd_metrics_shows(const char *tenant, const struct box *b)
+{
+	/* SECURITY: a tenant's metrics name no other tenant's sandbox */
+	return strcmp(tenant, PD_LOCAL_TENANT) == 0 || strcmp(tenant, b->tenant) == 0;
+}
+
 void pd_api_metrics(struct request *r)
 {
 	static const char *const destroyed[4] = { "deleted", "ttl", "idle", "other" };
@@ -104,12 +110,13 @@ void pd_api_metrics(struct request *r)
 				    (unsigned long long)d->m.http_by_class[i]);
 	evbuffer_add_printf(b, "# TYPE paddock_seccomp_denied_total counter\n");
 	for (struct box *x = d->boxes; x; x = x->next)
-		if (x->sb)
+		if (x->sb && pd_metrics_shows(r->tenant, x))
 			evbuffer_add_printf(b, "paddock_seccomp_denied_total{sandbox=\"%s\"} %llu\n",
 					    x->id,
 					    (unsigned long long)paddock_sandbox_seccomp_denied(x->sb));
-	pd_metrics_egress(d, b);
+	pd_metrics_egress(d, r->tenant, b);
 	pd_pool_metrics(d, b);
+	pd_http_gate_metrics(d, b);
 	evhttp_add_header(evhttp_request_get_output_headers(r->req), "Content-Type",
 			  "text/plain; version=0.0.4");
 	d->m.http_by_class[2]++;

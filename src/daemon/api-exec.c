@@ -293,8 +293,32 @@ static void watcher_gone(struct watcher *w)
 
 /* ---- start ------------------------------------------------------------------------------ */
 
-static void record(struct proc *p);
+static int record(struct proc *p, paddock_error *err);
 static int write_stdin(struct proc *p, const char *data, size_t len, paddock_error *err);
+
+/*
+ * The command runs but cannot be recorded (the store failed): nobody could find it again
+ * after a restart, so it is ended, and whoever waits for its start or its result is told
+ * the request failed (503: the store). Streams that started already get its end instead.
+ */
+static void unrecorded(struct proc *p, paddock_exec *ex, const paddock_error *cause)
+{
+	struct watcher *w, *next;
+	paddock_error err = { 0 };
+
+	pd_store_error(&err, cause);
+	for (w = p->watchers; w; w = next) {
+		next = w->next;
+		if (!w->req || w->kind == W_HOOK || w->streaming)
+			continue;
+		struct request r = { .d = p->box->d, .req = w->req };
+		pd_watcher_detach(w);
+		pd_reply_paddock_error(&r, &err);
+		w->req = NULL;
+		pd_watcher_free(w, &p->watchers);
+	}
+	(void)paddock_exec_terminate(ex, PADDOCK_END_ERROR, NULL);
+}
 
 /* init forked the command: its session is libpaddock's; give it its stdin, tell who waits */
 static void proc_started(paddock_exec *ex, void *userdata)
@@ -305,7 +329,8 @@ static void proc_started(paddock_exec *ex, void *userdata)
 
 	p->started = true;
 	p->pid = paddock_exec_pid(ex);
-	record(p);
+	if (record(p, &err) < 0)
+		return unrecorded(p, ex, &err);
 	if (p->pending_stdin) {
 		if (write_stdin(p, p->pending_stdin, p->pending_len, &err) < 0 &&
 		    err.code != EPIPE)
@@ -348,10 +373,11 @@ static struct proc *proc_new(struct box *b)
 	return p;
 }
 
-static void record(struct proc *p)
+static int record(struct proc *p, paddock_error *ret_err)
 {
 	paddock_error err = { 0 };
 	char *argv = json_dumps(p->argv, JSON_COMPACT);
+	int r;
 	struct paddock_store_exec row = {
 		.sandbox_id = p->box->id,
 		.exec_id = p->exec_id,
@@ -363,9 +389,14 @@ static void record(struct proc *p)
 		.started_ms = p->started_ms,
 	};
 
-	if (paddock_store_put_exec(p->box->d->store, &row, &err) < 0)
+	r = paddock_store_put_exec(p->box->d->store, &row, &err);
+	if (r < 0) {
 		fprintf(stderr, "paddockd: store: %s\n", err.msg);
+		if (ret_err)
+			*ret_err = err;
+	}
 	free(argv);
+	return r;
 }
 
 /* All or nothing: -EAGAIN (err filled) when the command has not read what waits already. */
@@ -684,7 +715,8 @@ void pd_proc_close_stdin(struct proc *p)
 
 /* ---- adopt ------------------------------------------------------------------------------ */
 
-void pd_proc_adopt(struct box *b, paddock_exec *ex, const struct paddock_store_exec *row)
+void pd_proc_adopt(struct box *b, paddock_exec *ex, const struct paddock_store_exec *row,
+		   bool end_it)
 {
 	struct proc *p = proc_new(b);
 
@@ -696,7 +728,7 @@ void pd_proc_adopt(struct box *b, paddock_exec *ex, const struct paddock_store_e
 	p->exec_id = row ? row->exec_id : paddock_exec_id(ex);
 	snprintf(p->exec_str, sizeof(p->exec_str), "ex_%llu", (unsigned long long)p->exec_id);
 	p->pid = row ? row->pid : paddock_exec_pid(ex);
-	p->background = true; /* whoever waited in the foreground is gone */
+	p->background = row ? row->background : true;
 	p->pty = row ? row->pty : paddock_exec_pty_streams(ex) != 0;
 	p->started_ms = row ? row->started_ms : pd_now_ms();
 	p->t0 = pd_mono_s();
@@ -721,8 +753,14 @@ void pd_proc_adopt(struct box *b, paddock_exec *ex, const struct paddock_store_e
 		p->has_stdin = true;
 		paddock_exec_set_output_callback(ex, on_output, p);
 	}
-	if (!row)
-		record(p);
+	if (!row && record(p, NULL) < 0)
+		end_it = true; /* a command nobody can find again after a restart */
+	/*
+	 * Whoever waited for it in the foreground went with the old paddockd: it is ended, as
+	 * when a client goes away (docs/api.md, Restarts), and its result says "killed".
+	 */
+	if (end_it && !p->exited)
+		(void)paddock_exec_terminate(ex, PADDOCK_END_KILLED, NULL);
 }
 
 /* ---- /processes ------------------------------------------------------------------------- */

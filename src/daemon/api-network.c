@@ -95,10 +95,25 @@ int pd_box_set_network(struct box *b, json_t *net, paddock_error *err)
 	if (k >= 0)
 		k = paddock_sandbox_set_network(b->sb, spec, err);
 	if (k >= 0) {
-		free(b->spec_json);
+		char *old = b->spec_json;
+
 		b->spec_json = spec_json;
 		spec_json = NULL;
-		pd_box_persist(b); /* a restarted daemon re-adopts the sandbox with this policy */
+		/* a restarted daemon re-adopts the sandbox with this policy */
+		k = pd_box_persist(b, err);
+		if (k < 0) {
+			/* not recorded: the policy in force goes back to the one that is */
+			spec_json = b->spec_json;
+			b->spec_json = old;
+			old = NULL;
+			paddock_spec_free(spec);
+			spec = NULL;
+			if (paddock_spec_new(&spec, NULL) >= 0 &&
+			    paddock_spec_load_json(spec, b->spec_json, strlen(b->spec_json),
+						   NULL) >= 0)
+				(void)paddock_sandbox_set_network(b->sb, spec, NULL);
+		}
+		free(old);
 	}
 	free(spec_json);
 	free(text);
@@ -188,7 +203,7 @@ static void series_values(size_t i, const struct paddock_egress_stats *s, uint64
 	v[1] = all[i][1];
 }
 
-void pd_metrics_egress(struct daemon *d, struct evbuffer *out)
+void pd_metrics_egress(struct daemon *d, const char *tenant, struct evbuffer *out)
 {
 	for (size_t i = 0; i < sizeof(series) / sizeof(series[0]); i++) {
 		evbuffer_add_printf(out, "# TYPE %s %s\n", series[i].name, series[i].type);
@@ -196,7 +211,8 @@ void pd_metrics_egress(struct daemon *d, struct evbuffer *out)
 			struct paddock_egress_stats s;
 			uint64_t v[2];
 
-			if (!b->sb || paddock_sandbox_egress_stats(b->sb, &s, NULL) < 0)
+			if (!pd_metrics_shows(tenant, b) || !b->sb ||
+			    paddock_sandbox_egress_stats(b->sb, &s, NULL) < 0)
 				continue;
 			series_values(i, &s, v);
 			if (!series[i].label) {

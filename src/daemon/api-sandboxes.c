@@ -11,15 +11,28 @@ static void create(struct request *r)
 {
 	paddock_error err = { 0 };
 	struct box *b = NULL;
-	json_t *body = pd_body_object(r, true);
+	const char *key = r->req ? evhttp_find_header(evhttp_request_get_input_headers(r->req),
+						      "Idempotency-Key")
+				 : NULL;
+	bool replayed = false;
+	json_t *body;
 
+	if (key && !pd_idempotency_key_valid(key))
+		return pd_reply_error(r, 400, "invalid", "Idempotency-Key",
+				      "expected 1 to %d printable ASCII characters without spaces",
+				      PD_MAX_IDEM_KEY);
+	body = pd_body_object(r, true);
 	if (!body)
 		return;
-	if (pd_box_create(r->d, r->tenant, body, &b, &err) < 0) {
+	if (pd_box_create_keyed(r->d, r->tenant, body, key, &b, &replayed, &err) < 0) {
 		json_decref(body);
 		return pd_reply_paddock_error(r, &err);
 	}
 	json_decref(body);
+	/* a retry gets what the first create got: the same sandbox, and says it is a replay */
+	if (replayed)
+		evhttp_add_header(evhttp_request_get_output_headers(r->req), "Idempotent-Replayed",
+				  "true");
 	pd_reply_json(r, 201, pd_box_json(b));
 }
 
@@ -51,10 +64,17 @@ static void set_ttl(struct request *r, struct box *b)
 		return pd_reply_error(r, 400, "invalid", "ttl_s",
 				      "expected whole seconds from 1 to %d", PD_MAX_TTL_S);
 	}
+	int64_t ttl = b->ttl_s, expires = b->expires_ms;
+	paddock_error err = { 0 };
+
 	b->ttl_s = json_integer_value(v);
 	b->expires_ms = pd_now_ms() + b->ttl_s * 1000;
 	json_decref(body);
-	pd_box_persist(b);
+	if (pd_box_persist(b, &err) < 0) {
+		b->ttl_s = ttl; /* a restart would bring the old expiry back: keep it now too */
+		b->expires_ms = expires;
+		return pd_reply_paddock_error(r, &err);
+	}
 	pd_reply_json(r, 200, pd_box_json(b));
 }
 
@@ -87,10 +107,15 @@ void pd_api_sandboxes(struct request *r)
 		 * sandbox can run again, its id is gone); ?wait=1 answers once every process of
 		 * it has exited, as the kernel finishes.
 		 */
-		if (wait && !strcmp(wait, "1"))
-			return pd_box_destroy(b, "deleted", r);
-		pd_box_destroy(b, "deleted", NULL);
-		return pd_reply_empty(r, 204);
+		paddock_error err = { 0 };
+		bool waiting = wait && !strcmp(wait, "1");
+
+		/* a removal the store cannot record fails: the sandbox stays, a retry may work */
+		if (pd_box_delete(b, "deleted", waiting ? r : NULL, false, &err) < 0)
+			return pd_reply_paddock_error(r, &err);
+		if (!waiting)
+			pd_reply_empty(r, 204);
+		return;
 	}
 	pd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET or DELETE");
 }

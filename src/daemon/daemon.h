@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <jansson.h>
 
+#include "http-gate.h"
 #include "util/base64.h"
 #include "paddock/paddock.h"
 #include "paddock/store.h"
@@ -30,11 +31,19 @@ struct evhttp_connection;
 #define PD_MAX_TAG 64
 #define PD_RING_BYTES (1u << 20)     /* background output kept per stream */
 #define PD_MAX_BODY (1u << 20)	      /* JSON request bodies */
-#define PD_MAX_HEADERS (64u << 10)
+#define PD_MAX_HEADERS (64u << 10)    /* the request line and headers */
+#define PD_STDIN_WRITE_MAX 65536      /* a body of POST .../stdin */
+#define PD_MAX_CONNECTIONS 1024	      /* per listener (--max-connections) */
+#define PD_MAX_PER_PEER 128	      /* per TCP peer address (--max-connections-per-peer) */
+#define PD_HEADER_TIMEOUT_S 20	      /* a head must be whole this long after the wait began */
 #define PD_DEFAULT_TTL_S 1800
 #define PD_MAX_TTL_S 86400
 #define PD_MAX_SANDBOXES 1024	      /* per tenant */
 #define PD_MAX_PROCS 256	      /* tracked processes per sandbox */
+#define PD_MAX_IDEM_KEY 255	      /* bytes of an Idempotency-Key */
+#define PD_IDEM_KEEP_S 86400	      /* how long a key is remembered */
+#define PD_EVENT_LOG_MAX (64u << 20)  /* events.jsonl rotates at this size... */
+#define PD_EVENT_LOG_KEEP 4	      /* ...keeping this many rotated files */
 
 struct daemon;
 struct box;
@@ -124,6 +133,11 @@ struct box {
 	struct file_watch *file_watches;
 	struct watcher *deleters; /* DELETE requests waiting for the sandbox to be gone */
 	char removed_reason[16];  /* set when it is being torn down */
+	/* the Idempotency-Key that made it, "" for none (kept in its record for recovery) */
+	char idem_key[PD_MAX_IDEM_KEY + 1];
+	char idem_fp[17];
+	int64_t idem_ms;
+	bool recovered; /* rebuilt from its init's record: its commands' past is unknown */
 	struct box *next;
 };
 
@@ -170,6 +184,8 @@ struct daemon {
 	paddock_ctx *ctx;
 	paddock_store *store;
 	struct evhttp *http_unix, *http_tcp;
+	struct pd_http_limits http_limits;
+	struct gate *gate; /* http-gate.c */
 	char state_dir[256];
 	/* host directories a TCP tenant's spec may name (workspace, binds, rootfs) */
 	char **host_paths;
@@ -180,7 +196,17 @@ struct daemon {
 	bool destroy_on_exit;
 	int max_net; /* the widest network.mode a client may ask for: 0 none, 1 allowlist, 2 open */
 	bool stopping;
+	int state_fd;	      /* the state directory, for the event log's files */
 	int event_log_fd;
+	uint64_t event_log_size, event_log_max; /* bytes in events.jsonl, and when it rotates */
+	unsigned event_log_keep;		/* rotated files kept: events.jsonl.1 ... .N */
+	/*
+	 * The store was damaged (moved aside to store_moved) or missing at start: the live
+	 * sandboxes' records were rebuilt from what their inits kept.
+	 */
+	bool store_rebuilt, store_fresh;
+	char store_moved[320];
+	struct finishing *finishing; /* "deleting" rows whose teardown a restart interrupted */
 	struct box *boxes;
 	struct box *dying; /* torn down: init killed, waiting for the kernel to finish */
 	struct tenant_token *tokens;
@@ -189,6 +215,7 @@ struct daemon {
 	struct pool pool;
 	struct e2b *e2b; /* the E2B front end (src/e2b), NULL without --e2b */
 	struct event *reaper_ev, *sig_ev[3];
+	uint64_t reaper_ticks;
 	/* events of a sandbox being created, before its row exists (the store's foreign key) */
 	struct pending_event {
 		char sandbox[32];
@@ -265,6 +292,8 @@ int pd_http_setup(struct daemon *d, paddock_error *err);
  */
 void pd_http_no_delay(struct evhttp_request *req);
 void pd_http_stop(struct daemon *d);
+/* The tenant a TCP request's Authorization header names ("Bearer <token>"), or NULL. */
+const char *pd_http_bearer_tenant(struct daemon *d, const char *authorization);
 
 /* NDJSON streaming to a watcher */
 void pd_stream_start(struct watcher *w, const char *content_type);
@@ -279,19 +308,49 @@ void pd_watcher_free(struct watcher *w, struct watcher **list);
  */
 void pd_watcher_detach(struct watcher *w);
 
+/* ---- the event log (event-log.c) ---- */
+int pd_event_log_open(struct daemon *d, paddock_error *err);
+/* One line (with its '\n'), one write(); rotates the file once it is past the bound. */
+void pd_event_log_write(struct daemon *d, const char *line, size_t len);
+void pd_event_log_close(struct daemon *d);
+
 /* ---- lifecycle (lifecycle.c) ---- */
 struct box *pd_box_find(struct daemon *d, const char *tenant, const char *id);
+/*
+ * Creates a sandbox from a create body and records it (the store's row, and the record its
+ * init keeps) before it returns: "created" means kept. When it cannot be recorded the
+ * sandbox is ended and err names the field "store" (answered 503: nothing changed). With
+ * `key` (an Idempotency-Key), a create this tenant already made with that key and the same
+ * body gets that sandbox again (*ret_replayed true); with another body, or once that
+ * sandbox is gone, -EEXIST naming the field Idempotency-Key.
+ */
+int pd_box_create_keyed(struct daemon *d, const char *tenant, json_t *body, const char *key,
+			struct box **ret, bool *ret_replayed, paddock_error *err);
 int pd_box_create(struct daemon *d, const char *tenant, json_t *body, struct box **ret,
 		  paddock_error *err);
+/* An Idempotency-Key header's value: 1 to 255 printable ASCII characters, no space. */
+bool pd_idempotency_key_valid(const char *key);
+/* A store failure as the API answers it: err gets the field "store" (503); returns -code. */
+int pd_store_error(paddock_error *err, const paddock_error *cause);
 /*
  * Removes a sandbox: at once from the API's view and the store; its processes are killed and
  * the kernel's teardown finishes off the loop's time. `deleter`: a DELETE request answered
  * 204 once nothing of the sandbox is left (may be NULL).
  */
 void pd_box_destroy(struct box *b, const char *reason, struct request *deleter);
+/*
+ * pd_box_destroy() for a request that must fail when the removal cannot be recorded: then
+ * -errno (err names the field "store") and nothing changed, unless `force`.
+ */
+int pd_box_delete(struct box *b, const char *reason, struct request *deleter, bool force,
+		  paddock_error *err);
 void pd_box_touch(struct box *b);
 json_t *pd_box_json(struct box *b);
-void pd_box_persist(struct box *b);
+/*
+ * Records a change of the box (its row, and the record its init keeps): -errno with err
+ * naming the field "store" when it cannot; the caller undoes the change and fails.
+ */
+int pd_box_persist(struct box *b, paddock_error *err);
 int pd_lifecycle_start(struct daemon *d, paddock_error *err);
 void pd_lifecycle_stop(struct daemon *d);
 void pd_event_sink(const struct paddock_event *ev, void *userdata);
@@ -299,7 +358,12 @@ void pd_event_sink(const struct paddock_event *ev, void *userdata);
 /* ---- processes (api-exec.c) ---- */
 struct proc *pd_proc_find(struct box *b, const char *key);
 void pd_proc_free(struct proc *p);
-void pd_proc_adopt(struct box *b, paddock_exec *ex, const struct paddock_store_exec *row);
+/*
+ * A command of an adopted sandbox (ex NULL: recorded, but init no longer knows it). end_it:
+ * kill it (a foreground command whose client is gone, one nobody was told of).
+ */
+void pd_proc_adopt(struct box *b, paddock_exec *ex, const struct paddock_store_exec *row,
+		   bool end_it);
 json_t *pd_proc_json(struct proc *p);
 
 /* An exec request, parsed and checked (api-exec.c). */
@@ -365,6 +429,11 @@ int pd_box_set_network(struct box *b, json_t *net, paddock_error *err);
 /* -EPERM (err names network.mode) when spec_json asks for more egress than --max-network. */
 int pd_check_max_network(struct daemon *d, const char *spec_json, paddock_error *err);
 int pd_max_network_parse(const char *s); /* 0..2, or -1 */
-/* The per-sandbox egress counters of /metrics (api-network.c). */
-void pd_metrics_egress(struct daemon *d, struct evbuffer *out);
+/*
+ * Whether /metrics asked by `tenant` lists sandbox b's series: a TCP tenant sees its own
+ * sandboxes only; the unix socket's (the operator's) sees every sandbox.
+ */
+bool pd_metrics_shows(const char *tenant, const struct box *b);
+/* The per-sandbox egress counters of /metrics, of the sandboxes `tenant` sees (api-network.c). */
+void pd_metrics_egress(struct daemon *d, const char *tenant, struct evbuffer *out);
 void pd_metrics_exec(struct daemon *d, const struct paddock_result *res, double seconds);

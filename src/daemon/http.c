@@ -3,7 +3,9 @@
  * The HTTP front of paddockd: evhttp on a unix socket (every client is the tenant "local";
  * the socket's mode 0600 is the access control) and optionally on TCP, where a bearer token
  * names the tenant. Parses the path into segments, routes, and answers errors in one shape:
- * {"error":{"code","field","message"}}. evhttp bounds header and body sizes itself (413/400).
+ * {"error":{"code","field","message"}}. The gate below evhttp (http-gate.c) bounds heads,
+ * bodies, connections and the time a head may take, and authenticates TCP requests at their
+ * head, before evhttp reads a body.
  *
  * Trust: every request is hostile until its tenant is known, and then still bounded.
  */
@@ -113,6 +115,7 @@ void pd_reply_paddock_error(struct request *r, const paddock_error *err)
 		break;
 	case EACCES:
 	case EPERM:
+	case EROFS: /* a read-only bind or path: not the client's to write, not paddockd failing */
 		status = 403, code = "forbidden";
 		break;
 	case EFBIG:
@@ -131,6 +134,9 @@ void pd_reply_paddock_error(struct request *r, const paddock_error *err)
 	}
 	if (status == 400 && strncmp(err->msg, "unknown field", 13) == 0)
 		code = "unknown_field";
+	/* the state store could not record it (pd_store_error()): nothing changed, retry */
+	if (strcmp(err->field, "store") == 0)
+		status = 503, code = "unavailable";
 	pd_reply_json(r, status,
 		      json_pack("{s:{s:s,s:s,s:s,s:s}}", "error", "code", code, "field", err->field,
 				"message", err->msg, "errno", paddock_errno_name(err->code)));
@@ -259,8 +265,11 @@ struct watcher *pd_watcher_new(struct request *r, int kind, void *owner, struct 
 	w->owner = owner;
 	evhttp_connection_set_closecb(w->evcon, watcher_closed, w);
 	watch_hangup(r->d, w);
-	/* a stream may be quiet for long (a follow, a wait): evhttp's 10 min would cut it */
-	if (kind != W_RESULT)
+	/*
+	 * A stream may be quiet for long (a follow, a wait): an evhttp timeout would cut it. The
+	 * gate's connections have none (http-gate.c keeps their time); the E2B front end's do.
+	 */
+	if (kind != W_RESULT && !pd_http_gate_owns(w->evcon))
 		evhttp_connection_set_timeout(w->evcon, 7 * 24 * 3600);
 	w->next = *list;
 	*list = w;
@@ -397,7 +406,12 @@ static void route(struct request *r)
 
 static const char *bearer_tenant(struct daemon *d, struct evhttp_request *req)
 {
-	const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+	return pd_http_bearer_tenant(
+		d, evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization"));
+}
+
+const char *pd_http_bearer_tenant(struct daemon *d, const char *h)
+{
 	const char *tenant = NULL;
 
 	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
@@ -429,7 +443,9 @@ static void handle(struct evhttp_request *req, void *arg, bool tcp)
 	bool bad = false;
 
 	pd_pool_request(d);
-
+	/* refused at its head (http-gate.c): answered there, as the API's JSON */
+	if (pd_http_gate_request(d, req))
+		return;
 	r.tenant = tcp ? bearer_tenant(d, req) : "local";
 	if (!r.tenant) {
 		evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
@@ -496,16 +512,25 @@ static void handle_tcp(struct evhttp_request *req, void *arg)
 	handle(req, arg, true);
 }
 
-static struct evhttp *new_http(struct daemon *d, void (*cb)(struct evhttp_request *, void *))
+static struct evhttp *new_http(struct daemon *d, void (*cb)(struct evhttp_request *, void *),
+			       bool tcp)
 {
 	struct evhttp *h = evhttp_new(d->base);
 
 	if (!h)
 		return NULL;
+	if (pd_http_gate_add(d, h, tcp) < 0) {
+		evhttp_free(h);
+		return NULL;
+	}
 	evhttp_set_gencb(h, cb, d);
-	evhttp_set_max_headers_size(h, PD_MAX_HEADERS);
+	/* a second wall: the gate bounds heads and bodies before evhttp reads them */
+	evhttp_set_max_headers_size(h, 2 * PD_MAX_HEADERS);
 	evhttp_set_max_body_size(h, (ev_ssize_t)(d->max_upload + 65536));
-	evhttp_set_timeout(h, 600);
+	/*
+	 * No evhttp timeouts: the gate times heads, bodies and stalled answers itself
+	 * (COMPAT(libevent 2.1.12): a filter's timeout timer can outlive the filter).
+	 */
 	evhttp_set_allowed_methods(h, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
 					      EVHTTP_REQ_DELETE | EVHTTP_REQ_HEAD |
 					      EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS);
@@ -519,7 +544,9 @@ int pd_http_setup(struct daemon *d, paddock_error *err)
 	mode_t old;
 	int fd, r;
 
-	d->http_unix = new_http(d, handle_unix);
+	struct evhttp_bound_socket *bound;
+
+	d->http_unix = new_http(d, handle_unix, false);
 	if (!d->http_unix)
 		return dfail(err, ENOMEM, "evhttp");
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -535,21 +562,27 @@ int pd_http_setup(struct daemon *d, paddock_error *err)
 		close(fd);
 		return dfail(err, r, "listen on '%s'", d->socket_path);
 	}
-	if (!evhttp_accept_socket_with_handle(d->http_unix, fd)) {
+	bound = evhttp_accept_socket_with_handle(d->http_unix, fd);
+	if (!bound) {
 		close(fd);
 		return dfail(err, EIO, "serve '%s'", d->socket_path);
 	}
+	pd_http_gate_listening(d, d->http_unix, evhttp_bound_socket_get_listener(bound));
 	return 0;
 }
 
 int pd_http_listen_tcp(struct daemon *d, const char *addr, unsigned short port,
 		       paddock_error *err)
 {
-	d->http_tcp = new_http(d, handle_tcp);
+	struct evhttp_bound_socket *bound;
+
+	d->http_tcp = new_http(d, handle_tcp, true);
 	if (!d->http_tcp)
 		return dfail(err, ENOMEM, "evhttp");
-	if (evhttp_bind_socket(d->http_tcp, addr, port) < 0)
+	bound = evhttp_bind_socket_with_handle(d->http_tcp, addr, port);
+	if (!bound)
 		return dfail(err, errno ? errno : EADDRINUSE, "listen on %s:%u", addr, port);
+	pd_http_gate_listening(d, d->http_tcp, evhttp_bound_socket_get_listener(bound));
 	return 0;
 }
 
@@ -560,5 +593,6 @@ void pd_http_stop(struct daemon *d)
 	if (d->http_tcp)
 		evhttp_free(d->http_tcp);
 	d->http_unix = d->http_tcp = NULL;
+	pd_http_gate_stop(d);
 	(void)unlink(d->socket_path);
 }

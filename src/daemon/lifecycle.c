@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <event2/event.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,9 +56,47 @@ static void store_warn(struct daemon *d, const paddock_error *err)
 	(void)d;
 }
 
-void pd_box_persist(struct box *b)
+int pd_store_error(paddock_error *err, const paddock_error *cause)
 {
-	paddock_error err = { 0 };
+	char msg[sizeof(err->msg)];
+	int code = cause->code ? cause->code : EIO;
+
+	snprintf(msg, sizeof(msg), "paddockd cannot record it in its state store (nothing "
+		 "changed): %.300s", cause->msg);
+	memset(err, 0, sizeof(*err));
+	err->code = code;
+	snprintf(err->field, sizeof(err->field), "store");
+	snprintf(err->msg, sizeof(err->msg), "%s", msg);
+	return -code;
+}
+
+/*
+ * What the sandbox's init keeps of it for a paddockd that lost its store: the same as its
+ * row, as JSON (recover_socket() reads it back). NULL when out of memory.
+ */
+static char *box_record(struct box *b)
+{
+	json_t *spec = json_loads(b->spec_json, 0, NULL);
+	json_t *o = json_pack("{s:i,s:s,s:s,s:o,s:O,s:I,s:I,s:I,s:I,s:I}", "v", 1, "tenant",
+			      b->tenant, "state", b->stopped ? "stopped" : "running", "spec",
+			      spec ? spec : json_object(), "metadata", b->metadata, "created_ms",
+			      (json_int_t)b->created_ms, "expires_ms", (json_int_t)b->expires_ms,
+			      "last_active_ms", (json_int_t)b->last_active_ms, "ttl_s",
+			      (json_int_t)b->ttl_s, "idle_timeout_s", (json_int_t)b->idle_timeout_s);
+	char *text;
+
+	if (o && b->idem_key[0])
+		json_object_set_new(o, "idempotency",
+				    json_pack("{s:s,s:s,s:I}", "key", b->idem_key, "fingerprint",
+					      b->idem_fp, "created_ms", (json_int_t)b->idem_ms));
+	text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	return text;
+}
+
+/* The store's row of the box: one statement (put_sandbox is a single upsert). */
+static int box_store(struct box *b, paddock_error *err)
+{
 	char *handle = NULL, *meta = json_dumps(b->metadata, JSON_COMPACT);
 	struct paddock_store_sandbox row = {
 		.id = b->id,
@@ -71,15 +110,55 @@ void pd_box_persist(struct box *b)
 		.ttl_s = b->ttl_s,
 		.idle_timeout_s = b->idle_timeout_s,
 	};
+	int r;
 
 	if (b->sb && paddock_sandbox_handle(b->sb, &handle, NULL) >= 0)
 		row.handle_json = handle;
 	else
 		row.handle_json = "{}";
-	if (paddock_store_put_sandbox(b->d->store, &row, &err) < 0)
-		store_warn(b->d, &err);
+	r = paddock_store_put_sandbox(b->d->store, &row, err);
 	free(handle);
 	free(meta);
+	return r;
+}
+
+/* The record the sandbox's init keeps, when it runs (a stopped one's init is gone). */
+static int box_give_record(struct box *b, paddock_error *err)
+{
+	char *rec;
+	int r;
+
+	if (!b->sb || !paddock_sandbox_running(b->sb))
+		return 0;
+	rec = box_record(b);
+	if (!rec)
+		return dfail(err, ENOMEM, "format the record of '%s'", b->id);
+	r = paddock_sandbox_set_record(b->sb, rec, err);
+	free(rec);
+	return r;
+}
+
+int pd_box_persist(struct box *b, paddock_error *err)
+{
+	paddock_error cause = { 0 };
+	int r;
+
+	/* first the sandbox's own copy: a store it could not write would leave it without */
+	r = box_give_record(b, &cause);
+	if (r >= 0)
+		r = box_store(b, &cause);
+	if (r < 0)
+		return pd_store_error(err, &cause);
+	return 0;
+}
+
+/* A change nobody waits for (a sandbox that stopped, shutdown): a failure is logged. */
+static void box_persist_or_warn(struct box *b)
+{
+	paddock_error err = { 0 };
+
+	if (pd_box_persist(b, &err) < 0)
+		store_warn(b->d, &err);
 }
 
 json_t *pd_box_json(struct box *b)
@@ -120,19 +199,21 @@ void pd_event_sink(const struct paddock_event *ev, void *userdata)
 		if (line) {
 			memcpy(line, ev->json, len);
 			line[len] = '\n';
-			(void)!write(d->event_log_fd, line, len + 1);
+			pd_event_log_write(d, line, len + 1);
 			free(line);
 		}
 	}
 	if (sid && ev->level != PADDOCK_LEVEL_DEBUG) {
 		struct box *b = NULL;
+		bool dying = false;
 
 		for (b = d->boxes; b; b = b->next)
 			if (strcmp(b->id, sid) == 0)
 				break;
-		/* a sandbox being created is not listed yet: its events still go to the store */
+		for (struct box *x = d->dying; x && !b && !dying; x = x->next)
+			dying = strcmp(x->id, sid) == 0;
 		/* a sandbox being created has no row yet: keep its first events until it has */
-		if (!b && d->n_pending < sizeof(d->pending) / sizeof(d->pending[0])) {
+		if (!b && !dying && d->n_pending < sizeof(d->pending) / sizeof(d->pending[0])) {
 			struct pending_event *pe = &d->pending[d->n_pending];
 
 			pe->json = strdup(ev->json);
@@ -168,8 +249,8 @@ static void flush_pending(struct daemon *d, const char *id)
 
 /* ---- create / destroy ------------------------------------------------------------------ */
 
-static int get_seconds(json_t *body, const char *key, int64_t def, int64_t max, int64_t *ret,
-		       paddock_error *err)
+static int get_seconds(json_t *body, const char *key, int64_t def, int64_t min, int64_t max,
+		       int64_t *ret, paddock_error *err)
 {
 	json_t *v = json_object_get(body, key);
 
@@ -177,8 +258,9 @@ static int get_seconds(json_t *body, const char *key, int64_t def, int64_t max, 
 		*ret = def;
 		return 0;
 	}
-	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > max) {
-		int r = dfail(err, EINVAL, "expected whole seconds from 0 to %lld", (long long)max);
+	if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max) {
+		int r = dfail(err, EINVAL, "expected whole seconds from %lld to %lld",
+			      (long long)min, (long long)max);
 		snprintf(err->field, sizeof(err->field), "%s", key);
 		return r;
 	}
@@ -224,7 +306,7 @@ static void box_exited(paddock_sandbox *sb, enum paddock_end_reason reason, void
 	(void)sb;
 	(void)reason;
 	b->stopped = true;
-	pd_box_persist(b);
+	box_persist_or_warn(b);
 }
 
 static struct box *box_new(struct daemon *d, const char *id, const char *tenant)
@@ -349,9 +431,10 @@ int pd_create_parse(struct daemon *d, const char *tenant, json_t *body, paddock_
 		return dfail(err, ENOMEM, "copy request");
 	for (const char *const *f = create_fields; *f; f++)
 		json_object_del(specj, *f);
-	r = get_seconds(body, "ttl_s", PD_DEFAULT_TTL_S, PD_MAX_TTL_S, ret_ttl, err);
-	if (r >= 0)
-		r = get_seconds(body, "idle_timeout_s", 0, PD_MAX_TTL_S, ret_idle, err);
+	/* a sandbox that is expired when it is made is no sandbox: ttl_s 0 is refused */
+	r = get_seconds(body, "ttl_s", PD_DEFAULT_TTL_S, 1, PD_MAX_TTL_S, ret_ttl, err);
+	if (r >= 0) /* 0: no idle timeout */
+		r = get_seconds(body, "idle_timeout_s", 0, 0, PD_MAX_TTL_S, ret_idle, err);
 	if (r >= 0 && meta)
 		r = check_metadata(meta, err);
 	if (r >= 0)
@@ -379,18 +462,131 @@ int pd_create_parse(struct daemon *d, const char *tenant, json_t *body, paddock_
 	return 0;
 }
 
-int pd_box_create(struct daemon *d, const char *tenant, json_t *body, struct box **ret,
-		  paddock_error *err)
+/*
+ * A request's fingerprint: FNV-1a (64 bits) of the body with its keys sorted, so that a retry
+ * that orders its members differently is still the same request. Not a secret: it only tells
+ * one of the tenant's requests from another.
+ */
+static void fingerprint(json_t *body, char out[17])
+{
+	char *s = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS);
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (const char *c = s ? s : ""; *c; c++) {
+		h ^= (unsigned char)*c;
+		h *= 0x100000001b3ull;
+	}
+	free(s);
+	snprintf(out, 17, "%016llx", (unsigned long long)h);
+}
+
+struct key_lookup {
+	bool found;
+	char sandbox_id[32];
+	char fingerprint[17];
+};
+
+static int key_found(const struct paddock_store_idempotency *k, void *userdata)
+{
+	struct key_lookup *l = userdata;
+
+	l->found = true;
+	snprintf(l->sandbox_id, sizeof(l->sandbox_id), "%s", k->sandbox_id);
+	snprintf(l->fingerprint, sizeof(l->fingerprint), "%s", k->fingerprint);
+	return 0;
+}
+
+/*
+ * An Idempotency-Key seen before: the sandbox it made (ret_b), or an error: another request
+ * under the same key (409), the sandbox is gone (409), the store cannot say (503). 0 and
+ * *ret_b NULL: the key is new.
+ */
+static int key_replay(struct daemon *d, const char *tenant, const char *key, const char *fp,
+		      struct box **ret_b, paddock_error *err)
+{
+	struct key_lookup l = { 0 };
+	paddock_error cause = { 0 };
+	int r;
+
+	*ret_b = NULL;
+	r = paddock_store_get_idempotency(d->store, tenant, key, key_found, &l, &cause);
+	if (r < 0)
+		return pd_store_error(err, &cause);
+	if (!l.found)
+		return 0;
+	if (strcmp(l.fingerprint, fp) != 0) {
+		r = dfail(err, EEXIST, "Idempotency-Key '%s' was used for another request (a "
+			  "different body): use a new key for a new sandbox", key);
+		snprintf(err->field, sizeof(err->field), "Idempotency-Key");
+		return r;
+	}
+	*ret_b = pd_box_find(d, tenant, l.sandbox_id);
+	if (!*ret_b) {
+		r = dfail(err, EEXIST, "the sandbox Idempotency-Key '%s' made, %s, is gone "
+			  "(deleted or expired)", key, l.sandbox_id);
+		snprintf(err->field, sizeof(err->field), "Idempotency-Key");
+		return r;
+	}
+	return 0;
+}
+
+/* The new box's row and its key, together or not at all. */
+static int box_store_new(struct box *b, paddock_error *err)
+{
+	paddock_store *st = b->d->store;
+	int r;
+
+	if (!b->idem_key[0])
+		return box_store(b, err);
+	r = paddock_store_begin(st, err);
+	if (r < 0)
+		return r;
+	r = box_store(b, err);
+	if (r >= 0) {
+		const struct paddock_store_idempotency k = {
+			.tenant = b->tenant, .key = b->idem_key, .sandbox_id = b->id,
+			.fingerprint = b->idem_fp, .created_ms = b->idem_ms,
+		};
+		r = paddock_store_put_idempotency(st, &k, err);
+	}
+	if (r >= 0)
+		r = paddock_store_commit(st, err);
+	if (r < 0)
+		(void)paddock_store_rollback(st, NULL); /* err says why */
+	return r;
+}
+
+/* A line of paddockd's own in the event log (sandbox.removed and the like). */
+static void log_event(struct daemon *d, const char *event, const char *sandbox, const char *fmt,
+		      ...) __attribute__((format(printf, 4, 5)));
+
+int pd_box_create_keyed(struct daemon *d, const char *tenant, json_t *body, const char *key,
+			struct box **ret, bool *ret_replayed, paddock_error *err)
 {
 	paddock_spec *spec = NULL;
 	json_t *meta = json_object_get(body, "metadata");
-	char path[300];
+	char path[300], fp[17] = "";
 	struct paddock_sandbox_opts opts = { .orphan_timeout_s = d->orphan_timeout_s };
 	paddock_sandbox *sb = NULL;
+	paddock_error cause = { 0 };
 	int64_t ttl = 0, idle = 0;
 	struct box *b;
 	int r;
 
+	if (ret_replayed)
+		*ret_replayed = false;
+	if (key) {
+		fingerprint(body, fp);
+		r = key_replay(d, tenant, key, fp, &b, err);
+		if (r < 0)
+			return r;
+		if (b) {
+			if (ret_replayed)
+				*ret_replayed = true;
+			*ret = b;
+			return 0;
+		}
+	}
 	r = pd_create_parse(d, tenant, body, &spec, &ttl, &idle, err);
 	if (r < 0)
 		return r;
@@ -439,13 +635,41 @@ int pd_box_create(struct daemon *d, const char *tenant, json_t *body, struct box
 	b->ttl_s = ttl;
 	b->idle_timeout_s = idle;
 	b->expires_ms = b->created_ms + ttl * 1000;
+	if (key) {
+		snprintf(b->idem_key, sizeof(b->idem_key), "%s", key);
+		snprintf(b->idem_fp, sizeof(b->idem_fp), "%s", fp);
+		b->idem_ms = b->created_ms;
+	}
+	/*
+	 * "Created" means kept: the 201 goes out only once the sandbox's own record and the
+	 * store's row are written. A sandbox that cannot be recorded would be lost at the next
+	 * start, so it is ended now and the create fails.
+	 */
+	r = box_give_record(b, &cause);
+	if (r >= 0)
+		r = box_store_new(b, &cause);
+	if (r < 0) {
+		pd_store_error(err, &cause);
+		log_event(d, "sandbox.removed", b->id, "\"reason\":\"store_failed\"");
+		flush_pending(d, "");
+		b->sb = paddock_sandbox_free(sb); /* SIGKILL, and wait: nothing of it is left */
+		json_decref(b->metadata);
+		free(b->spec_json);
+		free(b);
+		return -err->code;
+	}
 	paddock_sandbox_set_exit_callback(sb, box_exited, b);
 	box_link(b);
 	d->m.created++;
-	pd_box_persist(b);
 	flush_pending(d, b->id);
 	*ret = b;
 	return 0;
+}
+
+int pd_box_create(struct daemon *d, const char *tenant, json_t *body, struct box **ret,
+		  paddock_error *err)
+{
+	return pd_box_create_keyed(d, tenant, body, NULL, ret, NULL, err);
 }
 
 /* Unlinks a box and ends what clients hold of it: processes, file watches, event streams. */
@@ -467,10 +691,29 @@ static void box_unlink(struct box *b)
 	}
 }
 
+/*
+ * The sandbox is gone: its row goes (it said "deleting" meanwhile, so a restart in between
+ * finishes the teardown: finish_deleting()), and so does its reconnect socket, which
+ * libpaddock removes only for a sandbox it still held (not one that had stopped before a
+ * restart).
+ */
+static void box_forget(struct daemon *d, const char *id)
+{
+	paddock_error err = { 0 };
+	char path[300];
+
+	if (paddock_store_delete_sandbox(d->store, id, &err) < 0 && err.code != ENOENT)
+		store_warn(d, &err); /* the row stays "deleting": the next start finishes it */
+	snprintf(path, sizeof(path), "%s/s/%s", d->state_dir, id);
+	(void)unlink(path); /* ENOENT: libpaddock removed it */
+}
+
 static void box_free(struct box *b)
 {
 	if (b->sb)
 		b->sb = paddock_sandbox_free(b->sb); /* init is gone: no wait */
+	if (b->removed_reason[0])
+		box_forget(b->d, b->id);
 	while (b->deleters) {
 		struct watcher *w = b->deleters;
 
@@ -527,14 +770,45 @@ static void deleter_gone(struct watcher *w)
 	pd_watcher_free(w, &b->deleters);
 }
 
-void pd_box_destroy(struct box *b, const char *reason, struct request *deleter)
+static void log_event(struct daemon *d, const char *event, const char *sandbox, const char *fmt,
+		      ...)
+{
+	char line[512], ts[40], fields[320] = "";
+	va_list ap;
+	int n;
+
+	if (d->event_log_fd < 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(fields, sizeof(fields), fmt, ap);
+	va_end(ap);
+	pd_format_time(pd_now_ms(), ts, sizeof(ts));
+	n = snprintf(line, sizeof(line),
+		     "{\"ts\":\"%s\",\"level\":\"info\",\"event\":\"%s\",\"sandbox\":\"%s\"%s%s}\n",
+		     ts, event, sandbox, fields[0] ? "," : "", fields);
+	if (n > 0 && (size_t)n < sizeof(line))
+		pd_event_log_write(d, line, (size_t)n);
+}
+
+int pd_box_delete(struct box *b, const char *reason, struct request *deleter, bool force,
+		  paddock_error *err)
 {
 	struct daemon *d = b->d;
-	paddock_error err = { 0 };
+	paddock_error cause = { 0 };
 
+	/*
+	 * First the record that it is going: a client told 204 must not find it again after a
+	 * restart, and a restart in the middle of the teardown finishes it (finish_deleting()).
+	 * When that cannot be written, a DELETE fails and changes nothing; TTL, idle and the
+	 * like end the sandbox all the same (its row is then a sandbox that cannot be adopted).
+	 */
+	if (paddock_store_set_state(d->store, b->id, "deleting", &cause) < 0 &&
+	    cause.code != ENOENT) {
+		if (!force)
+			return pd_store_error(err, &cause);
+		store_warn(d, &cause);
+	}
 	box_unlink(b);
-	if (paddock_store_delete_sandbox(d->store, b->id, &err) < 0)
-		store_warn(d, &err);
 	if (strcmp(reason, "deleted") == 0)
 		d->m.destroyed_by[0]++;
 	else if (strcmp(reason, "ttl") == 0)
@@ -543,16 +817,7 @@ void pd_box_destroy(struct box *b, const char *reason, struct request *deleter)
 		d->m.destroyed_by[2]++;
 	else
 		d->m.destroyed_by[3]++;
-	{
-		char line[256], ts[40];
-		pd_format_time(pd_now_ms(), ts, sizeof(ts));
-		snprintf(line, sizeof(line),
-			 "{\"ts\":\"%s\",\"level\":\"info\",\"event\":\"sandbox.removed\","
-			 "\"sandbox\":\"%s\",\"reason\":\"%s\"}\n",
-			 ts, b->id, reason);
-		if (d->event_log_fd >= 0)
-			(void)!write(d->event_log_fd, line, strlen(line));
-	}
+	log_event(d, "sandbox.removed", b->id, "\"reason\":\"%s\"", reason);
 	snprintf(b->removed_reason, sizeof(b->removed_reason), "%s", reason);
 	if (deleter) {
 		struct watcher *w = pd_watcher_new(deleter, W_WAIT, b, &b->deleters);
@@ -568,9 +833,15 @@ void pd_box_destroy(struct box *b, const char *reason, struct request *deleter)
 		b->next = d->dying;
 		d->dying = b;
 		(void)paddock_sandbox_end(b->sb, NULL);
-		return;
+		return 0;
 	}
 	box_free(b);
+	return 0;
+}
+
+void pd_box_destroy(struct box *b, const char *reason, struct request *deleter)
+{
+	(void)pd_box_delete(b, reason, deleter, true, NULL);
 }
 
 /* Waits for every sandbox being torn down (shutdown). */
@@ -594,6 +865,14 @@ static void reaper_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	/* Idempotency-Keys are remembered for a day (docs/api.md) */
+	if (++d->reaper_ticks % 60 == 1) {
+		paddock_error err = { 0 };
+
+		if (paddock_store_prune_idempotency(d->store, now - PD_IDEM_KEEP_S * 1000LL,
+						    &err) < 0)
+			store_warn(d, &err);
+	}
 	for (b = d->boxes; b; b = next) {
 		next = b->next;
 		/* a command still running is activity, however long it runs without a request */
@@ -609,27 +888,49 @@ static void reaper_cb(evutil_socket_t fd, short what, void *arg)
 
 /* ---- start: adopt what the store says is live ---------------------------------------- */
 
-struct adopt_ctx {
-	struct daemon *d;
-	char **ids;
+/* A stored row, copied out of the walk (adoption starts only once the walk has ended). */
+struct row_copy {
+	struct paddock_store_sandbox row;
+	char *strings[6];
+};
+
+struct rows {
+	struct row_copy *v;
 	size_t n;
 };
 
 static int collect(const struct paddock_store_sandbox *row, void *userdata)
 {
-	struct adopt_ctx *a = userdata;
-	char **ids = realloc(a->ids, (a->n + 1) * sizeof(char *));
+	struct rows *a = userdata;
+	struct row_copy *v = reallocarray(a->v, a->n + 1, sizeof(*v)), *c;
+	const char *src[6] = { row->id,	       row->tenant,	   row->state,
+			       row->spec_json, row->metadata_json, row->handle_json };
 
-	if (!ids)
+	if (!v)
 		return -ENOMEM;
-	a->ids = ids;
-	a->ids[a->n++] = strdup(row->id);
+	a->v = v;
+	c = &v[a->n++];
+	memset(c, 0, sizeof(*c));
+	c->row = *row;
+	for (int i = 0; i < 6; i++)
+		if (src[i] && !(c->strings[i] = strdup(src[i])))
+			return -ENOMEM;
+	c->row.id = c->strings[0];
+	c->row.tenant = c->strings[1];
+	c->row.state = c->strings[2];
+	c->row.spec_json = c->strings[3];
+	c->row.metadata_json = c->strings[4];
+	c->row.handle_json = c->strings[5];
 	return 0;
 }
 
-struct exec_rows {
-	struct box *b;
-};
+static void rows_free(struct rows *a)
+{
+	for (size_t i = 0; i < a->n; i++)
+		for (int k = 0; k < 6; k++)
+			free(a->v[i].strings[k]);
+	free(a->v);
+}
 
 static int adopt_exec_row(const struct paddock_store_exec *row, void *userdata)
 {
@@ -642,19 +943,106 @@ static int adopt_exec_row(const struct paddock_store_exec *row, void *userdata)
 			break;
 	if (row->result_json && row->ended_ms > 0)
 		return 0; /* ended and recorded: history, not a process to follow */
-	pd_proc_adopt(b, ex, row);
+	/*
+	 * A foreground command's client went with the old paddockd: killed, as when a client
+	 * goes away (its result says so); a background one is followed on.
+	 */
+	pd_proc_adopt(b, ex, row, !row->background);
 	return 0;
 }
 
-static int adopt_row(const struct paddock_store_sandbox *row, void *userdata)
+/* Connects to a reconnect socket: the pidfd of the init listening there, or -1. */
+static int init_pidfd(const char *path)
 {
-	struct adopt_ctx *a = userdata;
-	struct daemon *d = a->d;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, pidfd = -1;
+	socklen_t len = sizeof(pidfd);
+
+	if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path) >= (int)sizeof(sa.sun_path))
+		return -1;
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0)
+		pidfd = -1;
+	close(fd);
+	return pidfd;
+}
+
+/*
+ * A "deleting" row: a DELETE (or TTL) was answered and the sandbox killed, but paddockd died
+ * before the kernel finished and the teardown was logged. Finished now: killed again if its
+ * init still listens, and once it is gone the events it would have had are logged, the row
+ * and the socket go.
+ */
+struct finishing {
+	struct daemon *d;
+	char id[32];
+	int pidfd;
+	struct event *ev;
+	struct finishing *next;
+};
+
+static void finished(struct finishing *f)
+{
+	struct daemon *d = f->d;
+
+	log_event(d, "sandbox.exited", f->id, "\"reason\":\"killed\",\"after_restart\":true");
+	log_event(d, "sandbox.destroyed", f->id, "\"after_restart\":true");
+	box_forget(d, f->id);
+	for (struct finishing **pp = &d->finishing; *pp; pp = &(*pp)->next)
+		if (*pp == f) {
+			*pp = f->next;
+			break;
+		}
+	if (f->ev)
+		event_free(f->ev);
+	if (f->pidfd >= 0)
+		close(f->pidfd);
+	free(f);
+}
+
+static void finishing_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	finished(arg);
+}
+
+static int finish_deleting(struct daemon *d, const char *id)
+{
+	struct finishing *f = calloc(1, sizeof(*f));
+	char path[300];
+
+	if (!f)
+		return -ENOMEM;
+	f->d = d;
+	snprintf(f->id, sizeof(f->id), "%s", id);
+	snprintf(path, sizeof(path), "%s/s/%s", d->state_dir, id);
+	f->next = d->finishing;
+	d->finishing = f;
+	f->pidfd = init_pidfd(path);
+	if (f->pidfd >= 0) {
+		(void)syscall(SYS_pidfd_send_signal, f->pidfd, SIGKILL, NULL, 0);
+		/* the pidfd reads as ready once init, and so every process of it, is gone */
+		f->ev = event_new(d->base, f->pidfd, EV_READ, finishing_cb, f);
+		if (f->ev && event_add(f->ev, NULL) == 0)
+			return 0;
+	}
+	finished(f);
+	return 0;
+}
+
+static int adopt_row(struct daemon *d, const struct paddock_store_sandbox *row)
+{
 	paddock_spec *spec = NULL;
 	paddock_error err = { 0 };
 	struct box *b;
 	int r;
 
+	if (strcmp(row->state, "deleting") == 0)
+		return finish_deleting(d, row->id);
 	b = box_new(d, row->id, row->tenant);
 	if (!b)
 		return -ENOMEM;
@@ -692,89 +1080,284 @@ static int adopt_row(const struct paddock_store_sandbox *row, void *userdata)
 	return 0;
 }
 
+/* The commands init knows of b that the records do not (or no records at all). */
+static void adopt_unknown_execs(struct box *b)
+{
+	for (paddock_exec *ex = paddock_sandbox_exec_next(b->sb, NULL); ex;
+	     ex = paddock_sandbox_exec_next(b->sb, ex)) {
+		bool known = false;
+
+		for (struct proc *p = b->procs; p; p = p->next)
+			known |= p->exec_id == paddock_exec_id(ex);
+		/*
+		 * Started, never recorded (paddockd died in between): nobody was told it runs,
+		 * so it is ended. A recovered sandbox's commands are all unrecorded: followed on,
+		 * as background commands, since nothing says which had a client waiting.
+		 */
+		if (!known)
+			pd_proc_adopt(b, ex, NULL, !b->recovered);
+	}
+}
+
 static int adopt_all(struct daemon *d, paddock_error *err)
 {
-	struct adopt_ctx a = { .d = d };
+	struct rows a = { 0 };
 	int r;
 
+	/* the whole walk first: a store that turns out damaged half-way has adopted nothing */
 	r = paddock_store_list_sandboxes(d->store, collect, &a, err);
-	for (size_t i = 0; i < a.n; i++)
-		free(a.ids[i]);
-	free(a.ids);
-	if (r < 0)
-		return r;
-	r = paddock_store_list_sandboxes(d->store, adopt_row, &a, err);
+	for (size_t i = 0; r >= 0 && i < a.n; i++)
+		r = adopt_row(d, &a.v[i].row);
+	rows_free(&a);
 	if (r < 0)
 		return r;
 	for (struct box *b = d->boxes; b; b = b->next) {
+		paddock_error e = { 0 };
+
 		if (!b->sb)
 			continue;
-		r = paddock_store_list_execs(d->store, b->id, adopt_exec_row, b, err);
-		if (r < 0)
-			return r;
-		/* commands init knows but the store does not (paddockd died in between) */
-		for (paddock_exec *ex = paddock_sandbox_exec_next(b->sb, NULL); ex;
-		     ex = paddock_sandbox_exec_next(b->sb, ex)) {
-			bool known = false;
-
-			for (struct proc *p = b->procs; p; p = p->next)
-				known |= p->exec_id == paddock_exec_id(ex);
-			if (!known)
-				pd_proc_adopt(b, ex, NULL);
+		if (paddock_store_list_execs(d->store, b->id, adopt_exec_row, b, &e) < 0) {
+			store_warn(d, &e);
+			b->recovered = true; /* its commands' records are unreadable */
 		}
+		adopt_unknown_execs(b);
 	}
 	return 0;
 }
 
+/* 1 to max printable ASCII characters, no space: a tenant (as the tokens file reads them) */
+static bool printable_word(const char *k, size_t max)
+{
+	size_t n = strlen(k);
+
+	if (n == 0 || n > max)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (k[i] < 0x21 || k[i] > 0x7e)
+			return false;
+	return true;
+}
+
+static bool valid_tenant(const char *t)
+{
+	return printable_word(t, PD_MAX_TENANT);
+}
+
+static bool valid_idem_key(const char *k)
+{
+	return printable_word(k, PD_MAX_IDEM_KEY);
+}
+
+bool pd_idempotency_key_valid(const char *key)
+{
+	return valid_idem_key(key);
+}
+
 /*
- * Reconnect sockets the store does not know: a sandbox whose creation a crash interrupted
- * (launched, not yet recorded). If its init still listens it is ended (its pidfd, from the
- * kernel's view of the peer), and the socket file goes in any case.
+ * The box a recovered sandbox's record describes (box_record()). The record comes from
+ * inside the sandbox's namespaces: every field is checked as a client's would be.
+ */
+static int box_from_record(struct daemon *d, paddock_sandbox *sb, struct box **ret,
+			   paddock_error *err)
+{
+	const char *tenant = NULL, *state = NULL;
+	json_t *spec = NULL, *meta = NULL, *idem = NULL, *o;
+	json_int_t created = 0, expires = 0, active = 0, ttl = 0, idle = 0;
+	paddock_spec *ps = NULL;
+	json_error_t jerr;
+	struct box *b;
+	int v = 0, r;
+
+	o = json_loads(paddock_sandbox_record(sb), JSON_REJECT_DUPLICATES, &jerr);
+	if (!o || json_unpack_ex(o, &jerr, JSON_STRICT, "{s:i,s:s,s:s,s:o,s:o,s:I,s:I,s:I,s:I,s:I,"
+				 "s?o}", "v", &v, "tenant", &tenant, "state", &state, "spec",
+				 &spec, "metadata", &meta, "created_ms", &created, "expires_ms",
+				 &expires, "last_active_ms", &active, "ttl_s", &ttl,
+				 "idle_timeout_s", &idle, "idempotency", &idem) < 0 ||
+	    v != 1 || !valid_tenant(tenant) || !json_is_object(spec) || ttl < 1 ||
+	    ttl > PD_MAX_TTL_S || idle < 0 || idle > PD_MAX_TTL_S || created <= 0 ||
+	    expires <= 0 || check_metadata(meta, err) < 0) {
+		json_decref(o);
+		return dfail(err, EPROTO, "its record does not parse");
+	}
+	b = box_new(d, paddock_sandbox_id(sb), tenant);
+	if (!b) {
+		json_decref(o);
+		return dfail(err, ENOMEM, "allocate sandbox");
+	}
+	b->spec_json = json_dumps(spec, JSON_COMPACT);
+	b->metadata = json_incref(meta);
+	b->created_ms = created;
+	b->expires_ms = expires;
+	b->last_active_ms = active;
+	b->ttl_s = ttl;
+	b->idle_timeout_s = idle;
+	b->recovered = true;
+	if (json_is_object(idem)) {
+		const char *key = json_string_value(json_object_get(idem, "key"));
+		const char *fp = json_string_value(json_object_get(idem, "fingerprint"));
+		json_t *ms = json_object_get(idem, "created_ms");
+
+		if (key && fp && valid_idem_key(key) && strlen(fp) == 16 && json_is_integer(ms)) {
+			snprintf(b->idem_key, sizeof(b->idem_key), "%s", key);
+			snprintf(b->idem_fp, sizeof(b->idem_fp), "%s", fp);
+			b->idem_ms = json_integer_value(ms);
+		}
+	}
+	json_decref(o);
+	r = b->spec_json ? paddock_spec_new(&ps, err) : dfail(err, ENOMEM, "format spec");
+	if (r >= 0)
+		r = paddock_spec_load_json(ps, b->spec_json, strlen(b->spec_json), err);
+	if (r >= 0) {
+		(void)paddock_spec_get_limit(ps, "timeout", &b->exec_timeout_s, NULL);
+		(void)paddock_spec_get_limit(ps, "output", &b->output_limit, NULL);
+	}
+	paddock_spec_free(ps);
+	if (r < 0) {
+		json_decref(b->metadata);
+		free(b->spec_json);
+		free(b);
+		return r;
+	}
+	*ret = b;
+	return 0;
+}
+
+/*
+ * A sandbox the store does not know, taken over from what its init kept: for a store that
+ * was damaged or lost. Its row (and key) are written again; its commands are followed on.
+ */
+static int recover_socket(struct daemon *d, const char *path, paddock_error *err)
+{
+	paddock_sandbox *sb = NULL;
+	paddock_error serr = { 0 };
+	struct box *b = NULL;
+	int r;
+
+	r = paddock_sandbox_recover(d->ctx, path, &sb, err);
+	if (r < 0)
+		return r; /* killed: nothing can supervise it */
+	r = box_from_record(d, sb, &b, err);
+	if (r < 0) {
+		paddock_sandbox_free(sb);
+		return r;
+	}
+	b->sb = sb;
+	box_link(b);
+	paddock_sandbox_set_exit_callback(sb, box_exited, b);
+	if (box_store_new(b, &serr) < 0)
+		store_warn(d, &serr); /* it runs and is served; the next change tries again */
+	adopt_unknown_execs(b);
+	return 0;
+}
+
+/* What a rebuilt store says of what it could not bring back (stderr and the event log). */
+static void report_rebuilt(struct daemon *d, unsigned recovered, json_t *lost)
+{
+	char ts[40];
+	json_t *o;
+	char *s;
+
+	fprintf(stderr, "paddockd: the store %s; %u live sandboxes recovered from their own "
+		"records, %zu could not be (ended): commands' past reports, stored events and "
+		"the keys of deleted sandboxes are not recovered\n",
+		d->store_rebuilt ? "was damaged and was rebuilt" : "was missing",
+		recovered, json_array_size(lost));
+	pd_format_time(pd_now_ms(), ts, sizeof(ts));
+	o = json_pack("{s:s,s:s,s:s,s:s?,s:I,s:O}", "ts", ts, "level", "warn", "event",
+		      "store.rebuilt", "moved_to", d->store_moved[0] ? d->store_moved : NULL,
+		      "recovered", (json_int_t)recovered, "lost", lost);
+	s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	if (s) {
+		size_t n = strlen(s);
+
+		s[n] = '\n'; /* json_dumps' NUL becomes the line's end */
+		pd_event_log_write(d, s, n + 1);
+	}
+	free(s);
+	json_decref(o);
+}
+
+/*
+ * Reconnect sockets the store does not know. With a sound store: a sandbox whose creation a
+ * crash interrupted (launched, not yet recorded, never acknowledged): if its init still
+ * listens it is ended (its pidfd, from the kernel's view of the peer), and the socket file
+ * goes in any case. With a store that was damaged or missing: each is taken over from the
+ * record its init keeps (recover_socket()), and only those that cannot be are ended.
  */
 static void sweep_orphans(struct daemon *d, const char *dir)
 {
+	bool recovering = d->store_rebuilt || d->store_fresh;
+	json_t *lost = json_array();
+	unsigned recovered = 0;
 	DIR *dh = opendir(dir);
 	struct dirent *de;
 
-	if (!dh)
-		return;
-	while ((de = readdir(dh))) {
-		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	while (dh && (de = readdir(dh))) {
+		char path[300];
+		paddock_error err = { 0 };
 		bool known = false;
-		int fd, pidfd = -1;
-		socklen_t len = sizeof(pidfd);
+		int pidfd;
 
 		if (de->d_name[0] == '.')
 			continue;
 		for (struct box *b = d->boxes; b && !known; b = b->next)
 			known = strcmp(b->id, de->d_name) == 0;
-		if (known || snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%s", dir, de->d_name) >=
-				     (int)sizeof(sa.sun_path))
+		for (struct finishing *f = d->finishing; f && !known; f = f->next)
+			known = strcmp(f->id, de->d_name) == 0;
+		if (known || snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >=
+				     (int)sizeof(path))
 			continue;
-		fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-		if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
-		    getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) == 0 && pidfd >= 0) {
-			fprintf(stderr, "paddockd: ending sandbox %s, which no record names\n",
-				de->d_name);
+		if (recovering) {
+			char buf[600];
+
+			if (recover_socket(d, path, &err) >= 0) {
+				recovered++;
+				continue;
+			}
+			/* nobody listens there: a socket left by a sandbox that ended, not a loss */
+			if (err.code != ECONNREFUSED && err.code != ENOENT) {
+				paddock_error_format(&err, buf, sizeof(buf));
+				fprintf(stderr, "paddockd: sandbox %s cannot be recovered, ending it: "
+					"%s\n", de->d_name, buf);
+				if (json_array_size(lost) < 64)
+					json_array_append_new(lost,
+							      json_pack("{s:s,s:s}", "sandbox",
+									de->d_name, "error", buf));
+			}
+		}
+		pidfd = init_pidfd(path);
+		if (pidfd >= 0) {
+			if (!recovering)
+				fprintf(stderr, "paddockd: ending sandbox %s, which no record names\n",
+					de->d_name);
 			(void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
 			close(pidfd);
 		}
-		if (fd >= 0)
-			close(fd);
-		(void)unlink(sa.sun_path);
+		(void)unlink(path);
 	}
-	closedir(dh);
+	if (dh)
+		closedir(dh);
+	if (recovering && (d->store_rebuilt || recovered || json_array_size(lost)))
+		report_rebuilt(d, recovered, lost);
+	json_decref(lost);
 }
 
 int pd_lifecycle_start(struct daemon *d, paddock_error *err)
 {
 	char dir[300];
 	struct timeval tv = { .tv_sec = REAPER_PERIOD_S };
+	uint64_t max_exec = 0;
 	int r;
 
 	snprintf(dir, sizeof(dir), "%s/s", d->state_dir);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return dfail(err, errno, "mkdir '%s'", dir);
+	/* a new command never takes the id of one the store remembers */
+	r = paddock_store_max_exec_id(d->store, &max_exec, err);
+	if (r < 0)
+		return r;
+	paddock_ctx_reserve_exec_ids(d->ctx, max_exec);
 	r = adopt_all(d, err);
 	if (r < 0)
 		return r;
@@ -796,7 +1379,7 @@ void pd_lifecycle_stop(struct daemon *d)
 			pd_box_destroy(b, "shutdown", NULL);
 			continue;
 		}
-		pd_box_persist(b);
+		box_persist_or_warn(b);
 		box_unlink(b);
 		if (b->sb)
 			paddock_sandbox_release(b->sb);
@@ -805,6 +1388,17 @@ void pd_lifecycle_stop(struct daemon *d)
 		free(b);
 	}
 	finish_dying(d);
+	/* a teardown not finished yet: the next start finishes it (the row says "deleting") */
+	while (d->finishing) {
+		struct finishing *f = d->finishing;
+
+		d->finishing = f->next;
+		if (f->ev)
+			event_free(f->ev);
+		if (f->pidfd >= 0)
+			close(f->pidfd);
+		free(f);
+	}
 	if (d->reaper_ev)
 		event_free(d->reaper_ev);
 	d->reaper_ev = NULL;

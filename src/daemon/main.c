@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "daemon.h"
@@ -36,6 +37,9 @@ static void usage(FILE *f)
 		   "                [--pool N] [--pool-max N] [--pool-templates N]\n"
 		   "                [--pool-min-available SIZE|N%%]\n"
 		   "                [--upstream-ca FILE]...\n"
+		   "                [--event-log-max SIZE] [--event-log-keep N]\n"
+		   "                [--max-connections N] [--max-connections-per-peer N]\n"
+		   "                [--header-timeout SECONDS]\n"
 		   "                [--e2b ADDR:PORT [--e2b-domain NAME] [--e2b-templates FILE]]\n"
 		   "Serves the paddock HTTP API (docs/api.md).\n");
 }
@@ -122,10 +126,74 @@ static int add_host_path(struct daemon *d, const char *path)
 	return 0;
 }
 
+/* --event-log-max: a size ("64M"), at least 4 KiB; 0: never rotate */
+static int parse_log_max(struct daemon *d, const char *s)
+{
+	uint64_t v = 0;
+
+	if (pd_parse_size(s, &v) < 0 || (v > 0 && v < 4096)) {
+		fprintf(stderr, "paddockd: --event-log-max: expected a size such as '64M' (at least "
+				"4K; 0: never rotate), got '%s'\n", s);
+		return -1;
+	}
+	d->event_log_max = v;
+	return 0;
+}
+
+/* --max-connections (C), --max-connections-per-peer (Q), --header-timeout (H) */
+static int parse_http_limit(struct daemon *d, int which, const char *s)
+{
+	static const struct {
+		int c;
+		const char *name;
+		long min, max;
+	} limits[] = {
+		{ 'C', "--max-connections", 1, 1 << 20 },
+		{ 'Q', "--max-connections-per-peer", 1, 1 << 20 },
+		{ 'H', "--header-timeout", 1, 3600 },
+	};
+	char *end = NULL;
+	long v = strtol(s, &end, 10);
+
+	for (size_t i = 0; i < sizeof(limits) / sizeof(limits[0]); i++) {
+		if (limits[i].c != which)
+			continue;
+		if (!*s || *end || v < limits[i].min || v > limits[i].max) {
+			fprintf(stderr, "paddockd: %s: expected a number from %ld to %ld, got '%s'\n",
+				limits[i].name, limits[i].min, limits[i].max, s);
+			return -1;
+		}
+	}
+	if (which == 'C')
+		d->http_limits.max_conns = (unsigned)v;
+	else if (which == 'Q')
+		d->http_limits.max_per_peer = (unsigned)v;
+	else
+		d->http_limits.header_timeout_s = (unsigned)v;
+	return 0;
+}
+
+/* --event-log-keep: rotated files kept, 0 to 100 */
+static int parse_log_keep(struct daemon *d, const char *s)
+{
+	char *end = NULL;
+	long v = strtol(s, &end, 10);
+
+	if (!*s || *end || v < 0 || v > 100) {
+		fprintf(stderr, "paddockd: --event-log-keep: expected a number from 0 to 100, got "
+				"'%s'\n", s);
+		return -1;
+	}
+	d->event_log_keep = (unsigned)v;
+	return 0;
+}
+
 /*
  * {"socket": PATH, "state_dir": DIR, "listen": "ADDR:PORT", "tokens": FILE,
  *  "max_upload": BYTES, "orphan_timeout_s": S, "destroy_on_exit": BOOL,
- *  "max_network": "none"|"allowlist"|"open"}; unknown keys and
+ *  "max_network": "none"|"allowlist"|"open", "event_log_max": SIZE, "event_log_keep": N,
+ *  "max_connections": N, "max_connections_per_peer": N, "header_timeout_s": S};
+ * unknown keys and
  * wrong types are refused by name.
  */
 static int load_config(struct daemon *d, const char *path, const char **listen_addr,
@@ -164,6 +232,27 @@ static int load_config(struct daemon *d, const char *path, const char **listen_a
 		else if (strcmp(k, "max_network") == 0 && json_is_string(v) &&
 			 pd_max_network_parse(json_string_value(v)) >= 0)
 			d->max_net = pd_max_network_parse(json_string_value(v));
+		else if (strcmp(k, "event_log_max") == 0 && str && parse_log_max(d, s) == 0)
+			;
+		else if ((strcmp(k, "max_connections") == 0 ||
+			  strcmp(k, "max_connections_per_peer") == 0 ||
+			  strcmp(k, "header_timeout_s") == 0) &&
+			 json_is_integer(v) && json_integer_value(v) >= 0 &&
+			 json_integer_value(v) <= INT32_MAX) {
+			char num[24];
+
+			snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(v));
+			int which = strcmp(k, "header_timeout_s") == 0	     ? 'H'
+				    : strcmp(k, "max_connections") == 0 ? 'C'
+									 : 'Q';
+
+			if (parse_http_limit(d, which, num) < 0) {
+				json_decref(o);
+				return -1;
+			}
+		} else if (strcmp(k, "event_log_keep") == 0 && json_is_integer(v) &&
+			 json_integer_value(v) >= 0 && json_integer_value(v) <= 100)
+			d->event_log_keep = (unsigned)json_integer_value(v);
 		else if (strcmp(k, "allow_host_paths") == 0 && json_is_array(v)) {
 			size_t i;
 			json_t *e;
@@ -220,6 +309,54 @@ static int mkdir_p(const char *path)
 }
 
 /*
+ * A damaged store is kept for inspection as paddockd.db.damaged-<UTC time> (with its WAL,
+ * which may hold the newest changes) and a new one is started: lifecycle.c then rebuilds the
+ * records of the live sandboxes from what their inits keep, and says what it could not.
+ */
+static int store_move_aside(struct daemon *d, const char *path, const paddock_error *why,
+			    paddock_error *err)
+{
+	char moved[sizeof(d->store_moved)], from[320], to[340], buf[600];
+	struct tm tm;
+	time_t now = time(NULL);
+
+	d->store = paddock_store_free(d->store);
+	gmtime_r(&now, &tm);
+	snprintf(moved, sizeof(moved), "%s.damaged-%04d%02d%02dT%02d%02d%02dZ", path,
+		 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+	if (rename(path, moved) < 0)
+		return dfail(err, errno, "move the damaged store '%s' aside", path);
+	snprintf(from, sizeof(from), "%s-wal", path);
+	snprintf(to, sizeof(to), "%s-wal", moved);
+	(void)rename(from, to); /* ENOENT: no WAL */
+	snprintf(from, sizeof(from), "%s-shm", path);
+	(void)unlink(from); /* the WAL's index: rebuilt from the WAL by whoever opens it */
+	d->store_rebuilt = true;
+	snprintf(d->store_moved, sizeof(d->store_moved), "%s", moved);
+	fprintf(stderr, "paddockd: the store is damaged (%s): kept as '%s'; starting a new one "
+		"and recovering the live sandboxes from their own records\n",
+		paddock_error_format(why, buf, sizeof(buf)), moved);
+	return paddock_store_open(path, &d->store, err);
+}
+
+/* The store at <state-dir>/paddockd.db, checked; a damaged one is moved aside. */
+static int open_store(struct daemon *d, paddock_error *err)
+{
+	char path[300];
+	int r;
+
+	snprintf(path, sizeof(path), "%s/paddockd.db", d->state_dir);
+	/* none yet, but sandboxes of an earlier one may be there: recovered from their records */
+	d->store_fresh = access(path, F_OK) < 0 && errno == ENOENT;
+	r = paddock_store_open(path, &d->store, err);
+	if (r >= 0)
+		r = paddock_store_check(d->store, err);
+	if (r != -EUCLEAN)
+		return r;
+	return store_move_aside(d, path, err, err);
+}
+
+/*
  * Each live sandbox holds about ten fds here (control socket, pidfd, root, cgroup, events):
  * the usual soft limit of 1024 would stop paddockd near a hundred sandboxes. The soft limit
  * goes to the hard one, and as root the hard one up to 1 Mi (fs.nr_open permitting).
@@ -238,6 +375,24 @@ static void raise_nofile(void)
 	}
 	rl.rlim_cur = rl.rlim_max;
 	(void)setrlimit(RLIMIT_NOFILE, &rl);
+}
+
+/*
+ * --max-connections by default: 1024 per listener, but no more than a quarter of the open
+ * files paddockd may have, so that clients alone never take the descriptors its sandboxes
+ * need (about ten each).
+ */
+static unsigned default_max_conns(void)
+{
+	struct rlimit rl;
+	rlim_t quarter;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return PD_MAX_CONNECTIONS;
+	quarter = rl.rlim_cur / 4;
+	if (quarter < 16)
+		return 16;
+	return quarter < PD_MAX_CONNECTIONS ? (unsigned)quarter : PD_MAX_CONNECTIONS;
 }
 
 int main(int argc, char **argv)
@@ -262,11 +417,20 @@ int main(int argc, char **argv)
 		{ "e2b", required_argument, NULL, 'E' },
 		{ "e2b-domain", required_argument, NULL, 'D' },
 		{ "e2b-templates", required_argument, NULL, 'X' },
+		{ "event-log-max", required_argument, NULL, 'L' },
+		{ "max-connections", required_argument, NULL, 'C' },
+		{ "max-connections-per-peer", required_argument, NULL, 'Q' },
+		{ "header-timeout", required_argument, NULL, 'H' },
+		{ "event-log-keep", required_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct daemon d = { .max_upload = 256u << 20, .orphan_timeout_s = 3600, .max_net = 2,
-			    .event_log_fd = -1, .pool = { .max_templates = 4, .min_avail_pct = 10 } };
+			    .event_log_fd = -1, .state_fd = -1,
+			    .http_limits = { .max_per_peer = PD_MAX_PER_PEER,
+					     .header_timeout_s = PD_HEADER_TIMEOUT_S },
+			    .event_log_max = PD_EVENT_LOG_MAX, .event_log_keep = PD_EVENT_LOG_KEEP,
+			    .pool = { .max_templates = 4, .min_avail_pct = 10 } };
 	long pool_max = -1;
 	const char *listen_addr = NULL, *tokens = NULL, *rt = getenv("XDG_RUNTIME_DIR");
 	const char *resolve_hosts = NULL, *upstream_ca[8];
@@ -404,6 +568,20 @@ int main(int argc, char **argv)
 			d.pool.min_avail_kb = v / 1024;
 			break;
 		}
+		case 'L':
+			if (parse_log_max(&d, optarg) < 0)
+				return 2;
+			break;
+		case 'C':
+		case 'Q':
+		case 'H':
+			if (parse_http_limit(&d, c, optarg) < 0)
+				return 2;
+			break;
+		case 'K':
+			if (parse_log_keep(&d, optarg) < 0)
+				return 2;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -420,6 +598,8 @@ int main(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 	raise_nofile();
+	if (!d.http_limits.max_conns)
+		d.http_limits.max_conns = default_max_conns();
 	/* file access into sandboxes runs with the sandbox user's fsuid: no group of ours may
 	 * count in those permission checks */
 	if (paddock_host_root() && setgroups(0, NULL) < 0) {
@@ -452,14 +632,27 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < n_upstream_ca; i++)
 		if (paddock_ctx_add_upstream_ca(d.ctx, upstream_ca[i], &err) < 0)
 			goto fail;
-	snprintf(path, sizeof(path), "%s/events.jsonl", d.state_dir);
-	d.event_log_fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
-	snprintf(path, sizeof(path), "%s/paddockd.db", d.state_dir);
-	if (paddock_store_open(path, &d.store, &err) < 0)
+	if (pd_event_log_open(&d, &err) < 0)
+		goto fail;
+	if (open_store(&d, &err) < 0)
 		goto fail;
 	paddock_ctx_set_event_sink(d.ctx, pd_event_sink, &d);
-	if (pd_lifecycle_start(&d, &err) < 0)
+	r = pd_lifecycle_start(&d, &err);
+	if (r == -EUCLEAN && !d.store_rebuilt) {
+		/* damage quick_check did not see, found by the walk (which adopted nothing) */
+		paddock_error why = err;
+
+		memset(&err, 0, sizeof(err));
+		snprintf(path, sizeof(path), "%s/paddockd.db", d.state_dir);
+		r = store_move_aside(&d, path, &why, &err);
+		if (r >= 0)
+			r = pd_lifecycle_start(&d, &err);
+	}
+	if (r < 0) {
+		r = 1;
 		goto fail;
+	}
+	r = 1;
 	if (pd_http_setup(&d, &err) < 0)
 		goto fail;
 	if (listen_addr) {
@@ -500,8 +693,8 @@ out:
 	paddock_ctx_free(d.ctx);
 	if (d.base)
 		event_base_free(d.base);
-	if (d.event_log_fd >= 0)
-		close(d.event_log_fd);
+	pd_http_gate_free(&d);
+	pd_event_log_close(&d);
 	free(d.tokens);
 	for (size_t i = 0; i < d.n_host_paths; i++)
 		free(d.host_paths[i]);

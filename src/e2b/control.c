@@ -159,6 +159,9 @@ static void reply_paddock_error(struct e2b_req *r, const paddock_error *err,
 	char field[80];
 	int code = err->code ? err->code : EIO;
 
+	/* the state store could not record it: nothing changed, a retry may work */
+	if (strcmp(err->field, "store") == 0)
+		return e2b_reply_error(r, 503, "%s", err->msg);
 	e2b_field(err->field, nm, field, sizeof(field));
 	if (field[0])
 		e2b_reply_error(r, status_from_errno(code), "%s: %s", field, err->msg);
@@ -710,11 +713,21 @@ static struct box *find_live(struct e2b_req *r, const char *id)
 	return b;
 }
 
-static void set_expiry(struct box *b, int64_t seconds)
+/* As PUT /v1/sandboxes/{id}/ttl: recorded so a restart keeps it, or unchanged (503). */
+static bool set_expiry(struct e2b_req *r, struct box *b, int64_t seconds)
 {
+	int64_t ttl = b->ttl_s, expires = b->expires_ms;
+	paddock_error err = { 0 };
+
 	b->ttl_s = seconds;
 	b->expires_ms = pd_now_ms() + seconds * 1000;
-	pd_box_persist(b); /* as PUT /v1/sandboxes/{id}/ttl: a restart keeps it */
+	if (pd_box_persist(b, &err) < 0) {
+		b->ttl_s = ttl;
+		b->expires_ms = expires;
+		reply_paddock_error(r, &err, NULL);
+		return false;
+	}
+	return true;
 }
 
 /* POST /v2/sandboxes/{id}/connect: a running sandbox's timeout only grows */
@@ -732,8 +745,8 @@ static void connect_box(struct e2b_req *r, const char *id)
 	if (!b)
 		goto out;
 	pd_box_touch(b);
-	if (pd_now_ms() + t * 1000 > b->expires_ms)
-		set_expiry(b, t);
+	if (pd_now_ms() + t * 1000 > b->expires_ms && !set_expiry(r, b, t))
+		goto out;
 	e2b_reply_json(r, 200, sandbox_json(r->e, b));
 out:
 	json_decref(body);
@@ -757,8 +770,8 @@ static void set_timeout(struct e2b_req *r, const char *id)
 	b = find_live(r, id);
 	if (!b)
 		goto out;
-	set_expiry(b, t);
-	reply_empty(r, 204);
+	if (set_expiry(r, b, t))
+		reply_empty(r, 204);
 out:
 	json_decref(body);
 }
@@ -769,8 +782,11 @@ static void kill_box(struct e2b_req *r, const char *id)
 
 	if (!b)
 		return reply_not_found(r, id);
+	paddock_error err = { 0 };
+
 	/* 204 once init is killed; the kernel's teardown finishes off the request path */
-	pd_box_destroy(b, "deleted", NULL);
+	if (pd_box_delete(b, "deleted", NULL, false, &err) < 0)
+		return reply_paddock_error(r, &err, NULL);
 	reply_empty(r, 204);
 }
 
@@ -843,7 +859,7 @@ out:
  */
 static void put_network(struct e2b_req *r, const char *id)
 {
-	json_t *body = body_object(r, false), *allow_out, *deny_out, *net = NULL;
+	json_t *body = body_object(r, false), *allow_out, *deny_out, *net = NULL, *old_aia;
 	paddock_error err = {0};
 	struct netmap nm = {0};
 	struct box *b;
@@ -860,7 +876,21 @@ static void put_network(struct e2b_req *r, const char *id)
 	if (!b)
 		goto out;
 	net = map_network(aia, allow_out, deny_out, &nm);
+	/* the metadata first: pd_box_set_network() records both, or neither */
+	old_aia = json_incref(json_object_get(b->metadata, META_INTERNET));
+	if (aia >= 0)
+		json_object_set_new(b->metadata, META_INTERNET,
+				    json_string(aia ? "true" : "false"));
+	else
+		json_object_del(b->metadata, META_INTERNET);
 	k = net ? pd_box_set_network(b, net, &err) : dfail(&err, ENOMEM, "network policy");
+	if (k < 0) {
+		if (old_aia)
+			json_object_set(b->metadata, META_INTERNET, old_aia);
+		else
+			json_object_del(b->metadata, META_INTERNET);
+	}
+	json_decref(old_aia);
 	if (k < 0 && err.code == EPERM && !strstr(err.msg, "--max-network")) {
 		e2b_reply_error(r, 409,
 			    "network: this sandbox was created without internet access "
@@ -871,12 +901,6 @@ static void put_network(struct e2b_req *r, const char *id)
 		reply_paddock_error(r, &err, &nm);
 		goto out;
 	}
-	if (aia >= 0)
-		json_object_set_new(b->metadata, META_INTERNET,
-				    json_string(aia ? "true" : "false"));
-	else
-		json_object_del(b->metadata, META_INTERNET);
-	pd_box_persist(b);
 	reply_empty(r, 204);
 out:
 	json_decref(net);

@@ -42,6 +42,12 @@ enum pd_ctl_type {
 	PD_CTL_DENIED,	   /* I->S: the seccomp filter denied a call (pd_ctl_denied) */
 	PD_CTL_STOP_ALL,   /* S->I: SIGSTOP (stop 1) or SIGCONT (0) to every process but init
 			      (pd_ctl_stop_all): pause without a freezer (rootless) */
+	/*
+	 * S->I: keep this record for the next supervisor (no payload; a sealed memfd), replacing
+	 * the one kept. I->S, on reconnect, after the EXEC_STATEs and before READY: the record
+	 * kept, when there is one. Its content is the supervisor's (sandbox-adopt.c).
+	 */
+	PD_CTL_RECORD,
 	_PD_CTL_MAX,
 };
 

@@ -118,6 +118,7 @@ struct init_state {
 	struct tracked execs[INIT_MAX_EXECS];
 	size_t n_execs;
 	int listen_fd;		 /* reconnect socket, or -1: the sandbox dies with its supervisor */
+	int record_fd;		 /* the supervisor's record of the sandbox (a sealed memfd), or -1 */
 	char **bound_env;	 /* a pooled sandbox's env, bound at its claim (replaces spec's) */
 	char **bound_secret_env; /* its secrets' NAME=placeholder, bound at its claim */
 	bool bound_ca;		 /* its claim wrote the sandbox's CA into /etc/paddock */
@@ -839,7 +840,24 @@ static int resync(struct init_state *st)
 		else
 			i++;
 	}
+	/* what the last supervisor recorded of the sandbox, for one that lost its records */
+	if (st->record_fd >= 0) {
+		int r = pd_ctl_send(st->ctl, PD_CTL_RECORD, NULL, 0, &st->record_fd, 1);
+
+		if (r < 0)
+			return r;
+	}
 	return send_ready(st);
+}
+
+/* PD_CTL_RECORD: keep the supervisor's record (init never reads it), replacing the last. */
+static void handle_record(struct init_state *st, int *fds, size_t nfds)
+{
+	if (nfds != 1)
+		return;
+	pd_close(st->record_fd);
+	st->record_fd = fds[0]; /* MSG_CMSG_CLOEXEC: no command inherits it */
+	fds[0] = -EBADF;
 }
 
 /*
@@ -940,6 +958,9 @@ _Noreturn static void serve(struct init_state *st)
 			break;
 		case PD_CTL_STOP_ALL:
 			handle_stop_all(buf, (size_t)n);
+			break;
+		case PD_CTL_RECORD:
+			handle_record(st, fds, nfds);
 			break;
 		case PD_CTL_HOLD:
 		case PD_CTL_SOCKET_FD:
@@ -1164,6 +1185,7 @@ _Noreturn void pd_init_run(const struct pd_init_conf *conf)
 	st.sigfd = -EBADF;
 	st.landlock_fd = conf->landlock_fd;
 	st.listen_fd = conf->listen_fd;
+	st.record_fd = -EBADF;
 	st.host_tree = conf->host_tree;
 	st.proc_view = conf->proc_view;
 	st.notify_fd = -EBADF;

@@ -11,11 +11,13 @@
  * is checked like any other message from inside (sandbox.c).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -31,6 +33,10 @@
 
 #define ADOPT_TIMEOUT_MS 5000
 #define HANDLE_VERSION 1
+#define RECORD_VERSION 1
+/* what init hands back: the supervisor's record, its handle and the spec, escaped as JSON */
+#define RECORD_RAW_MAX (8u * PADDOCK_RECORD_MAX)
+#define RECORD_SEALS (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE)
 
 #ifndef SO_PEERPIDFD
 #define SO_PEERPIDFD 77
@@ -82,6 +88,7 @@ static int parse_handle(paddock_sandbox *sb, const char *handle_json, paddock_er
 	    uid < 0 || gid < 0 || uid > UINT32_MAX || gid > UINT32_MAX)
 		return pd_fail_field(err, EINVAL, "handle", "unsupported sandbox handle");
 	snprintf(sb->id, sizeof(sb->id), "%s", id);
+	free(sb->reconnect_path);
 	sb->reconnect_path = strdup(path);
 	if (!sb->reconnect_path)
 		return pd_fail(err, ENOMEM, "allocate sandbox");
@@ -164,6 +171,120 @@ static int adopt_exec(paddock_sandbox *sb, const struct pd_ctl_exec_state *s, in
 	return 0;
 }
 
+/*
+ * The record init kept (PD_CTL_RECORD): a memfd the supervisor sealed, so nothing has changed
+ * it since; it is still hostile input (init runs in the sandbox's namespaces), so its seals,
+ * size and content are checked before use.
+ */
+static int read_record(paddock_sandbox *sb, int fd, paddock_error *err)
+{
+	_cleanup_free_ char *buf = NULL;
+	struct stat st;
+	size_t got = 0;
+
+	if (fstat(fd, &st) < 0)
+		return pd_fail(err, errno, "stat the record of '%s'", sb->id);
+	if (!S_ISREG(st.st_mode) || st.st_size <= 0 || (uint64_t)st.st_size > RECORD_RAW_MAX ||
+	    (fcntl(fd, F_GET_SEALS) & RECORD_SEALS) != RECORD_SEALS)
+		return pd_fail(err, EPROTO, "init sent a record that is not a sealed file of at "
+			       "most %u bytes", RECORD_RAW_MAX);
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf)
+		return pd_fail(err, ENOMEM, "read the record of '%s'", sb->id);
+	while (got < (size_t)st.st_size) {
+		ssize_t n = pread(fd, buf + got, (size_t)st.st_size - got, (off_t)got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return pd_fail(err, n < 0 ? errno : EPROTO, "read the record of '%s'",
+				       sb->id);
+		got += (size_t)n;
+	}
+	buf[got] = '\0';
+	sb->record_raw = TAKE_PTR(buf);
+	return 0;
+}
+
+/* The parts of what init kept: the supervisor's record, the handle, the spec (borrowed). */
+struct record_parts {
+	json_t *doc;
+	const char *record;
+	json_t *handle, *spec;
+};
+
+static void record_parts_release(struct record_parts *p)
+{
+	json_decref(p->doc);
+}
+
+static int record_parse(paddock_sandbox *sb, struct record_parts *ret, paddock_error *err)
+{
+	json_error_t jerr;
+	int v = 0;
+
+	ret->doc = json_loads(sb->record_raw, JSON_REJECT_DUPLICATES, &jerr);
+	if (!ret->doc || json_unpack_ex(ret->doc, &jerr, JSON_STRICT, "{s:i,s:s,s:o,s:o}", "v", &v,
+					"record", &ret->record, "handle", &ret->handle, "spec",
+					&ret->spec) < 0 ||
+	    v != RECORD_VERSION || !json_is_object(ret->handle) || !json_is_object(ret->spec) ||
+	    strlen(ret->record) > PADDOCK_RECORD_MAX)
+		return pd_fail_field(err, EPROTO, "record", "malformed record from the init of "
+				     "'%s'", sb->id);
+	return 0;
+}
+
+int paddock_sandbox_set_record(paddock_sandbox *sb, const char *record, paddock_error *err)
+{
+	_cleanup_close_ int fd = -EBADF;
+	_cleanup_free_ char *handle = NULL, *spec = NULL, *text = NULL;
+	_cleanup_(json_decrefp) json_t *doc = NULL;
+	size_t len, done = 0;
+	int r;
+
+	if (!sb || !record)
+		return pd_fail(err, EINVAL, "paddock_sandbox_set_record: arguments are required");
+	if (strlen(record) > PADDOCK_RECORD_MAX)
+		return pd_fail(err, EMSGSIZE, "a record of more than %u bytes", PADDOCK_RECORD_MAX);
+	if (sb->ctl < 0 || sb->state == PD_SB_DEAD)
+		return pd_fail(err, ESRCH, "the init of '%s' is gone", sb->id);
+	r = paddock_sandbox_handle(sb, &handle, err);
+	if (r >= 0)
+		r = paddock_spec_to_json(sb->spec, &spec, err);
+	if (r < 0)
+		return r;
+	doc = json_pack("{s:i,s:s,s:o,s:o}", "v", RECORD_VERSION, "record", record, "handle",
+			json_loads(handle, 0, NULL), "spec", json_loads(spec, 0, NULL));
+	text = doc ? json_dumps(doc, JSON_COMPACT) : NULL;
+	if (!text)
+		return pd_fail(err, ENOMEM, "format the record of '%s'", sb->id);
+	len = strlen(text);
+	fd = memfd_create("paddock-record", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return pd_fail(err, errno, "memfd for the record of '%s'", sb->id);
+	while (done < len) {
+		ssize_t n = write(fd, text + done, len - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return pd_fail(err, errno, "write the record of '%s'", sb->id);
+		done += (size_t)n;
+	}
+	/* SECURITY: sealed, so what init hands back later is what this supervisor wrote */
+	if (fcntl(fd, F_ADD_SEALS, RECORD_SEALS) < 0)
+		return pd_fail(err, errno, "seal the record of '%s'", sb->id);
+	r = pd_ctl_send(sb->ctl, PD_CTL_RECORD, NULL, 0, &fd, 1);
+	if (r < 0)
+		return pd_fail(err, -r, "give the record of '%s' to its init", sb->id);
+	return 0;
+}
+
+const char *paddock_sandbox_record(const paddock_sandbox *sb)
+{
+	return sb ? sb->record : NULL;
+}
+
 /* EXEC_STATE for each command init knows, then READY with the root fd. */
 static int resync(paddock_sandbox *sb, paddock_error *err)
 {
@@ -194,6 +315,13 @@ static int resync(paddock_sandbox *sb, paddock_error *err)
 			}
 			continue;
 		}
+		if (type == PD_CTL_RECORD && n == 0 && nfds == 1 && !sb->record_raw) {
+			r = read_record(sb, fds[0], err);
+			pd_close(fds[0]);
+			if (r < 0)
+				return r;
+			continue;
+		}
 		/* an init of the previous version sends landlock_abi alone */
 		if (type == PD_CTL_READY && nfds == 1 &&
 		    (n == (ssize_t)sizeof(msg.ready) || n == (ssize_t)sizeof(int32_t))) {
@@ -215,6 +343,47 @@ static int resync(paddock_sandbox *sb, paddock_error *err)
 	}
 }
 
+/*
+ * After the reconnect (r: how it went): the cgroup, the loop's events, the egress listeners.
+ * What cannot be supervised is killed; sb is the caller's (a cleanup frees it on failure).
+ */
+static int adopt_finish(paddock_sandbox **psb, int r, paddock_sandbox **ret_sandbox,
+			paddock_error *err)
+{
+	paddock_sandbox *sb = *psb;
+
+	if (r >= 0 && !sb->cg && !sb->idmap.rootless && pd_cgroup_probe() != PD_CGROUP_NONE)
+		r = pd_cgroup_adopt(sb->idmap.slot, &sb->cg, err);
+	if (r >= 0)
+		r = pd_sandbox_arm(sb, err);
+	/* the listeners died with the old supervisor: ask init for new ones, same ports */
+	if (r >= 0)
+		r = pd_egress_start(sb, &sb->egress, err);
+	if (r < 0) {
+		pd_error_prefix(err, "adopt sandbox '%s'", sb->id);
+		/* SECURITY: what cannot be supervised is ended, never left running unwatched */
+		if (sb->pidfd >= 0)
+			(void)syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
+		return r;
+	}
+	pd_emit(sb->ctx, PADDOCK_LEVEL_INFO, "sandbox.adopted", sb->id, NULL,
+		json_pack("{s:i}", "commands", (int)sb->n_execs));
+	*ret_sandbox = TAKE_PTR(*psb);
+	return 0;
+}
+
+static paddock_sandbox *sandbox_alloc(paddock_ctx *ctx);
+
+/* --user root: rootless, such a sandbox's invoker is its uid 0 (pd_idmap_acquire()) */
+static void adopt_user(paddock_sandbox *sb)
+{
+	if (sb->spec->user != PD_USER_ROOT)
+		return;
+	sb->idmap.root_user = true;
+	if (sb->idmap.rootless)
+		sb->idmap.init_uid = sb->idmap.init_gid = 0;
+}
+
 int paddock_sandbox_adopt(paddock_ctx *ctx, const paddock_spec *spec, const char *handle_json,
 			  paddock_sandbox **ret_sandbox, paddock_error *err)
 {
@@ -223,26 +392,15 @@ int paddock_sandbox_adopt(paddock_ctx *ctx, const paddock_spec *spec, const char
 
 	if (!ctx || !spec || !handle_json || !ret_sandbox)
 		return pd_fail(err, EINVAL, "paddock_sandbox_adopt: arguments are required");
-	sb = calloc(1, sizeof(*sb));
+	sb = sandbox_alloc(ctx);
 	if (!sb)
 		return pd_fail(err, ENOMEM, "allocate sandbox");
-	sb->ctx = ctx;
-	sb->pidfd = -EBADF;
-	sb->ctl = -EBADF;
-	sb->root_fd = -EBADF;
-	sb->image_lock = -EBADF;
-	sb->death_reason = PADDOCK_END_KILLED;
-	pd_idmap_init(&sb->idmap);
 	r = parse_handle(sb, handle_json, err);
 	if (r < 0)
 		return r;
 	r = pd_spec_dup(spec, &sb->spec, err);
-	if (r >= 0 && sb->spec->user == PD_USER_ROOT) {
-		/* rootless, such a sandbox's invoker is its uid 0 (pd_idmap_acquire()) */
-		sb->idmap.root_user = true;
-		if (sb->idmap.rootless)
-			sb->idmap.init_uid = sb->idmap.init_gid = 0;
-	}
+	if (r >= 0)
+		adopt_user(sb);
 	if (r >= 0 && !sb->idmap.rootless && pd_cgroup_probe() != PD_CGROUP_NONE)
 		r = pd_cgroup_adopt(sb->idmap.slot, &sb->cg, err);
 	/*
@@ -256,20 +414,127 @@ int paddock_sandbox_adopt(paddock_ctx *ctx, const paddock_spec *spec, const char
 		r = connect_init(sb, err);
 	if (r >= 0)
 		r = resync(sb, err);
-	if (r >= 0)
-		r = pd_sandbox_arm(sb, err);
-	/* the listeners died with the old supervisor: ask init for new ones, same ports */
-	if (r >= 0)
-		r = pd_egress_start(sb, &sb->egress, err);
-	if (r < 0) {
-		pd_error_prefix(err, "adopt sandbox '%s'", sb->id);
-		/* SECURITY: what cannot be supervised is ended, never left running unwatched */
-		if (sb->pidfd >= 0)
-			(void)syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
-		return r;
+	if (r >= 0 && sb->record_raw) {
+		struct record_parts p = { 0 };
+
+		/* the supervisor's own part, for paddock_sandbox_record(); the rest it has */
+		r = record_parse(sb, &p, err);
+		if (r >= 0 && !(sb->record = strdup(p.record)))
+			r = pd_fail(err, ENOMEM, "copy the record of '%s'", sb->id);
+		record_parts_release(&p);
 	}
-	pd_emit(ctx, PADDOCK_LEVEL_INFO, "sandbox.adopted", sb->id, NULL,
-		json_pack("{s:i}", "commands", (int)sb->n_execs));
-	*ret_sandbox = TAKE_PTR(sb);
+	return adopt_finish(&sb, r, ret_sandbox, err);
+}
+
+static paddock_sandbox *sandbox_alloc(paddock_ctx *ctx)
+{
+	paddock_sandbox *sb = calloc(1, sizeof(*sb));
+
+	if (!sb)
+		return NULL;
+	sb->ctx = ctx;
+	sb->pidfd = -EBADF;
+	sb->ctl = -EBADF;
+	sb->root_fd = -EBADF;
+	sb->image_lock = -EBADF;
+	sb->death_reason = PADDOCK_END_KILLED;
+	pd_idmap_init(&sb->idmap);
+	return sb;
+}
+
+/* The outside start of the first line of /proc/PID/<file> (uid_map, gid_map). */
+static int map_start(pid_t pid, const char *file, long long *ret_inside, long long *ret_outside,
+		     paddock_error *err)
+{
+	_cleanup_fclose_ FILE *f = NULL;
+	char path[64];
+	long long in, out, count;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+	f = fopen(path, "re");
+	if (!f)
+		return pd_fail(err, errno, "open '%s'", path);
+	if (fscanf(f, "%lld %lld %lld", &in, &out, &count) != 3)
+		return pd_fail(err, EPROTO, "read '%s'", path);
+	*ret_inside = in;
+	*ret_outside = out;
 	return 0;
+}
+
+/*
+ * SECURITY: a recovered handle comes from inside. What it says of the ids must be what the
+ * kernel says of init's user namespace (the supervisor wrote those maps at create), and as
+ * root the slot must be the one those ids belong to: a lying init cannot make the
+ * supervisor take another sandbox's slot or cgroup.
+ */
+static int check_recovered_ids(paddock_sandbox *sb, paddock_error *err)
+{
+	long long uin, uout, gin, gout;
+	int r;
+
+	r = map_start(sb->init_pid, "uid_map", &uin, &uout, err);
+	if (r >= 0)
+		r = map_start(sb->init_pid, "gid_map", &gin, &gout, err);
+	if (r < 0)
+		return r;
+	/* the pid was init's when the maps were read: its pidfd still names a live process */
+	if (syscall(SYS_pidfd_send_signal, sb->pidfd, 0, NULL, 0) < 0)
+		return pd_fail(err, errno, "the init of '%s' went away", sb->id);
+	if (uout != (long long)sb->idmap.outside_uid || gout != (long long)sb->idmap.outside_gid ||
+	    uin != (sb->idmap.rootless && !sb->idmap.root_user ? PD_SANDBOX_UID : 0) ||
+	    gin != (sb->idmap.rootless && !sb->idmap.root_user ? PD_SANDBOX_GID : 0) ||
+	    (!sb->idmap.rootless &&
+	     (uint64_t)sb->idmap.outside_uid != PD_IDMAP_BASE + (uint64_t)sb->idmap.slot *
+								    PD_IDMAP_RANGE))
+		return pd_fail_field(err, EPROTO, "record",
+				     "the record of '%s' names ids its init does not have", sb->id);
+	return 0;
+}
+
+int paddock_sandbox_recover(paddock_ctx *ctx, const char *socket_path,
+			    paddock_sandbox **ret_sandbox, paddock_error *err)
+{
+	_cleanup_(paddock_sandbox_freep) paddock_sandbox *sb = NULL;
+	struct record_parts p = { 0 };
+	_cleanup_free_ char *handle = NULL, *spec = NULL;
+	const char *name;
+	int r;
+
+	if (!ctx || !socket_path || !ret_sandbox)
+		return pd_fail(err, EINVAL, "paddock_sandbox_recover: arguments are required");
+	name = strrchr(socket_path, '/');
+	name = name ? name + 1 : socket_path;
+	sb = sandbox_alloc(ctx);
+	if (!sb)
+		return pd_fail(err, ENOMEM, "allocate sandbox");
+	snprintf(sb->id, sizeof(sb->id), "%.31s", name);
+	sb->reconnect_path = strdup(socket_path);
+	if (!sb->reconnect_path)
+		return pd_fail(err, ENOMEM, "allocate sandbox");
+	r = connect_init(sb, err);
+	if (r >= 0)
+		r = resync(sb, err);
+	if (r >= 0 && !sb->record_raw)
+		r = pd_fail(err, ENODATA, "the init of '%s' keeps no record", sb->id);
+	if (r >= 0)
+		r = record_parse(sb, &p, err);
+	handle = r >= 0 ? json_dumps(p.handle, JSON_COMPACT) : NULL;
+	spec = r >= 0 ? json_dumps(p.spec, JSON_COMPACT) : NULL;
+	if (r >= 0 && (!handle || !spec || !(sb->record = strdup(p.record))))
+		r = pd_fail(err, ENOMEM, "copy the record of '%s'", name);
+	record_parts_release(&p);
+	if (r >= 0)
+		r = parse_handle(sb, handle, err);
+	if (r >= 0 && (strcmp(sb->id, name) != 0 || strcmp(sb->reconnect_path, socket_path) != 0))
+		r = pd_fail_field(err, EPROTO, "record", "the record at '%s' is another sandbox's",
+				  PD_ESC(socket_path));
+	if (r >= 0)
+		r = paddock_spec_new(&sb->spec, err);
+	if (r >= 0)
+		r = paddock_spec_load_json(sb->spec, spec, strlen(spec), err);
+	if (r >= 0)
+		adopt_user(sb);
+	if (r >= 0)
+		r = check_recovered_ids(sb, err);
+	return adopt_finish(&sb, r, ret_sandbox, err);
 }

@@ -65,6 +65,12 @@ int paddock_ctx_new(struct event_base *base, paddock_ctx **ret_ctx, paddock_erro
 	return 0;
 }
 
+void paddock_ctx_reserve_exec_ids(paddock_ctx *ctx, uint64_t used)
+{
+	if (ctx && used < UINT64_MAX && ctx->next_exec_id <= used)
+		ctx->next_exec_id = used + 1;
+}
+
 paddock_ctx *paddock_ctx_free(paddock_ctx *ctx)
 {
 	if (!ctx)
@@ -750,6 +756,8 @@ static void drop(paddock_sandbox *sb)
 	sb->image_lock = pd_close(sb->image_lock);
 	paddock_spec_free(sb->spec);
 	free(sb->reconnect_path);
+	free(sb->record_raw);
+	free(sb->record);
 	free(sb);
 }
 

@@ -118,6 +118,8 @@ struct paddock_sandbox {
 	struct event *ctl_ev, *pidfd_ev, *oom_ev, *cpu_ev;
 	paddock_exec *execs;
 	char *reconnect_path; /* init listens here for a new supervisor; removed on free */
+	char *record_raw;     /* what init kept (PD_CTL_RECORD at adoption), or NULL */
+	char *record;	      /* the supervisor's record in it (paddock_sandbox_record()) */
 	int orphan_timeout_s;
 	bool spec_pooled; /* made with opts.pooled (spec->pooled: not claimed yet) */
 	/* paddock_sandbox_create_async(): init is building the root; this says when it is done */

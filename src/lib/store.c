@@ -79,8 +79,20 @@ static const char *const migrations[] = {
 	"  json TEXT NOT NULL"
 	");"
 	"CREATE INDEX events_by_sandbox ON events (sandbox_id, seq);",
+	/*
+	 * 2: idempotency keys of creates. Not a child of sandboxes: a key outlives its sandbox
+	 * (a retry after the sandbox is gone is told so, not given a new one) until pruned.
+	 */
+	"CREATE TABLE idempotency ("
+	"  tenant TEXT NOT NULL,"
+	"  key TEXT NOT NULL,"
+	"  sandbox_id TEXT NOT NULL,"
+	"  fingerprint TEXT NOT NULL,"
+	"  created_ms INTEGER NOT NULL,"
+	"  PRIMARY KEY (tenant, key)"
+	") WITHOUT ROWID;",
 };
-#define SCHEMA_VERSION 1
+#define SCHEMA_VERSION 2
 _Static_assert(ELEMENTSOF(migrations) == SCHEMA_VERSION, "one migration per schema version");
 
 enum stmt_id {
@@ -96,6 +108,10 @@ enum stmt_id {
 	STMT_ADD_EVENT,
 	STMT_LIST_EVENTS,
 	STMT_PRUNE_EVENTS,
+	STMT_MAX_EXEC_ID,
+	STMT_PUT_IDEMPOTENCY,
+	STMT_GET_IDEMPOTENCY,
+	STMT_PRUNE_IDEMPOTENCY,
 	STMT_BEGIN,
 	STMT_COMMIT,
 	STMT_ROLLBACK,
@@ -151,6 +167,13 @@ static const char *const stmt_sql[_STMT_MAX] = {
 	[STMT_PRUNE_EVENTS] = "DELETE FROM events WHERE sandbox_id IS ?1 AND seq <= ("
 			      " SELECT seq FROM events WHERE sandbox_id IS ?1"
 			      " ORDER BY seq DESC LIMIT 1 OFFSET ?2)",
+	[STMT_MAX_EXEC_ID] = "SELECT coalesce(max(exec_id), 0) FROM execs",
+	/* a plain INSERT: a key already recorded is a constraint failure, -EEXIST */
+	[STMT_PUT_IDEMPOTENCY] = "INSERT INTO idempotency (tenant, key, sandbox_id, fingerprint,"
+				 " created_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
+	[STMT_GET_IDEMPOTENCY] = "SELECT tenant, key, sandbox_id, fingerprint, created_ms"
+				 " FROM idempotency WHERE tenant = ?1 AND key = ?2",
+	[STMT_PRUNE_IDEMPOTENCY] = "DELETE FROM idempotency WHERE created_ms < ?1",
 	/* IMMEDIATE: take the write lock now, not at the first write where it could fail */
 	[STMT_BEGIN] = "BEGIN IMMEDIATE",
 	[STMT_COMMIT] = "COMMIT",
@@ -179,6 +202,9 @@ static int errno_of(sqlite3 *db, int rc)
 		return EROFS;
 	case SQLITE_TOOBIG:
 		return EMSGSIZE;
+	case SQLITE_CORRUPT:
+	case SQLITE_NOTADB:
+		return EUCLEAN; /* the file is damaged: not a failure to retry */
 	case SQLITE_CANTOPEN:
 	case SQLITE_IOERR: {
 		int e = db ? sqlite3_system_errno(db) : 0;
@@ -853,6 +879,123 @@ int paddock_store_prune_events(paddock_store *st, const char *sandbox_id, unsign
 	bind_text(&b, sandbox_id);
 	bind_int(&b, keep);
 	return prune(st, &b, "prune events", sandbox_id, err);
+}
+
+/* ---- execs across sandboxes, idempotency keys, the file itself ------------------------- */
+
+int paddock_store_max_exec_id(paddock_store *st, uint64_t *ret_id, paddock_error *err)
+{
+	_cleanup_query_ struct query q = {};
+	int rc, r;
+
+	if (!st || !ret_id)
+		return pd_fail(err, EINVAL, "max exec id: no store");
+	r = query_get(st, STMT_MAX_EXEC_ID, &q, err);
+	if (r < 0)
+		return r;
+	rc = sqlite3_step(q.s);
+	if (rc != SQLITE_ROW)
+		return fail_db(st->db, rc == SQLITE_DONE ? SQLITE_ERROR : rc, err, "max exec id");
+	*ret_id = (uint64_t)sqlite3_column_int64(q.s, 0);
+	return 0;
+}
+
+int paddock_store_put_idempotency(paddock_store *st, const struct paddock_store_idempotency *k,
+				  paddock_error *err)
+{
+	_cleanup_query_ struct query q = {};
+	int rc, r;
+
+	if (!st || !k || !k->tenant || !k->key || !k->sandbox_id || !k->fingerprint)
+		return pd_fail(err, EINVAL, "put idempotency key: tenant, key, sandbox id and "
+			       "fingerprint are required");
+	r = query_get(st, STMT_PUT_IDEMPOTENCY, &q, err);
+	if (r < 0)
+		return r;
+	struct binder b = { .s = q.s };
+	bind_text(&b, k->tenant);
+	bind_text(&b, k->key);
+	bind_text(&b, k->sandbox_id);
+	bind_text(&b, k->fingerprint);
+	bind_int(&b, k->created_ms);
+	rc = step(&b);
+	if ((rc & 0xff) == SQLITE_CONSTRAINT)
+		return pd_fail(err, EEXIST, "idempotency key '%s' is recorded already",
+			       PD_ESC(k->key));
+	if (rc != SQLITE_DONE)
+		return fail_db(st->db, rc, err, "put idempotency key '%s'", PD_ESC(k->key));
+	return 0;
+}
+
+int paddock_store_get_idempotency(paddock_store *st, const char *tenant, const char *key,
+				  int (*fn)(const struct paddock_store_idempotency *k,
+					    void *userdata),
+				  void *userdata, paddock_error *err)
+{
+	_cleanup_query_ struct query q = {};
+	int rc, r;
+
+	if (!st || !tenant || !key || !fn)
+		return pd_fail(err, EINVAL, "get idempotency key: tenant, key and callback are "
+			       "required");
+	r = query_get(st, STMT_GET_IDEMPOTENCY, &q, err);
+	if (r < 0)
+		return r;
+	struct binder b = { .s = q.s };
+	bind_text(&b, tenant);
+	bind_text(&b, key);
+	rc = step(&b);
+	if (rc == SQLITE_DONE)
+		return 0;
+	if (rc != SQLITE_ROW)
+		return fail_db(st->db, rc, err, "get idempotency key '%s'", PD_ESC(key));
+	const struct paddock_store_idempotency k = {
+		.tenant = col_text(q.s, 0),
+		.key = col_text(q.s, 1),
+		.sandbox_id = col_text(q.s, 2),
+		.fingerprint = col_text(q.s, 3),
+		.created_ms = sqlite3_column_int64(q.s, 4),
+	};
+	r = fn(&k, userdata);
+	if (r < 0)
+		return stopped(err, r, "get idempotency key");
+	return 1;
+}
+
+int paddock_store_prune_idempotency(paddock_store *st, int64_t before_ms, paddock_error *err)
+{
+	_cleanup_query_ struct query q = {};
+	int rc, r;
+
+	if (!st)
+		return pd_fail(err, EINVAL, "prune idempotency keys: no store");
+	r = query_get(st, STMT_PRUNE_IDEMPOTENCY, &q, err);
+	if (r < 0)
+		return r;
+	struct binder b = { .s = q.s };
+	bind_int(&b, before_ms);
+	rc = step(&b);
+	if (rc != SQLITE_DONE)
+		return fail_db(st->db, rc, err, "prune idempotency keys");
+	return sqlite3_changes(st->db);
+}
+
+int paddock_store_check(paddock_store *st, paddock_error *err)
+{
+	_cleanup_(sqlite3_finalizep) sqlite3_stmt *s = NULL;
+	const char *verdict;
+	int r;
+
+	if (!st)
+		return pd_fail(err, EINVAL, "check store: no store");
+	/* the first row is "ok", or the first of the problems found */
+	r = pragma_query(st->db, "PRAGMA quick_check(1)", &s, err);
+	if (r < 0)
+		return r;
+	verdict = col_text(s, 0);
+	if (strcmp(verdict, "ok") != 0)
+		return pd_fail(err, EUCLEAN, "the store is damaged: %s", PD_ESC(verdict));
+	return 0;
 }
 
 /* ---- transactions --------------------------------------------------------------------- */

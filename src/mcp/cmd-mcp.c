@@ -47,6 +47,7 @@ enum {
 	OPT_HTTP_TOKEN_FILE,
 	OPT_MAX_SESSIONS,
 	OPT_SESSION_IDLE,
+	OPT_SESSION_GONE,
 };
 
 static const struct option options[] = {
@@ -66,6 +67,7 @@ static const struct option options[] = {
 	{ "http-token-file", required_argument, NULL, OPT_HTTP_TOKEN_FILE },
 	{ "max-sessions", required_argument, NULL, OPT_MAX_SESSIONS },
 	{ "session-idle", required_argument, NULL, OPT_SESSION_IDLE },
+	{ "session-gone", required_argument, NULL, OPT_SESSION_GONE },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -87,6 +89,8 @@ static void usage(FILE *f)
 	      "                         (required unless ADDR is loopback)\n"
 	      "  --max-sessions N       HTTP sessions at once (8)\n"
 	      "  --session-idle S       an HTTP session unused this long ends (1800)\n"
+	      "  --session-gone S       an HTTP session whose client held a GET stream ends once\n"
+	      "                         it has none and no request for this long (30)\n"
 	      "  --config FILE          JSON: {\"spec\": {...}, \"allow_host_paths\": [...],\n"
 	      "                         \"max_sandboxes\": N, \"max_output\": N, \"max_read\": N,\n"
 	      "                         \"max_message\": N}; flags override it\n"
@@ -240,7 +244,7 @@ static void signal_cb(evutil_socket_t sig, short what, void *data)
 struct args {
 	const char *connect, *events, *resolve_hosts, *upstream_ca;
 	const char *http, *http_token_file;
-	unsigned idle_timeout_s, max_sessions, session_idle_s;
+	unsigned idle_timeout_s, max_sessions, session_idle_s, session_gone_s;
 	size_t max_message;
 };
 
@@ -471,6 +475,10 @@ static int parse_args(int argc, char **argv, struct mcp_policy *p, struct args *
 			if (parse_count("--session-idle", optarg, 30 * 86400, &a->session_idle_s) < 0)
 				return -EINVAL;
 			break;
+		case OPT_SESSION_GONE:
+			if (parse_count("--session-gone", optarg, 86400, &a->session_gone_s) < 0)
+				return -EINVAL;
+			break;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -585,6 +593,7 @@ static int serve_http(struct event_base *base, const struct args *a, struct mcp_
 {
 	struct mcp_http_opts o = { .max_sessions = a->max_sessions,
 				   .idle_s = a->session_idle_s,
+				   .gone_s = a->session_gone_s,
 				   .max_message = a->max_message };
 	struct event *sigs[3] = { NULL };
 	const int signums[3] = { SIGTERM, SIGINT, SIGHUP };
@@ -650,7 +659,8 @@ int cmd_mcp(int argc, char **argv)
 	struct args a = { .max_message = MCP_MAX_MESSAGE_DEFAULT,
 			  .idle_timeout_s = 3600,
 			  .max_sessions = 8,
-			  .session_idle_s = 1800 };
+			  .session_idle_s = 1800,
+			  .session_gone_s = 30 };
 	struct session s = { 0 };
 	struct mcp_backend *backend = NULL;
 	paddock_error err = { 0 };

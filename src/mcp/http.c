@@ -4,9 +4,12 @@
  * server needs: one endpoint, /mcp. POST carries one JSON-RPC message: a request is answered
  * with application/json, a notification or response with 202. initialize makes a session
  * (Mcp-Session-Id, 128 random bits) with its own server, tools and sandboxes; DELETE ends
- * it, and so does idleness. GET (a stream of server-initiated messages) is 405: this server
- * never sends any. Browsers are kept out: an Origin that is not this machine is 403 (DNS
- * rebinding), and a listener on anything but loopback needs a bearer token.
+ * it, and so does idleness. GET opens a stream for server-initiated messages: this server
+ * sends none, but a client that holds one (the official SDK does, from initialize to
+ * close()) says by closing it that it is gone, and the session then ends once it has no
+ * stream and no request for --session-gone seconds, not after --session-idle. Browsers are
+ * kept out: an Origin that is not this machine is 403 (DNS rebinding), and a listener on
+ * anything but loopback needs a bearer token.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -24,7 +27,19 @@
 #include "mcp-http.h"
 
 #define SESSION_ID_LEN 32
-#define SWEEP_S 30
+#define SWEEP_S 1
+#define MAX_STREAMS 4 /* GET streams open at once per session */
+#define STREAM_TIMEOUT_S (7 * 24 * 3600) /* a stream is quiet by nature: no evhttp timeout */
+
+struct session;
+
+/* A GET stream: held open, sends nothing, tells by its end that the client may be gone. */
+struct stream {
+	struct session *s;
+	struct evhttp_request *req;
+	struct evhttp_connection *evcon;
+	struct stream *next;
+};
 
 struct pending {
 	json_t *id;
@@ -42,6 +57,9 @@ struct session {
 	struct evhttp_request *current; /* the POST being handled, for an answer with id null */
 	bool current_answered;
 	double last_used;
+	struct stream *streams;
+	unsigned n_streams;
+	bool had_stream; /* its client holds GET streams: their end says it is gone */
 	struct session *next;
 };
 
@@ -52,7 +70,7 @@ struct mcp_http {
 	struct mcp_backend *backend;
 	const struct mcp_policy *policy;
 	char *token; /* NULL: none needed (loopback only) */
-	unsigned max_sessions, idle_s, n_sessions;
+	unsigned max_sessions, idle_s, gone_s, n_sessions;
 	struct session *sessions;
 };
 
@@ -141,6 +159,14 @@ static void session_free(struct session *s)
 			break;
 		}
 	h->n_sessions--;
+	while (s->streams) {
+		struct stream *st = s->streams;
+
+		s->streams = st->next;
+		evhttp_connection_set_closecb(st->evcon, NULL, NULL);
+		evhttp_send_reply_end(st->req);
+		free(st);
+	}
 	/* calls in flight end unanswered; their POSTs learn the session is gone */
 	mcp_server_free(s->server);
 	while (s->pending) {
@@ -201,10 +227,18 @@ static void sweep_cb(evutil_socket_t fd, short what, void *data)
 	(void)fd;
 	(void)what;
 	for (struct session *s = h->sessions, *next; s; s = next) {
+		bool quiet = !s->pending && !mcp_server_busy(s->server);
+
 		next = s->next;
-		if (!s->pending && !mcp_server_busy(s->server) && now - s->last_used > h->idle_s) {
+		if (quiet && now - s->last_used > h->idle_s) {
 			fprintf(stderr, "paddock mcp: session %.8s… idle for %u s: ended\n", s->id,
 				h->idle_s);
+			session_free(s);
+		} else if (quiet && s->had_stream && !s->n_streams &&
+			   now - s->last_used > h->gone_s) {
+			/* its client closed its stream (the SDK's close()) and sent nothing since */
+			fprintf(stderr, "paddock mcp: session %.8s… has had no stream and no request "
+				"for %u s, its client is gone: ended\n", s->id, h->gone_s);
 			session_free(s);
 		}
 	}
@@ -223,6 +257,60 @@ static void closed_cb(struct evhttp_connection *conn, void *data)
 		if (p->evcon == conn)
 			pending_remove(s, p);
 	}
+}
+
+static void stream_closed(struct evhttp_connection *evcon, void *arg)
+{
+	struct stream *st = arg;
+	struct session *s = st->s;
+
+	(void)evcon;
+	for (struct stream **pp = &s->streams; *pp; pp = &(*pp)->next)
+		if (*pp == st) {
+			*pp = st->next;
+			break;
+		}
+	s->n_streams--;
+	s->last_used = now_s(s->h); /* --session-gone counts from the last stream's end */
+	/* a reply under way when the client left: evhttp gave the request up, ours to free */
+	if (!evhttp_request_get_connection(st->req))
+		evhttp_request_free(st->req);
+	free(st);
+}
+
+/* GET /mcp: a stream for server-initiated messages, held open (none are ever sent). */
+static void handle_get(struct mcp_http *h, struct evhttp_request *req, struct session *s)
+{
+	struct evkeyvalq *out = evhttp_request_get_output_headers(req);
+	struct stream *st;
+
+	if (!s) {
+		reply_error(req, 400, "Bad Request", "Mcp-Session-Id is required");
+		return;
+	}
+	if (s->n_streams >= MAX_STREAMS) {
+		reply_error(req, 429, "Too Many Requests", "this session has streams open already");
+		return;
+	}
+	st = calloc(1, sizeof(*st));
+	if (!st) {
+		reply_error(req, 500, "Internal Server Error", "out of memory");
+		return;
+	}
+	st->s = s;
+	st->req = req;
+	st->evcon = evhttp_request_get_connection(req);
+	st->next = s->streams;
+	s->streams = st;
+	s->n_streams++;
+	s->had_stream = true;
+	s->last_used = now_s(h);
+	evhttp_connection_set_closecb(st->evcon, stream_closed, st);
+	evhttp_connection_set_timeout(st->evcon, STREAM_TIMEOUT_S);
+	evhttp_add_header(out, "Content-Type", "text/event-stream");
+	evhttp_add_header(out, "Cache-Control", "no-store");
+	evhttp_add_header(out, "Mcp-Session-Id", s->id);
+	evhttp_send_reply_start(req, 200, "OK");
 }
 
 /* Origin, when a browser sent one, must be this machine. */
@@ -357,9 +445,11 @@ static void request_cb(struct evhttp_request *req, void *data)
 		}
 		session_free(s);
 		reply_json(req, 200, "OK", NULL, NULL);
+	} else if (evhttp_request_get_command(req) == EVHTTP_REQ_GET) {
+		handle_get(h, req, s);
 	} else {
-		/* GET would open a stream for server-initiated messages: this server sends none */
-		evhttp_add_header(evhttp_request_get_output_headers(req), "Allow", "POST, DELETE");
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Allow",
+				  "GET, POST, DELETE");
 		reply_error(req, 405, "Method Not Allowed", "POST a JSON-RPC message to /mcp");
 	}
 }
@@ -380,6 +470,7 @@ int mcp_http_new(struct event_base *base, const struct mcp_http_opts *o,
 	h->policy = policy;
 	h->max_sessions = o->max_sessions;
 	h->idle_s = o->idle_s;
+	h->gone_s = o->gone_s ? o->gone_s : 30;
 	if (o->token && !(h->token = strdup(o->token))) {
 		free(h);
 		return pd_fail(err, ENOMEM, "allocate the HTTP transport");

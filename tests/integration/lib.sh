@@ -143,11 +143,44 @@ run_sb() {
 	printf -v "$__st" '%s' "$s"
 }
 
-# the processes of sandboxes still alive, by host uid range or by name
-sandbox_procs() {
-	ps -e -o pid=,uid=,args= | awk -v self=$$ '
-		$2 >= 1610612736 && $2 < 1879048192 { print; next }
-		/[p]addock run|^ *[0-9]+ +[0-9]+ paddock-init / { print }' | grep -v -e "awk" || true
+# own_pids REGEX: the pids of this test's processes (below its subreaper, run.sh: whatever
+# detached from the test is there too) whose command line matches REGEX; never another
+# suite's or a developer's. Run by hand, without a subreaper: those below this shell.
+own_pids() {
+	# the pattern goes by the environment: in argv it would match this very python
+	OWN_PIDS_RE="$1" /usr/bin/python3 - "$$" <<'PY'
+import os, re, sys
+
+pattern, shell = re.compile(os.environ["OWN_PIDS_RE"]), sys.argv[1]
+procs = {}
+for p in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        stat = open(f"/proc/{p}/stat").read()
+        cmd = open(f"/proc/{p}/cmdline", "rb").read().replace(b"\0", b" ").strip()
+    except (OSError, ValueError):
+        continue
+    comm = stat[stat.index("(") + 1 : stat.rindex(")")]
+    f = stat[stat.rindex(")") + 2 :].split()
+    procs[p] = (comm, f[0], f[1], cmd.decode(errors="replace"))
+root = shell
+p = shell
+while p in procs and procs[p][2] != "0":
+    if procs[p][0] == "subreaper":
+        root = p
+        break
+    p = procs[p][2]
+def below(p):
+    seen = set()
+    while p in procs and p not in seen:
+        if p == root:
+            return True
+        seen.add(p)
+        p = procs[p][2]
+    return False
+for p, (comm, state, ppid, cmd) in sorted(procs.items(), key=lambda x: int(x[0])):
+    if state != "Z" and p != root and p != str(os.getpid()) and below(p) and pattern.search(cmd):
+        print(p)
+PY
 }
 
 finish() {

@@ -50,19 +50,20 @@ done
 chmod -R a+rX "$stage"
 export PADDOCK="$stage/paddock" PADDOCKD="$stage/paddockd" TRY_SYSCALL="$stage/try-syscall" LIFECYCLE="$stage/lifecycle"
 export MEMHOG="$stage/memhog" FORKBOMB="$stage/forkbomb" CPUBURN="$stage/cpuburn" DISKFILL="$stage/diskfill"
-export TMPDIR=/tmp
+# the test's temp files (lib.sh's T_TMP, and what paddock makes there) are below its stage
+export TMPDIR=$stage/tmp
+mkdir -m 1777 "$TMPDIR"
 
-# What a test may leave behind is checked on what is its own. Processes: the test runs below
-# a child subreaper (tests/helpers/subreaper.c), so every process it starts, however it
-# detaches (a paddockd, an init whose supervisor was killed), stays below; what is there
-# when it ends is its leak, not another suite's or a developer's running paddockd. Mounts of
-# the host's namespace and temp files named for paddock are compared before and after.
+# What a test may leave behind is checked on what is its own, never on the whole host (other
+# suites, a second checkout, a developer's paddockd or containers run meanwhile). Processes:
+# the test runs below a child subreaper (tests/helpers/subreaper.c), so every process it
+# starts, however it detaches (a paddockd, an init whose supervisor was killed), stays
+# below; what is there when it ends is its leak. Mounts: those in the host's namespace below
+# its stage directory (its temp files are there too). Temp files: what is left in its TMPDIR.
 snapshot() {
 	{
-		echo "mounts $(wc -l </proc/1/mountinfo)"
-		# paddock makes no host temp dirs; anything named for it or owned by a sandbox is a leak
-		find /tmp /var/tmp /run -maxdepth 1 \( -name '*paddock*' -o -uid +1610612735 \) \
-			! -name 'pdstage.*' ! -name 'pdtest.*' ! -path /run/paddock | sed 's/^/tmp /'
+		awk -v d="$stage/" 'index($5, d) == 1 { print "mount " $5 }' /proc/1/mountinfo
+		find "$TMPDIR" -mindepth 1 -maxdepth 1 | sed 's/^/tmp /'
 	} 2>/dev/null | sort
 }
 
@@ -73,7 +74,7 @@ if [ "$mode" = rootless ] && [ "$(id -u)" -eq 0 ]; then
 		env EGRESS_DIR="${EGRESS_DIR:-}" PADDOCK="$PADDOCK" PADDOCKD="$PADDOCKD" TRY_SYSCALL="$TRY_SYSCALL" LIFECYCLE="$LIFECYCLE" \
 		MEMHOG="$MEMHOG" FORKBOMB="$FORKBOMB" CPUBURN="$CPUBURN" DISKFILL="$DISKFILL" \
 		PADDOCK_TEST_MUST_WORK="$must_work" PADDOCK_TEST_RUN_ARGS="${PADDOCK_TEST_RUN_ARGS:-}" \
-		TMPDIR=/tmp PATH=/usr/bin:/bin \
+		TMPDIR="$TMPDIR" PATH=/usr/bin:/bin \
 		bash "$stage/$test"
 	status=$?
 else

@@ -45,6 +45,9 @@ expect_eq "bad limit: 400 naming it" "400 limits.memory" \
 r=$(api POST /v1/sandboxes -d '{"ttl_s":-1}')
 expect_eq "bad ttl: 400 naming it" "400 ttl_s" \
 	"$(status_of "$r") $(j "$(body_of "$r")" 'd["error"]["field"]')"
+r=$(api POST /v1/sandboxes -d '{"ttl_s":0}')
+expect_eq "ttl_s 0 (expired when made): 400 naming it" "400 ttl_s" \
+	"$(status_of "$r") $(j "$(body_of "$r")" 'd["error"]["field"]')"
 r=$(api POST /v1/sandboxes -d '{"metadata":{"a":1}}')
 expect_eq "bad metadata: 400" 400 "$(status_of "$r")"
 r=$(api GET /v1/sandboxes)
@@ -207,6 +210,16 @@ expect_eq "no path: 400" "400 path" "$(status_of "$r") $(j "$(body_of "$r")" 'd[
 head -c 200000 /dev/zero >"$T_TMP/big"
 r=$(api PUT "/v1/sandboxes/$ID/files?path=/workspace/big" -H 'Expect: 100-continue' --data-binary @"$T_TMP/big")
 expect_eq "upload over --max-upload: 413" 413 "$(status_of "$r")"
+# a read-only bind is the client's to be refused (403), not paddockd failing (500)
+mkdir -p "$T_TMP/robind"
+r=$(api POST /v1/sandboxes -d "{\"binds\":[{\"source\":\"$T_TMP/robind\",\"target\":\"/ro\",\"readonly\":true}]}")
+IDRO=$(j "$(body_of "$r")" 'd["id"]')
+r=$(api PUT "/v1/sandboxes/$IDRO/files?path=/ro/x" --data-binary 'x')
+expect_eq "upload to a read-only bind: 403 forbidden, EROFS" "403 forbidden EROFS" \
+	"$(status_of "$r") $(j "$(body_of "$r")" 'd["error"]["code"]+" "+d["error"]["errno"]')"
+r=$(api POST "/v1/sandboxes/$IDRO/files/mkdir" -d '{"path":"/ro/d"}')
+expect_eq "mkdir in a read-only bind: 403" 403 "$(status_of "$r")"
+api DELETE "/v1/sandboxes/$IDRO" >/dev/null
 
 # symlinks the agent plants never reach the host
 echo "host-secret-$$" >"$T_TMP/secret"
@@ -428,6 +441,12 @@ r=$(tcp DELETE "/v1/sandboxes/$IDA" -H 'Authorization: Bearer bbbbbbbbbbbbbbbbbb
 expect_eq "tcp: nor delete it" 404 "$(status_of "$r")"
 r=$(tcp GET /v1/sandboxes -H 'Authorization: Bearer bbbbbbbbbbbbbbbbbbbbbbbb')
 expect_eq "tcp: bob lists none" 0 "$(j "$(body_of "$r")" 'len(d["sandboxes"])')"
+r=$(tcp GET /metrics -H 'Authorization: Bearer bbbbbbbbbbbbbbbbbbbbbbbb')
+expect_eq "tcp: bob's metrics answer" 200 "$(status_of "$r")"
+expect_no_match "tcp: bob's metrics name none of alice's sandboxes" "$IDA" "$r"
+r=$(tcp GET /metrics -H 'Authorization: Bearer aaaaaaaaaaaaaaaaaaaaaaaa')
+expect_match "tcp: alice's metrics have her sandbox's series" \
+	"paddock_seccomp_denied_total\{sandbox=\"$IDA\"\}" "$r"
 r=$(api GET "/v1/sandboxes/$IDA")
 expect_eq "unix socket (tenant local) cannot see alice's either" 404 "$(status_of "$r")"
 r=$(tcp DELETE "/v1/sandboxes/$IDA" -H 'Authorization: Bearer aaaaaaaaaaaaaaaaaaaaaaaa')

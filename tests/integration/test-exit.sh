@@ -26,7 +26,7 @@ expect_eq "timeout kills with SIGKILL (137)" 137 "$st"
 ms=$(((end - start) / 1000000))
 [ "$ms" -lt 5000 ] && ok "timeout ends the run promptly (${ms} ms)" || not_ok "timeout took ${ms} ms"
 sleep 0.2
-left=$(pgrep -f "sleep $marker" || true)
+left=$(own_pids "sleep $marker")
 expect_eq "no daemonized process survives the timeout" "" "$left"
 report=$(cat "$T_TMP/report.json")
 expect_match "report says timeout" '"reason": "timeout"' "$report"
@@ -34,7 +34,7 @@ expect_match "report says timeout" '"reason": "timeout"' "$report"
 # SIGTERM to the supervisor reaches the command, which can exit cleanly
 "$PADDOCK" run -- sh -c 'trap "exit 7" TERM; sleep 100 & wait' </dev/null &
 pid=$!
-for _ in $(seq 50); do pgrep -f "^sleep 100$" -u "$(id -u)" >/dev/null 2>&1 && break; pgrep -f "^sleep 100$" >/dev/null && break; sleep 0.1; done
+for _ in $(seq 50); do [ -n "$(own_pids "^sleep 100$")" ] && break; sleep 0.1; done
 kill -TERM $pid
 wait $pid
 expect_eq "SIGTERM is forwarded to the command" 7 $?
@@ -43,12 +43,12 @@ expect_eq "SIGTERM is forwarded to the command" 7 $?
 marker=$((RANDOM + 200000))
 "$PADDOCK" run -- sh -c "setsid sleep $marker & sleep $marker" </dev/null &
 pid=$!
-for _ in $(seq 50); do [ "$(pgrep -fc "^sleep $marker$")" -ge 2 ] && break; sleep 0.1; done
-expect_eq "sandbox processes are running" 2 "$(pgrep -fc "^sleep $marker$")"
+for _ in $(seq 50); do [ "$(own_pids "^sleep $marker$" | wc -l)" -ge 2 ] && break; sleep 0.1; done
+expect_eq "sandbox processes are running" 2 "$(own_pids "^sleep $marker$" | wc -l)"
 kill -KILL $pid
 wait $pid 2>/dev/null
-for _ in $(seq 50); do [ -z "$(pgrep -f "sleep $marker")" ] && break; sleep 0.1; done
-expect_eq "SIGKILL of paddock leaves no process" "" "$(pgrep -f "sleep $marker" || true)"
+for _ in $(seq 50); do [ -z "$(own_pids "sleep $marker")" ] && break; sleep 0.1; done
+expect_eq "SIGKILL of paddock leaves no process" "" "$(own_pids "sleep $marker")"
 
 run_sb out st --report "$T_TMP/r2.json" -- sh -c 'exit 5'
 r=$(cat "$T_TMP/r2.json")

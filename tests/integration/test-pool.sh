@@ -117,7 +117,7 @@ if [ "$MODE" = root ]; then
 	api POST "/v1/sandboxes/$L/exec" -d '{"cmd": "sleep 31.25", "background": true}' >/dev/null
 	pid=
 	for _ in $(seq 50); do
-		pid=$(ps -e -o pid=,args= | awk '$2 == "sleep" && $3 == "31.25" { print $1; exit }')
+		pid=$(own_pids '^sleep 31\.25$' | head -n1)
 		[ -n "$pid" ] && break
 		sleep 0.05
 	done

@@ -772,9 +772,9 @@ static void test_not_a_store(void **state)
 	memset(text, 'x', sizeof(text));
 	memcpy(text, "not a database\n", 15);
 	write_file(fx->path, text, sizeof(text), 0);
-	assert_int_equal(paddock_store_open(fx->path, &st, &err), -EIO);
+	assert_int_equal(paddock_store_open(fx->path, &st, &err), -EUCLEAN);
 	assert_null(st);
-	assert_int_equal(err.code, EIO);
+	assert_int_equal(err.code, EUCLEAN);
 	assert_non_null(strstr(err.msg, "state.db"));
 	assert_non_null(strstr(err.msg, "not a database"));
 	/* and it was left alone */
@@ -836,8 +836,8 @@ static void test_corrupt_store(void **state)
 		r = paddock_store_list_sandboxes(st, collect_sandbox, &rows, &err);
 		paddock_store_free(st);
 	}
-	assert_int_equal(r, -EIO);
-	assert_int_equal(err.code, EIO);
+	assert_int_equal(r, -EUCLEAN);
+	assert_int_equal(err.code, EUCLEAN);
 	assert_non_null(strstr(err.msg, "malformed"));
 }
 
@@ -1040,6 +1040,124 @@ static void test_walks(void **state)
 	paddock_store_free(st);
 }
 
+/* The highest exec id of any sandbox: where a restarted supervisor starts. */
+static void test_max_exec_id(void **state)
+{
+	struct fixture *fx = *state;
+	paddock_store *st = open_store(fx);
+	paddock_error err = { 0 };
+	uint64_t max = 99;
+
+	CHECK(paddock_store_max_exec_id(st, &max, &err), err);
+	assert_int_equal(max, 0);
+	put_sandbox(st, "sb_1", 1);
+	put_sandbox(st, "sb_2", 2);
+	for (uint64_t id = 3; id <= 7; id += 4) {
+		const struct paddock_store_exec ex = { .sandbox_id = id == 3 ? "sb_1" : "sb_2",
+						       .exec_id = id, .argv_json = "[]" };
+		CHECK(paddock_store_put_exec(st, &ex, &err), err);
+	}
+	CHECK(paddock_store_max_exec_id(st, &max, &err), err);
+	assert_int_equal(max, 7);
+	/* a deleted sandbox's execs go with it */
+	CHECK(paddock_store_delete_sandbox(st, "sb_2", &err), err);
+	CHECK(paddock_store_max_exec_id(st, &max, &err), err);
+	assert_int_equal(max, 3);
+	paddock_store_free(st);
+}
+
+struct key_row {
+	char sandbox_id[32], fingerprint[32];
+	int64_t created_ms;
+};
+
+static int collect_key(const struct paddock_store_idempotency *k, void *userdata)
+{
+	struct key_row *row = userdata;
+
+	snprintf(row->sandbox_id, sizeof(row->sandbox_id), "%s", k->sandbox_id);
+	snprintf(row->fingerprint, sizeof(row->fingerprint), "%s", k->fingerprint);
+	row->created_ms = k->created_ms;
+	return 0;
+}
+
+static void test_idempotency(void **state)
+{
+	struct fixture *fx = *state;
+	paddock_store *st = open_store(fx);
+	paddock_error err = { 0 };
+	struct key_row row = { 0 };
+	struct paddock_store_idempotency k = { .tenant = "alice", .key = "k1",
+					       .sandbox_id = "sb_1", .fingerprint = "f1",
+					       .created_ms = 1000 };
+
+	assert_int_equal(paddock_store_get_idempotency(st, "alice", "k1", collect_key, &row, &err),
+			 0);
+	CHECK(paddock_store_put_idempotency(st, &k, &err), err);
+	assert_int_equal(paddock_store_get_idempotency(st, "alice", "k1", collect_key, &row, &err),
+			 1);
+	assert_string_equal(row.sandbox_id, "sb_1");
+	assert_string_equal(row.fingerprint, "f1");
+	assert_int_equal(row.created_ms, 1000);
+	/* one key per tenant: another's is another key */
+	assert_int_equal(paddock_store_get_idempotency(st, "bob", "k1", collect_key, &row, &err),
+			 0);
+	k.sandbox_id = "sb_2";
+	assert_int_equal(paddock_store_put_idempotency(st, &k, &err), -EEXIST);
+	k.tenant = "bob";
+	k.created_ms = 3000;
+	CHECK(paddock_store_put_idempotency(st, &k, &err), err);
+	/* kept without a sandbox row, and pruned by age */
+	assert_int_equal(paddock_store_prune_idempotency(st, 2000, &err), 1);
+	assert_int_equal(paddock_store_get_idempotency(st, "alice", "k1", collect_key, &row, &err),
+			 0);
+	assert_int_equal(paddock_store_get_idempotency(st, "bob", "k1", collect_key, &row, &err),
+			 1);
+	assert_string_equal(row.sandbox_id, "sb_2");
+	k.key = NULL;
+	assert_int_equal(paddock_store_put_idempotency(st, &k, &err), -EINVAL);
+	paddock_store_free(st);
+}
+
+/* quick_check: a sound file is "ok", one whose pages were overwritten is -EUCLEAN. */
+static void test_check(void **state)
+{
+	struct fixture *fx = *state;
+	paddock_store *st = open_store(fx);
+	paddock_error err = { 0 };
+	unsigned char hdr[100];
+	struct stat sb;
+
+	for (int i = 0; i < 40; i++) {
+		char id[16];
+
+		snprintf(id, sizeof(id), "sb_%d", i);
+		put_sandbox(st, id, i);
+		add_event(st, id, "{\"pad\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}");
+	}
+	CHECK(paddock_store_check(st, &err), err);
+	paddock_store_free(st);
+	/* the WAL is folded into the file at the last close: damage a page of the file */
+	read_header(fx->path, hdr);
+	size_t page = (size_t)hdr[16] << 8 | hdr[17];
+	assert_int_equal(stat(fx->path, &sb), 0);
+	assert_true((size_t)sb.st_size >= 3 * page);
+	char *junk = malloc(page);
+	assert_non_null(junk);
+	memset(junk, 0x5a, page);
+	write_file(fx->path, junk, page, (off_t)(2 * page));
+	free(junk);
+	st = NULL;
+	if (paddock_store_open(fx->path, &st, &err) >= 0) {
+		memset(&err, 0, sizeof(err));
+		assert_int_equal(paddock_store_check(st, &err), -EUCLEAN);
+		assert_int_equal(err.code, EUCLEAN);
+		paddock_store_free(st);
+	} else {
+		assert_int_equal(err.code, EUCLEAN);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1058,6 +1176,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_hostile_strings, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_transactions, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_walks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_max_exec_id, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_idempotency, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_check, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

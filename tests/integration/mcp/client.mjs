@@ -838,12 +838,12 @@ async function streamableHttp() {
 		srv = track(spawn(PADDOCK, ['mcp', '--http', `127.0.0.1:${port}`, '--max-sandboxes', '2'], { stdio: ['ignore', 'ignore', 'inherit'] }));
 		const up = await waitFor(async () => {
 			if (srv.exitCode !== null) return 'exited';
-			return (await fetch(`http://127.0.0.1:${port}/mcp`).then((x) => x.status, () => 0)) === 405 ? 'up' : null;
+			return (await fetch(`http://127.0.0.1:${port}/mcp`).then((x) => x.status, () => 0)) === 400 ? 'up' : null;
 		}, 5000);
 		if (up === 'up') url = `http://127.0.0.1:${port}/mcp`;
 		else srv.kill('SIGKILL');
 	}
-	if (!check('--http: the server listens (GET /mcp is 405)', url)) return;
+	if (!check('--http: the server listens (GET /mcp without a session is 400)', url)) return;
 	const connect = async () => {
 		const transport = new StreamableHTTPClientTransport(new URL(url));
 		const client = new Client({ name: 'paddock-integration-test', version: '1.0.0' });
@@ -896,6 +896,49 @@ async function streamableHttp() {
 	const gone = await waitGone(below);
 	check('--http: SIGTERM, no sandbox process is left', gone.length === 0, fmt(gone));
 	await b.client.close().catch(() => { });
+}
+
+// A client that goes without terminateSession() (the SDK's close() alone): its session ends
+// once it has no GET stream and no request for --session-gone seconds, not after the idle
+// timeout; one that keeps its stream keeps its session.
+async function streamableHttpGone() {
+	let srv;
+	let url;
+	for (let i = 0; i < 5 && !url; i++) {
+		const port = 20000 + Math.floor(Math.random() * 20000);
+		srv = track(spawn(PADDOCK, ['mcp', '--http', `127.0.0.1:${port}`, '--session-gone', '2'], { stdio: ['ignore', 'ignore', 'inherit'] }));
+		const up = await waitFor(async () => {
+			if (srv.exitCode !== null) return 'exited';
+			return (await fetch(`http://127.0.0.1:${port}/mcp`).then((x) => x.status, () => 0)) === 400 ? 'up' : null;
+		}, 5000);
+		if (up === 'up') url = `http://127.0.0.1:${port}/mcp`;
+		else srv.kill('SIGKILL');
+	}
+	if (!check('--session-gone: the server listens', url)) return;
+	const connect = async () => {
+		const transport = new StreamableHTTPClientTransport(new URL(url));
+		const client = new Client({ name: 'paddock-integration-test', version: '1.0.0' });
+		await client.connect(transport, { timeout: 20000 });
+		const call = async (name, a = {}) => (await client.callTool({ name, arguments: a }, undefined, { timeout: 30000 }));
+		return { client, transport, call };
+	};
+	const a = await connect();
+	const b = await connect();
+	await a.call('run_command', { command: 'true' });
+	await b.call('run_command', { command: 'true' });
+	eq('--session-gone: a sandbox per session', 2, inits(descendants(srv.pid)).length);
+	await a.client.close(); // no terminateSession(): the session's end is the server's to see
+	check('--session-gone: the session of a client that closed ends within 20 s, with its sandbox',
+		await waitFor(() => inits(descendants(srv.pid)).length === 1, 20000, 200), fmt(descendants(srv.pid)));
+	eq('--session-gone: a client that keeps its stream keeps its session', 'still\n',
+		(await b.call('run_command', { command: 'echo still' })).structuredContent?.stdout);
+	await new Promise((r) => setTimeout(r, 5000));
+	eq('--session-gone: ...also after twice the grace without a request', 'still\n',
+		(await b.call('run_command', { command: 'echo still' })).structuredContent?.stdout);
+	await b.transport.terminateSession();
+	await b.client.close();
+	srv.kill('SIGTERM');
+	check('--session-gone: SIGTERM, the server exits within 5 s', await exited(srv, 5000));
 }
 
 function daemonApi(sock, method, path) {
@@ -1002,6 +1045,7 @@ await scenario('signals', signals);
 await scenario('concurrency', concurrency);
 await scenario('bounds', bounds);
 await scenario('streamable HTTP', streamableHttp);
+await scenario('streamable HTTP, a client gone', streamableHttpGone);
 await scenario('connect', connect);
 check(`every tool result that is no error has one text block, its structuredContent as JSON, and only run_code images after it (${stats.results} results)`,
 	stats.inconsistent.length === 0, ...stats.inconsistent);

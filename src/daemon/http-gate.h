@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The gate in front of paddockd's HTTP server (http-gate.c): what evhttp 2.1 does not do
+ * before it reads a request whole. For every connection it reads the request's head itself
+ * (http-head.c, bounded), authenticates it and checks the body against the route's limit
+ * before evhttp sees a byte of the body, frames bodies (Content-Length, chunked) so that it
+ * finds the next head, answers what it refuses as the API's JSON, and closes connections
+ * whose head does not come in time. Per listener: a cap on connections, and on TCP per peer
+ * address; accept() backs off when the process is out of file descriptors.
+ *
+ * Trust: every byte here comes from a client that has not been authenticated yet.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct daemon;
+struct evconnlistener;
+struct evhttp;
+struct evhttp_request;
+struct evhttp_connection;
+struct evbuffer;
+
+/* ---- the head of a request (http-head.c: pure, fuzzed by tests/fuzz/fuzz-http-head.c) --- */
+
+enum pd_http_method {
+	PD_M_GET = 1,
+	PD_M_POST,
+	PD_M_PUT,
+	PD_M_DELETE,
+	PD_M_HEAD,
+	PD_M_PATCH,
+	PD_M_OPTIONS,
+};
+
+struct pd_gate_head {
+	enum pd_http_method method;
+	const char *target; /* the request target, into the parsed buffer (not terminated) */
+	size_t target_len;
+	int minor;	  /* HTTP/1.minor */
+	const char *auth; /* Authorization's value, into the buffer, or NULL */
+	size_t auth_len;
+	uint64_t content_length;
+	bool has_length, chunked, expect_continue, upgrade, conn_upgrade, conn_close;
+	/* when the head is refused: what to answer */
+	int status;
+	const char *code, *field, *msg;
+};
+
+/*
+ * Parses a complete head: the request line, header lines, the empty line (each line ends
+ * with LF or CRLF). Stricter than evhttp wherever the two could read a request differently:
+ * no control bytes, no folded lines, no duplicate or malformed Content-Length, no
+ * Transfer-Encoding but chunked and not with a Content-Length, only the methods paddockd
+ * serves. 0, or -1 with h->status, code, field and msg set.
+ */
+int pd_gate_head_parse(const char *buf, size_t len, struct pd_gate_head *h);
+
+/*
+ * A chunk-size line of a chunked body, without its line end: hex digits, then only spaces
+ * (what evhttp reads the same way). 0 and the size, or -1.
+ */
+int pd_gate_chunk_size(const char *line, size_t len, uint64_t *ret_size);
+
+/* ---- the gate (http-gate.c) --------------------------------------------------------------- */
+
+struct pd_http_limits {
+	unsigned max_conns;    /* per listener */
+	unsigned max_per_peer; /* per peer address, TCP only */
+	unsigned header_timeout_s;
+};
+
+/*
+ * Puts the gate in front of `http` (before it accepts anything): `tcp` listeners
+ * authenticate by bearer token at the head. Returns 0 or -ENOMEM.
+ */
+int pd_http_gate_add(struct daemon *d, struct evhttp *http, bool tcp);
+/* The listening socket evhttp made for it (accept back-off hooks into its listener). */
+void pd_http_gate_listening(struct daemon *d, struct evhttp *http, struct evconnlistener *lev);
+/*
+ * Called first for every request evhttp dispatches: true when the gate refused it at its head
+ * (the refusal is answered here, as the API's JSON, and the connection closes after it).
+ * Also keeps count of the connection's requests for its header deadline.
+ */
+bool pd_http_gate_request(struct daemon *d, struct evhttp_request *req);
+/* Whether the connection is one of the gate's (they have no evhttp timeouts). */
+bool pd_http_gate_owns(struct evhttp_connection *evcon);
+/* /metrics: connections open and refused, per listener. */
+void pd_http_gate_metrics(struct daemon *d, struct evbuffer *out);
+/* After evhttp_free(): the gate lets go of the listening sockets and its timers. */
+void pd_http_gate_stop(struct daemon *d);
+/* After event_base_free() (which finishes freeing the connections): frees the listeners. */
+void pd_http_gate_free(struct daemon *d);
