@@ -121,6 +121,7 @@ struct box {
 	struct proc *procs;
 	unsigned n_procs;
 	struct watcher *watchers; /* event followers */
+	struct watcher *ask_watchers; /* followers of its pending decisions (api-network.c) */
 	struct file_watch *file_watches;
 	struct watcher *deleters; /* DELETE requests waiting for the sandbox to be gone */
 	char removed_reason[16];  /* set when it is being torn down */
@@ -365,6 +366,22 @@ int pd_box_set_network(struct box *b, json_t *net, paddock_error *err);
 /* -EPERM (err names network.mode) when spec_json asks for more egress than --max-network. */
 int pd_check_max_network(struct daemon *d, const char *spec_json, paddock_error *err);
 int pd_max_network_parse(const char *s); /* 0..2, or -1 */
+/*
+ * Pending decisions (network.unlisted "ask", docs/api.md): GET .../network/pending (?follow=1
+ * streams them) and POST .../network/decisions (api-network.c).
+ */
+void pd_api_network_asks(struct request *r, struct box *b);
+/* A decisions body, checked: false when it is not one (the error is answered on r). */
+struct decision_req {
+	uint64_t id;
+	enum paddock_ask_answer answer;
+	const char *who; /* borrowed from the body, or NULL */
+};
+bool pd_decision_parse(struct request *r, json_t *body, struct decision_req *q);
+/* The context's ask handler: streams decisions to followers, keeps allow_always's rule. */
+void pd_network_ask(paddock_sandbox *sb, const struct paddock_ask *ask, void *userdata);
+/* Ends the follow streams of a box that goes (lifecycle.c's box_unlink). */
+void pd_network_release(struct box *b);
 /* The per-sandbox egress counters of /metrics (api-network.c). */
 void pd_metrics_egress(struct daemon *d, struct evbuffer *out);
 void pd_metrics_exec(struct daemon *d, const struct paddock_result *res, double seconds);

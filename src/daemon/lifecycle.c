@@ -459,6 +459,7 @@ static void box_unlink(struct box *b)
 	while (b->procs)
 		pd_proc_free(b->procs);
 	pd_files_release(b);
+	pd_network_release(b);
 	if (b->d->e2b)
 		e2b_fs_release(b->d->e2b, b);
 	while (b->watchers) {

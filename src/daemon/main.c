@@ -458,6 +458,7 @@ int main(int argc, char **argv)
 	if (paddock_store_open(path, &d.store, &err) < 0)
 		goto fail;
 	paddock_ctx_set_event_sink(d.ctx, pd_event_sink, &d);
+	paddock_ctx_set_ask_handler(d.ctx, pd_network_ask, &d);
 	if (pd_lifecycle_start(&d, &err) < 0)
 		goto fail;
 	if (pd_http_setup(&d, &err) < 0)
