@@ -297,6 +297,9 @@ bool pd_decision_parse(struct request *r, json_t *body, struct decision_req *q)
 	json_t *who = json_object_get(body, "who");
 	int a;
 
+	if (json_is_null(who))
+		who = NULL; /* as if not given */
+
 	if (!pd_check_fields(r, body, fields))
 		return false;
 	if (!json_is_integer(id) || json_integer_value(id) < 1) {
