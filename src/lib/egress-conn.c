@@ -641,8 +641,8 @@ void pd_egress_conn_asked(struct pd_egress *eg, struct pd_egress_ask *a, bool ag
 				 (double)(p->expires_ms - p->asked_ms) / 1000);
 			conn_refuse_advice(c, c->why, ADVICE_ASK_TIMEOUT, NULL);
 		} else {
-			snprintf(c->why, sizeof(c->why), "it was asked about and denied (by %.64s%s%.128s)",
-				 p->by, p->who ? ": " : "", p->who ? p->who : "");
+			snprintf(c->why, sizeof(c->why), "answered deny (by %.64s%s%.128s)", p->by,
+				 p->who ? ": " : "", p->who ? p->who : "");
 			conn_refuse_advice(c, c->why, ADVICE_ASK_DENIED, NULL);
 		}
 	}
