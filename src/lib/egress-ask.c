@@ -335,9 +335,8 @@ void pd_egress_ask_free_all(struct pd_egress *eg)
 	eg->ask_notify = NULL;
 }
 
-int pd_egress_ask_setup(struct pd_egress *eg, const paddock_spec *spec, paddock_error *err)
+void pd_egress_ask_setup(struct pd_egress *eg, const paddock_spec *spec)
 {
-	(void)err;
 	eg->ask_timeout_s = spec->network.ask_timeout_s;
 	eg->ask_max_pending = spec->network.ask_max_pending;
 	/*
@@ -346,7 +345,6 @@ int pd_egress_ask_setup(struct pd_egress *eg, const paddock_spec *spec, paddock_
 	 */
 	if (!eg->next_ask_id)
 		eg->next_ask_id = (uint64_t)now_ms();
-	return 0;
 }
 
 /* ---- the public API ------------------------------------------------------------------------ */

@@ -511,7 +511,7 @@ int pd_egress_start(paddock_sandbox *sb, struct pd_egress **ret, paddock_error *
 	r = pd_spec_network_policy(sb->spec, &eg->policy, err);
 	if (r < 0)
 		return r;
-	(void)pd_egress_ask_setup(eg, sb->spec, err); /* cannot fail */
+	pd_egress_ask_setup(eg, sb->spec);
 	if (!pd_egress_resolver(sb->ctx, err)) {
 		pd_egress_policy_release(&eg->policy);
 		return -EIO;
@@ -631,7 +631,7 @@ int paddock_sandbox_set_network(paddock_sandbox *sb, const paddock_spec *from,
 	pd_spec_network_clear(sb->spec);
 	sb->spec->network = tmp.network;
 	sb->egress->max_conns = tmp.network.max_connections;
-	(void)pd_egress_ask_setup(sb->egress, sb->spec, err); /* pending ones keep their time */
+	pd_egress_ask_setup(sb->egress, sb->spec); /* pending ones keep their time */
 	/* each connection it closes is an egress.connection of its own, before this */
 	closed = pd_egress_set_policy(sb->egress, &p);
 	if (pd_events_wanted(sb->ctx))

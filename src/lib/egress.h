@@ -123,7 +123,7 @@ void pd_egress_ask_recheck(struct pd_egress *eg);
 /* Ends every decision (by "sandbox"); the connections are the caller's to close. */
 void pd_egress_ask_free_all(struct pd_egress *eg);
 /* The ask settings of a spec (network.ask_timeout_s, ask_max_pending) take effect. */
-int pd_egress_ask_setup(struct pd_egress *eg, const paddock_spec *spec, paddock_error *err);
+void pd_egress_ask_setup(struct pd_egress *eg, const paddock_spec *spec);
 
 /*
  * egress-conn.c: decision `a` ended. Each connection held for it goes ahead (allowed once),
