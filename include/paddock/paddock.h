@@ -188,8 +188,9 @@ PADDOCK_API int paddock_sandbox_create_async(paddock_ctx *ctx, const paddock_spe
 
 /*
  * The template of a spec: its JSON without the fields a claim binds (hostname, env, every
- * limit but limits.required, secrets, workspace, network.allow and network.deny, and
- * network.mode as "egress" for both allowlist and open), keys sorted. Two specs with the
+ * limit but limits.required, secrets, workspace, network.allow, network.deny and what
+ * network.unlisted asks (its time and bound too), and network.mode as "egress" for both
+ * allowlist and open), keys sorted. Two specs with the
  * same template can claim each other's pooled sandboxes. Caller frees.
  */
 PADDOCK_API int paddock_spec_template_json(const paddock_spec *spec, char **ret_json,
@@ -365,6 +366,89 @@ PADDOCK_API int paddock_ctx_set_resolve_hosts(paddock_ctx *ctx, const char *path
  */
 PADDOCK_API int paddock_ctx_add_upstream_ca(paddock_ctx *ctx, const char *path,
 					    paddock_error *err);
+
+/* ---- asking a person: network.unlisted "ask" (docs/network.md) ------------------------ */
+
+/*
+ * A sandbox whose policy says network.unlisted "ask" holds a connection to a destination no
+ * rule names, and asks: a *decision* is pending for that host and port (connections to the
+ * same destination wait for the same decision) until it is answered or its time
+ * (network.ask_timeout_s) runs out, which denies it. At most network.ask_max_pending
+ * decisions wait at once; a connection beyond them is refused at once.
+ */
+enum paddock_ask_answer {
+	PADDOCK_ASK_ALLOW_ONCE,	  /* the connections waiting now go ahead; the next ones ask again */
+	PADDOCK_ASK_ALLOW_ALWAYS, /* as once, and an allow rule "host:port" joins the policy */
+	PADDOCK_ASK_DENY,	  /* the connections waiting now are refused (403) */
+	_PADDOCK_ASK_MAX,
+};
+
+/* "allow_once", "allow_always", "deny": the API's words */
+PADDOCK_API const char *paddock_ask_answer_to_string(enum paddock_ask_answer a);
+/* -EINVAL when unknown */
+PADDOCK_API int paddock_ask_answer_from_string(const char *s);
+
+/* One decision. Its strings live as long as the decision (or the callback, once decided). */
+struct paddock_ask {
+	uint64_t id;	     /* unique within its sandbox, never reused */
+	const char *sandbox; /* the sandbox's id */
+	/*
+	 * The destination: a DNS name (letters, digits, '-' and '.' only: what a sandbox sent,
+	 * normalised, never other text) or an IP address.
+	 */
+	const char *host;
+	uint16_t port;
+	const char *rule;	/* the rule PADDOCK_ASK_ALLOW_ALWAYS adds: "api.example.com:443" */
+	const char *via;	/* how the first connection came: "proxy", "socks5", "transparent" */
+	unsigned connections;	/* held waiting for the answer now */
+	int64_t asked_ms;	/* when it was asked (ms since the epoch) */
+	int64_t expires_ms;	/* when it is denied if nobody answers */
+	/* once decided: */
+	bool decided;
+	enum paddock_ask_answer answer;
+	bool timed_out;	 /* nobody answered in time (answer DENY) */
+	const char *by;	 /* who answered: the caller's word ("api", "terminal", "mcp"), or
+			  * "timeout", "policy" (a new policy decided it), "sandbox" (it ended) */
+	const char *who; /* more about who, as the answerer gave it, or NULL */
+};
+
+/*
+ * Called from the loop when a decision is asked (ask->decided false) and once more when it
+ * ends, however it ends (decided true): answered, timed out, decided by a new policy, or the
+ * sandbox ending (also from paddock_sandbox_free()). The handler may answer at once
+ * (paddock_sandbox_answer() from the first call), or later. One handler per context.
+ */
+typedef void (*paddock_ask_fn)(paddock_sandbox *sb, const struct paddock_ask *ask,
+			       void *userdata);
+PADDOCK_API void paddock_ctx_set_ask_handler(paddock_ctx *ctx, paddock_ask_fn fn, void *userdata);
+
+/* The decisions pending now, oldest first: up to `max` pointers into ret; returns how many. */
+PADDOCK_API size_t paddock_sandbox_asks(const paddock_sandbox *sb,
+					const struct paddock_ask **ret, size_t max);
+
+/*
+ * Answers pending decision `id`: its connections go ahead or are refused at once, and the
+ * answer is recorded (event egress.answered) with `by` (required: the channel, e.g. "api")
+ * and `who` (may be NULL); both printable ASCII, at most 64 and 128 bytes. -ENOENT (field
+ * "id") when no such decision is pending (answered, timed out, never asked); -ENOSPC for
+ * ALLOW_ALWAYS when network.allow is full (nothing changes; allow once instead).
+ */
+PADDOCK_API int paddock_sandbox_answer(paddock_sandbox *sb, uint64_t id,
+				       enum paddock_ask_answer answer, const char *by,
+				       const char *who, paddock_error *err);
+
+/* What a sandbox asked so far. */
+struct paddock_ask_stats {
+	uint64_t asked;			      /* decisions asked */
+	uint64_t allowed_once, allowed_always; /* answered so */
+	uint64_t denied;		      /* answered deny */
+	uint64_t timed_out;		      /* nobody answered in time */
+	uint64_t refused_busy;		      /* connections refused: too many pending */
+	uint64_t pending;		      /* decisions waiting now */
+};
+/* -ENOENT when the sandbox has no egress. */
+PADDOCK_API int paddock_sandbox_ask_stats(const paddock_sandbox *sb,
+					  struct paddock_ask_stats *ret_stats, paddock_error *err);
 
 /* Walks the sandbox's commands that have not been delivered yet: NULL starts, NULL ends. */
 PADDOCK_API paddock_exec *paddock_sandbox_exec_next(paddock_sandbox *sb, paddock_exec *prev);

@@ -76,7 +76,10 @@ static void usage(FILE *f)
 	      "  --nofile N           open files per process (1024)\n"
 	      "  --output-limit SIZE  captured stdout+stderr of one exec (16M)\n"
 	      "  --require LIMITS     refuse to create unless these are enforced\n"
-	      "  --net MODE           none (default), allowlist or open (docs/network.md)\n"
+	      "  --net MODE           none (default), allowlist, open, or ask: an allowlist\n"
+	      "                       whose unlisted hosts wait for an answer through the API\n"
+	      "                       (docs/network.md)\n"
+	      "  --ask-timeout S      how long such a connection waits for the answer (30)\n"
 	      "  --allow RULE         allow a destination (implies --net allowlist)\n"
 	      "  --deny RULE          refuse a destination; deny beats allow\n"
 	      "  --no-transparent     only programs honouring HTTP(S)_PROXY get egress\n"
@@ -321,7 +324,8 @@ int cmd_create(int argc, char **argv)
 	paddock_error err = { 0 };
 	paddock_spec *spec = NULL;
 	json_t *req = api_oom(json_object()), *file = NULL;
-	const char **touched = api_oom(calloc((size_t)argc + 1, sizeof(*touched)));
+	/* a flag names one field, --net two (network.mode and network.unlisted) */
+	const char **touched = api_oom(calloc(2 * (size_t)argc + 1, sizeof(*touched)));
 	size_t n_touched = 0;
 	bool print_request = false;
 	int c, r, status = PADDOCK_EXIT_FAILURE;
@@ -352,6 +356,8 @@ int cmd_create(int argc, char **argv)
 		if (r > 0) {
 			if (field)
 				touched[n_touched++] = field;
+			if (c == SPEC_OPT_NET) /* --net ask asks; any other mode does not */
+				touched[n_touched++] = "network.unlisted";
 			continue;
 		}
 		if (api_option(&api, c, optarg)) {

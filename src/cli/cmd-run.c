@@ -27,6 +27,7 @@
 
 #include "paddock/image.h"
 #include "paddock/paddock.h"
+#include "ask-tty.h"
 #include "cli.h"
 #include "relay.h"
 #include "spec-flags.h"
@@ -85,7 +86,10 @@ static void usage(FILE *f)
 	      "  --require LIMITS     refuse to run unless these are enforced (memory,pids,...)\n"
 	      "\n"
 	      "network (docs/network.md):\n"
-	      "  --net MODE           none (default: loopback only), allowlist or open\n"
+	      "  --net MODE           none (default: loopback only), allowlist, open, or ask:\n"
+	      "                       an allowlist that asks on this terminal before a host no\n"
+	      "                       rule names (denied without a terminal)\n"
+	      "  --ask-timeout S      how long a connection waits for that answer (30)\n"
 	      "  --allow RULE         allow a destination: pypi.org, *.example.com:443,\n"
 	      "                       10.0.0.0/8:5432, preset:python-packages|npm|github\n"
 	      "                       (implies --net allowlist)\n"
@@ -184,6 +188,7 @@ struct run {
 	paddock_sandbox *sb;
 	bool want_report;
 	char *report_json;
+	struct ask_tty *ask; /* --net ask: the terminal answers (ask-tty.c) */
 };
 
 /*
@@ -238,8 +243,20 @@ static void on_signal(evutil_socket_t sig, short what, void *userdata)
 	(void)paddock_exec_signal(run->ex, (int)sig, NULL);
 }
 
+/* While a question is on the terminal, nothing moves between it and the sandbox. */
+static void pause_io(bool paused, void *userdata)
+{
+	struct run *run = userdata;
+
+	for (int i = 0; i < 2; i++)
+		relay_pause(run->relays[i], paused);
+	if (run->ex && arg_capture)
+		paddock_exec_pause_output(run->ex, paused);
+}
+
 static void restore_terminal(struct run *run)
 {
+	run->ask = ask_tty_free(run->ask); /* a question on it ends first, then raw mode */
 	if (run->raw)
 		(void)tcsetattr(STDIN_FILENO, TCSADRAIN, &run->saved);
 	run->raw = false;
@@ -305,6 +322,8 @@ static int run_command(paddock_spec *spec, char **cmd, const char *report,
 		r = paddock_ctx_set_resolve_hosts(ctx, arg_resolve_hosts, &err);
 	for (size_t i = 0; r >= 0 && i < arg_n_upstream_ca; i++)
 		r = paddock_ctx_add_upstream_ca(ctx, arg_upstream_ca[i], &err);
+	if (r >= 0)
+		r = ask_tty_new(run.base, ctx, pause_io, &run, &run.ask);
 	if (r < 0)
 		goto fail;
 	/* events cost a JSON document each: ask for them only when they are shown */

@@ -92,6 +92,16 @@ void relay_drain(struct relay *r)
 		pump(r, 64); /* what was buffered at exit; a hostile writer cannot keep us here */
 }
 
+void relay_pause(struct relay *r, bool paused)
+{
+	if (!r || !r->ev || r->eof)
+		return;
+	if (paused)
+		event_del(r->ev);
+	else
+		event_add(r->ev, NULL);
+}
+
 bool relay_eof(const struct relay *r)
 {
 	return !r || r->eof;

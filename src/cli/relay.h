@@ -18,6 +18,8 @@ struct relay *relay_new(struct event_base *base, int in, int out);
 /* Copies whatever `in` holds right now, without waiting. */
 void relay_drain(struct relay *r);
 bool relay_eof(const struct relay *r);
+/* Stops copying (the bytes wait where they are) or starts again; NULL is fine. */
+void relay_pause(struct relay *r, bool paused);
 struct relay *relay_free(struct relay *r);
 /* Writes all of it to `fd`, waiting while a non-blocking fd is full; a reader gone: dropped. */
 void relay_write_all(int fd, const void *data, size_t n);

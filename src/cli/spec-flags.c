@@ -32,12 +32,12 @@ static const struct {
 	{ SPEC_OPT_OUTPUT_LIMIT, "limits.output" },
 	{ SPEC_OPT_REQUIRE, "limits.required" },
 	{ SPEC_OPT_LANDLOCK, "security.landlock" },
-	{ SPEC_OPT_NET, "network.mode" },
 	{ SPEC_OPT_ALLOW, "network.allow" },
 	{ SPEC_OPT_DENY, "network.deny" },
 	{ SPEC_OPT_SECRET, "secrets" },
 	{ SPEC_OPT_IMAGE, "image" },
 	{ SPEC_OPT_USER, "user" },
+	{ SPEC_OPT_ASK_TIMEOUT, "network.ask_timeout_s" },
 };
 
 static int fail(paddock_error *err, int code, const char *what, const char *arg)
@@ -112,6 +112,22 @@ int spec_flag_apply(paddock_spec *spec, int opt, const char *arg, const char **r
 		r = paddock_spec_set(spec, field, abs, err);
 		free(abs);
 		*ret_field = field;
+		return r < 0 ? r : 1;
+	case SPEC_OPT_NET:
+		/*
+		 * "ask" is an allowlist that asks a person about the hosts no rule names
+		 * (network.unlisted); any other mode refuses them again.
+		 */
+		*ret_field = "network.mode";
+		r = paddock_spec_set(spec, "network.mode",
+				     strcmp(arg, "ask") == 0 ? "allowlist" : arg, err);
+		if (r < 0 && strcmp(err->field, "network.mode") == 0)
+			snprintf(err->msg, sizeof(err->msg),
+				 "expected one of 'none', 'allowlist', 'open', 'ask', got '%.200s'",
+				 arg);
+		if (r >= 0)
+			r = paddock_spec_set(spec, "network.unlisted",
+					     strcmp(arg, "ask") == 0 ? "ask" : "deny", err);
 		return r < 0 ? r : 1;
 	case SPEC_OPT_NO_TRANSPARENT:
 		*ret_field = "network.transparent";

@@ -37,6 +37,7 @@ enum {
 	SPEC_OPT_SECRET,
 	SPEC_OPT_IMAGE,
 	SPEC_OPT_USER,
+	SPEC_OPT_ASK_TIMEOUT,
 	SPEC_OPT_END, /* a command's own options start here */
 };
 
@@ -67,7 +68,8 @@ enum {
 	{ "no-transparent", no_argument, NULL, SPEC_OPT_NO_TRANSPARENT },                    \
 	{ "secret", required_argument, NULL, SPEC_OPT_SECRET },                              \
 	{ "image", required_argument, NULL, SPEC_OPT_IMAGE },                                \
-	{ "user", required_argument, NULL, SPEC_OPT_USER }
+	{ "user", required_argument, NULL, SPEC_OPT_USER },                                  \
+	{ "ask-timeout", required_argument, NULL, SPEC_OPT_ASK_TIMEOUT }
 
 /*
  * Applies spec flag `opt` with its argument: 1 when it was one (*ret_field: the spec field it

@@ -130,6 +130,7 @@ struct box {
 	struct proc *procs;
 	unsigned n_procs;
 	struct watcher *watchers; /* event followers */
+	struct watcher *ask_watchers; /* followers of its pending decisions (api-network.c) */
 	struct file_watch *file_watches;
 	struct watcher *deleters; /* DELETE requests waiting for the sandbox to be gone */
 	char removed_reason[16];  /* set when it is being torn down */
@@ -351,6 +352,8 @@ json_t *pd_box_json(struct box *b);
  * naming the field "store" when it cannot; the caller undoes the change and fails.
  */
 int pd_box_persist(struct box *b, paddock_error *err);
+/* The same for a change nobody waits for: a failure is logged, not answered. */
+void pd_box_persist_or_warn(struct box *b);
 int pd_lifecycle_start(struct daemon *d, paddock_error *err);
 void pd_lifecycle_stop(struct daemon *d);
 void pd_event_sink(const struct paddock_event *ev, void *userdata);
@@ -434,6 +437,22 @@ int pd_max_network_parse(const char *s); /* 0..2, or -1 */
  * sandboxes only; the unix socket's (the operator's) sees every sandbox.
  */
 bool pd_metrics_shows(const char *tenant, const struct box *b);
+/*
+ * Pending decisions (network.unlisted "ask", docs/api.md): GET .../network/pending (?follow=1
+ * streams them) and POST .../network/decisions (api-network.c).
+ */
+void pd_api_network_asks(struct request *r, struct box *b);
+/* A decisions body, checked: false when it is not one (the error is answered on r). */
+struct decision_req {
+	uint64_t id;
+	enum paddock_ask_answer answer;
+	const char *who; /* borrowed from the body, or NULL */
+};
+bool pd_decision_parse(struct request *r, json_t *body, struct decision_req *q);
+/* The context's ask handler: streams decisions to followers, keeps allow_always's rule. */
+void pd_network_ask(paddock_sandbox *sb, const struct paddock_ask *ask, void *userdata);
+/* Ends the follow streams of a box that goes (lifecycle.c's box_unlink). */
+void pd_network_release(struct box *b);
 /* The per-sandbox egress counters of /metrics, of the sandboxes `tenant` sees (api-network.c). */
 void pd_metrics_egress(struct daemon *d, const char *tenant, struct evbuffer *out);
 void pd_metrics_exec(struct daemon *d, const struct paddock_result *res, double seconds);

@@ -397,6 +397,8 @@ static void route(struct request *r)
 		return pd_api_events(r, b);
 	if (strcmp(r->seg[3], "network") == 0 && r->n_seg == 4)
 		return pd_api_network(r, b);
+	if (strcmp(r->seg[3], "network") == 0 && r->n_seg == 5)
+		return pd_api_network_asks(r, b);
 	if (strcmp(r->seg[3], "ports") == 0)
 		return pd_api_ports(r, b);
 	if (strcmp(r->seg[3], "code") == 0 && r->n_seg >= 5)

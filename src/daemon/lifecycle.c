@@ -153,7 +153,7 @@ int pd_box_persist(struct box *b, paddock_error *err)
 }
 
 /* A change nobody waits for (a sandbox that stopped, shutdown): a failure is logged. */
-static void box_persist_or_warn(struct box *b)
+void pd_box_persist_or_warn(struct box *b)
 {
 	paddock_error err = { 0 };
 
@@ -306,7 +306,7 @@ static void box_exited(paddock_sandbox *sb, enum paddock_end_reason reason, void
 	(void)sb;
 	(void)reason;
 	b->stopped = true;
-	box_persist_or_warn(b);
+	pd_box_persist_or_warn(b);
 }
 
 static struct box *box_new(struct daemon *d, const char *id, const char *tenant)
@@ -683,6 +683,7 @@ static void box_unlink(struct box *b)
 	while (b->procs)
 		pd_proc_free(b->procs);
 	pd_files_release(b);
+	pd_network_release(b);
 	if (b->d->e2b)
 		e2b_fs_release(b->d->e2b, b);
 	while (b->watchers) {
@@ -1379,7 +1380,7 @@ void pd_lifecycle_stop(struct daemon *d)
 			pd_box_destroy(b, "shutdown", NULL);
 			continue;
 		}
-		box_persist_or_warn(b);
+		pd_box_persist_or_warn(b);
 		box_unlink(b);
 		if (b->sb)
 			paddock_sandbox_release(b->sb);

@@ -637,6 +637,7 @@ int main(int argc, char **argv)
 	if (open_store(&d, &err) < 0)
 		goto fail;
 	paddock_ctx_set_event_sink(d.ctx, pd_event_sink, &d);
+	paddock_ctx_set_ask_handler(d.ctx, pd_network_ask, &d);
 	r = pd_lifecycle_start(&d, &err);
 	if (r == -EUCLEAN && !d.store_rebuilt) {
 		/* damage quick_check did not see, found by the walk (which adopted nothing) */

@@ -6,6 +6,8 @@
  *            greeting and request (socks port), or, redirected, SO_ORIGINAL_DST plus a peek
  *            at the first bytes for a TLS server name or an HTTP Host (transparent)
  *   decide   the policy on the name, then on every address the supervisor resolved for it
+ *   ASK      network.unlisted "ask", and no rule names the destination: held while a person
+ *            is asked (egress-ask.c); allowed once it goes on, else it is refused
  *   RESOLVE  pd_resolve(): the supervisor's own answer, pinned
  *   CONNECT  non-blocking connect to each allowed address in turn
  *   CHECK    a tunnel (CONNECT, SOCKS), or a redirected connection that showed nothing
@@ -63,7 +65,7 @@
 #define BUF_MAX PD_HTTP_HEAD_MAX /* head, hello or peek: never more */
 #define streq(a, b) (strcmp((a), (b)) == 0)
 
-enum state { ST_HEAD, ST_RESOLVE, ST_CONNECT, ST_CHECK, ST_PIPE, ST_BROKER };
+enum state { ST_HEAD, ST_ASK, ST_RESOLVE, ST_CONNECT, ST_CHECK, ST_PIPE, ST_BROKER };
 
 #define BROKER_BODY_MAX (1u << 20) /* a request body buffered to substitute in it */
 
@@ -110,6 +112,11 @@ struct pd_egress_conn {
 	char addr_text[INET6_ADDRSTRLEN];
 	bool decided, allowed;
 	const char *reason;
+	/* a person's decision: pending (ST_ASK, with hup watching for the client's close) */
+	struct pd_egress_ask *ask;
+	struct event *hup;
+	bool asked_ok; /* allowed once by a person: no rule says so */
+	char why[224]; /* a reason made for this connection (c->reason may point here) */
 	struct dir up, down;
 	uint64_t bytes_out, bytes_in;
 	struct timespec t0;
@@ -220,6 +227,9 @@ static void conn_close(struct pd_egress_conn *c)
 	record(c);
 	if (c->req)
 		pd_resolve_cancel(c->req);
+	pd_egress_ask_drop(c->ask);
+	if (c->hup)
+		event_free(c->hup);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -264,8 +274,13 @@ static bool still_allowed(struct pd_egress_conn *c, const struct pd_egress_rule 
 	bool connected = c->st == ST_CONNECT || c->st == ST_CHECK || c->st == ST_PIPE ||
 			 c->st == ST_BROKER;
 
+	/* allowed by a person, once: while the policy would still ask about it, that stands */
+	bool person = c->asked_ok && pd_egress_ask_wanted(p, c->kind == TARGET_NAME ? c->name : NULL,
+							  c->addr_family, c->addr, c->port);
+
 	*ret_rule = NULL;
-	if (c->kind == TARGET_NAME && !pd_egress_allow_name(p, c->name, c->port, ret_rule)) {
+	if (c->kind == TARGET_NAME && !person &&
+	    !pd_egress_allow_name(p, c->name, c->port, ret_rule)) {
 		*ret_why = *ret_rule ? "the network policy was replaced: a deny rule matches"
 				     : "the network policy was replaced: no allow rule matches the "
 				       "host and port";
@@ -276,7 +291,7 @@ static bool still_allowed(struct pd_egress_conn *c, const struct pd_egress_rule 
 		const struct pd_egress_rule *name_rule = *ret_rule;
 
 		if (!pd_egress_allow_addr(p, c->addrs.a[k].family, c->addrs.a[k].addr, c->port,
-					  c->kind == TARGET_NAME, ret_rule)) {
+					  c->kind == TARGET_NAME || person, ret_rule)) {
 			*ret_why = *ret_rule ? "the network policy was replaced: a deny rule matches "
 					       "its address"
 					     : "the network policy was replaced: its address is not "
@@ -364,12 +379,15 @@ enum advice {
 	ADVICE_DENIED,	      /* a deny rule: nothing to ask for */
 	ADVICE_NONE_MODE,     /* mode none: no rule helps */
 	ADVICE_FIX_REQUEST,   /* the request itself is wrong: `detail` says how */
+	ADVICE_ASK_DENIED,    /* a person was asked (network.unlisted "ask") and said no */
+	ADVICE_ASK_TIMEOUT,   /* ... and nobody answered in time */
+	ADVICE_ASK_BUSY,      /* too many decisions wait for a person already */
 };
 
 static void advice_text(const struct pd_egress_conn *c, enum advice a, const char *detail,
 			char *buf, size_t size)
 {
-	char addr[INET6_ADDRSTRLEN + 16];
+	char addr[PD_EGRESS_NAME_MAX + 16];
 
 	addr_rule_text(c, addr, sizeof(addr));
 	switch (a) {
@@ -403,6 +421,25 @@ static void advice_text(const struct pd_egress_conn *c, enum advice a, const cha
 		return;
 	case ADVICE_FIX_REQUEST:
 		snprintf(buf, size, "%s", detail);
+		return;
+	case ADVICE_ASK_DENIED:
+		snprintf(buf, size,
+			 "the answer was no: do not try this destination again unless the user "
+			 "asks for it.");
+		return;
+	case ADVICE_ASK_TIMEOUT:
+		if (c->kind == TARGET_NAME)
+			snprintf(addr, sizeof(addr), "%s:%u", c->name, c->port);
+		snprintf(buf, size,
+			 "this sandbox asks a person before it reaches a host no rule names, and no "
+			 "answer in time is a no: ask the user to allow it (--allow %s), or try "
+			 "again when someone can answer.",
+			 addr);
+		return;
+	case ADVICE_ASK_BUSY:
+		snprintf(buf, size,
+			 "other destinations are waiting for a person's answer already: wait for "
+			 "those answers, then try again.");
 		return;
 	}
 }
@@ -474,6 +511,8 @@ static void conn_fail(struct pd_egress_conn *c, uint8_t socks_rep, const char *s
 
 /* ---- deciding ------------------------------------------------------------------------------ */
 
+static void conn_ask(struct pd_egress_conn *c);
+
 static void decide(struct pd_egress_conn *c)
 {
 	const struct pd_egress_rule *rule = NULL;
@@ -485,6 +524,8 @@ static void decide(struct pd_egress_conn *c)
 						  "name the host with letters, digits, '-' and '.'.");
 		if (!pd_egress_allow_name(&eg->policy, c->name, c->port, &rule)) {
 			set_rule(c, rule);
+			if (pd_egress_ask_wanted(&eg->policy, c->name, 0, NULL, c->port))
+				return conn_ask(c);
 			return conn_refuse(c, rule ? "a deny rule matches"
 						   : "no allow rule matches the host and port");
 		}
@@ -499,6 +540,8 @@ static void decide(struct pd_egress_conn *c)
 			set_rule(c, rule);
 			if (rule)
 				return conn_refuse(c, "a deny rule matches");
+			if (pd_egress_ask_wanted(&eg->policy, NULL, c->addr_family, c->addr, c->port))
+				return conn_ask(c);
 			return conn_refuse(c, k != PD_ADDR_PUBLIC
 						      ? "the address is not public (loopback, private, "
 							"link-local or reserved) and no CIDR rule allows it"
@@ -515,6 +558,94 @@ static void decide(struct pd_egress_conn *c)
 	return conn_refuse_advice(c, "no destination could be read from the connection",
 				  ADVICE_FIX_REQUEST,
 				  "name the destination (a TLS server name or an HTTP Host header).");
+}
+
+/* ---- asking a person ----------------------------------------------------------------------- */
+
+static void on_hup(evutil_socket_t fd, short what, void *arg)
+{
+	struct pd_egress_conn *c = arg;
+
+	(void)fd;
+	(void)what;
+	c->reason = "the client closed while a person was asked";
+	conn_close(c);
+}
+
+/* network.unlisted "ask": held until the decision on its destination (egress-ask.c). */
+static void conn_ask(struct pd_egress_conn *c)
+{
+	struct pd_egress *eg = c->eg;
+	int r;
+
+	snprintf(c->rule, sizeof(c->rule), "ask");
+	r = pd_egress_ask_hold(eg, c->kind == TARGET_NAME ? c->name : c->addr_text,
+			       c->kind == TARGET_NAME, c->addr_family, c->addr, c->port, c->via,
+			       &c->ask);
+	if (r == -EBUSY) {
+		snprintf(c->why, sizeof(c->why),
+			 "%u destinations wait for a person's answer already "
+			 "(network.ask_max_pending)",
+			 eg->ask_max_pending);
+		return conn_refuse_advice(c, c->why, ADVICE_ASK_BUSY, NULL);
+	}
+	if (r < 0) {
+		c->reason = "out of memory";
+		return conn_close(c);
+	}
+	/* the decision's own timer bounds the wait; a client that gives up is let go at once */
+	c->st = ST_ASK;
+	event_del(c->timer);
+	event_del(c->c_rd);
+	c->hup = event_new(eg->ctx->base, c->cfd, EV_CLOSED, on_hup, c);
+	if (c->hup)
+		event_add(c->hup, NULL);
+}
+
+/* Allowed once by a person: on to the resolution and the connect, as an allowed one goes. */
+static void asked_go(struct pd_egress_conn *c, const struct paddock_ask *p)
+{
+	c->asked_ok = true;
+	snprintf(c->rule, sizeof(c->rule), "ask: %s by %.40s",
+		 paddock_ask_answer_to_string(p->answer), p->by);
+	if (c->kind == TARGET_ADDR) {
+		c->addrs.n = 1;
+		c->addrs.a[0].family = c->addr_family;
+		memcpy(c->addrs.a[0].addr, c->addr, 16);
+	}
+	c->st = ST_RESOLVE;
+	conn_resolve(c);
+}
+
+void pd_egress_conn_asked(struct pd_egress *eg, struct pd_egress_ask *a, bool again)
+{
+	const struct paddock_ask *p = pd_egress_ask_info(a);
+
+	/* each step below moves or closes its own connection only: the next stays valid */
+	for (struct pd_egress_conn *c = eg->conns, *next; c; c = next) {
+		next = c->next;
+		if (c->ask != a)
+			continue;
+		c->ask = NULL;
+		if (c->hup) {
+			event_free(c->hup);
+			c->hup = NULL;
+		}
+		c->st = ST_HEAD;
+		if (again) {
+			decide(c); /* the policy in force decides, as for a new connection */
+		} else if (p->answer != PADDOCK_ASK_DENY) {
+			asked_go(c, p);
+		} else if (p->timed_out) {
+			snprintf(c->why, sizeof(c->why), "nobody answered within %g s",
+				 (double)(p->expires_ms - p->asked_ms) / 1000);
+			conn_refuse_advice(c, c->why, ADVICE_ASK_TIMEOUT, NULL);
+		} else {
+			snprintf(c->why, sizeof(c->why), "answered deny (by %.64s%s%.128s)", p->by,
+				 p->who ? ": " : "", p->who ? p->who : "");
+			conn_refuse_advice(c, c->why, ADVICE_ASK_DENIED, NULL);
+		}
+	}
 }
 
 /* ---- connecting ---------------------------------------------------------------------------- */
@@ -1605,6 +1736,7 @@ static void conn_io(evutil_socket_t fd, short what, void *arg)
 		if (c->via == PD_VIA_SOCKS)
 			return head_socks(c);
 		return peek_transparent(c, timeout || c->len >= BUF_MAX);
+	case ST_ASK:
 	case ST_RESOLVE:
 		return;
 	case ST_CONNECT:

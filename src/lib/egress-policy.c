@@ -522,3 +522,34 @@ bool pd_egress_allow_dns(const struct pd_egress_policy *p, const char *name,
 	*ret_rule = allow;
 	return allow || p->mode == PD_EGRESS_OPEN;
 }
+
+bool pd_egress_ask_wanted(const struct pd_egress_policy *p, const char *name, int family,
+			  const void *addr, uint16_t port)
+{
+	const struct pd_egress_rule *rule;
+	char norm[PD_EGRESS_NAME_MAX + 1];
+	uint8_t lit[16];
+	size_t n;
+
+	if (!p->ask || p->mode != PD_EGRESS_ALLOWLIST)
+		return false;
+	if (name && inet_pton(AF_INET, name, lit) == 1)
+		return pd_egress_ask_wanted(p, NULL, AF_INET, lit, port);
+	if (name && inet_pton(AF_INET6, name, lit) == 1)
+		return pd_egress_ask_wanted(p, NULL, AF_INET6, lit, port);
+	if (name) {
+		if (pd_egress_name_normalise(name, norm, sizeof(norm)) < 0)
+			return false;
+		n = strlen(norm);
+		/* a name of one label (a LAN host) or localhost's is never a public destination */
+		if (!strchr(norm, '.') || strcmp(norm, "localhost") == 0 ||
+		    (n > 10 && strcmp(norm + n - 10, ".localhost") == 0))
+			return false;
+		return !pd_egress_allow_name(p, norm, port, &rule) && !rule;
+	}
+	/* SECURITY: a person is never asked to open a non-public address: a CIDR rule does */
+	if ((family != AF_INET && family != AF_INET6) ||
+	    pd_addr_classify(family, addr) != PD_ADDR_PUBLIC)
+		return false;
+	return !pd_egress_allow_addr(p, family, addr, port, false, &rule) && !rule;
+}

@@ -76,6 +76,12 @@ enum pd_egress_mode {
 
 struct pd_egress_policy {
 	enum pd_egress_mode mode;
+	/*
+	 * ALLOWLIST: a destination no rule names (neither allow nor deny) is held while a person
+	 * is asked (network.unlisted "ask") rather than refused. The decisions here still say
+	 * "not allowed" for it: pd_egress_ask_wanted() tells the proxy to ask.
+	 */
+	bool ask;
 	struct pd_egress_rule *rules;
 	size_t n_rules;
 };
@@ -126,6 +132,16 @@ bool pd_egress_allow_addr(const struct pd_egress_policy *p, int family, const vo
  */
 bool pd_egress_allow_addr_dns(const struct pd_egress_policy *p, int family, const void *addr,
 			      const struct pd_egress_rule **ret_rule);
+
+/*
+ * Whether a connection to `name` (normalised; NULL for an address) or to the address
+ * (`family`, `addr`) on `port` is to be held and a person asked: the policy asks, and no rule
+ * matches it at all (a deny rule refuses; an allow rule allows). Only destinations that
+ * could be public are asked about: an address that is not public, a name of one label or
+ * under "localhost" never (a person cannot open the SSRF wall; a CIDR rule does).
+ */
+bool pd_egress_ask_wanted(const struct pd_egress_policy *p, const char *name, int family,
+			  const void *addr, uint16_t port);
 
 /* Lowercases and checks a DNS name (LDH labels of 1..63, total <= 253) into buf. */
 int pd_egress_name_normalise(const char *name, char *buf, size_t size);

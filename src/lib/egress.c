@@ -511,6 +511,7 @@ int pd_egress_start(paddock_sandbox *sb, struct pd_egress **ret, paddock_error *
 	r = pd_spec_network_policy(sb->spec, &eg->policy, err);
 	if (r < 0)
 		return r;
+	pd_egress_ask_setup(eg, sb->spec);
 	if (!pd_egress_resolver(sb->ctx, err)) {
 		pd_egress_policy_release(&eg->policy);
 		return -EIO;
@@ -553,10 +554,15 @@ int pd_egress_start(paddock_sandbox *sb, struct pd_egress **ret, paddock_error *
 
 unsigned pd_egress_set_policy(struct pd_egress *eg, struct pd_egress_policy *policy)
 {
+	unsigned closed;
+
 	pd_egress_policy_release(&eg->policy);
 	eg->policy = *policy;
 	memset(policy, 0, sizeof(*policy));
-	return pd_egress_conn_recheck(eg);
+	closed = pd_egress_conn_recheck(eg);
+	/* decisions the new policy makes itself end, and their connections follow it */
+	pd_egress_ask_recheck(eg);
+	return closed;
 }
 
 void pd_egress_free(struct pd_egress *eg)
@@ -564,6 +570,7 @@ void pd_egress_free(struct pd_egress *eg)
 	if (!eg)
 		return;
 	pd_egress_conn_free_all(eg);
+	pd_egress_ask_free_all(eg);
 	while (eg->dnsqs) {
 		pd_resolve_cancel(eg->dnsqs->req);
 		dnsq_free(eg->dnsqs);
@@ -624,13 +631,15 @@ int paddock_sandbox_set_network(paddock_sandbox *sb, const paddock_spec *from,
 	pd_spec_network_clear(sb->spec);
 	sb->spec->network = tmp.network;
 	sb->egress->max_conns = tmp.network.max_connections;
+	pd_egress_ask_setup(sb->egress, sb->spec); /* pending ones keep their time */
 	/* each connection it closes is an egress.connection of its own, before this */
 	closed = pd_egress_set_policy(sb->egress, &p);
 	if (pd_events_wanted(sb->ctx))
 		pd_emit(sb->ctx, PADDOCK_LEVEL_INFO, "egress.policy", sb->id, NULL,
-			json_pack("{s:s, s:i, s:i, s:I}", "mode",
+			json_pack("{s:s, s:i, s:i, s:s, s:I}", "mode",
 				  pd_net_mode_to_string(from->network.mode), "allow",
 				  (int)from->network.n_allow, "deny", (int)from->network.n_deny,
+				  "unlisted", pd_net_unlisted_to_string(from->network.unlisted),
 				  "connections_closed", (json_int_t)closed));
 	return (int)MIN(closed, (unsigned)INT_MAX);
 }

@@ -41,6 +41,7 @@ const char *pd_egress_via_to_string(enum pd_egress_via v);
 
 struct pd_egress_conn;
 struct pd_egress_dnsq;
+struct pd_egress_ask;
 
 struct pd_egress {
 	paddock_sandbox *sb;
@@ -68,6 +69,14 @@ struct pd_egress {
 	/* UDP sink events are rate limited: at most a few per second, the rest counted */
 	uint64_t sink_window_s;
 	unsigned sink_events_in_window;
+	/* decisions a person is asked for (egress-ask.c), oldest first */
+	struct pd_egress_ask *asks, *asks_tail;
+	unsigned n_asks;
+	uint64_t next_ask_id;
+	double ask_timeout_s;
+	unsigned ask_max_pending;
+	struct event *ask_notify; /* tells the context's handler of new decisions, from the loop */
+	struct paddock_ask_stats ask_stats;
 };
 
 /* Asks init for the listening sockets, binds and serves them. Called at create and adopt. */
@@ -95,6 +104,33 @@ struct ssl_ctx_st *pd_egress_upstream_tls(paddock_ctx *ctx, paddock_error *err);
 
 /* The context's resolver, made on first use (egress.c). */
 struct pd_resolver *pd_egress_resolver(paddock_ctx *ctx, paddock_error *err);
+
+/*
+ * egress-ask.c: decisions a person makes (network.unlisted "ask"). A connection the policy
+ * wants asked about is held for the decision pending for its destination (one is made if
+ * none is): 0, or -EBUSY when ask_max_pending decisions wait already (the connection is
+ * refused), -ENOMEM. `host` is the destination's name or address text, `name` says which.
+ */
+int pd_egress_ask_hold(struct pd_egress *eg, const char *host, bool name, int family,
+		       const uint8_t *addr, uint16_t port, enum pd_egress_via via,
+		       struct pd_egress_ask **ret);
+/* A held connection went away before the decision (its client closed). */
+void pd_egress_ask_drop(struct pd_egress_ask *a);
+/* The decision as the public API shows it. */
+const struct paddock_ask *pd_egress_ask_info(const struct pd_egress_ask *a);
+/* The policy changed: decisions it no longer asks about end ("policy"), theirs decided again. */
+void pd_egress_ask_recheck(struct pd_egress *eg);
+/* Ends every decision (by "sandbox"); the connections are the caller's to close. */
+void pd_egress_ask_free_all(struct pd_egress *eg);
+/* The ask settings of a spec (network.ask_timeout_s, ask_max_pending) take effect. */
+void pd_egress_ask_setup(struct pd_egress *eg, const paddock_spec *spec);
+
+/*
+ * egress-conn.c: decision `a` ended. Each connection held for it goes ahead (allowed once),
+ * is refused (denied, timed out), or with `again` is decided anew by the policy in force (a
+ * rule was added, the policy was replaced).
+ */
+void pd_egress_conn_asked(struct pd_egress *eg, struct pd_egress_ask *a, bool again);
 
 /* egress-conn.c: serves an accepted TCP connection (fd taken over). */
 void pd_egress_conn_new(struct pd_egress *eg, int fd, enum pd_egress_via via, int family);

@@ -98,6 +98,10 @@ int paddock_spec_template_json(const paddock_spec *spec, char **ret_json, paddoc
 
 		json_object_del(net, "allow");
 		json_object_del(net, "deny");
+		/* asking is policy too: the proxy's, set at the claim with the rules */
+		json_object_del(net, "unlisted");
+		json_object_del(net, "ask_timeout_s");
+		json_object_del(net, "ask_max_pending");
 		if (mode && strcmp(mode, "none") != 0)
 			json_object_set_new(net, "mode", json_string("egress"));
 	}

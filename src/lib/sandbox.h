@@ -30,6 +30,8 @@ struct paddock_ctx {
 	char **upstream_ca;	      /* paddock_ctx_add_upstream_ca(): NULL-terminated */
 	struct ssl_ctx_st *upstream_tls; /* verifies intercepted hosts; made on first use */
 	char *image_store; /* paddock_ctx_set_image_store(), or NULL: the default */
+	paddock_ask_fn ask_fn; /* paddock_ctx_set_ask_handler() */
+	void *ask_userdata;
 };
 
 /* What libpaddock keeps of one output stream of a captured command (exec-io.c). */

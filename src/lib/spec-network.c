@@ -21,6 +21,28 @@
 #define DEFAULT_MAX_CONNECTIONS 256
 #define streq(a, b) (strcmp((a), (b)) == 0)
 #define MAX_CONNECTIONS_LIMIT 65536
+#define DEFAULT_ASK_TIMEOUT_S 30.0
+#define ASK_TIMEOUT_MAX_S 3600.0
+#define DEFAULT_ASK_MAX_PENDING 8
+#define ASK_MAX_PENDING_LIMIT 64
+
+static const char *const unlisted_names[_PD_NET_UNLISTED_MAX] = {
+	[PD_NET_UNLISTED_DENY] = "deny",
+	[PD_NET_UNLISTED_ASK] = "ask",
+};
+
+const char *pd_net_unlisted_to_string(enum pd_net_unlisted u)
+{
+	return (unsigned)u < _PD_NET_UNLISTED_MAX ? unlisted_names[u] : NULL;
+}
+
+int pd_net_unlisted_from_string(const char *s)
+{
+	for (int i = 0; s && i < _PD_NET_UNLISTED_MAX; i++)
+		if (streq(s, unlisted_names[i]))
+			return i;
+	return -EINVAL;
+}
 
 static_assert((int)PD_NET_NONE == (int)PD_EGRESS_NONE &&
 		      (int)PD_NET_ALLOWLIST == (int)PD_EGRESS_ALLOWLIST &&
@@ -32,6 +54,9 @@ void pd_spec_network_defaults(paddock_spec *spec)
 	spec->network.mode = PD_NET_NONE;
 	spec->network.transparent = true;
 	spec->network.max_connections = DEFAULT_MAX_CONNECTIONS;
+	spec->network.unlisted = PD_NET_UNLISTED_DENY;
+	spec->network.ask_timeout_s = DEFAULT_ASK_TIMEOUT_S;
+	spec->network.ask_max_pending = DEFAULT_ASK_MAX_PENDING;
 }
 
 static void rules_free(char ***v, size_t *n)
@@ -169,6 +194,38 @@ static int load_max_connections(paddock_spec *spec, json_t *v, const char *field
 	return 0;
 }
 
+static int set_unlisted(paddock_spec *spec, const char *value, const char *field,
+			paddock_error *err)
+{
+	int u = pd_net_unlisted_from_string(value);
+
+	if (u < 0)
+		return pd_fail_field(err, EINVAL, field, "expected 'deny' or 'ask', got '%s'",
+				     PD_ESC(value));
+	spec->network.unlisted = (enum pd_net_unlisted)u;
+	return 0;
+}
+
+static int set_ask_timeout(paddock_spec *spec, double v, const char *field, paddock_error *err)
+{
+	if (!(v > 0 && v <= ASK_TIMEOUT_MAX_S))
+		return pd_fail_field(err, EINVAL, field,
+				     "expected seconds above 0 and at most %.0f (an hour)",
+				     ASK_TIMEOUT_MAX_S);
+	spec->network.ask_timeout_s = v;
+	return 0;
+}
+
+static int set_ask_max_pending(paddock_spec *spec, long long n, const char *field,
+			       paddock_error *err)
+{
+	if (n < 1 || n > ASK_MAX_PENDING_LIMIT)
+		return pd_fail_field(err, EINVAL, field, "expected an integer from 1 to %d",
+				     ASK_MAX_PENDING_LIMIT);
+	spec->network.ask_max_pending = (unsigned)n;
+	return 0;
+}
+
 static int set_mode(paddock_spec *spec, const char *value, const char *field,
 		    paddock_error *err)
 {
@@ -212,10 +269,27 @@ int pd_spec_network_load(paddock_spec *spec, json_t *v, const char *field, paddo
 			r = 0;
 		} else if (streq(key, "max_connections")) {
 			r = load_max_connections(spec, m, sub, err);
+		} else if (streq(key, "unlisted")) {
+			if (!json_is_string(m))
+				return pd_fail_field(err, EINVAL, sub, "expected 'deny' or 'ask'");
+			r = set_unlisted(spec, json_string_value(m), sub, err);
+		} else if (streq(key, "ask_timeout_s")) {
+			if (!json_is_number(m))
+				return pd_fail_field(err, EINVAL, sub,
+						     "expected seconds above 0 and at most %.0f",
+						     ASK_TIMEOUT_MAX_S);
+			r = set_ask_timeout(spec, json_number_value(m), sub, err);
+		} else if (streq(key, "ask_max_pending")) {
+			if (!json_is_integer(m))
+				return pd_fail_field(err, EINVAL, sub,
+						     "expected an integer from 1 to %d",
+						     ASK_MAX_PENDING_LIMIT);
+			r = set_ask_max_pending(spec, json_integer_value(m), sub, err);
 		} else {
 			return pd_fail_field(err, EINVAL, sub,
 					     "unknown field '%s', expected one of 'mode', 'allow', "
-					     "'deny', 'transparent', 'max_connections'",
+					     "'deny', 'transparent', 'max_connections', 'unlisted', "
+					     "'ask_timeout_s', 'ask_max_pending'",
 					     PD_ESC(key));
 		}
 		if (r < 0)
@@ -260,6 +334,29 @@ int pd_spec_network_set(paddock_spec *spec, const char *name, const char *value,
 		spec->network.max_connections = (unsigned)n;
 		return 0;
 	}
+	if (streq(name, "unlisted"))
+		return set_unlisted(spec, value, field, err);
+	if (streq(name, "ask_timeout_s")) {
+		double v;
+
+		if (pd_parse_seconds(value, &v) < 0)
+			return pd_fail_field(err, EINVAL, field,
+					     "expected seconds above 0 and at most %.0f, got '%s'",
+					     ASK_TIMEOUT_MAX_S, PD_ESC(value));
+		return set_ask_timeout(spec, v, field, err);
+	}
+	if (streq(name, "ask_max_pending")) {
+		char *end;
+		long long n;
+
+		errno = 0;
+		n = strtoll(value, &end, 10);
+		if (errno || end == value || *end)
+			return pd_fail_field(err, EINVAL, field,
+					     "expected an integer from 1 to %d, got '%s'",
+					     ASK_MAX_PENDING_LIMIT, PD_ESC(value));
+		return set_ask_max_pending(spec, n, field, err);
+	}
 	return -ENOENT;
 }
 
@@ -281,6 +378,25 @@ int pd_spec_network_validate(const paddock_spec *spec, paddock_error *err)
 	    spec->network.max_connections > MAX_CONNECTIONS_LIMIT)
 		return pd_fail_field(err, EINVAL, "network.max_connections",
 				     "expected an integer from 1 to %d", MAX_CONNECTIONS_LIMIT);
+	if (!pd_net_unlisted_to_string(spec->network.unlisted))
+		return pd_fail_field(err, EINVAL, "network.unlisted", "unknown value %d",
+				     (int)spec->network.unlisted);
+	/* asking is about hosts an allowlist leaves out: 'open' has none, 'none' opens nothing */
+	if (spec->network.unlisted == PD_NET_UNLISTED_ASK &&
+	    spec->network.mode != PD_NET_ALLOWLIST)
+		return pd_fail_field(err, EINVAL, "network.unlisted",
+				     "'ask' needs network.mode 'allowlist' (mode '%s' %s)",
+				     pd_net_mode_to_string(spec->network.mode),
+				     spec->network.mode == PD_NET_OPEN
+					     ? "allows every public host already"
+					     : "has no egress to ask about");
+	if (!(spec->network.ask_timeout_s > 0 && spec->network.ask_timeout_s <= ASK_TIMEOUT_MAX_S))
+		return pd_fail_field(err, EINVAL, "network.ask_timeout_s",
+				     "expected seconds above 0 and at most %.0f", ASK_TIMEOUT_MAX_S);
+	if (spec->network.ask_max_pending < 1 ||
+	    spec->network.ask_max_pending > ASK_MAX_PENDING_LIMIT)
+		return pd_fail_field(err, EINVAL, "network.ask_max_pending",
+				     "expected an integer from 1 to %d", ASK_MAX_PENDING_LIMIT);
 	return 0;
 }
 
@@ -292,6 +408,8 @@ int pd_spec_network_policy(const paddock_spec *spec, struct pd_egress_policy *re
 	int r;
 
 	pd_egress_policy_init(&p, (enum pd_egress_mode)spec->network.mode);
+	p.ask = spec->network.unlisted == PD_NET_UNLISTED_ASK &&
+		spec->network.mode == PD_NET_ALLOWLIST;
 	for (int deny = 0; deny <= 1; deny++) {
 		char **v = deny ? spec->network.deny : spec->network.allow;
 		size_t n = deny ? spec->network.n_deny : spec->network.n_allow;
@@ -330,12 +448,26 @@ int pd_spec_network_to_json(const paddock_spec *spec, json_t *root, paddock_erro
 	if (!mode)
 		return pd_fail_field(err, EINVAL, "network.mode", "unknown mode %d",
 				     (int)spec->network.mode);
-	o = json_pack("{s:s, s:o, s:o, s:b, s:I}", "mode", mode, "allow",
+	/* whole seconds as an integer ("30"), as limits.timeout_s is written */
+	double t = spec->network.ask_timeout_s;
+	json_t *timeout = t > 0 && t <= ASK_TIMEOUT_MAX_S && (double)(json_int_t)t == t
+				  ? json_integer((json_int_t)t)
+				  : json_real(t);
+
+	o = json_pack("{s:s, s:o, s:o, s:b, s:I, s:s, s:o, s:I}", "mode", mode, "allow",
 		      rules_to_json(spec->network.allow, spec->network.n_allow), "deny",
 		      rules_to_json(spec->network.deny, spec->network.n_deny), "transparent",
 		      spec->network.transparent, "max_connections",
-		      (json_int_t)spec->network.max_connections);
+		      (json_int_t)spec->network.max_connections, "unlisted",
+		      pd_net_unlisted_to_string(spec->network.unlisted), "ask_timeout_s",
+		      timeout, "ask_max_pending",
+		      (json_int_t)spec->network.ask_max_pending);
 	if (!o || json_object_set_new(root, "network", o) < 0)
 		return pd_fail(err, ENOMEM, "out of memory");
 	return 0;
+}
+
+int pd_spec_network_add_allow(paddock_spec *spec, const char *rule, paddock_error *err)
+{
+	return rule_append(spec, false, rule, "network.allow", err);
 }

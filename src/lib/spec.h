@@ -36,6 +36,13 @@ enum pd_net_mode {
 	_PD_NET_MAX,
 };
 
+/* What network.unlisted does with a destination no rule names (allowlist mode). */
+enum pd_net_unlisted {
+	PD_NET_UNLISTED_DENY, /* refused: the default */
+	PD_NET_UNLISTED_ASK,  /* held while a person is asked (docs/network.md, "Asking a person") */
+	_PD_NET_UNLISTED_MAX,
+};
+
 /* Who commands run as (spec "user"). */
 enum pd_user {
 	PD_USER_USER, /* uid/gid 1000 "user": the default */
@@ -99,6 +106,10 @@ struct paddock_spec {
 		size_t n_deny;
 		bool transparent;	  /* redirect all TCP/UDP to the proxy; default true */
 		unsigned max_connections; /* concurrent proxied connections; default 256 */
+		/* hosts no rule names: refused, or held while a person is asked (allowlist only) */
+		enum pd_net_unlisted unlisted;
+		double ask_timeout_s;	  /* how long a connection waits for the answer; 30 */
+		unsigned ask_max_pending; /* destinations waiting for an answer at once; 8 */
 	} network;
 	struct pd_spec_secret *secrets; /* spec-secrets.c */
 	size_t n_secrets;
@@ -172,6 +183,13 @@ int pd_spec_network_validate(const paddock_spec *spec, paddock_error *err);
 int pd_spec_network_policy(const paddock_spec *spec, struct pd_egress_policy *ret,
 			   paddock_error *err);
 int pd_spec_network_to_json(const paddock_spec *spec, json_t *root, paddock_error *err);
+/*
+ * Appends one allow rule to network.allow (an answer "allow for this sandbox"), checked as
+ * a rule given in the spec is. On error the spec is unchanged.
+ */
+int pd_spec_network_add_allow(paddock_spec *spec, const char *rule, paddock_error *err);
+const char *pd_net_unlisted_to_string(enum pd_net_unlisted u);
+int pd_net_unlisted_from_string(const char *s); /* -EINVAL when unknown */
 
 /* The secrets (spec-secrets.c). */
 void pd_spec_secrets_clear(paddock_spec *spec);

@@ -72,6 +72,12 @@ struct dsandbox {
 	unsigned next_proc;
 	struct dproc *procs; /* newest first */
 	size_t n_procs;
+	/* watch_asks(): its pending decisions, followed (GET .../network/pending?follow=1) */
+	struct http_conn *ask_conn;
+	struct event *ask_ev;
+	mcp_ask_fn ask_fn;
+	void *ask_ud;
+	struct dbackend *b;
 	struct dsandbox *next;
 };
 
@@ -384,6 +390,16 @@ static void procs_free(struct dproc *p)
 	}
 }
 
+static void asks_unwatch(struct dsandbox *s)
+{
+	if (s->ask_ev)
+		event_free(s->ask_ev);
+	s->ask_ev = NULL;
+	http_conn_free(s->ask_conn);
+	s->ask_conn = NULL;
+	s->ask_fn = NULL;
+}
+
 static void sandbox_unlink(struct dbackend *b, struct dsandbox *s)
 {
 	for (struct dsandbox **pp = &b->sandboxes; *pp; pp = &(*pp)->next)
@@ -391,6 +407,7 @@ static void sandbox_unlink(struct dbackend *b, struct dsandbox *s)
 			*pp = s->next;
 			break;
 		}
+	asks_unwatch(s);
 	procs_free(s->procs);
 	free(s);
 }
@@ -1447,6 +1464,140 @@ static int d_code_request(struct mcp_backend *mb, const char *id, const char *me
 	return 0;
 }
 
+/* ---- asking a person ----------------------------------------------------------------------- */
+
+#define ASK_LINE_MAX 4096 /* one decision: a name of 253 bytes and a few fields */
+
+static int64_t parse_time_ms(const char *s)
+{
+	struct tm tm = { 0 };
+	const char *rest = s ? strptime(s, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
+	int64_t ms = 0;
+
+	if (!rest)
+		return 0;
+	if (rest[0] == '.' && rest[1] >= '0' && rest[1] <= '9' && rest[2] >= '0' &&
+	    rest[2] <= '9' && rest[3] >= '0' && rest[3] <= '9')
+		ms = (rest[1] - '0') * 100 + (rest[2] - '0') * 10 + (rest[3] - '0');
+	return (int64_t)timegm(&tm) * 1000 + ms;
+}
+
+/* One line of the follow stream: a decision, checked before it is told. */
+static void ask_line(struct dsandbox *s, const char *line, size_t len)
+{
+	_cleanup_json_ json_t *o = json_loadb(line, len, 0, NULL);
+	json_t *id = json_object_get(o, "id"), *port = json_object_get(o, "port");
+	const char *host = json_string_value(json_object_get(o, "host"));
+	const char *rule = json_string_value(json_object_get(o, "rule"));
+	const char *answer = json_string_value(json_object_get(o, "answer"));
+
+	/* what paddockd relays of a sandbox's choosing is bounded and shaped, or not told */
+	if (!json_is_integer(id) || json_integer_value(id) < 1 || !json_is_integer(port) ||
+	    json_integer_value(port) < 1 || json_integer_value(port) > 65535 || !host ||
+	    strlen(host) > 253 || !rule || strlen(rule) > 270 ||
+	    strspn(host, "abcdefghijklmnopqrstuvwxyz0123456789-.:") != strlen(host) ||
+	    (answer && paddock_ask_answer_from_string(answer) < 0) || !s->ask_fn)
+		return;
+	struct mcp_ask a = {
+		.sandbox = s->id,
+		.id = (uint64_t)json_integer_value(id),
+		.host = host,
+		.port = (uint16_t)json_integer_value(port),
+		.rule = rule,
+		.expires_ms = parse_time_ms(json_string_value(json_object_get(o, "expires_at"))),
+		.decided = answer != NULL,
+		.answer = answer,
+		.by = answer ? json_string_value(json_object_get(o, "by")) : NULL,
+	};
+
+	if (a.decided && !a.by)
+		a.by = "paddockd";
+	s->ask_fn(&a, s->ask_ud);
+}
+
+static void asks_readable(evutil_socket_t fd, short what, void *arg)
+{
+	struct dsandbox *s = arg;
+	paddock_error err = { 0 };
+
+	(void)fd;
+	(void)what;
+	for (int i = 0; i < LINES_PER_WAKE && s->ask_conn; i++) {
+		const char *line;
+		size_t len;
+		int r = http_read_line(s->ask_conn, ASK_LINE_MAX, &line, &len, &err);
+
+		if (r == -EAGAIN)
+			return;
+		if (r <= 0) {
+			/* the sandbox is gone, or paddockd stopped: nothing more will come */
+			asks_unwatch(s);
+			return;
+		}
+		ask_line(s, line, len); /* may unwatch */
+	}
+	if (s->ask_ev)
+		event_active(s->ask_ev, EV_READ, 0);
+}
+
+static int d_watch_asks(struct mcp_backend *mb, const char *id, mcp_ask_fn fn, void *userdata,
+			paddock_error *err)
+{
+	struct dbackend *b = dbackend(mb);
+	struct dsandbox *s = sandbox_find(b, id, err);
+	_cleanup_free_ char *url = NULL;
+	_cleanup_conn_ struct http_conn *c = NULL;
+	struct http_response resp;
+	int r;
+
+	if (!s)
+		return -ENOENT;
+	asks_unwatch(s);
+	if (!fn)
+		return 0;
+	url = make_url(SEGS(s->id, "network", "pending"), QUERY("follow", "1"));
+	if (!url)
+		return pd_fail(err, ENOMEM, "out of memory");
+	struct http_request req = { .method = "GET", .target = url, .body_fd = -1 };
+
+	r = dopen(b, &req, &c, &resp, err);
+	if (r < 0)
+		return r;
+	http_conn_set_nonblocking(c, true);
+	s->b = b;
+	s->ask_ev = event_new(b->ev_base, http_conn_fd(c), EV_READ | EV_PERSIST, asks_readable, s);
+	if (!s->ask_ev || event_add(s->ask_ev, NULL) < 0) {
+		if (s->ask_ev)
+			event_free(s->ask_ev);
+		s->ask_ev = NULL;
+		return pd_fail(err, ENOMEM, "follow the sandbox's pending decisions");
+	}
+	s->ask_conn = TAKE_PTR(c);
+	s->ask_fn = fn;
+	s->ask_ud = userdata;
+	event_active(s->ask_ev, EV_READ, 0); /* lines the head's read took along */
+	return 0;
+}
+
+static int d_answer(struct mcp_backend *mb, const char *id, uint64_t ask,
+		    enum paddock_ask_answer answer, const char *who, paddock_error *err)
+{
+	struct dbackend *b = dbackend(mb);
+	struct dsandbox *s = sandbox_find(b, id, err);
+	_cleanup_free_ char *url = NULL;
+	_cleanup_json_ json_t *body = NULL;
+
+	if (!s)
+		return -ENOENT;
+	url = make_url(SEGS(s->id, "network", "decisions"), NULL);
+	body = json_pack("{s:I, s:s, s:s?}", "id", (json_int_t)ask, "answer",
+			 paddock_ask_answer_to_string(answer), "who", who);
+	if (!url || !body)
+		return pd_fail(err, ENOMEM, "out of memory");
+	/* recorded by paddockd with this backend's tenant, and `who` */
+	return dcall(b, "POST", url, body, ANSWER_MAX, NULL, err);
+}
+
 static const struct mcp_backend_ops daemon_ops = {
 	.name = "paddockd",
 	.create = d_create,
@@ -1460,6 +1611,8 @@ static const struct mcp_backend_ops daemon_ops = {
 	.bg_output = d_bg_output,
 	.bg_signal = d_bg_signal,
 	.code_request = d_code_request,
+	.watch_asks = d_watch_asks,
+	.answer = d_answer,
 	.free = d_free,
 };
 

@@ -57,6 +57,8 @@ struct box {
 	bool ended;
 	struct mcp_pending *cmds;
 	unsigned long next_bg;
+	mcp_ask_fn ask_fn; /* watch_asks() */
+	void *ask_ud;
 	struct box *next;
 };
 
@@ -567,6 +569,7 @@ static void box_free(struct embedded *e, struct box *b)
 			*pp = b->next;
 			break;
 		}
+	b->ask_fn = NULL; /* its decisions end with it, unheard */
 	/* its commands' callbacks will not come: a waiting call learns the sandbox is gone */
 	while (b->cmds) {
 		struct mcp_pending *p = b->cmds;
@@ -699,6 +702,60 @@ static int embedded_code_request(struct mcp_backend *base, const char *id, const
 	return r;
 }
 
+/* ---- asking a person --------------------------------------------------------------------- */
+
+static void on_ask(paddock_sandbox *sb, const struct paddock_ask *a, void *userdata)
+{
+	struct embedded *e = userdata;
+
+	for (struct box *b = e->boxes; b; b = b->next)
+		if (b->sb == sb && b->ask_fn) {
+			struct mcp_ask m = {
+				.sandbox = b->id,
+				.id = a->id,
+				.host = a->host,
+				.port = a->port,
+				.rule = a->rule,
+				.expires_ms = a->expires_ms,
+				.decided = a->decided,
+				.answer = a->decided ? paddock_ask_answer_to_string(a->answer) : NULL,
+				.by = a->decided ? a->by : NULL,
+			};
+
+			b->ask_fn(&m, b->ask_ud);
+			return;
+		}
+}
+
+static int embedded_watch_asks(struct mcp_backend *base, const char *id, mcp_ask_fn fn,
+			       void *userdata, paddock_error *err)
+{
+	struct embedded *e = (struct embedded *)base;
+	struct box *b;
+	int r;
+
+	r = find_box(e, id, &b, err);
+	if (r < 0)
+		return r;
+	b->ask_fn = fn;
+	b->ask_ud = userdata;
+	/* none is pending yet (a sandbox is watched as it is made), or the loop tells it */
+	return 0;
+}
+
+static int embedded_answer(struct mcp_backend *base, const char *id, uint64_t ask,
+			   enum paddock_ask_answer answer, const char *who, paddock_error *err)
+{
+	struct embedded *e = (struct embedded *)base;
+	struct box *b;
+	int r;
+
+	r = find_box(e, id, &b, err);
+	if (r < 0)
+		return r;
+	return paddock_sandbox_answer(b->sb, ask, answer, "mcp", who, err);
+}
+
 static const struct mcp_backend_ops embedded_ops = {
 	.name = "embedded",
 	.create = embedded_create,
@@ -712,6 +769,8 @@ static const struct mcp_backend_ops embedded_ops = {
 	.bg_output = embedded_bg_output,
 	.bg_signal = embedded_bg_signal,
 	.code_request = embedded_code_request,
+	.watch_asks = embedded_watch_asks,
+	.answer = embedded_answer,
 	.free = embedded_free,
 };
 
@@ -736,6 +795,8 @@ int mcp_backend_embedded_new(struct event_base *base, const char *resolve_hosts,
 	e->base.ops = &embedded_ops;
 	e->evbase = base;
 	r = paddock_ctx_new(base, &e->ctx, err);
+	if (r >= 0)
+		paddock_ctx_set_ask_handler(e->ctx, on_ask, e);
 	if (r >= 0 && resolve_hosts)
 		r = paddock_ctx_set_resolve_hosts(e->ctx, resolve_hosts, err);
 	if (r >= 0 && upstream_ca)

@@ -54,6 +54,23 @@ typedef void (*mcp_code_fn)(struct http_conn *conn, const struct http_response *
  */
 typedef void (*mcp_exec_done_fn)(json_t *result, const paddock_error *err, void *userdata);
 
+/*
+ * A decision one of the backend's sandboxes waits for (network.unlisted "ask",
+ * docs/network.md): told once when it is asked, once more when it ends (decided).
+ */
+struct mcp_ask {
+	const char *sandbox; /* the backend's sandbox id */
+	uint64_t id;
+	const char *host; /* a DNS name or an address: nothing else */
+	uint16_t port;
+	const char *rule;   /* what allow_always adds: "host:port" */
+	int64_t expires_ms; /* when no answer denies it (ms since the epoch), 0: unknown */
+	bool decided;
+	const char *answer; /* once decided: "allow_once", "allow_always", "deny" */
+	const char *by;	    /* once decided: who answered ("timeout", ...) */
+};
+typedef void (*mcp_ask_fn)(const struct mcp_ask *ask, void *userdata);
+
 struct mcp_backend_ops {
 	const char *name; /* "embedded", "paddockd" */
 
@@ -125,6 +142,16 @@ struct mcp_backend_ops {
 	int (*code_request)(struct mcp_backend *b, const char *id, const char *method,
 			    const char *path, const char *body, size_t len, mcp_code_fn fn,
 			    void *userdata, paddock_error *err);
+
+	/*
+	 * From now on `fn` hears of the sandbox's decisions, from the loop (those pending
+	 * now too); fn NULL: no more. Nothing is heard after the sandbox is destroyed.
+	 */
+	int (*watch_asks)(struct mcp_backend *b, const char *id, mcp_ask_fn fn, void *userdata,
+			  paddock_error *err);
+	/* Answers decision `ask` of the sandbox; `who` is recorded. -ENOENT: not pending. */
+	int (*answer)(struct mcp_backend *b, const char *id, uint64_t ask,
+		      enum paddock_ask_answer answer, const char *who, paddock_error *err);
 
 	/* Destroys every sandbox this backend created, then frees it. NULL is fine. */
 	void (*free)(struct mcp_backend *b);

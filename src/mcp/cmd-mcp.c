@@ -514,6 +514,8 @@ static int serve(struct session *s, struct mcp_backend *backend, const struct mc
 		fprintf(stderr, "paddock mcp: %s\n", err.msg);
 		goto out;
 	}
+	/* stdio carries the server's own requests too: a person can be asked (elicitation) */
+	mcp_server_set_requests(s->server, true);
 	s->in = evbuffer_new();
 	s->out = evbuffer_new();
 	s->in_ev = event_new(s->base, STDIN_FILENO, EV_READ | EV_PERSIST, in_cb, s);

@@ -31,6 +31,8 @@
 
 /* Calls in flight at once in one session: each holds a command's output until it ends. */
 #define MCP_MAX_CALLS 64
+/* The server's own requests waiting for the client at once (elicitations). */
+#define MCP_MAX_REQUESTS 64
 /* Background processes one sandbox keeps (each up to 1 MiB of unread output per stream). */
 #define MCP_MAX_PROCS 32
 
@@ -83,6 +85,27 @@ void mcp_server_message(struct mcp_server *s, const char *data, size_t len);
 /* The transport dropped a message longer than the limit: answers -32600 with id null. */
 void mcp_server_oversized(struct mcp_server *s, size_t limit);
 
+/*
+ * The server's own requests. A transport that carries them (stdio) says so; a session's
+ * client can be asked (elicitation/create, form mode) when it also declared the capability
+ * and agreed on protocol 2025-06-18 or later.
+ */
+void mcp_server_set_requests(struct mcp_server *s, bool can);
+bool mcp_server_can_elicit(const struct mcp_server *s);
+/* The client as it named itself at initialize (printable), and the revision agreed. */
+const char *mcp_server_client(const struct mcp_server *s);
+const char *mcp_server_version(const struct mcp_server *s);
+/*
+ * The client's answer: `result` (borrowed: {"action", "content"}), or NULL and why not. Called
+ * once, from mcp_server_message(), unless the request was cancelled first.
+ */
+typedef void (*mcp_elicit_fn)(json_t *result, const char *error, void *userdata);
+/* Asks the person at the client (schema stolen); *ret_seq names it for cancel. */
+int mcp_server_elicit(struct mcp_server *s, const char *message, json_t *schema,
+		      mcp_elicit_fn fn, void *userdata, uint64_t *ret_seq, paddock_error *err);
+/* No answer is wanted any more: the client is told (notifications/cancelled), fn never runs. */
+void mcp_server_request_cancel(struct mcp_server *s, uint64_t seq, const char *reason);
+
 /* Calls in flight: a tool answers its call now or later, exactly once. */
 /* Sends a CallToolResult: `structured` (stolen) as structuredContent and as text. */
 void mcp_call_result(struct mcp_call *c, json_t *structured);
@@ -105,6 +128,8 @@ int mcp_tools_new(struct mcp_backend *backend, const struct mcp_policy *policy,
 		  struct event_base *base, struct mcp_tools **ret, paddock_error *err);
 /* Destroys every sandbox the session created and frees. NULL is fine. */
 struct mcp_tools *mcp_tools_free(struct mcp_tools *t);
+/* The session's server, for asking its person (NULL: it is gone); set by the server. */
+void mcp_tools_set_server(struct mcp_tools *t, struct mcp_server *s);
 /* The tools/list answer's "tools" array (a new reference). */
 json_t *mcp_tools_list(struct mcp_tools *t);
 /* Whether `name` is a tool. */

@@ -4,6 +4,11 @@
  * in through mcp_server_message(), answers leave through the send callback. A message from
  * the client is hostile; each one earns at most one answer, an error when it is not a valid
  * request, and nothing else happens.
+ *
+ * The server's own requests (elicitation/create: a person is asked, docs/mcp.md "Asking the
+ * person") go out only on a transport that can carry them, to a client that declared the
+ * capability; a response is taken only for an id this server sent and is still waiting for,
+ * once.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -44,6 +49,14 @@ struct mcp_call {
 	struct mcp_call *prev, *next;
 };
 
+/* A request this server sent and waits to hear back of. */
+struct mcp_request {
+	uint64_t seq; /* its id is "paddock-<seq>" */
+	mcp_elicit_fn fn;
+	void *userdata;
+	struct mcp_request *next;
+};
+
 struct mcp_server {
 	struct mcp_tools *tools;
 	mcp_send_fn send;
@@ -51,6 +64,14 @@ struct mcp_server {
 	bool initialized; /* initialize was answered */
 	struct mcp_call *calls; /* in flight */
 	unsigned n_calls;
+	/* what initialize said: the revision agreed, and whether the client can elicit */
+	const char *version;
+	bool can_request; /* the transport carries the server's requests (stdio) */
+	bool elicit_form;
+	char client[96]; /* clientInfo's name and version, printable */
+	struct mcp_request *requests;
+	unsigned n_requests;
+	uint64_t next_seq;
 };
 
 int mcp_server_new(struct mcp_tools *tools, mcp_send_fn send, void *userdata,
@@ -63,6 +84,7 @@ int mcp_server_new(struct mcp_tools *tools, mcp_send_fn send, void *userdata,
 	s->tools = tools;
 	s->send = send;
 	s->userdata = userdata;
+	mcp_tools_set_server(tools, s);
 	*ret = s;
 	return 0;
 }
@@ -95,6 +117,14 @@ struct mcp_server *mcp_server_free(struct mcp_server *s)
 		return NULL;
 	while (s->calls)
 		call_cancel(s->calls);
+	/* requests still out: nobody hears back of them (their owners end with the session) */
+	while (s->requests) {
+		struct mcp_request *q = s->requests;
+
+		s->requests = q->next;
+		free(q);
+	}
+	mcp_tools_set_server(s->tools, NULL);
 	free(s);
 	return NULL;
 }
@@ -202,6 +232,28 @@ struct mcp_tools *mcp_call_tools(const struct mcp_call *c)
 
 /* ---- methods ---------------------------------------------------------------------------- */
 
+/*
+ * Elicitation is 2025-06-18's and later's (ISO dates compare as strings). A client declares
+ * "elicitation": {} (form mode, as 2025-06-18 had it) or {"form": {}, "url": {}}; form is
+ * what this server asks with.
+ */
+static void record_client(struct mcp_server *s, json_t *caps, json_t *info)
+{
+	json_t *e = json_object_get(caps, "elicitation");
+	const char *name = json_string_value(json_object_get(info, "name"));
+	const char *ver = json_string_value(json_object_get(info, "version"));
+	size_t n = 0;
+
+	s->elicit_form = strcmp(s->version, "2025-06-18") >= 0 && json_is_object(e) &&
+			 (json_object_get(e, "form") || !json_object_get(e, "url"));
+	snprintf(s->client, sizeof(s->client), "%.60s%s%.30s", name ? name : "an MCP client",
+		 ver ? " " : "", ver ? ver : "");
+	/* a name the client gave goes into records: printable ASCII only */
+	for (char *p = s->client; *p; p++, n++)
+		if (*p < 0x20 || *p > 0x7e)
+			*p = '?';
+}
+
 static void do_initialize(struct mcp_server *s, json_t *id, json_t *params)
 {
 	json_t *v = params ? json_object_get(params, "protocolVersion") : NULL;
@@ -221,6 +273,9 @@ static void do_initialize(struct mcp_server *s, json_t *id, json_t *params)
 		if (!strcmp(json_string_value(v), protocol_versions[i]))
 			version = protocol_versions[i];
 	s->initialized = true;
+	s->version = version;
+	record_client(s, json_object_get(params, "capabilities"),
+		      json_object_get(params, "clientInfo"));
 	send_result(s, id,
 		    json_pack("{s:s, s:{s:{s:b}}, s:{s:s, s:s, s:s}, s:s}", "protocolVersion",
 			      version, "capabilities", "tools", "listChanged", 0, "serverInfo",
@@ -332,6 +387,121 @@ static void handle_notification(struct mcp_server *s, const char *method, json_t
 	/* notifications/initialized and any other notification need nothing */
 }
 
+/* ---- the server's own requests ------------------------------------------------------------ */
+
+void mcp_server_set_requests(struct mcp_server *s, bool can)
+{
+	s->can_request = can;
+}
+
+bool mcp_server_can_elicit(const struct mcp_server *s)
+{
+	return s && s->initialized && s->can_request && s->elicit_form;
+}
+
+const char *mcp_server_client(const struct mcp_server *s)
+{
+	return s->client[0] ? s->client : "an MCP client";
+}
+
+const char *mcp_server_version(const struct mcp_server *s)
+{
+	return s->version ? s->version : protocol_versions[0];
+}
+
+static void request_id(uint64_t seq, char *buf, size_t size)
+{
+	snprintf(buf, size, "paddock-%llu", (unsigned long long)seq);
+}
+
+int mcp_server_elicit(struct mcp_server *s, const char *message, json_t *schema,
+		      mcp_elicit_fn fn, void *userdata, uint64_t *ret_seq, paddock_error *err)
+{
+	struct mcp_request *q;
+	char id[32];
+
+	if (!mcp_server_can_elicit(s)) {
+		json_decref(schema);
+		return pd_fail(err, EOPNOTSUPP, "the client cannot be asked (no elicitation)");
+	}
+	if (s->n_requests >= MCP_MAX_REQUESTS) {
+		json_decref(schema);
+		return pd_fail(err, EBUSY, "%u questions wait for the client already",
+			       s->n_requests);
+	}
+	q = calloc(1, sizeof(*q));
+	if (!q) {
+		json_decref(schema);
+		return pd_fail(err, ENOMEM, "out of memory");
+	}
+	q->seq = ++s->next_seq;
+	q->fn = fn;
+	q->userdata = userdata;
+	q->next = s->requests;
+	s->requests = q;
+	s->n_requests++;
+	request_id(q->seq, id, sizeof(id));
+	send_message(s, json_pack("{s:s, s:s, s:s, s:{s:s, s:o}}", "jsonrpc", "2.0", "id", id,
+				  "method", "elicitation/create", "params", "message", message,
+				  "requestedSchema", schema));
+	*ret_seq = q->seq;
+	return 0;
+}
+
+static struct mcp_request *request_take(struct mcp_server *s, uint64_t seq)
+{
+	for (struct mcp_request **pp = &s->requests; *pp; pp = &(*pp)->next)
+		if ((*pp)->seq == seq) {
+			struct mcp_request *q = *pp;
+
+			*pp = q->next;
+			s->n_requests--;
+			return q;
+		}
+	return NULL;
+}
+
+void mcp_server_request_cancel(struct mcp_server *s, uint64_t seq, const char *reason)
+{
+	struct mcp_request *q = s ? request_take(s, seq) : NULL;
+	char id[32];
+
+	if (!q)
+		return;
+	free(q);
+	request_id(seq, id, sizeof(id));
+	send_message(s, json_pack("{s:s, s:s, s:{s:s, s:s}}", "jsonrpc", "2.0", "method",
+				  "notifications/cancelled", "params", "requestId", id, "reason",
+				  reason));
+}
+
+/* A response: its request's callback hears it, once; any other response is ignored. */
+static void take_response(struct mcp_server *s, json_t *id, json_t *result, json_t *error)
+{
+	const char *text = json_string_value(id);
+	struct mcp_request *q;
+	unsigned long long seq;
+	char *end;
+
+	if (!text || strncmp(text, "paddock-", 8) != 0)
+		return;
+	errno = 0;
+	seq = strtoull(text + 8, &end, 10);
+	if (errno || *end || end == text + 8)
+		return;
+	q = request_take(s, seq);
+	if (!q)
+		return; /* cancelled, answered already, or never sent */
+	/* a result that is no object is no answer: the callback hears an error */
+	q->fn(json_is_object(result) ? result : NULL,
+	      json_is_object(result) ? NULL
+	      : json_is_string(json_object_get(error, "message"))
+		      ? json_string_value(json_object_get(error, "message"))
+		      : "the client answered with no result",
+	      q->userdata);
+	free(q);
+}
+
 void mcp_server_message(struct mcp_server *s, const char *data, size_t len)
 {
 	json_error_t jerr;
@@ -366,10 +536,13 @@ void mcp_server_message(struct mcp_server *s, const char *data, size_t len)
 		goto out;
 	}
 	if (!method) {
-		/* a response: this server sends no requests, so there is nothing it answers */
+		/* a response: to a request of this server's, or to nothing (then ignored) */
 		if (!json_object_get(msg, "result") && !json_object_get(msg, "error"))
 			send_error(s, NULL, MCP_INVALID_REQUEST,
 				   "a message needs a method (or result/error)", NULL);
+		else
+			take_response(s, id, json_object_get(msg, "result"),
+				      json_object_get(msg, "error"));
 		goto out;
 	}
 	if (!json_is_string(method)) {

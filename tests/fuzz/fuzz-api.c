@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Fuzzes paddockd's request parsers with hostile JSON bodies: the first byte picks the
- * parser (exec request, or sandbox create: spec + ttl_s + idle_timeout_s + metadata), the
- * rest is the body. A parser must answer every input with a status and never crash or leak.
+ * parser ('d': a decision of network/decisions; else odd: exec request, even: sandbox create:
+ * spec + ttl_s + idle_timeout_s + metadata), the rest is the body. A parser must answer every input with a status and never crash or leak.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -25,7 +25,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		json_decref(o);
 		return 0;
 	}
-	if (data[0] & 1) {
+	if (data[0] == 'd') {
+		struct decision_req q;
+
+		/* POST .../network/decisions */
+		if (!pd_decision_parse(&r, o, &q) && (r.status < 400 || r.status > 499))
+			abort();
+	} else if (data[0] & 1) {
 		struct exec_req q = { 0 };
 
 		if (!pd_exec_parse(&r, &b, o, &q) && (r.status < 400 || r.status > 499))

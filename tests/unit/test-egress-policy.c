@@ -272,6 +272,64 @@ static void test_addresses(void **state)
 	pd_egress_policy_release(&p);
 }
 
+static bool ask(const struct pd_egress_policy *p, const char *name, const char *addr,
+		uint16_t port)
+{
+	uint8_t a[16] = { 0 };
+	int family = AF_INET;
+
+	if (addr && inet_pton(AF_INET, addr, a) != 1) {
+		assert_int_equal(inet_pton(AF_INET6, addr, a), 1);
+		family = AF_INET6;
+	}
+	return pd_egress_ask_wanted(p, name, family, addr ? a : NULL, port);
+}
+
+/* network.unlisted "ask": only what no rule names, only what could be public. */
+static void test_ask(void **state)
+{
+	const char *const allow[] = { "pypi.org", "*.example.com:443", "10.1.2.0/24", NULL };
+	const char *const deny[] = { "evil.example.com", "203.0.113.0/24", NULL };
+	struct pd_egress_policy p = policy(PD_EGRESS_ALLOWLIST, allow, deny);
+
+	(void)state;
+	assert_false(ask(&p, "api.unlisted.net", NULL, 443)); /* the policy does not ask */
+	p.ask = true;
+	assert_true(ask(&p, "api.unlisted.net", NULL, 443));
+	assert_true(ask(&p, "API.Unlisted.NET.", NULL, 443));
+	assert_false(ask(&p, "pypi.org", NULL, 443));	      /* allowed by a rule */
+	assert_false(ask(&p, "evil.example.com", NULL, 443)); /* denied by a rule */
+	assert_true(ask(&p, "a.example.com", NULL, 80));      /* the rule is for 443 only */
+	/* never a name that cannot be a public host, never a malformed one */
+	assert_false(ask(&p, "localhost", NULL, 80));
+	assert_false(ask(&p, "db.localhost", NULL, 80));
+	assert_false(ask(&p, "metadata", NULL, 80));
+	assert_false(ask(&p, "bad name.net", NULL, 80));
+	/* addresses: public ones no rule names; a name that is an address is one */
+	assert_true(ask(&p, NULL, "93.184.216.34", 443));
+	assert_true(ask(&p, "93.184.216.34", NULL, 443));
+	assert_true(ask(&p, NULL, "2606:2800:220:1::1", 443));
+	/* SECURITY: a person never opens the SSRF wall */
+	assert_false(ask(&p, NULL, "127.0.0.1", 80));
+	assert_false(ask(&p, NULL, "169.254.169.254", 80));
+	assert_false(ask(&p, NULL, "10.9.9.9", 80));
+	assert_false(ask(&p, NULL, "::ffff:10.9.9.9", 80));
+	assert_false(ask(&p, "127.0.0.1", NULL, 80));
+	assert_false(ask(&p, NULL, "10.1.2.3", 80));	 /* allowed by a CIDR rule */
+	assert_false(ask(&p, NULL, "203.0.113.7", 80)); /* denied by one (and reserved) */
+	pd_egress_policy_release(&p);
+
+	/* open allows every public host, none has no egress: neither asks */
+	p = policy(PD_EGRESS_OPEN, NULL, NULL);
+	p.ask = true;
+	assert_false(ask(&p, "api.unlisted.net", NULL, 443));
+	pd_egress_policy_release(&p);
+	p = policy(PD_EGRESS_NONE, NULL, NULL);
+	p.ask = true;
+	assert_false(ask(&p, "api.unlisted.net", NULL, 443));
+	pd_egress_policy_release(&p);
+}
+
 static void test_presets_and_bounds(void **state)
 {
 	struct pd_egress_policy p;
@@ -311,6 +369,7 @@ int main(void)
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_addresses),
 		cmocka_unit_test(test_presets_and_bounds),
+		cmocka_unit_test(test_ask),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,6 +18,7 @@
 #include <jansson.h>
 
 #include "paddock/paddock.h"
+#include "egress-policy.h"
 #include "spec.h"
 #include "util/cleanup.h"
 
@@ -137,7 +138,10 @@ static void test_defaults_json(void **state)
 				  "    \"allow\": [],\n"
 				  "    \"deny\": [],\n"
 				  "    \"transparent\": true,\n"
-				  "    \"max_connections\": 256\n"
+				  "    \"max_connections\": 256,\n"
+				  "    \"unlisted\": \"deny\",\n"
+				  "    \"ask_timeout_s\": 30,\n"
+				  "    \"ask_max_pending\": 8\n"
 				  "  },\n"
 				  "  \"secrets\": []\n"
 				  "}");
@@ -870,6 +874,57 @@ static void test_network(void **state)
 	paddock_spec_free(spec);
 }
 
+/* network.unlisted "ask": allowlist only; its time and pending bound are checked by field. */
+static void test_network_ask(void **state)
+{
+	static const char doc[] = "{\"network\": {\"mode\": \"allowlist\", \"unlisted\": \"ask\","
+				  " \"ask_timeout_s\": 2.5, \"ask_max_pending\": 3}}";
+	paddock_spec *spec = new_spec();
+	struct pd_egress_policy p;
+	paddock_error err = { 0 };
+
+	(void)state;
+	load_ok(spec, doc);
+	assert_int_equal(spec->network.unlisted, PD_NET_UNLISTED_ASK);
+	assert_true(spec->network.ask_timeout_s == 2.5);
+	assert_int_equal(spec->network.ask_max_pending, 3);
+	assert_int_equal(paddock_spec_validate(spec, &err), 0);
+	assert_round_trip(spec);
+	assert_int_equal(pd_spec_network_policy(spec, &p, &err), 0);
+	assert_true(p.ask);
+	pd_egress_policy_release(&p);
+
+	/* from strings, as the flags give them */
+	set_ok(spec, "network.ask_timeout_s", "10");
+	set_ok(spec, "network.ask_max_pending", "64");
+	set_ok(spec, "network.unlisted", "deny");
+	assert_int_equal(paddock_spec_validate(spec, &err), 0);
+
+	/* bad values name their field and change nothing */
+	assert_int_not_equal(paddock_spec_set(spec, "network.unlisted", "maybe", &err), 0);
+	assert_string_equal(err.field, "network.unlisted");
+	assert_int_not_equal(paddock_spec_set(spec, "network.ask_timeout_s", "0", &err), 0);
+	assert_string_equal(err.field, "network.ask_timeout_s");
+	assert_int_not_equal(paddock_spec_set(spec, "network.ask_timeout_s", "3601", &err), 0);
+	assert_int_not_equal(paddock_spec_set(spec, "network.ask_max_pending", "65", &err), 0);
+	assert_string_equal(err.field, "network.ask_max_pending");
+	assert_int_not_equal(paddock_spec_set(spec, "network.ask_max_pending", "0", &err), 0);
+	assert_int_not_equal(paddock_spec_load_json(spec, "{\"network\": {\"unlisted\": 1}}",
+						    strlen("{\"network\": {\"unlisted\": 1}}"), &err),
+			     0);
+	assert_string_equal(err.field, "network.unlisted");
+	assert_true(spec->network.ask_timeout_s == 10);
+	assert_int_equal(spec->network.ask_max_pending, 64);
+
+	/* asking is about an allowlist's unlisted hosts: refused with open or none */
+	set_ok(spec, "network.unlisted", "ask");
+	set_ok(spec, "network.mode", "open");
+	assert_validate_fails(spec, "network.unlisted");
+	set_ok(spec, "network.mode", "none");
+	assert_validate_fails(spec, "network.unlisted");
+	paddock_spec_free(spec);
+}
+
 /* Secrets: the source is kept, a value never written out; bad ones name their field. */
 static void test_secrets(void **state)
 {
@@ -1205,6 +1260,7 @@ int main(void)
 		cmocka_unit_test(test_limits_json),
 		cmocka_unit_test(test_set),
 		cmocka_unit_test(test_network),
+		cmocka_unit_test(test_network_ask),
 		cmocka_unit_test(test_secrets),
 		cmocka_unit_test(test_set_env),
 		cmocka_unit_test(test_set_env_limits),
