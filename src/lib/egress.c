@@ -88,59 +88,6 @@ struct pd_resolver *pd_egress_resolver(paddock_ctx *ctx, paddock_error *err)
 	return ctx->resolver;
 }
 
-int paddock_ctx_set_resolve_hosts(paddock_ctx *ctx, const char *path, paddock_error *err)
-{
-	struct pd_resolver *r = NULL;
-	char *copy;
-	int k;
-
-	if (!ctx || !path)
-		return pd_fail(err, EINVAL, "paddock_ctx_set_resolve_hosts: arguments are required");
-	/* read now, so a bad file is an error here rather than at the first connection */
-	k = pd_resolver_new(ctx->base, path, &r, err);
-	if (k < 0)
-		return k;
-	copy = strdup(path);
-	if (!copy) {
-		pd_resolver_free(r);
-		return pd_fail(err, ENOMEM, "out of memory");
-	}
-	pd_resolver_free(ctx->resolver);
-	free(ctx->resolve_hosts);
-	ctx->resolver = r;
-	ctx->resolve_hosts = copy;
-	return 0;
-}
-
-int paddock_ctx_add_upstream_ca(paddock_ctx *ctx, const char *path, paddock_error *err)
-{
-	size_t n = pd_strv_length(ctx ? ctx->upstream_ca : NULL);
-	char **v;
-
-	if (!ctx || !path)
-		return pd_fail(err, EINVAL, "paddock_ctx_add_upstream_ca: arguments are required");
-	if (access(path, R_OK) < 0)
-		return pd_fail(err, errno, "read upstream CA file %s", path);
-	v = realloc(ctx->upstream_ca, (n + 2) * sizeof(*v));
-	if (!v)
-		return pd_fail(err, ENOMEM, "out of memory");
-	ctx->upstream_ca = v;
-	v[n] = strdup(path);
-	v[n + 1] = NULL;
-	if (!v[n])
-		return pd_fail(err, ENOMEM, "out of memory");
-	/* made now, so a file that is no CA is an error here, not at the first interception */
-	if (ctx->upstream_tls)
-		SSL_CTX_free(ctx->upstream_tls);
-	ctx->upstream_tls = pd_tls_upstream_ctx_new((const char *const *)ctx->upstream_ca, err);
-	if (!ctx->upstream_tls) {
-		free(v[n]);
-		v[n] = NULL;
-		return -EINVAL;
-	}
-	return 0;
-}
-
 struct ssl_ctx_st *pd_egress_upstream_tls(paddock_ctx *ctx, paddock_error *err)
 {
 	if (!ctx->upstream_tls)
@@ -573,58 +520,4 @@ void pd_egress_free(struct pd_egress *eg)
 	pd_egress_policy_release(&eg->policy);
 	free(eg->answers);
 	free(eg);
-}
-
-/* ---- public --------------------------------------------------------------------------- */
-
-int paddock_sandbox_egress_stats(const paddock_sandbox *sb, struct paddock_egress_stats *ret,
-				 paddock_error *err)
-{
-	if (!sb || !ret)
-		return pd_fail(err, EINVAL, "paddock_sandbox_egress_stats: arguments are required");
-	if (!sb->egress)
-		return pd_fail(err, ENOENT, "sandbox '%s' has no egress (network.mode none)",
-			       sb->id);
-	*ret = sb->egress->stats;
-	return 0;
-}
-
-int paddock_sandbox_set_network(paddock_sandbox *sb, const paddock_spec *from,
-				paddock_error *err)
-{
-	struct pd_egress_policy p;
-	paddock_spec tmp = { 0 };
-	int r;
-
-	if (!sb || !from)
-		return pd_fail(err, EINVAL, "paddock_sandbox_set_network: arguments are required");
-	if (!sb->egress)
-		return pd_fail_field(err, EPERM, "network.mode",
-				     "sandbox '%s' was created with network.mode 'none': it has no "
-				     "egress to change (create it with 'allowlist' or 'open')",
-				     sb->id);
-	r = pd_spec_network_validate(from, err);
-	if (r < 0)
-		return r;
-	r = pd_spec_network_policy(from, &p, err);
-	if (r < 0)
-		return r;
-	/* the sandbox's spec says what is in force: its network section follows */
-	if (pd_spec_network_copy(&tmp, from) < 0) {
-		pd_spec_network_clear(&tmp);
-		pd_egress_policy_release(&p);
-		return pd_fail(err, ENOMEM, "out of memory");
-	}
-	tmp.network.transparent = sb->spec->network.transparent; /* fixed at create */
-	tmp.network.max_connections = from->network.max_connections;
-	pd_spec_network_clear(sb->spec);
-	sb->spec->network = tmp.network;
-	sb->egress->max_conns = tmp.network.max_connections;
-	pd_egress_set_policy(sb->egress, &p);
-	if (pd_events_wanted(sb->ctx))
-		pd_emit(sb->ctx, PADDOCK_LEVEL_INFO, "egress.policy", sb->id, NULL,
-			json_pack("{s:s, s:i, s:i}", "mode",
-				  pd_net_mode_to_string(from->network.mode), "allow",
-				  (int)from->network.n_allow, "deny", (int)from->network.n_deny));
-	return 0;
 }
