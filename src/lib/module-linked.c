@@ -4,10 +4,18 @@
  * the tests get their tables straight away.
  */
 #include "egress-module.h"
+#include "image-module.h"
 
 int pd_egress_ops(const struct pd_egress_ops **ret_ops, paddock_error *err)
 {
 	(void)err;
 	*ret_ops = &pd_egress_module_ops;
+	return 0;
+}
+
+int pd_image_ops(const struct pd_image_ops **ret_ops, paddock_error *err)
+{
+	(void)err;
+	*ret_ops = &pd_image_module_ops;
 	return 0;
 }

@@ -18,6 +18,7 @@
 
 #include "egress-module.h"
 #include "error.h"
+#include "image-module.h"
 #include "sandbox.h"
 #include "spec.h"
 
@@ -68,6 +69,25 @@ int pd_egress_ops(const struct pd_egress_ops **ret_ops, paddock_error *err)
 	if (!ops) {
 		r = load("paddock-egress.so", "pd_egress_module_init", &egress_host, &want, &p,
 			 err);
+		if (r >= 0)
+			ops = p;
+	}
+	if (r >= 0)
+		*ret_ops = ops;
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+int pd_image_ops(const struct pd_image_ops **ret_ops, paddock_error *err)
+{
+	static const struct pd_image_ops *ops;
+	static const struct pd_module_abi want = PD_MODULE_ABI(struct pd_image_ops);
+	const void *p = NULL;
+	int r = 0;
+
+	pthread_mutex_lock(&lock);
+	if (!ops) {
+		r = load("paddock-images.so", "pd_image_module_init", NULL, &want, &p, err);
 		if (r >= 0)
 			ops = p;
 	}
