@@ -2,11 +2,13 @@
 /*
  * paddockd side by side with bare fork+exec and bubblewrap, interleaved in one run:
  *   bare       fork + exec /bin/true + wait
+ *   floor      unshare -Umnpiu -C --fork /bin/true: the kernel's floor for a sandbox
  *   exec       POST /v1/sandboxes/{id}/exec {"argv":["/bin/true"]} in a live sandbox
  *              (one keep-alive connection, the answer read whole)
- *   lifecycle  create + exec /bin/true + delete, through the API
+ *   run        POST /v1/run: create + exec /bin/true + delete in one request
+ *   lifecycle  create + exec /bin/true + delete, through the API (three requests)
  *   bwrap      a bubblewrap cold start running /bin/true (when given)
- * Prints p50/p99 and each p50 as a multiple of bare.
+ * Prints p50/p99 and each p50 as a multiple of bare, of the floor and of bwrap.
  *
  *   api SOCKET ROUNDS [BWRAP CMDLINE...]
  *
@@ -16,6 +18,7 @@
  * 200; with CLIENTS=K: K processes doing create + exec + delete for 5 s, and the rate.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -234,13 +237,33 @@ static void clients(int k, double secs, char *buf, size_t size)
 	       (double)total / secs);
 }
 
+/* POST /v1/run: the one-request create + exec + delete */
+static double run_run(char *buf, size_t size)
+{
+	double t0 = bench_now();
+
+	if (request("POST", "/v1/run", "{\"exec\":{\"argv\":[\"/bin/true\"]}}", buf, size) !=
+		    200 ||
+	    !strstr(buf, "\"exit_code\":0")) {
+		fprintf(stderr, "run failed: %.300s\n", buf);
+		exit(1);
+	}
+	return bench_now() - t0;
+}
+
+enum { C_BARE, C_FLOOR, C_EXEC, C_RUN, C_LIFECYCLE, C_BWRAP, C_COLD, C_MAX };
+
 int main(int argc, char **argv)
 {
 	static char buf[1 << 20];
-	char *bare[] = { "/bin/true", NULL };
-	const char *names[5] = { "bare", "exec", "lifecycle", "bwrap", "cold" };
-	int rounds, n = 3;
-	double *s[5];
+	static char *bare[] = { "/bin/true", NULL };
+	/* the kernel's floor: the namespaces and one process in them, nothing else */
+	static char *floor_cmd[] = { "unshare", "-Umnpiu", "-C", "--fork", "/bin/true", NULL };
+	static const char *const names[C_MAX] = { "bare",      "floor", "exec", "run",
+						  "lifecycle", "bwrap", "cold" };
+	bool on[C_MAX] = { true, true, true, true, true, false, false };
+	int rounds, cases[C_MAX], n = 0;
+	double *s[C_MAX];
 	char *id, path[128];
 
 	if (argc < 3) {
@@ -258,12 +281,13 @@ int main(int argc, char **argv)
 		clients(atoi(getenv("CLIENTS")), 5.0, buf, sizeof(buf));
 		return 0;
 	}
-	if (argc > 3)
-		n = 4;
-	if (cold_path)
-		n = 5;
-	for (int i = 0; i < 5; i++)
-		s[i] = calloc((size_t)rounds, sizeof(double));
+	on[C_BWRAP] = argc > 3;
+	on[C_COLD] = cold_path != NULL;
+	for (int i = 0; i < C_MAX; i++)
+		if (on[i]) {
+			cases[n++] = i;
+			s[i] = calloc((size_t)rounds, sizeof(double));
+		}
 	id = strdup(create(buf, sizeof(buf)));
 	for (int w = 0; w < 10; w++) {
 		run_bare(bare);
@@ -271,23 +295,34 @@ int main(int argc, char **argv)
 	}
 	for (int r = 0; r < rounds; r++)
 		for (int j = 0; j < n; j++) {
-			int k = (r + j) % n;
-			s[k][r] = k == 0 ? run_bare(bare)
-				: k == 1 ? run_exec(id, buf, sizeof(buf))
-				: k == 2 ? run_lifecycle(buf, sizeof(buf))
-				: k == 3 ? run_bare(argv + 3)
-					 : run_cold(buf, sizeof(buf));
+			int k = cases[(r + j) % n];
+			s[k][r] = k == C_BARE	   ? run_bare(bare)
+				: k == C_FLOOR	   ? run_bare(floor_cmd)
+				: k == C_EXEC	   ? run_exec(id, buf, sizeof(buf))
+				: k == C_RUN	   ? run_run(buf, sizeof(buf))
+				: k == C_LIFECYCLE ? run_lifecycle(buf, sizeof(buf))
+				: k == C_BWRAP	   ? run_bare(argv + 3)
+						   : run_cold(buf, sizeof(buf));
 		}
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s", id);
 	request("DELETE", path, NULL, buf, sizeof(buf));
-	printf("%-10s %10s %10s %8s\n", "what", "p50 ms", "p99 ms", "x bare");
-	double base = 0;
-	for (int i = 0; i < n; i++) {
+	double p50[C_MAX];
+	for (int j = 0; j < n; j++) {
+		int i = cases[j];
+
 		qsort(s[i], (size_t)rounds, sizeof(double), bench_cmp_double);
-		double p50 = s[i][rounds / 2] * 1e3, p99 = s[i][(rounds * 99) / 100] * 1e3;
-		if (i == 0)
-			base = p50;
-		printf("%-10s %10.3f %10.3f %8.2f\n", names[i], p50, p99, p50 / base);
+		p50[i] = s[i][rounds / 2] * 1e3;
+	}
+	printf("%-10s %10s %10s %8s %8s %8s\n", "what", "p50 ms", "p99 ms", "x bare", "x floor",
+	       on[C_BWRAP] ? "x bwrap" : "");
+	for (int j = 0; j < n; j++) {
+		int i = cases[j];
+
+		printf("%-10s %10.3f %10.3f %8.2f %8.2f", names[i], p50[i],
+		       s[i][(rounds * 99) / 100] * 1e3, p50[i] / p50[C_BARE], p50[i] / p50[C_FLOOR]);
+		if (on[C_BWRAP])
+			printf(" %8.2f", p50[i] / p50[C_BWRAP]);
+		printf("\n");
 	}
 	return 0;
 }

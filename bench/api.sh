@@ -1,6 +1,7 @@
 #!/bin/bash
-# paddockd through its API, side by side in one run with bare fork+exec and a bubblewrap cold
-# start: exec in a live sandbox, and create + exec + delete.
+# paddockd through its API, side by side in one run with bare fork+exec, the kernel's floor
+# (unshare -Umnpiu -C --fork) and a bubblewrap cold start: exec in a live sandbox, POST /v1/run
+# (create + exec + delete in one request) and create + exec + delete in three.
 #   bench/api.sh [ROUNDS]        (default 300)
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)

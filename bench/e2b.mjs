@@ -1,6 +1,6 @@
-// The E2B SDK against paddockd --e2b, side by side in one run with bare fork+exec from the
-// same node process, interleaved round by round (bench/e2b.sh starts paddockd and sets the
-// SDK's environment). Prints p50/p99 per operation and the ratio to bare.
+// The E2B SDK against paddockd --e2b, side by side in one run with bare fork+exec and the
+// kernel's floor from the same node process, interleaved round by round (bench/e2b.sh starts
+// paddockd and sets the SDK's environment). Prints p50/p99 per operation and the ratio to bare.
 import { spawnSync } from 'node:child_process'
 import { Sandbox } from 'e2b'
 
@@ -14,6 +14,8 @@ const bwrap = ['--unshare-all', '--die-with-parent', '--new-session', '--ro-bind
 const haveBwrap = spawnSync('bwrap', bwrap).status === 0
 const ops = {
   bare: async () => { if (spawnSync('/bin/true').status !== 0) throw new Error('true failed') },
+  // the kernel's floor for a sandbox: its namespaces and one process in them, nothing else
+  'floor (unshare)': async () => { spawnSync('unshare', ['-Umnpiu', '-C', '--fork', '/bin/true']) },
   ...(haveBwrap ? { 'bwrap cold start': async () => { spawnSync('bwrap', bwrap) } } : {}),
   'commands.run true': async () => { await sbx.commands.run('true') },
   'files.read 4 KiB': async () => { await sbx.files.read('/home/user/f') },

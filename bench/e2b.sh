@@ -1,7 +1,8 @@
 #!/bin/bash
 # The official E2B SDK (tests/integration/e2b's pinned copy) driving paddockd --e2b, side by
-# side with bare fork+exec from the same node process: commands.run("true") in a live
-# sandbox, files.read/write of 4 KiB, and Sandbox.create + run + kill.
+# side with bare fork+exec and the kernel's floor (unshare -Umnpiu -C --fork) from the same
+# node process: commands.run("true") in a live sandbox, files.read/write of 4 KiB, and
+# Sandbox.create + run + kill.
 #   bench/e2b.sh [ROUNDS]        (default 200; BUILD=dir another build directory; POOL=N a
 #                                warm pool of N sandboxes)
 set -eu

@@ -2,6 +2,7 @@
 # paddock mcp over stdio, side by side in one run with bare fork+exec: the cost an agent pays
 # per tool call. Measured from one client process (python3), interleaved round by round:
 #   bare        fork+exec of /bin/true from the client
+#   floor       unshare -Umnpiu -C --fork /bin/true: the kernel's floor for a sandbox
 #   run_command tools/call run_command "true" in the session's live sandbox (JSON-RPC,
 #               /bin/sh -c, the report) — what an agent calls most
 #   read_file   tools/call read_file of a 4 KiB file
@@ -47,6 +48,11 @@ def bare():
     subprocess.run(["/bin/true"], check=True)
 
 
+def floor():
+    # the kernel's floor for a sandbox: its namespaces and one process, nothing else
+    subprocess.run(["unshare", "-Umnpiu", "-C", "--fork", "/bin/true"], check=True)
+
+
 def run_command():
     tool("run_command", command="true")
 
@@ -61,10 +67,10 @@ def create():
     tool("destroy_sandbox", sandbox_id=sb)
 
 
-cases = [("bare fork+exec", bare), ("run_command true", run_command),
+cases = [("bare fork+exec", bare), ("floor (unshare)", floor), ("run_command true", run_command),
          ("read_file 4 KiB", read_file), ("create+run+destroy", create)]
 times = {name: [] for name, _ in cases}
-for f in (bare, run_command, read_file, create):  # warm up
+for f in (bare, floor, run_command, read_file, create):  # warm up
     f()
 for _ in range(rounds):
     for name, f in cases:

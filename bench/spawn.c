@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Times whole commands side by side: each round runs every command once (fork, exec, wait),
- * in a rotating order so drift and noise fall on all of them alike. Prints p50/p90 per command
- * and each p50 as a ratio of the first command's (the baseline).
+ * in a rotating order so drift and noise fall on all of them alike. Prints p50/p90 per command,
+ * each p50 as a ratio of the first command's (the baseline), and as one of the command
+ * named $SPAWN_VS (default "bwrap") when there is one.
  *
  *   spawn ROUNDS NAME=CMDLINE [NAME=CMDLINE...]     (CMDLINE split on spaces)
  */
@@ -83,16 +84,31 @@ int main(int argc, char **argv)
 			struct cmd *c = &cmds[(r + j) % n];
 			c->samples[r] = run_once(c);
 		}
-	double base = 0;
-	printf("%-10s %10s %10s %8s %9s\n", "command", "p50 ms", "p90 ms", "x bare", "failures");
+	/* the second ratio: to the command $SPAWN_VS names (default "bwrap"), when it ran */
+	const char *vs_name = getenv("SPAWN_VS") ? getenv("SPAWN_VS") : "bwrap";
+	double p50s[MAX_CMDS];
+	int vs = -1;
+
 	for (int i = 0; i < n; i++) {
 		qsort(cmds[i].samples, (size_t)rounds, sizeof(double), bench_cmp_double);
-		double p50 = cmds[i].samples[rounds / 2] * 1e3;
-		double p90 = cmds[i].samples[(rounds * 9) / 10] * 1e3;
-		if (i == 0)
-			base = p50;
-		printf("%-10s %10.3f %10.3f %8.2f %9d\n", cmds[i].name, p50, p90, p50 / base,
-		       cmds[i].failures);
+		p50s[i] = cmds[i].samples[rounds / 2] * 1e3;
+		if (!strcmp(cmds[i].name, vs_name))
+			vs = i;
+	}
+	char first_col[16], vs_col[16];
+
+	snprintf(first_col, sizeof(first_col), "x %.6s", cmds[0].name);
+	snprintf(vs_col, sizeof(vs_col), "x %.6s", vs_name);
+	printf("%-10s %10s %10s %8s", "command", "p50 ms", "p90 ms", first_col);
+	if (vs >= 0)
+		printf(" %8s", vs_col);
+	printf(" %9s\n", "failures");
+	for (int i = 0; i < n; i++) {
+		printf("%-10s %10.3f %10.3f %8.2f", cmds[i].name, p50s[i],
+		       cmds[i].samples[(rounds * 9) / 10] * 1e3, p50s[i] / p50s[0]);
+		if (vs >= 0)
+			printf(" %8.2f", p50s[i] / p50s[vs]);
+		printf(" %9d\n", cmds[i].failures);
 	}
 	return 0;
 }

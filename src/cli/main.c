@@ -5,6 +5,13 @@
 
 #include "paddock/paddock.h"
 #include "cli.h"
+#include "sibling.h"
+
+/* `paddock mcp` is a program of its own (src/mcp/main.c says why) */
+static int cmd_mcp_program(int argc, char **argv)
+{
+	return cli_exec_sibling("paddock-mcp", argc, argv);
+}
 
 static const struct {
 	const char *name;
@@ -14,7 +21,7 @@ static const struct {
 	{ "run", cmd_run, "run one command in a fresh sandbox" },
 	{ "image", cmd_image, "pull, import, list, inspect and remove images" },
 	{ "gc", cmd_gc, "remove the idle cgroups kept for reuse" },
-	{ "mcp", cmd_mcp, "serve sandboxes as MCP tools on stdin/stdout" },
+	{ "mcp", cmd_mcp_program, "serve sandboxes as MCP tools on stdin/stdout" },
 	/* the client of paddockd */
 	{ "create", cmd_create, "create a sandbox in paddockd" },
 	{ "ls", cmd_ls, "list your sandboxes" },

@@ -139,10 +139,12 @@ static size_t kept(struct proc *p, int stream, uint64_t *from, struct evbuffer *
 	return all;
 }
 
-static void send_result(struct proc *p, struct watcher *w)
+json_t *pd_proc_result_json(struct proc *p)
 {
 	json_t *o = json_pack("{s:s,s:i}", "exec", p->exec_str, "pid", p->pid);
 
+	if (!o)
+		return NULL;
 	for (int i = 0; i < 2; i++) {
 		struct evbuffer *b = evbuffer_new();
 		uint64_t from = 0;
@@ -154,6 +156,13 @@ static void send_result(struct proc *p, struct watcher *w)
 			evbuffer_free(b);
 	}
 	json_object_set(o, "result", p->result ? p->result : json_null());
+	return o;
+}
+
+static void send_result(struct proc *p, struct watcher *w)
+{
+	json_t *o = pd_proc_result_json(p);
+
 	pd_watcher_detach(w);
 	if (w->req) {
 		struct request r = { .d = p->box->d, .req = w->req };

@@ -394,6 +394,8 @@ struct proc *pd_exec_start(struct request *r, struct box *b, json_t *body,
  * (closed or none), -ESRCH (ended). */
 int pd_proc_write_stdin(struct proc *p, const char *data, size_t len);
 void pd_proc_close_stdin(struct proc *p);
+/* A foreground exec's answer: exec, pid, stdout, stderr (kept whole), result. */
+json_t *pd_proc_result_json(struct proc *p);
 /* Attaches a W_HOOK watcher for r to a process (re-attach: E2B's Connect). */
 struct watcher *pd_proc_hook(struct request *r, struct proc *p, const struct watcher_ops *ops,
 			     void *ctx);
@@ -407,6 +409,7 @@ int pd_create_parse(struct daemon *d, const char *tenant, json_t *body, paddock_
 /* ---- routes ---- */
 void pd_api_sandboxes(struct request *r);
 void pd_api_exec(struct request *r, struct box *b);
+void pd_api_run(struct request *r); /* POST /v1/run (api-run.c) */
 void pd_api_processes(struct request *r, struct box *b);
 void pd_api_files(struct request *r, struct box *b);
 /* ends the file watches of a sandbox (destroy, shutdown) */

@@ -377,6 +377,8 @@ static void route(struct request *r)
 	}
 	if (r->n_seg == 1 && strcmp(r->seg[0], "metrics") == 0)
 		return pd_api_metrics(r);
+	if (r->n_seg == 2 && strcmp(r->seg[0], "v1") == 0 && strcmp(r->seg[1], "run") == 0)
+		return pd_api_run(r);
 	if (r->n_seg < 2 || strcmp(r->seg[0], "v1") != 0 || strcmp(r->seg[1], "sandboxes") != 0)
 		return pd_reply_error(r, 404, "not_found", "path", "no such route");
 	if (r->n_seg == 2)

@@ -134,6 +134,9 @@ int pd_cgroup_write(const struct pd_cgroup_dir *d, const char *file, const char 
 		    paddock_error *err);
 /* Writes "<pid>" to cgroup.procs. */
 int pd_cgroup_write_pid(const struct pd_cgroup_dir *d, pid_t pid, paddock_error *err);
+/* Opens d's `file` write-only for pd_cgroup_join_self(): an fd, or -errno with err filled. */
+int pd_cgroup_open_join_file(const struct pd_cgroup_dir *d, const char *file,
+			     paddock_error *err);
 
 /*
  * One pass over cgroup.procs of each dir: SIGKILL (by pidfd, after checking the pid still
@@ -184,6 +187,7 @@ struct pd_cgroup_ops {
 	int (*set_limits)(struct pd_cgroup *cg, const struct pd_cgroup_limits *limits,
 			  paddock_error *err);
 	int (*attach)(struct pd_cgroup *cg, pid_t pid, paddock_error *err);
+	int (*join_fds)(struct pd_cgroup *cg, int *ret_fds, paddock_error *err);
 	bool (*oom_ack)(struct pd_cgroup *cg);
 	int (*stats)(struct pd_cgroup *cg, struct pd_cgroup_stats *ret_stats, paddock_error *err);
 	int (*kill_all)(struct pd_cgroup *cg, paddock_error *err);

@@ -17,6 +17,7 @@
  */
 #include "cgroup.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -405,6 +406,28 @@ static int v1_attach(struct pd_cgroup *cg, pid_t pid, paddock_error *err)
 	return 0;
 }
 
+/* Each hierarchy's `tasks`, memory's first (cgroup.h: joining from inside). */
+static int v1_join_fds(struct pd_cgroup *cg, int *ret_fds, paddock_error *err)
+{
+	struct cgroup_v1 *v = to_v1(cg);
+	int fds[PD_CGROUP_JOIN_MAX];
+	size_t n = 0;
+
+	static_assert(PD_CGROUP_JOIN_MAX >= PD_CGROUP_CONTROLLER_MAX, "one per hierarchy");
+	for (; n < v->n_dirs; n++) {
+		fds[n] = pd_cgroup_open_join_file(&v->dirs[n], "tasks", err);
+		if (fds[n] < 0) {
+			int r = fds[n];
+
+			while (n > 0)
+				pd_close(fds[--n]);
+			return r;
+		}
+	}
+	memcpy(ret_fds, fds, n * sizeof(*fds));
+	return (int)n;
+}
+
 /*
  * The eventfd registered for memory.oom_control is signalled when the memory cgroup goes
  * under OOM, which is before the OOM killer has counted its kill in oom_kill: reading the
@@ -487,6 +510,7 @@ const struct pd_cgroup_ops pd_cgroup_v1_ops = {
 	.open = v1_open,
 	.set_limits = v1_set_limits,
 	.attach = v1_attach,
+	.join_fds = v1_join_fds,
 	.oom_ack = v1_oom_ack,
 	.stats = v1_stats,
 	.kill_all = v1_kill_all,

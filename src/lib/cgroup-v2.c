@@ -386,6 +386,17 @@ static int v2_attach(struct pd_cgroup *cg, pid_t pid, paddock_error *err)
 	return pd_cgroup_write_pid(&to_v2(cg)->dir, pid, err);
 }
 
+/* cgroup.procs (cgroup.h: joining from inside; the kernel takes its global lock either way). */
+static int v2_join_fds(struct pd_cgroup *cg, int *ret_fds, paddock_error *err)
+{
+	int fd = pd_cgroup_open_join_file(&to_v2(cg)->dir, "cgroup.procs", err);
+
+	if (fd < 0)
+		return fd;
+	ret_fds[0] = fd;
+	return 1;
+}
+
 /*
  * inotify on memory.events says only that the file changed ("oom" may have risen before
  * "oom_kill"): the caller re-reads oom_kill. The kernel notifies again for the later change
@@ -466,6 +477,7 @@ const struct pd_cgroup_ops pd_cgroup_v2_ops = {
 	.open = v2_open,
 	.set_limits = v2_set_limits,
 	.attach = v2_attach,
+	.join_fds = v2_join_fds,
 	.oom_ack = v2_oom_ack,
 	.stats = v2_stats,
 	.kill_all = v2_kill_all,

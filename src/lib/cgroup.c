@@ -481,6 +481,24 @@ int pd_cgroup_write_pid(const struct pd_cgroup_dir *d, pid_t pid, paddock_error 
 	return pd_cgroup_write(d, "cgroup.procs", buf, err);
 }
 
+int pd_cgroup_open_join_file(const struct pd_cgroup_dir *d, const char *file, paddock_error *err)
+{
+	int fd = openat(d->fd, file, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd < 0)
+		return pd_fail(err, errno, "open '%s/%s'", d->label, file);
+	return fd;
+}
+
+int pd_cgroup_join_self(const int *fds, size_t n, paddock_error *err)
+{
+	for (size_t i = 0; i < n; i++)
+		if (write(fds[i], "0", 1) != 1)
+			return pd_fail(err, errno, "join the sandbox's cgroup (file %zu of %zu)",
+				       i + 1, n);
+	return 0;
+}
+
 /* ---- directories and the slot lock ---- */
 
 /* "<parent label>/<name>", only for messages: one cut short ends in "..." */
@@ -1057,6 +1075,13 @@ int pd_cgroup_attach(struct pd_cgroup *cg, pid_t pid, paddock_error *err)
 	if (!cg || pid <= 0)
 		return pd_fail(err, EINVAL, "attach to cgroup: bad argument");
 	return cg->ops->attach(cg, pid, err);
+}
+
+int pd_cgroup_join_fds(struct pd_cgroup *cg, int ret_fds[PD_CGROUP_JOIN_MAX], paddock_error *err)
+{
+	if (!cg || !ret_fds)
+		return pd_fail(err, EINVAL, "cgroup join files: bad argument");
+	return cg->ops->join_fds(cg, ret_fds, err);
 }
 
 int pd_cgroup_oom_fd(const struct pd_cgroup *cg)

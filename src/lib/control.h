@@ -17,7 +17,7 @@
 #include "paddock/paddock.h"
 
 #define PD_CTL_MAX_MSG (128u << 10) /* bytes in one message, header included */
-#define PD_CTL_MAX_FDS 4
+#define PD_CTL_MAX_FDS 5
 #define PD_CTL_MAX_ARGS 4096
 
 enum pd_ctl_type {

@@ -48,33 +48,6 @@ struct pd_egress_ask {
 	struct paddock_ask pub;
 };
 
-static const char *const answer_names[_PADDOCK_ASK_MAX] = {
-	[PADDOCK_ASK_ALLOW_ONCE] = "allow_once",
-	[PADDOCK_ASK_ALLOW_ALWAYS] = "allow_always",
-	[PADDOCK_ASK_DENY] = "deny",
-};
-
-const char *paddock_ask_answer_to_string(enum paddock_ask_answer a)
-{
-	return (unsigned)a < _PADDOCK_ASK_MAX ? answer_names[a] : NULL;
-}
-
-int paddock_ask_answer_from_string(const char *s)
-{
-	for (int i = 0; s && i < _PADDOCK_ASK_MAX; i++)
-		if (strcmp(s, answer_names[i]) == 0)
-			return i;
-	return -EINVAL;
-}
-
-void paddock_ctx_set_ask_handler(paddock_ctx *ctx, paddock_ask_fn fn, void *userdata)
-{
-	if (!ctx)
-		return;
-	ctx->ask_fn = fn;
-	ctx->ask_userdata = userdata;
-}
-
 const struct paddock_ask *pd_egress_ask_info(const struct pd_egress_ask *a)
 {
 	return &a->pub;
@@ -347,29 +320,15 @@ void pd_egress_ask_setup(struct pd_egress *eg, const paddock_spec *spec)
 		eg->next_ask_id = (uint64_t)now_ms();
 }
 
-/* ---- the public API ------------------------------------------------------------------------ */
+/* ---- what the public API calls (egress-api.c, through the table) ------------------------- */
 
-size_t paddock_sandbox_asks(const paddock_sandbox *sb, const struct paddock_ask **ret, size_t max)
+size_t pd_egress_asks(const struct pd_egress *eg, const struct paddock_ask **ret, size_t max)
 {
 	size_t n = 0;
 
-	if (!sb || !sb->egress)
-		return 0;
-	for (const struct pd_egress_ask *a = sb->egress->asks; a && n < max; a = a->next)
+	for (const struct pd_egress_ask *a = eg->asks; a && n < max; a = a->next)
 		ret[n++] = &a->pub;
 	return n;
-}
-
-int paddock_sandbox_ask_stats(const paddock_sandbox *sb, struct paddock_ask_stats *ret,
-			      paddock_error *err)
-{
-	if (!sb || !ret)
-		return pd_fail(err, EINVAL, "paddock_sandbox_ask_stats: arguments are required");
-	if (!sb->egress)
-		return pd_fail(err, ENOENT, "sandbox '%s' has no egress (network.mode none)",
-			       sb->id);
-	*ret = sb->egress->ask_stats;
-	return 0;
 }
 
 static bool printable(const char *s, size_t max)
@@ -403,14 +362,14 @@ static int add_rule(struct pd_egress *eg, struct pd_egress_ask *a, paddock_error
 	return 0;
 }
 
-int paddock_sandbox_answer(paddock_sandbox *sb, uint64_t id, enum paddock_ask_answer answer,
-			   const char *by, const char *who, paddock_error *err)
+int pd_egress_answer(struct pd_egress *eg, uint64_t id, enum paddock_ask_answer answer,
+		     const char *by, const char *who, paddock_error *err)
 {
+	paddock_sandbox *sb = eg->sb;
 	struct pd_egress_ask *a;
-	struct pd_egress *eg;
 	int r;
 
-	if (!sb || !by || !*by || (unsigned)answer >= _PADDOCK_ASK_MAX)
+	if (!by || !*by || (unsigned)answer >= _PADDOCK_ASK_MAX)
 		return pd_fail(err, EINVAL, "paddock_sandbox_answer: arguments are required");
 	if (!printable(by, BY_MAX))
 		return pd_fail_field(err, EINVAL, "by",
@@ -418,8 +377,7 @@ int paddock_sandbox_answer(paddock_sandbox *sb, uint64_t id, enum paddock_ask_an
 	if (who && !printable(who, WHO_MAX))
 		return pd_fail_field(err, EINVAL, "who",
 				     "expected printable ASCII of at most %d bytes", WHO_MAX);
-	eg = sb->egress;
-	for (a = eg ? eg->asks : NULL; a; a = a->next)
+	for (a = eg->asks; a; a = a->next)
 		if (a->pub.id == id)
 			break;
 	if (!a)

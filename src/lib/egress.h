@@ -124,6 +124,11 @@ void pd_egress_ask_recheck(struct pd_egress *eg);
 void pd_egress_ask_free_all(struct pd_egress *eg);
 /* The ask settings of a spec (network.ask_timeout_s, ask_max_pending) take effect. */
 void pd_egress_ask_setup(struct pd_egress *eg, const paddock_spec *spec);
+/* The decisions pending, oldest first, at most max (paddock_sandbox_asks()). */
+size_t pd_egress_asks(const struct pd_egress *eg, const struct paddock_ask **ret, size_t max);
+/* A person's answer to decision id (paddock_sandbox_answer()). */
+int pd_egress_answer(struct pd_egress *eg, uint64_t id, enum paddock_ask_answer answer,
+		     const char *by, const char *who, paddock_error *err);
 
 /*
  * egress-conn.c: decision `a` ended. Each connection held for it goes ahead (allowed once),

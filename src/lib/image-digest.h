@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * SHA-256 digests as OCI writes them ("sha256:" and 64 lowercase hex digits), streamed. The
- * image store checks every blob, manifest, config and layer against one.
+ * image store checks every blob, manifest, config and layer against one. The hashing
+ * (image-digest-sha256.c) is the images half's (image-module.h); pd_digest_valid()
+ * (image-digest.c), a syntax check, is everyone's.
  */
 #pragma once
 

@@ -27,9 +27,11 @@
 #include <jansson.h>
 
 #include "error.h"
+#include "image-module.h"
 #include "image-oci.h"
 #include "image-ref.h"
 #include "image-store.h"
+#include "image-tree.h"
 #include "image-unpack.h"
 #include "util/cleanup.h"
 #include "util/fd.h"
@@ -303,8 +305,8 @@ out:
 	return r;
 }
 
-int paddock_image_import(paddock_image_store *s, const char *path, const char *name,
-			 char **ret_json, paddock_error *err)
+int pd_image_import(paddock_image_store *s, const char *path, const char *name,
+		    char **ret_json, paddock_error *err)
 {
 	_cleanup_close_ int in = -EBADF, tmp = -EBADF, dir = -EBADF;
 	char norm[PD_REF_MAX + PD_DIGEST_MAX + 2], tmp_name[64];
@@ -362,7 +364,7 @@ out:
 	if (unpacked) {
 		paddock_error ignored = { 0 };
 
-		(void)pd_unpack_remove_tree(tmp, tmp_name, &ignored);
+		(void)pd_image_remove_tree(tmp, tmp_name, &ignored);
 	}
 	return r;
 }

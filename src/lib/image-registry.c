@@ -26,6 +26,7 @@
 
 #include "error.h"
 #include "image-http.h"
+#include "image-module.h"
 #include "image-oci.h"
 #include "image-ref.h"
 #include "image-store.h"
@@ -394,8 +395,8 @@ static int pull(struct registry *g, char **ret_json, paddock_error *err)
 	return r;
 }
 
-int paddock_image_pull(paddock_image_store *store, const char *ref,
-		       const struct paddock_pull_opts *opts, char **ret_json, paddock_error *err)
+int pd_image_pull(paddock_image_store *store, const char *ref,
+		  const struct paddock_pull_opts *opts, char **ret_json, paddock_error *err)
 {
 	static const struct paddock_pull_opts none = { 0 };
 	struct registry g = { .store = store };

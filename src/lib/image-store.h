@@ -42,6 +42,8 @@ struct pd_layer_src {
 typedef int (*pd_layer_open_fn)(void *userdata, size_t i, const struct pd_layer_src *src,
 				paddock_error *err);
 
+/* ---- adding (image-store-add.c, the images half) ---- */
+
 /*
  * Adds an image: stores its config (and manifest, when it has one), unpacks each layer the
  * store lacks (verifying blob digests when known, and the config's diff ids always), then
@@ -59,6 +61,26 @@ int pd_image_store_put_blob(paddock_image_store *s, const char *digest, const vo
 
 /* A new file in tmp/ for a download: an fd open for reading and writing, already unlinked. */
 int pd_image_store_tmpfile(paddock_image_store *s, paddock_error *err);
+
+/* ---- the store's files, for image-store-add.c ---- */
+
+/* Takes the store's lock (flock LOCK_EX on "lock"): the lock's fd. */
+int pd_image_store_lock(paddock_image_store *s, paddock_error *err);
+/* A directory of the store ("images", "layers", "tmp", "blobs/sha256"): its fd. */
+int pd_image_store_subdir(paddock_image_store *s, const char *name, paddock_error *err);
+/* Parses dirfd/name, a regular file of at most PD_IMAGE_MAX_JSON bytes. */
+int pd_image_store_read_json(int dirfd, const char *name, json_t **ret, paddock_error *err);
+/* Writes dirfd/name atomically (a temporary name renamed over it). */
+int pd_image_store_write_atomic(int dirfd, const char *name, const void *data, size_t len,
+				paddock_error *err);
+/* Calls fn for each image record; stops at the first nonzero return (< 0: returned). */
+int pd_image_store_each(paddock_image_store *s,
+			int (*fn)(json_t *rec, const char *file, void *userdata), void *userdata,
+			paddock_error *err);
+/* Writes an image record (images/<hex of its "id">.json). */
+int pd_image_store_write_record(paddock_image_store *s, json_t *rec, paddock_error *err);
+
+/* ---- running ---- */
 
 /* An image resolved for a sandbox: what init stacks, and the config's defaults. */
 struct pd_image {

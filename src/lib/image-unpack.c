@@ -48,13 +48,13 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "image-tree.h"
 #include "util/cleanup.h"
 #include "util/fd.h"
 
 #define READ_BLOCK (128u << 10)
 #define RATIO_FLOOR (UINT64_C(64) << 20)
 #define MAX_NAME 255
-#define MAX_REMOVE_DEPTH 512
 #define WHITEOUT ".wh."
 #define OPAQUE ".wh..wh..opq"
 
@@ -301,86 +301,6 @@ static int parent_of(struct unpack *u, const char *path, const char **ret_name,
 	return fd;
 }
 
-/* ---- removing ---------------------------------------------------------------------------- */
-
-static int remove_children(int dfd, unsigned depth, paddock_error *err);
-
-static int remove_at(int dirfd, const char *name, unsigned depth, paddock_error *err)
-{
-	struct stat st;
-	int r;
-
-	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-		if (errno == ENOENT)
-			return 0;
-		return pd_fail(err, errno, "stat '%s'", PD_ESC(name));
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		if (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT)
-			return pd_fail(err, errno, "remove '%s'", PD_ESC(name));
-		return 0;
-	}
-	if (depth >= MAX_REMOVE_DEPTH)
-		return pd_fail(err, ELOOP, "remove '%s': nested too deep", PD_ESC(name));
-	/* our own tree: make a directory we may not write to writable, then empty it */
-	if ((st.st_mode & 0700) != 0700)
-		if (fchmodat(dirfd, name, (st.st_mode & 07777) | 0700, 0) < 0)
-			(void)0; /* not ours to change: the removal says why it fails */
-	{
-		_cleanup_close_ int sub = openat(dirfd, name,
-						 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		struct stat sst;
-
-		if (sub < 0)
-			return pd_fail(err, errno, "open '%s'", PD_ESC(name));
-		/* SECURITY: never leave the filesystem we started on */
-		if (fstat(sub, &sst) < 0 || sst.st_dev != st.st_dev)
-			return pd_fail(err, EXDEV, "remove '%s': a mount point", PD_ESC(name));
-		r = remove_children(sub, depth + 1, err);
-		if (r < 0)
-			return r;
-	}
-	if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-		return pd_fail(err, errno, "remove '%s'", PD_ESC(name));
-	return 0;
-}
-
-static int remove_children(int dfd, unsigned depth, paddock_error *err)
-{
-	for (;;) {
-		_cleanup_close_ int dup_fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
-		DIR *d;
-		struct dirent *de;
-		bool any = false;
-		int r = 0;
-
-		if (dup_fd < 0)
-			return pd_fail(err, errno, "dup directory");
-		d = fdopendir(dup_fd);
-		if (!d)
-			return pd_fail(err, errno, "read directory");
-		TAKE_FD(dup_fd);
-		rewinddir(d);
-		while ((de = readdir(d)) && r >= 0) {
-			if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-				continue;
-			any = true;
-			r = remove_at(dfd, de->d_name, depth, err);
-		}
-		closedir(d);
-		if (r < 0)
-			return r;
-		/* removing while reading may skip names: read again until nothing is left */
-		if (!any)
-			return 0;
-	}
-}
-
-int pd_unpack_remove_tree(int dirfd, const char *name, paddock_error *err)
-{
-	return remove_at(dirfd, name, 0, err);
-}
-
 /* ---- entries ----------------------------------------------------------------------------- */
 
 /* SECURITY: no set-id bits out of an image; the sticky bit stays (/tmp). */
@@ -435,7 +355,7 @@ static int clear_slot(int dirfd, const char *name, bool keep_dir, paddock_error 
 	 */
 	if (S_ISDIR(st.st_mode) && keep_dir)
 		return 1;
-	return pd_unpack_remove_tree(dirfd, name, err);
+	return pd_image_remove_tree(dirfd, name, err);
 }
 
 static int write_data(struct unpack *u, int fd, struct archive_entry *e, paddock_error *err)

@@ -46,9 +46,3 @@ struct pd_unpack_stats {
 int pd_unpack_layer(int in_fd, int dir_fd, const struct pd_unpack_opts *opts,
 		    struct pd_unpack_stats *ret_stats, paddock_error *err);
 
-/*
- * Removes dirfd/name and everything below it, never following a symlink or leaving the
- * filesystem; directories without write permission for us are made writable first (a
- * rootless store's layers keep their modes). ENOENT is success.
- */
-int pd_unpack_remove_tree(int dirfd, const char *name, paddock_error *err);

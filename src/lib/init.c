@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "caps.h"
+#include "cgroup.h"
 #include "control.h"
 #include "error.h"
 #include "init-conf.h"
@@ -269,14 +270,24 @@ static int join_cgroup(struct build_state *st, paddock_error *err)
 {
 	struct pd_ctl_cgroup msg;
 	uint32_t type = 0;
-	ssize_t n = pd_ctl_recv(st->ctl, &type, &msg, sizeof(msg), NULL, NULL);
+	int fds[PD_CTL_MAX_FDS];
+	size_t nfds = PD_CTL_MAX_FDS;
+	ssize_t n = pd_ctl_recv(st->ctl, &type, &msg, sizeof(msg), fds, &nfds);
+	int r = 0;
 
 	if (n < 0)
 		return pd_fail(err, (int)n, "receive cgroup");
 	if (type == 0)
 		_exit(0); /* the supervisor gave up on us */
-	if (type != PD_CTL_CGROUP || n != (ssize_t)sizeof(msg))
-		return pd_fail(err, EPROTO, "expected the cgroup message, got %u", type);
+	if (type != PD_CTL_CGROUP || n != (ssize_t)sizeof(msg) || (msg.enforced != 0) != (nfds > 0))
+		r = pd_fail(err, EPROTO, "expected the cgroup message, got %u", type);
+	/* by itself, with the supervisor's files (cgroup.h: joining from inside) */
+	else if (msg.enforced)
+		r = pd_cgroup_join_self(fds, nfds, err);
+	for (size_t i = 0; i < nfds; i++)
+		pd_close(fds[i]);
+	if (r < 0)
+		return r;
 	/* without a cgroup of its own, the one clone3 made (rooted at the invoker's) stays */
 	if (msg.enforced && unshare(CLONE_NEWCGROUP) < 0)
 		return pd_fail(err, errno, "new cgroup namespace");

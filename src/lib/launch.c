@@ -312,6 +312,30 @@ static int send_go(paddock_sandbox *sb, paddock_error *err)
 	return 0;
 }
 
+/*
+ * Tells init its cgroup: the files it joins it with by itself (cgroup.h, "joining from
+ * inside": no RCU grace period on the create's critical path), or none (rootless, or no
+ * cgroup to use: rlimits stand in). init joins before it confines itself, so before any
+ * command exists.
+ */
+static int send_cgroup(paddock_sandbox *sb, paddock_error *err)
+{
+	struct pd_ctl_cgroup msg = { .enforced = sb->cg != NULL };
+	int fds[PD_CGROUP_JOIN_MAX];
+	int n = 0, r = 0;
+
+	if (sb->cg) {
+		n = pd_cgroup_join_fds(sb->cg, fds, err);
+		if (n < 0)
+			return n;
+	}
+	if (pd_ctl_send(sb->ctl, PD_CTL_CGROUP, &msg, sizeof(msg), fds, (size_t)n) < 0)
+		r = pd_fail(err, EPIPE, "tell init its cgroup");
+	for (int i = 0; i < n; i++)
+		pd_close(fds[i]);
+	return r;
+}
+
 int pd_launch_begin(paddock_sandbox *sb, paddock_error *err)
 {
 	_cleanup_pidfd_ int pidfd = -EBADF;
@@ -364,13 +388,8 @@ int pd_launch_begin(paddock_sandbox *sb, paddock_error *err)
 	 */
 	if (r >= 0)
 		r = open_cgroup(sb, err);
-	if (r >= 0 && sb->cg)
-		r = pd_cgroup_attach(sb->cg, pid, err);
-	if (r >= 0) {
-		struct pd_ctl_cgroup msg = { .enforced = sb->cg != NULL };
-		if (pd_ctl_send(sb->ctl, PD_CTL_CGROUP, &msg, sizeof(msg), NULL, 0) < 0)
-			r = pd_fail(err, EPIPE, "tell init its cgroup");
-	}
+	if (r >= 0)
+		r = send_cgroup(sb, err);
 	if (r < 0 && (r == -EPIPE || r == -ESRCH) && init_failure(sb, err) < 0)
 		r = -err->code; /* init's own reason beats the broken pipe it left us */
 	if (r < 0) {

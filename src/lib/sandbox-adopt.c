@@ -25,7 +25,6 @@
 #include <unistd.h>
 
 #include "control.h"
-#include "egress.h"
 #include "error.h"
 #include "events.h"
 #include "sandbox.h"
@@ -358,7 +357,7 @@ static int adopt_finish(paddock_sandbox **psb, int r, paddock_sandbox **ret_sand
 		r = pd_sandbox_arm(sb, err);
 	/* the listeners died with the old supervisor: ask init for new ones, same ports */
 	if (r >= 0)
-		r = pd_egress_start(sb, &sb->egress, err);
+		r = pd_sandbox_egress_start(sb, err);
 	if (r < 0) {
 		pd_error_prefix(err, "adopt sandbox '%s'", sb->id);
 		/* SECURITY: what cannot be supervised is ended, never left running unwatched */

@@ -32,10 +32,10 @@
 #include "control.h"
 #include "error.h"
 #include "events.h"
+#include "egress-module.h"
 #include "egress.h"
 #include "init.h"
 #include "sandbox.h"
-#include "secrets.h"
 #include "spec.h"
 #include "util/cleanup.h"
 #include "util/strv.h"
@@ -227,7 +227,11 @@ struct claim_secrets {
 
 static void claim_secrets_release(struct claim_secrets *c)
 {
-	pd_secrets_free(c->secrets); /* wipes the values */
+	const struct pd_egress_ops *eg;
+
+	/* read by the egress half: it is loaded */
+	if (c->secrets && pd_egress_ops(&eg, NULL) >= 0)
+		eg->secrets_free(c->secrets); /* wipes the values */
 	c->secrets = NULL;
 	pd_strv_free(c->env);
 	c->env = NULL;

@@ -31,10 +31,10 @@
 #include <unistd.h>
 
 #include "control.h"
+#include "egress-module.h"
 #include "egress.h"
-#include "secrets.h"
-#include "tls-ca.h"
 #include "error.h"
+#include "secrets.h"
 #include "events.h"
 #include "seccomp-bpf.h"
 #include "util/cleanup.h"
@@ -75,12 +75,18 @@ paddock_ctx *paddock_ctx_free(paddock_ctx *ctx)
 {
 	if (!ctx)
 		return NULL;
-	pd_resolver_free(ctx->resolver);
+	if (ctx->resolver || ctx->upstream_tls) {
+		const struct pd_egress_ops *eg;
+
+		/* made by the egress half: it is loaded */
+		if (pd_egress_ops(&eg, NULL) >= 0) {
+			eg->resolver_free(ctx->resolver);
+			eg->upstream_tls_free(ctx->upstream_tls);
+		}
+	}
 	free(ctx->resolve_hosts);
 	pd_strv_free(ctx->upstream_ca);
 	free(ctx->image_store);
-	if (ctx->upstream_tls)
-		SSL_CTX_free(ctx->upstream_tls);
 	free(ctx);
 	return NULL;
 }
@@ -299,9 +305,14 @@ static void ctl_cb(evutil_socket_t fd, short what, void *arg)
  */
 static void release_network(paddock_sandbox *sb)
 {
-	pd_egress_free(sb->egress);
+	const struct pd_egress_ops *eg;
+
+	/* made by the egress half: it is loaded */
+	if ((sb->egress || sb->secrets) && pd_egress_ops(&eg, NULL) >= 0) {
+		eg->free(sb->egress);
+		eg->secrets_free(sb->secrets);
+	}
 	sb->egress = NULL;
-	pd_secrets_free(sb->secrets);
 	sb->secrets = NULL;
 }
 
@@ -502,12 +513,23 @@ int paddock_sandbox_create(paddock_ctx *ctx, const paddock_spec *spec,
 int pd_sandbox_secrets_prepare(const paddock_spec *spec, struct pd_secrets **ret_secrets,
 			       char ***ret_env, char **ret_ca_pem, paddock_error *err)
 {
+	const struct pd_egress_ops *eg;
 	struct pd_secrets *s = NULL;
 	_cleanup_strv_ char **env = NULL;
 	_cleanup_free_ char *ca = NULL;
 	int r;
 
-	r = pd_secrets_new(spec, &s, err);
+	if (spec->n_secrets == 0) {
+		/* the egress half is not needed */
+		*ret_secrets = NULL;
+		*ret_env = NULL;
+		*ret_ca_pem = NULL;
+		return 0;
+	}
+	r = pd_egress_ops(&eg, err);
+	if (r < 0)
+		return r;
+	r = eg->secrets_new(spec, &s, err);
 	if (r < 0)
 		return r;
 	if (s) {
@@ -522,7 +544,7 @@ int pd_sandbox_secrets_prepare(const paddock_spec *spec, struct pd_secrets **ret
 				ok = false;
 			}
 		if (!ok) {
-			pd_secrets_free(s); /* SECURITY: wipes the values it read */
+			eg->secrets_free(s); /* SECURITY: wipes the values it read */
 			return pd_fail(err, ENOMEM, "out of memory");
 		}
 	}
@@ -530,6 +552,19 @@ int pd_sandbox_secrets_prepare(const paddock_spec *spec, struct pd_secrets **ret
 	*ret_env = TAKE_PTR(env);
 	*ret_ca_pem = TAKE_PTR(ca);
 	return 0;
+}
+
+int pd_sandbox_egress_start(paddock_sandbox *sb, paddock_error *err)
+{
+	const struct pd_egress_ops *eg;
+	int r;
+
+	if (sb->spec->network.mode == PD_NET_NONE)
+		return 0; /* loopback only: no proxy, and the egress half is not needed */
+	r = pd_egress_ops(&eg, err);
+	if (r < 0)
+		return r;
+	return eg->start(sb, &sb->egress, err);
 }
 
 /* The first half of a create: everything up to init building the root. */
@@ -590,6 +625,14 @@ static int create_begin(paddock_ctx *ctx, const paddock_spec *spec,
 		if (r < 0)
 			return r;
 	}
+	/* a sandbox with egress needs the egress half: found now, before anything is made */
+	if (sb->spec->network.mode != PD_NET_NONE) {
+		const struct pd_egress_ops *eg;
+
+		r = pd_egress_ops(&eg, err);
+		if (r < 0)
+			return r;
+	}
 	r = pd_sandbox_image_prepare(sb, err);
 	if (r < 0)
 		return r;
@@ -621,7 +664,7 @@ static int create_finish(paddock_sandbox *sb, paddock_error *err)
 	r = pd_sandbox_arm(sb, err);
 	if (r < 0)
 		return r;
-	r = pd_egress_start(sb, &sb->egress, err);
+	r = pd_sandbox_egress_start(sb, err);
 	if (r < 0)
 		return r;
 	if (pd_events_wanted(sb->ctx))

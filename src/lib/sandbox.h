@@ -164,12 +164,15 @@ int pd_sandbox_arm(paddock_sandbox *sb, paddock_error *err);
  * the claim's, and the CPU time check looks again (it may end the sandbox).
  */
 void pd_sandbox_limits_bound(paddock_sandbox *sb);
+/* The sandbox's proxy and DNS filter when its network.mode is not none (egress-module.h). */
+int pd_sandbox_egress_start(paddock_sandbox *sb, paddock_error *err);
+
 /*
  * Reads the values of spec's secrets (the supervisor's env and files) and makes what the
  * sandbox may know of them: each NAME=placeholder and the certificate of its CA. A cold
  * create runs it before init exists, a claim of a pooled sandbox before PD_CTL_BIND. All
- * three out-parameters NULL without secrets; the caller owns them (pd_secrets_free() wipes
- * the values). Nothing is kept on failure.
+ * three out-parameters NULL without secrets; the caller owns them (the egress half's
+ * secrets_free wipes the values). Nothing is kept on failure.
  */
 int pd_sandbox_secrets_prepare(const paddock_spec *spec, struct pd_secrets **ret_secrets,
 			       char ***ret_env, char **ret_ca_pem, paddock_error *err);

@@ -18,6 +18,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "image-tree.h"
 #include "image-unpack.h"
 #include "util/cleanup.h"
 
@@ -80,8 +81,8 @@ static void remove_scratch(void)
 {
 	paddock_error err = { 0 };
 
-	(void)pd_unpack_remove_tree(scratch, "outside", &err);
-	(void)pd_unpack_remove_tree(scratch, "layer", &err);
+	(void)pd_image_remove_tree(scratch, "outside", &err);
+	(void)pd_image_remove_tree(scratch, "layer", &err);
 	close(scratch);
 	(void)rmdir(scratch_path);
 }
@@ -115,7 +116,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* SECURITY: whatever the input, nothing beside the layer */
 	if (!empty(scratch, "outside"))
 		abort();
-	if (pd_unpack_remove_tree(scratch, "layer", &err) < 0)
+	if (pd_image_remove_tree(scratch, "layer", &err) < 0)
 		abort();
 	return 0;
 }

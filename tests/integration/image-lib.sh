@@ -64,6 +64,10 @@ stop_servers() {
 push() {
 	local layout=$1 ref=$2
 	shift 2
-	skopeo --insecure-policy copy -q --dest-tls-verify=false "$@" "oci:$layout" "docker://$ref" \
+	# its auth file in our home, not /run/containers/$UID, which a root podman or skopeo
+	# elsewhere on the machine may have made unreadable to a rootless run (drwx------ root);
+	# for skopeo alone: docker-registry reads REGISTRY_* as its own configuration
+	REGISTRY_AUTH_FILE=$HOME/auth.json \
+		skopeo --insecure-policy copy -q --dest-tls-verify=false "$@" "oci:$layout" "docker://$ref" \
 		>"$T_TMP/skopeo.log" 2>&1 || { diag "skopeo:" "$(cat "$T_TMP/skopeo.log")"; return 1; }
 }

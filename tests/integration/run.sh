@@ -31,7 +31,8 @@ fi
 cleanup() { rm -rf "$stage"; }
 trap cleanup EXIT
 chmod 755 "$stage"
-cp "$build/src/cli/paddock" "$build/src/daemon/paddockd" "$build/tests/try-syscall" "$stage/"
+cp "$build/src/cli/paddock" "$build/src/cli/paddock-mcp" "$build/src/daemon/paddockd" \
+	"$build/tests/try-syscall" "$stage/"
 [ -x "$build/tests/integration/lifecycle" ] && cp "$build/tests/integration/lifecycle" "$stage/"
 # the limit probes (tests/helpers), for test-limits.sh
 for p in memhog forkbomb cpuburn diskfill; do

@@ -3,8 +3,9 @@
 # template and bind what differs (hostname, environment, limits, network policy, secrets,
 # workspace, TTL, metadata); a claimed sandbox is the same, from inside, as one made cold; a
 # claim never sees the previous claim's environment or secrets; other templates miss, are
-# made cold and pooled from then on; kill -9 with a full pool leaves nothing once paddockd
-# restarts; under memory pressure the pool gives its sandboxes back, and refills after.
+# made cold and pooled from then on; POST /v1/run takes one, runs a command and removes it in
+# one request; kill -9 with a full pool leaves nothing once paddockd restarts; under memory
+# pressure the pool gives its sandboxes back, and refills after.
 # run.sh checks nothing is left behind.
 . "$(dirname "$0")/lib.sh"
 
@@ -283,6 +284,28 @@ kill "$HOG"
 wait "$HOG" 2>/dev/null
 wait_ready 0 3
 expect_eq "pressure over: the pool refills by itself" 3 "$(metric 'paddock_pool_ready{template="0"}')"
+
+# ---- POST /v1/run: create (from the pool), exec and delete in one request ----
+listed() { j "$(api GET /v1/sandboxes)" 'len(d["sandboxes"])'; }
+before=$(listed)
+hits=$(metric paddock_pool_hits_total)
+r=$(api POST /v1/run -d '{"sandbox": {"env": {"TASK": "once"}}, "exec": {"cmd": "echo $TASK; echo e >&2; exit 3"}}')
+expect_eq "run: one request answers the command's output and result" "once|e|3" \
+	"$(j "$r" 'd["stdout"].strip()+"|"+d["stderr"].strip()+"|"+str(d["result"]["exit_code"])')"
+expect_eq "...made from the pool" "$((hits + 1))" "$(metric paddock_pool_hits_total)"
+id=$(j "$r" 'd["sandbox"]')
+for _ in $(seq 100); do [ "$(listed)" = "$before" ] && break; sleep 0.05; done
+expect_eq "...and the sandbox is removed after it answered" "not_found" \
+	"$(j "$(api GET "/v1/sandboxes/$id")" 'd["error"]["code"]')"
+r=$(api POST /v1/run -d '{"exec": {"argv": ["true"], "background": true}}')
+expect_eq "run: a background command is refused, naming the field" "invalid background" \
+	"$(j "$r" 'd["error"]["code"]+" "+d["error"]["field"]')"
+r=$(api POST /v1/run -d '{"exec": {"argv": []}}')
+expect_eq "run: a bad exec body is the exec's error" "argv" "$(j "$r" 'd["error"]["field"]')"
+timeout 1 curl -s --unix-socket "$SOCK" -X POST http://x/v1/run -d '{"exec": {"argv": ["sleep", "60"]}}' >/dev/null
+for _ in $(seq 100); do [ "$(listed)" = "$before" ] && break; sleep 0.05; done
+expect_eq "run: a client that goes away ends the command and its sandbox" "$before" "$(listed)"
+
 api DELETE "/v1/sandboxes/$N" >/dev/null
 stop_daemon
 for _ in $(seq 100); do [ "$(inits)" -eq 0 ] && break; sleep 0.05; done

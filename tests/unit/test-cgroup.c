@@ -360,6 +360,36 @@ static int run_in(struct pd_cgroup *cg, int (*fn)(long), long arg)
 	return wait_child(c.pid);
 }
 
+/*
+ * Runs fn(arg) in a child that joins cg by itself (pd_cgroup_join_self()) after giving up
+ * root, as a sandbox's init joins from its own user namespace; returns its wait status.
+ */
+static int join_and_run(struct pd_cgroup *cg, int (*fn)(long), long arg)
+{
+	int fds[PD_CGROUP_JOIN_MAX];
+	paddock_error err = { 0 };
+	int n = pd_cgroup_join_fds(cg, fds, &err);
+	pid_t pid;
+
+	CHECK(n, err);
+	assert_true(n >= 1);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		alarm(CHILD_ALARM_S);
+		/* nobody: no right over the cgroup files but through the fds opened as root */
+		if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+		    setresuid(65534, 65534, 65534) < 0)
+			_exit(121);
+		if (pd_cgroup_join_self(fds, (size_t)n, &err) < 0)
+			_exit(122);
+		_exit(fn(arg));
+	}
+	for (int i = 0; i < n; i++)
+		pd_close(fds[i]);
+	return wait_child(pid);
+}
+
 /* ---- parsers (no root needed) ---- */
 
 static const char mountinfo_v1[] =
@@ -764,6 +794,40 @@ static void test_oom_kill_and_fd(void **state)
 	pd_cgroup_free(cg);
 }
 
+/* A child with no right over the cgroup files joins with the supervisor's: the limits bind. */
+static void test_join_self(void **state)
+{
+	const struct pd_cgroup_layout *l = pd_cgroup_layout();
+	enum pd_cgroup_version v = require_cgroup();
+	unsigned slot = SLOT_BASE + 21;
+	struct pd_cgroup *cg;
+	struct pd_cgroup_stats st;
+
+	(void)state;
+	cg = open_slot(slot, 32 * MIB, 0, 0);
+	expect_exit(join_and_run(cg, touch_mib, 4), 0);
+	expect_killed(join_and_run(cg, touch_mib, 128));
+	st = stats_of(cg);
+	if (st.oom_kills < 1)
+		fail_msg("oom_kills %" PRIu64 " after joining by itself, want >= 1", st.oom_kills);
+	/* in every hierarchy: the one left running is counted in each */
+	struct child c = start_child(sleep_forever, 0, -1);
+	int fds[PD_CGROUP_JOIN_MAX];
+	paddock_error err = { 0 };
+	int n = pd_cgroup_join_fds(cg, fds, &err);
+
+	CHECK(n, err);
+	for (int i = 0; i < n; i++)
+		pd_close(fds[i]);
+	release_child(&c);
+	if (v == PD_CGROUP_V1)
+		assert_int_equal((size_t)n, l->n_v1);
+	else
+		assert_int_equal(n, 1);
+	kill_all(cg);
+	pd_cgroup_free(cg);
+}
+
 static void test_pids_limit(void **state)
 {
 	unsigned slot = SLOT_BASE + 5;
@@ -1019,6 +1083,14 @@ static int clone_into(struct pd_cgroup *cg, long ms)
 	return wait_child(pid);
 }
 
+/* How many processes the unified hierarchy's `slot` holds, as the exit status. */
+static int count_in_slot(long slot)
+{
+	const struct pd_cgroup_hierarchy *h = &pd_cgroup_layout()->v2;
+
+	return count_procs(h, (unsigned)slot);
+}
+
 static void test_v2_core_on_unified(void **state)
 {
 	const struct pd_cgroup_hierarchy *h = require_unified();
@@ -1055,6 +1127,8 @@ static void test_v2_core_on_unified(void **state)
 	CHECK(pd_cgroup_kill_all(cg, &err), err);
 	assert_int_equal(count_procs(h, slot), 0);
 	expect_killed(wait_child(c.pid));
+	/* a process joins by itself through the join file, with no right of its own */
+	expect_exit(join_and_run(cg, count_in_slot, (long)slot), 1);
 	pd_cgroup_free(cg);
 
 	/* a reopen starts its CPU count from zero */
@@ -1118,6 +1192,7 @@ int main(void)
 		cmocka_unit_test(test_set_limits),
 		cmocka_unit_test(test_memory_peak_and_cpu),
 		cmocka_unit_test(test_oom_kill_and_fd),
+		cmocka_unit_test(test_join_self),
 		cmocka_unit_test(test_pids_limit),
 		cmocka_unit_test(test_kill_all_tree),
 		cmocka_unit_test(test_reopen_starts_from_zero),

@@ -28,6 +28,7 @@
 #include "image-digest.h"
 #include "image-oci.h"
 #include "image-ref.h"
+#include "image-tree.h"
 #include "image-unpack.h"
 #include "util/cleanup.h"
 
@@ -215,8 +216,8 @@ static void scratch_free(struct scratch *s)
 	/* SECURITY of the unpacker: nothing went next to the layer */
 	assert_true(dir_empty(s->dir, "outside"));
 	close(s->layer);
-	assert_int_equal(pd_unpack_remove_tree(s->dir, "layer", &err), 0);
-	assert_int_equal(pd_unpack_remove_tree(s->dir, "outside", &err), 0);
+	assert_int_equal(pd_image_remove_tree(s->dir, "layer", &err), 0);
+	assert_int_equal(pd_image_remove_tree(s->dir, "outside", &err), 0);
 	close(s->dir);
 	assert_int_equal(rmdir(s->path), 0);
 }
@@ -411,7 +412,7 @@ static void test_unpack_digests(void **state)
 	/* the same stream, claimed to have another diff id: refused */
 	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
 	o.diff_id = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
-	assert_int_equal(pd_unpack_remove_tree(s.dir, "layer", &err), 0);
+	assert_int_equal(pd_image_remove_tree(s.dir, "layer", &err), 0);
 	assert_int_equal(mkdirat(s.dir, "layer", 0755), 0);
 	close(s.layer);
 	s.layer = openat(s.dir, "layer", O_RDONLY | O_DIRECTORY | O_CLOEXEC);

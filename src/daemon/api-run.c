@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * POST /v1/run: one command in a fresh sandbox, which is deleted once the command ended, in
+ * one request (docs/api.md "Run"). The shape agents use for one-off code: one round trip
+ * where create + exec + delete take three. Nothing of its own: the sandbox is made as
+ * POST /v1/sandboxes makes one (from the warm pool when one of its template waits), the
+ * command runs as a foreground POST .../exec runs, the answer is that exec's (stdout, stderr,
+ * result) with the sandbox's id, and the sandbox goes as DELETE removes one, its teardown off
+ * the request path.
+ *
+ *   {"sandbox": {create body}, "exec": {exec body}}     "exec" is required
+ *
+ * A client that goes away ends the command and the sandbox with it. Background, streamed,
+ * pty and keep_stdin commands are refused: they outlive the answer, and the sandbox does not.
+ */
+#include <event2/event.h>
+#include <event2/http.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon.h"
+
+static const char *const run_fields[] = { "sandbox", "exec", NULL };
+static const char *const refused[] = { "background", "stream", "pty", "keep_stdin" };
+
+struct run {
+	struct daemon *d;
+	char tenant[PD_MAX_TENANT + 1];
+	char id[32];
+};
+
+/* Deferred: never from inside the process's own callbacks, which still use the box. */
+static void remove_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct run *run = arg;
+	struct box *b = pd_box_find(run->d, run->tenant, run->id);
+
+	(void)fd;
+	(void)what;
+	if (b)
+		pd_box_destroy(b, "run", NULL);
+	free(run);
+}
+
+static void remove_later(struct run *run)
+{
+	if (event_base_once(run->d->base, -1, EV_TIMEOUT, remove_cb, run, NULL) < 0)
+		free(run); /* out of memory: the sandbox's TTL ends it */
+}
+
+static void run_started(struct watcher *w, struct proc *p)
+{
+	(void)w;
+	(void)p;
+}
+
+static void run_data(struct watcher *w, struct proc *p, int stream, const char *buf, size_t n)
+{
+	/* libpaddock keeps it (the exec session): the answer reads it at the end */
+	(void)w;
+	(void)p;
+	(void)stream;
+	(void)buf;
+	(void)n;
+}
+
+static void run_ended(struct watcher *w, struct proc *p)
+{
+	struct run *run = w->ctx;
+	json_t *o = pd_proc_result_json(p);
+
+	if (w->req && o) {
+		struct request r = { .d = p->box->d, .req = w->req };
+
+		json_object_set_new(o, "sandbox", json_string(run->id));
+		pd_watcher_detach(w);
+		pd_reply_json(&r, 200, o);
+		w->req = NULL;
+	} else {
+		json_decref(o);
+	}
+	w->ctx = NULL;
+	remove_later(run);
+}
+
+/* The client went away: its command ends (run_ended() then removes the sandbox). */
+static void run_gone(struct watcher *w)
+{
+	struct proc *p = w->owner;
+
+	if (p->ex)
+		(void)paddock_exec_terminate(p->ex, PADDOCK_END_KILLED, NULL);
+}
+
+static const struct watcher_ops run_ops = {
+	.started = run_started,
+	.data = run_data,
+	.ended = run_ended,
+};
+
+void pd_api_run(struct request *r)
+{
+	paddock_error err = { 0 };
+	json_t *body, *create, *exec;
+	struct box *b = NULL;
+	struct run *run;
+	struct proc *p;
+
+	if (r->method != EVHTTP_REQ_POST)
+		return pd_reply_error(r, 405, "method_not_allowed", NULL, "expected POST");
+	body = pd_body_object(r, false);
+	if (!body)
+		return;
+	if (!pd_check_fields(r, body, run_fields))
+		goto out;
+	create = json_object_get(body, "sandbox");
+	exec = json_object_get(body, "exec");
+	if (create && !json_is_object(create)) {
+		pd_reply_error(r, 400, "invalid", "sandbox", "expected an object (a create body)");
+		goto out;
+	}
+	if (!json_is_object(exec)) {
+		pd_reply_error(r, 400, "invalid", "exec", "expected an object (an exec body)");
+		goto out;
+	}
+	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+		if (json_is_true(json_object_get(exec, refused[i]))) {
+			pd_reply_error(r, 400, "invalid", refused[i],
+				       "a run's command ends before its answer: '%s' is for a "
+				       "sandbox of your own (POST /v1/sandboxes)",
+				       refused[i]);
+			goto out;
+		}
+	run = calloc(1, sizeof(*run));
+	if (!run) {
+		pd_reply_error(r, 500, "internal", NULL, "out of memory");
+		goto out;
+	}
+	run->d = r->d;
+	snprintf(run->tenant, sizeof(run->tenant), "%s", r->tenant);
+	if (create)
+		json_incref(create);
+	else
+		create = json_object();
+	if (pd_box_create(r->d, r->tenant, create, &b, &err) < 0) {
+		json_decref(create);
+		free(run);
+		pd_reply_paddock_error(r, &err);
+		goto out;
+	}
+	json_decref(create);
+	snprintf(run->id, sizeof(run->id), "%s", b->id);
+	p = pd_exec_start(r, b, exec, &run_ops, run);
+	if (!p) {
+		/* answered already (a bad exec body, or init refused): the sandbox goes unused */
+		remove_later(run);
+		goto out;
+	}
+	/* the watcher is the newest of the process's list */
+	for (struct watcher *w = p->watchers; w; w = w->next)
+		if (w->ctx == run)
+			w->on_gone = run_gone;
+out:
+	json_decref(body);
+}
