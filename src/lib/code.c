@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "control.h"
 #include "error.h"
 
 #define CODE_START_S 60	    /* python3, jupyter_client and the first bind */
@@ -222,7 +223,7 @@ int paddock_code_start(paddock_sandbox *sb, paddock_error *err)
 	c->timer = evtimer_new(sb->ctx->base, start_timeout, c);
 	if (!c->timer)
 		return pd_fail(err, ENOMEM, "code interpreter timer");
-	r = paddock_exec_start(sb, &opts, server_exited, c, &ex, err);
+	r = pd_exec_begin(sb, &opts, PD_EXEC_CODE_SERVER, server_exited, c, &ex, err);
 	if (r < 0) {
 		stop_timer(c);
 		pd_error_prefix(err, "start the code interpreter");
@@ -261,6 +262,28 @@ int paddock_code_socket_async(paddock_sandbox *sb, paddock_socket_fn fn, void *u
 		;
 	*tail = w;
 	return 0;
+}
+
+/*
+ * A supervisor that adopts the sandbox (sandbox-adopt.c) finds the server still running, its
+ * kernels and their variables with it: it is this sandbox's server again. It was ready
+ * (its port is bound) unless it ends soon, which server_exited() handles as any end.
+ */
+void pd_code_adopt(paddock_sandbox *sb, paddock_exec *ex)
+{
+	paddock_error err = { 0 };
+	struct pd_code *c = code_state(sb, &err);
+
+	if (!c || c->ex) {
+		(void)paddock_exec_terminate(ex, PADDOCK_END_KILLED, NULL); /* one server only */
+		return;
+	}
+	c->ex = ex;
+	c->ready = true;
+	c->line_done = true;
+	paddock_exec_set_callback(ex, server_exited, c);
+	/* its output is read again, or a full pipe would stop it */
+	(void)paddock_exec_capture(ex, PADDOCK_CAPTURE_RING, CODE_LOG_BYTES, NULL);
 }
 
 bool paddock_code_running(const paddock_sandbox *sb)

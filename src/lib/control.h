@@ -181,6 +181,12 @@ struct pd_ctl_bind_strings {
 #define PD_EXEC_PIPE_STDIN (1u << 8)
 #define PD_EXEC_PIPE_STDOUT (1u << 9)
 #define PD_EXEC_PIPE_STDERR (1u << 10)
+/*
+ * The library's own code interpreter server (code.c), not a front end's command: a supervisor
+ * that adopts the sandbox gives it back to code.c and lists it to no front end. init keeps
+ * the flags of a command and reports them (pd_ctl_exec_state), and ignores this one.
+ */
+#define PD_EXEC_CODE_SERVER (1u << 16)
 
 struct pd_ctl_exec {
 	uint64_t id;

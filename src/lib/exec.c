@@ -623,6 +623,12 @@ int paddock_exec_start(paddock_sandbox *sb, const struct paddock_exec_opts *opts
 		       paddock_exec_fn fn, void *userdata, paddock_exec **ret_exec,
 		       paddock_error *err)
 {
+	return pd_exec_begin(sb, opts, 0, fn, userdata, ret_exec, err);
+}
+
+int pd_exec_begin(paddock_sandbox *sb, const struct paddock_exec_opts *opts, uint32_t flags,
+		  paddock_exec_fn fn, void *userdata, paddock_exec **ret_exec, paddock_error *err)
+{
 	_cleanup_free_ char *buf = NULL;
 	struct pd_ctl_exec hdr = { 0 };
 	int fds[3];
@@ -646,7 +652,7 @@ int paddock_exec_start(paddock_sandbox *sb, const struct paddock_exec_opts *opts
 	hdr.envc = (uint32_t)envc;
 	hdr.rows = opts->pty_rows;
 	hdr.cols = opts->pty_cols;
-	hdr.flags = opts->pty_streams & 7u;
+	hdr.flags = (opts->pty_streams & 7u) | (flags & PD_EXEC_CODE_SERVER);
 	if ((unsigned)opts->capture >= _PADDOCK_CAPTURE_MAX)
 		return pd_fail_field(err, EINVAL, "capture", "unknown capture mode %d",
 				     (int)opts->capture);

@@ -155,6 +155,7 @@ static int adopt_exec(paddock_sandbox *sb, const struct pd_ctl_exec_state *s, in
 		return pd_fail(err, EPROTO, "init sent the wrong fds for command %llu",
 			       (unsigned long long)s->id);
 	ex->pid = s->pid;
+	ex->flags = s->flags;
 	ex->output_captured = s->flags & (PD_EXEC_PIPE_STDOUT | PD_EXEC_PIPE_STDERR);
 	/* exec ids stay unique in the sandbox across supervisors */
 	if (sb->ctx->next_exec_id <= s->id)
@@ -166,6 +167,8 @@ static int adopt_exec(paddock_sandbox *sb, const struct pd_ctl_exec_state *s, in
 		x.id = s->id;
 		if (pd_exec_exited(ex, &x) < 0)
 			return pd_fail(err, EPROTO, "impossible exit status from init");
+	} else if (s->flags & PD_EXEC_CODE_SERVER) {
+		pd_code_adopt(sb, ex);
 	}
 	return 0;
 }

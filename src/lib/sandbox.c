@@ -855,9 +855,15 @@ uint64_t paddock_sandbox_seccomp_denied(const paddock_sandbox *sb)
 
 paddock_exec *paddock_sandbox_exec_next(paddock_sandbox *sb, paddock_exec *prev)
 {
+	paddock_exec *ex;
+
 	if (!sb)
 		return NULL;
-	return prev ? prev->next : sb->execs;
+	/* the library's own commands (the code server) are no front end's */
+	for (ex = prev ? prev->next : sb->execs; ex && (ex->flags & PD_EXEC_CODE_SERVER);
+	     ex = ex->next)
+		;
+	return ex;
 }
 
 const char *paddock_sandbox_id(const paddock_sandbox *sb)

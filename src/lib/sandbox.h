@@ -157,6 +157,8 @@ struct pd_socket_req {
 int pd_sandbox_check_not_paused(const paddock_sandbox *sb, paddock_error *err);
 /* The code interpreter's state goes; callers still waiting get ESRCH (code.c). */
 void pd_code_free(paddock_sandbox *sb);
+/* An adopted command that is the code server (PD_EXEC_CODE_SERVER) is code.c's again. */
+void pd_code_adopt(paddock_sandbox *sb, paddock_exec *ex);
 /* Registers the sandbox's fds and timers with the loop (create and adopt). */
 int pd_sandbox_arm(paddock_sandbox *sb, paddock_error *err);
 /*
@@ -223,6 +225,9 @@ int pd_sandbox_image_claim_spec(const paddock_sandbox *sb, const paddock_spec *s
 				paddock_spec **ret_copy, paddock_error *err);
 /* A new exec object in the sandbox's list (not yet started). */
 paddock_exec *pd_exec_new(paddock_sandbox *sb, uint64_t id, paddock_exec_fn fn, void *userdata);
+/* paddock_exec_start() with PD_EXEC_* flags of the library's own (PD_EXEC_CODE_SERVER). */
+int pd_exec_begin(paddock_sandbox *sb, const struct paddock_exec_opts *opts, uint32_t flags,
+		  paddock_exec_fn fn, void *userdata, paddock_exec **ret_exec, paddock_error *err);
 /* Gives an exec the fds init sent with STARTED or EXEC_STATE; false when they do not fit. */
 bool pd_exec_assign_fds(paddock_exec *ex, uint32_t flags, int *fds, size_t nfds);
 /* The exit report of a command (from EXITED or EXEC_STATE); -EPROTO when impossible. */
