@@ -467,6 +467,11 @@ struct paddock_exec_opts {
 	 * (up to 30 s).
 	 */
 	void (*on_started)(paddock_exec *ex, void *userdata);
+	/*
+	 * fds[0] is a terminal of the sandbox (paddock_sandbox_open_pty(), include/paddock/
+	 * oci.h): it becomes the command's controlling terminal, as a pty_streams one does.
+	 */
+	bool ctty;
 };
 
 /* Called once when the exec ends; `res` is valid during the call. */

@@ -173,6 +173,8 @@ struct pd_ctl_bind_strings {
 #define PD_EXEC_PIPE_STDIN (1u << 8)
 #define PD_EXEC_PIPE_STDOUT (1u << 9)
 #define PD_EXEC_PIPE_STDERR (1u << 10)
+/* stdin (a terminal, given as an fd) becomes the command's controlling terminal */
+#define PD_EXEC_CTTY (1u << 12)
 
 struct pd_ctl_exec {
 	uint64_t id;

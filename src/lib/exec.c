@@ -662,6 +662,8 @@ int paddock_exec_start(paddock_sandbox *sb, const struct paddock_exec_opts *opts
 		hdr.flags |= PD_EXEC_FD_STDIN << i;
 		fds[nfds++] = opts->fds[i];
 	}
+	if (opts->ctty && (hdr.flags & PD_EXEC_FD_STDIN))
+		hdr.flags |= PD_EXEC_CTTY;
 	if (!(opts->timeout_s <= 1e7)) /* NaN too */
 		return pd_fail_field(err, EINVAL, "timeout_s",
 				     "expected seconds up to 10000000");

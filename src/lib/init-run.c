@@ -238,6 +238,7 @@ struct child_plan {
 	int fds[3];	  /* -1: /dev/null */
 	int pty_slave;	  /* -1: none */
 	unsigned pty_streams;
+	bool ctty; /* fds[0] is a terminal to take as the controlling one (PD_EXEC_CTTY) */
 	int errpipe;
 };
 
@@ -261,6 +262,8 @@ CHILD_CODE static int setup_stdio(const struct child_plan *p)
 	if (setsid() < 0)
 		return -errno;
 	if (p->pty_slave >= 0 && ioctl(p->pty_slave, TIOCSCTTY, 0) < 0)
+		return -errno;
+	if (p->pty_slave < 0 && p->ctty && p->fds[0] >= 0 && ioctl(p->fds[0], TIOCSCTTY, 0) < 0)
 		return -errno;
 	/* move everything above 2 first so dup2() into 0..2 never clobbers a source */
 	for (int i = 0; i < 3; i++) {
@@ -567,6 +570,7 @@ static void handle_exec(struct init_state *st, const char *buf, size_t len, int 
 	}
 	if (pipe2(pipefd, O_CLOEXEC) < 0)
 		return reply_error(st, req.id, PD_STEP_SETUP, errno, "pipe");
+	p.ctty = (req.flags & PD_EXEC_CTTY) != 0;
 	p.argv = argv;
 	p.envp = envp;
 	p.cwd = cwd[0] ? cwd : st->conf->cwd;
