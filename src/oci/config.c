@@ -464,6 +464,15 @@ static int map_rlimits(struct oci_bundle *b, json_t *process, paddock_error *err
 			return fail(err, EINVAL, f, "expected a \"type\"");
 		snprintf(buf, sizeof(buf), "%lld", (long long)hard);
 		if (!strcmp(type, "RLIMIT_NOFILE")) {
+			struct rlimit have;
+
+			/* a user namespace cannot raise a hard limit: at most what we hold */
+			if (getrlimit(RLIMIT_NOFILE, &have) == 0 && (rlim_t)hard > have.rlim_max) {
+				oci_debug("%s: %lld lowered to this process's hard limit %llu", f,
+					  (long long)hard, (unsigned long long)have.rlim_max);
+				snprintf(buf, sizeof(buf), "%llu", (unsigned long long)have.rlim_max);
+				hard = (json_int_t)have.rlim_max;
+			}
 			if (hard >= 16 && hard <= 1048576 &&
 			    set_limit(b->spec, "limits.nofile", buf, f, err) < 0)
 				return -err->code;
@@ -474,6 +483,34 @@ static int map_rlimits(struct oci_bundle *b, json_t *process, paddock_error *err
 			/* paddock's own limits stand (RLIMIT_CORE is always 0) */
 			oci_debug("%s: %s left to paddock's limits", f, type);
 		}
+	}
+	return 0;
+}
+
+/*
+ * Engines set these two by default (Podman: ping_group_range; Docker:
+ * ip_unprivileged_port_start) to let an unprivileged process ping or bind a low port in the
+ * container's own network namespace. paddock leaves its sysctls at the kernel's defaults
+ * (/proc/sys is read-only inside): the container can do less, never more. Any other sysctl
+ * is refused by name.
+ */
+static int map_sysctls(json_t *sysctl, paddock_error *err)
+{
+	static const char *const loosening[] = { "net.ipv4.ping_group_range",
+						 "net.ipv4.ip_unprivileged_port_start" };
+	const char *key;
+	json_t *v;
+
+	json_object_foreach(sysctl, key, v) {
+		bool known = false;
+		char f[96];
+
+		for (size_t i = 0; i < sizeof(loosening) / sizeof(loosening[0]); i++)
+			known |= !strcmp(key, loosening[i]);
+		snprintf(f, sizeof(f), "linux.sysctl.%s", key);
+		if (!known)
+			return fail(err, EINVAL, f, "sysctls are not set by paddock");
+		oci_debug("%s: left at the kernel's default", f);
 	}
 	return 0;
 }
@@ -503,7 +540,7 @@ static void warn_ignored(json_t *process, json_t *linux_)
 	if (json_is_false(json_object_get(process, "noNewPrivileges")))
 		oci_debug("process.noNewPrivileges false: paddock sets it for every process");
 	if (json_object_get(linux_, "seccomp"))
-		oci_warn("linux.seccomp: the container's profile is not loaded yet; paddock's "
+		oci_debug("linux.seccomp: the container's profile is not loaded yet; paddock's "
 			 "own filter applies (docs/oci.md)");
 	if (json_object_get(process, "capabilities"))
 		oci_debug("process.capabilities: paddock's set applies (root: CHOWN, "
@@ -629,15 +666,9 @@ int oci_bundle_load(const char *dir, struct oci_bundle *ret, paddock_error *err)
 		r = map_resources(&b, linux_, err);
 	if (r < 0)
 		goto out;
-	v = json_object_get(linux_, "sysctl");
-	if (json_object_size(v) > 0) {
-		const char *key = json_object_iter_key(json_object_iter(v));
-		char f[64];
-
-		snprintf(f, sizeof(f), "linux.sysctl.%s", key);
-		r = fail(err, EINVAL, f, "sysctls are not set by paddock");
+	r = map_sysctls(json_object_get(linux_, "sysctl"), err);
+	if (r < 0)
 		goto out;
-	}
 	if (json_object_get(linux_, "devices") && json_array_size(json_object_get(linux_, "devices")))
 		oci_debug("linux.devices: paddock's /dev has null, zero, full, random, urandom, "
 			  "tty, pts and shm only");
