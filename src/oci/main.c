@@ -22,6 +22,8 @@ const char *arg_log;
 bool arg_log_json;
 bool arg_systemd_cgroup;
 bool arg_debug;
+const char *arg_resolve_hosts;
+const char *arg_upstream_ca[8];
 
 static const struct {
 	const char *name;
@@ -179,7 +181,8 @@ fail:
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: paddock-oci [--root DIR] [--log FILE] [--log-format text|json] "
-		   "[--systemd-cgroup] COMMAND [OPTIONS] ID\n\ncommands:\n");
+		   "[--systemd-cgroup] [--resolve-hosts FILE] [--upstream-ca FILE] COMMAND "
+		   "[OPTIONS] ID\n\ncommands:\n");
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
 	fprintf(f, "\ndocs/oci.md tells more.\n");
@@ -195,6 +198,8 @@ int main(int argc, char **argv)
 		{ "debug", no_argument, NULL, 'd' },
 		{ "rootless", required_argument, NULL, 'R' },
 		{ "criu", required_argument, NULL, 'c' },
+		{ "resolve-hosts", required_argument, NULL, 'H' },
+		{ "upstream-ca", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'v' },
 		{ 0 },
@@ -226,6 +231,19 @@ int main(int argc, char **argv)
 		case 'd':
 			arg_debug = true;
 			break;
+		case 'H':
+			arg_resolve_hosts = optarg;
+			break;
+		case 'C': {
+			size_t n = 0;
+
+			while (n < 7 && arg_upstream_ca[n])
+				n++;
+			if (n == 7)
+				return oci_failf("--upstream-ca: at most 7");
+			arg_upstream_ca[n] = optarg;
+			break;
+		}
 		case 'R':
 		case 'c':
 			break; /* rootless is detected, checkpoints are not supported */

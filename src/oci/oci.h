@@ -37,6 +37,9 @@ extern const char *arg_log;
 extern bool arg_log_json;
 extern bool arg_systemd_cgroup;
 extern bool arg_debug;
+/* the egress proxy's name resolution and upstream trust (paddock_ctx_*): operator settings */
+extern const char *arg_resolve_hosts;
+extern const char *arg_upstream_ca[8];
 
 /* Logging (main.c): to --log (text or JSON lines) and, for errors, to stderr too. */
 __attribute__((format(printf, 2, 3))) void oci_log(const char *level, const char *fmt, ...);
@@ -163,6 +166,9 @@ void oci_now_rfc3339(char *buf, size_t size);
 
 /* ---- the supervisor's socket (wire.c) ------------------------------------------------- */
 
+struct sockaddr_un;
+/* The socket's address, through an fd of the state directory (*ret_dirfd: close it after). */
+int oci_sock_addr(const char *id, struct sockaddr_un *sa, int *ret_dirfd, paddock_error *err);
 /* Connects to the supervisor of id; -ECONNREFUSED/-ENOENT when it is gone. */
 int oci_wire_connect(const char *id, int *ret_fd, paddock_error *err);
 /* One JSON message with up to 3 fds. */

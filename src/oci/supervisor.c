@@ -404,26 +404,21 @@ static void on_accept(evutil_socket_t fd, short what, void *arg)
 
 static int listen_on(struct sup *s, paddock_error *err)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	char dir[PATH_MAX];
-	int r;
+	struct sockaddr_un sa;
+	int dfd, r;
 
-	r = oci_state_dir(s->st.id, dir, sizeof(dir), err);
+	r = oci_sock_addr(s->st.id, &sa, &dfd, err);
 	if (r < 0)
 		return r;
-	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/sock", dir) >=
-	    sizeof(sa.sun_path)) {
-		err->code = ENAMETOOLONG;
-		snprintf(err->msg, sizeof(err->msg), "--root is too long for a unix socket path");
-		return -ENAMETOOLONG;
-	}
 	s->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (s->listen_fd < 0 || bind(s->listen_fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
 	    listen(s->listen_fd, 64) < 0) {
 		err->code = errno;
-		snprintf(err->msg, sizeof(err->msg), "listen on '%s'", sa.sun_path);
+		snprintf(err->msg, sizeof(err->msg), "listen on the container's socket");
+		close(dfd);
 		return -err->code;
 	}
+	close(dfd);
 	s->listen_ev = event_new(s->base, s->listen_fd, EV_READ | EV_PERSIST, on_accept, s);
 	if (!s->listen_ev || event_add(s->listen_ev, NULL) < 0) {
 		err->code = ENOMEM;
@@ -494,6 +489,11 @@ static int setup(struct sup *s, const struct oci_create_opts *o, paddock_error *
 	if (r < 0)
 		return r;
 	paddock_ctx_set_event_sink(s->ctx, on_event, s);
+	if (arg_resolve_hosts && (r = paddock_ctx_set_resolve_hosts(s->ctx, arg_resolve_hosts, err)) < 0)
+		return r;
+	for (size_t i = 0; arg_upstream_ca[i]; i++)
+		if ((r = paddock_ctx_add_upstream_ca(s->ctx, arg_upstream_ca[i], err)) < 0)
+			return r;
 	r = paddock_sandbox_create(s->ctx, s->b->spec, &s->sb, err);
 	if (r < 0)
 		return r;

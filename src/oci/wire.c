@@ -7,6 +7,7 @@
  * as whoever may run runc on its --root may.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,23 +28,43 @@ static int fail(paddock_error *err, int code, const char *msg)
 	return -code;
 }
 
-int oci_wire_connect(const char *id, int *ret_fd, paddock_error *err)
+int oci_sock_addr(const char *id, struct sockaddr_un *sa, int *ret_dirfd, paddock_error *err)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	char dir[4096];
-	int fd, r;
+	int dfd, r;
 
 	r = oci_state_dir(id, dir, sizeof(dir), err);
 	if (r < 0)
 		return r;
-	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/sock", dir) >=
-	    sizeof(sa.sun_path))
-		return fail(err, ENAMETOOLONG, "--root is too long for a unix socket path");
+	/*
+	 * Engines put --root deep (Docker: .../runtime-NAME/moby/<64 hex>): past sun_path's 108
+	 * bytes. The socket is named through the directory's fd instead, /proc/self/fd/N/sock.
+	 */
+	dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return fail(err, errno, "open the container's state directory");
+	*sa = (struct sockaddr_un){ .sun_family = AF_UNIX };
+	snprintf(sa->sun_path, sizeof(sa->sun_path), "/proc/self/fd/%d/sock", dfd);
+	*ret_dirfd = dfd;
+	return 0;
+}
+
+int oci_wire_connect(const char *id, int *ret_fd, paddock_error *err)
+{
+	struct sockaddr_un sa;
+	int fd, dfd, r;
+
+	r = oci_sock_addr(id, &sa, &dfd, err);
+	if (r < 0)
+		return r == -ENOENT ? fail(err, ENOENT, "container does not exist") : r;
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0)
+	if (fd < 0) {
+		close(dfd);
 		return fail(err, errno, "socket");
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		r = errno;
+	}
+	r = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ? errno : 0;
+	close(dfd);
+	if (r) {
 		close(fd);
 		return fail(err, r, "reach the container's supervisor");
 	}
