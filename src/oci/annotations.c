@@ -7,16 +7,17 @@
  * not silently drop a policy), any other annotation is the engine's business.
  *
  *   dev.paddock.network.mode         none | allowlist | open
- *   dev.paddock.network.allow        rules, comma-separated (docs/network.md)
- *   dev.paddock.network.deny         rules, comma-separated
+ *   dev.paddock.network.allow        rules, separated by commas or spaces (docs/network.md)
+ *   dev.paddock.network.deny         rules, likewise
  *   dev.paddock.network.transparent  true | false
- *   dev.paddock.secret.NAME          HOST[,HOST...]: the value is the process's own NAME
+ *   dev.paddock.secret.NAME          HOST[ HOST...]: the value is the process's own NAME
  *                                    variable (Kubernetes fills it from a Secret), which the
  *                                    process then sees only as a placeholder
  *   dev.paddock.limits.FIELD         any limits.* field (memory, pids, cpus, disk, ...)
  *   dev.paddock.landlock             auto | required
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +34,8 @@ static int fail(paddock_error *err, const char *key, int code, const char *msg)
 	return -code;
 }
 
-/* A list "a, b,c" as one paddock_spec_set() per entry. */
+/* A list "a, b,c" or "a b c" (Podman's --annotation splits on commas) as one
+ * paddock_spec_set() per entry. */
 static int set_list(paddock_spec *spec, const char *field, const char *key, const char *value,
 		    paddock_error *err)
 {
@@ -42,12 +44,9 @@ static int set_list(paddock_spec *spec, const char *field, const char *key, cons
 
 	if (!copy)
 		return fail(err, key, ENOMEM, "out of memory");
-	for (char *t = strtok_r(copy, ",", &save); t && r >= 0; t = strtok_r(NULL, ",", &save)) {
-		t += strspn(t, " \t");
-		t[strcspn(t, " \t")] = '\0';
-		if (*t)
-			r = paddock_spec_set(spec, field, t, err);
-	}
+	for (char *t = strtok_r(copy, ", \t", &save); t && r >= 0;
+	     t = strtok_r(NULL, ", \t", &save))
+		r = paddock_spec_set(spec, field, t, err);
 	free(copy);
 	if (r < 0)
 		snprintf(err->field, sizeof(err->field), "annotations.%s", key);
@@ -88,8 +87,23 @@ static int secret(struct oci_process *p, paddock_spec *spec, const char *key, co
 		p->env[k++] = p->env[i];
 	}
 	p->env[k] = NULL;
-	if (snprintf(spec_value, sizeof(spec_value), "%s@%s", name, hosts) >= (int)sizeof(spec_value))
-		return fail(err, key, E2BIG, "too many hosts");
+	/* "a b,c" -> "a,b,c": the spec's list */
+	{
+		size_t o = (size_t)snprintf(spec_value, sizeof(spec_value), "%s@", name);
+
+		for (const char *h = hosts; *h && o < sizeof(spec_value) - 1; h++) {
+			bool sep = *h == ',' || *h == ' ' || *h == '\t';
+
+			if (sep && (spec_value[o - 1] == ',' || spec_value[o - 1] == '@'))
+				continue;
+			spec_value[o++] = sep ? ',' : *h;
+		}
+		if (o >= sizeof(spec_value) - 1)
+			return fail(err, key, E2BIG, "too many hosts");
+		if (spec_value[o - 1] == ',')
+			o--;
+		spec_value[o] = '\0';
+	}
 	r = paddock_spec_set(spec, "secrets", spec_value, err);
 	if (r < 0)
 		snprintf(err->field, sizeof(err->field), "annotations.%s", key);
