@@ -26,6 +26,15 @@ PADDOCK_API int paddock_spec_set_root_layers(paddock_spec *spec, const char *con
 					     paddock_error *err);
 
 /*
+ * The root set with paddock_spec_set_root_layers() is mounted read-only (OCI's
+ * root.readonly, Kubernetes' readOnlyRootFilesystem): writes fail with EROFS but below
+ * /tmp, /home/user, /workspace, /dev/shm and the spec's writable binds, which are mounts of
+ * their own on the sandbox's disk.
+ */
+PADDOCK_API int paddock_spec_set_root_readonly(paddock_spec *spec, bool readonly,
+					       paddock_error *err);
+
+/*
  * The sandbox joins the network namespace at `path` (a bind-mounted nsfs file or
  * /proc/PID/ns/net) instead of getting a loopback-only one of its own: its network is that
  * namespace's, as set up by whoever made it (a CNI plugin). Only with network.mode "none":

@@ -1490,9 +1490,10 @@ int pd_rootfs_build(const paddock_spec *spec, const struct pd_idmap *idmap,
 	}
 	/*
 	 * SECURITY: the root itself is read-only; only the mounts placed on it are writable. An
-	 * image's root is its writable layer, on the disk like every other.
+	 * image's root is its writable layer, on the disk like every other (unless an OCI
+	 * bundle's asks for a read-only one: include/paddock/oci.h).
 	 */
-	if (!b.image) {
+	if (!b.image || spec->root_readonly) {
 		r = set_attr(root, "", AT_EMPTY_PATH,
 			     MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0);
 		if (r < 0)

@@ -84,8 +84,17 @@ int paddock_spec_set_netns(paddock_spec *spec, const char *path, paddock_error *
 	return 0;
 }
 
+int paddock_spec_set_root_readonly(paddock_spec *spec, bool readonly, paddock_error *err)
+{
+	if (!spec)
+		return pd_fail(err, EINVAL, "paddock_spec_set_root_readonly: no spec given");
+	spec->root_readonly = readonly;
+	return 0;
+}
+
 int pd_spec_oci_copy(paddock_spec *dst, const paddock_spec *src)
 {
+	dst->root_readonly = src->root_readonly;
 	if (src->root_layers && !(dst->root_layers = strv_copy(src->root_layers)))
 		return -ENOMEM;
 	if (src->netns_path && !(dst->netns_path = strdup(src->netns_path)))
@@ -99,6 +108,7 @@ void pd_spec_oci_clear(paddock_spec *spec)
 	spec->root_layers = NULL;
 	free(spec->netns_path);
 	spec->netns_path = NULL;
+	spec->root_readonly = false;
 }
 
 int pd_spec_oci_validate(const paddock_spec *spec, paddock_error *err)
@@ -107,6 +117,9 @@ int pd_spec_oci_validate(const paddock_spec *spec, paddock_error *err)
 		return pd_fail_field(err, EINVAL, spec->image ? "image" : "rootfs",
 				     "expected no \"%s\" with a bundle's root",
 				     spec->image ? "image" : "rootfs");
+	if (spec->root_readonly && !spec->root_layers)
+		return pd_fail_field(err, EINVAL, "root.readonly",
+				     "only a bundle's root is made read-only this way");
 	if (spec->netns_path && spec->network.mode != PD_NET_NONE)
 		return pd_fail_field(err, EINVAL, "network.mode",
 				     "a joined network namespace is the engine's: paddock's egress "

@@ -122,6 +122,7 @@ struct paddock_spec {
 	 */
 	char **root_layers;
 	char *netns_path;
+	bool root_readonly; /* the root itself read-only (its mounts keep their own flags) */
 };
 
 /* The limits, by the names the spec, the report and the API use. */

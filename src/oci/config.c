@@ -9,10 +9,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "paddock/oci.h"
@@ -203,15 +205,19 @@ int oci_process_load(json_t *obj, const char *field, struct oci_process *ret,
 			goto out;
 	}
 	/*
-	 * paddock runs commands as uid 0 of the container's own user namespace, or as its
-	 * sandbox user 1000 (init-run.c): other ids are refused rather than run as someone else.
+	 * uid 0 is root of the container's own user namespace (paddock's root set of
+	 * capabilities over it); any other id runs without capabilities. The ids must exist in
+	 * the sandbox's namespace: as root its 65536, rootless only 1000 (the invoker).
 	 */
-	if (!((p.uid == 0 && p.gid == 0) || (p.uid == 1000 && p.gid == 1000))) {
+	if ((p.uid == 0) != (p.gid == 0) ||
+	    (paddock_host_root() ? (p.uid >= 65536 || p.gid >= 65536)
+				 : (p.uid != 0 && (p.uid != 1000 || p.gid != 1000)))) {
 		snprintf(f, sizeof(f), "%s.user", field);
 		r = fail(err, EINVAL, f,
-			 "paddock runs a container's process as uid/gid 0:0 (root of its own user "
-			 "namespace) or 1000:1000, got %u:%u",
-			 p.uid, p.gid);
+			 "expected uid:gid 0:0 (root of the container's own user namespace) or "
+			 "both non-zero %s, got %u:%u",
+			 paddock_host_root() ? "below 65536" : "and 1000:1000 (rootless)", p.uid,
+			 p.gid);
 		goto out;
 	}
 	if (!p.cwd) {
@@ -246,6 +252,58 @@ static bool under(const char *path, const char *dir)
 }
 
 /*
+ * A mount's destination as the container's root resolves it: engines name paths through
+ * the image's symlinks (Kubernetes mounts its service account token at /var/run/secrets,
+ * and /var/run is a link to /run in most images), which paddock's root build refuses to
+ * cross. The longest existing prefix is resolved with openat2(RESOLVE_IN_ROOT) in the
+ * engine's root (every link stays inside it), the rest appended as it is.
+ */
+static int resolve_in_root(const char *root, const char *dst, char *buf, size_t size)
+{
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC,
+				.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+	char prefix[PATH_MAX], link[64], got[PATH_MAX];
+	size_t rootlen = strlen(root), n = strlen(dst);
+	int rfd, fd = -1;
+	ssize_t k;
+
+	if (n >= sizeof(prefix))
+		return -ENAMETOOLONG;
+	rfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rfd < 0)
+		return -errno;
+	memcpy(prefix, dst, n + 1);
+	/* shorten to the longest prefix that exists */
+	while (n > 1) {
+		fd = (int)syscall(SYS_openat2, rfd, prefix, &how, sizeof(how));
+		if (fd >= 0)
+			break;
+		while (n > 1 && prefix[n - 1] != '/')
+			n--;
+		prefix[n > 1 ? --n : n] = '\0';
+	}
+	close(rfd);
+	if (fd < 0) {
+		snprintf(buf, size, "%s", dst);
+		return 0;
+	}
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	k = readlink(link, got, sizeof(got) - 1);
+	close(fd);
+	if (k < 0)
+		return -errno;
+	got[k] = '\0';
+	if (strncmp(got, root, rootlen) || (got[rootlen] && got[rootlen] != '/'))
+		return -EXDEV; /* resolved outside the root: cannot be, but never bind it */
+	if ((size_t)snprintf(buf, size, "%s%s", got[rootlen] ? got + rootlen : "", dst + n) >=
+	    size)
+		return -ENAMETOOLONG;
+	if (!buf[0])
+		snprintf(buf, size, "/");
+	return 0;
+}
+
+/*
  * One mount. paddock builds /proc, /dev (null, zero, full, random, urandom, tty, a private
  * devpts, shm), and has no /sys: those the engine asks for are what paddock makes anyway.
  * Binds become the spec's binds (nosuid, nodev; read-write directories idmapped to their
@@ -257,7 +315,7 @@ static int map_mount(struct oci_bundle *b, json_t *m, size_t i, paddock_error *e
 	const char *type = json_string_value(json_object_get(m, "type"));
 	const char *src = json_string_value(json_object_get(m, "source"));
 	json_t *opts = json_object_get(m, "options");
-	char f[64], bind[PATH_MAX * 2 + 8];
+	char f[64], bind[PATH_MAX * 2 + 8], resolved[PATH_MAX];
 	bool is_bind;
 	int r;
 
@@ -287,6 +345,12 @@ static int map_mount(struct oci_bundle *b, json_t *m, size_t i, paddock_error *e
 	}
 	if (under(dst, "/sys")) {
 		oci_debug("mounts[%zu] '%s': paddock gives a container no /sys", i, dst);
+		return 0;
+	}
+	if (!strcmp(dst, "/dev/termination-log")) {
+		oci_warn("mounts[%zu] '%s': not mounted (paddock builds /dev itself); the kubelet "
+			 "reads no termination message: use terminationMessagePolicy "
+			 "FallbackToLogsOnError", i, dst);
 		return 0;
 	}
 	if (under(dst, "/proc") || under(dst, "/dev")) {
@@ -321,6 +385,15 @@ static int map_mount(struct oci_bundle *b, json_t *m, size_t i, paddock_error *e
 			    "(private only)",
 			    dst);
 	}
+	r = resolve_in_root(b->rootfs, dst, resolved, sizeof(resolved));
+	if (r < 0) {
+		snprintf(f, sizeof(f), "mounts[%zu].destination", i);
+		return fail(err, -r, f, "'%s' cannot be resolved in the container's root", dst);
+	}
+	if (strcmp(resolved, dst))
+		oci_debug("mounts[%zu] '%s': at '%s' (symlinks in the root followed, inside it)", i,
+			  dst, resolved);
+	dst = resolved;
 	snprintf(bind, sizeof(bind), "%s:%s:%s", src, dst, has_option(opts, "ro") ? "ro" : "rw");
 	r = paddock_spec_set(b->spec, "binds", bind, err);
 	if (r < 0) {
@@ -337,7 +410,6 @@ static int map_namespaces(struct oci_bundle *b, json_t *linux_, paddock_error *e
 	json_t *ns = json_object_get(linux_, "namespaces"), *n;
 	bool seen_net = false, seen_pid = false, seen_mnt = false;
 	size_t i;
-	int r;
 
 	if (ns && !json_is_array(ns))
 		return fail(err, EINVAL, "linux.namespaces", "expected an array");
@@ -351,11 +423,8 @@ static int map_namespaces(struct oci_bundle *b, json_t *linux_, paddock_error *e
 			return fail(err, EINVAL, f, "expected a \"type\"");
 		if (!strcmp(type, "network")) {
 			seen_net = true;
-			if (path) {
-				r = paddock_spec_set_netns(b->spec, path, err);
-				if (r < 0)
-					return r;
-			}
+			if (path && !(b->netns = strdup(path)))
+				return fail(err, ENOMEM, f, "out of memory");
 		} else if (!strcmp(type, "pid")) {
 			seen_pid = true;
 			if (path)
@@ -393,6 +462,40 @@ static int map_namespaces(struct oci_bundle *b, json_t *linux_, paddock_error *e
 			    "shares",
 			    !seen_pid ? "pid" : "mount");
 	return 0;
+}
+
+/*
+ * A given network namespace (a Kubernetes pod's): without egress rules the container joins
+ * it, and its network is the pod's. With them (dev.paddock.network.mode), paddock's proxy
+ * must stand between the container and that network: the container gets a namespace of
+ * paddock's own (loopback and the proxy), and the supervisor moves into the given one, so
+ * that what the proxy lets out leaves from the pod's address, under the pod's network
+ * policies. Nothing reaches the container from outside then (docs/oci.md).
+ */
+static int map_netns(struct oci_bundle *b, paddock_error *err)
+{
+	char *text = NULL;
+	json_t *spec;
+	const char *mode;
+	bool egress;
+	int r;
+
+	if (!b->netns)
+		return 0;
+	r = paddock_spec_to_json(b->spec, &text, err);
+	if (r < 0)
+		return r;
+	spec = json_loads(text, 0, NULL);
+	free(text);
+	mode = json_string_value(json_object_get(json_object_get(spec, "network"), "mode"));
+	egress = mode && strcmp(mode, "none");
+	json_decref(spec);
+	if (egress) {
+		b->supervisor_netns = b->netns;
+		b->netns = NULL;
+		return 0;
+	}
+	return paddock_spec_set_netns(b->spec, b->netns, err);
 }
 
 static int set_limit(paddock_spec *spec, const char *name, const char *value, const char *field,
@@ -519,6 +622,10 @@ static int map_sysctls(json_t *sysctl, paddock_error *err)
 
 void oci_bundle_release(struct oci_bundle *b)
 {
+	free(b->netns);
+	free(b->supervisor_netns);
+	free(b->rootfs);
+	free(b->filter);
 	free(b->dir);
 	free(b->config_json);
 	paddock_spec_free(b->spec);
@@ -595,15 +702,18 @@ int oci_bundle_load(const char *dir, struct oci_bundle *ret, paddock_error *err)
 		r = fail(err, errno, "root.path", "'%s'", path);
 		goto out;
 	}
-	if (json_is_true(json_object_get(root, "readonly"))) {
-		r = fail(err, EINVAL, "root.readonly",
-			 "a read-only root is not supported yet: paddock's root is writable, on "
-			 "its size-limited disk");
+	b.rootfs = strdup(rootp);
+	if (!b.rootfs) {
+		r = fail(err, ENOMEM, "", "out of memory");
 		goto out;
 	}
 	r = root_layers(rootp, &layers, err);
 	if (r >= 0)
 		r = paddock_spec_set_root_layers(b.spec, (const char *const *)layers, err);
+	if (r >= 0)
+		r = paddock_spec_set_root_readonly(b.spec, json_is_true(json_object_get(root,
+											"readonly")),
+						   err);
 	strv_free(layers);
 	if (r < 0)
 		goto out;
@@ -673,6 +783,10 @@ int oci_bundle_load(const char *dir, struct oci_bundle *ret, paddock_error *err)
 		oci_debug("linux.devices: paddock's /dev has null, zero, full, random, urandom, "
 			  "tty, pts and shm only");
 	warn_ignored(process, linux_);
+	r = oci_seccomp_compile(json_object_get(linux_, "seccomp"), &b.filter, &b.filter_len,
+				err);
+	if (r < 0)
+		goto out;
 	/* hooks */
 	r = oci_hooks_load(json_object_get(cfg, "hooks"), &b.hooks, err);
 	if (r < 0)
@@ -685,6 +799,8 @@ int oci_bundle_load(const char *dir, struct oci_bundle *ret, paddock_error *err)
 	}
 	b.annotations = v ? json_incref(v) : json_object();
 	r = oci_annotations_apply(b.annotations, &b.process, b.spec, err);
+	if (r >= 0)
+		r = map_netns(&b, err);
 	if (r >= 0)
 		r = paddock_spec_validate(b.spec, err);
 	if (r < 0)

@@ -87,11 +87,16 @@ struct oci_process {
 
 struct oci_bundle {
 	char *dir;	    /* the bundle, absolute */
+	char *rootfs;	    /* root.path, absolute, resolved */
 	char *config_json; /* as read, for hooks and state */
 	paddock_spec *spec;
 	struct oci_process process;
 	struct oci_hooks hooks;
 	json_t *annotations; /* the config's, or an empty object */
+	void *filter;	     /* linux.seccomp compiled (seccomp.c), or NULL */
+	size_t filter_len;
+	char *netns;	     /* linux.namespaces' network path, joined by the container */
+	char *supervisor_netns; /* ...or, with egress, where the supervisor's proxy lives */
 };
 
 /* Reads DIR/config.json and maps it onto a paddock spec: each field honoured or refused. */
@@ -104,6 +109,9 @@ void oci_process_release(struct oci_process *p);
 /* Reads a JSON file of at most `max` bytes. */
 int oci_read_json(const char *path, size_t max, json_t **ret, char **ret_text,
 		  paddock_error *err);
+
+/* linux.seccomp as a BPF program for paddock_exec_opts.filter (seccomp.c); NULL: none. */
+int oci_seccomp_compile(json_t *seccomp, void **ret_prog, size_t *ret_len, paddock_error *err);
 
 /* The annotations dev.paddock.* (annotations.c) applied to spec; others are left alone. */
 int oci_annotations_apply(json_t *annotations, const struct oci_process *p, paddock_spec *spec,

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,6 +145,11 @@ static int start_process(struct sup *s, const struct oci_process *p, int fds[3],
 		.fds = { fds[0], fds[1], fds[2] },
 		.timeout_s = -1, /* a container runs until it ends or is stopped */
 		.ctty = ctty,
+		.filter = s->b->filter,
+		.filter_len = s->b->filter_len,
+		.user_set = p->uid != 0,
+		.uid = p->uid,
+		.gid = p->gid,
 	};
 
 	/* the sandbox's user was chosen at create: root, or the sandbox user */
@@ -479,6 +485,20 @@ static int setup(struct sup *s, const struct oci_create_opts *o, paddock_error *
 	int master = -1;
 	int r;
 
+	if (s->b->supervisor_netns) {
+		/* the proxy's connections leave from the pod's network (config.c, map_netns()) */
+		int fd = open(s->b->supervisor_netns, O_RDONLY | O_CLOEXEC);
+
+		if (fd < 0 || setns(fd, CLONE_NEWNET) < 0) {
+			err->code = errno;
+			snprintf(err->field, sizeof(err->field), "linux.namespaces.network.path");
+			snprintf(err->msg, sizeof(err->msg), "enter '%.200s'", s->b->supervisor_netns);
+			if (fd >= 0)
+				close(fd);
+			return -err->code;
+		}
+		close(fd);
+	}
 	s->base = event_base_new();
 	if (!s->base) {
 		err->code = ENOMEM;

@@ -5,8 +5,10 @@
 
 MKIMAGE=$(dirname "${BASH_SOURCE[0]}")/mkimage.py
 export PADDOCK_IMAGE_STORE=$T_TMP/store
-# skopeo wants a home for its caches and auth file
+# skopeo wants a home for its caches and auth file; its auth file there, not under
+# /run/containers/UID (root's 0700 once Podman has run as root: unreadable to the test's uid)
 export HOME=$T_TMP/home
+export REGISTRY_AUTH_FILE=$HOME/auth.json
 mkdir -p "$HOME"
 
 need_image_tools() {

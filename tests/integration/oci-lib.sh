@@ -15,7 +15,8 @@ oci_image() {
 	shift
 	python3 "$MKIMAGE" root "$dir" sh cat id ls sleep echo grep env tty touch mkdir wc "$@" \
 		>/dev/null || return 1
-	mkdir -p "$dir/etc" "$dir/root" "$dir/data"
+	mkdir -p "$dir/etc" "$dir/root" "$dir/data" "$dir/run" "$dir/var"
+	ln -sfn /run "$dir/var/run"
 	printf 'root:x:0:0:root:/root:/bin/sh\n' >"$dir/etc/passwd"
 	printf 'root:x:0:\n' >"$dir/etc/group"
 	echo image-file >"$dir/data/from-image"

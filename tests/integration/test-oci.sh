@@ -18,7 +18,7 @@ cleanup() {
 podman_cleanup() { :; }
 trap cleanup EXIT
 
-oci_image "$T_TMP/img" || { not_ok "make a root"; finish; }
+oci_image "$T_TMP/img" curl || { not_ok "make a root"; finish; }
 give_to_user "$T_TMP/img"
 
 # ---- the runtime alone --------------------------------------------------------------------
@@ -115,10 +115,17 @@ refuse() { # refuse NAME FIELD-REGEX PATCH
 	local b=$T_TMP/bad
 	rm -rf "$b"
 	oci_bundle "$b" "$T_TMP/img" "$3"
-	out=$(oci create --bundle "$b" bad 2>&1)
-	[ $? -ne 0 ] && [[ "$out" =~ $2 ]] && ok "refused: $1" || not_ok "refused: $1 ($out)"
+	# to a file: a create that succeeds leaves its supervisor holding its stdout
+	if oci create --bundle "$b" bad >"$T_TMP/refused" 2>&1; then
+		oci delete --force bad
+		not_ok "refused: $1 (created)"
+		return
+	fi
+	out=$(cat "$T_TMP/refused")
+	[[ "$out" =~ $2 ]] && ok "refused: $1" || not_ok "refused: $1 ($out)"
 }
-refuse "a uid paddock does not run as" "process.user: .*got 33:33" 'c["process"]["user"] = {"uid": 33, "gid": 33}'
+refuse "a uid outside the container's range" "process.user: .*got 70000:70000" 'c["process"]["user"] = {"uid": 70000, "gid": 70000}'
+refuse "root's uid with another gid" "process.user: .*got 0:5" 'c["process"]["user"] = {"uid": 0, "gid": 5}'
 refuse "a sysctl" "linux.sysctl.kernel.shmmax" 'c["linux"]["sysctl"] = {"kernel.shmmax": "1"}'
 refuse "the host's network" "linux.namespaces: no network namespace" 'c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "network"]'
 refuse "an nfs mount" "mounts\[7\].type" 'c["mounts"].append({"destination": "/mnt", "type": "nfs", "source": "x:/y"})'
@@ -131,6 +138,36 @@ refuse "no process" "^paddock-oci: process: " 'del c["process"]'
 out=$(oci create --bundle "$B" 'bad/id' 2>&1)
 expect_match "refused: a bad container id" "id: expected a container id" "$out"
 expect_eq "refusals leave nothing behind" "" "$(ls "$OCI_ROOT")"
+
+# process.user: any id of the container's range, without capabilities (the pause container
+# of a Kubernetes pod is 65535:65535)
+if [ "$MODE" = root ]; then U=65535; else U=1000; fi
+CMD='id -u; id -g; grep CapEff /proc/self/status' oci_bundle "$B" "$T_TMP/img" "c['process']['user'] = {'uid': $U, 'gid': $U}"
+out=$(oci run --bundle "$B" u1 2>&1)
+expect_match "process.user $U:$U" "^$U"$'\n'"$U" "$out"
+expect_match "...without capabilities" "CapEff:[[:space:]]+0+$" "$out"
+
+# linux.seccomp: the container's profile on top of paddock's filter, never instead
+CMD='grep Seccomp_filters /proc/self/status; mkdir /tmp/denied && echo made; unshare -U true 2>/dev/null || echo paddock-still-denies' \
+	oci_bundle "$B" "$T_TMP/img" 'c["linux"]["seccomp"] = {"defaultAction": "SCMP_ACT_ALLOW", "architectures": ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"], "syscalls": [{"names": ["mkdir", "mkdirat", "no_such_call"], "action": "SCMP_ACT_ERRNO", "errnoRet": 1}]}'
+out=$(oci run --bundle "$B" s1 2>&1)
+expect_match "linux.seccomp: stacked on paddock's filter" "Seccomp_filters:[[:space:]]+2" "$out"
+expect_match "linux.seccomp: its rule denies" "mkdir: .*Operation not permitted" "$out"
+expect_no_match "...what it denies does not happen" "^made$" "$out"
+refuse "a seccomp profile with notifications" "linux.seccomp.syscalls\[0\].action" 'c["linux"]["seccomp"] = {"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": ["mkdir"], "action": "SCMP_ACT_NOTIFY"}]}'
+refuse "an unknown seccomp action" "linux.seccomp.defaultAction" 'c["linux"]["seccomp"] = {"defaultAction": "SCMP_ACT_MAYBE"}'
+
+# root.readonly; a bind through the image's /var/run -> /run link (where Kubernetes mounts
+# its service account token); the kubelet's /dev/termination-log, left out
+mkdir -p "$T_TMP/token"
+echo the-token >"$T_TMP/token/token"
+chmod -R a+rX "$T_TMP/token"
+CMD='touch /x 2>&1; touch /tmp/y && echo tmp-writable; cat /run/secrets/sa/token' \
+	oci_bundle "$B" "$T_TMP/img" "c['root']['readonly'] = True; c['mounts'] += [{'destination': '/var/run/secrets/sa', 'type': 'bind', 'source': '$T_TMP/token', 'options': ['rbind', 'ro']}, {'destination': '/dev/termination-log', 'type': 'bind', 'source': '$T_TMP/token/token', 'options': ['rbind']}]"
+out=$(oci run --bundle "$B" ro1 2>&1)
+expect_match "root.readonly: the root is read-only" "Read-only file system" "$out"
+expect_match "...its own mounts are not" "tmp-writable" "$out"
+expect_match "a bind through a symlink of the image lands where it points" "the-token" "$out"
 
 # annotations: limits and the network policy reach the sandbox
 CMD='grep MemTotal /proc/meminfo; cat /etc/resolv.conf | grep -c "DNS filter"; env | grep -c -i ^http_proxy=' \
@@ -187,20 +224,30 @@ if command -v podman >/dev/null; then
 	cid=$("${PM[@]}" run -d --network none "$IMG" sleep 100)
 	"${PM[@]}" rm -f "$cid" >/dev/null 2>&1
 	expect_eq "podman rm -f: nothing of the container runs" "" "$(oci_procs)"
-	# a network namespace made here, joined as a Kubernetes pod's is
-	NS=pd27-$$
-	if ip netns add "$NS" 2>/dev/null; then
-		ip -n "$NS" link set lo up
-		ip -n "$NS" addr add 10.99.27.1/32 dev lo
-		out=$("${PM[@]}" run --rm --network "ns:/run/netns/$NS" "$IMG" sh -c 'grep -c 10.99.27.1 /proc/net/fib_trie' 2>&1)
-		[ "${out:-0}" -ge 1 ] 2>/dev/null && ok "podman --network ns:PATH: the container joins that namespace" \
-			|| not_ok "podman --network ns:PATH: the container joins that namespace ($out)"
-		out=$("${PM[@]}" run --rm --network "ns:/run/netns/$NS" --annotation dev.paddock.network.mode=allowlist "$IMG" true 2>&1)
-		expect_match "...and egress rules there are refused by name" "network.mode" "$out"
-		ip netns del "$NS"
-	else
-		not_ok "make a network namespace (ip netns add)"
-	fi
+	# a network namespace made here, joined as a Kubernetes pod's is (held by a process of
+	# its own, not bound under /run/netns: nothing mounted on the host)
+	unshare --net sleep 600 &
+	nsp=$!
+	NS=/proc/$nsp/ns/net
+	in_ns() { nsenter --net="$NS" "$@"; }
+	for _ in $(seq 50); do [ "$(readlink "$NS")" != "$(readlink /proc/self/ns/net)" ] && break; sleep 0.05; done
+	in_ns ip link set lo up
+	in_ns ip addr add 10.99.27.1/32 dev lo
+	out=$("${PM[@]}" run --rm --network "ns:$NS" "$IMG" sh -c 'grep -c 10.99.27.1 /proc/net/fib_trie' 2>&1)
+	[ "${out:-0}" -ge 1 ] 2>/dev/null && ok "podman --network ns:PATH: the container joins that namespace" \
+		|| not_ok "podman --network ns:PATH: the container joins that namespace ($out)"
+	# with egress rules the container gets paddock's own namespace, and what the proxy lets
+	# out leaves from the given one (where alone 10.99.27.1 answers)
+	nsenter --net="$NS" /usr/bin/python3 -m http.server --bind 10.99.27.1 8027 >/dev/null 2>&1 &
+	srv=$!
+	for _ in $(seq 50); do in_ns /usr/bin/python3 -c 'import socket; socket.create_connection(("10.99.27.1", 8027), 1)' 2>/dev/null && break; sleep 0.1; done
+	out=$("${PM[@]}" run --rm --network "ns:$NS" --annotation dev.paddock.network.mode=allowlist \
+		--annotation dev.paddock.network.allow=10.99.27.1/32:8027 "$IMG" \
+		sh -c 'curl -sS -m 5 -o /dev/null -w "code=%{http_code}\n" http://10.99.27.1:8027/; grep -c 10.99.27.1 /proc/net/fib_trie' 2>&1)
+	expect_match "...with egress rules, the proxy's connections leave from it" "code=200" "$out"
+	expect_eq "...while the container has a namespace of its own" 0 "$(tail -n1 <<<"$out")"
+	kill "$srv" "$nsp"
+	wait "$srv" "$nsp" 2>/dev/null
 	# kill -9 of the engine's monitor (conmon), then the engine cleans up
 	cid=$("${PM[@]}" run -d --network none "$IMG" sleep 100)
 	kill -9 "$(podman inspect -f '{{.State.ConmonPid}}' "$cid")" 2>/dev/null
