@@ -218,6 +218,10 @@ static int new_fs(const char *type, const char *const *opts, unsigned attrs, pad
 	fs = fsopen(type, FSOPEN_CLOEXEC);
 	if (fs < 0)
 		return pd_fail(err, errno, "fsopen %s", type);
+	/* mountinfo's source, as mount(8) names it ("none" otherwise): tools and OCI's
+	 * runtime-tools match mounts by it */
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "source", type, 0) < 0)
+		return pd_fail(err, errno, "configure %s's source", type);
 	for (const char *const *o = opts; o && o[0]; o += 2) {
 		int r = o[1] ? fsconfig(fs, FSCONFIG_SET_STRING, o[0], o[1], 0)
 			     : fsconfig(fs, FSCONFIG_SET_FLAG, o[0], NULL, 0);

@@ -39,7 +39,8 @@ static int request(const char *id, json_t *req)
 		if (oci_state_load(id, &st, &err) < 0)
 			return oci_fail(&err);
 		oci_state_release(&st);
-		return oci_failf("container '%s' is not running", id);
+		/* containerd's shim and Podman recognise runc's words */
+		return oci_failf("container not running: '%s'", id);
 	}
 	return r < 0 ? oci_fail(&err) : 0;
 }

@@ -90,7 +90,7 @@ static int call(const char *id, const char *op, json_t **ret)
 
 	json_decref(req);
 	if (r == -ENOENT || r == -ECONNREFUSED)
-		return oci_failf("container '%s' is not running", id);
+		return oci_failf("container not running: '%s'", id);
 	return r < 0 ? oci_fail(&err) : 0;
 }
 

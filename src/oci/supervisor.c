@@ -254,7 +254,7 @@ static void op_exec(struct sup *s, struct conn *c, json_t *req, int *fds, size_t
 
 	if (s->st.status != OCI_RUNNING || !s->main) {
 		err.code = EINVAL;
-		snprintf(err.msg, sizeof(err.msg), "container '%s' is not running", s->st.id);
+		snprintf(err.msg, sizeof(err.msg), "container not running: '%s'", s->st.id);
 		return reply_error(c, &err);
 	}
 	if (c->ex) {

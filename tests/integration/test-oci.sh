@@ -254,6 +254,11 @@ if command -v podman >/dev/null; then
 	"${PM[@]}" rm -f "$cid" >/dev/null 2>&1
 	for _ in $(seq 50); do [ -z "$(oci_procs)" ] && break; sleep 0.1; done
 	expect_eq "kill -9 of conmon, then podman rm -f: nothing left" "" "$(oci_procs)"
+	# without its monitor Podman never calls delete (as with crun): the state is the
+	# stopped container's, and delete removes it
+	expect_match "...the state says stopped" '"status": "stopped"' "$("$OCI" state "$cid" 2>&1)"
+	"$OCI" delete "$cid"
+	expect_eq "...and delete removes it" 0 "$(ls /run/paddock-oci 2>/dev/null | grep -c "$cid")"
 else
 	unavailable "podman is not installed (dev/deps --oci)"
 fi
