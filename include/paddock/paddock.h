@@ -594,6 +594,28 @@ struct paddock_exec_opts {
 	 * (up to 30 s).
 	 */
 	void (*on_started)(paddock_exec *ex, void *userdata);
+	/*
+	 * fds[0] is a terminal of the sandbox (paddock_sandbox_open_pty(), include/paddock/
+	 * oci.h): it becomes the command's controlling terminal, as a pty_streams one does.
+	 */
+	bool ctty;
+	/*
+	 * With user_set, the command runs as uid/gid (ids inside the sandbox) instead of the
+	 * sandbox user 1000, without capabilities as the sandbox user: an OCI container's
+	 * process.user (a Kubernetes pod's pause container is 65535). As root any id below 65536
+	 * (the sandbox's range); rootless only 1000 exists. Refused (field "user") in a sandbox
+	 * whose spec's user is "root": its commands are uid 0.
+	 */
+	bool user_set;
+	uint32_t uid, gid;
+	/*
+	 * A seccomp program (struct sock_filter[], filter_len bytes, at most 4096 instructions)
+	 * the command loads on top of the sandbox's own filter, after no_new_privs and right
+	 * before its exec: it can only narrow (an OCI container's linux.seccomp). Borrowed for
+	 * the call. Its own notifications cannot be: the sandbox's filter has the listener.
+	 */
+	const void *filter;
+	size_t filter_len;
 };
 
 /* Called once when the exec ends; `res` is valid during the call. */

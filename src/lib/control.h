@@ -181,6 +181,12 @@ struct pd_ctl_bind_strings {
 #define PD_EXEC_PIPE_STDIN (1u << 8)
 #define PD_EXEC_PIPE_STDOUT (1u << 9)
 #define PD_EXEC_PIPE_STDERR (1u << 10)
+/* stdin (a terminal, given as an fd) becomes the command's controlling terminal */
+#define PD_EXEC_CTTY (1u << 12)
+/* the command runs as pd_ctl_exec's uid and gid (mapped ids of a sandbox that is not root's) */
+#define PD_EXEC_USER (1u << 13)
+/* a command's own seccomp filter: at most this many bytes (4096 instructions) */
+#define PD_EXEC_FILTER_MAX (4096u * 8)
 /*
  * The library's own code interpreter server (code.c), not a front end's command: a supervisor
  * that adopts the sandbox gives it back to code.c and lists it to no front end. init keeps
@@ -194,7 +200,13 @@ struct pd_ctl_exec {
 	uint16_t rows, cols;
 	uint32_t argc;
 	uint32_t envc;
-	/* then: cwd\0 (may be empty: the spec's), argv[0]\0 ... argv[argc-1]\0, env... */
+	uint32_t uid, gid; /* with PD_EXEC_USER: the command's ids instead of the sandbox user's */
+	/* bytes of a seccomp program (struct sock_filter[]) after the strings, loaded by the
+	 * command on top of the sandbox's filter before it execs; 0: none */
+	uint32_t filter_len;
+	uint32_t pad;
+	/* then: cwd\0 (may be empty: the spec's), argv[0]\0 ... argv[argc-1]\0, env...,
+	 * and filter_len bytes of the command's own filter */
 };
 
 /* fds attached: the pty master first when there is one, then the pipes, stdin first */

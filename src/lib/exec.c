@@ -530,9 +530,10 @@ static void exec_timeout_cb(evutil_socket_t fd, short what, void *arg)
 
 /* Packs cwd, argv and env after the header into a malloc'ed message. */
 static int pack_exec(const struct pd_ctl_exec *hdr, const char *cwd, const char *const *argv,
-		     const char *const *env, char **ret_buf, size_t *ret_len, paddock_error *err)
+		     const char *const *env, const void *filter, char **ret_buf, size_t *ret_len,
+		     paddock_error *err)
 {
-	size_t len = sizeof(*hdr) + strlen(cwd) + 1;
+	size_t len = sizeof(*hdr) + strlen(cwd) + 1 + hdr->filter_len;
 	char *buf, *p;
 
 	for (size_t i = 0; i < hdr->argc; i++)
@@ -553,8 +554,32 @@ static int pack_exec(const struct pd_ctl_exec *hdr, const char *cwd, const char 
 		p = stpcpy(p, argv[i]) + 1;
 	for (size_t i = 0; i < hdr->envc; i++)
 		p = stpcpy(p, env[i]) + 1;
+	if (hdr->filter_len)
+		memcpy(p, filter, hdr->filter_len);
 	*ret_buf = buf;
 	*ret_len = len;
+	return 0;
+}
+
+/*
+ * SECURITY: a command's own ids must exist in the sandbox's user namespace (an unmapped id
+ * would fail at setresuid(), after the fork) and never be the sandbox's root by this path:
+ * root's commands keep capabilities (PD_CAPS_ROOT), these never do.
+ */
+static int check_user(const paddock_sandbox *sb, uint32_t uid, uint32_t gid, paddock_error *err)
+{
+	if (sb->idmap.root_user)
+		return pd_fail_field(err, EINVAL, "user",
+				     "a sandbox of user \"root\" runs every command as uid 0");
+	if (uid == 0 || gid == 0)
+		return pd_fail_field(err, EINVAL, "user",
+				     "uid/gid 0 is root: make the sandbox's user \"root\" instead");
+	if (sb->idmap.rootless ? (uid != PD_SANDBOX_UID || gid != PD_SANDBOX_GID)
+			       : (uid >= PD_IDMAP_RANGE || gid >= PD_IDMAP_RANGE))
+		return pd_fail_field(err, EINVAL, "user",
+				     "uid/gid %u:%u does not exist in this sandbox (%s)", uid, gid,
+				     sb->idmap.rootless ? "rootless, only 1000:1000 does"
+							: "ids below 65536 do");
 	return 0;
 }
 
@@ -670,10 +695,27 @@ int pd_exec_begin(paddock_sandbox *sb, const struct paddock_exec_opts *opts, uin
 		hdr.flags |= PD_EXEC_FD_STDIN << i;
 		fds[nfds++] = opts->fds[i];
 	}
+	if (opts->ctty && (hdr.flags & PD_EXEC_FD_STDIN))
+		hdr.flags |= PD_EXEC_CTTY;
+	if (opts->user_set) {
+		r = check_user(sb, opts->uid, opts->gid, err);
+		if (r < 0)
+			return r;
+		hdr.flags |= PD_EXEC_USER;
+		hdr.uid = opts->uid;
+		hdr.gid = opts->gid;
+	}
 	if (!(opts->timeout_s <= 1e7)) /* NaN too */
 		return pd_fail_field(err, EINVAL, "timeout_s",
 				     "expected seconds up to 10000000");
-	r = pack_exec(&hdr, opts->cwd ? opts->cwd : "", opts->argv, opts->env, &buf, &len, err);
+	if (opts->filter_len) {
+		if (!opts->filter || opts->filter_len % 8 || opts->filter_len > PD_EXEC_FILTER_MAX)
+			return pd_fail_field(err, EINVAL, "filter",
+					     "expected a seccomp program of at most 4096 instructions");
+		hdr.filter_len = (uint32_t)opts->filter_len;
+	}
+	r = pack_exec(&hdr, opts->cwd ? opts->cwd : "", opts->argv, opts->env, opts->filter, &buf,
+		      &len, err);
 	if (r < 0)
 		return r;
 

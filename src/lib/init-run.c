@@ -25,7 +25,9 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <linux/filter.h>
 #include <linux/magic.h>
+#include <linux/seccomp.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -239,6 +241,10 @@ struct child_plan {
 	int fds[3];	  /* -1: /dev/null */
 	int pty_slave;	  /* -1: none */
 	unsigned pty_streams;
+	bool ctty; /* fds[0] is a terminal to take as the controlling one (PD_EXEC_CTTY) */
+	uid_t uid; /* who the command runs as, unless the sandbox's user is root */
+	gid_t gid;
+	struct sock_fprog filter; /* the command's own seccomp filter (len 0: none) */
 	int errpipe;
 };
 
@@ -262,6 +268,8 @@ CHILD_CODE static int setup_stdio(const struct child_plan *p)
 	if (setsid() < 0)
 		return -errno;
 	if (p->pty_slave >= 0 && ioctl(p->pty_slave, TIOCSCTTY, 0) < 0)
+		return -errno;
+	if (p->pty_slave < 0 && p->ctty && p->fds[0] >= 0 && ioctl(p->fds[0], TIOCSCTTY, 0) < 0)
 		return -errno;
 	/* move everything above 2 first so dup2() into 0..2 never clobbers a source */
 	for (int i = 0; i < 3; i++) {
@@ -357,13 +365,16 @@ CHILD_CODE static int exec_child(void *arg)
 	if (st->conf->idmap.root_user)
 		r = pd_caps_become_root(!st->conf->idmap.rootless);
 	else
-		r = pd_caps_drop_to_user(PD_SANDBOX_UID, PD_SANDBOX_GID, !st->conf->idmap.rootless);
+		r = pd_caps_drop_to_user(p->uid, p->gid, !st->conf->idmap.rootless);
 	if (r < 0)
 		child_fail(p, PD_STEP_PRIVS, r, "drop privileges");
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 		child_fail(p, PD_STEP_PRIVS, errno, "set no_new_privs");
 	if (chdir(p->cwd) < 0)
 		child_fail(p, PD_STEP_CWD, errno, "change to the working directory");
+	/* the command's own filter, on top of the sandbox's (which allows seccomp()): it narrows */
+	if (p->filter.len && syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &p->filter) < 0)
+		child_fail(p, PD_STEP_SECCOMP, errno, "load the command's seccomp filter");
 	exec_path(p, &e);
 	child_fail(p, PD_STEP_EXECVE, e, "execute the command");
 }
@@ -543,6 +554,14 @@ static void handle_exec(struct init_state *st, const char *buf, size_t len, int 
 	    pd_strv_unpack(&pos, end, req.envc, PD_CTL_MAX_ARGS, NULL, &extra) < 0 ||
 	    req.argc == 0 || !argv[0][0])
 		return reply_error(st, req.id, PD_STEP_SETUP, EPROTO, "malformed exec request");
+	/* what is left is the command's own filter, exactly as long as the header says */
+	if ((size_t)(end - pos) != req.filter_len || req.filter_len % sizeof(struct sock_filter) ||
+	    req.filter_len > PD_EXEC_FILTER_MAX)
+		return reply_error(st, req.id, PD_STEP_SETUP, EPROTO, "malformed exec request");
+	p.filter = (struct sock_fprog){
+		.len = (unsigned short)(req.filter_len / sizeof(struct sock_filter)),
+		.filter = (struct sock_filter *)(uintptr_t)pos,
+	};
 	if (st->n_execs >= INIT_MAX_EXECS)
 		return reply_error(st, req.id, PD_STEP_SETUP, EAGAIN, "too many commands running");
 	envp = build_env(st, extra);
@@ -568,6 +587,10 @@ static void handle_exec(struct init_state *st, const char *buf, size_t len, int 
 	}
 	if (pipe2(pipefd, O_CLOEXEC) < 0)
 		return reply_error(st, req.id, PD_STEP_SETUP, errno, "pipe");
+	p.ctty = (req.flags & PD_EXEC_CTTY) != 0;
+	/* the supervisor checked the ids exist here (exec.c); the sandbox user's otherwise */
+	p.uid = (req.flags & PD_EXEC_USER) ? req.uid : PD_SANDBOX_UID;
+	p.gid = (req.flags & PD_EXEC_USER) ? req.gid : PD_SANDBOX_GID;
 	p.argv = argv;
 	p.envp = envp;
 	p.cwd = cwd[0] ? cwd : st->conf->cwd;

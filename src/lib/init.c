@@ -410,7 +410,8 @@ static int setup(struct build_state *st, paddock_error *err)
 		r = pd_init_bind_lifetime(st->ctl, st->listen_fd >= 0, err);
 	if (r >= 0 && sethostname(st->spec->hostname, strlen(st->spec->hostname)) < 0)
 		r = pd_fail(err, errno, "set hostname");
-	if (r >= 0)
+	/* a joined network namespace (oci.h) is its owner's: its loopback is theirs to raise */
+	if (r >= 0 && !st->spec->netns_path)
 		r = loopback_up(err);
 	/* before the root is built: libnftables is loaded from the host's files (netns-egress.h) */
 	if (r >= 0 && st->spec->network.mode != PD_NET_NONE)

@@ -12,7 +12,9 @@
 #include <errno.h>
 #include <linux/sched.h>
 #include <poll.h>
+#include <fcntl.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -33,16 +35,49 @@
 
 #define LAUNCH_READY_TIMEOUT_MS 30000
 
-static pid_t clone_init(int *ret_pidfd)
+/*
+ * A sandbox that joins a network namespace (include/paddock/oci.h: a Kubernetes pod's) is
+ * cloned from inside it (`netns` >= 0): init, in a user namespace of its own, could not
+ * setns() into a namespace the host's user namespace owns. The supervisor enters it for the
+ * clone and goes back to `home` at once (single-threaded: nothing else of ours runs then).
+ */
+static pid_t clone_init(int netns, int home, int *ret_pidfd)
 {
 	struct clone_args args = {
-		.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC |
-			 CLONE_NEWUTS | CLONE_NEWCGROUP | CLONE_PIDFD | CLONE_CLEAR_SIGHAND,
+		.flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWUTS |
+			 CLONE_NEWCGROUP | CLONE_PIDFD | CLONE_CLEAR_SIGHAND |
+			 (netns < 0 ? CLONE_NEWNET : 0),
 		.pidfd = (uint64_t)(uintptr_t)ret_pidfd,
 		.exit_signal = SIGCHLD,
 	};
+	pid_t pid;
+	int e;
 
-	return (pid_t)syscall(SYS_clone3, &args, sizeof(args));
+	if (netns >= 0 && setns(netns, CLONE_NEWNET) < 0)
+		return -1;
+	pid = (pid_t)syscall(SYS_clone3, &args, sizeof(args));
+	e = errno;
+	/* SECURITY: the supervisor never stays in a namespace a sandbox shares */
+	if (netns >= 0 && pid != 0 && setns(home, CLONE_NEWNET) < 0)
+		abort();
+	errno = e;
+	return pid;
+}
+
+static int open_netns(const char *path, int *ret_netns, int *ret_home, paddock_error *err)
+{
+	_cleanup_close_ int netns = -EBADF, home = -EBADF;
+
+	netns = open(path, O_RDONLY | O_CLOEXEC);
+	if (netns < 0)
+		return pd_fail_field(err, errno, "linux.namespaces.network.path", "open '%s'",
+				     PD_ESC(path));
+	home = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (home < 0)
+		return pd_fail(err, errno, "open this process's network namespace");
+	*ret_netns = TAKE_FD(netns);
+	*ret_home = TAKE_FD(home);
+	return 0;
 }
 
 void pd_launch_cgroup_limits(const paddock_spec *spec, struct pd_cgroup_limits *ret_limits)
@@ -339,7 +374,7 @@ static int send_cgroup(paddock_sandbox *sb, paddock_error *err)
 int pd_launch_begin(paddock_sandbox *sb, paddock_error *err)
 {
 	_cleanup_pidfd_ int pidfd = -EBADF;
-	_cleanup_close_ int child_end = -EBADF;
+	_cleanup_close_ int child_end = -EBADF, netns = -EBADF, home = -EBADF;
 	int sv[2];
 	pid_t pid;
 	int image, r;
@@ -361,7 +396,12 @@ int pd_launch_begin(paddock_sandbox *sb, paddock_error *err)
 	sb->ctl = sv[0];
 	child_end = sv[1];
 
-	pid = clone_init(&pidfd);
+	if (sb->spec->netns_path) {
+		r = open_netns(sb->spec->netns_path, &netns, &home, err);
+		if (r < 0)
+			return r;
+	}
+	pid = clone_init(netns, home, &pidfd);
 	if (pid < 0) {
 		r = errno;
 		if (r == ENOSPC || r == EUSERS)

@@ -219,6 +219,10 @@ static int new_fs(const char *type, const char *const *opts, unsigned attrs, pad
 	fs = fsopen(type, FSOPEN_CLOEXEC);
 	if (fs < 0)
 		return pd_fail(err, errno, "fsopen %s", type);
+	/* mountinfo's source, as mount(8) names it ("none" otherwise): tools and OCI's
+	 * runtime-tools match mounts by it */
+	if (fsconfig(fs, FSCONFIG_SET_STRING, "source", type, 0) < 0)
+		return pd_fail(err, errno, "configure %s's source", type);
 	for (const char *const *o = opts; o && o[0]; o += 2) {
 		int r = o[1] ? fsconfig(fs, FSCONFIG_SET_STRING, o[0], o[1], 0)
 			     : fsconfig(fs, FSCONFIG_SET_FLAG, o[0], NULL, 0);
@@ -1525,9 +1529,10 @@ int pd_rootfs_build(const paddock_spec *spec, const struct pd_idmap *idmap,
 	}
 	/*
 	 * SECURITY: the root itself is read-only; only the mounts placed on it are writable. An
-	 * image's root is its writable layer, on the disk like every other.
+	 * image's root is its writable layer, on the disk like every other (unless an OCI
+	 * bundle's asks for a read-only one: include/paddock/oci.h).
 	 */
-	if (!b.image) {
+	if (!b.image || spec->root_readonly) {
 		r = set_attr(root, "", AT_EMPTY_PATH,
 			     MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0);
 		if (r < 0)

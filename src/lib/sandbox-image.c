@@ -95,13 +95,32 @@ static int resolve_and_apply(const paddock_ctx *ctx, paddock_spec *spec, struct 
 	return 0;
 }
 
+/* An OCI bundle's root (include/paddock/oci.h): its directories are the image's layers. */
+static int root_layers(paddock_spec *spec, paddock_error *err)
+{
+	size_t n = pd_strv_length(spec->root_layers);
+	_cleanup_strv_ char **v = NULL;
+
+	if (n == 0)
+		return 0;
+	v = calloc(n + 1, sizeof(*v));
+	if (!v)
+		return pd_fail(err, ENOMEM, "out of memory");
+	for (size_t i = 0; i < n; i++)
+		if (!(v[i] = strdup(spec->root_layers[i])))
+			return pd_fail(err, ENOMEM, "out of memory");
+	pd_strv_free(spec->image_layers);
+	spec->image_layers = TAKE_PTR(v);
+	return 0;
+}
+
 int pd_sandbox_image_prepare(paddock_sandbox *sb, paddock_error *err)
 {
 	_cleanup_(pd_image_freep) struct pd_image *img = NULL;
 	int r;
 
 	if (!sb->spec->image)
-		return 0;
+		return root_layers(sb->spec, err);
 	r = resolve_and_apply(sb->ctx, sb->spec, &img, err);
 	if (r < 0)
 		return r;

@@ -643,6 +643,7 @@ paddock_spec *paddock_spec_free(paddock_spec *spec)
 	pd_spec_secrets_clear(spec);
 	pd_strv_free(spec->secret_env);
 	free(spec->ca_pem);
+	pd_spec_oci_clear(spec);
 	free(spec);
 	return NULL;
 }
@@ -670,7 +671,8 @@ int pd_spec_dup(const paddock_spec *spec, paddock_spec **ret_copy, paddock_error
 	c->limits = spec->limits;
 	c->security = spec->security;
 	c->user = spec->user;
-	if (pd_spec_network_copy(c, spec) < 0 || pd_spec_secrets_copy(c, spec) < 0)
+	if (pd_spec_network_copy(c, spec) < 0 || pd_spec_secrets_copy(c, spec) < 0 ||
+	    pd_spec_oci_copy(c, spec) < 0)
 		return oom(err);
 	if (strdup_or_null(spec->hostname, &c->hostname) < 0 ||
 	    strdup_or_null(spec->rootfs, &c->rootfs) < 0 ||
@@ -1492,6 +1494,9 @@ int paddock_spec_validate(const paddock_spec *spec, paddock_error *err)
 		return pd_fail_field(err, EINVAL, "security.landlock", "unknown mode %d",
 				     (int)spec->security.landlock);
 	r = pd_spec_network_validate(spec, err);
+	if (r < 0)
+		return r;
+	r = pd_spec_oci_validate(spec, err);
 	if (r < 0)
 		return r;
 	return pd_spec_secrets_validate(spec, err);

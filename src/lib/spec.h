@@ -126,6 +126,14 @@ struct paddock_spec {
 	char **image_layers;
 	/* a pooled sandbox: init waits unconfined for PD_CTL_BIND (paddock_sandbox_claim()) */
 	bool pooled;
+	/*
+	 * Set through include/paddock/oci.h (spec-oci.c), not JSON: an OCI bundle's root as
+	 * directories stacked like an image's layers (bottom first, NULL-terminated), and a
+	 * network namespace to join instead of a new one. Copied with the spec.
+	 */
+	char **root_layers;
+	char *netns_path;
+	bool root_readonly; /* the root itself read-only (its mounts keep their own flags) */
 };
 
 /* The limits, by the names the spec, the report and the API use. */
@@ -204,6 +212,11 @@ int pd_spec_secrets_to_json(const paddock_spec *spec, json_t *root, paddock_erro
 int pd_spec_secret_value(const struct pd_spec_secret *s, const char *field, uint8_t **ret,
 			 size_t *ret_len, paddock_error *err);
 int pd_net_mode_from_string(const char *s);
+
+/* The OCI runtime's fields (spec-oci.c): copy, clear, cross-field rules. */
+int pd_spec_oci_copy(paddock_spec *dst, const paddock_spec *src); /* -ENOMEM */
+void pd_spec_oci_clear(paddock_spec *spec);
+int pd_spec_oci_validate(const paddock_spec *spec, paddock_error *err);
 
 /*
  * "512M", "1G", "4096", "1.5G": binary units K M G T (1024-based), optional trailing "B"

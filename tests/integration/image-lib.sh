@@ -5,9 +5,12 @@
 
 MKIMAGE=$(dirname "${BASH_SOURCE[0]}")/mkimage.py
 export PADDOCK_IMAGE_STORE=$T_TMP/store
-# skopeo wants a home for its caches and auth file
+# skopeo wants a home for its caches and auth file; its auth file below XDG_RUNTIME_DIR, not
+# /run/containers/UID (root's 0700 once Podman has run as root: unreadable to the test's
+# uid). Not REGISTRY_AUTH_FILE: docker-registry reads REGISTRY_* as its own configuration.
 export HOME=$T_TMP/home
-mkdir -p "$HOME"
+export XDG_RUNTIME_DIR=$HOME/run
+mkdir -p "$HOME" "$XDG_RUNTIME_DIR"
 
 need_image_tools() {
 	local t

@@ -31,14 +31,14 @@ fi
 cleanup() { rm -rf "$stage"; }
 trap cleanup EXIT
 chmod 755 "$stage"
-cp "$build/src/cli/paddock" "$build/src/cli/paddock-mcp" "$build/src/daemon/paddockd" \
+cp "$build/src/cli/paddock" "$build/src/cli/paddock-mcp" "$build/src/daemon/paddockd" "$build/src/oci/paddock-oci" \
 	"$build/tests/try-syscall" "$stage/"
 [ -x "$build/tests/integration/lifecycle" ] && cp "$build/tests/integration/lifecycle" "$stage/"
 # the limit probes (tests/helpers), for test-limits.sh
 for p in memhog forkbomb cpuburn diskfill; do
 	[ -x "$build/tests/$p" ] && cp "$build/tests/$p" "$stage/"
 done
-cp "$here/lib.sh" "$here/mcp-drive.py" "$here/image-lib.sh" "$here/mkimage.py" \
+cp "$here/lib.sh" "$here/mcp-drive.py" "$here/image-lib.sh" "$here/oci-lib.sh" "$here/mkimage.py" \
 	"$here/token-registry.py" "$here/protocols.py" "$here/$test" "$stage/"
 # a test's own directory (mcp/ for test-mcp.sh: its client and the npm packages it imports),
 # copied so that the unprivileged uid reads it wherever the repo is
@@ -49,6 +49,7 @@ for dir in $(sed -n 's/^# run.sh: stage \([a-z0-9-]*\)$/\1/p' "$here/$test"); do
 	[ -d "$here/$dir" ] && [ ! -d "$stage/$dir" ] && cp -r "$here/$dir" "$stage/"
 done
 chmod -R a+rX "$stage"
+export PADDOCK_OCI="$stage/paddock-oci"
 export PADDOCK="$stage/paddock" PADDOCKD="$stage/paddockd" TRY_SYSCALL="$stage/try-syscall" LIFECYCLE="$stage/lifecycle"
 export MEMHOG="$stage/memhog" FORKBOMB="$stage/forkbomb" CPUBURN="$stage/cpuburn" DISKFILL="$stage/diskfill"
 # the test's temp files (lib.sh's T_TMP, and what paddock makes there) are below its stage
@@ -72,7 +73,7 @@ before=$(snapshot)
 reaper=("$build/tests/subreaper" 3000 "$stage/leaks")
 if [ "$mode" = rootless ] && [ "$(id -u)" -eq 0 ]; then
 	"${reaper[@]}" "${wrap[@]}" setpriv --reuid="$uid" --regid="$uid" --clear-groups --reset-env \
-		env EGRESS_DIR="${EGRESS_DIR:-}" PADDOCK="$PADDOCK" PADDOCKD="$PADDOCKD" TRY_SYSCALL="$TRY_SYSCALL" LIFECYCLE="$LIFECYCLE" \
+		env EGRESS_DIR="${EGRESS_DIR:-}" PADDOCK_OCI="$PADDOCK_OCI" PADDOCK="$PADDOCK" PADDOCKD="$PADDOCKD" TRY_SYSCALL="$TRY_SYSCALL" LIFECYCLE="$LIFECYCLE" \
 		MEMHOG="$MEMHOG" FORKBOMB="$FORKBOMB" CPUBURN="$CPUBURN" DISKFILL="$DISKFILL" \
 		PADDOCK_TEST_MUST_WORK="$must_work" PADDOCK_TEST_RUN_ARGS="${PADDOCK_TEST_RUN_ARGS:-}" \
 		TMPDIR="$TMPDIR" PATH=/usr/bin:/bin \
