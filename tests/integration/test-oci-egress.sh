@@ -17,8 +17,11 @@ REAL="ghp_R3alS3cr3tV4lue0123456789abcdefXYZ"
 IMG=localhost/paddock-oci-egress:$$
 [ -d /run/paddock-oci ] || made_run_root=1
 cleanup() {
-	podman rm -f -a --filter "ancestor=$IMG" >/dev/null 2>&1
-	podman rmi -f "$IMG" >/dev/null 2>&1
+	# rootless runs no Podman (a podman run as the test's uid would leave its runtime dir)
+	if [ "$MODE" = root ]; then
+		podman rm -f -a --filter "ancestor=$IMG" >/dev/null 2>&1
+		podman rmi -f "$IMG" >/dev/null 2>&1
+	fi
 	[ "${made_run_root:-0}" = 1 ] && rmdir /run/paddock-oci 2>/dev/null
 	rm -rf "$T_TMP"
 }

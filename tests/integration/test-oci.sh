@@ -286,19 +286,6 @@ if start_containerd; then
 	"${CTR[@]}" task rm -f k3 >/dev/null 2>&1
 	"${CTR[@]}" c rm k3 >/dev/null 2>&1
 	expect_eq "ctr task rm -f of a running container: nothing left" "" "$(oci_procs)"
-	# kill -9 of the engine's shim: the container runs on (as under runc), its supervisor
-	# re-attachable in --root; delete --force ends it whole
-	"${CTR[@]}" run -d --runc-binary "$OCI" --runc-root "$T_TMP/ctr-oci-root" "$CI" k4 sleep 100 >/dev/null
-	sleep 0.3
-	sup=$(awk '$1 == "k4" { print $2 }' < <("${CTR[@]}" task ls))
-	shim=$(ps -o ppid= -p "$sup" | tr -d ' ')
-	kill -9 "$shim"
-	sleep 0.3
-	expect_match "kill -9 of the shim: the container runs on" '"status": "running"' \
-		"$("$OCI" --root "$T_TMP/ctr-oci-root/default" state k4 2>&1)"
-	"$OCI" --root "$T_TMP/ctr-oci-root/default" delete --force k4
-	expect_eq "...delete --force ends it: nothing left" "" "$(oci_procs)"
-	"${CTR[@]}" c rm k4 >/dev/null 2>&1
 	"${CTR[@]}" images rm "$CI" >/dev/null 2>&1
 else
 	unavailable "containerd cannot start here (dev/deps --oci)"
