@@ -159,8 +159,42 @@ r=$(api POST "/v1/sandboxes/$ID/exec" -d '{"argv":["echo","back"]}')
 expect_eq "and it runs commands again" back "$(j "$(body_of "$r")" 'd["stdout"].strip()')"
 api DELETE "/v1/sandboxes/$ID?wait=1" >/dev/null
 
+# ---- the store lost: the record init keeps says paused ----
+r=$(api POST /v1/sandboxes -d '{"ttl_s":600}')
+ID=$(j "$(body_of "$r")" 'd["id"]')
+api POST "/v1/sandboxes/$ID/pause" >/dev/null
+inits >/dev/null
+kill -9 "$DPID"
+wait "$DPID" 2>/dev/null
+mkdir "$T_TMP/aside"
+mv "$STATE"/paddockd.db* "$T_TMP/aside/"
+start_daemon || not_ok "paddockd restarts without its store"
+expect_eq "store lost: recovered from its own record, still paused" paused "$(state "$ID")"
+r=$(api POST "/v1/sandboxes/$ID/resume")
+expect_eq "store lost: and it resumes" "200 running" \
+	"$(status_of "$r") $(j "$(body_of "$r")" 'd["state"]')"
+api DELETE "/v1/sandboxes/$ID?wait=1" >/dev/null
+
+# ---- tenants: only their own sandboxes ----
 stop_daemon
 expect_eq "paddockd exits 0" 0 "$?"
-start_daemon --destroy-on-exit >/dev/null || true
+PORT=$((20000 + RANDOM % 20000))
+printf 'alice aaaaaaaaaaaaaaaaaaaaaaaa\nbob bbbbbbbbbbbbbbbbbbbbbbbb\n' >"$T_TMP/tokens"
+start_daemon --listen "127.0.0.1:$PORT" --tokens "$T_TMP/tokens" --destroy-on-exit ||
+	not_ok "paddockd starts with tenants"
+tcp() { local m=$1 p=$2 who=$3; shift 3; curl -s -X "$m" -w '\n%{http_code}' -H "Authorization: Bearer $who" "http://127.0.0.1:$PORT$p" "$@"; }
+ALICE=aaaaaaaaaaaaaaaaaaaaaaaa
+BOB=bbbbbbbbbbbbbbbbbbbbbbbb
+r=$(tcp POST /v1/sandboxes $ALICE -d '{}')
+IDA=$(j "$(body_of "$r")" 'd["id"]')
+r=$(tcp POST "/v1/sandboxes/$IDA/pause" $BOB)
+expect_eq "tenants: bob cannot pause alice's sandbox (404)" 404 "$(status_of "$r")"
+r=$(tcp POST "/v1/sandboxes/$IDA/pause" $ALICE)
+expect_eq "tenants: alice pauses hers" "200 paused" "$(status_of "$r") $(j "$(body_of "$r")" 'd["state"]')"
+r=$(tcp POST "/v1/sandboxes/$IDA/resume" $BOB)
+expect_eq "tenants: bob cannot resume it (404)" 404 "$(status_of "$r")"
+r=$(tcp GET "/v1/sandboxes/$IDA" $ALICE)
+expect_eq "tenants: still paused" paused "$(j "$(body_of "$r")" 'd["state"]')"
 stop_daemon
+expect_eq "paddockd --destroy-on-exit ends a paused sandbox and exits 0" 0 "$?"
 finish
