@@ -3,6 +3,7 @@
  * /v1/sandboxes: create, list, get, delete, extend the TTL, pause and resume (docs/api.md
  * "Sandboxes", "Pause and resume").
  */
+#include <errno.h>
 #include <event2/http.h>
 #include <string.h>
 
@@ -90,8 +91,13 @@ static void pause_resume(struct request *r, struct box *b, bool pause)
 	json_decref(body);
 	if (!ok)
 		return;
-	if ((pause ? pd_box_pause(b, &err) : pd_box_resume(b, &err)) < 0)
+	if ((pause ? pd_box_pause(b, &err) : pd_box_resume(b, &err)) < 0) {
+		/* the freezer did not settle in time (a task stuck in the kernel): undone, retry */
+		if (err.code == ETIMEDOUT)
+			return pd_reply_error(r, 503, "unavailable", "state",
+					      "%s; nothing changed, a retry may work", err.msg);
 		return pd_reply_paddock_error(r, &err);
+	}
 	pd_reply_json(r, 200, pd_box_json(b));
 }
 
