@@ -360,9 +360,14 @@ static int adopt_finish(paddock_sandbox **psb, int r, paddock_sandbox **ret_sand
 		r = pd_sandbox_egress_start(sb, err);
 	if (r < 0) {
 		pd_error_prefix(err, "adopt sandbox '%s'", sb->id);
-		/* SECURITY: what cannot be supervised is ended, never left running unwatched */
+		/*
+		 * SECURITY: what cannot be supervised is ended, never left running unwatched.
+		 * A frozen task takes its SIGKILL only once thawed: thaw it, or it stays.
+		 */
 		if (sb->pidfd >= 0)
 			(void)syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
+		if (sb->cg)
+			(void)pd_cgroup_freeze(sb->cg, false, NULL);
 		return r;
 	}
 	pd_emit(sb->ctx, PADDOCK_LEVEL_INFO, "sandbox.adopted", sb->id, NULL,
