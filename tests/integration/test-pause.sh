@@ -81,6 +81,11 @@ expect_match "exec while paused: the message says paused" "is paused" \
 	"$(j "$(body_of "$r")" 'd["error"]["message"]')"
 r=$(api GET "/v1/sandboxes/$ID/ports/8000/")
 expect_eq "ports while paused: 409 at once" 409 "$(status_of "$r")"
+r=$(api POST "/v1/sandboxes/$ID/code/execute" -d '{"code":"1+1","language":"python"}')
+expect_eq "code interpreter while paused: 409 naming the state" "409 state" \
+	"$(status_of "$r") $(j "$(body_of "$r")" 'd["error"]["field"]')"
+r=$(api POST "/v1/sandboxes/$ID/exec" -d '{"argv":["sleep","1"],"background":true}')
+expect_eq "background exec while paused: 409" 409 "$(status_of "$r")"
 r=$(api PUT "/v1/sandboxes/$ID/files?path=/workspace/note" --data-binary 'hello')
 expect_eq "files while paused: written" 201 "$(status_of "$r")"
 r=$(api GET /metrics)
@@ -197,4 +202,8 @@ r=$(tcp GET "/v1/sandboxes/$IDA" $ALICE)
 expect_eq "tenants: still paused" paused "$(j "$(body_of "$r")" 'd["state"]')"
 stop_daemon
 expect_eq "paddockd --destroy-on-exit ends a paused sandbox and exits 0" 0 "$?"
+# a frozen init takes its SIGKILL only once thawed: one left would still listen here
+sleep 0.2
+expect_eq "no init of this test still listens (none left frozen)" "" \
+	"$(ss -xl 2>/dev/null | grep -F "$T_TMP/")"
 finish
