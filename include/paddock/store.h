@@ -46,12 +46,13 @@ PADDOCK_API paddock_store *paddock_store_free(paddock_store *st);
 struct paddock_store_sandbox {
 	const char *id; /* "sb_..." primary key */
 	const char *tenant;
-	const char *state;	   /* "running", "stopped" */
+	const char *state;	   /* "running", "paused", "stopped", "deleting" */
 	const char *spec_json;	   /* effective spec */
 	const char *metadata_json; /* object; NULL is stored as "{}" */
 	const char *handle_json;   /* opaque reattach handle from libpaddock; may be NULL */
 	int64_t created_ms, expires_ms, last_active_ms; /* unix epoch ms */
 	int64_t ttl_s, idle_timeout_s;
+	const char *on_timeout; /* "kill" or "pause"; NULL is stored as "kill" */
 	int64_t next_seq; /* not stored by put: reading side only, see list_sandboxes */
 };
 

@@ -33,6 +33,8 @@ static const struct {
 	{ "files", cmd_files, "list, stat, make, move or remove files in a sandbox" },
 	{ "logs", cmd_logs, "show the events of a sandbox" },
 	{ "ttl", cmd_ttl, "set when a sandbox expires" },
+	{ "pause", cmd_pause, "pause every process of a sandbox" },
+	{ "resume", cmd_resume, "resume a paused sandbox" },
 	{ "rm", cmd_rm, "delete sandboxes" },
 };
 

@@ -73,14 +73,19 @@ void pd_api_metrics(struct request *r)
 	static const char *const destroyed[4] = { "deleted", "ttl", "idle", "other" };
 	struct daemon *d = r->d;
 	struct evbuffer *b = evbuffer_new();
-	unsigned live = 0;
+	unsigned live = 0, paused = 0;
 
 	if (!b)
 		return pd_reply_error(r, 500, "internal", NULL, "out of memory");
-	for (struct box *x = d->boxes; x; x = x->next)
+	for (struct box *x = d->boxes; x; x = x->next) {
 		live++;
+		paused += x->paused;
+	}
 	evbuffer_add_printf(b, "# TYPE paddock_sandboxes_live gauge\npaddock_sandboxes_live %u\n",
 			    live);
+	evbuffer_add_printf(b, "# TYPE paddock_sandboxes_paused gauge\n"
+			       "paddock_sandboxes_paused %u\n",
+			    paused);
 	evbuffer_add_printf(b, "# TYPE paddock_sandboxes_created_total counter\n"
 			       "paddock_sandboxes_created_total %llu\n",
 			    (unsigned long long)d->m.created);

@@ -618,6 +618,8 @@ struct proc *pd_exec_start(struct request *r, struct box *b, json_t *body,
 		pd_reply_error(r, 409, "conflict", "id", "the sandbox is not running");
 		return NULL;
 	}
+	if (!pd_box_check_not_paused(r, b))
+		return NULL;
 	if (!pd_exec_parse(r, b, body, &q))
 		goto out;
 	if (b->n_procs >= PD_MAX_PROCS) {

@@ -465,6 +465,9 @@ static void forward(struct request *r, struct box *b, long port, const char *res
 
 	if (!b->sb || !paddock_sandbox_running(b->sb))
 		return pd_reply_error(r, 409, "conflict", "id", "the sandbox is not running");
+	/* a new connection to a paused sandbox is refused, not held until a resume */
+	if (!pd_box_check_not_paused(r, b))
+		return;
 	switch (r->method) {
 	case EVHTTP_REQ_GET: method = "GET"; break;
 	case EVHTTP_REQ_POST: method = "POST"; break;

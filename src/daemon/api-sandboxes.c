@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * /v1/sandboxes: create, list, get, delete, extend the TTL (docs/api.md "Sandboxes").
+ * /v1/sandboxes: create, list, get, delete, extend the TTL, pause and resume (docs/api.md
+ * "Sandboxes", "Pause and resume").
  */
+#include <errno.h>
 #include <event2/http.h>
 #include <string.h>
 
@@ -78,6 +80,27 @@ static void set_ttl(struct request *r, struct box *b)
 	pd_reply_json(r, 200, pd_box_json(b));
 }
 
+/* POST .../pause and .../resume: idempotent, 200 with the sandbox either way */
+static void pause_resume(struct request *r, struct box *b, bool pause)
+{
+	static const char *const no_fields[] = { NULL };
+	json_t *body = pd_body_object(r, true); /* none, or {} */
+	paddock_error err = { 0 };
+	bool ok = body && pd_check_fields(r, body, no_fields);
+
+	json_decref(body);
+	if (!ok)
+		return;
+	if ((pause ? pd_box_pause(b, &err) : pd_box_resume(b, &err)) < 0) {
+		/* the freezer did not settle in time (a task stuck in the kernel): undone, retry */
+		if (err.code == ETIMEDOUT)
+			return pd_reply_error(r, 503, "unavailable", "state",
+					      "%s; nothing changed, a retry may work", err.msg);
+		return pd_reply_paddock_error(r, &err);
+	}
+	pd_reply_json(r, 200, pd_box_json(b));
+}
+
 void pd_api_sandboxes(struct request *r)
 {
 	struct box *b;
@@ -93,6 +116,8 @@ void pd_api_sandboxes(struct request *r)
 	if (r->n_seg == 4) {
 		if (r->method != EVHTTP_REQ_POST)
 			return pd_reply_error(r, 405, "method_not_allowed", NULL, "expected POST");
+		if (strcmp(r->seg[3], "pause") == 0 || strcmp(r->seg[3], "resume") == 0)
+			return pause_resume(r, b, strcmp(r->seg[3], "pause") == 0);
 		return set_ttl(r, b);
 	}
 	if (r->method == EVHTTP_REQ_GET)

@@ -127,6 +127,12 @@ struct box {
 	double exec_timeout_s; /* limits.timeout_s: each command's default timeout */
 	double output_limit;   /* limits.output: a foreground command's captured bytes */
 	bool stopped;
+	/*
+	 * Paused (pause.c): what the store and the sandbox's record say, and, but for the
+	 * moment of an adoption (which thaws), what libpaddock says.
+	 */
+	bool paused;
+	bool pause_on_timeout; /* on_timeout "pause": the TTL pauses it rather than ending it */
 	struct proc *procs;
 	unsigned n_procs;
 	struct watcher *watchers; /* event followers */
@@ -347,6 +353,31 @@ int pd_box_delete(struct box *b, const char *reason, struct request *deleter, bo
 		  paddock_error *err);
 void pd_box_touch(struct box *b);
 json_t *pd_box_json(struct box *b);
+/* "running", "paused" or "stopped": the state the API shows and the store keeps */
+const char *pd_box_state(const struct box *b);
+
+/* ---- pause and resume (pause.c) ---- */
+/* How long a sandbox its timeout paused is kept paused before it is removed. */
+#define PD_PAUSED_KEEP_S PD_MAX_TTL_S
+/*
+ * Pauses (resumes) a sandbox and records it: 0, also when it already was; -ESRCH for one
+ * that is stopped or ending; -errno with err naming the field "store" when it cannot be
+ * recorded (then the sandbox is as it was).
+ */
+int pd_box_pause(struct box *b, paddock_error *err);
+int pd_box_resume(struct box *b, paddock_error *err);
+/* An adopted sandbox the store says is paused (adoption thawed it) is paused again. */
+void pd_box_repause(struct box *b);
+/*
+ * The reaper, at b's expiry: true when b's on_timeout is "pause" and it was paused now (kept
+ * PD_PAUSED_KEEP_S more); false: it is to be removed (already paused, or "kill").
+ */
+bool pd_box_pause_on_timeout(struct box *b);
+/*
+ * For a request that needs the sandbox's processes to answer (exec, ports, code): false,
+ * with a 409 naming the state answered, when it is paused.
+ */
+bool pd_box_check_not_paused(struct request *r, struct box *b);
 /*
  * Records a change of the box (its row, and the record its init keeps): -errno with err
  * naming the field "store" when it cannot; the caller undoes the change and fails.

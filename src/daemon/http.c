@@ -386,7 +386,9 @@ static void route(struct request *r)
 	b = valid_id(r->seg[2]) ? pd_box_find(d, r->tenant, r->seg[2]) : NULL;
 	if (!b)
 		return pd_reply_error(r, 404, "not_found", "id", "no such sandbox");
-	if (r->n_seg == 3 || (r->n_seg == 4 && strcmp(r->seg[3], "ttl") == 0))
+	if (r->n_seg == 3 ||
+	    (r->n_seg == 4 && (strcmp(r->seg[3], "ttl") == 0 || strcmp(r->seg[3], "pause") == 0 ||
+			       strcmp(r->seg[3], "resume") == 0)))
 		return pd_api_sandboxes(r);
 	pd_box_touch(b);
 	if (strcmp(r->seg[3], "exec") == 0 && r->n_seg == 4)

@@ -31,7 +31,7 @@
 #define EVENTS_KEPT 2000
 
 static const char *const create_fields[] = {
-	"ttl_s", "idle_timeout_s", "metadata", NULL,
+	"ttl_s", "idle_timeout_s", "metadata", "on_timeout", NULL,
 };
 
 struct box *pd_box_find(struct daemon *d, const char *tenant, const char *id)
@@ -70,6 +70,18 @@ int pd_store_error(paddock_error *err, const paddock_error *cause)
 	return -code;
 }
 
+const char *pd_box_state(const struct box *b)
+{
+	if (b->stopped)
+		return "stopped";
+	return b->paused ? "paused" : "running";
+}
+
+static const char *on_timeout_name(const struct box *b)
+{
+	return b->pause_on_timeout ? "pause" : "kill";
+}
+
 /*
  * What the sandbox's init keeps of it for a paddockd that lost its store: the same as its
  * row, as JSON (recover_socket() reads it back). NULL when out of memory.
@@ -77,8 +89,9 @@ int pd_store_error(paddock_error *err, const paddock_error *cause)
 static char *box_record(struct box *b)
 {
 	json_t *spec = json_loads(b->spec_json, 0, NULL);
-	json_t *o = json_pack("{s:i,s:s,s:s,s:o,s:O,s:I,s:I,s:I,s:I,s:I}", "v", 1, "tenant",
-			      b->tenant, "state", b->stopped ? "stopped" : "running", "spec",
+	json_t *o = json_pack("{s:i,s:s,s:s,s:s,s:o,s:O,s:I,s:I,s:I,s:I,s:I}", "v", 1, "tenant",
+			      b->tenant, "state", pd_box_state(b), "on_timeout",
+			      on_timeout_name(b), "spec",
 			      spec ? spec : json_object(), "metadata", b->metadata, "created_ms",
 			      (json_int_t)b->created_ms, "expires_ms", (json_int_t)b->expires_ms,
 			      "last_active_ms", (json_int_t)b->last_active_ms, "ttl_s",
@@ -101,7 +114,7 @@ static int box_store(struct box *b, paddock_error *err)
 	struct paddock_store_sandbox row = {
 		.id = b->id,
 		.tenant = b->tenant,
-		.state = b->stopped ? "stopped" : "running",
+		.state = pd_box_state(b),
 		.spec_json = b->spec_json,
 		.metadata_json = meta ? meta : "{}",
 		.created_ms = b->created_ms,
@@ -109,6 +122,7 @@ static int box_store(struct box *b, paddock_error *err)
 		.last_active_ms = b->last_active_ms,
 		.ttl_s = b->ttl_s,
 		.idle_timeout_s = b->idle_timeout_s,
+		.on_timeout = on_timeout_name(b),
 	};
 	int r;
 
@@ -171,10 +185,11 @@ json_t *pd_box_json(struct box *b)
 		running += !p->exited;
 	if (b->sb)
 		(void)paddock_sandbox_usage(b->sb, &u, NULL);
-	return json_pack("{s:s,s:s,s:o,s:o,s:I,s:I,s:o,s:O,s:o,s:{s:I,s:I,s:f,s:I,s:i,s:i}}",
-			 "id", b->id, "state", b->stopped ? "stopped" : "running", "created_at",
+	return json_pack("{s:s,s:s,s:o,s:o,s:I,s:s,s:I,s:o,s:O,s:o,s:{s:I,s:I,s:f,s:I,s:i,s:i}}",
+			 "id", b->id, "state", pd_box_state(b), "created_at",
 			 pd_time_json(b->created_ms), "expires_at", pd_time_json(b->expires_ms),
-			 "ttl_s", (json_int_t)b->ttl_s, "idle_timeout_s",
+			 "ttl_s", (json_int_t)b->ttl_s, "on_timeout", on_timeout_name(b),
+			 "idle_timeout_s",
 			 (json_int_t)b->idle_timeout_s, "last_active_at",
 			 pd_time_json(b->last_active_ms), "metadata", b->metadata, "spec",
 			 spec ? spec : json_object(), "usage", "memory_bytes",
@@ -268,6 +283,25 @@ static int get_seconds(json_t *body, const char *key, int64_t def, int64_t min, 
 	return 0;
 }
 
+/* on_timeout: "kill" (the default) or "pause" (docs/api.md "Pause and resume") */
+static int get_on_timeout(json_t *body, bool *ret_pause, paddock_error *err)
+{
+	json_t *v = json_object_get(body, "on_timeout");
+	const char *s = json_string_value(v);
+	int r;
+
+	*ret_pause = false;
+	if (!v)
+		return 0;
+	if (!s || (strcmp(s, "kill") != 0 && strcmp(s, "pause") != 0)) {
+		r = dfail(err, EINVAL, "expected \"kill\" or \"pause\"");
+		snprintf(err->field, sizeof(err->field), "on_timeout");
+		return r;
+	}
+	*ret_pause = strcmp(s, "pause") == 0;
+	return 0;
+}
+
 static int check_metadata(json_t *m, paddock_error *err)
 {
 	const char *k;
@@ -306,6 +340,7 @@ static void box_exited(paddock_sandbox *sb, enum paddock_end_reason reason, void
 	(void)sb;
 	(void)reason;
 	b->stopped = true;
+	b->paused = false;
 	pd_box_persist_or_warn(b);
 }
 
@@ -570,6 +605,7 @@ int pd_box_create_keyed(struct daemon *d, const char *tenant, json_t *body, cons
 	paddock_sandbox *sb = NULL;
 	paddock_error cause = { 0 };
 	int64_t ttl = 0, idle = 0;
+	bool pause_on_timeout = false;
 	struct box *b;
 	int r;
 
@@ -587,7 +623,9 @@ int pd_box_create_keyed(struct daemon *d, const char *tenant, json_t *body, cons
 			return 0;
 		}
 	}
-	r = pd_create_parse(d, tenant, body, &spec, &ttl, &idle, err);
+	r = get_on_timeout(body, &pause_on_timeout, err);
+	if (r >= 0)
+		r = pd_create_parse(d, tenant, body, &spec, &ttl, &idle, err);
 	if (r < 0)
 		return r;
 	{
@@ -634,6 +672,7 @@ int pd_box_create_keyed(struct daemon *d, const char *tenant, json_t *body, cons
 	b->created_ms = b->last_active_ms = pd_now_ms();
 	b->ttl_s = ttl;
 	b->idle_timeout_s = idle;
+	b->pause_on_timeout = pause_on_timeout;
 	b->expires_ms = b->created_ms + ttl * 1000;
 	if (key) {
 		snprintf(b->idem_key, sizeof(b->idem_key), "%s", key);
@@ -880,10 +919,14 @@ static void reaper_cb(evutil_socket_t fd, short what, void *arg)
 		for (struct proc *p = b->procs; p; p = p->next)
 			if (!p->exited)
 				b->last_active_ms = now;
-		if (now >= b->expires_ms)
-			pd_box_destroy(b, "ttl", NULL);
-		else if (b->idle_timeout_s > 0 && now - b->last_active_ms >= b->idle_timeout_s * 1000)
+		if (now >= b->expires_ms) {
+			if (!pd_box_pause_on_timeout(b))
+				pd_box_destroy(b, "ttl", NULL);
+		} else if (b->idle_timeout_s > 0 && !b->paused &&
+			   now - b->last_active_ms >= b->idle_timeout_s * 1000) {
+			/* a paused sandbox is idle by intent: its idle timeout waits for the resume */
 			pd_box_destroy(b, "idle", NULL);
+		}
 	}
 }
 
@@ -892,7 +935,7 @@ static void reaper_cb(evutil_socket_t fd, short what, void *arg)
 /* A stored row, copied out of the walk (adoption starts only once the walk has ended). */
 struct row_copy {
 	struct paddock_store_sandbox row;
-	char *strings[6];
+	char *strings[7];
 };
 
 struct rows {
@@ -904,8 +947,9 @@ static int collect(const struct paddock_store_sandbox *row, void *userdata)
 {
 	struct rows *a = userdata;
 	struct row_copy *v = reallocarray(a->v, a->n + 1, sizeof(*v)), *c;
-	const char *src[6] = { row->id,	       row->tenant,	   row->state,
-			       row->spec_json, row->metadata_json, row->handle_json };
+	const char *src[7] = { row->id,		   row->tenant,	       row->state,
+			       row->spec_json,	   row->metadata_json, row->handle_json,
+			       row->on_timeout };
 
 	if (!v)
 		return -ENOMEM;
@@ -913,7 +957,7 @@ static int collect(const struct paddock_store_sandbox *row, void *userdata)
 	c = &v[a->n++];
 	memset(c, 0, sizeof(*c));
 	c->row = *row;
-	for (int i = 0; i < 6; i++)
+	for (int i = 0; i < 7; i++)
 		if (src[i] && !(c->strings[i] = strdup(src[i])))
 			return -ENOMEM;
 	c->row.id = c->strings[0];
@@ -922,13 +966,14 @@ static int collect(const struct paddock_store_sandbox *row, void *userdata)
 	c->row.spec_json = c->strings[3];
 	c->row.metadata_json = c->strings[4];
 	c->row.handle_json = c->strings[5];
+	c->row.on_timeout = c->strings[6];
 	return 0;
 }
 
 static void rows_free(struct rows *a)
 {
 	for (size_t i = 0; i < a->n; i++)
-		for (int k = 0; k < 6; k++)
+		for (int k = 0; k < 7; k++)
 			free(a->v[i].strings[k]);
 	free(a->v);
 }
@@ -1056,7 +1101,10 @@ static int adopt_row(struct daemon *d, const struct paddock_store_sandbox *row)
 	b->last_active_ms = row->last_active_ms;
 	b->ttl_s = row->ttl_s;
 	b->idle_timeout_s = row->idle_timeout_s;
-	b->stopped = strcmp(row->state, "running") != 0;
+	b->pause_on_timeout = row->on_timeout && strcmp(row->on_timeout, "pause") == 0;
+	/* adoption thaws a paused sandbox: adopt_all() pauses it again (pd_box_repause()) */
+	b->paused = strcmp(row->state, "paused") == 0;
+	b->stopped = !b->paused && strcmp(row->state, "running") != 0;
 	r = paddock_spec_new(&spec, &err);
 	if (r >= 0 && b->spec_json)
 		r = paddock_spec_load_json(spec, b->spec_json, strlen(b->spec_json), &err);
@@ -1122,6 +1170,8 @@ static int adopt_all(struct daemon *d, paddock_error *err)
 			b->recovered = true; /* its commands' records are unreadable */
 		}
 		adopt_unknown_execs(b);
+		/* last: a command ended above is ended by a signal, which a pause would hold */
+		pd_box_repause(b);
 	}
 	return 0;
 }
@@ -1161,7 +1211,7 @@ bool pd_idempotency_key_valid(const char *key)
 static int box_from_record(struct daemon *d, paddock_sandbox *sb, struct box **ret,
 			   paddock_error *err)
 {
-	const char *tenant = NULL, *state = NULL;
+	const char *tenant = NULL, *state = NULL, *on_timeout = NULL;
 	json_t *spec = NULL, *meta = NULL, *idem = NULL, *o;
 	json_int_t created = 0, expires = 0, active = 0, ttl = 0, idle = 0;
 	paddock_spec *ps = NULL;
@@ -1170,12 +1220,15 @@ static int box_from_record(struct daemon *d, paddock_sandbox *sb, struct box **r
 	int v = 0, r;
 
 	o = json_loads(paddock_sandbox_record(sb), JSON_REJECT_DUPLICATES, &jerr);
-	if (!o || json_unpack_ex(o, &jerr, JSON_STRICT, "{s:i,s:s,s:s,s:o,s:o,s:I,s:I,s:I,s:I,s:I,"
-				 "s?o}", "v", &v, "tenant", &tenant, "state", &state, "spec",
-				 &spec, "metadata", &meta, "created_ms", &created, "expires_ms",
-				 &expires, "last_active_ms", &active, "ttl_s", &ttl,
-				 "idle_timeout_s", &idle, "idempotency", &idem) < 0 ||
+	if (!o || json_unpack_ex(o, &jerr, JSON_STRICT, "{s:i,s:s,s:s,s?s,s:o,s:o,s:I,s:I,s:I,s:I,"
+				 "s:I,s?o}", "v", &v, "tenant", &tenant, "state", &state,
+				 "on_timeout", &on_timeout, "spec", &spec, "metadata", &meta,
+				 "created_ms", &created, "expires_ms", &expires, "last_active_ms",
+				 &active, "ttl_s", &ttl, "idle_timeout_s", &idle, "idempotency",
+				 &idem) < 0 ||
 	    v != 1 || !valid_tenant(tenant) || !json_is_object(spec) || ttl < 1 ||
+	    (strcmp(state, "running") != 0 && strcmp(state, "paused") != 0) ||
+	    (on_timeout && strcmp(on_timeout, "kill") != 0 && strcmp(on_timeout, "pause") != 0) ||
 	    ttl > PD_MAX_TTL_S || idle < 0 || idle > PD_MAX_TTL_S || created <= 0 ||
 	    expires <= 0 || check_metadata(meta, err) < 0) {
 		json_decref(o);
@@ -1193,6 +1246,8 @@ static int box_from_record(struct daemon *d, paddock_sandbox *sb, struct box **r
 	b->last_active_ms = active;
 	b->ttl_s = ttl;
 	b->idle_timeout_s = idle;
+	b->paused = strcmp(state, "paused") == 0;
+	b->pause_on_timeout = on_timeout && strcmp(on_timeout, "pause") == 0;
 	b->recovered = true;
 	if (json_is_object(idem)) {
 		const char *key = json_string_value(json_object_get(idem, "key"));
@@ -1249,6 +1304,7 @@ static int recover_socket(struct daemon *d, const char *path, paddock_error *err
 	if (box_store_new(b, &serr) < 0)
 		store_warn(d, &serr); /* it runs and is served; the next change tries again */
 	adopt_unknown_execs(b);
+	pd_box_repause(b);
 	return 0;
 }
 

@@ -10,9 +10,11 @@
  *  - templateID: a template of --e2b-templates (a paddock spec); its name is kept in the
  *    sandbox's metadata under "e2b.template" ("e2b." keys are paddock's: hidden, refused);
  *  - timeout: ttl_s; envVars: the spec's env over the template's; metadata: metadata;
- *  - allow_internet_access, network.allowOut/denyOut: network.mode/allow/deny (map_network).
- * What cannot be honoured (pause, volumes, MCP, egress proxies, ...) is refused by name when
- * asked for and ignored when it is the default.
+ *  - allow_internet_access, network.allowOut/denyOut: network.mode/allow/deny (map_network);
+ *  - autoPause (lifecycle.onTimeout "pause"): on_timeout "pause"; pause, resume and connect
+ *    of a paused sandbox: pd_box_pause() and pd_box_resume() (memory is always kept).
+ * What cannot be honoured (autoResume, volumes, MCP, egress proxies, ...) is refused by name
+ * when asked for and ignored when it is the default.
  *
  * Trust: r->tenant is the API key's tenant (e2b.c); every request is untrusted, bodies are
  * bounded (PD_MAX_BODY), and another tenant's sandbox answers exactly like an unknown one.
@@ -300,7 +302,7 @@ static json_t *listed_json(struct box *b)
 		      pd_time_json(b->created_ms), "endAt", pd_time_json(b->expires_ms), "cpuCount",
 		      cpu_count(&s), "memoryMB", (json_int_t)(s.memory / MIB), "diskSizeMB",
 		      (json_int_t)(s.disk / MIB), "metadata", client_metadata(b), "state",
-		      "running", "envdVersion", E2B_ENVD_VERSION, "volumeMounts");
+		      b->paused ? "paused" : "running", "envdVersion", E2B_ENVD_VERSION, "volumeMounts");
 	if (o && tmpl)
 		json_object_set_new(o, "alias", json_string(tmpl));
 	return o;
@@ -344,7 +346,8 @@ json_t *e2b_sandbox_json(struct e2b *e, struct box *b)
 	json_object_set_new(o, "domain", json_string(e->sdk_domain));
 	json_object_set_new(o, "network", network_info(b));
 	json_object_set_new(o, "lifecycle",
-			    json_pack("{s:s,s:b}", "onTimeout", "kill", "autoResume", 0));
+			    json_pack("{s:s,s:b}", "onTimeout", b->pause_on_timeout ? "pause" : "kill",
+				      "autoResume", 0));
 	if (internet)
 		json_object_set_new(o, "allowInternetAccess",
 				    json_boolean(strcmp(internet, "true") == 0));
@@ -506,16 +509,16 @@ static int get_internet(struct e2b_req *r, json_t *o)
 /* the create fields paddock cannot honour, refused by name when they ask for something */
 static bool check_unsupported(struct e2b_req *r, json_t *body)
 {
-	json_t *resume = json_object_get(body, "autoResume");
+	json_t *resume = json_object_get(body, "autoResume"), *ap = json_object_get(body, "autoPause");
 
-	if (asks(json_object_get(body, "autoPause"))) {
-		e2b_reply_error(r, 400,
-			    "autoPause: pausing is not supported by paddock; a sandbox "
-			    "is killed when its timeout ends");
+	if (ap && !json_is_null(ap) && !json_is_boolean(ap)) {
+		e2b_reply_error(r, 400, "autoPause: expected true or false");
 		return false;
 	}
 	if (json_is_true(json_object_get(resume, "enabled"))) {
-		e2b_reply_error(r, 400, "autoResume: pausing is not supported by paddock");
+		e2b_reply_error(r, 400,
+			    "autoResume: traffic does not resume a paused paddock sandbox; "
+			    "Sandbox.connect() does");
 		return false;
 	}
 	if (asks(json_object_get(body, "volumeMounts"))) {
@@ -689,6 +692,9 @@ static void create(struct e2b_req *r, bool v2)
 		json_object_set_new(meta, META_INTERNET, json_string(aia ? "true" : "false"));
 	json_object_set_new(spec, "metadata", meta);
 	json_object_set_new(spec, "ttl_s", json_integer(ttl));
+	/* paused with its memory whatever autoPauseMemory says: a freezer keeps it all */
+	if (json_is_true(json_object_get(body, "autoPause")))
+		json_object_set_new(spec, "on_timeout", json_string("pause"));
 	if (pd_box_create(r->d, r->tenant, spec, &b, &err) < 0) {
 		reply_paddock_error(r, &err, &nm);
 		goto out;
@@ -730,10 +736,29 @@ static bool set_expiry(struct e2b_req *r, struct box *b, int64_t seconds)
 	return true;
 }
 
-/* POST /v2/sandboxes/{id}/connect: a running sandbox's timeout only grows */
+/*
+ * Resumes a paused sandbox, which then ends `t` seconds from now, as E2B's resume does
+ * (a paused one's expiry was its time kept paused). False once the error is answered.
+ */
+static bool resume_for(struct e2b_req *r, struct box *b, int64_t t)
+{
+	paddock_error err = { 0 };
+
+	if (pd_box_resume(b, &err) < 0) {
+		reply_paddock_error(r, &err, NULL);
+		return false;
+	}
+	return set_expiry(r, b, t);
+}
+
+/*
+ * POST /v2/sandboxes/{id}/connect: a running sandbox's timeout only grows (200); a paused
+ * one is resumed with the timeout (201, as E2B answers a resume).
+ */
 static void connect_box(struct e2b_req *r, const char *id)
 {
 	json_t *body = body_object(r, true);
+	bool resumed = false;
 	struct box *b;
 	int64_t t;
 
@@ -745,9 +770,61 @@ static void connect_box(struct e2b_req *r, const char *id)
 	if (!b)
 		goto out;
 	pd_box_touch(b);
-	if (pd_now_ms() + t * 1000 > b->expires_ms && !set_expiry(r, b, t))
+	if (b->paused) {
+		if (!resume_for(r, b, t))
+			goto out;
+		resumed = true;
+	} else if (pd_now_ms() + t * 1000 > b->expires_ms && !set_expiry(r, b, t)) {
 		goto out;
-	e2b_reply_json(r, 200, sandbox_json(r->e, b));
+	}
+	e2b_reply_json(r, resumed ? 201 : 200, sandbox_json(r->e, b));
+out:
+	json_decref(body);
+}
+
+/* POST /sandboxes/{id}/pause: 204; 409 when it is paused already (the SDK's false) */
+static void pause_box(struct e2b_req *r, const char *id)
+{
+	json_t *body = body_object(r, true);
+	paddock_error err = { 0 };
+	struct box *b;
+	char e[72];
+
+	if (!body)
+		return;
+	json_decref(body); /* "memory": false asks for less than a freezer keeps: all is kept */
+	b = find_live(r, id);
+	if (!b)
+		return;
+	if (b->paused)
+		return e2b_reply_error(r, 409, "sandbox '%s' is already paused",
+				       esc(id, e, sizeof(e)));
+	if (pd_box_pause(b, &err) < 0)
+		return reply_paddock_error(r, &err, NULL);
+	reply_empty(r, 204);
+}
+
+/* POST /sandboxes/{id}/resume (E2B's older call): 201 with the sandbox; 409 when running */
+static void resume_box(struct e2b_req *r, const char *id)
+{
+	json_t *body = body_object(r, true);
+	struct box *b;
+	int64_t t;
+	char e[72];
+
+	if (!body)
+		return;
+	if (!get_seconds(r, body, "timeout", CREATE_DEFAULT_V1_S, &t))
+		goto out;
+	b = find_live(r, id);
+	if (!b)
+		goto out;
+	if (!b->paused) {
+		e2b_reply_error(r, 409, "sandbox '%s' is already running", esc(id, e, sizeof(e)));
+		goto out;
+	}
+	if (resume_for(r, b, t))
+		e2b_reply_json(r, 201, sandbox_json(r->e, b));
 out:
 	json_decref(body);
 }
@@ -912,6 +989,7 @@ out:
 struct list_query {
 	json_t *metadata; /* key -> value every listed sandbox has */
 	bool running;	  /* "running" is among the states asked for */
+	bool paused;	  /* "paused" is */
 	const char *tmpl; /* template ID or alias, or NULL */
 	int64_t after_ms; /* started at or after, 0: any */
 	bool asc;	  /* oldest first (default: newest first) */
@@ -1015,20 +1093,22 @@ static bool parse_states(struct e2b_req *r, struct evkeyvalq *q, struct list_que
 {
 	bool any = false;
 
-	lq->running = true;
+	lq->running = lq->paused = true; /* no state asked: both */
 	for (struct evkeyval *kv = q->tqh_first; kv; kv = kv->next.tqe_next) {
 		char buf[64], *save = NULL;
 
 		if (strcmp(kv->key, "state") != 0)
 			continue;
 		if (!any)
-			lq->running = false;
+			lq->running = lq->paused = false;
 		any = true;
 		snprintf(buf, sizeof(buf), "%s", kv->value);
 		for (char *s = strtok_r(buf, ",", &save); s; s = strtok_r(NULL, ",", &save)) {
 			if (strcmp(s, "running") == 0) {
 				lq->running = true;
-			} else if (strcmp(s, "paused") != 0) {
+			} else if (strcmp(s, "paused") == 0) {
+				lq->paused = true;
+			} else {
 				e2b_reply_error(r, 400, "state: expected 'running' or 'paused'");
 				return false;
 			}
@@ -1111,7 +1191,8 @@ static bool list_match(struct e2b_req *r, struct box *b, const struct list_query
 	const char *k, *tmpl = box_template(b);
 	json_t *v;
 
-	if (strcmp(b->tenant, r->tenant) != 0 || !box_live(b) || !lq->running)
+	if (strcmp(b->tenant, r->tenant) != 0 || !box_live(b) ||
+	    !(b->paused ? lq->paused : lq->running))
 		return false;
 	if (lq->tmpl && (!tmpl || strcmp(lq->tmpl, tmpl) != 0))
 		return false;
@@ -1202,9 +1283,6 @@ static void unsupported(struct e2b_req *r, const char *what)
 	e2b_reply_error(r, 501, "%s", what);
 }
 
-static const char *const no_pause =
-	"pause is not supported by paddock: a sandbox runs until it is killed or its timeout ends";
-
 /* /sandboxes/{id}/<action> and /v2/sandboxes/{id}/<action> */
 static void sandbox_action(struct e2b_req *r, const char *id, const char *action, bool v2)
 {
@@ -1212,8 +1290,6 @@ static void sandbox_action(struct e2b_req *r, const char *id, const char *action
 	struct {
 		const char *name, *msg;
 	} unsupported_actions[] = {
-		{"pause", no_pause},
-		{"resume", NULL},
 		{"snapshots", "snapshots are not supported by paddock"},
 		{"fork", "fork is not supported by paddock"},
 		{"logs", "sandbox logs are not supported by paddock (paddock's own API has "
@@ -1229,6 +1305,11 @@ static void sandbox_action(struct e2b_req *r, const char *id, const char *action
 	}
 	if (v2 && strcmp(action, "logs") != 0)
 		return e2b_reply_error(r, 404, "no such route");
+	if (!v2 && (strcmp(action, "pause") == 0 || strcmp(action, "resume") == 0)) {
+		if (m != EVHTTP_REQ_POST)
+			return reply_method(r, "POST");
+		return strcmp(action, "pause") == 0 ? pause_box(r, id) : resume_box(r, id);
+	}
 	if (!v2 && strcmp(action, "timeout") == 0) {
 		if (m != EVHTTP_REQ_POST)
 			return reply_method(r, "POST");
@@ -1250,12 +1331,6 @@ static void sandbox_action(struct e2b_req *r, const char *id, const char *action
 		/* the sandbox first: the SDK maps a 404 to SandboxNotFoundError */
 		if (!find_live(r, id))
 			return;
-		if (!unsupported_actions[i].msg) {
-			char e[72];
-
-			return e2b_reply_error(r, 409, "sandbox '%s' is already running",
-					   esc(id, e, sizeof(e)));
-		}
 		return unsupported(r, unsupported_actions[i].msg);
 	}
 	e2b_reply_error(r, 404, "no such route");

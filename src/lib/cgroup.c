@@ -24,6 +24,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -1042,6 +1043,51 @@ int pd_cgroup_open(unsigned slot, const struct pd_cgroup_limits *limits,
 int pd_cgroup_adopt(unsigned slot, struct pd_cgroup **ret_cgroup, paddock_error *err)
 {
 	return pd_cgroup_open(slot, NULL, ret_cgroup, err);
+}
+
+/*
+ * The slot of the paddock cgroup a line of /proc/PID/cgroup names for the freezer (v1's
+ * "N:freezer:/.../paddock/SLOT", v2's "0::/.../paddock/SLOT"), or -1.
+ */
+static long freezer_slot(const char *line)
+{
+	const char *ctl = strchr(line, ':'), *path = ctl ? strchr(ctl + 1, ':') : NULL;
+	const char *tail = "/" PD_CGROUP_POOL "/", *p;
+	char *end;
+	long slot;
+
+	if (!path)
+		return -1;
+	/* the controllers field: "freezer" among v1's, or v2's empty one */
+	if (path != ctl + 1 && !(path - ctl - 1 == 7 && strncmp(ctl + 1, "freezer", 7) == 0))
+		return -1;
+	p = strstr(path, tail);
+	if (!p)
+		return -1;
+	p += strlen(tail);
+	errno = 0;
+	slot = strtol(p, &end, 10);
+	if (errno || end == p || (*end != '\n' && *end != '\0') || slot < 0)
+		return -1;
+	return slot;
+}
+
+int pd_cgroup_freezer_slot(pid_t pid, unsigned *ret_slot)
+{
+	_cleanup_fclose_ FILE *f = NULL;
+	char path[64], line[512];
+	long slot = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (slot < 0 && fgets(line, sizeof(line), f))
+		slot = freezer_slot(line);
+	if (slot < 0 || slot > (long)UINT32_MAX)
+		return -ENOENT;
+	*ret_slot = (unsigned)slot;
+	return 0;
 }
 
 int pd_cgroup_set_limits(struct pd_cgroup *cg, const struct pd_cgroup_limits *limits,

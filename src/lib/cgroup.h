@@ -68,6 +68,12 @@ int pd_cgroup_open(unsigned slot, const struct pd_cgroup_limits *limits,
  * (CPU, OOM kills, forks refused) start from now.
  */
 int pd_cgroup_adopt(unsigned slot, struct pd_cgroup **ret_cgroup, paddock_error *err);
+/*
+ * The slot of the paddock cgroup whose freezer holds process `pid`, as the kernel says
+ * (/proc/PID/cgroup: v1's freezer hierarchy, or v2's): 0, or -ENOENT when it is in none
+ * (rootless, no freezer), -errno when the process is gone.
+ */
+int pd_cgroup_freezer_slot(pid_t pid, unsigned *ret_slot);
 
 /*
  * Writes new limits to an open cgroup: the writes pd_cgroup_open() makes for them (memory with

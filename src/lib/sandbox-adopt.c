@@ -363,9 +363,14 @@ static int adopt_finish(paddock_sandbox **psb, int r, paddock_sandbox **ret_sand
 		r = pd_sandbox_egress_start(sb, err);
 	if (r < 0) {
 		pd_error_prefix(err, "adopt sandbox '%s'", sb->id);
-		/* SECURITY: what cannot be supervised is ended, never left running unwatched */
+		/*
+		 * SECURITY: what cannot be supervised is ended, never left running unwatched.
+		 * A frozen task takes its SIGKILL only once thawed: thaw it, or it stays.
+		 */
 		if (sb->pidfd >= 0)
 			(void)syscall(SYS_pidfd_send_signal, sb->pidfd, SIGKILL, NULL, 0);
+		if (sb->cg)
+			(void)pd_cgroup_freeze(sb->cg, false, NULL);
 		return r;
 	}
 	pd_emit(sb->ctx, PADDOCK_LEVEL_INFO, "sandbox.adopted", sb->id, NULL,
@@ -493,6 +498,26 @@ static int check_recovered_ids(paddock_sandbox *sb, paddock_error *err)
 	return 0;
 }
 
+/*
+ * A sandbox paused before its supervisor died is frozen, init with it, and would answer
+ * nothing: it is thawed before the resync, as paddock_sandbox_adopt() does. Without a handle
+ * its cgroup is the kernel's word (/proc/PID/cgroup of the peer of the reconnect socket),
+ * not anything init would say; only a slot of paddock's own hierarchy is thawed, and
+ * adopt_finish() takes the cgroup by the record's slot once that is checked.
+ */
+static void thaw_frozen_init(paddock_sandbox *sb)
+{
+	struct pd_cgroup *cg = NULL;
+	unsigned slot;
+
+	if (pd_cgroup_probe() == PD_CGROUP_NONE || pd_cgroup_freezer_slot(sb->init_pid, &slot) < 0)
+		return; /* rootless, or no freezer: nothing was frozen */
+	if (pd_cgroup_adopt(slot, &cg, NULL) < 0)
+		return; /* the resync fails and says why */
+	(void)pd_cgroup_freeze(cg, false, NULL);
+	pd_cgroup_free(cg);
+}
+
 int paddock_sandbox_recover(paddock_ctx *ctx, const char *socket_path,
 			    paddock_sandbox **ret_sandbox, paddock_error *err)
 {
@@ -514,6 +539,8 @@ int paddock_sandbox_recover(paddock_ctx *ctx, const char *socket_path,
 	if (!sb->reconnect_path)
 		return pd_fail(err, ENOMEM, "allocate sandbox");
 	r = connect_init(sb, err);
+	if (r >= 0)
+		thaw_frozen_init(sb);
 	if (r >= 0)
 		r = resync(sb, err);
 	if (r >= 0 && !sb->record_raw)

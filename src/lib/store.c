@@ -91,8 +91,10 @@ static const char *const migrations[] = {
 	"  created_ms INTEGER NOT NULL,"
 	"  PRIMARY KEY (tenant, key)"
 	") WITHOUT ROWID;",
+	/* 3: what a sandbox's timeout does: "kill" (every sandbox before), or "pause" */
+	"ALTER TABLE sandboxes ADD COLUMN on_timeout TEXT NOT NULL DEFAULT 'kill';",
 };
-#define SCHEMA_VERSION 2
+#define SCHEMA_VERSION 3
 _Static_assert(ELEMENTSOF(migrations) == SCHEMA_VERSION, "one migration per schema version");
 
 enum stmt_id {
@@ -123,20 +125,21 @@ static const char *const stmt_sql[_STMT_MAX] = {
 	/* an upsert, not INSERT OR REPLACE: REPLACE deletes the row and the delete cascades */
 	[STMT_PUT_SANDBOX] =
 		"INSERT INTO sandboxes (id, tenant, state, spec_json, metadata_json, handle_json,"
-		" created_ms, expires_ms, last_active_ms, ttl_s, idle_timeout_s)"
-		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)"
+		" created_ms, expires_ms, last_active_ms, ttl_s, idle_timeout_s, on_timeout)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)"
 		" ON CONFLICT (id) DO UPDATE SET tenant = excluded.tenant, state = excluded.state,"
 		" spec_json = excluded.spec_json, metadata_json = excluded.metadata_json,"
 		" handle_json = excluded.handle_json, created_ms = excluded.created_ms,"
 		" expires_ms = excluded.expires_ms, last_active_ms = excluded.last_active_ms,"
-		" ttl_s = excluded.ttl_s, idle_timeout_s = excluded.idle_timeout_s",
+		" ttl_s = excluded.ttl_s, idle_timeout_s = excluded.idle_timeout_s,"
+		" on_timeout = excluded.on_timeout",
 	[STMT_SET_STATE] = "UPDATE sandboxes SET state = ?2 WHERE id = ?1",
 	[STMT_SET_TIMES] =
 		"UPDATE sandboxes SET expires_ms = ?2, last_active_ms = ?3 WHERE id = ?1",
 	[STMT_DELETE_SANDBOX] = "DELETE FROM sandboxes WHERE id = ?1",
 	[STMT_LIST_SANDBOXES] =
 		"SELECT id, tenant, state, spec_json, metadata_json, handle_json, created_ms,"
-		" expires_ms, last_active_ms, ttl_s, idle_timeout_s,"
+		" expires_ms, last_active_ms, ttl_s, idle_timeout_s, on_timeout,"
 		" coalesce((SELECT max(seq) FROM events"
 		"  WHERE events.sandbox_id = sandboxes.id), 0) + 1"
 		" FROM sandboxes ORDER BY created_ms, id",
@@ -566,6 +569,7 @@ int paddock_store_put_sandbox(paddock_store *st, const struct paddock_store_sand
 	bind_int(&b, sb->last_active_ms);
 	bind_int(&b, sb->ttl_s);
 	bind_int(&b, sb->idle_timeout_s);
+	bind_text(&b, sb->on_timeout ? sb->on_timeout : "kill");
 	rc = step(&b);
 	if (rc != SQLITE_DONE)
 		return fail_db(st->db, rc, err, "put sandbox '%s'", PD_ESC(sb->id));
@@ -660,7 +664,8 @@ int paddock_store_list_sandboxes(paddock_store *st,
 			.last_active_ms = sqlite3_column_int64(q.s, 8),
 			.ttl_s = sqlite3_column_int64(q.s, 9),
 			.idle_timeout_s = sqlite3_column_int64(q.s, 10),
-			.next_seq = sqlite3_column_int64(q.s, 11),
+			.on_timeout = col_text(q.s, 11),
+			.next_seq = sqlite3_column_int64(q.s, 12),
 		};
 		r = fn(&sb, userdata);
 		if (r < 0)

@@ -616,6 +616,25 @@ static int d_destroy(struct mcp_backend *mb, const char *id, paddock_error *err)
 	return 0;
 }
 
+/* POST /v1/sandboxes/{id}/pause or .../resume (docs/api.md "Pause and resume") */
+static int d_set_paused(struct mcp_backend *mb, const char *id, bool pause, paddock_error *err)
+{
+	struct dbackend *b = dbackend(mb);
+	struct dsandbox *s = sandbox_find(b, id, err);
+	_cleanup_free_ char *url = NULL;
+	json_t *answer = NULL;
+	int r;
+
+	if (!s)
+		return -ENOENT;
+	url = make_url(SEGS(s->id, pause ? "pause" : "resume"), NULL);
+	if (!url)
+		return pd_fail(err, ENOMEM, "out of memory");
+	r = dcall(b, "POST", url, NULL, 1u << 20, &answer, err);
+	json_decref(answer);
+	return r;
+}
+
 /* ---- commands ----------------------------------------------------------------------------- */
 
 static int set_new(json_t *o, const char *key, json_t *v, const char *field, paddock_error *err)
@@ -1602,6 +1621,7 @@ static const struct mcp_backend_ops daemon_ops = {
 	.name = "paddockd",
 	.create = d_create,
 	.destroy = d_destroy,
+	.set_paused = d_set_paused,
 	.exec = d_exec,
 	.cancel = d_cancel,
 	.read_file = d_read_file,

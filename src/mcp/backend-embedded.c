@@ -600,6 +600,18 @@ static int embedded_destroy(struct mcp_backend *base, const char *id, paddock_er
 	return pd_fail_field(err, ENOENT, "sandbox_id", "no sandbox '%s'", PD_ESC(id));
 }
 
+static int embedded_set_paused(struct mcp_backend *base, const char *id, bool pause,
+			       paddock_error *err)
+{
+	struct embedded *e = (struct embedded *)base;
+	struct box *b;
+	int r = find_box(e, id, &b, err);
+
+	if (r < 0)
+		return r;
+	return pause ? paddock_sandbox_pause(b->sb, err) : paddock_sandbox_resume(b->sb, err);
+}
+
 static void embedded_free(struct mcp_backend *base)
 {
 	struct embedded *e = (struct embedded *)base;
@@ -760,6 +772,7 @@ static const struct mcp_backend_ops embedded_ops = {
 	.name = "embedded",
 	.create = embedded_create,
 	.destroy = embedded_destroy,
+	.set_paused = embedded_set_paused,
 	.exec = embedded_exec,
 	.cancel = embedded_cancel,
 	.read_file = embedded_read_file,

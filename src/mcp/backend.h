@@ -83,6 +83,12 @@ struct mcp_backend_ops {
 		      paddock_error *err);
 	/* Ends the sandbox and everything in it. -ENOENT for an unknown id. */
 	int (*destroy)(struct mcp_backend *b, const char *id, paddock_error *err);
+	/*
+	 * Pauses (pause true) or resumes the sandbox's processes; 0 also when it already was
+	 * so. While paused, commands and the code interpreter fail (-EBUSY, or paddockd's
+	 * 409) and files still work. -ENOENT unknown, -ESRCH ended.
+	 */
+	int (*set_paused)(struct mcp_backend *b, const char *id, bool pause, paddock_error *err);
 
 	/*
 	 * Runs a command to its end; `fn` is called once, from the loop (never from inside

@@ -121,6 +121,8 @@ typedef void (*tool_fn)(struct mcp_tools *t, struct mcp_call *c, json_t *args);
 static void create_sandbox(struct mcp_tools *t, struct mcp_call *c, json_t *args);
 static void destroy_sandbox(struct mcp_tools *t, struct mcp_call *c, json_t *args);
 static void list_sandboxes(struct mcp_tools *t, struct mcp_call *c, json_t *args);
+static void pause_sandbox(struct mcp_tools *t, struct mcp_call *c, json_t *args);
+static void resume_sandbox(struct mcp_tools *t, struct mcp_call *c, json_t *args);
 static void run_command(struct mcp_tools *t, struct mcp_call *c, json_t *args);
 static void run_code(struct mcp_tools *t, struct mcp_call *c, json_t *args);
 static void write_file(struct mcp_tools *t, struct mcp_call *c, json_t *args);
@@ -177,6 +179,25 @@ static const struct tool {
 	  "\"required\":[\"sandbox_id\",\"default\",\"processes\"]}}},\"required\":"
 	  "[\"sandboxes\"]}",
 	  list_sandboxes, true, false, true },
+	{ "pause_sandbox", "Pause a sandbox",
+	  "Pause every process of a sandbox where it is: it uses no CPU, and its memory, files "
+	  "and running servers stay. Use it while waiting (for a person, a long think). Commands "
+	  "and code fail while paused; files can still be read and written. resume_sandbox "
+	  "continues it.",
+	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox_id\"],"
+	  "\"properties\":{" SANDBOX_ID_ARG "}}",
+	  "{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"},"
+	  "\"state\":{\"type\":\"string\",\"enum\":[\"paused\",\"running\"]}},"
+	  "\"required\":[\"sandbox_id\",\"state\"]}",
+	  pause_sandbox, false, false, true },
+	{ "resume_sandbox", "Resume a sandbox",
+	  "Resume a paused sandbox: its processes go on where they stopped.",
+	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"sandbox_id\"],"
+	  "\"properties\":{" SANDBOX_ID_ARG "}}",
+	  "{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"},"
+	  "\"state\":{\"type\":\"string\",\"enum\":[\"paused\",\"running\"]}},"
+	  "\"required\":[\"sandbox_id\",\"state\"]}",
+	  resume_sandbox, false, false, true },
 	{ "run_command", "Run a shell command",
 	  "Run a shell command (/bin/sh -c) in the sandbox, wait for it to end and return its "
 	  "exit code, stdout and stderr. Runs as an unprivileged user in /workspace. A non-zero "
@@ -1272,6 +1293,28 @@ static void destroy_sandbox(struct mcp_tools *t, struct mcp_call *c, json_t *arg
 	sandbox_forget(t, sb);
 	mcp_call_result(c, json_pack("{s:s, s:b}", "sandbox_id", id, "destroyed", 1));
 	free(id);
+}
+
+static void set_paused(struct mcp_tools *t, struct mcp_call *c, json_t *args, bool pause)
+{
+	paddock_error err = { 0 };
+	struct sandbox *sb;
+
+	if (get_sandbox(t, args, &sb, &err) < 0 ||
+	    t->backend->ops->set_paused(t->backend, sb->id, pause, &err) < 0)
+		return mcp_call_error(c, &err);
+	mcp_call_result(c, json_pack("{s:s, s:s}", "sandbox_id", sb->id, "state",
+				     pause ? "paused" : "running"));
+}
+
+static void pause_sandbox(struct mcp_tools *t, struct mcp_call *c, json_t *args)
+{
+	set_paused(t, c, args, true);
+}
+
+static void resume_sandbox(struct mcp_tools *t, struct mcp_call *c, json_t *args)
+{
+	set_paused(t, c, args, false);
 }
 
 static void list_sandboxes(struct mcp_tools *t, struct mcp_call *c, json_t *args)

@@ -128,6 +128,7 @@ static int64_t add_event(paddock_store *st, const char *sandbox_id, const char *
 
 struct sandbox_row {
 	char id[256], tenant[256], state[64], spec[256], metadata[256], handle[256];
+	char on_timeout[16];
 	bool handle_null;
 	int64_t created_ms, expires_ms, last_active_ms, ttl_s, idle_timeout_s, next_seq;
 };
@@ -155,6 +156,7 @@ static int collect_sandbox(const struct paddock_store_sandbox *sb, void *userdat
 	r->last_active_ms = sb->last_active_ms;
 	r->ttl_s = sb->ttl_s;
 	r->idle_timeout_s = sb->idle_timeout_s;
+	snprintf(r->on_timeout, sizeof(r->on_timeout), "%s", sb->on_timeout);
 	r->next_seq = sb->next_seq;
 	return 0;
 }
@@ -271,6 +273,7 @@ static void test_sandboxes(void **state)
 	assert_int_equal(rows.row[0].ttl_s, 3600);
 	assert_int_equal(rows.row[0].idle_timeout_s, 600);
 	assert_int_equal(rows.row[0].next_seq, 1);
+	assert_string_equal(rows.row[0].on_timeout, "kill"); /* NULL is stored as "kill" */
 
 	CHECK(paddock_store_set_state(st, "sb_a", "stopped", &err), err);
 	CHECK(paddock_store_set_times(st, "sb_b", 999999, 555, &err), err);
@@ -292,6 +295,7 @@ static void test_sandboxes(void **state)
 		.last_active_ms = 350,
 		.ttl_s = 1,
 		.idle_timeout_s = 2,
+		.on_timeout = "pause",
 		.next_seq = 12345, /* ignored */
 	};
 	CHECK(paddock_store_put_sandbox(st, &sb, &err), err);
@@ -303,6 +307,7 @@ static void test_sandboxes(void **state)
 	assert_true(rows.row[1].handle_null);
 	assert_int_equal(rows.row[1].created_ms, 300);
 	assert_int_equal(rows.row[1].idle_timeout_s, 2);
+	assert_string_equal(rows.row[1].on_timeout, "pause");
 	assert_int_equal(rows.row[1].next_seq, 1);
 
 	CHECK(paddock_store_delete_sandbox(st, "sb_b", &err), err);

@@ -270,10 +270,63 @@ async function controlPlane() {
 		eq(e.statusCode, 404, 'statusCode');
 		match(e.message, /no-such-template-zz/, 'message');
 	});
-	await check('Sandbox.create with unsupported options (autoPause): refused, naming them', async () => {
-		const e = await rejects(create({ lifecycle: { onTimeout: 'pause' } }), SandboxError);
-		match(e.message, /autoPause|pause/i);
+	await check('Sandbox.create with unsupported options (autoResume): refused, naming them', async () => {
+		const e = await rejects(create({ lifecycle: { onTimeout: 'pause', autoResume: true } }), SandboxError);
+		match(e.message, /autoResume/);
 	});
+}
+
+// ==== pause and resume =============================================================================
+async function pauseResume() {
+	let P;
+	const n = async () => Number(await P.files.read('/home/user/n'));
+	await check('sbx.pause(): true; a busy loop stops where it is, files still read', async () => {
+		P = await create({ metadata: { run: RUN, role: 'p' } });
+		await P.commands.run('i=0; while :; do i=$((i+1)); echo $i >/home/user/n.tmp; mv /home/user/n.tmp /home/user/n; done', { background: true });
+		assert(await waitFor(async () => (await n().catch(() => 0)) > 0, 5000), 'the loop did not start');
+		eq(await P.pause(), true, 'pause()');
+		const a = await n();
+		await new Promise((res) => setTimeout(res, 500));
+		eq(await n(), a, 'the counter while paused');
+	});
+	await check('Sandbox.betaPause(id) of a paused sandbox: false', async () => {
+		eq(await Sandbox.betaPause(need(P, 'P').sandboxId), false);
+	});
+	await check('paused: getInfo() and Sandbox.list({query: {state}}) say so', async () => {
+		eq((await need(P, 'P').getInfo()).state, 'paused', 'getInfo().state');
+		const paused = await Sandbox.list({ query: { state: ['paused'], metadata: { run: RUN } } }).nextItems();
+		eq(paused.map((x) => [x.sandboxId, x.state]), [[P.sandboxId, 'paused']], 'state paused');
+		const running = await Sandbox.list({ query: { state: ['running'], metadata: { run: RUN } } }).nextItems();
+		assert(!running.some((x) => x.sandboxId === P.sandboxId), `listed as running: ${show(running)}`);
+	});
+	await check('paused: a command is refused, not held', async () => {
+		const t0 = Date.now();
+		await rejects(need(P, 'P').commands.run('true', { requestTimeoutMs: 10000 }), Error);
+		assert(Date.now() - t0 < 5000, `the refusal took ${Date.now() - t0} ms`);
+	});
+	await check('Sandbox.connect(id) resumes a paused sandbox: the loop goes on, commands run', async () => {
+		const a = await n();
+		const C = await Sandbox.connect(need(P, 'P').sandboxId, { timeoutMs: 120_000 });
+		eq((await C.getInfo()).state, 'running', 'getInfo().state');
+		assert(await waitFor(async () => (await n()) > a, 5000), 'the counter did not move');
+		eq((await C.commands.run('echo back')).stdout, 'back\n', 'a command');
+		const ttl = ((await C.getInfo()).endAt - Date.now()) / 1000;
+		assert(ttl > 110 && ttl < 125, `endAt is ${ttl} s away, expected the connect's 120`);
+	});
+	await check('Sandbox.pause of an unknown id: SandboxNotFoundError', async () => {
+		await rejects(Sandbox.pause('sb_unknownxxxxx'), SandboxNotFoundError);
+	});
+	await check("lifecycle {onTimeout: 'pause'}: the timeout pauses it, connect() resumes it", async () => {
+		const T = await create({ timeoutMs: 1000, metadata: { run: RUN, role: 't' }, lifecycle: { onTimeout: 'pause' } });
+		eq((await T.getInfo()).lifecycle, { onTimeout: 'pause', autoResume: false }, 'getInfo().lifecycle');
+		await T.files.write('/home/user/kept', 'kept');
+		const st = await waitFor(async () => (await T.getInfo()).state === 'paused', 6000, 200);
+		assert(st, `state ${(await T.getInfo()).state} after its timeout`);
+		const C = await Sandbox.connect(T.sandboxId);
+		eq((await C.commands.run('cat /home/user/kept')).stdout, 'kept', 'its files after the resume');
+		await C.kill();
+	});
+	if (P) await P.kill().catch(() => { });
 }
 
 // ==== commands ===================================================================================
@@ -966,7 +1019,7 @@ if (!PORT) {
 // E2B_ONLY=commands,pty (with the control plane, which makes the sandboxes, and cleanup): a
 // few scenarios, when chasing one failure by hand
 const only = process.env.E2B_ONLY ? ['control plane', ...process.env.E2B_ONLY.split(','), 'cleanup'] : null;
-for (const [name, fn] of [['control plane', controlPlane], ['commands', commands], ['pty', pty], ['files', files],
+for (const [name, fn] of [['control plane', controlPlane], ['pause', pauseResume], ['commands', commands], ['pty', pty], ['files', files],
 	['getHost', getHost], ['protocol', protocol], ['debug mode', debugMode], ['tenants', tenants], ['cleanup', cleanup]]) {
 	if (only && !only.includes(name)) continue;
 	const t0 = Date.now();

@@ -38,6 +38,8 @@ const TOOLS = {
 		result: ['sandbox_id', 'network', 'limits', 'workspace'] },
 	destroy_sandbox: { args: ['sandbox_id'], required: ['sandbox_id'], result: ['sandbox_id', 'destroyed'] },
 	list_sandboxes: { args: [], required: [], result: ['sandboxes'] },
+	pause_sandbox: { args: ['sandbox_id'], required: ['sandbox_id'], result: ['sandbox_id', 'state'] },
+	resume_sandbox: { args: ['sandbox_id'], required: ['sandbox_id'], result: ['sandbox_id', 'state'] },
 	run_command: { args: ['command', 'cwd', 'env', 'stdin', 'timeout_s', 'sandbox_id'],
 		required: ['command'], result: 'exec' },
 	run_code: { args: ['language', 'code', 'context', 'stdin', 'env', 'timeout_s', 'sandbox_id'],
@@ -634,6 +636,7 @@ async function sandboxes() {
 	if (sc) eq('list_sandboxes: both, the default one marked', [[A, false], [D, true]].sort(),
 		(sc.sandboxes || []).map((x) => [x.sandbox_id, x.default]).sort());
 	eq('two sandboxes: two inits', 2, inits(descendants(s.pid)).length);
+	await pauseResume(s, A, 'embedded');
 	toolError('--max-sandboxes 2: a third is refused', await s.try('create_sandbox', {}), /./);
 	r = await s.try('destroy_sandbox', { sandbox_id: A });
 	sc = okResult('destroy_sandbox: a result', r);
@@ -648,6 +651,28 @@ async function sandboxes() {
 	if (sc) await s.call('destroy_sandbox', { sandbox_id: sc.sandbox_id });
 	eq('the default sandbox still has its file', 'b', (await s.call('read_file', { path: 'b.txt' })).structuredContent?.content);
 	await s.end('sandboxes');
+}
+
+// pause_sandbox stops a busy loop where it is, resume_sandbox lets it go on
+async function pauseResume(s, id, what) {
+	const n = async () => Number((await s.try('read_file', { sandbox_id: id, path: 'n' }))?.structuredContent?.content);
+	const spin = (await s.try('start_process', { sandbox_id: id, command: 'i=0; while :; do i=$((i+1)); echo $i >n.tmp; mv n.tmp n; done' }))?.structuredContent;
+	await waitFor(async () => (await n()) > 0, 5000);
+	let r = await s.try('pause_sandbox', { sandbox_id: id });
+	eq(`${what}: pause_sandbox`, { sandbox_id: id, state: 'paused' }, okResult(`${what}: pause_sandbox: a result`, r));
+	eq(`${what}: pause_sandbox again (idempotent)`, 'paused', (await s.try('pause_sandbox', { sandbox_id: id }))?.structuredContent?.state);
+	const a = await n();
+	await new Promise((res) => setTimeout(res, 500));
+	eq(`${what}: paused: the loop does not advance`, a, await n());
+	toolError(`${what}: run_command while paused: a tool error saying paused`, await s.try('run_command', { sandbox_id: id, command: 'true' }), /paused/);
+	eq(`${what}: write_file while paused works`, 5, (await s.try('write_file', { sandbox_id: id, path: 'p.txt', content: 'still' }))?.structuredContent?.size);
+	r = await s.try('resume_sandbox', { sandbox_id: id });
+	eq(`${what}: resume_sandbox`, { sandbox_id: id, state: 'running' }, okResult(`${what}: resume_sandbox: a result`, r));
+	check(`${what}: resumed: the loop goes on`, await waitFor(async () => (await n()) > a, 5000));
+	eq(`${what}: resumed: run_command works`, 'still', (await s.try('run_command', { sandbox_id: id, command: 'cat p.txt' }))?.structuredContent?.stdout);
+	toolError(`${what}: pause_sandbox without sandbox_id: a tool error naming sandbox_id`, await s.try('pause_sandbox', {}), /sandbox_id/);
+	toolError(`${what}: pause_sandbox of an unknown sandbox: a tool error naming sandbox_id`, await s.try('pause_sandbox', { sandbox_id: 'sb_nonexistent1' }), /sandbox_id/);
+	if (spin?.process_id) await s.try('stop_process', { process_id: spin.process_id, signal: 'KILL' });
 }
 
 async function policy() {
@@ -987,6 +1012,10 @@ async function connect() {
 		const B = r?.structuredContent?.sandbox_id;
 		eq('--connect: create_sandbox, run_command in it', 'second\n', (await s.try('run_command', { sandbox_id: B, command: 'echo $WHO' }))?.structuredContent?.stdout);
 		eq('--connect: both in paddockd', [B, D].sort(), await list());
+		await pauseResume(s, B, '--connect');
+		await s.try('pause_sandbox', { sandbox_id: B });
+		eq('--connect: paused in paddockd too', 'paused', (await daemonApi(sock, 'GET', `/v1/sandboxes/${B}`)).body?.state);
+		await s.try('resume_sandbox', { sandbox_id: B });
 		eq('--connect: run_command timeout_s 1', 'timeout', (await s.try('run_command', { command: 'sleep 30', timeout_s: 1 }))?.structuredContent?.reason);
 		await s.try('run_code', { language: 'python', code: 'v = 40 + 2' });
 		eq('--connect: run_code python keeps state through paddockd', '42',
