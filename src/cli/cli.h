@@ -13,6 +13,7 @@ int cmd_files(int argc, char **argv);
 int cmd_logs(int argc, char **argv);
 int cmd_rm(int argc, char **argv);
 int cmd_ttl(int argc, char **argv);
+int cmd_template(int argc, char **argv);
 int cmd_code(int argc, char **argv);
 int cmd_ps(int argc, char **argv);
 int cmd_image(int argc, char **argv);

@@ -34,6 +34,7 @@ static const struct {
 	{ "logs", cmd_logs, "show the events of a sandbox" },
 	{ "ttl", cmd_ttl, "set when a sandbox expires" },
 	{ "rm", cmd_rm, "delete sandboxes" },
+	{ "template", cmd_template, "list, show, make or remove paddockd's templates" },
 };
 
 static void usage(FILE *f)
