@@ -168,7 +168,8 @@ printf 'local2 %s\n' "$TOKEN" >"$T_TMP/tokens"
 stop_daemon
 start_daemon --listen "127.0.0.1:$PORT" --tokens "$T_TMP/tokens" || not_ok "paddockd starts with TCP"
 # what a first sandbox makes for good (the init image's memfd) is not what one leaves
-api DELETE "/v1/sandboxes/$(new_sandbox '{"mode":"allowlist"}')" >/dev/null
+# (?wait=1: the teardown's own fds are closed when the answer comes)
+api DELETE "/v1/sandboxes/$(new_sandbox '{"mode":"allowlist"}')?wait=1" >/dev/null
 fds_before=$(ls /proc/$DPID/fd | wc -l)
 ID=$(new_sandbox '{"mode":"allowlist","unlisted":"ask","ask_timeout_s":20}')
 bg "$ID" held "$CURL http://api.test/"
@@ -200,8 +201,7 @@ expect_match "a yes for a name of the host's loopback: still refused (the SSRF w
 	'loopback.test is allowed, but it resolves to 127.0.0.1, which is not public' "$(output "$ID" lb)"
 # ---- a sandbox that ends leaves nothing: held connections, timers, fds ----
 expect_eq "...and the first is still held" True "$(running "$ID" held)"
-api DELETE "/v1/sandboxes/$ID" >/dev/null
-sleep 0.3
+api DELETE "/v1/sandboxes/$ID?wait=1" >/dev/null
 expect_eq "paddockd holds no more fds than before the sandbox" "$fds_before" "$(ls /proc/$DPID/fd | wc -l)"
 expect_eq "...and no sandbox" 0 "$(j "$(body_of "$(api GET /v1/sandboxes)")" 'len(d["sandboxes"])')"
 
