@@ -221,7 +221,16 @@ static void test_freed_slot_is_reused(void **state)
 	close(fd); /* free again */
 	usleep(1100 * 1000);
 	b = make_sandbox(ctx);
-	assert_int_equal(slot_of(base, b), low);
+	if (slot_of(base, b) != low) {
+		/*
+		 * Slots are the machine's: a sandbox of another suite running meanwhile may have
+		 * taken it first. Then it is in use again, which is what this checks.
+		 */
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		assert_true(fd >= 0);
+		assert_true(flock(fd, LOCK_EX | LOCK_NB) < 0);
+		close(fd);
+	}
 	paddock_sandbox_free(a);
 	paddock_sandbox_free(b);
 	paddock_ctx_free(ctx);
