@@ -192,6 +192,32 @@ PADDOCK_API int paddock_store_get_idempotency(paddock_store *st, const char *ten
 PADDOCK_API int paddock_store_prune_idempotency(paddock_store *st, int64_t before_ms,
 						paddock_error *err);
 
+/* ---- templates (paddockd's named specs) ------------------------------------------------ */
+
+struct paddock_store_template {
+	const char *tenant;
+	const char *name;
+	const char *spec_json;
+	int64_t created_ms;
+};
+
+/* Records a template, replacing the tenant's template of that name. Every string is required. */
+PADDOCK_API int paddock_store_put_template(paddock_store *st,
+					   const struct paddock_store_template *t,
+					   paddock_error *err);
+/*
+ * Calls fn for each template of `tenant` (name NULL) or the one named, by name: how many, or
+ * a callback's < 0 handed back as for the walks. Rows are valid during the call only.
+ */
+PADDOCK_API int paddock_store_list_templates(paddock_store *st, const char *tenant,
+					     const char *name,
+					     int (*fn)(const struct paddock_store_template *t,
+						       void *userdata),
+					     void *userdata, paddock_error *err);
+/* Deletes a template: -ENOENT (field name) when the tenant has none of that name. */
+PADDOCK_API int paddock_store_delete_template(paddock_store *st, const char *tenant,
+					      const char *name, paddock_error *err);
+
 /*
  * Checks the file's structure (PRAGMA quick_check, which reads every page: for start-up, not
  * the hot path): 0, or -EUCLEAN naming the first problem found.

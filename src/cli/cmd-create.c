@@ -28,6 +28,7 @@ enum {
 	OPT_TTL = SPEC_OPT_END,
 	OPT_IDLE_TIMEOUT,
 	OPT_METADATA,
+	OPT_TEMPLATE,
 	OPT_PRINT_REQUEST,
 };
 
@@ -36,6 +37,7 @@ static const struct option options[] = {
 	{ "ttl", required_argument, NULL, OPT_TTL },
 	{ "idle-timeout", required_argument, NULL, OPT_IDLE_TIMEOUT },
 	{ "metadata", required_argument, NULL, OPT_METADATA },
+	{ "template", required_argument, NULL, OPT_TEMPLATE },
 	{ "print-request", no_argument, NULL, OPT_PRINT_REQUEST },
 	{ "help", no_argument, NULL, 'h' },
 	API_LONG_OPTIONS,
@@ -53,6 +55,8 @@ static void usage(FILE *f)
 	      "  --idle-timeout SECONDS\n"
 	      "                       delete it after this long without use (default: never)\n"
 	      "  --metadata KEY=VALUE a label, shown by 'paddock ls' (repeatable)\n"
+	      "  --template NAME      start from a template of paddockd's ('paddock template');\n"
+	      "                       the spec flags given override its sections\n"
 	      "  --spec FILE          JSON spec (docs/spec.md), or a whole create request (the\n"
 	      "                       spec plus ttl_s, idle_timeout_s, metadata); the other\n"
 	      "                       flags override it\n"
@@ -113,7 +117,7 @@ static int spec_error(const paddock_error *err)
 }
 
 /* The request's own members, which a spec does not have. */
-static const char *const request_keys[] = { "ttl_s", "idle_timeout_s", "metadata" };
+static const char *const request_keys[] = { "ttl_s", "idle_timeout_s", "metadata", "template" };
 
 /*
  * Loads --spec FILE into `spec` and returns it parsed, without the request's own members,
@@ -370,6 +374,9 @@ int cmd_create(int argc, char **argv)
 		} else if (c == OPT_METADATA) {
 			if (add_metadata(req, optarg) != 0)
 				goto out;
+			continue;
+		} else if (c == OPT_TEMPLATE) {
+			api_set(req, "template", api_oom(json_string(optarg)));
 			continue;
 		} else if (c == OPT_PRINT_REQUEST) {
 			print_request = true;

@@ -36,6 +36,7 @@ static const struct {
 	{ "pause", cmd_pause, "pause every process of a sandbox" },
 	{ "resume", cmd_resume, "resume a paused sandbox" },
 	{ "rm", cmd_rm, "delete sandboxes" },
+	{ "template", cmd_template, "list, show, make or remove paddockd's templates" },
 };
 
 static void usage(FILE *f)

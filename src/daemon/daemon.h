@@ -471,6 +471,18 @@ int pd_max_network_parse(const char *s); /* 0..2, or -1 */
  * sandboxes only; the unix socket's (the operator's) sees every sandbox.
  */
 bool pd_metrics_shows(const char *tenant, const struct box *b);
+/* ---- templates (api-templates.c) ---- */
+void pd_api_templates(struct request *r);
+bool pd_template_name_valid(const char *s);
+/*
+ * A create body naming "template": the template's spec (the tenant's own, else the
+ * operator's) with the body's fields over it, in place; "template" itself goes. 0 when the
+ * body names none; -ENOENT (field template) for an unknown one.
+ */
+int pd_template_apply(struct daemon *d, const char *tenant, json_t *body, paddock_error *err);
+/* A copy of the spec of the template `name` the tenant may use, or NULL (none, or no memory). */
+json_t *pd_template_spec(struct daemon *d, const char *tenant, const char *name);
+
 /*
  * Pending decisions (network.unlisted "ask", docs/api.md): GET .../network/pending (?follow=1
  * streams them) and POST .../network/decisions (api-network.c).

@@ -379,6 +379,8 @@ static void route(struct request *r)
 		return pd_api_metrics(r);
 	if (r->n_seg == 2 && strcmp(r->seg[0], "v1") == 0 && strcmp(r->seg[1], "run") == 0)
 		return pd_api_run(r);
+	if (r->n_seg >= 2 && strcmp(r->seg[0], "v1") == 0 && strcmp(r->seg[1], "templates") == 0)
+		return pd_api_templates(r);
 	if (r->n_seg < 2 || strcmp(r->seg[0], "v1") != 0 || strcmp(r->seg[1], "sandboxes") != 0)
 		return pd_reply_error(r, 404, "not_found", "path", "no such route");
 	if (r->n_seg == 2)

@@ -464,6 +464,12 @@ int pd_create_parse(struct daemon *d, const char *tenant, json_t *body, paddock_
 
 	if (!specj)
 		return dfail(err, ENOMEM, "copy request");
+	/* a named template is the base the request's own fields go over */
+	r = pd_template_apply(d, tenant, specj, err);
+	if (r < 0) {
+		json_decref(specj);
+		return r;
+	}
 	for (const char *const *f = create_fields; *f; f++)
 		json_object_del(specj, *f);
 	/* a sandbox that is expired when it is made is no sandbox: ttl_s 0 is refused */

@@ -665,7 +665,11 @@ static void create(struct e2b_req *r, bool v2)
 		goto out;
 	}
 	tmpl = tmpl_v ? json_string_value(tmpl_v) : "base";
-	if (!json_is_object(json_object_get(r->e->templates, tmpl))) {
+	/* --e2b-templates first, then the tenant's templates in paddockd (POST /v1/templates) */
+	spec = json_is_object(json_object_get(r->e->templates, tmpl))
+		       ? json_deep_copy(json_object_get(r->e->templates, tmpl))
+		       : pd_template_spec(r->d, r->tenant, tmpl);
+	if (!spec) {
 		e2b_reply_error(r, 404, "template '%s' not found", esc(tmpl, e, sizeof(e)));
 		goto out;
 	}
@@ -674,11 +678,6 @@ static void create(struct e2b_req *r, bool v2)
 			 &ttl) ||
 	    !check_unsupported(r, body) || !check_metadata(r, cmeta))
 		goto out;
-	spec = json_deep_copy(json_object_get(r->e->templates, tmpl));
-	if (!spec) {
-		e2b_reply_error(r, 500, "out of memory");
-		goto out;
-	}
 	if (!merge_env(r, spec, json_object_get(body, "envVars")) ||
 	    !create_network(r, body, spec, &nm))
 		goto out;
@@ -1269,8 +1268,13 @@ static void template_alias(struct e2b_req *r, const char *name)
 {
 	char e[72];
 
-	if (!json_is_object(json_object_get(r->e->templates, name)))
+	json_t *stored = json_is_object(json_object_get(r->e->templates, name))
+				 ? NULL
+				 : pd_template_spec(r->d, r->tenant, name);
+
+	if (!stored && !json_is_object(json_object_get(r->e->templates, name)))
 		return e2b_reply_error(r, 404, "template '%s' not found", esc(name, e, sizeof(e)));
+	json_decref(stored);
 	e2b_reply_json(r, 200, json_pack("{s:s,s:b}", "templateID", name, "public", 0));
 }
 

@@ -93,8 +93,16 @@ static const char *const migrations[] = {
 	") WITHOUT ROWID;",
 	/* 3: what a sandbox's timeout does: "kill" (every sandbox before), or "pause" */
 	"ALTER TABLE sandboxes ADD COLUMN on_timeout TEXT NOT NULL DEFAULT 'kill';",
+	/* 4: templates, a tenant's named specs (paddockd's /v1/templates) */
+	"CREATE TABLE templates ("
+	"  tenant TEXT NOT NULL,"
+	"  name TEXT NOT NULL,"
+	"  spec_json TEXT NOT NULL,"
+	"  created_ms INTEGER NOT NULL,"
+	"  PRIMARY KEY (tenant, name)"
+	") WITHOUT ROWID;",
 };
-#define SCHEMA_VERSION 3
+#define SCHEMA_VERSION 4
 _Static_assert(ELEMENTSOF(migrations) == SCHEMA_VERSION, "one migration per schema version");
 
 enum stmt_id {
@@ -114,6 +122,9 @@ enum stmt_id {
 	STMT_PUT_IDEMPOTENCY,
 	STMT_GET_IDEMPOTENCY,
 	STMT_PRUNE_IDEMPOTENCY,
+	STMT_PUT_TEMPLATE,
+	STMT_LIST_TEMPLATES,
+	STMT_DELETE_TEMPLATE,
 	STMT_BEGIN,
 	STMT_COMMIT,
 	STMT_ROLLBACK,
@@ -177,6 +188,14 @@ static const char *const stmt_sql[_STMT_MAX] = {
 	[STMT_GET_IDEMPOTENCY] = "SELECT tenant, key, sandbox_id, fingerprint, created_ms"
 				 " FROM idempotency WHERE tenant = ?1 AND key = ?2",
 	[STMT_PRUNE_IDEMPOTENCY] = "DELETE FROM idempotency WHERE created_ms < ?1",
+	[STMT_PUT_TEMPLATE] = "INSERT INTO templates (tenant, name, spec_json, created_ms)"
+			      " VALUES (?1, ?2, ?3, ?4) ON CONFLICT (tenant, name) DO UPDATE"
+			      " SET spec_json = excluded.spec_json,"
+			      " created_ms = excluded.created_ms",
+	/* ?2 NULL: every template of the tenant */
+	[STMT_LIST_TEMPLATES] = "SELECT tenant, name, spec_json, created_ms FROM templates"
+				" WHERE tenant = ?1 AND (?2 IS NULL OR name = ?2) ORDER BY name",
+	[STMT_DELETE_TEMPLATE] = "DELETE FROM templates WHERE tenant = ?1 AND name = ?2",
 	/* IMMEDIATE: take the write lock now, not at the first write where it could fail */
 	[STMT_BEGIN] = "BEGIN IMMEDIATE",
 	[STMT_COMMIT] = "COMMIT",
@@ -983,6 +1002,85 @@ int paddock_store_prune_idempotency(paddock_store *st, int64_t before_ms, paddoc
 	if (rc != SQLITE_DONE)
 		return fail_db(st->db, rc, err, "prune idempotency keys");
 	return sqlite3_changes(st->db);
+}
+
+/* ---- templates ------------------------------------------------------------------------ */
+
+int paddock_store_put_template(paddock_store *st, const struct paddock_store_template *t,
+			       paddock_error *err)
+{
+	_cleanup_query_ struct query q = {};
+	int rc, r;
+
+	if (!st || !t || !t->tenant || !t->name || !t->spec_json)
+		return pd_fail(err, EINVAL, "put template: tenant, name and spec are required");
+	r = query_get(st, STMT_PUT_TEMPLATE, &q, err);
+	if (r < 0)
+		return r;
+	struct binder b = { .s = q.s };
+	bind_text(&b, t->tenant);
+	bind_text(&b, t->name);
+	bind_text(&b, t->spec_json);
+	bind_int(&b, t->created_ms);
+	rc = step(&b);
+	if (rc != SQLITE_DONE)
+		return fail_db(st->db, rc, err, "put template '%s'", PD_ESC(t->name));
+	return 0;
+}
+
+int paddock_store_list_templates(paddock_store *st, const char *tenant, const char *name,
+				 int (*fn)(const struct paddock_store_template *t, void *userdata),
+				 void *userdata, paddock_error *err)
+{
+	_cleanup_query_ struct query q = {};
+	int n = 0, rc, r;
+
+	if (!st || !tenant || !fn)
+		return pd_fail(err, EINVAL, "list templates: store, tenant and callback are required");
+	r = query_get(st, STMT_LIST_TEMPLATES, &q, err);
+	if (r < 0)
+		return r;
+	struct binder b = { .s = q.s };
+	bind_text(&b, tenant);
+	bind_text(&b, name); /* NULL binds NULL */
+	while ((rc = step(&b)) == SQLITE_ROW) {
+		const struct paddock_store_template t = {
+			.tenant = col_text(q.s, 0),
+			.name = col_text(q.s, 1),
+			.spec_json = col_text(q.s, 2),
+			.created_ms = sqlite3_column_int64(q.s, 3),
+		};
+		r = fn(&t, userdata);
+		if (r < 0)
+			return stopped(err, r, "list templates");
+		if (n < INT_MAX)
+			n++;
+	}
+	if (rc != SQLITE_DONE)
+		return fail_db(st->db, rc, err, "list templates");
+	return n;
+}
+
+int paddock_store_delete_template(paddock_store *st, const char *tenant, const char *name,
+				  paddock_error *err)
+{
+	_cleanup_query_ struct query q = {};
+	int rc, r;
+
+	if (!st || !tenant || !name)
+		return pd_fail(err, EINVAL, "delete template: tenant and name are required");
+	r = query_get(st, STMT_DELETE_TEMPLATE, &q, err);
+	if (r < 0)
+		return r;
+	struct binder b = { .s = q.s };
+	bind_text(&b, tenant);
+	bind_text(&b, name);
+	rc = step(&b);
+	if (rc != SQLITE_DONE)
+		return fail_db(st->db, rc, err, "delete template '%s'", PD_ESC(name));
+	if (sqlite3_changes(st->db) == 0)
+		return pd_fail_field(err, ENOENT, "name", "no template '%s'", PD_ESC(name));
+	return 0;
 }
 
 int paddock_store_check(paddock_store *st, paddock_error *err)

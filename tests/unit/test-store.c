@@ -1124,6 +1124,71 @@ static void test_idempotency(void **state)
 	paddock_store_free(st);
 }
 
+struct template_rows {
+	int n;
+	char names[4][32];
+	char spec[4][64];
+};
+
+static int collect_template(const struct paddock_store_template *t, void *userdata)
+{
+	struct template_rows *rows = userdata;
+
+	if (rows->n < 4) {
+		snprintf(rows->names[rows->n], sizeof(rows->names[0]), "%s", t->name);
+		snprintf(rows->spec[rows->n], sizeof(rows->spec[0]), "%s", t->spec_json);
+	}
+	rows->n++;
+	return 0;
+}
+
+static void test_templates(void **state)
+{
+	struct fixture *fx = *state;
+	paddock_store *st = open_store(fx);
+	paddock_error err = { 0 };
+	struct template_rows rows = { 0 };
+	struct paddock_store_template t = { .tenant = "alice", .name = "py",
+					    .spec_json = "{\"cwd\":\"/a\"}", .created_ms = 1 };
+
+	CHECK(paddock_store_put_template(st, &t, &err), err);
+	t.name = "base";
+	CHECK(paddock_store_put_template(st, &t, &err), err);
+	/* a put of the same name replaces it */
+	t.spec_json = "{\"cwd\":\"/b\"}";
+	CHECK(paddock_store_put_template(st, &t, &err), err);
+	t.tenant = "bob";
+	CHECK(paddock_store_put_template(st, &t, &err), err);
+	assert_int_equal(paddock_store_list_templates(st, "alice", NULL, collect_template, &rows,
+						      &err),
+			 2);
+	assert_string_equal(rows.names[0], "base");
+	assert_string_equal(rows.spec[0], "{\"cwd\":\"/b\"}");
+	assert_string_equal(rows.names[1], "py");
+	/* one by name, and each tenant's own */
+	rows.n = 0;
+	assert_int_equal(paddock_store_list_templates(st, "alice", "py", collect_template, &rows,
+						      &err),
+			 1);
+	assert_string_equal(rows.spec[0], "{\"cwd\":\"/a\"}");
+	assert_int_equal(paddock_store_list_templates(st, "carol", NULL, collect_template, &rows,
+						      &err),
+			 0);
+	CHECK(paddock_store_delete_template(st, "alice", "py", &err), err);
+	assert_int_equal(paddock_store_delete_template(st, "alice", "py", &err), -ENOENT);
+	assert_string_equal(err.field, "name");
+	/* survives a reopen */
+	paddock_store_free(st);
+	st = open_store(fx);
+	rows.n = 0;
+	assert_int_equal(paddock_store_list_templates(st, "bob", "base", collect_template, &rows,
+						      &err),
+			 1);
+	t.spec_json = NULL;
+	assert_int_equal(paddock_store_put_template(st, &t, &err), -EINVAL);
+	paddock_store_free(st);
+}
+
 /* quick_check: a sound file is "ok", one whose pages were overwritten is -EUCLEAN. */
 static void test_check(void **state)
 {
@@ -1184,6 +1249,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_max_exec_id, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_idempotency, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_check, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_templates, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,333 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Templates (docs/api.md, "Templates"): a tenant's named specs, kept in the store.
+ *
+ *   POST   /v1/templates          {"name": N, "spec": {...}}  201, 409 when N exists
+ *   PUT    /v1/templates/{name}   {"spec": {...}}             200 (made or replaced)
+ *   GET    /v1/templates          the tenant's, then the operator's it may use
+ *   GET    /v1/templates/{name}
+ *   DELETE /v1/templates/{name}   204
+ *
+ * A create names one with "template": its spec is the base and the request's own fields
+ * override it, section by section (pd_template_apply()). A tenant sees and uses its own
+ * templates and the operator's (those made on the unix socket); its own win on a name both
+ * have. A spec is checked when it is stored (it must be one paddock can create) and again,
+ * with the request's fields and the tenant's host-path and network ceilings, at each create.
+ *
+ * Trust: names and specs come from API clients: a name is a short word of [a-z0-9._-], a
+ * spec is parsed by libpaddock's spec parser before it is stored, and nothing of a stored
+ * template is trusted to be valid later (a create re-validates it).
+ */
+#include <errno.h>
+#include <event2/http.h>
+#include <stdarg.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "daemon.h"
+
+#define TEMPLATE_NAME_MAX 63
+
+bool pd_template_name_valid(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+
+	if (n == 0 || n > TEMPLATE_NAME_MAX || !((s[0] >= 'a' && s[0] <= 'z') ||
+						   (s[0] >= '0' && s[0] <= '9')))
+		return false;
+	return strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789._-") == n;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+struct found {
+	json_t *list; /* GET /v1/templates: each row's JSON is appended */
+	json_t *one;  /* a lookup by name: the row's JSON */
+	const char *skip_tenant; /* the operator's rows a tenant's own of the same name hide */
+};
+
+static json_t *template_json(const struct paddock_store_template *t)
+{
+	json_t *spec = json_loads(t->spec_json, 0, NULL);
+
+	return json_pack("{s:s,s:o,s:s,s:I}", "name", t->name, "spec",
+			 spec ? spec : json_object(), "owner",
+			 strcmp(t->tenant, PD_LOCAL_TENANT) == 0 ? "operator" : "tenant",
+			 "created_at", (json_int_t)(t->created_ms / 1000));
+}
+
+static int collect(const struct paddock_store_template *t, void *userdata)
+{
+	struct found *f = userdata;
+	json_t *o = template_json(t);
+
+	if (!o)
+		return -ENOMEM;
+	if (f->list) {
+		/* the operator's templates a tenant's own of the same name hide */
+		size_t i;
+		json_t *v;
+
+		json_array_foreach(f->list, i, v)
+			if (strcmp(json_string_value(json_object_get(v, "name")), t->name) == 0) {
+				json_decref(o);
+				return 0;
+			}
+		return json_array_append_new(f->list, o) < 0 ? -ENOMEM : 0;
+	}
+	json_decref(f->one);
+	f->one = o;
+	return 0;
+}
+
+/* The template `name` this tenant may use (its own first): 1 with *ret, 0 when none. */
+static int lookup(struct daemon *d, const char *tenant, const char *name, json_t **ret,
+		  paddock_error *err)
+{
+	struct found f = { 0 };
+	int r;
+
+	*ret = NULL;
+	r = paddock_store_list_templates(d->store, tenant, name, collect, &f, err);
+	if (r == 0 && strcmp(tenant, PD_LOCAL_TENANT) != 0)
+		r = paddock_store_list_templates(d->store, PD_LOCAL_TENANT, name, collect, &f, err);
+	if (r < 0) {
+		json_decref(f.one);
+		return r;
+	}
+	*ret = f.one;
+	return f.one ? 1 : 0;
+}
+
+/*
+ * The request's fields over the template's spec: a section the request gives replaces the
+ * template's, but for objects (limits, network, env, ...) whose members are replaced one by
+ * one, so {"limits": {"memory": "1G"}} keeps the template's other limits.
+ */
+static int merge_over(json_t *base, json_t *body)
+{
+	const char *k;
+	json_t *v;
+
+	json_object_foreach(body, k, v) {
+		json_t *b = json_object_get(base, k);
+
+		if (json_is_object(v) && json_is_object(b)) {
+			if (json_object_update(b, v) < 0)
+				return -ENOMEM;
+		} else if (json_object_set(base, k, v) < 0) {
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+json_t *pd_template_spec(struct daemon *d, const char *tenant, const char *name)
+{
+	paddock_error err = { 0 };
+	json_t *t = NULL, *spec = NULL;
+
+	if (!pd_template_name_valid(name) || lookup(d, tenant, name, &t, &err) <= 0)
+		return NULL;
+	spec = json_deep_copy(json_object_get(t, "spec"));
+	json_decref(t);
+	return spec;
+}
+
+/* The create's field "template" at fault. */
+static int template_fail(paddock_error *err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int template_fail(paddock_error *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	memset(err, 0, sizeof(*err));
+	err->code = code;
+	snprintf(err->field, sizeof(err->field), "template");
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+	return -code;
+}
+
+int pd_template_apply(struct daemon *d, const char *tenant, json_t *body, paddock_error *err)
+{
+	json_t *name = json_object_get(body, "template"), *t = NULL, *spec;
+	paddock_error cause = { 0 };
+	int r;
+
+	if (!name)
+		return 0;
+	if (!json_is_string(name) || !pd_template_name_valid(json_string_value(name)))
+		return template_fail(err, EINVAL, "expected a template's name (1 to 63 of a-z, 0-9, "
+					     "'.', '_', '-', starting with a letter or digit)");
+	r = lookup(d, tenant, json_string_value(name), &t, &cause);
+	if (r < 0)
+		return pd_store_error(err, &cause);
+	if (r == 0)
+		return template_fail(err, ENOENT, "no template '%s' (GET /v1/templates lists those "
+					     "you may use)", json_string_value(name));
+	spec = json_deep_copy(json_object_get(t, "spec"));
+	json_decref(t);
+	if (!spec)
+		return dfail(err, ENOMEM, "template");
+	json_object_del(body, "template");
+	r = merge_over(spec, body);
+	if (r >= 0)
+		r = json_object_update(body, spec) < 0 ? -ENOMEM : 0;
+	json_decref(spec);
+	return r < 0 ? dfail(err, ENOMEM, "template") : 0;
+}
+
+/* A spec that paddock can create, as JSON text (the caller frees it). */
+static char *check_spec(struct request *r, json_t *spec)
+{
+	paddock_spec *s = NULL;
+	paddock_error err = { 0 };
+	char *text = json_dumps(spec, JSON_COMPACT), *canon = NULL;
+	int k;
+
+	if (!text) {
+		pd_reply_error(r, 500, "internal", "spec", "format the spec");
+		return NULL;
+	}
+	k = paddock_spec_new(&s, &err);
+	if (k >= 0)
+		k = paddock_spec_load_json(s, text, strlen(text), &err);
+	if (k >= 0)
+		k = paddock_spec_validate(s, &err);
+	if (k >= 0)
+		k = paddock_spec_to_json(s, &canon, &err);
+	/* the operator's network ceiling, on the spec with its defaults (as a create checks) */
+	if (k >= 0)
+		k = pd_check_max_network(r->d, canon, &err);
+	free(canon);
+	paddock_spec_free(s);
+	if (k < 0) {
+		if (err.field[0] && strncmp(err.field, "spec", 4) != 0) {
+			char field[sizeof(err.field)];
+
+			snprintf(field, sizeof(field), "spec.%.58s", err.field);
+			snprintf(err.field, sizeof(err.field), "%s", field);
+		}
+		pd_reply_paddock_error(r, &err);
+		free(text);
+		return NULL;
+	}
+	return text;
+}
+
+static void put(struct request *r, const char *name, bool create)
+{
+	static const char *const post_fields[] = { "name", "spec", NULL };
+	static const char *const put_fields[] = { "spec", NULL };
+	json_t *body = pd_body_object(r, false), *spec, *answer;
+	paddock_error err = { 0 };
+	char *text = NULL;
+	int k;
+
+	if (!body)
+		return;
+	if (!pd_check_fields(r, body, create ? post_fields : put_fields))
+		goto out;
+	if (create)
+		name = json_string_value(json_object_get(body, "name"));
+	if (!pd_template_name_valid(name)) {
+		pd_reply_error(r, 400, "invalid", "name",
+			       "expected 1 to 63 of a-z, 0-9, '.', '_', '-', starting with a "
+			       "letter or digit");
+		goto out;
+	}
+	spec = json_object_get(body, "spec");
+	if (!json_is_object(spec)) {
+		pd_reply_error(r, 400, "invalid", "spec", "expected a spec object (docs/spec.md)");
+		goto out;
+	}
+	text = check_spec(r, spec);
+	if (!text)
+		goto out;
+	if (create) {
+		k = paddock_store_list_templates(r->d->store, r->tenant, name, collect,
+						 &(struct found){ 0 }, &err);
+		if (k > 0) {
+			pd_reply_error(r, 409, "conflict", "name",
+				       "template '%s' exists: PUT /v1/templates/%s replaces it", name,
+				       name);
+			goto out;
+		}
+	}
+	struct paddock_store_template t = { .tenant = r->tenant, .name = name,
+					    .spec_json = text, .created_ms = now_ms() };
+
+	k = paddock_store_put_template(r->d->store, &t, &err);
+	if (k < 0) {
+		paddock_error e = { 0 };
+
+		pd_store_error(&e, &err);
+		pd_reply_paddock_error(r, &e);
+		goto out;
+	}
+	answer = template_json(&t);
+	pd_reply_json(r, create ? 201 : 200, answer);
+out:
+	free(text);
+	json_decref(body);
+}
+
+void pd_api_templates(struct request *r)
+{
+	const char *name = r->n_seg == 3 ? r->seg[2] : NULL;
+	paddock_error err = { 0 };
+	json_t *one = NULL;
+	int k;
+
+	if (r->n_seg > 3)
+		return pd_reply_error(r, 404, "not_found", "path", "no such route");
+	if (name && !pd_template_name_valid(name))
+		return pd_reply_error(r, 404, "not_found", "name", "no such template");
+	if (!name && r->method == EVHTTP_REQ_POST)
+		return put(r, NULL, true);
+	if (name && r->method == EVHTTP_REQ_PUT)
+		return put(r, name, false);
+	if (!name && r->method == EVHTTP_REQ_GET) {
+		struct found f = { .list = json_array() };
+
+		k = f.list ? paddock_store_list_templates(r->d->store, r->tenant, NULL, collect, &f,
+							  &err)
+			   : dfail(&err, ENOMEM, "templates");
+		if (k >= 0 && strcmp(r->tenant, PD_LOCAL_TENANT) != 0)
+			k = paddock_store_list_templates(r->d->store, PD_LOCAL_TENANT, NULL, collect,
+							 &f, &err);
+		if (k < 0) {
+			json_decref(f.list);
+			return pd_reply_paddock_error(r, &err);
+		}
+		return pd_reply_json(r, 200, json_pack("{s:o}", "templates", f.list));
+	}
+	if (name && r->method == EVHTTP_REQ_GET) {
+		k = lookup(r->d, r->tenant, name, &one, &err);
+		if (k < 0)
+			return pd_reply_paddock_error(r, &err);
+		if (k == 0)
+			return pd_reply_error(r, 404, "not_found", "name", "no template '%s'", name);
+		return pd_reply_json(r, 200, one);
+	}
+	if (name && r->method == EVHTTP_REQ_DELETE) {
+		/* a tenant deletes its own only: the operator's are not its to remove */
+		k = paddock_store_delete_template(r->d->store, r->tenant, name, &err);
+		if (k < 0)
+			return pd_reply_paddock_error(r, &err);
+		return pd_reply_empty(r, 204);
+	}
+	pd_reply_error(r, 405, "method_not_allowed", NULL,
+		       name ? "expected GET, PUT or DELETE" : "expected GET or POST");
+}
