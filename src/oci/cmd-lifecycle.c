@@ -165,19 +165,29 @@ int cmd_delete(int argc, char **argv)
 	return r < 0 ? oci_fail(&err) : 0;
 }
 
+/* runc pause|resume ID: the container's supervisor freezes or thaws it (libpaddock). */
+static int pause_resume(int argc, char **argv, const char *op)
+{
+	const char *id = NULL;
+	paddock_error err = { 0 };
+
+	while (getopt_long_only(argc, argv, "", (struct option[]){ { 0 } }, NULL) != -1)
+		return oci_failf("usage: %s ID", op);
+	if (one_id(argc, argv, op, &id))
+		return 1;
+	if (oci_check_id(id, &err) < 0)
+		return oci_fail(&err);
+	return request(id, json_pack("{s:s}", "op", op));
+}
+
 int cmd_pause(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	return oci_failf("pause: not supported by paddock-oci yet (the cgroup freezer is not "
-			 "exposed by libpaddock)");
+	return pause_resume(argc, argv, "pause");
 }
 
 int cmd_resume(int argc, char **argv)
 {
-	(void)argc;
-	(void)argv;
-	return oci_failf("resume: not supported by paddock-oci yet");
+	return pause_resume(argc, argv, "resume");
 }
 
 int cmd_update(int argc, char **argv)

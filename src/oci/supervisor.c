@@ -219,6 +219,12 @@ static void op_kill(struct sup *s, struct conn *c, json_t *req)
 		snprintf(err.msg, sizeof(err.msg), "expected a signal number");
 		return reply_error(c, &err);
 	}
+	/* a frozen process cannot die: SIGKILL thaws the container first (other signals wait) */
+	if (sig == SIGKILL && s->st.status == OCI_PAUSED &&
+	    paddock_sandbox_resume(s->sb, NULL) >= 0) {
+		s->st.status = OCI_RUNNING;
+		save(s);
+	}
 	if (s->main && !(all && sig == SIGKILL)) {
 		r = paddock_exec_signal(s->main, sig, &err);
 	} else if (sig == SIGKILL || !s->main) {
@@ -282,6 +288,31 @@ static void op_exec(struct sup *s, struct conn *c, json_t *req, int *fds, size_t
 	      master >= 0 ? 1 : 0);
 	if (master >= 0)
 		close(master);
+}
+
+/* ---- pause, resume ---------------------------------------------------------------------- */
+
+/* runc's pause: every process of the container stops (libpaddock's freezer, or SIGSTOP). */
+static void op_pause(struct sup *s, struct conn *c, bool pause)
+{
+	paddock_error err = { 0 };
+	enum oci_status want = pause ? OCI_PAUSED : OCI_RUNNING;
+	int r;
+
+	if (s->st.status != OCI_RUNNING && s->st.status != OCI_PAUSED) {
+		err.code = EINVAL;
+		snprintf(err.msg, sizeof(err.msg), "container '%s' is %s, not running", s->st.id,
+			 oci_status_to_string(s->st.status));
+		return reply_error(c, &err);
+	}
+	r = pause ? paddock_sandbox_pause(s->sb, &err) : paddock_sandbox_resume(s->sb, &err);
+	if (r < 0)
+		return reply_error(c, &err);
+	if (s->st.status != want) {
+		s->st.status = want;
+		save(s);
+	}
+	reply(c, json_pack("{s:b}", "ok", 1), NULL, 0);
 }
 
 /* ---- ps, stats ------------------------------------------------------------------------ */
@@ -357,6 +388,8 @@ static void on_conn(evutil_socket_t fd, short what, void *arg)
 		op_start(s, c);
 	else if (!strcmp(op, "kill"))
 		op_kill(s, c, req);
+	else if (!strcmp(op, "pause") || !strcmp(op, "resume"))
+		op_pause(s, c, op[0] == 'p');
 	else if (!strcmp(op, "exec"))
 		op_exec(s, c, req, fds, nfds);
 	else if (!strcmp(op, "signal") && c->ex) {

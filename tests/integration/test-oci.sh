@@ -90,6 +90,33 @@ expect_eq "delete" 0 "$?"
 out=$(oci state c1 2>&1)
 expect_match "state after delete: no such container" "does not exist" "$out"
 
+# pause and resume (runc's): a counting loop stops, and goes on; SIGKILL of a paused one
+CMD='i=0; while :; do i=$((i+1)); echo $i >/tmp/n; sleep 0.05; done' oci_bundle "$B" "$T_TMP/img"
+oci create --bundle "$B" p1 && oci start p1
+for _ in $(seq 50); do [ -n "$(oci exec p1 cat /tmp/n 2>/dev/null)" ] && break; sleep 0.1; done
+oci pause p1
+expect_eq "pause" 0 "$?"
+expect_match "state: paused" '"status": "paused"' "$(oci state p1)"
+out=$(oci exec p1 true 2>&1)
+expect_match "exec in a paused container is refused" "paused, not running|not running" "$out"
+n1=$(oci resume p1 && oci exec p1 cat /tmp/n; oci pause p1)
+sleep 0.5
+n2=$(oci resume p1 && oci exec p1 cat /tmp/n)
+[ -n "$n1" ] && [ -n "$n2" ] && [ $((n2 - n1)) -lt 5 ] && ok "paused: the loop did not count ($n1, then $n2)" \
+	|| not_ok "paused: the loop did not count ($n1, then $n2)"
+sleep 0.3
+n3=$(oci exec p1 cat /tmp/n)
+[ -n "$n3" ] && [ "$n3" -gt "$n2" ] && ok "resume: it counts again ($n2, then $n3)" \
+	|| not_ok "resume: it counts again ($n2, then $n3)"
+expect_match "state: running again" '"status": "running"' "$(oci state p1)"
+oci pause p1
+oci kill p1 KILL
+for _ in $(seq 50); do oci state p1 | grep -q stopped && break; sleep 0.1; done
+expect_match "SIGKILL of a paused container: stopped" '"status": "stopped"' "$(oci state p1)"
+oci delete p1
+out=$(oci pause p1 2>&1)
+expect_match "pause of no container: says so" "does not exist|not running" "$out"
+
 # delete --force of a running container; a SIGKILLed supervisor; kill before start
 CMD='sleep 100' oci_bundle "$B" "$T_TMP/img"
 oci create --bundle "$B" --pid-file "$T_TMP/c2.pid" c2 && oci start c2
