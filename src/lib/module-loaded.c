@@ -13,8 +13,12 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "egress-module.h"
 #include "error.h"
@@ -28,6 +32,36 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
  * Loads `file` and returns its ops table, which must start with `want`. The handle is never
  * closed.
  */
+/*
+ * dlopen() of a bare name searches the RUNPATH of the object that called it, which is not
+ * this program's when something sits between (AddressSanitizer's dlopen interceptor is the
+ * caller then, and has none). So the program's own search list, in the loader's order
+ * (RTLD_DI_SERINFO of the main program: its RPATH, LD_LIBRARY_PATH, its RUNPATH, the
+ * system's), is walked here and the module opened by its full path; the bare name last,
+ * for its error message.
+ */
+static void *open_module(const char *file)
+{
+	Dl_serinfo size, *si = NULL;
+	void *self = dlopen(NULL, RTLD_NOW), *h = NULL;
+
+	if (self && dlinfo(self, RTLD_DI_SERINFOSIZE, &size) == 0 && (si = malloc(size.dls_size)) &&
+	    dlinfo(self, RTLD_DI_SERINFOSIZE, si) == 0 && dlinfo(self, RTLD_DI_SERINFO, si) == 0) {
+		for (unsigned i = 0; !h && i < si->dls_cnt; i++) {
+			char path[PATH_MAX];
+			int n = snprintf(path, sizeof(path), "%s/%s", si->dls_serpath[i].dls_name,
+					 file);
+
+			if (n > 0 && (size_t)n < sizeof(path) && access(path, R_OK) == 0)
+				h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+		}
+	}
+	free(si);
+	if (self)
+		(void)dlclose(self);
+	return h ? h : dlopen(file, RTLD_NOW | RTLD_LOCAL);
+}
+
 static int load(const char *file, const char *init_name, const void *host,
 		const struct pd_module_abi *want, const void **ret_ops, paddock_error *err)
 {
@@ -35,7 +69,7 @@ static int load(const char *file, const char *init_name, const void *host,
 	pd_module_init_fn init;
 	void *h;
 
-	h = dlopen(file, RTLD_NOW | RTLD_LOCAL);
+	h = open_module(file);
 	if (!h)
 		return pd_fail(err, ELIBACC, "load %s (installed with paddock in its libdir): %s",
 			       file, dlerror());
