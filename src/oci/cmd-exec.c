@@ -234,7 +234,12 @@ int cmd_exec(int argc, char **argv)
 
 	if (parse(argc, argv, &a))
 		return 1;
-	if (oci_check_id(a.id, &err) < 0 || process_json(&a, &process, &err) < 0)
+	r = oci_check_id(a.id, &err);
+	if (r >= 0)
+		r = process_json(&a, &process, &err);
+	json_decref(a.env); /* in the process object now */
+	a.env = NULL;
+	if (r < 0)
 		return oci_fail(&err);
 	sigemptyset(&set);
 	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
