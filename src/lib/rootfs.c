@@ -59,7 +59,8 @@
 void pd_rootfs_sources_init(struct pd_rootfs_sources *s)
 {
 	*s = (struct pd_rootfs_sources){ .workspace_fd = -EBADF, .host_tree = -EBADF,
-					 .proc_view_fd = -EBADF, .lxcfs_proc = -EBADF };
+					 .proc_view_fd = -EBADF, .lxcfs_proc = -EBADF,
+					 .upper_fd = -EBADF };
 }
 
 void pd_rootfs_sources_release(struct pd_rootfs_sources *s)
@@ -78,6 +79,7 @@ void pd_rootfs_sources_release(struct pd_rootfs_sources *s)
 	s->host_tree = pd_close(s->host_tree);
 	s->proc_view_fd = pd_close(s->proc_view_fd);
 	s->lxcfs_proc = pd_close(s->lxcfs_proc);
+	s->upper_fd = pd_close(s->upper_fd);
 }
 
 const char *pd_rootfs_lxcfs(void)
@@ -884,6 +886,10 @@ static int mount_image_overlay(struct build *b, paddock_error *err)
 	mfd = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
 	if (mfd < 0)
 		return pd_fail(err, errno, "mount the image's overlay");
+	/* the writable layer, by fd: a snapshot reads it from outside (sandbox-snapshot.c) */
+	b->sources->upper_fd = pd_close(b->sources->upper_fd);
+	b->sources->upper_fd = openat(b->disk, "upper", O_PATH | O_DIRECTORY | O_CLOEXEC |
+							    O_NOFOLLOW);
 	/* the layers are the overlay's now: init holds no path into the store */
 	for (size_t i = 0; i < src->n_layers; i++)
 		src->layer_fds[i] = pd_close(src->layer_fds[i]);

@@ -322,15 +322,21 @@ static int resync(paddock_sandbox *sb, paddock_error *err)
 			continue;
 		}
 		/* an init of the previous version sends landlock_abi alone */
-		if (type == PD_CTL_READY && nfds == 1 &&
+		if (type == PD_CTL_READY && (nfds == 1 || nfds == 2) &&
 		    (n == (ssize_t)sizeof(msg.ready) || n == (ssize_t)sizeof(int32_t))) {
 			struct stat st;
 
 			if (fstat(fds[0], &st) < 0 || !S_ISDIR(st.st_mode)) {
-				pd_close(fds[0]);
+				for (size_t i = 0; i < nfds; i++)
+					pd_close(fds[i]);
 				return pd_fail(err, EPROTO, "init sent no root directory");
 			}
 			sb->root_fd = fds[0];
+			/* an image's writable layer, for snapshots (sandbox-snapshot.c) */
+			if (nfds == 2 && fstat(fds[1], &st) == 0 && S_ISDIR(st.st_mode))
+				sb->upper_fd = fds[1];
+			else if (nfds == 2)
+				pd_close(fds[1]);
 			sb->landlock_abi = msg.ready.landlock_abi > 0 && msg.ready.landlock_abi < 64
 						   ? msg.ready.landlock_abi
 						   : 0;
@@ -435,6 +441,7 @@ static paddock_sandbox *sandbox_alloc(paddock_ctx *ctx)
 	sb->pidfd = -EBADF;
 	sb->ctl = -EBADF;
 	sb->root_fd = -EBADF;
+	sb->upper_fd = -EBADF;
 	sb->image_lock = -EBADF;
 	sb->death_reason = PADDOCK_END_KILLED;
 	pd_idmap_init(&sb->idmap);
