@@ -13,6 +13,8 @@ int cmd_files(int argc, char **argv);
 int cmd_logs(int argc, char **argv);
 int cmd_rm(int argc, char **argv);
 int cmd_ttl(int argc, char **argv);
+int cmd_snapshot(int argc, char **argv);
+int cmd_fork(int argc, char **argv);
 int cmd_code(int argc, char **argv);
 int cmd_ps(int argc, char **argv);
 int cmd_image(int argc, char **argv);

@@ -33,6 +33,8 @@ static const struct {
 	{ "files", cmd_files, "list, stat, make, move or remove files in a sandbox" },
 	{ "logs", cmd_logs, "show the events of a sandbox" },
 	{ "ttl", cmd_ttl, "set when a sandbox expires" },
+	{ "snapshot", cmd_snapshot, "save a sandbox's files as a named image" },
+	{ "fork", cmd_fork, "snapshot a sandbox and create a new one from it" },
 	{ "rm", cmd_rm, "delete sandboxes" },
 };
 

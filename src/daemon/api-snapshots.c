@@ -67,7 +67,7 @@ static bool live(struct request *r, struct box *b)
 {
 	if (b->removed_reason[0] || b->stopped || !b->sb || !paddock_sandbox_running(b->sb)) {
 		pd_reply_error(r, 409, "conflict", "id",
-			       "sandbox '%s' is ending: there is nothing to snapshot", b->id);
+			       "sandbox '%s' has ended or is ending: there is nothing to snapshot", b->id);
 		return false;
 	}
 	return true;
