@@ -109,7 +109,7 @@ expect_eq "...and run it" "two" "$out"
 # ---- remove ----
 "$PADDOCK" run --image local/docker:2 -- sleep 5 </dev/null >/dev/null 2>&1 &
 sbpid=$!
-for _ in $(seq 50); do sandbox_procs | grep -q 'sleep 5' && break; sleep 0.1; done
+for _ in $(seq 50); do [ -n "$(own_pids '^sleep 5$')" ] && break; sleep 0.1; done
 out=$("$PADDOCK" image rm local/docker:2 2>&1)
 expect_match "image rm of an image a sandbox runs: busy" "in use by a running sandbox" "$out"
 kill -INT "$sbpid" 2>/dev/null
