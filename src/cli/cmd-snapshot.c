@@ -52,8 +52,8 @@ static void fork_usage(FILE *f)
 	      "an independent copy of its files (not of its processes or /workspace).\n"
 	      "\n"
 	      "  --name NAME          the snapshot's name (default: fork/ID:MILLISECONDS)\n"
-	      "  --ttl SECONDS        the new sandbox's TTL (default: the parent spec's)\n" API_OPTIONS_HELP
-	      "  -h, --help           this text\n"
+	      "  --ttl SECONDS        the new sandbox's TTL (default: the parent's)\n"
+	      API_OPTIONS_HELP "  -h, --help           this text\n"
 	      "\n"
 	      "Output: the new sandbox's id; with --json, the sandbox object (and its snapshot).\n"
 	      "Exit status: 0; 1 if paddockd refused; 125 if paddock failed.\n",

@@ -158,7 +158,8 @@ int paddock_sandbox_snapshot(paddock_sandbox *sb, const char *name, char **ret_j
 	if (r < 0)
 		return r;
 	if (sb->state != PD_SB_RUNNING)
-		return pd_fail(err, ESRCH, "sandbox '%s' has ended or is ending: there is nothing to snapshot",
+		return pd_fail(err, ESRCH,
+			       "sandbox '%s' has ended or is ending: there is nothing to snapshot",
 			       sb->id);
 	if (sb->spec->pooled)
 		return pd_fail(err, EBUSY, "sandbox '%s' is pooled: claim it first", sb->id);
