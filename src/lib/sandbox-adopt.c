@@ -27,6 +27,7 @@
 #include "control.h"
 #include "error.h"
 #include "events.h"
+#include "image-digest.h"
 #include "sandbox.h"
 #include "util/cleanup.h"
 
@@ -58,6 +59,9 @@ int paddock_sandbox_handle(const paddock_sandbox *sb, char **ret_json, paddock_e
 		      /* no sandbox has a wall clock of its own now; earlier readers want it */
 		      "slot", (int)sb->idmap.slot, "no_timeout", 1,
 		      "orphan_timeout_s", sb->orphan_timeout_s);
+	/* the image it was made from, by id: a name may have moved on by the next start */
+	if (o && sb->image_id[0])
+		(void)json_object_set_new(o, "image_id", json_string(sb->image_id));
 	s = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
 	if (!s)
@@ -69,23 +73,25 @@ int paddock_sandbox_handle(const paddock_sandbox *sb, char **ret_json, paddock_e
 static int parse_handle(paddock_sandbox *sb, const char *handle_json, paddock_error *err)
 {
 	_cleanup_(json_decrefp) json_t *o = NULL;
-	const char *id = NULL, *path = NULL;
+	const char *id = NULL, *path = NULL, *image_id = NULL;
 	json_int_t uid = 0, gid = 0;
 	int v = 0, rootless = 0, slot = 0, no_timeout = 0, orphan = 0;
 	json_error_t jerr;
 
 	o = json_loads(handle_json, 0, &jerr);
-	if (!o || json_unpack_ex(o, &jerr, 0, "{s:i,s:s,s:s,s:b,s:I,s:I,s:i,s?b,s:i}", "v", &v,
-				 "id", &id, "socket", &path, "rootless", &rootless, "uid", &uid,
-				 "gid", &gid, "slot", &slot, "no_timeout", &no_timeout,
-				 "orphan_timeout_s", &orphan) < 0)
+	if (!o || json_unpack_ex(o, &jerr, 0, "{s:i,s:s,s:s,s:b,s:I,s:I,s:i,s?b,s:i,s?s}",
+				 "v", &v, "id", &id, "socket", &path, "rootless", &rootless, "uid",
+				 &uid, "gid", &gid, "slot", &slot, "no_timeout", &no_timeout,
+				 "orphan_timeout_s", &orphan, "image_id", &image_id) < 0)
 		return pd_fail_field(err, EINVAL, "handle", "malformed sandbox handle: %s",
 				     jerr.text);
 	if (v != HANDLE_VERSION || strlen(id) >= sizeof(sb->id) || strncmp(id, "sb_", 3) != 0 ||
 	    strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path) || slot < 0 ||
 	    slot >= (json_int_t)PD_IDMAP_SLOTS ||
-	    uid < 0 || gid < 0 || uid > UINT32_MAX || gid > UINT32_MAX)
+	    uid < 0 || gid < 0 || uid > UINT32_MAX || gid > UINT32_MAX ||
+	    (image_id && !pd_digest_valid(image_id)))
 		return pd_fail_field(err, EINVAL, "handle", "unsupported sandbox handle");
+	snprintf(sb->image_id, sizeof(sb->image_id), "%s", image_id ?: "");
 	snprintf(sb->id, sizeof(sb->id), "%s", id);
 	free(sb->reconnect_path);
 	sb->reconnect_path = strdup(path);
@@ -361,6 +367,9 @@ static int adopt_finish(paddock_sandbox **psb, int r, paddock_sandbox **ret_sand
 		r = pd_cgroup_adopt(sb->idmap.slot, &sb->cg, err);
 	if (r >= 0)
 		r = pd_sandbox_arm(sb, err);
+	/* its image is held again, as at its create: image rm answers EBUSY while it runs */
+	if (r >= 0)
+		pd_sandbox_image_hold(sb);
 	/* the listeners died with the old supervisor: ask init for new ones, same ports */
 	if (r >= 0)
 		r = pd_sandbox_egress_start(sb, err);

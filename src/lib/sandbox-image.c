@@ -131,6 +131,19 @@ int pd_sandbox_image_prepare(paddock_sandbox *sb, paddock_error *err)
 	return 0;
 }
 
+void pd_sandbox_image_hold(paddock_sandbox *sb)
+{
+	_cleanup_(pd_image_freep) struct pd_image *img = NULL;
+	paddock_error ignored = { 0 };
+	char dir[PATH_MAX];
+
+	if (!sb->image_id[0] || sb->image_lock >= 0 ||
+	    pd_sandbox_image_store_dir(sb->ctx, dir, sizeof(dir), &ignored) < 0 ||
+	    pd_image_resolve(dir, sb->image_id, &img, &ignored) < 0)
+		return;
+	sb->image_lock = TAKE_FD(img->lock_fd);
+}
+
 int pd_sandbox_image_claim_spec(const paddock_sandbox *sb, const paddock_spec *spec,
 				paddock_spec **ret_copy, paddock_error *err)
 {

@@ -59,18 +59,20 @@ int pd_snapshot_name(const char *name, char *buf, size_t size, paddock_error *er
 }
 
 /*
- * The image the sandbox runs: the id taken at create, or (a sandbox adopted after a
- * restart) its spec's reference resolved again, whose record it then holds like a created
- * sandbox does.
+ * The image the sandbox runs: the id taken at create (kept in its handle across a restart),
+ * which must still be in the store. A sandbox adopted from a handle without one (an older
+ * paddock's) has only its spec's reference, resolved again: right unless the name was given
+ * to another image since.
  */
 static int base_image(paddock_sandbox *sb, const char *store_dir, paddock_error *err)
 {
 	_cleanup_(pd_image_freep) struct pd_image *img = NULL;
 	int r;
 
-	if (sb->image_id[0])
+	if (sb->image_id[0] && sb->image_lock >= 0)
 		return 0;
-	r = pd_image_resolve(store_dir, sb->spec->image, &img, err);
+	r = pd_image_resolve(store_dir, sb->image_id[0] ? sb->image_id : sb->spec->image, &img,
+			     err);
 	if (r < 0) {
 		pd_error_prefix(err, "the sandbox's image");
 		return r;

@@ -216,6 +216,11 @@ int pd_exec_io_close_stdin(paddock_exec *ex);
  * spec's, its WorkingDir where the spec's cwd is the default; holds the image meanwhile.
  */
 int pd_sandbox_image_prepare(paddock_sandbox *sb, paddock_error *err);
+/*
+ * An adopted sandbox's image (its handle's image_id) held again, as pd_sandbox_image_prepare()
+ * holds it at create. Best effort: an image removed meanwhile is left so.
+ */
+void pd_sandbox_image_hold(paddock_sandbox *sb);
 /* The image store of the sandboxes of ctx: its own, or the default one. */
 int pd_sandbox_image_store_dir(const paddock_ctx *ctx, char *dir, size_t size,
 			       paddock_error *err);
