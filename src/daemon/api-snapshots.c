@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Snapshots and images (docs/api.md "Snapshots and images"):
- *   POST   /v1/sandboxes/{id}/snapshot  {"name"}        the sandbox's writable layer as an image
- *   POST   /v1/sandboxes/{id}/fork      {"name"?, ...}  snapshot + create, one call
+ *   POST   /v1/sandboxes/{id}/snapshot  {"name", "include_workspace"?}  its layer as an image
+ *   POST   /v1/sandboxes/{id}/fork      {"name"?, "include_workspace"?, ...}  snapshot+create
  *   GET    /v1/images                                   the store's images
  *   GET    /v1/images/{ref}    DELETE /v1/images/{ref}  one image (ref URL-encoded)
  *
@@ -77,9 +77,24 @@ static bool live(struct request *r, struct box *b)
 	return true;
 }
 
-static int snapshot(struct box *b, const char *name, char **ret_json, paddock_error *err)
+/* "include_workspace": absent, or a boolean; an answer when it is neither */
+static bool include_workspace(struct request *r, json_t *body, bool *ret)
 {
-	int r = paddock_sandbox_snapshot(b->sb, name, ret_json, err);
+	json_t *v = json_object_get(body, "include_workspace");
+
+	if (v && !json_is_boolean(v)) {
+		pd_reply_error(r, 400, "invalid", "include_workspace", "expected true or false");
+		return false;
+	}
+	*ret = json_is_true(v);
+	return true;
+}
+
+static int snapshot(struct box *b, const char *name, bool workspace, char **ret_json,
+		    paddock_error *err)
+{
+	struct paddock_snapshot_opts o = { .workspace = workspace };
+	int r = paddock_sandbox_snapshot(b->sb, name, &o, ret_json, err);
 
 	if (r >= 0)
 		pd_box_touch(b);
@@ -88,14 +103,15 @@ static int snapshot(struct box *b, const char *name, char **ret_json, paddock_er
 
 static void post_snapshot(struct request *r, struct box *b)
 {
-	static const char *const fields[] = { "name", NULL };
+	static const char *const fields[] = { "name", "include_workspace", NULL };
 	json_t *body = pd_body_object(r, false), *name;
 	paddock_error err = { 0 };
 	char *json = NULL;
+	bool ws = false;
 
 	if (!body)
 		return;
-	if (!pd_check_fields(r, body, fields) || !live(r, b)) {
+	if (!pd_check_fields(r, body, fields) || !include_workspace(r, body, &ws) || !live(r, b)) {
 		json_decref(body);
 		return;
 	}
@@ -105,7 +121,7 @@ static void post_snapshot(struct request *r, struct box *b)
 		return pd_reply_error(r, 400, "invalid", "name",
 				      "expected a string such as 'work:1' ([DOMAIN/]PATH[:TAG])");
 	}
-	if (snapshot(b, json_string_value(name), &json, &err) < 0) {
+	if (snapshot(b, json_string_value(name), ws, &json, &err) < 0) {
 		json_decref(body);
 		return pd_reply_paddock_error(r, &err);
 	}
@@ -116,8 +132,8 @@ static void post_snapshot(struct request *r, struct box *b)
 
 /*
  * Fork: the parent's snapshot (named by the request, or "fork/<parent>:<ms>"), then a new
- * sandbox of the parent's spec with that image. Fields other than "name" are the create
- * body's (ttl_s, metadata, ...), over the parent's spec.
+ * sandbox of the parent's spec with that image. Fields other than "name" and
+ * "include_workspace" are the create body's (ttl_s, metadata, ...), over the parent's spec.
  */
 static void post_fork(struct request *r, struct box *b)
 {
@@ -126,11 +142,12 @@ static void post_fork(struct request *r, struct box *b)
 	struct box *nb = NULL;
 	char *json = NULL, def[64];
 	const char *key;
+	bool ws = false;
 	json_t *v;
 
 	if (!body)
 		return;
-	if (!live(r, b)) {
+	if (!include_workspace(r, body, &ws) || !live(r, b)) {
 		json_decref(body);
 		return;
 	}
@@ -141,7 +158,7 @@ static void post_fork(struct request *r, struct box *b)
 				      "expected a string such as 'work:1' ([DOMAIN/]PATH[:TAG])");
 	}
 	snprintf(def, sizeof(def), "fork/%s:%lld", b->id, (long long)pd_now_ms());
-	if (snapshot(b, name ? json_string_value(name) : def, &json, &err) < 0) {
+	if (snapshot(b, name ? json_string_value(name) : def, ws, &json, &err) < 0) {
 		json_decref(body);
 		return pd_reply_paddock_error(r, &err);
 	}
@@ -158,7 +175,7 @@ static void post_fork(struct request *r, struct box *b)
 	(void)json_object_set_new(spec, "ttl_s", json_integer(b->ttl_s));
 	(void)json_object_set_new(spec, "idle_timeout_s", json_integer(b->idle_timeout_s));
 	json_object_foreach(body, key, v)
-		if (strcmp(key, "name"))
+		if (strcmp(key, "name") && strcmp(key, "include_workspace"))
 			(void)json_object_set(spec, key, v);
 	(void)json_object_set(spec, "image", json_object_get(img, "id"));
 	json_decref(body);

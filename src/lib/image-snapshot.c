@@ -102,8 +102,11 @@ static unsigned inside_id(const struct snap *s, unsigned host, unsigned base)
 	return 65534; /* not the sandbox's: nobody */
 }
 
-static bool is_skipped(const char *path)
+static bool is_skipped(const struct snap *s, const char *path)
 {
+	/* an image's /workspace is a directory of its root (rootfs.c): kept when asked */
+	if (!s->src->workspace && !strcmp(path, "workspace"))
+		return true;
 	for (size_t i = 0; i < ELEMENTSOF(skipped); i++)
 		if (!strcmp(path, skipped[i]))
 			return true;
@@ -183,7 +186,7 @@ static int one(struct snap *s, int dir_fd, const char *name, char *path, size_t 
 						     "%d bytes",
 			       PATH_MAX - 16);
 	memcpy(path + plen, name, nlen + 1);
-	if (is_skipped(path))
+	if (is_skipped(s, path))
 		return 0;
 	if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return pd_fail(s->err, errno, "stat '%s'", PD_ESC(path));

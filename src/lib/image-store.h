@@ -88,6 +88,7 @@ struct pd_snapshot_src {
 	const char *base_id;	  /* the image the sandbox was made from: "sha256:<hex>" */
 	const char *sandbox_id;	  /* for the config's history */
 	bool rootless;		  /* owners are not kept */
+	bool workspace;		  /* keep the top-level "workspace" directory too */
 	unsigned outside_uid;	  /* as root: the host id of the sandbox's uid 0 */
 	unsigned outside_gid;
 };

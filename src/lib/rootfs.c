@@ -12,7 +12,8 @@
  *   disk/upper,work  the overlay's writable layer over the host's /usr/local (the host's
  *                    /usr itself is bound read-only), or over all of a --rootfs tree's /usr
  *   disk/tmp         -> /tmp          disk/home      -> /home/user
- *   disk/workspace   -> /workspace (unless the spec binds a host directory there)
+ *   disk/workspace   -> /workspace (unless the spec binds a host directory there, or the
+ *                       root is an image's: its own /workspace, on the disk's upper/ too)
  *   disk/shm         -> /dev/shm
  *   disk/dev         -> /dev (read-only; device nodes bound from the host's /dev)
  *   disk/empty       -> /proc/acpi, /proc/driver... (read-only, masks)
@@ -1327,6 +1328,28 @@ static int make_disk_dirs(struct build *b, paddock_error *err)
 	return 0;
 }
 
+/*
+ * An image's root is writable and on the disk already: its /workspace is its own directory
+ * of the overlay, the sandbox user's, not a bind of disk/workspace. So what an image (a
+ * snapshot: sandbox-snapshot.c) has in /workspace is there, copy-on-write, and a snapshot
+ * can keep the workspace with the rest of the writable layer. A pooled root keeps the bind:
+ * its claim may replace it (pd_rootfs_attach_workspace()).
+ */
+static int image_workspace(struct build *b, paddock_error *err)
+{
+	struct stat st;
+
+	if (fstatat(b->root, "workspace", &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return pd_fail(err, errno, "stat /workspace");
+	if (!S_ISDIR(st.st_mode))
+		return pd_fail_field(err, ENOTDIR, "image", "the image's /workspace is not a directory");
+	if ((st.st_uid != pd_idmap_user_uid(b->idmap) || st.st_gid != pd_idmap_user_gid(b->idmap)) &&
+	    fchownat(b->root, "workspace", pd_idmap_user_uid(b->idmap), pd_idmap_user_gid(b->idmap),
+		     AT_SYMLINK_NOFOLLOW) < 0)
+		return pd_fail(err, errno, "chown /workspace");
+	return 0;
+}
+
 static int build_dirs(struct build *b, struct pd_rootfs_sources *src, paddock_error *err)
 {
 	_cleanup_close_ int home = -EBADF, var = -EBADF;
@@ -1370,6 +1393,10 @@ static int build_dirs(struct build *b, struct pd_rootfs_sources *src, paddock_er
 		if (r < 0)
 			return r;
 		src->workspace_fd = pd_close(src->workspace_fd);
+	} else if (b->image && !b->spec->pooled) {
+		r = image_workspace(b, err);
+		if (r < 0)
+			return r;
 	} else {
 		r = bind_at(b->disk, "workspace", b->root, "workspace", rw, err);
 		if (r < 0)

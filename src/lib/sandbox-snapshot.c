@@ -112,7 +112,8 @@ static int describe(paddock_image_store *store, paddock_sandbox *sb, char **json
 	return 0;
 }
 
-static int capture(paddock_sandbox *sb, const char *name, char **ret_json, paddock_error *err)
+static int capture(paddock_sandbox *sb, const char *name, bool workspace, char **ret_json,
+		   paddock_error *err)
 {
 	_cleanup_(paddock_image_store_freep) paddock_image_store *store = NULL;
 	_cleanup_free_ char *json = NULL;
@@ -136,6 +137,7 @@ static int capture(paddock_sandbox *sb, const char *name, char **ret_json, paddo
 		.rootless = sb->idmap.rootless,
 		.outside_uid = sb->idmap.outside_uid,
 		.outside_gid = sb->idmap.outside_gid,
+		.workspace = workspace,
 	};
 	r = im->snapshot(store, &src, name, &json, err);
 	if (r >= 0)
@@ -146,9 +148,11 @@ static int capture(paddock_sandbox *sb, const char *name, char **ret_json, paddo
 	return 0;
 }
 
-int paddock_sandbox_snapshot(paddock_sandbox *sb, const char *name, char **ret_json,
+int paddock_sandbox_snapshot(paddock_sandbox *sb, const char *name,
+			     const struct paddock_snapshot_opts *opts, char **ret_json,
 			     paddock_error *err)
 {
+	bool workspace = opts && opts->workspace;
 	_cleanup_free_ char *json = NULL;
 	char norm[PD_REF_MAX + 2];
 	bool was_paused;
@@ -170,6 +174,16 @@ int paddock_sandbox_snapshot(paddock_sandbox *sb, const char *name, char **ret_j
 				     "sandbox '%s' runs on the host's /usr, not an image: a "
 				     "snapshot is a layer on an image (create it with an image)",
 				     sb->id);
+	if (workspace && sb->spec->workspace)
+		return pd_fail_field(err, EOPNOTSUPP, "workspace",
+				     "the workspace of sandbox '%s' is a host directory ('%s'): it is "
+				     "no part of the sandbox to snapshot",
+				     sb->id, PD_ESC(sb->spec->workspace));
+	if (workspace && sb->spec_pooled)
+		return pd_fail_field(err, EOPNOTSUPP, "workspace",
+				     "sandbox '%s' came from the warm pool: its workspace is a mount "
+				     "of its own, not part of its root's layer",
+				     sb->id);
 	if (sb->upper_fd < 0)
 		return pd_fail(err, EOPNOTSUPP,
 			       "sandbox '%s' has no writable layer to capture (a root the spec "
@@ -181,7 +195,7 @@ int paddock_sandbox_snapshot(paddock_sandbox *sb, const char *name, char **ret_j
 		pd_error_prefix(err, "snapshot: pause");
 		return r;
 	}
-	r = capture(sb, norm, &json, err);
+	r = capture(sb, norm, workspace, &json, err);
 	if (r < 0)
 		pd_error_prefix(err, "snapshot of sandbox '%s'", sb->id);
 	/* the sandbox runs again whatever became of the snapshot; a paused one stays paused */

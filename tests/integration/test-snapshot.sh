@@ -103,6 +103,18 @@ new
 run_sb out st --image work:1 -- cat /usr/local/lib/python3/site-packages/tool/__init__.py
 expect_eq "paddock run --image SNAPSHOT sees them too" "VERSION = 1" "$out"
 
+# ---- the workspace, when asked ----
+r=$(api POST "/v1/sandboxes/$P/snapshot" -d '{"name":"work:ws","include_workspace":true}')
+expect_eq "a snapshot with include_workspace: 201" 201 "$(status_of "$r")"
+W=$(create '{"image":"work:ws"}')
+expect_eq "...a sandbox from it has the workspace, the sandbox user's to write" "ws 1000 ok" \
+	"$(echo $(sh_in "$W" 'cat /workspace/w; stat -c %u /workspace; echo more > /workspace/new && echo ok'))"
+r=$(api POST "/v1/sandboxes/$P/snapshot" -d '{"name":"work:ws2","include_workspace":"yes"}')
+expect_eq "include_workspace not a boolean: 400 naming it" "400 include_workspace" \
+	"$(status_of "$r") $(j "$(body_of "$r")" 'd["error"]["field"]')"
+out=$("$PADDOCK" fork --socket "$SOCK" --workspace "$P" 2>&1)
+expect_eq "paddock fork --workspace: the fork has the workspace" ws "$(sh_in "$out" 'cat /workspace/w')"
+
 # ---- fork: an independent copy ----
 r=$(api POST "/v1/sandboxes/$P/fork" -d '{"name":"work:fork"}')
 expect_eq "POST .../fork answers 201" 201 "$(status_of "$r")"
