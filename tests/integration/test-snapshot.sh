@@ -51,6 +51,8 @@ stop_all() {
 	wait "$DPID"
 	DPID=
 }
+# flat: the non-empty lines of stdin on one line, space-separated
+flat() { awk 'NF' | paste -sd' ' -; }
 store_state() { (cd "$PADDOCK_IMAGE_STORE" && find images layers blobs tmp -maxdepth 1 | sort | md5sum); }
 
 # ---- the base image: a small root, and a directory to be made opaque ----
@@ -76,7 +78,7 @@ out=$(sh_in "$P" 'mkdir -p /usr/local/lib/python3/site-packages/tool &&
 	ln -s /etc/shadow /usr/local/lib/escape &&
 	rm /etc/motd && rm -r /var/data && mkdir /var/data && echo new > /var/data/new &&
 	echo ws > /workspace/w && echo done')
-expect_eq "the parent installs a package, and removes and replaces files of its image" done "$out"
+expect_eq "the parent installs a package, and removes and replaces files of its image" "done" "$out"
 r=$(api POST "/v1/sandboxes/$P/snapshot" -d '{"name":"work:1"}')
 expect_eq "POST .../snapshot answers 201" 201 "$(status_of "$r")"
 img=$(body_of "$r")
@@ -108,7 +110,7 @@ r=$(api POST "/v1/sandboxes/$P/snapshot" -d '{"name":"work:ws","include_workspac
 expect_eq "a snapshot with include_workspace: 201" 201 "$(status_of "$r")"
 W=$(create '{"image":"work:ws"}')
 expect_eq "...a sandbox from it has the workspace, the sandbox user's to write" "ws 1000 ok" \
-	"$(echo $(sh_in "$W" 'cat /workspace/w; stat -c %u /workspace; echo more > /workspace/new && echo ok'))"
+	"$(sh_in "$W" 'cat /workspace/w; stat -c %u /workspace; echo more > /workspace/new && echo ok' | flat)"
 r=$(api POST "/v1/sandboxes/$P/snapshot" -d '{"name":"work:ws2","include_workspace":"yes"}')
 expect_eq "include_workspace not a boolean: 400 naming it" "400 include_workspace" \
 	"$(status_of "$r") $(j "$(body_of "$r")" 'd["error"]["field"]')"
@@ -125,9 +127,9 @@ expect_eq "...with the new sandbox, of the parent's spec on the snapshot" \
 sh_in "$F" 'echo fork > /usr/local/lib/only-fork' >/dev/null
 sh_in "$P" 'echo parent > /usr/local/lib/only-parent; echo 2 > /usr/local/lib/python3/site-packages/tool/__init__.py' >/dev/null
 expect_eq "the fork has the parent's files, not the parent's later writes" \
-	"VERSION = 1 only-fork" "$(echo $(sh_in "$F" 'cat /usr/local/lib/python3/site-packages/tool/__init__.py; ls /usr/local/lib | grep only'))"
+	"VERSION = 1 only-fork" "$(sh_in "$F" 'cat /usr/local/lib/python3/site-packages/tool/__init__.py; ls /usr/local/lib | grep only' | flat)"
 expect_eq "the parent has none of the fork's writes" \
-	"2 only-parent" "$(echo $(sh_in "$P" 'cat /usr/local/lib/python3/site-packages/tool/__init__.py; ls /usr/local/lib | grep only'))"
+	"2 only-parent" "$(sh_in "$P" 'cat /usr/local/lib/python3/site-packages/tool/__init__.py; ls /usr/local/lib | grep only' | flat)"
 out=$("$PADDOCK" fork --socket "$SOCK" "$F" 2>&1)
 expect_match "paddock fork ID prints the new sandbox's id" "^sb_[a-z0-9]{12}$" "$out"
 F2=$out
