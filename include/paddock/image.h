@@ -84,6 +84,31 @@ PADDOCK_API int paddock_image_command(paddock_image_store *store, const char *re
 				      const char *const *args, char ***ret_argv,
 				      paddock_error *err);
 
+/* What a snapshot keeps besides the root's writable layer. Every member may be zero. */
+struct paddock_snapshot_opts {
+	bool workspace; /* /workspace too (not a host directory the spec binds) */
+};
+
+/*
+ * Snapshot: pauses `sb` (made from an image), captures its writable layer (everything its
+ * commands wrote to its root; /workspace only with opts->workspace; never /home/user, /tmp
+ * and /dev/shm, which are its disk's own mounts, nor the /etc files every create writes) as
+ * a new layer of the context's store, and adds an image of the sandbox's image's layers and it, with that image's config,
+ * named `name` (a reference: "work", "work:2", "registry.local/team/work:1"; a name another
+ * image had moves to this one). Then resumes it, unless it was paused already, whether the
+ * snapshot was made or not. *ret_json (may be NULL) describes the image as
+ * paddock_image_inspect() does, with "snapshot": {"sandbox", "layer", "layer_size", "base"}.
+ *
+ * opts may be NULL. Errors: -EINVAL (field "name") for a bad name; -ESRCH for a sandbox that
+ * is ending; -EOPNOTSUPP (field "workspace") for opts->workspace when the workspace is a host
+ * directory, or the sandbox came from the warm pool (its /workspace is a mount of its own);
+ * -EOPNOTSUPP (field "image") for one on the host's /usr; -ENOSPC and others from the store,
+ * which is then left as it was.
+ */
+PADDOCK_API int paddock_sandbox_snapshot(paddock_sandbox *sb, const char *name,
+					 const struct paddock_snapshot_opts *opts, char **ret_json,
+					 paddock_error *err);
+
 /* The store sandboxes of this context take their "image" from; default: the default dir. */
 PADDOCK_API int paddock_ctx_set_image_store(paddock_ctx *ctx, const char *dir,
 					    paddock_error *err);

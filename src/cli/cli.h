@@ -16,6 +16,8 @@ int cmd_ttl(int argc, char **argv);
 int cmd_pause(int argc, char **argv);
 int cmd_resume(int argc, char **argv);
 int cmd_template(int argc, char **argv);
+int cmd_snapshot(int argc, char **argv);
+int cmd_fork(int argc, char **argv);
 int cmd_code(int argc, char **argv);
 int cmd_ps(int argc, char **argv);
 int cmd_image(int argc, char **argv);

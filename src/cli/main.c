@@ -35,6 +35,8 @@ static const struct {
 	{ "ttl", cmd_ttl, "set when a sandbox expires" },
 	{ "pause", cmd_pause, "pause every process of a sandbox" },
 	{ "resume", cmd_resume, "resume a paused sandbox" },
+	{ "snapshot", cmd_snapshot, "save a sandbox's files as a named image" },
+	{ "fork", cmd_fork, "snapshot a sandbox and create a new one from it" },
 	{ "rm", cmd_rm, "delete sandboxes" },
 	{ "template", cmd_template, "list, show, make or remove paddockd's templates" },
 };

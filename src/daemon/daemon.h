@@ -194,6 +194,7 @@ struct daemon {
 	struct pd_http_limits http_limits;
 	struct gate *gate; /* http-gate.c */
 	char state_dir[256];
+	const char *image_store; /* --image-store or $PADDOCK_IMAGE_STORE; NULL: the default */
 	/* host directories a TCP tenant's spec may name (workspace, binds, rootfs) */
 	char **host_paths;
 	size_t n_host_paths;
@@ -441,6 +442,9 @@ int pd_create_parse(struct daemon *d, const char *tenant, json_t *body, paddock_
 void pd_api_sandboxes(struct request *r);
 void pd_api_exec(struct request *r, struct box *b);
 void pd_api_run(struct request *r); /* POST /v1/run (api-run.c) */
+/* POST /v1/sandboxes/{id}/snapshot|fork; /v1/images[/{ref}] (api-snapshots.c) */
+void pd_api_snapshots(struct request *r, struct box *b);
+void pd_api_images(struct request *r);
 void pd_api_processes(struct request *r, struct box *b);
 void pd_api_files(struct request *r, struct box *b);
 /* ends the file watches of a sandbox (destroy, shutdown) */

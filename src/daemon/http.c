@@ -381,6 +381,8 @@ static void route(struct request *r)
 		return pd_api_run(r);
 	if (r->n_seg >= 2 && strcmp(r->seg[0], "v1") == 0 && strcmp(r->seg[1], "templates") == 0)
 		return pd_api_templates(r);
+	if (r->n_seg >= 2 && strcmp(r->seg[0], "v1") == 0 && strcmp(r->seg[1], "images") == 0)
+		return pd_api_images(r);
 	if (r->n_seg < 2 || strcmp(r->seg[0], "v1") != 0 || strcmp(r->seg[1], "sandboxes") != 0)
 		return pd_reply_error(r, 404, "not_found", "path", "no such route");
 	if (r->n_seg == 2)
@@ -409,6 +411,9 @@ static void route(struct request *r)
 		return pd_api_ports(r, b);
 	if (strcmp(r->seg[3], "code") == 0 && r->n_seg >= 5)
 		return pd_api_code(r, b);
+	if ((strcmp(r->seg[3], "snapshot") == 0 || strcmp(r->seg[3], "fork") == 0) &&
+	    r->n_seg == 4)
+		return pd_api_snapshots(r, b);
 	pd_reply_error(r, 404, "not_found", "path", "no such route");
 }
 

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "paddock/image.h"
 #include "daemon.h"
 #include "spec.h" /* pd_parse_size */
 
@@ -39,7 +40,7 @@ static void usage(FILE *f)
 		   "                [--upstream-ca FILE]...\n"
 		   "                [--event-log-max SIZE] [--event-log-keep N]\n"
 		   "                [--max-connections N] [--max-connections-per-peer N]\n"
-		   "                [--header-timeout SECONDS]\n"
+		   "                [--header-timeout SECONDS] [--image-store DIR]\n"
 		   "                [--e2b ADDR:PORT [--e2b-domain NAME] [--e2b-templates FILE]]\n"
 		   "Serves the paddock HTTP API (docs/api.md).\n");
 }
@@ -422,6 +423,7 @@ int main(int argc, char **argv)
 		{ "max-connections-per-peer", required_argument, NULL, 'Q' },
 		{ "header-timeout", required_argument, NULL, 'H' },
 		{ "event-log-keep", required_argument, NULL, 'K' },
+		{ "image-store", required_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -578,6 +580,9 @@ int main(int argc, char **argv)
 			if (parse_http_limit(&d, c, optarg) < 0)
 				return 2;
 			break;
+		case 'I':
+			d.image_store = optarg;
+			break;
 		case 'K':
 			if (parse_log_keep(&d, optarg) < 0)
 				return 2;
@@ -626,6 +631,11 @@ int main(int argc, char **argv)
 		return 1;
 	d.base = event_base_new();
 	if (!d.base || paddock_ctx_new(d.base, &d.ctx, &err) < 0)
+		goto fail;
+	/* the store sandboxes take "image" from, and snapshots go to (api-snapshots.c) */
+	if (!d.image_store)
+		d.image_store = getenv("PADDOCK_IMAGE_STORE");
+	if (d.image_store && paddock_ctx_set_image_store(d.ctx, d.image_store, &err) < 0)
 		goto fail;
 	if (resolve_hosts && paddock_ctx_set_resolve_hosts(d.ctx, resolve_hosts, &err) < 0)
 		goto fail;

@@ -22,7 +22,8 @@
 
 enum pd_ctl_type {
 	PD_CTL_GO = 1,	   /* S->I: id maps are written, go on */
-	PD_CTL_READY,	   /* I->S: root built, waiting for commands (pd_ctl_ready), "/" fd */
+	PD_CTL_READY,	   /* I->S: root built, waiting for commands (pd_ctl_ready), "/" fd,
+			      and an image's writable layer (its overlay upper, O_PATH) */
 	PD_CTL_FAILED,	   /* I->S: setup failed (paddock_error); init exits */
 	PD_CTL_EXEC,	   /* S->I: run a command (pd_ctl_exec + strings), fds 0..2 */
 	PD_CTL_STARTED,	   /* I->S: forked and exec'ed (pd_ctl_started), pty master fd */

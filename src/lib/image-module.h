@@ -12,6 +12,8 @@
 #include "module.h"
 #include "paddock/image.h"
 
+struct pd_snapshot_src;
+
 struct pd_image_ops {
 	struct pd_module_abi abi; /* first: the loader checks it */
 	/* paddock_image_pull() and paddock_image_import() (image.h), whose stubs call these */
@@ -19,6 +21,9 @@ struct pd_image_ops {
 		    const struct paddock_pull_opts *opts, char **ret_json, paddock_error *err);
 	int (*import)(paddock_image_store *store, const char *path, const char *name,
 		      char **ret_json, paddock_error *err);
+	/* paddock_sandbox_snapshot()'s layer and image (image-snapshot.c) */
+	int (*snapshot)(paddock_image_store *store, const struct pd_snapshot_src *src,
+			const char *name, char **ret_json, paddock_error *err);
 };
 
 /* The images half: as pd_egress_ops() (egress-module.h). */

@@ -80,6 +80,28 @@ int pd_image_store_each(paddock_image_store *s,
 /* Writes an image record (images/<hex of its "id">.json). */
 int pd_image_store_write_record(paddock_image_store *s, json_t *rec, paddock_error *err);
 
+/* ---- snapshots (image-snapshot.c, the images half) ---- */
+
+/* A sandbox's writable layer to capture, and the image it runs. */
+struct pd_snapshot_src {
+	int upper_fd;		  /* its overlay's upper directory (O_PATH is enough) */
+	const char *base_id;	  /* the image the sandbox was made from: "sha256:<hex>" */
+	const char *sandbox_id;	  /* for the config's history */
+	bool rootless;		  /* owners are not kept */
+	bool workspace;		  /* keep the top-level "workspace" directory too */
+	unsigned outside_uid;	  /* as root: the host id of the sandbox's uid 0 */
+	unsigned outside_gid;
+};
+
+/*
+ * Writes the layer (the sandbox is paused meanwhile: the caller's part), then an image of
+ * the base's layers and it, named `name` (normalized already). *ret_json describes it. On
+ * failure the store is as it was: the layer tar is an unlinked file, a layer stored before
+ * the failure is removed again when no image names it.
+ */
+int pd_image_snapshot(paddock_image_store *store, const struct pd_snapshot_src *src,
+		      const char *name, char **ret_json, paddock_error *err);
+
 /* ---- running ---- */
 
 /* An image resolved for a sandbox: what init stacks, and the config's defaults. */

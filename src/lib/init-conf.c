@@ -20,7 +20,7 @@ struct wire {
 	struct pd_ctl_rlimits rlimits;
 	uint64_t disk_bytes;
 	int32_t ctl, lock_fd, listen_fd, orphan_timeout_s, landlock_fd, host_tree, proc_view,
-		last_cap;
+		upper_fd, last_cap;
 	uint32_t n_env, n_secret_env, n_writable;
 };
 
@@ -70,6 +70,7 @@ int pd_init_conf_pack(const struct pd_init_conf *c, char **ret_buf, size_t *ret_
 		.landlock_fd = no_fd(c->landlock_fd),
 		.host_tree = no_fd(c->host_tree),
 		.proc_view = no_fd(c->proc_view),
+		.upper_fd = no_fd(c->upper_fd),
 		.last_cap = c->last_cap,
 		.n_env = (uint32_t)pd_strv_length(c->env),
 		.n_secret_env = (uint32_t)pd_strv_length(c->secret_env),
@@ -121,7 +122,7 @@ int pd_init_conf_parse(const char *buf, size_t len, struct pd_init_conf *ret)
 	    w.rootless > 1 || w.rlimits.n > PD_CTL_MAX_RLIMITS || w.disk_bytes == 0 ||
 	    !fd_ok(w.ctl, false) || !fd_ok(w.lock_fd, true) || !fd_ok(w.listen_fd, true) ||
 	    !fd_ok(w.landlock_fd, true) || !fd_ok(w.host_tree, true) ||
-	    !fd_ok(w.proc_view, true) || w.orphan_timeout_s < 0 ||
+	    !fd_ok(w.proc_view, true) || !fd_ok(w.upper_fd, true) || w.orphan_timeout_s < 0 ||
 	    w.last_cap < 0 || w.last_cap > 63)
 		return -EPROTO;
 	pos = buf + sizeof(w);
@@ -161,6 +162,7 @@ int pd_init_conf_parse(const char *buf, size_t len, struct pd_init_conf *ret)
 	c.landlock_fd = w.landlock_fd;
 	c.host_tree = w.host_tree;
 	c.proc_view = w.proc_view;
+	c.upper_fd = w.upper_fd;
 	c.last_cap = w.last_cap;
 	*ret = c;
 	return 0;

@@ -41,6 +41,7 @@ struct pd_init_conf {
 	int landlock_fd; /* the ruleset to enforce, or -1 (no Landlock) */
 	int host_tree;	 /* pooled: the host's tree, for a claim's workspace by path; or -1 */
 	int proc_view;	 /* pooled: the directory of the /proc view (proc-view.h); or -1 */
+	int upper_fd;	 /* an image's writable layer (O_PATH), sent at READY; or -1 */
 	int last_cap;
 	const char *cwd; /* of commands, unless a request names one */
 	char **env;	 /* the spec's NAME=VALUE, NULL-terminated */

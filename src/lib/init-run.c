@@ -126,6 +126,7 @@ struct init_state {
 	bool bound_ca;		 /* its claim wrote the sandbox's CA into /etc/paddock */
 	int host_tree;		 /* pooled: the host's tree, for a claim's workspace by path */
 	int proc_view;		 /* pooled: the /proc view's directory, rewritten at the claim */
+	int upper_fd;		 /* an image's writable layer (O_PATH), sent with READY, or -1 */
 	bool bounding_empty;	 /* the capability bounding set is empty */
 	int notify_fd;		 /* the seccomp filter's listener: denied calls wait here */
 	uint64_t denied_total;	 /* denied calls answered */
@@ -829,18 +830,21 @@ static void reap(struct init_state *st)
 	}
 }
 
-/* READY, with the sandbox's "/" for the supervisor's file access (fsops.c), held by fd. */
+/*
+ * READY, with the sandbox's "/" for the supervisor's file access (fsops.c), held by fd, and
+ * an image's writable layer for its snapshots (sandbox-snapshot.c), when it has one.
+ */
 static int send_ready(struct init_state *st)
 {
 	struct pd_ctl_ready ready = { .landlock_abi = st->landlock_abi,
 				      .flags = st->host_tree >= 0 ? PD_READY_HOST_TREE : 0 };
-	int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	int fds[2] = { open("/", O_PATH | O_DIRECTORY | O_CLOEXEC), st->upper_fd };
 	int r;
 
-	if (root < 0)
+	if (fds[0] < 0)
 		return -errno;
-	r = pd_ctl_send(st->ctl, PD_CTL_READY, &ready, sizeof(ready), &root, 1);
-	pd_close(root);
+	r = pd_ctl_send(st->ctl, PD_CTL_READY, &ready, sizeof(ready), fds, st->upper_fd >= 0 ? 2 : 1);
+	pd_close(fds[0]);
 	return r;
 }
 
@@ -1211,6 +1215,7 @@ _Noreturn void pd_init_run(const struct pd_init_conf *conf)
 	st.record_fd = -EBADF;
 	st.host_tree = conf->host_tree;
 	st.proc_view = conf->proc_view;
+	st.upper_fd = conf->upper_fd;
 	st.notify_fd = -EBADF;
 	st.denied_tokens = DENIED_BURST;
 	clock_gettime(CLOCK_MONOTONIC, &st.denied_refill);
@@ -1219,7 +1224,7 @@ _Noreturn void pd_init_run(const struct pd_init_conf *conf)
 	(void)prctl(PR_SET_NAME, "paddock-init", 0, 0, 0);
 	/* open across the exec only: nothing init starts may inherit one (commands close all) */
 	const int kept[] = { conf->ctl, conf->lock_fd, conf->listen_fd, conf->landlock_fd,
-			     conf->host_tree, conf->proc_view };
+			     conf->host_tree, conf->proc_view, conf->upper_fd };
 	for (size_t i = 0; i < ELEMENTSOF(kept); i++)
 		if (kept[i] >= 0)
 			(void)fcntl(kept[i], F_SETFD, FD_CLOEXEC);

@@ -65,6 +65,7 @@ struct build_state {
 	struct pd_rootfs_sources sources; /* host trees to bind, some sent ready-made */
 	int host_tree;			  /* pooled: the host's tree, for a claim's workspace */
 	int proc_view;			  /* pooled: the /proc view's directory, for the claim */
+	int upper_fd;			  /* an image's writable layer, for snapshots */
 	struct pd_ctl_rlimits rlimits;
 	int last_cap;
 };
@@ -421,6 +422,7 @@ static int setup(struct build_state *st, paddock_error *err)
 		r = pd_rootfs_build(st->spec, st->idmap, &st->sources, err);
 	st->host_tree = TAKE_FD(st->sources.host_tree);
 	st->proc_view = TAKE_FD(st->sources.proc_view_fd);
+	st->upper_fd = TAKE_FD(st->sources.upper_fd);
 	pd_rootfs_sources_release(&st->sources);
 	if (r < 0)
 		return r;
@@ -466,6 +468,7 @@ static int exec_image(struct build_state *st, paddock_error *err)
 		.landlock_fd = st->landlock_fd,
 		.host_tree = st->host_tree,
 		.proc_view = st->proc_view,
+		.upper_fd = st->upper_fd,
 		.last_cap = st->last_cap,
 		.cwd = spec->cwd,
 		.env = spec->env,
@@ -492,7 +495,7 @@ static int exec_image(struct build_state *st, paddock_error *err)
 	if (r < 0)
 		return pd_fail(err, -r, "write the init image's configuration");
 	const int keep[] = { st->ctl, st->lock_fd, st->listen_fd, st->landlock_fd,
-			     st->host_tree, st->proc_view, conf };
+			     st->host_tree, st->proc_view, st->upper_fd, conf };
 	for (size_t i = 0; i < ELEMENTSOF(keep); i++)
 		if ((r = keep_open(keep[i])) < 0)
 			return pd_fail(err, -r, "keep fd %d open across exec", keep[i]);
@@ -516,6 +519,7 @@ _Noreturn void pd_init_main(const paddock_spec *spec, const struct pd_idmap *idm
 		.landlock_fd = -EBADF,
 		.host_tree = -EBADF,
 		.proc_view = -EBADF,
+		.upper_fd = -EBADF,
 	};
 	paddock_error err = { 0 };
 	int r;

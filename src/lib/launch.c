@@ -167,13 +167,17 @@ static int await_ready(paddock_sandbox *sb, paddock_error *err)
 		return pd_fail(err, ETIMEDOUT, "init did not get ready within %d s",
 			       LAUNCH_READY_TIMEOUT_MS / 1000);
 	n = pd_ctl_recv(sb->ctl, &type, &msg, sizeof(msg), fds, &nfds);
-	/* READY carries the root fd; anything else sends none */
-	if (n >= 0 && type == PD_CTL_READY && nfds == 1) {
+	/* READY carries the root fd, and an image's writable layer; anything else sends none */
+	if (n >= 0 && type == PD_CTL_READY && (nfds == 1 || nfds == 2)) {
 		struct stat st;
 
 		if (fstat(fds[0], &st) == 0 && S_ISDIR(st.st_mode)) {
 			sb->root_fd = fds[0];
-			nfds = 0;
+			fds[0] = -EBADF;
+		}
+		if (nfds == 2 && fstat(fds[1], &st) == 0 && S_ISDIR(st.st_mode)) {
+			sb->upper_fd = fds[1];
+			fds[1] = -EBADF;
 		}
 	}
 	for (size_t i = 0; i < nfds; i++)

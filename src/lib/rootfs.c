@@ -12,7 +12,8 @@
  *   disk/upper,work  the overlay's writable layer over the host's /usr/local (the host's
  *                    /usr itself is bound read-only), or over all of a --rootfs tree's /usr
  *   disk/tmp         -> /tmp          disk/home      -> /home/user
- *   disk/workspace   -> /workspace (unless the spec binds a host directory there)
+ *   disk/workspace   -> /workspace (unless the spec binds a host directory there, or the
+ *                       root is an image's: its own /workspace, on the disk's upper/ too)
  *   disk/shm         -> /dev/shm
  *   disk/dev         -> /dev (read-only; device nodes bound from the host's /dev)
  *   disk/empty       -> /proc/acpi, /proc/driver... (read-only, masks)
@@ -59,7 +60,8 @@
 void pd_rootfs_sources_init(struct pd_rootfs_sources *s)
 {
 	*s = (struct pd_rootfs_sources){ .workspace_fd = -EBADF, .host_tree = -EBADF,
-					 .proc_view_fd = -EBADF, .lxcfs_proc = -EBADF };
+					 .proc_view_fd = -EBADF, .lxcfs_proc = -EBADF,
+					 .upper_fd = -EBADF };
 }
 
 void pd_rootfs_sources_release(struct pd_rootfs_sources *s)
@@ -78,6 +80,7 @@ void pd_rootfs_sources_release(struct pd_rootfs_sources *s)
 	s->host_tree = pd_close(s->host_tree);
 	s->proc_view_fd = pd_close(s->proc_view_fd);
 	s->lxcfs_proc = pd_close(s->lxcfs_proc);
+	s->upper_fd = pd_close(s->upper_fd);
 }
 
 const char *pd_rootfs_lxcfs(void)
@@ -884,6 +887,10 @@ static int mount_image_overlay(struct build *b, paddock_error *err)
 	mfd = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
 	if (mfd < 0)
 		return pd_fail(err, errno, "mount the image's overlay");
+	/* the writable layer, by fd: a snapshot reads it from outside (sandbox-snapshot.c) */
+	b->sources->upper_fd = pd_close(b->sources->upper_fd);
+	b->sources->upper_fd = openat(b->disk, "upper", O_PATH | O_DIRECTORY | O_CLOEXEC |
+							    O_NOFOLLOW);
 	/* the layers are the overlay's now: init holds no path into the store */
 	for (size_t i = 0; i < src->n_layers; i++)
 		src->layer_fds[i] = pd_close(src->layer_fds[i]);
@@ -1321,6 +1328,28 @@ static int make_disk_dirs(struct build *b, paddock_error *err)
 	return 0;
 }
 
+/*
+ * An image's root is writable and on the disk already: its /workspace is its own directory
+ * of the overlay, the sandbox user's, not a bind of disk/workspace. So what an image (a
+ * snapshot: sandbox-snapshot.c) has in /workspace is there, copy-on-write, and a snapshot
+ * can keep the workspace with the rest of the writable layer. A pooled root keeps the bind:
+ * its claim may replace it (pd_rootfs_attach_workspace()).
+ */
+static int image_workspace(struct build *b, paddock_error *err)
+{
+	struct stat st;
+
+	if (fstatat(b->root, "workspace", &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return pd_fail(err, errno, "stat /workspace");
+	if (!S_ISDIR(st.st_mode))
+		return pd_fail_field(err, ENOTDIR, "image", "the image's /workspace is not a directory");
+	if ((st.st_uid != pd_idmap_user_uid(b->idmap) || st.st_gid != pd_idmap_user_gid(b->idmap)) &&
+	    fchownat(b->root, "workspace", pd_idmap_user_uid(b->idmap), pd_idmap_user_gid(b->idmap),
+		     AT_SYMLINK_NOFOLLOW) < 0)
+		return pd_fail(err, errno, "chown /workspace");
+	return 0;
+}
+
 static int build_dirs(struct build *b, struct pd_rootfs_sources *src, paddock_error *err)
 {
 	_cleanup_close_ int home = -EBADF, var = -EBADF;
@@ -1364,6 +1393,10 @@ static int build_dirs(struct build *b, struct pd_rootfs_sources *src, paddock_er
 		if (r < 0)
 			return r;
 		src->workspace_fd = pd_close(src->workspace_fd);
+	} else if (b->image && !b->spec->pooled) {
+		r = image_workspace(b, err);
+		if (r < 0)
+			return r;
 	} else {
 		r = bind_at(b->disk, "workspace", b->root, "workspace", rw, err);
 		if (r < 0)

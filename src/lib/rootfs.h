@@ -44,6 +44,12 @@ struct pd_rootfs_sources {
 	 */
 	const char *lxcfs;
 	int lxcfs_proc;
+	/*
+	 * An image's root: pd_rootfs_build() leaves here an O_PATH fd of the overlay's upper
+	 * directory (disk/upper), which init hands the supervisor at READY for snapshots
+	 * (sandbox-snapshot.c). -EBADF otherwise.
+	 */
+	int upper_fd;
 };
 
 /*

@@ -27,6 +27,7 @@
 #include "control.h"
 #include "error.h"
 #include "events.h"
+#include "image-digest.h"
 #include "sandbox.h"
 #include "util/cleanup.h"
 
@@ -58,6 +59,9 @@ int paddock_sandbox_handle(const paddock_sandbox *sb, char **ret_json, paddock_e
 		      /* no sandbox has a wall clock of its own now; earlier readers want it */
 		      "slot", (int)sb->idmap.slot, "no_timeout", 1,
 		      "orphan_timeout_s", sb->orphan_timeout_s);
+	/* the image it was made from, by id: a name may have moved on by the next start */
+	if (o && sb->image_id[0])
+		(void)json_object_set_new(o, "image_id", json_string(sb->image_id));
 	s = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
 	if (!s)
@@ -69,23 +73,25 @@ int paddock_sandbox_handle(const paddock_sandbox *sb, char **ret_json, paddock_e
 static int parse_handle(paddock_sandbox *sb, const char *handle_json, paddock_error *err)
 {
 	_cleanup_(json_decrefp) json_t *o = NULL;
-	const char *id = NULL, *path = NULL;
+	const char *id = NULL, *path = NULL, *image_id = NULL;
 	json_int_t uid = 0, gid = 0;
 	int v = 0, rootless = 0, slot = 0, no_timeout = 0, orphan = 0;
 	json_error_t jerr;
 
 	o = json_loads(handle_json, 0, &jerr);
-	if (!o || json_unpack_ex(o, &jerr, 0, "{s:i,s:s,s:s,s:b,s:I,s:I,s:i,s?b,s:i}", "v", &v,
-				 "id", &id, "socket", &path, "rootless", &rootless, "uid", &uid,
-				 "gid", &gid, "slot", &slot, "no_timeout", &no_timeout,
-				 "orphan_timeout_s", &orphan) < 0)
+	if (!o || json_unpack_ex(o, &jerr, 0, "{s:i,s:s,s:s,s:b,s:I,s:I,s:i,s?b,s:i,s?s}",
+				 "v", &v, "id", &id, "socket", &path, "rootless", &rootless, "uid",
+				 &uid, "gid", &gid, "slot", &slot, "no_timeout", &no_timeout,
+				 "orphan_timeout_s", &orphan, "image_id", &image_id) < 0)
 		return pd_fail_field(err, EINVAL, "handle", "malformed sandbox handle: %s",
 				     jerr.text);
 	if (v != HANDLE_VERSION || strlen(id) >= sizeof(sb->id) || strncmp(id, "sb_", 3) != 0 ||
 	    strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path) || slot < 0 ||
 	    slot >= (json_int_t)PD_IDMAP_SLOTS ||
-	    uid < 0 || gid < 0 || uid > UINT32_MAX || gid > UINT32_MAX)
+	    uid < 0 || gid < 0 || uid > UINT32_MAX || gid > UINT32_MAX ||
+	    (image_id && !pd_digest_valid(image_id)))
 		return pd_fail_field(err, EINVAL, "handle", "unsupported sandbox handle");
+	snprintf(sb->image_id, sizeof(sb->image_id), "%s", image_id ?: "");
 	snprintf(sb->id, sizeof(sb->id), "%s", id);
 	free(sb->reconnect_path);
 	sb->reconnect_path = strdup(path);
@@ -325,15 +331,21 @@ static int resync(paddock_sandbox *sb, paddock_error *err)
 			continue;
 		}
 		/* an init of the previous version sends landlock_abi alone */
-		if (type == PD_CTL_READY && nfds == 1 &&
+		if (type == PD_CTL_READY && (nfds == 1 || nfds == 2) &&
 		    (n == (ssize_t)sizeof(msg.ready) || n == (ssize_t)sizeof(int32_t))) {
 			struct stat st;
 
 			if (fstat(fds[0], &st) < 0 || !S_ISDIR(st.st_mode)) {
-				pd_close(fds[0]);
+				for (size_t i = 0; i < nfds; i++)
+					pd_close(fds[i]);
 				return pd_fail(err, EPROTO, "init sent no root directory");
 			}
 			sb->root_fd = fds[0];
+			/* an image's writable layer, for snapshots (sandbox-snapshot.c) */
+			if (nfds == 2 && fstat(fds[1], &st) == 0 && S_ISDIR(st.st_mode))
+				sb->upper_fd = fds[1];
+			else if (nfds == 2)
+				pd_close(fds[1]);
 			sb->landlock_abi = msg.ready.landlock_abi > 0 && msg.ready.landlock_abi < 64
 						   ? msg.ready.landlock_abi
 						   : 0;
@@ -358,6 +370,9 @@ static int adopt_finish(paddock_sandbox **psb, int r, paddock_sandbox **ret_sand
 		r = pd_cgroup_adopt(sb->idmap.slot, &sb->cg, err);
 	if (r >= 0)
 		r = pd_sandbox_arm(sb, err);
+	/* its image is held again, as at its create: image rm answers EBUSY while it runs */
+	if (r >= 0)
+		pd_sandbox_image_hold(sb);
 	/* the listeners died with the old supervisor: ask init for new ones, same ports */
 	if (r >= 0)
 		r = pd_sandbox_egress_start(sb, err);
@@ -443,6 +458,7 @@ static paddock_sandbox *sandbox_alloc(paddock_ctx *ctx)
 	sb->pidfd = -EBADF;
 	sb->ctl = -EBADF;
 	sb->root_fd = -EBADF;
+	sb->upper_fd = -EBADF;
 	sb->image_lock = -EBADF;
 	sb->death_reason = PADDOCK_END_KILLED;
 	pd_idmap_init(&sb->idmap);

@@ -50,7 +50,8 @@ static bool spec_has_var(const paddock_spec *spec, const char *kv)
 }
 
 /* The context's store: its own, or the default one. */
-static int store_dir(const paddock_ctx *ctx, char *dir, size_t size, paddock_error *err)
+int pd_sandbox_image_store_dir(const paddock_ctx *ctx, char *dir, size_t size,
+			       paddock_error *err)
 {
 	if (!ctx->image_store)
 		return paddock_image_store_default_dir(dir, size, err);
@@ -66,7 +67,7 @@ static int resolve_and_apply(const paddock_ctx *ctx, paddock_spec *spec, struct 
 	char dir[PATH_MAX];
 	int r;
 
-	r = store_dir(ctx, dir, sizeof(dir), err);
+	r = pd_sandbox_image_store_dir(ctx, dir, sizeof(dir), err);
 	if (r >= 0)
 		r = pd_image_resolve(dir, spec->image, &img, err);
 	if (r < 0) {
@@ -126,7 +127,21 @@ int pd_sandbox_image_prepare(paddock_sandbox *sb, paddock_error *err)
 		return r;
 	sb->spec->image_layers = TAKE_PTR(img->layer_dirs);
 	sb->image_lock = TAKE_FD(img->lock_fd);
+	snprintf(sb->image_id, sizeof(sb->image_id), "%s", img->id);
 	return 0;
+}
+
+void pd_sandbox_image_hold(paddock_sandbox *sb)
+{
+	_cleanup_(pd_image_freep) struct pd_image *img = NULL;
+	paddock_error ignored = { 0 };
+	char dir[PATH_MAX];
+
+	if (!sb->image_id[0] || sb->image_lock >= 0 ||
+	    pd_sandbox_image_store_dir(sb->ctx, dir, sizeof(dir), &ignored) < 0 ||
+	    pd_image_resolve(dir, sb->image_id, &img, &ignored) < 0)
+		return;
+	sb->image_lock = TAKE_FD(img->lock_fd);
 }
 
 int pd_sandbox_image_claim_spec(const paddock_sandbox *sb, const paddock_spec *spec,

@@ -587,6 +587,7 @@ static int create_begin(paddock_ctx *ctx, const paddock_spec *spec,
 	sb->pidfd = -EBADF;
 	sb->ctl = -EBADF;
 	sb->root_fd = -EBADF;
+	sb->upper_fd = -EBADF;
 	sb->image_lock = -EBADF;
 	sb->death_reason = PADDOCK_END_KILLED;
 	pd_idmap_init(&sb->idmap);
@@ -794,6 +795,7 @@ static void drop(paddock_sandbox *sb)
 	sb->cg = pd_cgroup_free(sb->cg);
 	sb->ctl = pd_close(sb->ctl);
 	sb->root_fd = pd_close(sb->root_fd);
+	sb->upper_fd = pd_close(sb->upper_fd);
 	sb->pidfd = pd_close(sb->pidfd);
 	pd_idmap_release(&sb->idmap);
 	sb->image_lock = pd_close(sb->image_lock);

@@ -113,6 +113,7 @@ struct paddock_sandbox {
 	int pidfd;	/* init */
 	int ctl;	/* control socket, supervisor end */
 	int root_fd;	/* O_PATH of the sandbox's "/" (sent by init at READY), for file access */
+	int upper_fd;	/* O_PATH of an image's writable layer (READY too), for snapshots */
 	int landlock_abi;
 	bool host_tree; /* pooled: init holds the host's tree (PD_READY_HOST_TREE) */
 	struct pd_cgroup *cg; /* NULL: no cgroup (rootless); rlimits stand in */
@@ -140,6 +141,7 @@ struct paddock_sandbox {
 	struct pd_code *code;	       /* the code interpreter (code.c); NULL until first use */
 	enum pd_pause { PD_PAUSE_NONE, PD_PAUSE_FREEZER, PD_PAUSE_STOP } paused; /* sandbox-pause.c */
 	int image_lock; /* the image's record, flock'ed shared while the sandbox lives, or -1 */
+	char image_id[72]; /* that image's id ("sha256:<hex>"), or "" (sandbox-snapshot.c) */
 };
 
 /* A socket asked of init (PD_CTL_SOCKET); fn NULL: a synchronous caller waits on `done`. */
@@ -216,6 +218,19 @@ int pd_exec_io_close_stdin(paddock_exec *ex);
  * spec's, its WorkingDir where the spec's cwd is the default; holds the image meanwhile.
  */
 int pd_sandbox_image_prepare(paddock_sandbox *sb, paddock_error *err);
+/*
+ * An adopted sandbox's image (its handle's image_id) held again, as pd_sandbox_image_prepare()
+ * holds it at create. Best effort: an image removed meanwhile is left so.
+ */
+void pd_sandbox_image_hold(paddock_sandbox *sb);
+/* The image store of the sandboxes of ctx: its own, or the default one. */
+int pd_sandbox_image_store_dir(const paddock_ctx *ctx, char *dir, size_t size,
+			       paddock_error *err);
+/*
+ * A snapshot's name checked and normalized as an image reference ("work" is
+ * "docker.io/library/work:latest"); -EINVAL naming the field "name" (sandbox-snapshot.c).
+ */
+int pd_snapshot_name(const char *name, char *buf, size_t size, paddock_error *err);
 /*
  * A claim of a pooled sandbox made from an image: a copy of the claim's spec with the
  * image's defaults applied as at a cold create (so its template, env and cwd match what a

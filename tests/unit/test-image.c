@@ -19,7 +19,9 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/xattr.h>
 #include <unistd.h>
 
@@ -27,10 +29,12 @@
 
 #include "image-digest.h"
 #include "image-oci.h"
+#include "image-store.h"
 #include "image-ref.h"
 #include "image-tree.h"
 #include "image-unpack.h"
 #include "util/cleanup.h"
+#include "util/fd.h"
 
 /* ---- references ---------------------------------------------------------------------------- */
 
@@ -516,6 +520,146 @@ static void test_oci(void **state)
 	free(m);
 }
 
+/* ---- snapshots -------------------------------------------------------------------------- */
+
+static int base_layer_fd = -1;
+
+static int open_base_layer(void *userdata, size_t i, const struct pd_layer_src *src,
+			   paddock_error *err)
+{
+	(void)userdata, (void)i, (void)src, (void)err;
+	assert_int_equal(lseek(base_layer_fd, 0, SEEK_SET), 0);
+	return fcntl(base_layer_fd, F_DUPFD_CLOEXEC, 3);
+}
+
+/* A store with one image (one layer: etc/motd) named base:1; its id into `id`. */
+static paddock_image_store *snapshot_store(const char *dir, char *id)
+{
+	static const char *const names[] = { "docker.io/library/base:1", NULL };
+	struct pd_layer_src src = { .blob_size = -1, .media_type = "tar" };
+	paddock_image_store *store = NULL;
+	paddock_error err = { 0 };
+	char diff[PD_DIGEST_MAX], config[512], buf[1 << 16], *json = NULL;
+	struct tarbuf t;
+	ssize_t n;
+
+	assert_int_equal(paddock_image_store_open(dir, &store, &err), 0);
+	tar_begin(&t, NULL);
+	DIR_(&t, "etc");
+	FILE_(&t, "etc/motd", "base\n");
+	base_layer_fd = tar_end(&t);
+	n = read(base_layer_fd, buf, sizeof(buf));
+	assert_true(n > 0);
+	assert_int_equal(pd_digest_buffer(buf, (size_t)n, diff), 0);
+	snprintf(config, sizeof(config),
+		 "{\"architecture\":\"amd64\",\"os\":\"linux\",\"config\":{\"Env\":[\"A=1\"]},"
+		 "\"rootfs\":{\"type\":\"layers\",\"diff_ids\":[\"%s\"]}}",
+		 diff);
+	assert_int_equal(pd_digest_buffer(config, strlen(config), id), 0);
+	if (pd_image_store_add(store, NULL, 0, config, strlen(config), &src, 1, open_base_layer,
+			       NULL, names, &json, &err) < 0)
+		fail_msg("add the base: %s", err.msg);
+	free(json);
+	close(base_layer_fd);
+	return store;
+}
+
+/*
+ * An upper directory as hostile as a sandbox can make one (and more: a set-uid file, a
+ * device node as root): the layer keeps files, links and whiteouts, drops set-id bits,
+ * sockets and the /etc files every create writes, follows no symlink, and a device node
+ * fails the snapshot leaving the store as it was.
+ */
+static void test_snapshot_upper(void **state)
+{
+	struct scratch s;
+	paddock_error err = { 0 };
+	char store_dir[128], id[PD_DIGEST_MAX], path[256], v[8], *json = NULL;
+	struct stat st, st2;
+	paddock_image_store *store;
+	json_t *rec, *layers;
+	int upper, layer, sock;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+	(void)state;
+	scratch_new(&s);
+	snprintf(store_dir, sizeof(store_dir), "%s/outside/store", s.path);
+	store = snapshot_store(store_dir, id);
+	upper = s.layer;
+	assert_int_equal(mkdirat(upper, "usr", 0755), 0);
+	assert_int_equal(pd_write_file_at(upper, "usr/tool", "x", 1, 0755), 0);
+	assert_int_equal(fchmodat(upper, "usr/tool", 04755, 0), 0);
+	assert_int_equal(linkat(upper, "usr/tool", upper, "usr/tool2", 0), 0);
+	assert_int_equal(symlinkat("/etc/passwd", upper, "usr/escape"), 0);
+	assert_int_equal(symlinkat("/", upper, "root"), 0); /* a walk must not enter it */
+	assert_int_equal(mkdirat(upper, "etc", 0755), 0);
+	assert_int_equal(pd_write_file_at(upper, "etc/hosts", "1.2.3.4 x\n", 10, 0644), 0);
+	assert_int_equal(mkdirat(upper, "etc/paddock", 0755), 0);
+	assert_int_equal(pd_write_file_at(upper, "etc/paddock/ca.pem", "ca", 2, 0644), 0);
+	if (mknodat(upper, "etc/motd", S_IFCHR | 0600, makedev(0, 0)) < 0)
+		skip(); /* whiteouts need Linux 5.8 unprivileged */
+	assert_int_equal(mkdirat(upper, "var", 0755), 0);
+	snprintf(path, sizeof(path), "%s/layer/var", s.path);
+	if (setxattr(path, "user.overlay.opaque", "y", 1, 0) < 0)
+		skip(); /* the scratch filesystem has no user xattrs */
+	assert_int_equal(mkfifoat(upper, "var/fifo", 0644), 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/layer/var/sock", s.path);
+	sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(bind(sock, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	close(sock);
+
+	struct pd_snapshot_src src = { .upper_fd = upper, .base_id = id, .sandbox_id = "sb_test",
+				       .rootless = true };
+	if (pd_image_snapshot(store, &src, "docker.io/library/snap:1", &json, &err) < 0)
+		fail_msg("snapshot: %s", err.msg);
+	rec = json_loads(json, 0, NULL);
+	free(json);
+	layers = json_object_get(rec, "layers");
+	assert_int_equal(json_array_size(layers), 2);
+	snprintf(path, sizeof(path), "%s/layers/%s", store_dir,
+		 json_string_value(json_array_get(layers, 1)) + 7);
+	layer = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(layer >= 0);
+	assert_int_equal(fstatat(layer, "usr/tool", &st, AT_SYMLINK_NOFOLLOW), 0);
+	assert_int_equal(st.st_mode & 07777, 0755); /* SECURITY: no set-uid bit out */
+	assert_int_equal(fstatat(layer, "usr/tool2", &st2, AT_SYMLINK_NOFOLLOW), 0);
+	assert_true(st.st_ino == st2.st_ino && st.st_nlink == 2);
+	assert_int_equal(readlinkat(layer, "usr/escape", path, sizeof(path)), 11); /* kept */
+	assert_int_equal(fstatat(layer, "root", &st, AT_SYMLINK_NOFOLLOW), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	assert_int_equal(fstatat(layer, "etc/motd", &st, AT_SYMLINK_NOFOLLOW), 0);
+	assert_true(S_ISCHR(st.st_mode) && st.st_rdev == makedev(0, 0)); /* whiteout kept */
+	assert_int_equal(fstatat(layer, "etc/hosts", &st, AT_SYMLINK_NOFOLLOW), -1);
+	assert_int_equal(fstatat(layer, "etc/paddock", &st, AT_SYMLINK_NOFOLLOW), -1);
+	assert_int_equal(fstatat(layer, "var/sock", &st, AT_SYMLINK_NOFOLLOW), -1);
+	snprintf(path, sizeof(path), "%s/layers/%s/var", store_dir,
+		 json_string_value(json_array_get(layers, 1)) + 7);
+	assert_int_equal(getxattr(path, "user.overlay.opaque", v, sizeof(v)), 1);
+	close(layer);
+	json_decref(rec);
+	assert_true(dir_empty(s.dir, "outside/store/tmp"));
+
+	/* a device node (as root only: mknod of one needs CAP_MKNOD) fails it, naming it */
+	if (mknodat(upper, "usr/null", S_IFCHR | 0666, makedev(1, 3)) == 0) {
+		char before[64], after[64];
+		int images = openat(s.dir, "outside/store/images", O_RDONLY | O_DIRECTORY);
+
+		snprintf(before, sizeof(before), "%d", dir_empty(s.dir, "outside/store/tmp"));
+		assert_int_equal(pd_image_snapshot(store, &src, "docker.io/library/dev:1", &json,
+						   &err),
+				 -EPERM);
+		assert_non_null(strstr(err.msg, "'usr/null' is a device node"));
+		assert_int_equal(faccessat(images, "x", F_OK, 0), -1);
+		snprintf(after, sizeof(after), "%d", dir_empty(s.dir, "outside/store/tmp"));
+		assert_string_equal(before, after);
+		close(images);
+		assert_int_equal(unlinkat(upper, "usr/null", 0), 0);
+	}
+	paddock_image_store_free(store);
+	assert_int_equal(pd_image_remove_tree(s.dir, "outside/store", &err), 0);
+	scratch_free(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -524,6 +668,7 @@ int main(void)
 		cmocka_unit_test(test_unpack_escapes),	 cmocka_unit_test(test_unpack_absolute),
 		cmocka_unit_test(test_unpack_digests),	 cmocka_unit_test(test_unpack_bomb),
 		cmocka_unit_test(test_unpack_not_tar),	 cmocka_unit_test(test_oci),
+		cmocka_unit_test(test_snapshot_upper),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -43,6 +43,7 @@ static struct pd_init_conf sample(void)
 		.landlock_fd = 8,
 		.host_tree = -1,
 		.proc_view = 7,
+		.upper_fd = 8,
 		.last_cap = 40,
 		.cwd = "/workspace",
 		.env = env,
@@ -85,6 +86,7 @@ static void test_round_trip(void **state)
 	assert_int_equal(out.landlock_fd, 8);
 	assert_int_equal(out.host_tree, -1);
 	assert_int_equal(out.proc_view, 7);
+	assert_int_equal(out.upper_fd, 8);
 	assert_int_equal(out.last_cap, 40);
 	assert_string_equal(out.cwd, "/workspace");
 	assert_strv_equal(out.env, env);
