@@ -16,9 +16,15 @@
  */
 #include "sandbox.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <event2/event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cgroup.h"
 #include "control.h"
@@ -63,6 +69,91 @@ static int stop_all(paddock_sandbox *sb, bool stop, paddock_error *err)
 		     : 0;
 }
 
+#define STOP_WAIT_MS 2000
+#define BLOCKED_GRACE_MS 50
+
+/*
+ * Whether every process of the sandbox but init is stopped (or gone): one scan of /proc.
+ * *ret_blocked: how many are in an uninterruptible wait ('D') instead, which stop when it
+ * ends (a vfork()'s parent waits so until its child, stopped itself, has exec'd).
+ */
+static bool all_stopped(paddock_sandbox *sb, unsigned *ret_blocked, char *running, size_t size)
+{
+	char path[64], want[64], link[64], stat[512];
+	bool all = true;
+	struct dirent *de;
+
+	*ret_blocked = 0;
+	ssize_t n;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)sb->init_pid);
+	n = readlink(path, want, sizeof(want) - 1);
+	if (n <= 0)
+		return true; /* init is gone: nothing runs */
+	want[n] = '\0';
+	d = opendir("/proc");
+	while (all && d && (de = readdir(d))) {
+		FILE *f;
+		char *rp;
+
+		if (de->d_name[0] < '1' || de->d_name[0] > '9' || atoi(de->d_name) == sb->init_pid)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%.16s/ns/pid", de->d_name);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n <= 0 || (size_t)n != strlen(want) || memcmp(link, want, (size_t)n) != 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%.16s/stat", de->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue; /* gone meanwhile */
+		n = (ssize_t)fread(stat, 1, sizeof(stat) - 1, f);
+		fclose(f);
+		stat[n > 0 ? n : 0] = '\0';
+		/* the state follows the command's name, which may hold ')' itself */
+		rp = strrchr(stat, ')');
+		if (rp && rp[1] == ' ' && rp[2] == 'D') {
+			(*ret_blocked)++;
+		} else if (rp && rp[1] == ' ' && !strchr("TtZX", rp[2])) {
+			all = false;
+			snprintf(running, size, "%.16s (%c)", de->d_name, rp[2]);
+		}
+	}
+	if (d)
+		closedir(d);
+	return all;
+}
+
+/*
+ * SIGSTOP takes effect when each process next leaves the kernel (a call in progress, such
+ * as a rename, still completes): the pause is done once every one is stopped, as the
+ * freezer's is once the cgroup is FROZEN. -ETIMEDOUT when that takes over STOP_WAIT_MS.
+ */
+static int wait_stopped(paddock_sandbox *sb, paddock_error *err)
+{
+	struct timespec t0, now;
+	char running[32] = "";
+	unsigned blocked;
+	long ms;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		bool stopped = all_stopped(sb, &blocked, running, sizeof(running));
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		ms = (now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000;
+		/* one in an uninterruptible wait gets BLOCKED_GRACE_MS to finish it, then counts */
+		if (stopped && (blocked == 0 || ms > BLOCKED_GRACE_MS))
+			return 0;
+		if (ms > STOP_WAIT_MS)
+			return pd_fail_field(err, ETIMEDOUT, "state",
+					     "the processes of sandbox '%s' did not all stop within "
+					     "%d ms (host pid %s)",
+					     sb->id, STOP_WAIT_MS, running);
+		usleep(1000);
+	}
+}
+
 int paddock_sandbox_pause(paddock_sandbox *sb, paddock_error *err)
 {
 	int r = -ENOTSUP;
@@ -89,8 +180,12 @@ int paddock_sandbox_pause(paddock_sandbox *sb, paddock_error *err)
 		sb->paused = PD_PAUSE_FREEZER;
 	} else {
 		r = stop_all(sb, true, err);
-		if (r < 0)
+		if (r >= 0)
+			r = wait_stopped(sb, err);
+		if (r < 0) {
+			(void)stop_all(sb, false, NULL); /* nothing changed: all go on */
 			return r;
+		}
 		sb->paused = PD_PAUSE_STOP;
 	}
 	hold_timeouts(sb);
