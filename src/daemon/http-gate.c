@@ -399,6 +399,16 @@ static int find_head(struct gate_conn *c, struct evbuffer *src, size_t *ret_len)
 	}
 }
 
+static bool console_file(const struct pd_gate_head *h)
+{
+	const char *q = memchr(h->target, '?', h->target_len);
+	size_t len = q ? (size_t)(q - h->target) : h->target_len;
+
+	return (h->method == PD_M_GET || h->method == PD_M_HEAD) && !h->chunked &&
+	       (!h->has_length || h->content_length == 0) && !h->upgrade &&
+	       pd_ui_path(h->target, len);
+}
+
 /* G_HEAD: 1 when the head was passed or refused, 0 when more is needed. */
 static int read_head(struct gate_conn *c, struct evbuffer *src, struct evbuffer *dst)
 {
@@ -434,8 +444,12 @@ static int read_head(struct gate_conn *c, struct evbuffer *src, struct evbuffer 
 		       h.field, "%s", h.msg);
 		return 1;
 	}
-	/* SECURITY: who it is, before a byte of its body is read */
-	if (c->l->tcp) {
+	/*
+	 * SECURITY: who it is, before a byte of its body is read. The console's files are
+	 * no one's (api-ui.c): a bodiless GET or HEAD of /ui needs no token; http.c's routing
+	 * gives a request without a tenant nothing else.
+	 */
+	if (c->l->tcp && !console_file(&h)) {
 		char auth[300];
 
 		if (!h.auth || h.auth_len >= sizeof(auth)) {

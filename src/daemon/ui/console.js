@@ -1,0 +1,558 @@
+/*
+ * The console's views: overview (#/), one sandbox (#/sandbox/ID), events (#/events).
+ * Everything shown comes from the API with the user's token (api.js); every string from a
+ * sandbox is hostile and reaches the DOM through textContent only.
+ */
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const state = {
+	boxes: new Map(),   /* id -> sandbox object, plus .egress {allow, deny} */
+	view: null,
+	feed: null,         /* GET /v1/events follower */
+	page: null,         /* what the sandbox page holds open */
+	events: [],         /* the events page's (bounded) */
+	listeners: [],      /* callbacks for every live event */
+};
+const EVENTS_KEPT = 5000, LOG_ROWS = 500;
+
+function status(msg, bad) {
+	const s = $("status");
+	s.textContent = msg || "";
+	s.className = "status" + (bad ? " error" : "");
+}
+
+function show(id) {
+	for (const s of ["login", "overview", "sandbox", "events"])
+		$(s).hidden = s !== id;
+}
+
+/* ---- sign-in: try the API as we are (unix socket forwarded: no token needed), else ask */
+async function start() {
+	try {
+		const r = await PD.request("GET", "/v1/sandboxes");
+		signedIn(r.sandboxes || []);
+	} catch (e) {
+		if (e.status === 401) {
+			show("login");
+			$("token").focus();
+			if (PD.token)
+				$("login-error").textContent = "The token was refused: " + e.message;
+		} else {
+			status("paddockd: " + e.message, true);
+		}
+	}
+}
+
+$("login-form").addEventListener("submit", (ev) => {
+	ev.preventDefault();
+	PD.setToken($("token").value.trim());
+	$("token").value = "";
+	start();
+});
+
+$("logout").addEventListener("click", () => {
+	PD.setToken("");
+	if (state.feed)
+		state.feed.stop();
+	location.hash = "#/";
+	location.reload();
+});
+
+function signedIn(list) {
+	const first = !state.feed;
+	state.boxes.clear();
+	for (const b of list)
+		state.boxes.set(b.id, Object.assign(b, { egress: { allow: 0, deny: 0 } }));
+	$("logout").hidden = !PD.token;
+	$("who").textContent = list.length && list[0].tenant ? "tenant " + list[0].tenant :
+		PD.token ? "signed in" : "local operator";
+	if (first)
+		state.feed = PD.follow("/v1/events?follow=1", onEvent, reloadBoxes, (e) => {
+			status("event stream: " + e.message + "; reconnecting", true);
+		});
+	loadEgressCounts();
+	route();
+	if (first) {
+		setInterval(refreshUsage, 5000);
+		setInterval(() => { if (state.view === "overview") renderOverview(); }, 1000);
+	}
+}
+
+/* ---- live state from the event stream ---------------------------------------------- */
+function onEvent(e) {
+	const id = e.sandbox;
+	if (e.event === "sandbox.created" || e.event === "sandbox.claimed") {
+		PD.request("GET", "/v1/sandboxes/" + encodeURIComponent(id)).then((b) => {
+			const old = state.boxes.get(b.id);
+			state.boxes.set(b.id, Object.assign(b, { egress: old ? old.egress : { allow: 0, deny: 0 } }));
+			if (state.view === "overview")
+				renderOverview();
+		}).catch(() => {});
+	} else if (e.event === "sandbox.removed" || e.event === "sandbox.destroyed") {
+		state.boxes.delete(id);
+	} else if (e.event === "egress.connection" && state.boxes.has(id)) {
+		state.boxes.get(id).egress[e.decision === "allow" ? "allow" : "deny"]++;
+	} else if ((e.event === "exec.started" || e.event === "exec.exited") && state.boxes.has(id)) {
+		const b = state.boxes.get(id);
+		b.usage.processes = Math.max(0, (b.usage.processes || 0) + (e.event === "exec.started" ? 1 : -1));
+	}
+	for (const f of state.listeners)
+		f(e);
+	if (state.view === "overview")
+		renderOverview();
+}
+
+async function reloadBoxes() {
+	try {
+		const r = await PD.request("GET", "/v1/sandboxes");
+		const fresh = new Map();
+		for (const b of r.sandboxes || []) {
+			const old = state.boxes.get(b.id);
+			fresh.set(b.id, Object.assign(b, { egress: old ? old.egress : { allow: 0, deny: 0 } }));
+		}
+		state.boxes = fresh;
+		status("");
+		if (state.view === "overview")
+			renderOverview();
+	} catch (e) {
+		status("paddockd: " + e.message, true);
+	}
+}
+
+/* usage (memory, CPU) is not in the events: one list request every few seconds */
+function refreshUsage() {
+	if (document.hidden || state.view !== "overview")
+		return;
+	reloadBoxes();
+}
+
+/* egress counts so far, once per sandbox; the event stream keeps them from then on */
+function loadEgressCounts() {
+	for (const id of state.boxes.keys()) {
+		PD.request("GET", "/v1/sandboxes/" + id + "/network").then((n) => {
+			const b = state.boxes.get(id);
+			if (b && n.stats)
+				b.egress = { allow: n.stats.connections_allowed || 0, deny: n.stats.connections_denied || 0 };
+			if (state.view === "overview")
+				renderOverview();
+		}).catch(() => {});
+	}
+}
+
+/* ---- overview ------------------------------------------------------------------------- */
+function renderOverview() {
+	const tb = $("sb-table").tBodies[0], now = Date.now();
+	const rows = [];
+	const list = [...state.boxes.values()].sort((a, b) => (a.created_at < b.created_at ? 1 : -1));
+	for (const b of list) {
+		const tr = document.createElement("tr");
+		tr.dataset.id = b.id;
+		const td = document.createElement("td");
+		const a = PD.el("a", b.id);
+		a.href = "#/sandbox/" + encodeURIComponent(b.id);
+		td.appendChild(a);
+		tr.appendChild(td);
+		tr.appendChild(PD.el("td", b.tenant || "–"));
+		tr.appendChild(PD.el("td", PD.duration((now - Date.parse(b.created_at)) / 1000)));
+		tr.appendChild(PD.el("td", PD.duration((Date.parse(b.expires_at) - now) / 1000)));
+		tr.appendChild(PD.el("td", b.state, b.state === "running" ? "ok" : "bad"));
+		const u = b.usage || {};
+		tr.appendChild(PD.el("td", (u.cpu_s || 0).toFixed(2) + " s"));
+		const lim = memLimit(b);
+		const mtd = PD.el("td", PD.bytes(u.memory_bytes) + (lim ? " / " + PD.bytes(lim) : ""));
+		if (lim) {
+			const m = document.createElement("meter");
+			m.min = 0;
+			m.max = lim;
+			m.value = u.memory_bytes || 0;
+			m.setAttribute("aria-label", "memory of " + b.id);
+			mtd.append(" ", m);
+		}
+		tr.appendChild(mtd);
+		tr.appendChild(PD.el("td", u.processes || 0));
+		const e = b.egress || { allow: 0, deny: 0 };
+		const etd = PD.el("td");
+		etd.append(PD.el("span", e.allow, "ok"), " / ", PD.el("span", e.deny, e.deny ? "bad" : ""));
+		tr.appendChild(etd);
+		rows.push(tr);
+	}
+	tb.replaceChildren(...rows);
+	$("sb-count").textContent = "(" + rows.length + ")";
+	$("sb-empty").hidden = rows.length > 0;
+}
+
+function memLimit(b) {
+	const l = b.spec && b.spec.limits ? b.spec.limits.memory : null;
+	if (typeof l === "number")
+		return l;
+	if (typeof l === "string") {
+		const m = /^(\d+(?:\.\d+)?)([KMGT]?)i?B?$/i.exec(l);
+		if (m)
+			return parseFloat(m[1]) * Math.pow(1024, " KMGT".indexOf((m[2] || " ").toUpperCase()));
+	}
+	return 0;
+}
+
+async function loadHost() {
+	const dl = $("host");
+	try {
+		const h = await PD.request("GET", "/healthz");
+		dl.replaceChildren(PD.el("dt", "paddockd"), PD.el("dd", h.status),
+			PD.el("dt", "sandboxes (all tenants)"), PD.el("dd", h.sandboxes));
+	} catch (e) {
+		dl.replaceChildren(PD.el("dt", "paddockd"), PD.el("dd", e.message));
+	}
+}
+
+/* ---- router ------------------------------------------------------------------------- */
+function route() {
+	const h = location.hash || "#/";
+	if (state.page) {
+		state.page.close();
+		state.page = null;
+	}
+	state.listeners = state.listeners.filter((f) => f.keep);
+	let m;
+	if ((m = /^#\/sandbox\/(sb_[a-z2-9]{12})$/.exec(h))) {
+		state.view = "sandbox";
+		show("sandbox");
+		state.page = openSandbox(m[1]);
+	} else if (h === "#/events") {
+		state.view = "events";
+		show("events");
+		renderEvents();
+	} else {
+		state.view = "overview";
+		show("overview");
+		renderOverview();
+		loadHost();
+	}
+	$("main").focus({ preventScroll: true });
+}
+window.addEventListener("hashchange", route);
+
+/* ---- one sandbox -------------------------------------------------------------------- */
+function openSandbox(id) {
+	const base = "/v1/sandboxes/" + id;
+	const closers = [];
+	const chart = new PD.Chart($("chart"));
+	const egress = [], secrets = [], seccomp = [];
+	let lastCpu = null, spec = null;
+	$("sb-id").textContent = id;
+	for (const t of ["procs", "egress", "secrets", "seccomp", "files"])
+		$(t).tBodies[0].replaceChildren();
+	$("sb-events").replaceChildren();
+	$("term-out").textContent = "";
+	$("asks").replaceChildren();
+	chart.draw();
+
+	async function loadBox() {
+		try {
+			const b = await PD.request("GET", base);
+			$("sb-state").textContent = b.state;
+			const facts = [["tenant", b.tenant], ["created", b.created_at], ["expires", b.expires_at],
+				["TTL", b.ttl_s + " s"], ["idle timeout", b.idle_timeout_s ? b.idle_timeout_s + " s" : "none"],
+				["memory", PD.bytes(b.usage.memory_bytes) + " (peak " + PD.bytes(b.usage.memory_peak_bytes) + ")"],
+				["CPU", b.usage.cpu_s.toFixed(2) + " s"], ["pids", b.usage.pids], ["execs", b.usage.execs]];
+			$("sb-facts").replaceChildren(...facts.flatMap(([k, v]) => [PD.el("dt", k), PD.el("dd", v)]));
+			if (!spec) {
+				spec = b.spec;
+				$("sb-spec").textContent = JSON.stringify(b.spec, null, 2);
+				chart.limit = memLimit(b);
+			}
+			const now = Date.now();
+			const cpu = lastCpu ? Math.max(0, (b.usage.cpu_s - lastCpu.v) / ((now - lastCpu.t) / 1000) * 100) : 0;
+			lastCpu = { v: b.usage.cpu_s, t: now };
+			chart.add({ t: now, mem: b.usage.memory_bytes, cpu });
+		} catch (e) {
+			status(e.status === 404 ? "sandbox " + id + " is gone" : e.message, true);
+		}
+	}
+
+	async function loadProcs() {
+		try {
+			const r = await PD.request("GET", base + "/processes");
+			const rows = (r.processes || []).slice().reverse().map((p) => {
+				const res = p.result || {};
+				const tr = document.createElement("tr");
+				tr.append(PD.el("td", p.pid), PD.el("td", (p.argv || []).join(" "), "cmd"),
+					PD.el("td", p.state, p.state === "running" ? "ok" : ""),
+					PD.el("td", res.signal ? "signal " + res.signal : res.exit_code ?? "–"),
+					PD.el("td", res.reason || "–", res.reason && res.reason !== "exit" ? "bad" : ""),
+					PD.el("td", res.wall_s !== undefined ? res.wall_s.toFixed(3) : "–"),
+					PD.el("td", res.cpu_s !== undefined ? res.cpu_s.toFixed(3) : "–"),
+					PD.el("td", PD.bytes(res.memory_peak_bytes)));
+				return tr;
+			});
+			$("procs").tBodies[0].replaceChildren(...rows);
+		} catch (e) { /* the sandbox went: loadBox says so */ }
+	}
+
+	async function loadNetwork() {
+		try {
+			const n = await PD.request("GET", base + "/network");
+			$("net-json").value = JSON.stringify(n.network, null, 2);
+		} catch (e) {
+			$("net-json").value = "";
+		}
+	}
+
+	function addLog(e) {
+		const ol = $("sb-events");
+		ol.appendChild(PD.el("li", JSON.stringify(e)));
+		while (ol.children.length > LOG_ROWS)
+			ol.firstChild.remove();
+	}
+
+	function renderTables() {
+		/* denials first, then newest first */
+		const eg = egress.slice().sort((a, b) => (a.decision === "allow") - (b.decision === "allow") ||
+			(a.ts < b.ts ? 1 : -1));
+		$("egress").tBodies[0].replaceChildren(...eg.map((e) => {
+			const tr = document.createElement("tr");
+			tr.append(PD.el("td", e.decision, e.decision === "allow" ? "ok" : "bad"), PD.el("td", e.host),
+				PD.el("td", e.port), PD.el("td", e.rule || "–"), PD.el("td", e.reason || "–"),
+				PD.el("td", (e.bytes_out || 0) + " / " + (e.bytes_in || 0)), PD.el("td", e.duration_ms ?? "–"),
+				PD.el("td", e.ts));
+			return tr;
+		}));
+		$("secrets").tBodies[0].replaceChildren(...secrets.map((e) => {
+			const tr = document.createElement("tr");
+			tr.append(PD.el("td", e.secret), PD.el("td", e.host), PD.el("td", e.where), PD.el("td", e.ts));
+			return tr;
+		}));
+		$("seccomp").tBodies[0].replaceChildren(...seccomp.map((e) => {
+			const tr = document.createElement("tr");
+			tr.append(PD.el("td", e.syscall), PD.el("td", e.command), PD.el("td", e.pid),
+				PD.el("td", e.total), PD.el("td", e.ts));
+			return tr;
+		}));
+	}
+
+	let procTimer = null;
+	function onSbEvent(e) {
+		addLog(e);
+		if (e.event === "egress.connection")
+			egress.push(e);
+		else if (e.event === "secret.used")
+			secrets.push(e); /* names and hosts: the value never leaves the proxy */
+		else if (e.event === "seccomp.denied")
+			seccomp.push(e);
+		else if (e.event === "exec.started" || e.event === "exec.exited") {
+			clearTimeout(procTimer);
+			procTimer = setTimeout(loadProcs, 100);
+		} else if (e.event === "egress.policy")
+			loadNetwork();
+		if (egress.length > 2000)
+			egress.shift();
+		renderTables();
+	}
+
+	/* the sandbox's stored events, then live ones */
+	const evs = PD.follow(base + "/events?follow=1", onSbEvent, () => {
+		egress.length = secrets.length = seccomp.length = 0;
+		$("sb-events").replaceChildren();
+	}, (e) => e.status !== 404);
+	closers.push(() => evs.stop());
+
+	/* pending ask decisions */
+	const asks = new Map();
+	function renderAsks() {
+		const ul = $("asks");
+		ul.replaceChildren(...[...asks.values()].map((a) => {
+			const li = PD.el("li");
+			li.append(PD.el("span", a.host + ":" + a.port + " (" + (a.via || "") + ")"));
+			for (const ans of ["allow_once", "allow_always", "deny"]) {
+				const btn = PD.el("button", ans.replace("_", " "));
+				btn.type = "button";
+				btn.addEventListener("click", async () => {
+					try {
+						await PD.request("POST", base + "/network/decisions", { id: a.id, answer: ans, who: "console" });
+						asks.delete(a.id);
+						renderAsks();
+					} catch (e) {
+						status("answer: " + e.message, true);
+					}
+				});
+				li.appendChild(btn);
+			}
+			return li;
+		}));
+		$("asks-empty").hidden = asks.size > 0;
+	}
+	const askFeed = PD.follow(base + "/network/pending?follow=1", (a) => {
+		if (a.id !== undefined && !a.answer)
+			asks.set(a.id, a);
+		else if (a.id !== undefined)
+			asks.delete(a.id);
+		renderAsks();
+	}, () => asks.clear(), (e) => e.status !== 409 && e.status !== 404);
+	closers.push(() => askFeed.stop());
+	renderAsks();
+
+	loadBox();
+	loadProcs();
+	loadNetwork();
+	listFiles();
+	const t = setInterval(() => { if (!document.hidden) loadBox(); }, 2000);
+	closers.push(() => clearInterval(t));
+	return { id, base, close() { for (const c of closers) c(); } };
+}
+
+/* ---- sandbox actions ------------------------------------------------------------------ */
+function page() {
+	return state.page;
+}
+
+$("ttl-form").addEventListener("submit", async (ev) => {
+	ev.preventDefault();
+	const p = page();
+	try {
+		const b = await PD.request("POST", p.base + "/ttl", { ttl_s: Number($("ttl-s").value) });
+		status("expires at " + b.expires_at);
+	} catch (e) {
+		status("extend TTL: " + e.message, true);
+	}
+});
+
+$("delete").addEventListener("click", async () => {
+	const p = page();
+	if (!confirm("Delete " + p.id + "? Every process in it is killed and its files are gone."))
+		return;
+	try {
+		await PD.request("DELETE", p.base);
+		status(p.id + " deleted");
+		location.hash = "#/";
+	} catch (e) {
+		status("delete: " + e.message, true);
+	}
+});
+
+$("net-form").addEventListener("submit", async (ev) => {
+	ev.preventDefault();
+	const p = page();
+	let body;
+	try {
+		body = JSON.parse($("net-json").value);
+	} catch (e) {
+		status("network policy: expected a JSON object: " + e.message, true);
+		return;
+	}
+	try {
+		const r = await PD.request("PUT", p.base + "/network", body);
+		status("policy applied; connections closed: " + (r.connections_closed || 0));
+	} catch (e) {
+		status("network policy: " + e.message, true);
+	}
+});
+
+$("term-form").addEventListener("submit", async (ev) => {
+	ev.preventDefault();
+	const p = page(), out = $("term-out"), cmd = $("term-cmd").value;
+	out.append("$ " + cmd + "\n");
+	try {
+		await PD.stream("POST", p.base + "/exec", { cmd, stream: true }, (o) => {
+			if (o.type === "stdout" || o.type === "stderr")
+				out.append(o.data !== undefined ? o.data : "[" + (o.data_b64 || "").length + " base64 chars]");
+			else if (o.type === "exit" && o.result)
+				out.append("[exit " + (o.result.signal ? "signal " + o.result.signal : o.result.exit_code) +
+					(o.result.reason && o.result.reason !== "exit" ? ", " + o.result.reason : "") + "]\n");
+		});
+	} catch (e) {
+		out.append("[error: " + e.message + "]\n");
+	}
+	out.scrollTop = out.scrollHeight;
+});
+
+async function listFiles() {
+	const p = page(), dir = $("files-path").value;
+	if (!p)
+		return;
+	try {
+		const r = await PD.request("GET", p.base + "/files/list?path=" + encodeURIComponent(dir) + "&depth=1");
+		$("files").tBodies[0].replaceChildren(...(r.entries || []).map((f) => {
+			const tr = document.createElement("tr");
+			const dl = PD.el("td");
+			if (f.type === "file") {
+				const b = PD.el("button", "Download");
+				b.type = "button";
+				b.setAttribute("aria-label", "Download " + f.name);
+				b.addEventListener("click", () => download(f.path || dir.replace(/\/$/, "") + "/" + f.name, f.name));
+				dl.appendChild(b);
+			}
+			tr.append(PD.el("td", f.name, "cmd"), PD.el("td", f.type), PD.el("td", PD.bytes(f.size)), dl);
+			return tr;
+		}));
+	} catch (e) {
+		$("files").tBodies[0].replaceChildren();
+		status("files: " + e.message, true);
+	}
+}
+
+$("files-form").addEventListener("submit", (ev) => {
+	ev.preventDefault();
+	listFiles();
+});
+
+async function download(path, name) {
+	try {
+		const res = await PD.request("GET", page().base + "/files?path=" + encodeURIComponent(path), undefined, { raw: true });
+		PD.saveBlob(await res.blob(), name.replace(/[\/\\]/g, "_"));
+	} catch (e) {
+		status("download: " + e.message, true);
+	}
+}
+
+$("upload-form").addEventListener("submit", async (ev) => {
+	ev.preventDefault();
+	const f = $("upload-file").files[0], dir = $("files-path").value.replace(/\/$/, "");
+	if (!f)
+		return;
+	const dest = dir + "/" + f.name;
+	if (!confirm("Upload " + f.name + " (" + PD.bytes(f.size) + ") to " + dest + " in " + page().id + "?"))
+		return;
+	try {
+		await PD.request("PUT", page().base + "/files?path=" + encodeURIComponent(dest), f);
+		status("uploaded " + dest);
+		listFiles();
+	} catch (e) {
+		status("upload: " + e.message, true);
+	}
+});
+
+/* ---- events page ----------------------------------------------------------------------- */
+function eventListener(e) {
+	state.events.push(e);
+	if (state.events.length > EVENTS_KEPT)
+		state.events.shift();
+	if (state.view === "events" && matches(e)) {
+		const ol = $("ev-list");
+		ol.appendChild(PD.el("li", JSON.stringify(e)));
+		while (ol.children.length > LOG_ROWS)
+			ol.firstChild.remove();
+	}
+}
+eventListener.keep = true;
+state.listeners.push(eventListener);
+
+function matches(e) {
+	const sb = $("ev-sandbox").value.trim(), kind = $("ev-kind").value.trim(), dec = $("ev-decision").value;
+	return (!sb || e.sandbox === sb) && (!kind || String(e.event).startsWith(kind)) &&
+		(!dec || e.decision === dec || e.answer === dec || (dec === "allow" && String(e.answer).startsWith("allow")));
+}
+
+function renderEvents() {
+	const list = state.events.filter(matches).slice(-LOG_ROWS);
+	$("ev-list").replaceChildren(...list.map((e) => PD.el("li", JSON.stringify(e))));
+}
+
+for (const id of ["ev-sandbox", "ev-kind", "ev-decision"])
+	$(id).addEventListener("input", renderEvents);
+$("ev-filter").addEventListener("submit", (ev) => ev.preventDefault());
+$("ev-export").addEventListener("click", () => {
+	const lines = state.events.filter(matches).map((e) => JSON.stringify(e) + "\n");
+	PD.saveBlob(new Blob(lines, { type: "application/x-ndjson" }), "paddock-events.jsonl");
+});
+
+start();
