@@ -7,6 +7,9 @@
  * of /ui through, pd_ui_path()); everything the page then shows comes from the API, with the
  * token the user types in.
  *
+ * GET /ui/session says which tenant the request's token names (null: none, or a wrong
+ * one), so the page knows whether to ask for one.
+ *
  * Every answer carries a strict Content-Security-Policy (only this origin's scripts, styles
  * and connections; no inline code; no framing) and headers that keep browsers from sniffing
  * types or sending the page's address elsewhere.
@@ -59,6 +62,12 @@ void pd_api_ui(struct request *r)
 		add_security_headers(h);
 	if (r->method != EVHTTP_REQ_GET && r->method != EVHTTP_REQ_HEAD)
 		return pd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET");
+	/*
+	 * Who the request is, without a 401 (which a browser logs as an error): the page asks
+	 * this first to know whether to ask for a token. It says nothing a client does not know.
+	 */
+	if (r->n_seg == 2 && strcmp(r->seg[1], "session") == 0)
+		return pd_reply_json(r, 200, json_pack("{s:s?}", "tenant", r->tenant));
 	if (r->n_seg == 1)
 		a = find("index.html");
 	else if (r->n_seg == 2)

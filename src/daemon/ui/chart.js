@@ -1,6 +1,6 @@
 /*
- * A small time chart on a <canvas>, drawn here: memory as a line against its limit (or the
- * highest sample), CPU use as bars (percent of one core). No library: two series do not
+ * A small time chart on a <canvas>, drawn here: memory as a line (scaled to the highest
+ * sample; the limit is named), CPU use as bars (percent of one core). No library: two series do not
  * need one, and the page stays a few kilobytes with nothing from elsewhere.
  */
 "use strict";
@@ -29,7 +29,8 @@ PD.Chart = class {
 		g.strokeRect(pad, 4, W - pad - 4, H - pad);
 		g.globalAlpha = 1;
 		const n = this.points.length;
-		const memMax = Math.max(1, this.limit || 0, ...this.points.map((p) => p.mem || 0));
+		/* scaled to what was used (a 512 KiB sandbox under a 1 GiB limit is still visible) */
+		const memMax = Math.max(1, ...this.points.map((p) => (p.mem || 0) * 1.25));
 		const step = (W - pad - 8) / Math.max(1, this.max - 1);
 		const y = (v) => 4 + (H - pad) * (1 - v);
 		/* CPU bars */
@@ -53,7 +54,8 @@ PD.Chart = class {
 		g.stroke();
 		g.fillStyle = fg;
 		g.font = "11px sans-serif";
-		g.fillText("mem " + PD.bytes(memMax), pad + 4, 16);
+		g.fillText("mem " + PD.bytes(memMax) + (this.limit ? " (limit " + PD.bytes(this.limit) + ")" : ""),
+			pad + 4, 16);
 		const last = n ? this.points[n - 1] : null;
 		g.fillText(last ? "cpu " + (last.cpu || 0).toFixed(0) + "%  mem " + PD.bytes(last.mem) :
 			"waiting for samples", pad + 4, H - 8);

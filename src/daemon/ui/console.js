@@ -30,17 +30,20 @@ function show(id) {
 /* ---- sign-in: try the API as we are (unix socket forwarded: no token needed), else ask */
 async function start() {
 	try {
-		const r = await PD.request("GET", "/v1/sandboxes");
-		signedIn(r.sandboxes || []);
-	} catch (e) {
-		if (e.status === 401) {
+		/* who this token is (null: none or wrong), without a 401 for the browser to log */
+		const s = await PD.request("GET", "/ui/session");
+		if (!s || !s.tenant) {
 			show("login");
 			$("token").focus();
 			if (PD.token)
-				$("login-error").textContent = "The token was refused: " + e.message;
-		} else {
-			status("paddockd: " + e.message, true);
+				$("login-error").textContent = "paddockd does not know that token.";
+			return;
 		}
+		state.tenant = s.tenant;
+		const r = await PD.request("GET", "/v1/sandboxes");
+		signedIn(r.sandboxes || []);
+	} catch (e) {
+		status("paddockd: " + e.message, true);
 	}
 }
 
@@ -65,8 +68,7 @@ function signedIn(list) {
 	for (const b of list)
 		state.boxes.set(b.id, Object.assign(b, { egress: { allow: 0, deny: 0 } }));
 	$("logout").hidden = !PD.token;
-	$("who").textContent = list.length && list[0].tenant ? "tenant " + list[0].tenant :
-		PD.token ? "signed in" : "local operator";
+	$("who").textContent = state.tenant === "local" ? "local operator" : "tenant " + state.tenant;
 	if (first)
 		state.feed = PD.follow("/v1/events?follow=1", onEvent, reloadBoxes, (e) => {
 			status("event stream: " + e.message + "; reconnecting", true);
@@ -125,6 +127,7 @@ function refreshUsage() {
 	if (document.hidden || state.view !== "overview")
 		return;
 	reloadBoxes();
+	loadHost();
 }
 
 /* egress counts so far, once per sandbox; the event stream keeps them from then on */
@@ -238,7 +241,7 @@ function openSandbox(id) {
 	const closers = [];
 	const chart = new PD.Chart($("chart"));
 	const egress = [], secrets = [], seccomp = [];
-	let lastCpu = null, spec = null;
+	let lastCpu = null, spec = null, lastExecs = -1;
 	$("sb-id").textContent = id;
 	for (const t of ["procs", "egress", "secrets", "seccomp", "files"])
 		$(t).tBodies[0].replaceChildren();
@@ -261,6 +264,11 @@ function openSandbox(id) {
 				$("sb-spec").textContent = JSON.stringify(b.spec, null, 2);
 				chart.limit = memLimit(b);
 			}
+			/* a command the event log has not told of yet (the streams race): list again */
+			if (b.usage.execs !== lastExecs) {
+				lastExecs = b.usage.execs;
+				loadProcs();
+			}
 			const now = Date.now();
 			const cpu = lastCpu ? Math.max(0, (b.usage.cpu_s - lastCpu.v) / ((now - lastCpu.t) / 1000) * 100) : 0;
 			lastCpu = { v: b.usage.cpu_s, t: now };
@@ -279,10 +287,11 @@ function openSandbox(id) {
 				tr.append(PD.el("td", p.pid), PD.el("td", (p.argv || []).join(" "), "cmd"),
 					PD.el("td", p.state, p.state === "running" ? "ok" : ""),
 					PD.el("td", res.signal ? "signal " + res.signal : res.exit_code ?? "–"),
-					PD.el("td", res.reason || "–", res.reason && res.reason !== "exit" ? "bad" : ""),
-					PD.el("td", res.wall_s !== undefined ? res.wall_s.toFixed(3) : "–"),
-					PD.el("td", res.cpu_s !== undefined ? res.cpu_s.toFixed(3) : "–"),
-					PD.el("td", PD.bytes(res.memory_peak_bytes)));
+					PD.el("td", res.reason || "–", res.reason && res.reason !== "exited" ? "bad" : ""),
+					PD.el("td", typeof res.wall_s === "number" ? res.wall_s.toFixed(3) : "–"),
+					PD.el("td", typeof res.cpu_user_s === "number" ?
+						(res.cpu_user_s + (res.cpu_sys_s || 0)).toFixed(3) : "–"),
+					PD.el("td", PD.bytes(res.peak_rss_bytes)));
 				return tr;
 			});
 			$("procs").tBodies[0].replaceChildren(...rows);
@@ -397,7 +406,7 @@ function openSandbox(id) {
 	listFiles();
 	const t = setInterval(() => { if (!document.hidden) loadBox(); }, 2000);
 	closers.push(() => clearInterval(t));
-	return { id, base, close() { for (const c of closers) c(); } };
+	return { id, base, refresh: loadProcs, close() { for (const c of closers) c(); } };
 }
 
 /* ---- sandbox actions ------------------------------------------------------------------ */
@@ -457,12 +466,14 @@ $("term-form").addEventListener("submit", async (ev) => {
 				out.append(o.data !== undefined ? o.data : "[" + (o.data_b64 || "").length + " base64 chars]");
 			else if (o.type === "exit" && o.result)
 				out.append("[exit " + (o.result.signal ? "signal " + o.result.signal : o.result.exit_code) +
-					(o.result.reason && o.result.reason !== "exit" ? ", " + o.result.reason : "") + "]\n");
+					(o.result.reason && o.result.reason !== "exited" ? ", " + o.result.reason : "") + "]\n");
 		});
 	} catch (e) {
 		out.append("[error: " + e.message + "]\n");
 	}
 	out.scrollTop = out.scrollHeight;
+	if (p.refresh)
+		p.refresh();
 });
 
 async function listFiles() {
