@@ -313,6 +313,13 @@ void pd_stream_start(struct watcher *w, const char *content_type)
 	w->streaming = true;
 	evhttp_add_header(evhttp_request_get_output_headers(w->req), "Content-Type",
 			  content_type);
+	/*
+	 * TODO: a request that came after a streamed (chunked) answer on the same connection
+	 * was never read (the client waited forever; a browser reuses its connections, so the
+	 * web console hit it at once). Until that is found in evhttp and the gate, a stream
+	 * ends its connection: the client opens a new one for its next request.
+	 */
+	evhttp_add_header(evhttp_request_get_output_headers(w->req), "Connection", "close");
 	evhttp_send_reply_start(w->req, 200, "OK");
 }
 

@@ -110,6 +110,30 @@ expect_match "alice's stream: removed" "\"event\":\"sandbox.removed\",\"sandbox\
 expect_eq "bob's stream has nothing of alice's sandbox" 0 "$(grep -c "$ID" "$T_TMP/ev-bob")"
 expect_match "the operator's stream has it" "\"sandbox\":\"$ID\"" "$(cat "$T_TMP/ev-op")"
 
+# ---- a request after a streamed answer (a browser reuses its connections) -------------------
+cat >"$T_TMP/after-stream.py" <<'PY'
+import http.client, json, sys
+port, token = int(sys.argv[1]), sys.argv[2]
+H = {"Authorization": "Bearer " + token, "Content-Type": "application/json"}
+c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+c.request("POST", "/v1/sandboxes", json.dumps({"ttl_s": 60}), H)
+sb = json.loads(c.getresponse().read())["id"]
+out = []
+for path in ["/v1/sandboxes/%s/events" % sb, "/v1/sandboxes"]:
+    try:
+        c.request("GET", path, headers=H)
+        r = c.getresponse()
+        r.read()
+        out.append(str(r.status))
+    except OSError as e:
+        out.append(type(e).__name__)
+c.request("DELETE", "/v1/sandboxes/" + sb, headers=H)
+c.getresponse().read()
+print(" ".join(out))
+PY
+expect_eq "a request after a streamed answer is answered (one connection, as a browser would)" \
+	"200 200" "$($PY "$T_TMP/after-stream.py" "$PORT" "$A" 2>&1)"
+
 # ---- a slow reader is closed, not buffered ----------------------------------------------------
 # A follower that reads nothing while a sandbox makes thousands of events (denied proxy
 # connections: nothing leaves the sandbox): with --stream-backlog-max 16K, paddockd closes

@@ -56,29 +56,45 @@ $("login-form").addEventListener("submit", (ev) => {
 
 $("logout").addEventListener("click", () => {
 	PD.setToken("");
-	if (state.feed)
-		state.feed.stop();
+	feedOff();
 	location.hash = "#/";
 	location.reload();
 });
 
 function signedIn(list) {
-	const first = !state.feed;
+	const first = !state.started;
+	state.started = true;
 	state.boxes.clear();
 	for (const b of list)
 		state.boxes.set(b.id, Object.assign(b, { egress: { allow: 0, deny: 0 } }));
 	$("logout").hidden = !PD.token;
 	$("who").textContent = state.tenant === "local" ? "local operator" : "tenant " + state.tenant;
-	if (first)
-		state.feed = PD.follow("/v1/events?follow=1", onEvent, reloadBoxes, (e) => {
-			status("event stream: " + e.message + "; reconnecting", true);
-		});
-	loadEgressCounts();
-	route();
+	route(); /* starts the feed, unless a sandbox's page needs no feed */
 	if (first) {
 		setInterval(refreshUsage, 5000);
 		setInterval(() => { if (state.view === "overview") renderOverview(); }, 1000);
 	}
+}
+
+/*
+ * A browser opens at most 6 HTTP/1.1 connections to a server, and each followed stream holds
+ * one: the daemon-wide feed runs on the overview and events pages only (a sandbox's page
+ * follows that sandbox's own events), and is reloaded when it starts again.
+ */
+function feedOn() {
+	if (state.feed)
+		return;
+	state.feed = PD.follow("/v1/events?follow=1", onEvent, reloadBoxes, (e) => {
+		status("event stream: " + e.message + "; reconnecting", true);
+	});
+	/* what happened while it was off */
+	reloadBoxes().then(loadEgressCounts);
+}
+
+function feedOff() {
+	if (state.feed)
+		state.feed.stop();
+	state.feed = null;
 }
 
 /* ---- live state from the event stream ---------------------------------------------- */
@@ -157,6 +173,7 @@ function renderOverview() {
 		td.appendChild(a);
 		tr.appendChild(td);
 		tr.appendChild(PD.el("td", b.tenant || "–"));
+		tr.appendChild(PD.el("td", b.spec && b.spec.image ? b.spec.image : "host /usr"));
 		tr.appendChild(PD.el("td", PD.duration((now - Date.parse(b.created_at)) / 1000)));
 		tr.appendChild(PD.el("td", PD.duration((Date.parse(b.expires_at) - now) / 1000)));
 		tr.appendChild(PD.el("td", b.state, b.state === "running" ? "ok" : "bad"));
@@ -197,12 +214,33 @@ function memLimit(b) {
 	return 0;
 }
 
+/* Prometheus text: the sum of each series' samples, by name (labels folded) */
+function metricSums(text) {
+	const m = new Map();
+	for (const line of text.split("\n")) {
+		const r = /^([a-z_]+)(?:\{[^}]*\})? ([0-9.eE+-]+)$/.exec(line);
+		if (r)
+			m.set(r[1], (m.get(r[1]) || 0) + Number(r[2]));
+	}
+	return m;
+}
+
 async function loadHost() {
 	const dl = $("host");
 	try {
 		const h = await PD.request("GET", "/healthz");
-		dl.replaceChildren(PD.el("dt", "paddockd"), PD.el("dd", h.status),
-			PD.el("dt", "sandboxes (all tenants)"), PD.el("dd", h.sandboxes));
+		const rows = [["paddockd", h.status], ["sandboxes (all tenants)", h.sandboxes]];
+		const res = await PD.request("GET", "/metrics", undefined, { raw: true });
+		const m = metricSums(await res.text());
+		if (m.has("paddock_pool_ready"))
+			rows.push(["warm pool ready", m.get("paddock_pool_ready")],
+				["pool hits / misses", (m.get("paddock_pool_hits_total") || 0) + " / " +
+					(m.get("paddock_pool_misses_total") || 0)]);
+		else
+			rows.push(["warm pool", "off"]);
+		rows.push(["sandboxes created", m.get("paddock_sandboxes_created_total") || 0],
+			["HTTP connections open", m.get("paddock_http_connections_open") || 0]);
+		dl.replaceChildren(...rows.flatMap(([k, v]) => [PD.el("dt", k), PD.el("dd", v)]));
 	} catch (e) {
 		dl.replaceChildren(PD.el("dt", "paddockd"), PD.el("dd", e.message));
 	}
@@ -220,14 +258,17 @@ function route() {
 	if ((m = /^#\/sandbox\/(sb_[a-z2-9]{12})$/.exec(h))) {
 		state.view = "sandbox";
 		show("sandbox");
+		feedOff();
 		state.page = openSandbox(m[1]);
 	} else if (h === "#/events") {
 		state.view = "events";
 		show("events");
+		feedOn();
 		renderEvents();
 	} else {
 		state.view = "overview";
 		show("overview");
+		feedOn();
 		renderOverview();
 		loadHost();
 	}
@@ -302,6 +343,7 @@ function openSandbox(id) {
 		try {
 			const n = await PD.request("GET", base + "/network");
 			$("net-json").value = JSON.stringify(n.network, null, 2);
+			followAsks(n.network && n.network.unlisted === "ask");
 		} catch (e) {
 			$("net-json").value = "";
 		}
@@ -390,14 +432,25 @@ function openSandbox(id) {
 		}));
 		$("asks-empty").hidden = asks.size > 0;
 	}
-	const askFeed = PD.follow(base + "/network/pending?follow=1", (a) => {
-		if (a.id !== undefined && !a.answer)
-			asks.set(a.id, a);
-		else if (a.id !== undefined)
-			asks.delete(a.id);
+	/* followed only while the policy asks (a stream held open costs one of 6 connections) */
+	let askFeed = null;
+	function followAsks(on) {
+		if (on && !askFeed) {
+			askFeed = PD.follow(base + "/network/pending?follow=1", (a) => {
+				if (a.id !== undefined && !a.answer)
+					asks.set(a.id, a);
+				else if (a.id !== undefined)
+					asks.delete(a.id);
+				renderAsks();
+			}, () => asks.clear(), (e) => e.status !== 409 && e.status !== 404);
+		} else if (!on && askFeed) {
+			askFeed.stop();
+			askFeed = null;
+			asks.clear();
+		}
 		renderAsks();
-	}, () => asks.clear(), (e) => e.status !== 409 && e.status !== 404);
-	closers.push(() => askFeed.stop());
+	}
+	closers.push(() => followAsks(false));
 	renderAsks();
 
 	loadBox();
@@ -406,7 +459,16 @@ function openSandbox(id) {
 	listFiles();
 	const t = setInterval(() => { if (!document.hidden) loadBox(); }, 2000);
 	closers.push(() => clearInterval(t));
-	return { id, base, refresh: loadProcs, close() { for (const c of closers) c(); } };
+	const pg = { id, base, refresh: loadProcs, shell: null, closeShell: null,
+		close() {
+			if (pg.closeShell)
+				pg.closeShell();
+			for (const c of closers)
+				c();
+		} };
+	$("shell-start").hidden = false;
+	$("shell-stop").hidden = true;
+	return pg;
 }
 
 /* ---- sandbox actions ------------------------------------------------------------------ */
@@ -456,9 +518,77 @@ $("net-form").addEventListener("submit", async (ev) => {
 	}
 });
 
+/*
+ * The shell: a background /bin/sh -i on a pty with stdin kept open; its output is followed
+ * and each line typed is written to its stdin (the pty echoes it). The output is a
+ * terminal's: control sequences are dropped, as a line printer would show it.
+ */
+function terminalText(s) {
+	return s.replace(/\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)/g, "")   /* OSC: titles */
+		.replace(/\x1b\[[0-9;?]*[ -\/]*[@-~]/g, "")            /* CSI: colours, modes */
+		.replace(/\x1b[()][A-Za-z0-9]|\x1b[=>78]/g, "")
+		.replace(/\r\n/g, "\n").replace(/\r/g, "")
+		.replace(/[\x00-\x08\x0b-\x1f\x7f]/g, "");
+}
+
+async function startShell() {
+	const p = page(), out = $("term-out");
+	try {
+		const proc = await PD.request("POST", p.base + "/exec", {
+			argv: ["/bin/sh", "-i"], background: true, keep_stdin: true, timeout_s: 0,
+			pty: { rows: 24, cols: 100 }, env: { TERM: "dumb", PS1: "$ " } });
+		const ctl = new AbortController();
+		p.shell = { pid: proc.pid, ctl };
+		$("shell-start").hidden = true;
+		$("shell-stop").hidden = false;
+		$("shell-state").textContent = "Shell " + proc.pid + " on a pty: lines go to its input.";
+		p.closeShell = () => stopShell(true);
+		PD.stream("GET", p.base + "/processes/" + proc.pid + "/output?follow=1", undefined, (o) => {
+			if (o.type === "stdout" || o.type === "stderr") {
+				out.append(terminalText(o.data !== undefined ? o.data : ""));
+				out.scrollTop = out.scrollHeight;
+			} else if (o.type === "exit") {
+				out.append("[shell ended]\n");
+			}
+		}, ctl.signal).catch(() => {}).finally(() => {
+			if (p.shell && p.shell.pid === proc.pid)
+				stopShell(false);
+		});
+	} catch (e) {
+		out.append("[shell: " + e.message + "]\n");
+	}
+}
+
+function stopShell(kill) {
+	const p = page();
+	if (!p || !p.shell)
+		return;
+	const sh = p.shell;
+	p.shell = null;
+	if (kill)
+		PD.request("POST", p.base + "/processes/" + sh.pid + "/signal", { signal: "KILL" }).catch(() => {});
+	sh.ctl.abort();
+	$("shell-start").hidden = false;
+	$("shell-stop").hidden = true;
+	$("shell-state").textContent = "Each line runs on its own with /bin/sh -c.";
+}
+
+$("shell-start").addEventListener("click", startShell);
+$("shell-stop").addEventListener("click", () => stopShell(true));
+
 $("term-form").addEventListener("submit", async (ev) => {
 	ev.preventDefault();
 	const p = page(), out = $("term-out"), cmd = $("term-cmd").value;
+	if (p.shell) {
+		$("term-cmd").value = "";
+		try {
+			await PD.request("POST", p.base + "/processes/" + p.shell.pid + "/stdin",
+				new Blob([cmd + "\n"]));
+		} catch (e) {
+			out.append("[stdin: " + e.message + "]\n");
+		}
+		return;
+	}
 	out.append("$ " + cmd + "\n");
 	try {
 		await PD.stream("POST", p.base + "/exec", { cmd, stream: true }, (o) => {
@@ -480,8 +610,10 @@ async function listFiles() {
 	const p = page(), dir = $("files-path").value;
 	if (!p)
 		return;
+	status("listing " + dir + " …");
 	try {
 		const r = await PD.request("GET", p.base + "/files/list?path=" + encodeURIComponent(dir) + "&depth=1");
+		status("");
 		$("files").tBodies[0].replaceChildren(...(r.entries || []).map((f) => {
 			const tr = document.createElement("tr");
 			const dl = PD.el("td");

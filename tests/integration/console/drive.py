@@ -162,6 +162,14 @@ def screenshot(name):
         f.write(png)
 
 
+def tcp_conns():  # the browser's, without this request's own
+    m = urllib.request.urlopen(urllib.request.Request(
+        base + "/metrics", headers={"Authorization": "Bearer " + alice}), timeout=10).read().decode()
+    for line in m.splitlines():
+        if line.startswith('paddock_http_connections_open{listener="tcp"}'):
+            return int(line.split()[-1]) - 1
+
+
 box = None
 bob_box = None
 extra = None
@@ -254,10 +262,29 @@ try:
         fetch('/v1/sandboxes/' + arguments[0] + '/processes', {headers: {Authorization: 'Bearer ' + sessionStorage.getItem('paddock.token')}})
         .then(r => r.text()).then(t2 => done((Date.now() - t) + ' ms ' + t2.slice(0, 200)), e => done(String(e)));""", box)))
 
+    # the shell on a pty: a line typed goes to its stdin, its output comes back
+    click("#shell-start")
+    ok(wait(lambda: "on a pty" in (text("#shell-state") or "")), "a shell on a pty opens", text("#shell-state"))
+    type_into("#term-cmd", "echo pty-$((6*7)); tty")
+    click("#term-form button")
+    ok(wait(lambda: "pty-42" in (text("#term-out") or "")), "the shell runs echo and shows its output",
+       text("#term-out"))
+    ok(wait(lambda: "/dev/pts/" in (text("#term-out") or "")), "on a terminal (tty)", text("#term-out"))
+    out_text = text("#term-out") or ""
+    ok("\x1b" not in out_text, "no control sequences reach the page")
+    click("#shell-stop")
+
+    def shells_running():
+        st, r = api("GET", "/v1/sandboxes/%s/processes" % box)
+        return [p for p in (r or {}).get("processes", []) if p["argv"][:2] == ["/bin/sh", "-i"] and p["state"] == "running"]
+    ok(wait(lambda: not shells_running()), "closing the shell ends it", shells_running())
+
+
     # files: list /workspace after writing one
     api("POST", "/v1/sandboxes/%s/exec" % box, {"cmd": "echo hi > /workspace/note.txt"})
     click("#files-form button")
-    ok(wait(lambda: "note.txt" in (text("#files") or "")), "the files browser lists /workspace", text("#files"))
+    ok(wait(lambda: "note.txt" in (text("#files") or "")), "the files browser lists /workspace",
+       "%s\n%s\n%s\n%s" % (text("#files"), text("#status"), tcp_conns(), js("return performance.getEntriesByType('resource').slice(-12).map(e => e.name.replace(/^.*\\/v1/, '') + ' ' + Math.round(e.startTime) + ' ' + Math.round(e.duration)).join('\\n')")))
 
     # extend the TTL from the page
     type_into("#ttl-s", "900")
@@ -287,7 +314,11 @@ try:
     go(base + "/ui#/")
     wait(lambda: js("return !document.getElementById('overview').hidden"))
     ok(wait(lambda: "/ 1" in (text('#sb-table tr[data-id="%s"]' % box) or "")),
-       "the overview counts the denied connection", text('#sb-table tr[data-id="%s"]' % box))
+       "the overview counts the denied connection", "%s\n%s\n%s" % (text('#sb-table tr[data-id="%s"]' % box), tcp_conns(),
+       js_async("""const done = arguments[arguments.length - 1]; const t = Date.now();
+        setTimeout(() => done('timeout'), 5000);
+        fetch('/v1/sandboxes/' + arguments[0] + '/network', {headers: {Authorization: 'Bearer ' + sessionStorage.getItem('paddock.token')}})
+        .then(r => r.text()).then(t2 => done((Date.now() - t) + ' ms ' + t2.slice(0, 300)), e => done(String(e)));""", box)))
     time.sleep(1)
     screenshot("console-overview.png")
 
