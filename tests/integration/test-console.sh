@@ -205,9 +205,10 @@ if [ -z "$CHROMIUM" ] || [ -z "$DRIVER" ]; then
 	stop_daemon
 	unavailable "chromium and chromium-driver are not installed (dev/deps --test installs them)"
 fi
-mkdir -p "$T_TMP/browser" "$T_TMP/home"
-# Chromium wants a writable HOME (the suite's unprivileged uid has none of its own)
-HOME=$T_TMP/home timeout 240 $PY "$(dirname "$0")/console/drive.py" "$DRIVER" "$CHROMIUM" "$URL" "$A" "$B" \
+mkdir -p "$T_TMP/browser" "$T_TMP/home" "$T_TMP/btmp"
+# Chromium wants a writable HOME (the suite's unprivileged uid has none of its own), and its
+# scratch directories go below the test's own temp dir (removed with it, whenever it quits)
+HOME=$T_TMP/home TMPDIR=$T_TMP/btmp timeout 240 $PY "$(dirname "$0")/console/drive.py" "$DRIVER" "$CHROMIUM" "$URL" "$A" "$B" \
 	"$T_TMP/browser" >"$T_TMP/drive.out" 2>&1
 st=$?
 while IFS= read -r line; do
