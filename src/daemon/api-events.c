@@ -58,18 +58,6 @@ static void all_follower_gone(struct watcher *w)
 	pd_watcher_free(w, &d->event_watchers);
 }
 
-static bool valid_sandbox_id(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n != 15 || strncmp(s, "sb_", 3) != 0)
-		return false;
-	for (size_t i = 3; i < n; i++)
-		if (!strchr("abcdefghijkmnpqrstuvwxyz23456789", s[i]))
-			return false;
-	return true;
-}
-
 /*
  * Live only: a sandbox's past is at its own events route (the store keeps it per sandbox);
  * this one says what happens from now on, across the tenant's sandboxes.
@@ -85,7 +73,7 @@ void pd_api_events_all(struct request *r)
 		return pd_reply_error(r, 400, "invalid", "follow",
 				      "expected follow=1 (this route streams live events; a "
 				      "sandbox's stored ones are at /v1/sandboxes/{id}/events)");
-	if (sandbox && !valid_sandbox_id(sandbox))
+	if (sandbox && !pd_sandbox_id_valid(sandbox))
 		return pd_reply_error(r, 400, "invalid", "sandbox",
 				      "expected a sandbox id (sb_ and 12 characters)");
 	w = pd_watcher_new(r, W_EVENTS, r->d, &r->d->event_watchers);
@@ -102,7 +90,8 @@ void pd_events_broadcast(struct daemon *d, const char *tenant, const char *sandb
 {
 	for (struct watcher *w = d->event_watchers; w; w = w->next) {
 		/* SECURITY: a tenant sees its own sandboxes' events; the operator every one */
-		if (strcmp(w->tenant, PD_LOCAL_TENANT) != 0 && (!tenant || strcmp(w->tenant, tenant)))
+		if (strcmp(w->tenant, PD_LOCAL_TENANT) != 0 &&
+		    (!tenant || strcmp(w->tenant, tenant) != 0))
 			continue;
 		if (w->sandbox[0] && (!sandbox || strcmp(w->sandbox, sandbox) != 0))
 			continue;

@@ -21,9 +21,9 @@
 #include "daemon.h"
 #include "ui-assets.h"
 
-#define CSP                                                                                   \
-	"default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "     \
-	"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; "        \
+#define CSP                                                                                        \
+	"default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "          \
+	"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; "             \
 	"frame-ancestors 'none'"
 
 bool pd_ui_path(const char *path, size_t len)

@@ -294,6 +294,8 @@ json_t *pd_body_object(struct request *r, bool empty_ok);
 /* Rejects fields not in the NULL-terminated list: replies 400 and returns false. */
 bool pd_check_fields(struct request *r, json_t *o, const char *const *allowed);
 const char *pd_query(struct request *r, const char *key);
+/* sb_ and 12 characters of [a-z2-9] but l, o: what paddock makes (anything else is 404) */
+bool pd_sandbox_id_valid(const char *s);
 int pd_http_setup(struct daemon *d, paddock_error *err);
 /*
  * TCP_NODELAY on a request's connection: streams send small pieces one after another, and

@@ -381,7 +381,7 @@ void pd_stream_end(struct watcher *w)
 
 /* ---- routing ----------------------------------------------------------------------------- */
 
-static bool valid_id(const char *s)
+bool pd_sandbox_id_valid(const char *s)
 {
 	size_t n = strlen(s);
 
@@ -402,8 +402,8 @@ static void route(struct request *r)
 		return pd_api_ui(r);
 	/* SECURITY: past the console's files, every request has a tenant */
 	if (!r->tenant)
-		return pd_reply_error(r, 401, "unauthorized", "Authorization",
-				      "expected 'Authorization: Bearer <token>' with a known token");
+		return pd_reply_error(r, 401, "unauthorized", "Authorization", "expected "
+				      "'Authorization: Bearer <token>' with a known token");
 	if (r->n_seg == 1 && strcmp(r->seg[0], "healthz") == 0) {
 		unsigned n = 0;
 
@@ -423,7 +423,7 @@ static void route(struct request *r)
 		return pd_reply_error(r, 404, "not_found", "path", "no such route");
 	if (r->n_seg == 2)
 		return pd_api_sandboxes(r);
-	b = valid_id(r->seg[2]) ? pd_box_find(d, r->tenant, r->seg[2]) : NULL;
+	b = pd_sandbox_id_valid(r->seg[2]) ? pd_box_find(d, r->tenant, r->seg[2]) : NULL;
 	if (!b)
 		return pd_reply_error(r, 404, "not_found", "id", "no such sandbox");
 	if (r->n_seg == 3 || (r->n_seg == 4 && strcmp(r->seg[3], "ttl") == 0))

@@ -172,7 +172,8 @@ json_t *pd_box_json(struct box *b)
 	if (b->sb)
 		(void)paddock_sandbox_usage(b->sb, &u, NULL);
 	return json_pack("{s:s,s:s,s:s,s:o,s:o,s:I,s:I,s:o,s:O,s:o,s:{s:I,s:I,s:f,s:I,s:i,s:i}}",
-			 "id", b->id, "tenant", b->tenant, "state", b->stopped ? "stopped" : "running", "created_at",
+			 "id", b->id, "tenant", b->tenant, "state",
+			 b->stopped ? "stopped" : "running", "created_at",
 			 pd_time_json(b->created_ms), "expires_at", pd_time_json(b->expires_ms),
 			 "ttl_s", (json_int_t)b->ttl_s, "idle_timeout_s",
 			 (json_int_t)b->idle_timeout_s, "last_active_at",

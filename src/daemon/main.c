@@ -533,12 +533,13 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'B': {
-			/* an events follower's unsent bytes before it is closed (pd_stream_event) */
+			/* an events follower's unsent bytes before it is closed */
 			uint64_t v = 0;
 
 			if (pd_parse_size(optarg, &v) < 0 || v < 4096 || v > (1ull << 30)) {
-				fprintf(stderr, "paddockd: --stream-backlog-max: expected a size such "
-						"as '1M' (4K to 1G), got '%s'\n", optarg);
+				fprintf(stderr, "paddockd: --stream-backlog-max: expected a size "
+						"such as '1M' (4K to 1G), got '%s'\n",
+					optarg);
 				return 2;
 			}
 			d.stream_behind_max = v;
