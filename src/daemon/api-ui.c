@@ -16,6 +16,7 @@
  */
 #include <event2/buffer.h>
 #include <event2/http.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "daemon.h"
@@ -82,8 +83,14 @@ void pd_api_ui(struct request *r)
 	if (!b)
 		return pd_reply_error(r, 500, "internal", NULL, "out of memory");
 	/* the table's bytes live as long as the program: no copy */
-	if (r->method == EVHTTP_REQ_GET)
+	if (r->method == EVHTTP_REQ_GET) {
 		evbuffer_add_reference(b, a->data, a->len, NULL, NULL);
+	} else { /* HEAD: the length of what GET would send (evhttp would say 0) */
+		char n[24];
+
+		snprintf(n, sizeof(n), "%zu", a->len);
+		evhttp_add_header(h, "Content-Length", n);
+	}
 	evhttp_add_header(h, "Content-Type", a->content_type);
 	r->status = 200;
 	r->d->m.http_by_class[2]++;

@@ -30,6 +30,8 @@ start_daemon --listen "127.0.0.1:$PORT" --tokens "$T_TMP/tokens" --stream-backlo
 expect_eq "GET /ui without a token: 200" 200 "$(code "$URL/ui")"
 expect_eq "GET /ui/ too" 200 "$(code "$URL/ui/")"
 expect_eq "HEAD /ui/console.js" 200 "$(code -I "$URL/ui/console.js")"
+expect_eq "HEAD says GET's length" "$(curl -s "$URL/ui/console.js" | wc -c)" \
+	"$(curl -sI "$URL/ui/console.js" | tr -d '\r' | awk 'tolower($1) == "content-length:" { print $2 }')"
 expect_eq "index.html is HTML" "text/html; charset=utf-8" "$(hdr /ui Content-Type)"
 expect_eq "console.js is JavaScript" "text/javascript; charset=utf-8" "$(hdr /ui/console.js Content-Type)"
 expect_eq "console.css is CSS" "text/css; charset=utf-8" "$(hdr /ui/console.css Content-Type)"
