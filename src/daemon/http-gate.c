@@ -693,6 +693,19 @@ static void flush_cb(evutil_socket_t fd, short what, void *arg)
 			 IO_IDLE_S);
 		return close_conn(c);
 	}
+	/*
+	 * COMPAT(libevent 2.1.12): once evhttp has writing enabled (a streamed answer, after
+	 * its first piece), what it adds is written at once, from inside evbuffer_add(), and
+	 * the write callback runs then, before evhttp_send_reply_end() has set the callback
+	 * that completes the request (evhttp_send_done): the answer was all sent, the request
+	 * never completed, and evhttp never read the connection's next request. This runs
+	 * after evhttp returned: with nothing left to write, tell it so now.
+	 */
+	if ((bufferevent_get_enabled(c->bev) & EV_WRITE) &&
+	    evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
+		bufferevent_trigger(c->bev, EV_WRITE, 0);
+		return;
+	}
 	bufferevent_flush(c->bev, EV_WRITE, BEV_NORMAL);
 }
 

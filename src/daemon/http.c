@@ -313,15 +313,6 @@ void pd_stream_start(struct watcher *w, const char *content_type)
 	w->streaming = true;
 	evhttp_add_header(evhttp_request_get_output_headers(w->req), "Content-Type",
 			  content_type);
-	/*
-	 * TODO: a request that came after a streamed (chunked) answer on the same connection
-	 * was never read (the client waited forever; a browser reuses its connections, so the
-	 * web console hit it at once; main has it too). Traced on 2026-12-03: the gate passes
-	 * the next head to evhttp, but the stream's completion (evhttp_send_done, the gate's
-	 * request_done) never runs after evhttp_send_reply_end, so evhttp never reads again.
-	 * Until that is fixed, a stream ends its connection: the client opens a new one.
-	 */
-	evhttp_add_header(evhttp_request_get_output_headers(w->req), "Connection", "close");
 	evhttp_send_reply_start(w->req, 200, "OK");
 }
 
