@@ -699,9 +699,10 @@ static void flush_cb(evutil_socket_t fd, short what, void *arg)
 	 * the write callback runs then, before evhttp_send_reply_end() has set the callback
 	 * that completes the request (evhttp_send_done): the answer was all sent, the request
 	 * never completed, and evhttp never read the connection's next request. This runs
-	 * after evhttp returned: with nothing left to write, tell it so now.
+	 * after evhttp returned: with nothing left to write, tell it so now (not on a spliced
+	 * connection: it is no longer evhttp's, api-ports.c paces it).
 	 */
-	if ((bufferevent_get_enabled(c->bev) & EV_WRITE) &&
+	if (c->state != G_RAW && (bufferevent_get_enabled(c->bev) & EV_WRITE) &&
 	    evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
 		bufferevent_trigger(c->bev, EV_WRITE, 0);
 		return;
