@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Events of a sandbox (from the store, then live) and the daemon's metrics (Prometheus text).
+ * Events of a sandbox (from the store, then live), every sandbox's live events (GET
+ * /v1/events: what the web console follows), and the daemon's metrics (Prometheus text).
+ * Followers are bounded: one that reads too slowly is closed (pd_stream_event).
  */
 #include <event2/buffer.h>
 #include <event2/http.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,6 +48,62 @@ void pd_api_events(struct request *r, struct box *b)
 	if (!follow || strcmp(follow, "1") != 0) {
 		pd_stream_end(w);
 		pd_watcher_free(w, &b->watchers);
+	}
+}
+
+static void all_follower_gone(struct watcher *w)
+{
+	struct daemon *d = w->owner;
+
+	pd_watcher_free(w, &d->event_watchers);
+}
+
+/*
+ * Live only: a sandbox's past is at its own events route (the store keeps it per sandbox);
+ * this one says what happens from now on, across the tenant's sandboxes.
+ */
+void pd_api_events_all(struct request *r)
+{
+	const char *follow = pd_query(r, "follow"), *sandbox = pd_query(r, "sandbox");
+	struct watcher *w;
+
+	if (r->method != EVHTTP_REQ_GET)
+		return pd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET");
+	if (!follow || strcmp(follow, "1") != 0)
+		return pd_reply_error(r, 400, "invalid", "follow",
+				      "expected follow=1 (this route streams live events; a "
+				      "sandbox's stored ones are at /v1/sandboxes/{id}/events)");
+	if (sandbox && !pd_sandbox_id_valid(sandbox))
+		return pd_reply_error(r, 400, "invalid", "sandbox",
+				      "expected a sandbox id (sb_ and 12 characters)");
+	w = pd_watcher_new(r, W_EVENTS, r->d, &r->d->event_watchers);
+	if (!w)
+		return pd_reply_error(r, 500, "internal", NULL, "out of memory");
+	w->on_gone = all_follower_gone;
+	w->tenant = r->tenant;
+	snprintf(w->sandbox, sizeof(w->sandbox), "%s", sandbox ? sandbox : "");
+	pd_http_no_delay(r->req);
+	pd_stream_start(w, "application/x-ndjson");
+}
+
+void pd_events_broadcast(struct daemon *d, const char *tenant, const char *sandbox, json_t *o)
+{
+	for (struct watcher *w = d->event_watchers; w; w = w->next) {
+		/* SECURITY: a tenant sees its own sandboxes' events; the operator every one */
+		if (strcmp(w->tenant, PD_LOCAL_TENANT) != 0 &&
+		    (!tenant || strcmp(w->tenant, tenant) != 0))
+			continue;
+		if (w->sandbox[0] && (!sandbox || strcmp(w->sandbox, sandbox) != 0))
+			continue;
+		pd_stream_event(d, w, json_incref(o));
+	}
+}
+
+void pd_events_release(struct daemon *d)
+{
+	while (d->event_watchers) {
+		pd_stream_end(d->event_watchers);
+		pd_watcher_free(d->event_watchers, &d->event_watchers);
 	}
 }
 
@@ -122,6 +181,9 @@ void pd_api_metrics(struct request *r)
 	pd_metrics_egress(d, r->tenant, b);
 	pd_pool_metrics(d, b);
 	pd_http_gate_metrics(d, b);
+	evbuffer_add_printf(b, "# TYPE paddock_http_streams_dropped_total counter\n"
+			       "paddock_http_streams_dropped_total %llu\n",
+			    (unsigned long long)d->m.streams_dropped);
 	evhttp_add_header(evhttp_request_get_output_headers(r->req), "Content-Type",
 			  "text/plain; version=0.0.4");
 	d->m.http_by_class[2]++;

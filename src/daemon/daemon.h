@@ -44,6 +44,7 @@ struct evhttp_connection;
 #define PD_IDEM_KEEP_S 86400	      /* how long a key is remembered */
 #define PD_EVENT_LOG_MAX (64u << 20)  /* events.jsonl rotates at this size... */
 #define PD_EVENT_LOG_KEEP 4	      /* ...keeping this many rotated files */
+#define PD_STREAM_BEHIND_MAX (1u << 20) /* unsent bytes an events follower may have */
 
 struct daemon;
 struct box;
@@ -64,6 +65,10 @@ struct watcher {
 	/* W_HOOK: another front end (src/e2b) formats the process's events itself */
 	const struct watcher_ops *ops;
 	void *ctx;
+	/* GET /v1/events: whose events it may see, and the one sandbox asked for ("": all) */
+	const char *tenant;
+	char sandbox[32];
+	bool behind; /* an events follower too far behind: closing, its lines are dropped */
 };
 
 struct proc;
@@ -156,6 +161,7 @@ struct tenant_token {
 struct metrics {
 	uint64_t created, destroyed_by[8], execs_by[_PADDOCK_END_MAX], http_by_class[6];
 	uint64_t exec_buckets[12], exec_count;
+	uint64_t streams_dropped; /* events followers closed for reading too slowly */
 	double exec_sum;
 };
 
@@ -217,6 +223,8 @@ struct daemon {
 	struct finishing *finishing; /* "deleting" rows whose teardown a restart interrupted */
 	struct box *boxes;
 	struct box *dying; /* torn down: init killed, waiting for the kernel to finish */
+	struct watcher *event_watchers; /* GET /v1/events?follow=1: every sandbox's events */
+	uint64_t stream_behind_max; /* --stream-backlog-max: PD_STREAM_BEHIND_MAX */
 	struct tenant_token *tokens;
 	size_t n_tokens;
 	struct metrics m;
@@ -293,6 +301,8 @@ json_t *pd_body_object(struct request *r, bool empty_ok);
 /* Rejects fields not in the NULL-terminated list: replies 400 and returns false. */
 bool pd_check_fields(struct request *r, json_t *o, const char *const *allowed);
 const char *pd_query(struct request *r, const char *key);
+/* sb_ and 12 characters of [a-z2-9] but l, o: what paddock makes (anything else is 404) */
+bool pd_sandbox_id_valid(const char *s);
 int pd_http_setup(struct daemon *d, paddock_error *err);
 /*
  * TCP_NODELAY on a request's connection: streams send small pieces one after another, and
@@ -307,6 +317,13 @@ const char *pd_http_bearer_tenant(struct daemon *d, const char *authorization);
 void pd_stream_start(struct watcher *w, const char *content_type);
 void pd_stream_line(struct watcher *w, json_t *o_take);
 void pd_stream_end(struct watcher *w);
+/*
+ * An event line to a follower, unless it is more than d->stream_behind_max unsent bytes
+ * behind: then it is closed instead (deferred to the loop, so a caller walking a list of
+ * followers may go on) and counted; a client that reads too slowly cannot make paddockd
+ * hold its events without bound. It reconnects and reads the stored events again.
+ */
+void pd_stream_event(struct daemon *d, struct watcher *w, json_t *o_take);
 struct watcher *pd_watcher_new(struct request *r, int kind, void *owner,
 			       struct watcher **list);
 void pd_watcher_free(struct watcher *w, struct watcher **list);
@@ -450,6 +467,20 @@ void pd_api_files(struct request *r, struct box *b);
 /* ends the file watches of a sandbox (destroy, shutdown) */
 void pd_files_release(struct box *b);
 void pd_api_events(struct request *r, struct box *b);
+/* GET /v1/events[?follow=1&sandbox=ID]: the live events of the tenant's sandboxes */
+void pd_api_events_all(struct request *r);
+/*
+ * An event of a sandbox of `tenant` (NULL: paddockd's own, or a sandbox whose tenant is
+ * unknown: the operator's only) to the followers of GET /v1/events that may see it.
+ */
+void pd_events_broadcast(struct daemon *d, const char *tenant, const char *sandbox,
+			 json_t *o);
+/* Ends every GET /v1/events follower (shutdown). */
+void pd_events_release(struct daemon *d);
+/* The web console's files (api-ui.c): GET /ui, /ui/<name> */
+void pd_api_ui(struct request *r);
+/* Whether a request path (or target, up to '?') is the console's: answered without a token. */
+bool pd_ui_path(const char *path, size_t len);
 void pd_api_ports(struct request *r, struct box *b);
 /*
  * Forwards r's request to 127.0.0.1:port inside the sandbox; `target` is the raw (encoded)

@@ -399,6 +399,16 @@ static int find_head(struct gate_conn *c, struct evbuffer *src, size_t *ret_len)
 	}
 }
 
+static bool console_file(const struct pd_gate_head *h)
+{
+	const char *q = memchr(h->target, '?', h->target_len);
+	size_t len = q ? (size_t)(q - h->target) : h->target_len;
+
+	return (h->method == PD_M_GET || h->method == PD_M_HEAD) && !h->chunked &&
+	       (!h->has_length || h->content_length == 0) && !h->upgrade &&
+	       pd_ui_path(h->target, len);
+}
+
 /* G_HEAD: 1 when the head was passed or refused, 0 when more is needed. */
 static int read_head(struct gate_conn *c, struct evbuffer *src, struct evbuffer *dst)
 {
@@ -434,8 +444,12 @@ static int read_head(struct gate_conn *c, struct evbuffer *src, struct evbuffer 
 		       h.field, "%s", h.msg);
 		return 1;
 	}
-	/* SECURITY: who it is, before a byte of its body is read */
-	if (c->l->tcp) {
+	/*
+	 * SECURITY: who it is, before a byte of its body is read. The console's files are
+	 * no one's (api-ui.c): a bodiless GET or HEAD of /ui needs no token; http.c's routing
+	 * gives a request without a tenant nothing else.
+	 */
+	if (c->l->tcp && !console_file(&h)) {
 		char auth[300];
 
 		if (!h.auth || h.auth_len >= sizeof(auth)) {
@@ -678,6 +692,20 @@ static void flush_cb(evutil_socket_t fd, short what, void *arg)
 		gate_log(c->l, "closed a connection that read nothing of its answer for %d s",
 			 IO_IDLE_S);
 		return close_conn(c);
+	}
+	/*
+	 * COMPAT(libevent 2.1.12): once evhttp has writing enabled (a streamed answer, after
+	 * its first piece), what it adds is written at once, from inside evbuffer_add(), and
+	 * the write callback runs then, before evhttp_send_reply_end() has set the callback
+	 * that completes the request (evhttp_send_done): the answer was all sent, the request
+	 * never completed, and evhttp never read the connection's next request. This runs
+	 * after evhttp returned: with nothing left to write, tell it so now (not on a spliced
+	 * connection: it is no longer evhttp's, api-ports.c paces it).
+	 */
+	if (c->state != G_RAW && (bufferevent_get_enabled(c->bev) & EV_WRITE) &&
+	    evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
+		bufferevent_trigger(c->bev, EV_WRITE, 0);
+		return;
 	}
 	bufferevent_flush(c->bev, EV_WRITE, BEV_NORMAL);
 }

@@ -338,6 +338,31 @@ void pd_stream_line(struct watcher *w, json_t *o)
 	free(s);
 }
 
+void pd_stream_event(struct daemon *d, struct watcher *w, json_t *o)
+{
+	struct bufferevent *bev = w->evcon ? evhttp_connection_get_bufferevent(w->evcon) : NULL;
+	uint64_t max = d->stream_behind_max ? d->stream_behind_max : PD_STREAM_BEHIND_MAX;
+
+	if (w->behind || !w->req) {
+		json_decref(o);
+		return;
+	}
+	/* the gate's filter keeps what the socket has not taken yet (http-gate.c, gate_out) */
+	if (bev && evbuffer_get_length(bufferevent_get_output(bev)) > max) {
+		json_decref(o);
+		w->behind = true;
+		d->m.streams_dropped++;
+		/*
+		 * hup_cb frees the connection from the loop, which unlinks and frees w. Without
+		 * EV_CLOSED (not epoll) it stays until the client goes, sent nothing more.
+		 */
+		if (w->hup)
+			event_active(w->hup, EV_CLOSED, 0);
+		return;
+	}
+	pd_stream_line(w, o);
+}
+
 void pd_stream_end(struct watcher *w)
 {
 	if (!w->req)
@@ -349,7 +374,7 @@ void pd_stream_end(struct watcher *w)
 
 /* ---- routing ----------------------------------------------------------------------------- */
 
-static bool valid_id(const char *s)
+bool pd_sandbox_id_valid(const char *s)
 {
 	size_t n = strlen(s);
 
@@ -366,6 +391,12 @@ static void route(struct request *r)
 	struct daemon *d = r->d;
 	struct box *b;
 
+	if (r->n_seg >= 1 && strcmp(r->seg[0], "ui") == 0)
+		return pd_api_ui(r);
+	/* SECURITY: past the console's files, every request has a tenant */
+	if (!r->tenant)
+		return pd_reply_error(r, 401, "unauthorized", "Authorization", "expected "
+				      "'Authorization: Bearer <token>' with a known token");
 	if (r->n_seg == 1 && strcmp(r->seg[0], "healthz") == 0) {
 		unsigned n = 0;
 
@@ -383,11 +414,13 @@ static void route(struct request *r)
 		return pd_api_templates(r);
 	if (r->n_seg >= 2 && strcmp(r->seg[0], "v1") == 0 && strcmp(r->seg[1], "images") == 0)
 		return pd_api_images(r);
+	if (r->n_seg == 2 && strcmp(r->seg[0], "v1") == 0 && strcmp(r->seg[1], "events") == 0)
+		return pd_api_events_all(r);
 	if (r->n_seg < 2 || strcmp(r->seg[0], "v1") != 0 || strcmp(r->seg[1], "sandboxes") != 0)
 		return pd_reply_error(r, 404, "not_found", "path", "no such route");
 	if (r->n_seg == 2)
 		return pd_api_sandboxes(r);
-	b = valid_id(r->seg[2]) ? pd_box_find(d, r->tenant, r->seg[2]) : NULL;
+	b = pd_sandbox_id_valid(r->seg[2]) ? pd_box_find(d, r->tenant, r->seg[2]) : NULL;
 	if (!b)
 		return pd_reply_error(r, 404, "not_found", "id", "no such sandbox");
 	if (r->n_seg == 3 ||
@@ -444,6 +477,52 @@ const char *pd_http_bearer_tenant(struct daemon *d, const char *h)
 	return tenant;
 }
 
+static bool loopback_host(const char *host)
+{
+	static const char *const names[] = { "localhost", "127.0.0.1", "[::1]" };
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		size_t n = strlen(names[i]);
+
+		if (strncasecmp(host, names[i], n) == 0 && (host[n] == '\0' || host[n] == ':'))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * CSRF and DNS rebinding, as a second wall: a browser names the page that makes a request
+ * in Origin (cross-site always, same-site for all but GET and HEAD). A TCP request needs a
+ * bearer token, which a page of another site does not have and a browser never adds by
+ * itself (no cookies here), so it could not act anyway; still, a request that says it comes
+ * from another origin than the Host it was sent to is refused. The unix socket needs no
+ * token, so a page reaching it through a local forwarder must also name a loopback Host: a
+ * rebound name (evil.example resolving to 127.0.0.1) is refused. Non-browser clients send
+ * no Origin and are not affected.
+ */
+static bool origin_allowed(struct evhttp_request *req, bool tcp)
+{
+	struct evkeyvalq *in = evhttp_request_get_input_headers(req);
+	const char *origin = evhttp_find_header(in, "Origin");
+	const char *host = evhttp_find_header(in, "Host");
+	size_t n;
+
+	if (!origin)
+		return true;
+	if (!host || !*host)
+		return false;
+	if (strncmp(origin, "http://", 7) == 0)
+		origin += 7;
+	else if (strncmp(origin, "https://", 8) == 0)
+		origin += 8;
+	else
+		return false; /* "null" (a sandboxed frame, a file), or nonsense */
+	n = strlen(host);
+	if (strncasecmp(origin, host, n) != 0 || origin[n] != '\0')
+		return false;
+	return tcp || loopback_host(host);
+}
+
 static void handle(struct evhttp_request *req, void *arg, bool tcp)
 {
 	struct daemon *d = arg;
@@ -460,12 +539,17 @@ static void handle(struct evhttp_request *req, void *arg, bool tcp)
 	if (pd_http_gate_request(d, req))
 		return;
 	r.tenant = tcp ? bearer_tenant(d, req) : "local";
-	if (!r.tenant) {
+	/* the console's files are no one's: the gate let them through without a token too */
+	if (!r.tenant && !(path && pd_ui_path(path, strlen(path)))) {
 		evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
 				  "Bearer");
 		return pd_reply_error(&r, 401, "unauthorized", "Authorization",
 				      "expected 'Authorization: Bearer <token>' with a known token");
 	}
+	if (!origin_allowed(req, tcp))
+		return pd_reply_error(&r, 403, "forbidden", "Origin",
+				      "expected no Origin or this server's own (a page of another "
+				      "site may not call the API)");
 	if (d->stopping)
 		return pd_reply_error(&r, 503, "unavailable", NULL, "paddockd is shutting down");
 	if (!path || !(r.path = strdup(path)))

@@ -185,8 +185,8 @@ json_t *pd_box_json(struct box *b)
 		running += !p->exited;
 	if (b->sb)
 		(void)paddock_sandbox_usage(b->sb, &u, NULL);
-	return json_pack("{s:s,s:s,s:o,s:o,s:I,s:s,s:I,s:o,s:O,s:o,s:{s:I,s:I,s:f,s:I,s:i,s:i}}",
-			 "id", b->id, "state", pd_box_state(b), "created_at",
+	return json_pack("{s:s,s:s,s:s,s:o,s:o,s:I,s:s,s:I,s:o,s:O,s:o,s:{s:I,s:I,s:f,s:I,s:i,s:i}}",
+			 "id", b->id, "tenant", b->tenant, "state", pd_box_state(b), "created_at",
 			 pd_time_json(b->created_ms), "expires_at", pd_time_json(b->expires_ms),
 			 "ttl_s", (json_int_t)b->ttl_s, "on_timeout", on_timeout_name(b),
 			 "idle_timeout_s",
@@ -218,15 +218,18 @@ void pd_event_sink(const struct paddock_event *ev, void *userdata)
 			free(line);
 		}
 	}
+	if (!sid && o && ev->level != PADDOCK_LEVEL_DEBUG)
+		pd_events_broadcast(d, NULL, NULL, o); /* paddockd's own: the operator's */
 	if (sid && ev->level != PADDOCK_LEVEL_DEBUG) {
-		struct box *b = NULL;
+		struct box *b = NULL, *gone = NULL;
 		bool dying = false;
 
 		for (b = d->boxes; b; b = b->next)
 			if (strcmp(b->id, sid) == 0)
 				break;
 		for (struct box *x = d->dying; x && !b && !dying; x = x->next)
-			dying = strcmp(x->id, sid) == 0;
+			if (strcmp(x->id, sid) == 0)
+				gone = x, dying = true;
 		/* a sandbox being created has no row yet: keep its first events until it has */
 		if (!b && !dying && d->n_pending < sizeof(d->pending) / sizeof(d->pending[0])) {
 			struct pending_event *pe = &d->pending[d->n_pending];
@@ -243,20 +246,32 @@ void pd_event_sink(const struct paddock_event *ev, void *userdata)
 						      ev->json, NULL, &err);
 		}
 		for (struct watcher *w = b ? b->watchers : NULL; w; w = w->next)
-			pd_stream_line(w, json_incref(o));
+			pd_stream_event(d, w, json_incref(o));
+		/* one being created is told when it has a row (flush_pending), with its tenant */
+		if (o && (b || gone))
+			pd_events_broadcast(d, (b ? b : gone)->tenant, sid, o);
 	}
 	json_decref(o);
 }
 
-/* Stores the events kept for `id` (now that it has a row) and drops every kept one. */
-static void flush_pending(struct daemon *d, const char *id)
+/*
+ * Stores the events kept for `id` (now that it has a row), tells GET /v1/events of them
+ * (`tenant`'s, or NULL: the operator's only), and drops every kept one.
+ */
+static void flush_pending(struct daemon *d, const char *id, const char *tenant)
 {
 	for (size_t i = 0; i < d->n_pending; i++) {
 		struct pending_event *pe = &d->pending[i];
 
-		if (strcmp(pe->sandbox, id) == 0)
+		if (strcmp(pe->sandbox, id) == 0) {
+			json_t *o = json_loads(pe->json, 0, NULL);
+
 			(void)paddock_store_add_event(d->store, id, pe->ts_ms, pe->name, pe->json,
 						      NULL, NULL);
+			if (o)
+				pd_events_broadcast(d, tenant, id, o);
+			json_decref(o);
+		}
 		free(pe->json);
 	}
 	d->n_pending = 0;
@@ -598,8 +613,9 @@ static int box_store_new(struct box *b, paddock_error *err)
 }
 
 /* A line of paddockd's own in the event log (sandbox.removed and the like). */
-static void log_event(struct daemon *d, const char *event, const char *sandbox, const char *fmt,
-		      ...) __attribute__((format(printf, 4, 5)));
+static void log_event(struct daemon *d, const char *tenant, const char *event,
+		      const char *sandbox, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
 
 int pd_box_create_keyed(struct daemon *d, const char *tenant, json_t *body, const char *key,
 			struct box **ret, bool *ret_replayed, paddock_error *err)
@@ -658,7 +674,7 @@ int pd_box_create_keyed(struct daemon *d, const char *tenant, json_t *body, cons
 	if (r < 0)
 		r = paddock_sandbox_create_with(d->ctx, spec, &opts, &sb, err);
 	if (r < 0) {
-		flush_pending(d, ""); /* the failure is in the log; no row to keep it with */
+		flush_pending(d, "", NULL); /* the failure is in the log; no row to keep it with */
 		paddock_spec_free(spec);
 		free(b);
 		return r;
@@ -695,8 +711,8 @@ int pd_box_create_keyed(struct daemon *d, const char *tenant, json_t *body, cons
 		r = box_store_new(b, &cause);
 	if (r < 0) {
 		pd_store_error(err, &cause);
-		log_event(d, "sandbox.removed", b->id, "\"reason\":\"store_failed\"");
-		flush_pending(d, "");
+		log_event(d, NULL, "sandbox.removed", b->id, "\"reason\":\"store_failed\"");
+		flush_pending(d, "", NULL);
 		b->sb = paddock_sandbox_free(sb); /* SIGKILL, and wait: nothing of it is left */
 		json_decref(b->metadata);
 		free(b->spec_json);
@@ -706,7 +722,7 @@ int pd_box_create_keyed(struct daemon *d, const char *tenant, json_t *body, cons
 	paddock_sandbox_set_exit_callback(sb, box_exited, b);
 	box_link(b);
 	d->m.created++;
-	flush_pending(d, b->id);
+	flush_pending(d, b->id, b->tenant);
 	*ret = b;
 	return 0;
 }
@@ -816,14 +832,15 @@ static void deleter_gone(struct watcher *w)
 	pd_watcher_free(w, &b->deleters);
 }
 
-static void log_event(struct daemon *d, const char *event, const char *sandbox, const char *fmt,
-		      ...)
+/* `tenant`: whose GET /v1/events hears of it (NULL: the operator's only) */
+static void log_event(struct daemon *d, const char *tenant, const char *event,
+		      const char *sandbox, const char *fmt, ...)
 {
 	char line[512], ts[40], fields[320] = "";
 	va_list ap;
 	int n;
 
-	if (d->event_log_fd < 0)
+	if (d->event_log_fd < 0 && !d->event_watchers)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(fields, sizeof(fields), fmt, ap);
@@ -832,8 +849,16 @@ static void log_event(struct daemon *d, const char *event, const char *sandbox, 
 	n = snprintf(line, sizeof(line),
 		     "{\"ts\":\"%s\",\"level\":\"info\",\"event\":\"%s\",\"sandbox\":\"%s\"%s%s}\n",
 		     ts, event, sandbox, fields[0] ? "," : "", fields);
-	if (n > 0 && (size_t)n < sizeof(line))
-		pd_event_log_write(d, line, (size_t)n);
+	if (n <= 0 || (size_t)n >= sizeof(line))
+		return;
+	pd_event_log_write(d, line, (size_t)n);
+	if (d->event_watchers) {
+		json_t *o = json_loadb(line, (size_t)n, 0, NULL);
+
+		if (o)
+			pd_events_broadcast(d, tenant, sandbox, o);
+		json_decref(o);
+	}
 }
 
 int pd_box_delete(struct box *b, const char *reason, struct request *deleter, bool force,
@@ -863,7 +888,7 @@ int pd_box_delete(struct box *b, const char *reason, struct request *deleter, bo
 		d->m.destroyed_by[2]++;
 	else
 		d->m.destroyed_by[3]++;
-	log_event(d, "sandbox.removed", b->id, "\"reason\":\"%s\"", reason);
+	log_event(d, b->tenant, "sandbox.removed", b->id, "\"reason\":\"%s\"", reason);
 	snprintf(b->removed_reason, sizeof(b->removed_reason), "%s", reason);
 	if (deleter) {
 		struct watcher *w = pd_watcher_new(deleter, W_WAIT, b, &b->deleters);
@@ -1040,8 +1065,8 @@ static void finished(struct finishing *f)
 {
 	struct daemon *d = f->d;
 
-	log_event(d, "sandbox.exited", f->id, "\"reason\":\"killed\",\"after_restart\":true");
-	log_event(d, "sandbox.destroyed", f->id, "\"after_restart\":true");
+	log_event(d, NULL, "sandbox.exited", f->id, "\"reason\":\"killed\",\"after_restart\":true");
+	log_event(d, NULL, "sandbox.destroyed", f->id, "\"after_restart\":true");
 	box_forget(d, f->id);
 	for (struct finishing **pp = &d->finishing; *pp; pp = &(*pp)->next)
 		if (*pp == f) {
@@ -1465,5 +1490,5 @@ void pd_lifecycle_stop(struct daemon *d)
 	if (d->reaper_ev)
 		event_free(d->reaper_ev);
 	d->reaper_ev = NULL;
-	flush_pending(d, "");
+	flush_pending(d, "", NULL);
 }

@@ -39,6 +39,7 @@ static void usage(FILE *f)
 		   "                [--pool-min-available SIZE|N%%]\n"
 		   "                [--upstream-ca FILE]...\n"
 		   "                [--event-log-max SIZE] [--event-log-keep N]\n"
+		   "                [--stream-backlog-max SIZE]\n"
 		   "                [--max-connections N] [--max-connections-per-peer N]\n"
 		   "                [--header-timeout SECONDS] [--image-store DIR]\n"
 		   "                [--e2b ADDR:PORT [--e2b-domain NAME] [--e2b-templates FILE]]\n"
@@ -424,11 +425,13 @@ int main(int argc, char **argv)
 		{ "header-timeout", required_argument, NULL, 'H' },
 		{ "event-log-keep", required_argument, NULL, 'K' },
 		{ "image-store", required_argument, NULL, 'I' },
+		{ "stream-backlog-max", required_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
 	struct daemon d = { .max_upload = 256u << 20, .orphan_timeout_s = 3600, .max_net = 2,
 			    .event_log_fd = -1, .state_fd = -1,
+			    .stream_behind_max = PD_STREAM_BEHIND_MAX,
 			    .http_limits = { .max_per_peer = PD_MAX_PER_PEER,
 					     .header_timeout_s = PD_HEADER_TIMEOUT_S },
 			    .event_log_max = PD_EVENT_LOG_MAX, .event_log_keep = PD_EVENT_LOG_KEEP,
@@ -531,6 +534,19 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'B': {
+			/* an events follower's unsent bytes before it is closed */
+			uint64_t v = 0;
+
+			if (pd_parse_size(optarg, &v) < 0 || v < 4096 || v > (1ull << 30)) {
+				fprintf(stderr, "paddockd: --stream-backlog-max: expected a size "
+						"such as '1M' (4K to 1G), got '%s'\n",
+					optarg);
+				return 2;
+			}
+			d.stream_behind_max = v;
+			break;
+		}
 		case 'P':
 		case 'M':
 		case 'T': {
@@ -694,6 +710,7 @@ fail:
 	fprintf(stderr, "paddockd: %s\n", paddock_error_format(&err, buf, sizeof(buf)));
 out:
 	pd_e2b_stop(&d);
+	pd_events_release(&d);
 	pd_http_stop(&d);
 	if (d.ctx)
 		pd_lifecycle_stop(&d);
