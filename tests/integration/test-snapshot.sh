@@ -196,6 +196,32 @@ r=$(api GET "/v1/images/work:fork")
 expect_eq "...and the fork's snapshot, sharing its base layer, stays" "200 2" \
 	"$(status_of "$r") $(j "$(body_of "$r")" 'len(d["layers"])')"
 
+# ---- a template built with setup commands: its files are a layer of its image ----
+pt() { "$PADDOCK" template --socket "$SOCK" "$@"; }
+printf '{"image":"test/base:1","user":"root","env":{"TOOL":"hammer"}}' >"$T_TMP/tb.json"
+n_before=$(j "$(body_of "$(api GET /v1/sandboxes)")" 'len(d["sandboxes"])')
+out=$(pt build tb "$T_TMP/tb.json" --setup 'mkdir -p /usr/local/tool && echo v1 > /usr/local/tool/version' \
+	--setup 'echo two > /usr/local/tool/second' 2>"$T_TMP/build.err")
+expect_eq "paddock template build: exit 0, the template's name" "0 tb" "$? $out"
+expect_match "...says the image it made" "image templates/tb:[0-9]+ \\(sha256:" "$(cat "$T_TMP/build.err")"
+expect_match "...the image is in the store" "docker.io/templates/tb:" "$("$PADDOCK" image ls)"
+T=$(create '{"template":"tb"}')
+expect_eq "a sandbox of the template has the setup's files and the spec's env" "v1 two hammer" \
+	"$(sh_in "$T" 'cat /usr/local/tool/version /usr/local/tool/second; echo $TOOL' | flat)"
+api DELETE "/v1/sandboxes/$T?wait=1" >/dev/null
+expect_eq "...and the builder's sandbox is gone" "$n_before" \
+	"$(j "$(body_of "$(api GET /v1/sandboxes)")" 'len(d["sandboxes"])')"
+out=$(pt build tb2 "$T_TMP/tb.json" --setup 'echo one' --setup 'echo broke >&2; exit 3' 2>&1)
+expect_eq "a setup command that fails: exit 1" 1 "$?"
+expect_match "...naming it and its status, with its output" "broke.*--setup 2 \\('echo broke >&2; exit 3'\\) ended with status 3" "$(echo $out)"
+expect_match "...and no template was stored" "no template 'tb2'" "$(pt show tb2 2>&1)"
+expect_eq "...nor a sandbox left" "$n_before" "$(j "$(body_of "$(api GET /v1/sandboxes)")" 'len(d["sandboxes"])')"
+printf '{"env":{"A":"1"}}' >"$T_TMP/noimage.json"
+out=$(pt build tb3 "$T_TMP/noimage.json" --setup true 2>&1)
+expect_match "a build whose spec names no image is refused" "must name an image" "$out"
+out=$(pt build tb3 "$T_TMP/tb.json" 2>&1)
+expect_match "a build without --setup is refused, pointing at put" "at least one --setup" "$out"
+
 # ---- a full store (as root: a small tmpfs): the snapshot fails, nothing is lost ----
 stop_all
 if [ "$(id -u)" -eq 0 ]; then
