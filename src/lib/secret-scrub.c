@@ -29,6 +29,7 @@
 
 #include <event2/buffer.h>
 
+#include "http-chunk.h"
 #include "secret-match.h"
 #include "util/base64.h"
 
@@ -582,9 +583,8 @@ struct pd_response {
 	size_t p_first, p_n;
 	uint64_t remaining, chunk_off;
 	/* a chunk-size line, or a trailer section */
-	uint64_t chunk_size;
-	unsigned chunk_digits;
-	bool chunk_ext, cr, line_empty;
+	struct pd_chunk_line chunk; /* the chunk-size line being read */
+	bool cr, line_empty;
 	size_t line_bytes;
 	struct evbuffer *tmp; /* a chunk's scrubbed data, before its size line */
 };
@@ -658,21 +658,6 @@ static int scrub_result(struct pd_response *r, int k)
 	return 0;
 }
 
-static bool mem_caseeq(const uint8_t *p, size_t len, const char *s)
-{
-	return len == strlen(s) && strncasecmp((const char *)p, s, len) == 0;
-}
-
-static bool ows(uint8_t c)
-{
-	return c == ' ' || c == '\t';
-}
-
-static bool tchar(uint8_t c)
-{
-	return alnum(c) || (c != 0 && strchr("!#$%&'*+-.^_`|~", c));
-}
-
 /* Calls fn on each element of a comma-separated list, trimmed; false when fn says no. */
 static bool each_element(const uint8_t *v, size_t len, bool (*fn)(const uint8_t *, size_t, void *),
 			 void *ud)
@@ -685,9 +670,9 @@ static bool each_element(const uint8_t *v, size_t len, bool (*fn)(const uint8_t 
 		while (i < len && v[i] != ',')
 			i++;
 		e = i;
-		while (s < e && ows(v[s]))
+		while (s < e && pd_http_ows(v[s]))
 			s++;
-		while (e > s && ows(v[e - 1]))
+		while (e > s && pd_http_ows(v[e - 1]))
 			e--;
 		if (!fn(v + s, e - s, ud))
 			return false;
@@ -702,13 +687,13 @@ static bool is_chunked(const uint8_t *v, size_t len, void *ud)
 	unsigned *n = ud;
 
 	(*n)++;
-	return mem_caseeq(v, len, "chunked");
+	return pd_http_mem_caseeq(v, len, "chunked");
 }
 
 static bool is_identity(const uint8_t *v, size_t len, void *ud)
 {
 	(void)ud;
-	return len == 0 || mem_caseeq(v, len, "identity");
+	return len == 0 || pd_http_mem_caseeq(v, len, "identity");
 }
 
 struct head_info {
@@ -746,18 +731,18 @@ static const char *head_parse(const struct pd_wipebuf *h, struct head_info *hi)
 		}
 		if (len == 0)
 			break; /* the blank line */
-		if (ows(p[0]))
+		if (pd_http_ows(p[0]))
 			return "a folded header line (obs-fold) in a response";
-		while (i < len && tchar(p[i]))
+		while (i < len && pd_http_tchar(p[i]))
 			i++;
 		if (i == 0 || i == len || p[i] != ':')
 			return "a response header that is not 'Name: value'";
 		e = i++;
-		while (i < len && ows(p[i]))
+		while (i < len && pd_http_ows(p[i]))
 			i++;
-		while (len > i && ows(p[len - 1]))
+		while (len > i && pd_http_ows(p[len - 1]))
 			len--;
-		if (mem_caseeq(p, e, "content-length")) {
+		if (pd_http_mem_caseeq(p, e, "content-length")) {
 			uint64_t v = 0;
 
 			if (i == len)
@@ -771,13 +756,13 @@ static const char *head_parse(const struct pd_wipebuf *h, struct head_info *hi)
 				return "two Content-Lengths that differ";
 			hi->have_cl = true;
 			hi->content_length = v;
-		} else if (mem_caseeq(p, e, "transfer-encoding")) {
+		} else if (pd_http_mem_caseeq(p, e, "transfer-encoding")) {
 			unsigned n = 0;
 
 			if (hi->have_te || !each_element(p + i, len - i, is_chunked, &n) || n != 1)
 				return "a transfer coding other than chunked";
 			hi->have_te = hi->chunked = true;
-		} else if (mem_caseeq(p, e, "content-encoding")) {
+		} else if (pd_http_mem_caseeq(p, e, "content-encoding")) {
 			if (!each_element(p + i, len - i, is_identity, NULL))
 				hi->coded = true;
 		}
@@ -842,9 +827,7 @@ static int head_done(struct pd_response *r, struct evbuffer *out)
 		message_end(r);
 	} else if (hi.chunked) {
 		r->st = R_CHUNK_SIZE;
-		r->chunk_size = r->chunk_digits = 0;
-		r->chunk_ext = r->cr = false;
-		r->line_bytes = 0;
+		pd_chunk_line_reset(&r->chunk);
 	} else if (hi.have_cl) {
 		r->st = R_LENGTH;
 		r->remaining = hi.content_length;
@@ -880,49 +863,13 @@ static int head_bytes(struct pd_response *r, const uint8_t *in, size_t len, size
 	return 0;
 }
 
-static int hexval(uint8_t c)
-{
-	if (digit(c))
-		return c - '0';
-	if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
-		return (c | 0x20) - 'a' + 10;
-	return -1;
-}
-
-/* One byte of a chunk-size line; 1 when it ends. */
+/* One byte of a chunk-size line (http-chunk.c); 1 when it ends. */
 static int chunk_size_byte(struct pd_response *r, uint8_t c)
 {
-	int d;
+	const char *why;
+	int k = pd_chunk_line_byte(&r->chunk, c, CHUNK_LINE_MAX, &why);
 
-	if (++r->line_bytes > CHUNK_LINE_MAX)
-		return rfail(r, EPROTO, "a chunk size line over the limit");
-	if (r->cr && c != '\n')
-		return rfail(r, EPROTO, "a CR not followed by LF in a chunk size line");
-	r->cr = c == '\r';
-	if (c == '\r')
-		return 0;
-	if (c == '\n')
-		return r->chunk_digits ? 1 : rfail(r, EPROTO, "a bad chunk size");
-	if (r->chunk_ext) {
-		if ((c < 0x20 && c != '\t') || c == 0x7f)
-			return rfail(r, EPROTO, "a control byte in a chunk extension");
-		return 0;
-	}
-	d = hexval(c);
-	if (d >= 0) {
-		/* 15 hex digits: under 2^60 */
-		if (++r->chunk_digits > 15)
-			return rfail(r, EPROTO, "a chunk size too large");
-		r->chunk_size = r->chunk_size << 4 | (uint64_t)d;
-		return 0;
-	}
-	if (r->chunk_digits == 0)
-		return rfail(r, EPROTO, "a bad chunk size");
-	if (c == ';' || ows(c)) {
-		r->chunk_ext = true; /* extensions (and whitespace before them) are dropped */
-		return 0;
-	}
-	return rfail(r, EPROTO, "a bad chunk size");
+	return k < 0 ? rfail(r, EPROTO, why) : k;
 }
 
 /* The scrubbed data of a chunk, as a chunk of its own (when there is any). */
@@ -969,7 +916,7 @@ static int step(struct pd_response *r, const uint8_t *in, size_t len, size_t *i,
 			return k;
 		r->line_bytes = 0;
 		r->cr = false;
-		if (r->chunk_size == 0) {
+		if (r->chunk.size == 0) {
 			/* the last chunk: what the scrubber held back is the body's end */
 			k = scrub_result(r, pd_scrub_flush(r->scrub, r->tmp));
 			if (k == 0)
@@ -978,10 +925,9 @@ static int step(struct pd_response *r, const uint8_t *in, size_t len, size_t *i,
 			r->st = R_TRAILERS;
 			return k;
 		}
-		r->remaining = r->chunk_size;
+		r->remaining = r->chunk.size;
 		r->chunk_off = 0;
-		r->chunk_size = r->chunk_digits = 0;
-		r->chunk_ext = false;
+		pd_chunk_line_reset(&r->chunk);
 		r->st = R_CHUNK_DATA;
 		return 0;
 	case R_CHUNK_DATA:

@@ -29,6 +29,7 @@
 
 #include <event2/buffer.h>
 
+#include "http-chunk.h"
 #include "secret-match.h"
 #include "secret-scrub.h"
 #include "util/base64.h"
@@ -142,31 +143,9 @@ static int b64_decode(const uint8_t *in, size_t len, struct pd_wipebuf *out)
 
 /* ---- HTTP syntax --------------------------------------------------------------------- */
 
-static bool tchar(uint8_t c)
-{
-	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	       (c != 0 && strchr("!#$%&'*+-.^_`|~", c));
-}
-
-static bool ows(uint8_t c)
-{
-	return c == ' ' || c == '\t';
-}
-
 static bool target_char(uint8_t c)
 {
 	return c > 0x20 && c < 0x7f;
-}
-
-/* a field value: no control byte but HTAB (obs-text, >= 0x80, is allowed) */
-static bool value_char(uint8_t c)
-{
-	return (c >= 0x20 || c == '\t') && c != 0x7f;
-}
-
-static bool mem_caseeq(const uint8_t *p, size_t len, const char *s)
-{
-	return len == strlen(s) && strncasecmp((const char *)p, s, len) == 0;
 }
 
 struct line {
@@ -226,24 +205,24 @@ static const char *header_split(const struct line *l, struct header *h)
 	};
 	size_t i = 0, e;
 
-	if (l->len > 0 && ows(l->p[0]))
+	if (l->len > 0 && pd_http_ows(l->p[0]))
 		return "a folded header line (obs-fold)";
-	while (i < l->len && tchar(l->p[i]))
+	while (i < l->len && pd_http_tchar(l->p[i]))
 		i++;
 	if (i == 0 || i == l->len || l->p[i] != ':')
 		return "headers 'Name: value'";
 	*h = (struct header){ .name = l->p, .name_len = i };
 	for (size_t k = 0; k < ELEMENTSOF(known); k++)
-		if (mem_caseeq(l->p, i, known[k].name))
+		if (pd_http_mem_caseeq(l->p, i, known[k].name))
 			h->kind = known[k].kind;
 	for (size_t k = i + 1; k < l->len; k++)
-		if (!value_char(l->p[k]))
+		if (!pd_http_value_char(l->p[k]))
 			return "a control byte in a header value";
 	i++;
 	e = l->len;
-	while (i < e && ows(l->p[i]))
+	while (i < e && pd_http_ows(l->p[i]))
 		i++;
-	while (e > i && ows(l->p[e - 1]))
+	while (e > i && pd_http_ows(l->p[e - 1]))
 		e--;
 	h->value = l->p + i;
 	h->value_len = e - i;
@@ -259,7 +238,7 @@ static const char *reqline_split(const struct line *l, struct reqline *rl)
 {
 	size_t i = 0, t;
 
-	while (i < l->len && tchar(l->p[i]))
+	while (i < l->len && pd_http_tchar(l->p[i]))
 		i++;
 	if (i == 0 || i == l->len || l->p[i] != ' ')
 		return "not an HTTP/1.x request line";
@@ -281,7 +260,7 @@ static const char *reqline_split(const struct line *l, struct reqline *rl)
 	 * SECURITY: a tunnel's bytes after the 2xx are not HTTP, and we would not see it open.
 	 * Any case: a lenient server could take "connect" for CONNECT.
 	 */
-	if (mem_caseeq(rl->method.p, rl->method.len, "CONNECT"))
+	if (pd_http_mem_caseeq(rl->method.p, rl->method.len, "CONNECT"))
 		return "CONNECT inside a proxied connection";
 	return NULL;
 }
@@ -313,11 +292,11 @@ static bool parse_transfer_encoding(const uint8_t *v, size_t len, unsigned *chun
 		while (i < len && v[i] != ',')
 			i++;
 		e = i;
-		while (s < e && ows(v[s]))
+		while (s < e && pd_http_ows(v[s]))
 			s++;
-		while (e > s && ows(v[e - 1]))
+		while (e > s && pd_http_ows(v[e - 1]))
 			e--;
-		if (!mem_caseeq(v + s, e - s, "chunked"))
+		if (!pd_http_mem_caseeq(v + s, e - s, "chunked"))
 			return false;
 		(*chunked)++;
 		if (i == len)
@@ -339,7 +318,6 @@ enum state {
 
 enum framing { FRAME_NONE, FRAME_LENGTH, FRAME_CHUNKED };
 
-enum chunk_phase { CH_HEX, CH_BWS, CH_EXT };
 
 enum use_kind { USE_NONE, USE_REQUEST_LINE, USE_HEADER, USE_BASIC, USE_BODY };
 
@@ -378,10 +356,7 @@ struct pd_subst {
 	/* the body */
 	struct pd_wipebuf body;	   /* buffered (dechunked) body */
 	struct pd_stream leak;	   /* streamed: placeholders of unbound secrets */
-	enum chunk_phase chunk_phase;
-	unsigned chunk_digits;
-	uint64_t chunk_size;
-	size_t line_bytes;
+	struct pd_chunk_line chunk; /* the chunk-size line being read */
 };
 
 static int fail(struct pd_subst *s, int code, const char *why)
@@ -459,7 +434,7 @@ struct pd_subst *pd_subst_new(const struct pd_secret *secrets, size_t n, size_t 
 	}
 	for (size_t i = 0; i < n; i++) {
 		s->target_ok[i] = value_all(secrets[i].value, secrets[i].value_len, target_char);
-		s->header_ok[i] = value_all(secrets[i].value, secrets[i].value_len, value_char);
+		s->header_ok[i] = value_all(secrets[i].value, secrets[i].value_len, pd_http_value_char);
 	}
 	pd_stream_init(&s->leak, &s->unbound, false);
 	s->buffer_bodies = s->body_set.n > 0;
@@ -524,7 +499,7 @@ static int basic_split(const struct header *h, const uint8_t **ret_scheme_end,
 
 	while (i < h->value_len && h->value[i] != ' ')
 		i++;
-	if (!mem_caseeq(h->value, i, "basic"))
+	if (!pd_http_mem_caseeq(h->value, i, "basic"))
 		return 0;
 	*ret_scheme_end = h->value + i;
 	while (i < h->value_len && h->value[i] == ' ')
@@ -872,11 +847,7 @@ static int head_done(struct pd_subst *s, struct evbuffer *out)
 		return 0;
 	case FRAME_CHUNKED:
 		s->state = ST_CHUNK_SIZE;
-		s->chunk_phase = CH_HEX;
-		s->chunk_digits = 0;
-		s->chunk_size = 0;
-		s->line_bytes = 0;
-		s->cr = false;
+		pd_chunk_line_reset(&s->chunk);
 		return 0;
 	}
 	return 0;
@@ -925,65 +896,13 @@ static int head_byte(struct pd_subst *s, uint8_t c)
 	return 0;
 }
 
-static int hexval(uint8_t c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
-		return (c | 0x20) - 'a' + 10;
-	return -1;
-}
-
-/* One byte of a chunk-size line. Returns 1 when it ends. */
+/* One byte of a chunk-size line (http-chunk.c). Returns 1 when it ends. */
 static int chunk_size_byte(struct pd_subst *s, uint8_t c)
 {
-	int d;
+	const char *why;
+	int k = pd_chunk_line_byte(&s->chunk, c, PD_SUBST_CHUNK_LINE_MAX, &why);
 
-	if (++s->line_bytes > PD_SUBST_CHUNK_LINE_MAX)
-		return fail(s, EPROTO, "a chunk size line over the limit");
-	if (s->cr && c != '\n')
-		return fail(s, EPROTO, "a CR not followed by LF in a chunk size line");
-	s->cr = c == '\r';
-	if (c == '\r')
-		return 0;
-	if (c == '\n') {
-		if (s->chunk_digits == 0)
-			return fail(s, EPROTO, "a bad chunk size");
-		return 1;
-	}
-	switch (s->chunk_phase) {
-	case CH_HEX:
-		d = hexval(c);
-		if (d >= 0) {
-			/* 15 hex digits: under 2^60, no overflow anywhere after */
-			if (++s->chunk_digits > 15)
-				return fail(s, EPROTO, "a chunk size too large");
-			s->chunk_size = s->chunk_size << 4 | (uint64_t)d;
-			return 0;
-		}
-		if (s->chunk_digits == 0)
-			return fail(s, EPROTO, "a bad chunk size");
-		if (c == ';') {
-			s->chunk_phase = CH_EXT;
-			return 0;
-		}
-		if (!ows(c))
-			return fail(s, EPROTO, "a bad chunk size");
-		s->chunk_phase = CH_BWS;
-		return 0;
-	case CH_BWS:
-		if (c == ';')
-			s->chunk_phase = CH_EXT;
-		else if (!ows(c))
-			return fail(s, EPROTO, "a bad chunk size");
-		return 0;
-	case CH_EXT:
-		/* extensions are dropped, but a control byte is not HTTP */
-		if (!value_char(c))
-			return fail(s, EPROTO, "a control byte in a chunk extension");
-		return 0;
-	}
-	return 0;
+	return k < 0 ? fail(s, EPROTO, why) : k;
 }
 
 static int body_data(struct pd_subst *s, const uint8_t *p, size_t n, struct evbuffer *out)
@@ -1039,9 +958,8 @@ static int step(struct pd_subst *s, const uint8_t *in, size_t len, size_t *i,
 		r = chunk_size_byte(s, in[(*i)++]);
 		if (r <= 0)
 			return r;
-		s->line_bytes = 0;
 		s->cr = false;
-		if (s->chunk_size == 0) {
+		if (s->chunk.size == 0) {
 			if (!s->buffer_bodies) {
 				r = streamed_data_end(s, out);
 				if (r < 0)
@@ -1053,19 +971,17 @@ static int step(struct pd_subst *s, const uint8_t *in, size_t len, size_t *i,
 			return 0;
 		}
 		if (s->buffer_bodies) {
-			if (s->chunk_size > s->max_body - s->body.len)
+			if (s->chunk.size > s->max_body - s->body.len)
 				return fail(s, E2BIG, "a request body over the limit");
 		} else {
 			char line[32];
-			int k = snprintf(line, sizeof(line), "%" PRIx64 "\r\n", s->chunk_size);
+			int k = snprintf(line, sizeof(line), "%" PRIx64 "\r\n", s->chunk.size);
 
 			if (evbuffer_add(out, line, (size_t)k) < 0)
 				return fail(s, ENOMEM, "out of memory");
 		}
-		s->remaining = s->chunk_size;
-		s->chunk_phase = CH_HEX;
-		s->chunk_digits = 0;
-		s->chunk_size = 0;
+		s->remaining = s->chunk.size;
+		pd_chunk_line_reset(&s->chunk);
 		s->state = ST_CHUNK_DATA;
 		return 0;
 	case ST_CHUNK_DATA:
