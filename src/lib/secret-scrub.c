@@ -29,7 +29,7 @@
 
 #include <event2/buffer.h>
 
-#include "http-chunk.h"
+#include "http-syntax.h"
 #include "secret-match.h"
 #include "util/base64.h"
 
@@ -234,17 +234,6 @@ struct pd_scrub {
 	int err;
 };
 
-static bool secrets_valid(const struct pd_secret *secrets, size_t n)
-{
-	if (n > 0 && !secrets)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!secrets[i].value || secrets[i].value_len == 0 || !secrets[i].placeholder ||
-		    secrets[i].placeholder_len == 0)
-			return false;
-	return true;
-}
-
 /* Whether ps already has this pattern. */
 static bool have_pattern(const struct pd_patset *ps, const uint8_t *p, size_t len)
 {
@@ -315,7 +304,7 @@ struct pd_scrub *pd_scrub_new(const struct pd_secret *secrets, size_t n)
 	struct pd_scrub *s;
 	size_t cap = n * FORMS_PER_SECRET + PD_SCRUB_CREDENTIALS_MAX;
 
-	if (!secrets_valid(secrets, n)) {
+	if (!pd_secrets_valid(secrets, n)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -658,30 +647,6 @@ static int scrub_result(struct pd_response *r, int k)
 	return 0;
 }
 
-/* Calls fn on each element of a comma-separated list, trimmed; false when fn says no. */
-static bool each_element(const uint8_t *v, size_t len, bool (*fn)(const uint8_t *, size_t, void *),
-			 void *ud)
-{
-	size_t i = 0;
-
-	for (;;) {
-		size_t s = i, e;
-
-		while (i < len && v[i] != ',')
-			i++;
-		e = i;
-		while (s < e && pd_http_ows(v[s]))
-			s++;
-		while (e > s && pd_http_ows(v[e - 1]))
-			e--;
-		if (!fn(v + s, e - s, ud))
-			return false;
-		if (i == len)
-			return true;
-		i++;
-	}
-}
-
 static bool is_chunked(const uint8_t *v, size_t len, void *ud)
 {
 	unsigned *n = ud;
@@ -745,13 +710,8 @@ static const char *head_parse(const struct pd_wipebuf *h, struct head_info *hi)
 		if (pd_http_mem_caseeq(p, e, "content-length")) {
 			uint64_t v = 0;
 
-			if (i == len)
+			if (!pd_http_content_length(p + i, len - i, &v))
 				return "a Content-Length that is not digits only";
-			for (size_t k = i; k < len; k++) {
-				if (!digit(p[k]) || v > (UINT64_MAX - 9) / 10)
-					return "a Content-Length that is not digits only";
-				v = v * 10 + (uint64_t)(p[k] - '0');
-			}
 			if (hi->have_cl && v != hi->content_length)
 				return "two Content-Lengths that differ";
 			hi->have_cl = true;
@@ -759,11 +719,11 @@ static const char *head_parse(const struct pd_wipebuf *h, struct head_info *hi)
 		} else if (pd_http_mem_caseeq(p, e, "transfer-encoding")) {
 			unsigned n = 0;
 
-			if (hi->have_te || !each_element(p + i, len - i, is_chunked, &n) || n != 1)
+			if (hi->have_te || !pd_http_each_element(p + i, len - i, is_chunked, &n) || n != 1)
 				return "a transfer coding other than chunked";
 			hi->have_te = hi->chunked = true;
 		} else if (pd_http_mem_caseeq(p, e, "content-encoding")) {
-			if (!each_element(p + i, len - i, is_identity, NULL))
+			if (!pd_http_each_element(p + i, len - i, is_identity, NULL))
 				hi->coded = true;
 		}
 	}
@@ -863,7 +823,7 @@ static int head_bytes(struct pd_response *r, const uint8_t *in, size_t len, size
 	return 0;
 }
 
-/* One byte of a chunk-size line (http-chunk.c); 1 when it ends. */
+/* One byte of a chunk-size line (http-syntax.c); 1 when it ends. */
 static int chunk_size_byte(struct pd_response *r, uint8_t c)
 {
 	const char *why;

@@ -29,7 +29,7 @@
 
 #include <event2/buffer.h>
 
-#include "http-chunk.h"
+#include "http-syntax.h"
 #include "secret-match.h"
 #include "secret-scrub.h"
 #include "util/base64.h"
@@ -265,44 +265,18 @@ static const char *reqline_split(const struct line *l, struct reqline *rl)
 	return NULL;
 }
 
-/* digits only, no sign, no list: what RFC 9112 §6.3 leaves no doubt about */
-static bool parse_content_length(const uint8_t *v, size_t len, uint64_t *ret)
+static bool count_chunked(const uint8_t *v, size_t len, void *ud)
 {
-	uint64_t x = 0;
+	unsigned *chunked = ud;
 
-	if (len == 0)
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		if (v[i] < '0' || v[i] > '9' || x > (UINT64_MAX - 9) / 10)
-			return false;
-		x = x * 10 + (uint64_t)(v[i] - '0');
-	}
-	*ret = x;
-	return true;
+	(*chunked)++;
+	return pd_http_mem_caseeq(v, len, "chunked");
 }
 
 /* Counts "chunked" in a Transfer-Encoding list; false for any other coding or empty element. */
 static bool parse_transfer_encoding(const uint8_t *v, size_t len, unsigned *chunked)
 {
-	size_t i = 0;
-
-	for (;;) {
-		size_t s = i, e;
-
-		while (i < len && v[i] != ',')
-			i++;
-		e = i;
-		while (s < e && pd_http_ows(v[s]))
-			s++;
-		while (e > s && pd_http_ows(v[e - 1]))
-			e--;
-		if (!pd_http_mem_caseeq(v + s, e - s, "chunked"))
-			return false;
-		(*chunked)++;
-		if (i == len)
-			return true;
-		i++;
-	}
+	return pd_http_each_element(v, len, count_chunked, chunked);
 }
 
 /* ---- the request stream -------------------------------------------------------------- */
@@ -393,8 +367,8 @@ static bool value_all(const uint8_t *v, size_t len, bool (*ok)(uint8_t))
 	return true;
 }
 
-/* Every secret has a value and a placeholder; the engines need nothing else checked. */
-static bool secrets_valid(const struct pd_secret *secrets, size_t n)
+/* The engines (this one and secret-scrub.c) need nothing else checked. */
+bool pd_secrets_valid(const struct pd_secret *secrets, size_t n)
 {
 	if (n > 0 && !secrets)
 		return false;
@@ -410,7 +384,7 @@ struct pd_subst *pd_subst_new(const struct pd_secret *secrets, size_t n, size_t 
 {
 	struct pd_subst *s;
 
-	if (max_head == 0 || !secrets_valid(secrets, n)) {
+	if (max_head == 0 || !pd_secrets_valid(secrets, n)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -600,7 +574,7 @@ static int head_check(struct pd_subst *s)
 		if (h.kind == H_CONTENT_LENGTH) {
 			uint64_t v;
 
-			if (!parse_content_length(h.value, h.value_len, &v))
+			if (!pd_http_content_length(h.value, h.value_len, &v))
 				return fail(s, EPROTO, "a Content-Length that is not digits only");
 			if (have_cl && v != s->content_length)
 				return fail(s, EPROTO, "differing Content-Length headers");
@@ -896,7 +870,7 @@ static int head_byte(struct pd_subst *s, uint8_t c)
 	return 0;
 }
 
-/* One byte of a chunk-size line (http-chunk.c). Returns 1 when it ends. */
+/* One byte of a chunk-size line (http-syntax.c). Returns 1 when it ends. */
 static int chunk_size_byte(struct pd_subst *s, uint8_t c)
 {
 	const char *why;

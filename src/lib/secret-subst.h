@@ -31,6 +31,9 @@ struct pd_secret {
 	bool in_body; /* substitute in request bodies too */
 };
 
+/* Every secret has a value and a placeholder (secrets may be NULL when n is 0). */
+bool pd_secrets_valid(const struct pd_secret *secrets, size_t n);
+
 /* `where` is "request-line", "header NAME", "basic-auth" or "body". */
 struct pd_subst_use {
 	size_t secret; /* index into the secrets array */

@@ -37,6 +37,16 @@ static inline bool pd_http_mem_caseeq(const uint8_t *p, size_t len, const char *
 	return len == strlen(s) && strncasecmp((const char *)p, s, len) == 0;
 }
 
+/* digits only, no sign, no list: what RFC 9112 §6.3 leaves no doubt about */
+bool pd_http_content_length(const uint8_t *v, size_t len, uint64_t *ret);
+
+/*
+ * Calls fn on each element of a comma-separated list (a field value), trimmed of
+ * whitespace; false as soon as fn says no.
+ */
+bool pd_http_each_element(const uint8_t *v, size_t len,
+			  bool (*fn)(const uint8_t *el, size_t el_len, void *ud), void *ud);
+
 /*
  * A chunk-size line being read: hex digits (at most 15: under 2^60, so no sum overflows
  * later), optional whitespace, optional extensions after ';' (dropped; no control byte),

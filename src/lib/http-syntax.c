@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* A chunk-size line of HTTP/1.1 (http-chunk.h), read a byte at a time. */
-#include "http-chunk.h"
+/* HTTP/1.1 syntax both sides of a brokered exchange read (http-syntax.h). */
+#include "http-syntax.h"
 
 static int hexval(uint8_t c)
 {
@@ -59,4 +59,42 @@ int pd_chunk_line_byte(struct pd_chunk_line *l, uint8_t c, size_t max_bytes, con
 		return pd_http_value_char(c) ? 0 : bad(why, "a control byte in a chunk extension");
 	}
 	return 0;
+}
+
+bool pd_http_content_length(const uint8_t *v, size_t len, uint64_t *ret)
+{
+	uint64_t x = 0;
+
+	if (len == 0)
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		if (v[i] < '0' || v[i] > '9' || x > (UINT64_MAX - 9) / 10)
+			return false;
+		x = x * 10 + (uint64_t)(v[i] - '0');
+	}
+	*ret = x;
+	return true;
+}
+
+bool pd_http_each_element(const uint8_t *v, size_t len,
+			  bool (*fn)(const uint8_t *el, size_t el_len, void *ud), void *ud)
+{
+	size_t i = 0;
+
+	for (;;) {
+		size_t s = i, e;
+
+		while (i < len && v[i] != ',')
+			i++;
+		e = i;
+		while (s < e && pd_http_ows(v[s]))
+			s++;
+		while (e > s && pd_http_ows(v[e - 1]))
+			e--;
+		if (!fn(v + s, e - s, ud))
+			return false;
+		if (i == len)
+			return true;
+		i++;
+	}
 }
