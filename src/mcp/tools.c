@@ -31,6 +31,7 @@ struct sandbox {
 	bool is_default;
 	double timeout_s; /* a command's default and ceiling */
 	unsigned n_procs;
+	bool paused; /* by pause_sandbox, until resume_sandbox */
 	json_t *contexts; /* run_code's named contexts: {NAME: {"id", "language"}} */
 	struct sandbox *next;
 };
@@ -175,9 +176,10 @@ static const struct tool {
 	  "{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{}}",
 	  "{\"type\":\"object\",\"properties\":{\"sandboxes\":{\"type\":\"array\",\"items\":"
 	  "{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"},"
-	  "\"default\":{\"type\":\"boolean\"},\"processes\":{\"type\":\"integer\"}},"
-	  "\"required\":[\"sandbox_id\",\"default\",\"processes\"]}}},\"required\":"
-	  "[\"sandboxes\"]}",
+	  "\"default\":{\"type\":\"boolean\"},\"processes\":{\"type\":\"integer\"},"
+	  "\"state\":{\"type\":\"string\",\"enum\":[\"running\",\"paused\"]}},"
+	  "\"required\":[\"sandbox_id\",\"default\",\"processes\",\"state\"]}}},"
+	  "\"required\":[\"sandboxes\"]}",
 	  list_sandboxes, true, false, true },
 	{ "pause_sandbox", "Pause a sandbox",
 	  "Pause every process of a sandbox where it is: it uses no CPU, and its memory, files "
@@ -1303,6 +1305,7 @@ static void set_paused(struct mcp_tools *t, struct mcp_call *c, json_t *args, bo
 	if (get_sandbox(t, args, &sb, &err) < 0 ||
 	    t->backend->ops->set_paused(t->backend, sb->id, pause, &err) < 0)
 		return mcp_call_error(c, &err);
+	sb->paused = pause;
 	mcp_call_result(c, json_pack("{s:s, s:s}", "sandbox_id", sb->id, "state",
 				     pause ? "paused" : "running"));
 }
@@ -1323,9 +1326,10 @@ static void list_sandboxes(struct mcp_tools *t, struct mcp_call *c, json_t *args
 
 	(void)args;
 	for (struct sandbox *sb = t->sandboxes; list && sb; sb = sb->next)
-		json_array_append_new(list, json_pack("{s:s, s:b, s:i}", "sandbox_id", sb->id,
+		json_array_append_new(list, json_pack("{s:s, s:b, s:i, s:s}", "sandbox_id", sb->id,
 						      "default", sb->is_default, "processes",
-						      (int)sb->n_procs));
+						      (int)sb->n_procs, "state",
+						      sb->paused ? "paused" : "running"));
 	if (!list)
 		(void)fail_oom(c);
 	else

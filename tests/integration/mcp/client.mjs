@@ -664,10 +664,14 @@ async function pauseResume(s, id, what) {
 	const a = await n();
 	await new Promise((res) => setTimeout(res, 500));
 	eq(`${what}: paused: the loop does not advance`, a, await n());
+	eq(`${what}: list_sandboxes says paused`, 'paused',
+		(await s.try('list_sandboxes'))?.structuredContent?.sandboxes?.find((x) => x.sandbox_id === id)?.state);
 	toolError(`${what}: run_command while paused: a tool error saying paused`, await s.try('run_command', { sandbox_id: id, command: 'true' }), /paused/);
 	eq(`${what}: write_file while paused works`, 5, (await s.try('write_file', { sandbox_id: id, path: 'p.txt', content: 'still' }))?.structuredContent?.size);
 	r = await s.try('resume_sandbox', { sandbox_id: id });
 	eq(`${what}: resume_sandbox`, { sandbox_id: id, state: 'running' }, okResult(`${what}: resume_sandbox: a result`, r));
+	eq(`${what}: list_sandboxes says running again`, 'running',
+		(await s.try('list_sandboxes'))?.structuredContent?.sandboxes?.find((x) => x.sandbox_id === id)?.state);
 	check(`${what}: resumed: the loop goes on`, await waitFor(async () => (await n()) > a, 5000));
 	eq(`${what}: resumed: run_command works`, 'still', (await s.try('run_command', { sandbox_id: id, command: 'cat p.txt' }))?.structuredContent?.stdout);
 	toolError(`${what}: pause_sandbox without sandbox_id: a tool error naming sandbox_id`, await s.try('pause_sandbox', {}), /sandbox_id/);
