@@ -25,117 +25,11 @@
  * A refusal answers in the client's own protocol: HTTP 403 with a body an agent can read,
  * a SOCKS5 "not allowed" reply, or (TLS, redirected) a closed connection.
  */
-#include <arpa/inet.h>
-#include <errno.h>
-#include <event2/buffer.h>
-#include <event2/event.h>
-#include <fcntl.h>
-#include <linux/netfilter_ipv4.h>
-#include <linux/netfilter_ipv6/ip6_tables.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <strings.h>
-#include <sys/socket.h>
-#include <time.h>
-#include <unistd.h>
-
-#include "egress-parse.h"
-#include "egress.h"
-#include "error.h"
-#include "events.h"
-#include "sandbox.h"
-#include "secret-scrub.h"
-#include "secret-subst.h"
-#include "secrets.h"
-#include "tls-ca.h"
-#include "tls-mitm.h"
-#include "util/cleanup.h"
-
-#define HEAD_TIMEOUT_S 30	/* to send a request head or SOCKS request */
-#define PEEK_TIMEOUT_MS 1000	/* redirected: wait this long for a TLS hello or HTTP head */
-#define MAYBE_TIMEOUT_MS 1000	/* "ping": wait this long for a method's space, then relay */
-#define CONNECT_TIMEOUT_S 10	/* per address */
-#define IDLE_TIMEOUT_S 900	/* no byte either way */
-#define PIPE_SMALL (64u << 10) /* the kernel's default; every connection starts here */
-#define PIPE_BIG (1u << 20)	/* a direction that fills its pipe grows to this, once */
-#define PUMP_ROUNDS 16		/* chunks per direction per wakeup: fairness between conns */
-#define BUF_MAX PD_HTTP_HEAD_MAX /* head, hello or peek: never more */
-#define streq(a, b) (strcmp((a), (b)) == 0)
-
-enum state { ST_HEAD, ST_ASK, ST_RESOLVE, ST_CONNECT, ST_CHECK, ST_PIPE, ST_BROKER };
-
-#define BROKER_BODY_MAX (1u << 20) /* a request body buffered to substitute in it */
-
-enum target_kind { TARGET_NONE, TARGET_NAME, TARGET_ADDR };
-
-struct dir {
-	int src, dst;
-	int pipe[2];
-	size_t in_pipe, pipe_size;
-	bool grown; /* asked for PIPE_BIG once, granted or not */
-	bool eof, done;
-	uint8_t *pre; /* sent to dst before anything spliced: a rewritten head, peeked bytes */
-	size_t pre_len, pre_off;
-	uint64_t *count;
-	struct event *src_ev, *dst_ev;
-};
-
-struct pd_egress_conn {
-	struct pd_egress *eg;
-	struct pd_egress_conn *next, *prev;
-	enum pd_egress_via via;
-	enum state st;
-	int family; /* of the listener */
-	int cfd, ufd;
-	struct event *c_rd, *c_wr, *u_rd, *u_wr, *timer;
-	uint8_t *buf;
-	size_t len;
-	int socks_step; /* 0: greeting, 1: request */
-	/* what the first bytes through the connection are (not the proxy request itself) */
-	bool is_tls, is_http, absolute;
-	bool head_timer; /* a request head or TLS hello has started: HEAD_TIMEOUT_S to finish */
-	bool maybe_timer; /* token characters only: MAYBE_TIMEOUT_MS to become a request line */
-	struct pd_http_head head;
-	/* the destination */
-	enum target_kind kind;
-	char name[PD_EGRESS_NAME_MAX + 1];
-	uint16_t port;
-	int addr_family;
-	uint8_t addr[16];
-	struct pd_addrs addrs;
-	size_t next_addr;
-	struct pd_resolve_req *req;
-	char rule[sizeof(((struct pd_egress_rule *)0)->text) + 8];
-	char addr_text[INET6_ADDRSTRLEN];
-	bool decided, allowed;
-	const char *reason;
-	/* a person's decision: pending (ST_ASK, with hup watching for the client's close) */
-	struct pd_egress_ask *ask;
-	struct event *hup;
-	bool asked_ok; /* allowed once by a person: no rule says so */
-	char why[224]; /* a reason made for this connection (c->reason may point here) */
-	struct dir up, down;
-	uint64_t bytes_out, bytes_in;
-	struct timespec t0;
-	/* the secret broker (ST_BROKER): an HTTP relay through the substitution engine */
-	struct pd_mitm *mitm;
-	struct pd_subst *subst;
-	struct pd_response *resp; /* intercepted HTTPS: what the server sends back, checked */
-	struct pd_secret *view; /* the sandbox's secrets, bound or not to this host */
-	bool intercepted, leaked;
-	bool resp_refused; /* a response was not passed on (secret.response_refused) */
-	size_t leak_idx;
-};
+#include "egress-conn.h"
 
 static void conn_io(evutil_socket_t fd, short what, void *arg);
-static void conn_close(struct pd_egress_conn *c);
 static void conn_refuse(struct pd_egress_conn *c, const char *reason);
 static void conn_resolve(struct pd_egress_conn *c);
-static bool broker_wanted(const struct pd_egress_conn *c, bool *ret_tls);
-static void broker_start(struct pd_egress_conn *c, bool tls, uint8_t *pre, size_t pre_len);
 
 /* ---- small pieces ----------------------------------------------------------------------- */
 
@@ -147,16 +41,16 @@ static double ms_since(const struct timespec *t0)
 	return (double)(t.tv_sec - t0->tv_sec) * 1e3 + (double)(t.tv_nsec - t0->tv_nsec) / 1e6;
 }
 
-static void arm(struct event *ev, int timeout_ms)
+void pd_egress_conn_arm(struct event *ev, int timeout_ms)
 {
 	struct timeval tv = { timeout_ms / 1000, (timeout_ms % 1000) * 1000 };
 
 	event_add(ev, timeout_ms > 0 ? &tv : NULL);
 }
 
-static void set_timer(struct pd_egress_conn *c, int timeout_ms)
+void pd_egress_conn_set_timer(struct pd_egress_conn *c, int timeout_ms)
 {
-	arm(c->timer, timeout_ms);
+	pd_egress_conn_arm(c->timer, timeout_ms);
 }
 
 static void target_text(const struct pd_egress_conn *c, char *buf, size_t size)
@@ -169,13 +63,13 @@ static void target_text(const struct pd_egress_conn *c, char *buf, size_t size)
 		snprintf(buf, size, "%s:%u", c->addr_text, c->port);
 }
 
-static void set_rule(struct pd_egress_conn *c, const struct pd_egress_rule *rule)
+void pd_egress_conn_set_rule(struct pd_egress_conn *c, const struct pd_egress_rule *rule)
 {
 	pd_egress_rule_text(c->eg, rule, c->rule, sizeof(c->rule));
 }
 
 /* The target as the client gave it: a name, or an address literal. */
-static void set_target(struct pd_egress_conn *c, const char *host, uint16_t port)
+void pd_egress_conn_set_target(struct pd_egress_conn *c, const char *host, uint16_t port)
 {
 	c->port = port;
 	if (inet_pton(AF_INET, host, c->addr) == 1) {
@@ -213,7 +107,7 @@ static void record(struct pd_egress_conn *c)
 			  "duration_ms", ms_since(&c->t0)));
 }
 
-static void conn_close(struct pd_egress_conn *c)
+void pd_egress_conn_close(struct pd_egress_conn *c)
 {
 	struct pd_egress *eg = c->eg;
 
@@ -318,11 +212,11 @@ unsigned pd_egress_conn_recheck(struct pd_egress *eg)
 		    still_allowed(c, &rule, &why))
 			continue;
 		/* SECURITY: lock means lock: what the policy refuses now is closed now */
-		set_rule(c, rule);
+		pd_egress_conn_set_rule(c, rule);
 		c->decided = true;
 		c->allowed = false;
 		c->reason = why;
-		conn_close(c);
+		pd_egress_conn_close(c);
 		closed++;
 	}
 	return closed;
@@ -333,17 +227,17 @@ void pd_egress_conn_free_all(struct pd_egress *eg)
 	while (eg->conns) {
 		if (!eg->conns->reason)
 			eg->conns->reason = "the sandbox ended";
-		conn_close(eg->conns);
+		pd_egress_conn_close(eg->conns);
 	}
 }
 
 /* Best effort: the client's socket is ours, non-blocking, and the answer is small. */
-static void send_client(struct pd_egress_conn *c, const void *buf, size_t len)
+void pd_egress_conn_send_client(struct pd_egress_conn *c, const void *buf, size_t len)
 {
 	(void)send(c->cfd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
-static void http_answer(struct pd_egress_conn *c, const char *status, const char *body)
+void pd_egress_conn_http_answer(struct pd_egress_conn *c, const char *status, const char *body)
 {
 	char msg[2048];
 	int n;
@@ -353,7 +247,7 @@ static void http_answer(struct pd_egress_conn *c, const char *status, const char
 		     "Content-Length: %zu\r\nConnection: close\r\nX-Paddock-Egress: %s\r\n\r\n%s",
 		     status, strlen(body), c->allowed ? "error" : "denied", body);
 	if (n > 0)
-		send_client(c, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
+		pd_egress_conn_send_client(c, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
 }
 
 /* ---- refusing ------------------------------------------------------------------------------ */
@@ -372,17 +266,6 @@ static void addr_rule_text(const struct pd_egress_conn *c, char *buf, size_t siz
  * this destination (with its port: a rule without one opens every port of the host), or
  * why no rule would help.
  */
-enum advice {
-	ADVICE_ALLOW_NAME,    /* no rule allows the name: --allow NAME:PORT */
-	ADVICE_ALLOW_ADDR,    /* an address no CIDR rule allows: --allow ADDR:PORT */
-	ADVICE_NAME_PRIVATE,  /* the name is allowed, its address is not public */
-	ADVICE_DENIED,	      /* a deny rule: nothing to ask for */
-	ADVICE_NONE_MODE,     /* mode none: no rule helps */
-	ADVICE_FIX_REQUEST,   /* the request itself is wrong: `detail` says how */
-	ADVICE_ASK_DENIED,    /* a person was asked (network.unlisted "ask") and said no */
-	ADVICE_ASK_TIMEOUT,   /* ... and nobody answered in time */
-	ADVICE_ASK_BUSY,      /* too many decisions wait for a person already */
-};
 
 static void advice_text(const struct pd_egress_conn *c, enum advice a, const char *detail,
 			char *buf, size_t size)
@@ -444,7 +327,7 @@ static void advice_text(const struct pd_egress_conn *c, enum advice a, const cha
 	}
 }
 
-static void conn_refuse_advice(struct pd_egress_conn *c, const char *reason, enum advice a,
+void pd_egress_conn_refuse_advice(struct pd_egress_conn *c, const char *reason, enum advice a,
 			       const char *detail)
 {
 	char target[PD_EGRESS_NAME_MAX + 16], body[1536], advice[768];
@@ -461,7 +344,7 @@ static void conn_refuse_advice(struct pd_egress_conn *c, const char *reason, enu
 	if (c->via == PD_VIA_SOCKS) {
 		uint8_t rep[10];
 
-		send_client(c, rep, pd_socks5_reply(0x02, rep)); /* not allowed by ruleset */
+		pd_egress_conn_send_client(c, rep, pd_socks5_reply(0x02, rep)); /* not allowed by ruleset */
 	} else if (c->via == PD_VIA_PROXY || c->is_http) {
 		/*
 		 * Agents read this: name the host and the rule, and say other routes are closed
@@ -473,10 +356,10 @@ static void conn_refuse_advice(struct pd_egress_conn *c, const char *reason, enu
 			 "(%s%s%s).\nOther routes (direct connections, other ports, DNS, other "
 			 "proxies or tunnels) are blocked as well; %s\n",
 			 target, reason, c->rule[0] ? "; " : "", c->rule, advice);
-		http_answer(c, "403 Forbidden", body);
+		pd_egress_conn_http_answer(c, "403 Forbidden", body);
 	}
 	/* TLS or unknown bytes, redirected: nothing it would understand; the close says it */
-	conn_close(c);
+	pd_egress_conn_close(c);
 }
 
 /* A refusal by the policy: the advice follows from the rule that decided, and the target. */
@@ -486,7 +369,7 @@ static void conn_refuse(struct pd_egress_conn *c, const char *reason)
 			: c->kind == TARGET_NAME	   ? ADVICE_ALLOW_NAME
 							   : ADVICE_ALLOW_ADDR;
 
-	conn_refuse_advice(c, reason, a, NULL);
+	pd_egress_conn_refuse_advice(c, reason, a, NULL);
 }
 
 /* A failure after the decision allowed it: upstream unreachable, name unknown. */
@@ -500,36 +383,36 @@ static void conn_fail(struct pd_egress_conn *c, uint8_t socks_rep, const char *s
 	if (c->via == PD_VIA_SOCKS && c->st != ST_CHECK && c->st != ST_PIPE) {
 		uint8_t rep[10];
 
-		send_client(c, rep, pd_socks5_reply(socks_rep, rep));
+		pd_egress_conn_send_client(c, rep, pd_socks5_reply(socks_rep, rep));
 	} else if ((c->via == PD_VIA_PROXY && c->st != ST_CHECK && c->st != ST_PIPE) ||
 		   (c->via == PD_VIA_TRANSPARENT && c->is_http && c->st != ST_PIPE)) {
 		snprintf(body, sizeof(body), "paddock: could not reach %s: %s.\n", target, reason);
-		http_answer(c, status, body);
+		pd_egress_conn_http_answer(c, status, body);
 	}
-	conn_close(c);
+	pd_egress_conn_close(c);
 }
 
 /* ---- deciding ------------------------------------------------------------------------------ */
 
 static void conn_ask(struct pd_egress_conn *c);
 
-static void decide(struct pd_egress_conn *c)
+void pd_egress_conn_decide(struct pd_egress_conn *c)
 {
 	const struct pd_egress_rule *rule = NULL;
 	struct pd_egress *eg = c->eg;
 
 	if (c->kind == TARGET_NAME) {
 		if (streq(c->name, "invalid."))
-			return conn_refuse_advice(c, "the host name is malformed", ADVICE_FIX_REQUEST,
+			return pd_egress_conn_refuse_advice(c, "the host name is malformed", ADVICE_FIX_REQUEST,
 						  "name the host with letters, digits, '-' and '.'.");
 		if (!pd_egress_allow_name(&eg->policy, c->name, c->port, &rule)) {
-			set_rule(c, rule);
+			pd_egress_conn_set_rule(c, rule);
 			if (pd_egress_ask_wanted(&eg->policy, c->name, 0, NULL, c->port))
 				return conn_ask(c);
 			return conn_refuse(c, rule ? "a deny rule matches"
 						   : "no allow rule matches the host and port");
 		}
-		set_rule(c, rule);
+		pd_egress_conn_set_rule(c, rule);
 		return conn_resolve(c);
 	}
 	if (c->kind == TARGET_ADDR) {
@@ -537,7 +420,7 @@ static void decide(struct pd_egress_conn *c)
 					  &rule)) {
 			enum pd_addr_class k = pd_addr_classify(c->addr_family, c->addr);
 
-			set_rule(c, rule);
+			pd_egress_conn_set_rule(c, rule);
 			if (rule)
 				return conn_refuse(c, "a deny rule matches");
 			if (pd_egress_ask_wanted(&eg->policy, NULL, c->addr_family, c->addr, c->port))
@@ -548,14 +431,14 @@ static void decide(struct pd_egress_conn *c)
 						      : "no CIDR rule allows the address; name the host "
 							"instead");
 		}
-		set_rule(c, rule);
+		pd_egress_conn_set_rule(c, rule);
 		c->addrs.n = 1;
 		c->addrs.a[0].family = c->addr_family;
 		memcpy(c->addrs.a[0].addr, c->addr, 16);
 		c->st = ST_RESOLVE;
 		return conn_resolve(c);
 	}
-	return conn_refuse_advice(c, "no destination could be read from the connection",
+	return pd_egress_conn_refuse_advice(c, "no destination could be read from the connection",
 				  ADVICE_FIX_REQUEST,
 				  "name the destination (a TLS server name or an HTTP Host header).");
 }
@@ -569,7 +452,7 @@ static void on_hup(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	c->reason = "the client closed while a person was asked";
-	conn_close(c);
+	pd_egress_conn_close(c);
 }
 
 /* network.unlisted "ask": held until the decision on its destination (egress-ask.c). */
@@ -587,11 +470,11 @@ static void conn_ask(struct pd_egress_conn *c)
 			 "%u destinations wait for a person's answer already "
 			 "(network.ask_max_pending)",
 			 eg->ask_max_pending);
-		return conn_refuse_advice(c, c->why, ADVICE_ASK_BUSY, NULL);
+		return pd_egress_conn_refuse_advice(c, c->why, ADVICE_ASK_BUSY, NULL);
 	}
 	if (r < 0) {
 		c->reason = "out of memory";
-		return conn_close(c);
+		return pd_egress_conn_close(c);
 	}
 	/* the decision's own timer bounds the wait; a client that gives up is let go at once */
 	c->st = ST_ASK;
@@ -633,17 +516,17 @@ void pd_egress_conn_asked(struct pd_egress *eg, struct pd_egress_ask *a, bool ag
 		}
 		c->st = ST_HEAD;
 		if (again) {
-			decide(c); /* the policy in force decides, as for a new connection */
+			pd_egress_conn_decide(c); /* the policy in force decides, as for a new connection */
 		} else if (p->answer != PADDOCK_ASK_DENY) {
 			asked_go(c, p);
 		} else if (p->timed_out) {
 			snprintf(c->why, sizeof(c->why), "nobody answered within %g s",
 				 (double)(p->expires_ms - p->asked_ms) / 1000);
-			conn_refuse_advice(c, c->why, ADVICE_ASK_TIMEOUT, NULL);
+			pd_egress_conn_refuse_advice(c, c->why, ADVICE_ASK_TIMEOUT, NULL);
 		} else {
 			snprintf(c->why, sizeof(c->why), "answered deny (by %.64s%s%.128s)", p->by,
 				 p->who ? ": " : "", p->who ? p->who : "");
-			conn_refuse_advice(c, c->why, ADVICE_ASK_DENIED, NULL);
+			pd_egress_conn_refuse_advice(c, c->why, ADVICE_ASK_DENIED, NULL);
 		}
 	}
 }
@@ -683,12 +566,12 @@ static void on_resolved(int error, const struct pd_addrs *addrs, void *userdata)
 		memcpy(c->addr, addrs->a[0].addr, 16);
 		inet_ntop(addrs->a[0].family, addrs->a[0].addr, c->addr_text, sizeof(c->addr_text));
 		if (deny) {
-			set_rule(c, deny);
+			pd_egress_conn_set_rule(c, deny);
 			why = "a deny rule matches its address";
-			return conn_refuse_advice(c, why, ADVICE_DENIED, NULL);
+			return pd_egress_conn_refuse_advice(c, why, ADVICE_DENIED, NULL);
 		}
 		/* SECURITY: the name is allowed already; what is missing is the address */
-		return conn_refuse_advice(c, why, ADVICE_NAME_PRIVATE, NULL);
+		return pd_egress_conn_refuse_advice(c, why, ADVICE_NAME_PRIVATE, NULL);
 	}
 	c->addrs = ok;
 	c->next_addr = 0;
@@ -708,7 +591,7 @@ static void conn_resolve(struct pd_egress_conn *c)
 	res = pd_egress_resolver(c->eg->ctx, NULL);
 	if (!res)
 		return conn_fail(c, 0x01, "502 Bad Gateway", "no resolver");
-	set_timer(c, HEAD_TIMEOUT_S * 1000);
+	pd_egress_conn_set_timer(c, HEAD_TIMEOUT_S * 1000);
 	/* an answer at once (cache, hosts file) has run on_resolved, which may have freed c */
 	req = pd_resolve(res, c->name, on_resolved, c);
 	if (req)
@@ -764,8 +647,8 @@ static void connect_next(struct pd_egress_conn *c)
 	c->u_wr = event_new(c->eg->ctx->base, fd, EV_WRITE, conn_io, c);
 	if (!c->u_wr)
 		return conn_fail(c, 0x01, "502 Bad Gateway", "out of memory");
-	arm(c->u_wr, 0);
-	set_timer(c, CONNECT_TIMEOUT_S * 1000);
+	pd_egress_conn_arm(c->u_wr, 0);
+	pd_egress_conn_set_timer(c, CONNECT_TIMEOUT_S * 1000);
 }
 
 /* ---- the pipe ------------------------------------------------------------------------------ */
@@ -795,7 +678,7 @@ static int dir_pump(struct pd_egress *eg, struct dir *d, bool up)
 			if (n < 0) {
 				if (errno != EAGAIN)
 					return -errno;
-				arm(d->dst_ev, 0);
+				pd_egress_conn_arm(d->dst_ev, 0);
 				return 0;
 			}
 			d->pre_off += (size_t)n;
@@ -812,7 +695,7 @@ static int dir_pump(struct pd_egress *eg, struct dir *d, bool up)
 			if (n < 0) {
 				if (errno != EAGAIN)
 					return -errno;
-				arm(d->dst_ev, 0);
+				pd_egress_conn_arm(d->dst_ev, 0);
 				return 0;
 			}
 			d->in_pipe -= (size_t)n;
@@ -852,7 +735,7 @@ static int dir_pump(struct pd_egress *eg, struct dir *d, bool up)
 		if (n < 0) {
 			if (errno != EAGAIN)
 				return -errno;
-			arm(d->src_ev, 0);
+			pd_egress_conn_arm(d->src_ev, 0);
 			return 0;
 		}
 		d->in_pipe += (size_t)n;
@@ -872,12 +755,12 @@ static void pipe_run(struct pd_egress_conn *c)
 	if (r < 0 || (c->up.done && c->down.done)) {
 		if (r < 0 && !c->reason)
 			c->reason = r == -EPIPE || r == -ECONNRESET ? "reset by a peer" : "i/o error";
-		return conn_close(c);
+		return pd_egress_conn_close(c);
 	}
-	set_timer(c, IDLE_TIMEOUT_S * 1000);
+	pd_egress_conn_set_timer(c, IDLE_TIMEOUT_S * 1000);
 }
 
-static void pipe_start(struct pd_egress_conn *c, uint8_t *pre_up, size_t pre_up_len)
+void pd_egress_conn_pipe_start(struct pd_egress_conn *c, uint8_t *pre_up, size_t pre_up_len)
 {
 	/* counted here, once every check has passed: a tunnel refused after CONNECT is a denial */
 	c->eg->stats.connections_allowed++;
@@ -891,745 +774,11 @@ static void pipe_start(struct pd_egress_conn *c, uint8_t *pre_up, size_t pre_up_
 	    dir_setup(c, &c->down, c->ufd, c->cfd, &c->bytes_in, c->u_rd, c->c_wr) < 0) {
 		free(pre_up);
 		c->reason = "out of pipes";
-		return conn_close(c);
+		return pd_egress_conn_close(c);
 	}
 	c->up.pre = pre_up;
 	c->up.pre_len = pre_up_len;
 	pipe_run(c);
-}
-
-/* ---- reading what names the destination ------------------------------------------------------ */
-
-/* Reads what is there into c->buf (at most BUF_MAX); 0 on EOF, -EAGAIN, -errno, or bytes. */
-static ssize_t fill(struct pd_egress_conn *c)
-{
-	ssize_t n;
-
-	if (!c->buf) {
-		c->buf = malloc(BUF_MAX);
-		if (!c->buf)
-			return -ENOMEM;
-	}
-	if (c->len >= BUF_MAX)
-		return -E2BIG;
-	n = recv(c->cfd, c->buf + c->len, BUF_MAX - c->len, MSG_DONTWAIT);
-	if (n < 0)
-		return errno == EAGAIN ? -EAGAIN : -errno;
-	c->len += (size_t)n;
-	return n;
-}
-
-/* Takes bytes [from, len) of c->buf as what goes upstream first. */
-static uint8_t *take_rest(struct pd_egress_conn *c, size_t from, size_t *ret_len)
-{
-	uint8_t *p;
-
-	*ret_len = c->len > from ? c->len - from : 0;
-	if (*ret_len == 0)
-		return NULL;
-	p = malloc(*ret_len);
-	if (p)
-		memcpy(p, c->buf + from, *ret_len);
-	else
-		*ret_len = 0;
-	return p;
-}
-
-static bool header_is(const char *line, size_t len, const char *name)
-{
-	size_t n = strlen(name);
-
-	return len > n && line[n] == ':' && strncasecmp(line, name, n) == 0;
-}
-
-/*
- * An absolute-form request as it goes to the origin: "GET /path HTTP/1.1", without the
- * proxy's own headers, with Connection: close (one request per tunnel: the next request
- * on this connection could name another host, and must be decided again).
- */
-static uint8_t *rewrite_absolute(struct pd_egress_conn *c, size_t *ret_len)
-{
-	const char *b = (const char *)c->buf, *t = b + c->head.target_offset, *path, *p, *end;
-	size_t tl = c->head.target_len, cap = c->head.head_len + 64, o = 0;
-	const char *line_end = memchr(b, '\n', c->head.head_len);
-	uint8_t *out;
-
-	/* the path: after "http://authority" */
-	path = memmem(t, tl, "://", 3);
-	path = path ? memchr(path + 3, '/', (size_t)(t + tl - (path + 3))) : NULL;
-	out = malloc(cap + (c->len - c->head.head_len));
-	if (!out || !line_end)
-		return free(out), NULL;
-	o += (size_t)snprintf((char *)out, cap, "%.*s ", (int)strlen(c->head.method),
-			      c->head.method);
-	if (path) {
-		memcpy(out + o, path, (size_t)(t + tl - path));
-		o += (size_t)(t + tl - path);
-	} else {
-		out[o++] = '/';
-	}
-	/* " HTTP/1.x" and the rest of the request line */
-	memcpy(out + o, t + tl, (size_t)(line_end + 1 - (t + tl)));
-	o += (size_t)(line_end + 1 - (t + tl));
-	end = b + c->head.head_len;
-	for (p = line_end + 1; p < end;) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		size_t ll = nl ? (size_t)(nl + 1 - p) : (size_t)(end - p);
-		size_t content = ll;
-
-		while (content > 0 && (p[content - 1] == '\n' || p[content - 1] == '\r'))
-			content--;
-		if (content == 0) {
-			o += (size_t)snprintf((char *)out + o, cap - o, "Connection: close\r\n\r\n");
-			break;
-		}
-		if (!header_is(p, content, "proxy-connection") &&
-		    !header_is(p, content, "proxy-authorization") &&
-		    !header_is(p, content, "connection") && !header_is(p, content, "keep-alive")) {
-			memcpy(out + o, p, ll);
-			o += ll;
-		}
-		p += ll;
-	}
-	/* the start of a body, if the client sent it with the head */
-	memcpy(out + o, c->buf + c->head.head_len, c->len - c->head.head_len);
-	o += c->len - c->head.head_len;
-	*ret_len = o;
-	return out;
-}
-
-static void head_proxy(struct pd_egress_conn *c)
-{
-	const char *why = NULL;
-	int r;
-
-	r = pd_http_head_parse((const char *)c->buf, c->len, &c->head, &why);
-	if (r == -EAGAIN)
-		return arm(c->c_rd, 0);
-	if (r == -E2BIG) {
-		c->reason = "request head too large";
-		http_answer(c, "431 Request Header Fields Too Large",
-			    "paddock: the request head is larger than the proxy takes.\n");
-		return conn_close(c);
-	}
-	if (r < 0) {
-		char body[512];
-
-		/* say what is wrong with it: the proxy read it as HTTP and found this */
-		c->reason = why ? why : "a malformed request";
-		snprintf(body, sizeof(body),
-			 "paddock: the proxy cannot read this request: expected %s.\n",
-			 why ? why : "an HTTP/1.x request");
-		http_answer(c, "400 Bad Request", body);
-		return conn_close(c);
-	}
-	if (c->head.form == PD_HTTP_ORIGIN) {
-		c->reason = "not a proxy request";
-		http_answer(c, "400 Bad Request",
-			    "paddock: this is an HTTP proxy: send CONNECT host:port or an "
-			    "absolute http:// URL.\n");
-		return conn_close(c);
-	}
-	set_target(c, c->head.host, c->head.port);
-	c->absolute = c->head.form == PD_HTTP_ABSOLUTE;
-	/* SECURITY: the Host header must name the host the request goes to */
-	if (c->absolute && c->head.host_header[0] &&
-	    (strcasecmp(c->head.host_header, c->head.host) != 0 ||
-	     (c->head.host_header_port && c->head.host_header_port != c->head.port)))
-		return conn_refuse_advice(c, "the Host header names another host than the request",
-					  ADVICE_FIX_REQUEST,
-					  "send a Host header that names the URL's host and port.");
-	decide(c);
-}
-
-static void head_socks(struct pd_egress_conn *c)
-{
-	const char *why = NULL;
-	size_t used;
-	bool noauth;
-	int r;
-
-	if (c->socks_step == 0) {
-		uint8_t ok[2] = { 5, 0 };
-
-		r = pd_socks5_greeting_parse(c->buf, c->len, &used, &noauth, &why);
-		if (r == -EAGAIN)
-			return arm(c->c_rd, 0);
-		if (r < 0 || !noauth) {
-			uint8_t no[2] = { 5, 0xff };
-
-			if (r == 0)
-				send_client(c, no, 2);
-			c->reason = r < 0 ? why : "the client offers no method without authentication";
-			return conn_close(c);
-		}
-		send_client(c, ok, 2);
-		memmove(c->buf, c->buf + used, c->len - used);
-		c->len -= used;
-		c->socks_step = 1;
-	}
-	struct pd_socks5_request q;
-
-	r = pd_socks5_request_parse(c->buf, c->len, &q, &why);
-	if (r == -EAGAIN)
-		return arm(c->c_rd, 0);
-	if (r < 0) {
-		uint8_t rep[10];
-
-		send_client(c, rep, pd_socks5_reply(0x01, rep));
-		c->reason = why;
-		return conn_close(c);
-	}
-	if (q.cmd != 1) {
-		uint8_t rep[10];
-
-		send_client(c, rep, pd_socks5_reply(0x07, rep)); /* command not supported */
-		c->reason = "only the SOCKS5 CONNECT command is served";
-		return conn_close(c);
-	}
-	memmove(c->buf, c->buf + q.len, c->len - q.len);
-	c->len -= q.len;
-	set_target(c, q.host, q.port);
-	decide(c);
-}
-
-enum sniff {
-	SNIFF_MAYBE, /* token characters that may be a method or another protocol's word */
-	SNIFF_MORE,  /* a TLS hello or an HTTP request head has begun: read the rest */
-	SNIFF_TLS,   /* a TLS ClientHello (with a server name, or none) */
-	SNIFF_HTTP,  /* an HTTP request (with a Host, when its head parses) */
-	SNIFF_OTHER, /* neither: another protocol */
-};
-
-/*
- * What the first bytes from the client are. `name`: the TLS server name or the Host they
- * carry, "" when none. A request line decides HTTP as the broker reads it
- * (pd_http_request_line_check), so a text protocol's line or binary bytes are another
- * protocol at once, without waiting.
- */
-static enum sniff sniff(struct pd_egress_conn *c, char *name, size_t size)
-{
-	const char *why;
-	int r;
-
-	name[0] = '\0';
-	if (c->len == 0)
-		return SNIFF_MAYBE;
-	if (c->buf[0] == 0x16) { /* a TLS handshake record */
-		c->is_tls = true;
-		r = pd_tls_sni_parse(c->buf, c->len, name, size, &why);
-		if (r == -EAGAIN && c->len < PD_TLS_HELLO_MAX)
-			return SNIFF_MORE;
-		if (r < 0)
-			name[0] = '\0';
-		return SNIFF_TLS;
-	}
-	r = pd_http_request_line_check(c->buf, c->len);
-	if (r == -EPROTO)
-		return SNIFF_OTHER;
-	if (r == -EAGAIN)
-		return SNIFF_MAYBE; /* at most 32 token characters: never near BUF_MAX */
-	/* a request line longer than a head may be is still HTTP: the broker refuses it */
-	if (r == 1 && c->len < BUF_MAX)
-		return SNIFF_MORE;
-	c->is_http = true;
-	r = pd_http_head_parse((const char *)c->buf, c->len, &c->head, &why);
-	if (r == -EAGAIN && c->len < BUF_MAX)
-		return SNIFF_MORE;
-	if (r == 0)
-		snprintf(name, size, "%s",
-			 c->head.form == PD_HTTP_ORIGIN ? c->head.host_header : c->head.host);
-	return SNIFF_HTTP;
-}
-
-/*
- * The client's first bytes are not known yet (SNIFF_MAYBE or SNIFF_MORE): read on, or give
- * up waiting. SECURITY: bytes that began a request head ("METHOD ") or a TLS hello are never
- * relayed unread: the head gets HEAD_TIMEOUT_S to complete, then the connection closes (a
- * leak check must not time out into a pass). Token characters alone ("ping") get
- * MAYBE_TIMEOUT_MS, then are another protocol's. 1: read on; 0: relay them as they are;
- * -1: closed.
- */
-static int wait_for_more(struct pd_egress_conn *c, enum sniff k, bool timed_out)
-{
-	if (k == SNIFF_MORE) {
-		if (timed_out && c->head_timer) {
-			c->reason = "timed out waiting for the rest of the request head or TLS hello";
-			conn_close(c);
-			return -1;
-		}
-		if (!c->head_timer) {
-			c->head_timer = true;
-			set_timer(c, HEAD_TIMEOUT_S * 1000);
-		}
-	} else if (timed_out && c->maybe_timer) {
-		return 0;
-	} else if (!c->maybe_timer) {
-		c->maybe_timer = true;
-		set_timer(c, MAYBE_TIMEOUT_MS);
-	}
-	arm(c->c_rd, 0);
-	return 1;
-}
-
-static void peek_transparent(struct pd_egress_conn *c, bool timed_out)
-{
-	char name[PD_EGRESS_NAME_MAX + 1];
-
-	enum sniff k = sniff(c, name, sizeof(name));
-
-	if (k == SNIFF_MORE || (k == SNIFF_MAYBE && c->len > 0)) {
-		if (wait_for_more(c, k, timed_out) != 0)
-			return;
-		/* a word of another protocol ("ping"): its address decides */
-	} else if (k == SNIFF_MAYBE) {
-		if (!timed_out)
-			return arm(c->c_rd, 0);
-		/*
-		 * Nothing yet: a protocol whose server speaks first, or a slow client. The
-		 * address decides now; whatever the client sends later is checked after the
-		 * connect (ST_CHECK), as a tunnel's first bytes are.
-		 */
-	}
-	/*
-	 * The name the client asked for decides (TLS server name, Host); without one, the name
-	 * the DNS filter answered this address for (ssh, git://, databases); the bare address
-	 * only when neither exists.
-	 */
-	if (!name[0]) {
-		const char *answered = pd_egress_name_for_addr(c->eg, c->addr_family, c->addr);
-
-		if (answered)
-			snprintf(name, sizeof(name), "%s", answered);
-	}
-	if (name[0]) {
-		uint8_t lit[16];
-
-		if (inet_pton(AF_INET, name, lit) != 1 && inet_pton(AF_INET6, name, lit) != 1)
-			set_target(c, name, c->port);
-	}
-	decide(c);
-}
-
-/* The first bytes named another host than the connection was decided for. 0: go on. */
-static int check_name(struct pd_egress_conn *c, const char *name)
-{
-	char norm[PD_EGRESS_NAME_MAX + 1];
-	const struct pd_egress_rule *rule;
-	uint8_t lit[16];
-
-	if (!name[0] || inet_pton(AF_INET, name, lit) == 1 || inet_pton(AF_INET6, name, lit) == 1)
-		return 0;
-	if (pd_egress_name_normalise(name, norm, sizeof(norm)) == 0 && c->kind == TARGET_NAME &&
-	    streq(norm, c->name))
-		return 0;
-	if (c->via == PD_VIA_TRANSPARENT && pd_egress_name_normalise(name, norm, sizeof(norm)) == 0) {
-		/*
-		 * Redirected, decided by its address before it named anything: the name it names
-		 * now decides, as it would have at once (another name of a shared address).
-		 */
-		if (pd_egress_allow_name(&c->eg->policy, norm, c->port, &rule)) {
-			set_target(c, norm, c->port);
-			set_rule(c, rule);
-			return 0;
-		}
-		c->allowed = false;
-		set_rule(c, rule);
-		c->eg->stats.connections_denied++;
-		c->reason = rule ? "a deny rule matches the name it sent late"
-				 : "no allow rule matches the name it sent late";
-		conn_close(c);
-		return -1;
-	}
-	if (c->kind != TARGET_NAME)
-		return 0; /* a tunnel to an address: the address was decided */
-	c->allowed = false;
-	c->rule[0] = '\0'; /* the rule allowed the host; the tunnel's contents are refused */
-	c->eg->stats.connections_denied++;
-	c->reason = c->is_tls ? "the TLS server name differs from the tunnel's host"
-			      : "the Host header differs from the tunnel's host";
-	conn_close(c);
-	return -1;
-}
-
-/*
- * CHECK: the first bytes through a tunnel, or through a redirected connection that showed
- * none before it was decided. Nothing goes on before they are known.
- */
-static void check_first_bytes(struct pd_egress_conn *c, bool timed_out)
-{
-	char name[PD_EGRESS_NAME_MAX + 1];
-	uint8_t *pre;
-	size_t pre_len;
-	bool tls;
-
-	enum sniff k = sniff(c, name, sizeof(name));
-
-	if (k == SNIFF_MORE || (k == SNIFF_MAYBE && c->len > 0)) {
-		if (wait_for_more(c, k, timed_out) != 0)
-			return;
-	} else if (k == SNIFF_MAYBE) {
-		if (timed_out) {
-			c->reason = "idle timeout";
-			return conn_close(c);
-		}
-		return arm(c->c_rd, 0);
-	}
-	if (check_name(c, name) < 0)
-		return;
-	pre = take_rest(c, 0, &pre_len);
-	if (broker_wanted(c, &tls))
-		return broker_start(c, tls, pre, pre_len);
-	pipe_start(c, pre, pre_len);
-}
-
-/*
- * CHECK, and the server spoke first (ssh, SMTP, MySQL): not a request; relay at once. Bytes
- * of the client's that began a head or hello still decide.
- */
-static void check_server_first(struct pd_egress_conn *c)
-{
-	char name[PD_EGRESS_NAME_MAX + 1];
-	uint8_t *pre;
-	size_t pre_len;
-
-	/* the client may have spoken at the same moment: its bytes, if any, still decide */
-	if (c->len == 0 && fill(c) > 0 && sniff(c, name, sizeof(name)) != SNIFF_MAYBE)
-		return check_first_bytes(c, false);
-	if (c->len > 0 && sniff(c, name, sizeof(name)) != SNIFF_MAYBE)
-		return; /* the client's bytes decide; more of them are on their way */
-	pre = take_rest(c, 0, &pre_len);
-	pipe_start(c, pre, pre_len);
-}
-
-/* ---- the secret broker -------------------------------------------------------------------- */
-
-static const char *secret_host(const struct pd_egress_conn *c)
-{
-	return c->kind == TARGET_NAME ? c->name : c->addr_text;
-}
-
-static void on_secret_use(const struct pd_subst_use *use, const char *request_line, void *ud)
-{
-	struct pd_egress_conn *c = ud;
-	const struct pd_secret_rt *rt = &c->eg->secrets->s[use->secret];
-
-	if (!pd_events_wanted(c->eg->ctx))
-		return;
-	/* SECURITY: the name and a fingerprint; the request line holds placeholders only */
-	pd_emit(c->eg->ctx, PADDOCK_LEVEL_INFO, "secret.used", c->eg->sandbox_id, NULL,
-		json_pack("{s:s, s:s, s:s, s:s, s:s}", "secret", rt->name, "fingerprint",
-			  rt->fingerprint, "host", secret_host(c), "where", use->where, "request",
-			  request_line));
-}
-
-/* The secret is bound to this host, but this is plain HTTP: its value goes over TLS only. */
-static bool plain_to_bound(const struct pd_egress_conn *c, size_t idx)
-{
-	return !c->intercepted && c->kind == TARGET_NAME &&
-	       pd_secret_bound(&c->eg->secrets->s[idx], c->name);
-}
-
-static void leak_blocked(struct pd_egress_conn *c, size_t idx)
-{
-	const struct pd_secret_rt *rt = &c->eg->secrets->s[idx];
-	bool plain = plain_to_bound(c, idx);
-	const char *ev_reason =
-		plain ? "its placeholder was sent over plain HTTP; its value goes to its hosts "
-			"over HTTPS only"
-		      : "its placeholder was sent to a host the secret is not bound to";
-
-	c->allowed = false;
-	c->reason = plain ? "a secret's placeholder was sent over plain HTTP (its value goes to "
-			    "its hosts over HTTPS only)"
-			  : "a secret's placeholder was sent to a host it is not bound to";
-	c->eg->stats.connections_denied++;
-	if (pd_events_wanted(c->eg->ctx))
-		pd_emit(c->eg->ctx, PADDOCK_LEVEL_WARN, "secret.leak_blocked", c->eg->sandbox_id,
-			NULL,
-			json_pack("{s:s, s:s, s:s, s:s}", "secret", rt->name, "fingerprint",
-				  rt->fingerprint, "host", secret_host(c), "reason", ev_reason));
-}
-
-/* Feeds every byte of `in` through fn; drains it. */
-static int feed_all(struct evbuffer *in, int (*fn)(struct pd_egress_conn *, const uint8_t *,
-						   size_t, struct evbuffer *),
-		    struct pd_egress_conn *c, struct evbuffer *out)
-{
-	while (evbuffer_get_length(in) > 0) {
-		struct evbuffer_iovec v;
-		int r;
-
-		if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
-			return -1;
-		r = fn(c, v.iov_base, v.iov_len, out);
-		evbuffer_drain(in, v.iov_len);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-static int subst_chunk(struct pd_egress_conn *c, const uint8_t *p, size_t n, struct evbuffer *out)
-{
-	const char *why = NULL;
-	size_t idx = 0;
-	int r = pd_subst_feed(c->subst, p, n, out, &idx, &why);
-
-	if (r == -EPERM) {
-		c->leak_idx = idx;
-		leak_blocked(c, idx);
-	}
-	else if (r < 0 && !c->reason)
-		c->reason = why ? why : "the request cannot be brokered";
-	return r;
-}
-
-
-static int broker_client_data(struct evbuffer *in, struct evbuffer *out, void *ud)
-{
-	struct pd_egress_conn *c = ud;
-	char body[1024], msg[1536];
-	int n, r;
-
-	if (c->leaked) {
-		evbuffer_drain(in, evbuffer_get_length(in)); /* the answer is on its way */
-		return 0;
-	}
-	r = feed_all(in, subst_chunk, c, out);
-	if (r != -EPERM || !c->mitm)
-		return r < 0 ? -1 : 0;
-	/* a leak: the request went nowhere; say so in HTTP, naming the secret */
-	c->leaked = true;
-	if (plain_to_bound(c, c->leak_idx))
-		snprintf(body, sizeof(body),
-			 "paddock: blocked: the request carries the placeholder of secret %s over "
-			 "plain HTTP; its value goes to %s over HTTPS only: use https://%s/.\n",
-			 c->eg->secrets->s[c->leak_idx].name, secret_host(c), secret_host(c));
-	else
-		snprintf(body, sizeof(body),
-			 "paddock: blocked: the request carries the placeholder of secret %s, "
-			 "which may go only to its own hosts, not %s.\n",
-			 c->eg->secrets->s[c->leak_idx].name, secret_host(c));
-	n = snprintf(msg, sizeof(msg),
-		     "HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain; charset=utf-8\r\n"
-		     "Content-Length: %zu\r\nConnection: close\r\nX-Paddock-Egress: "
-		     "secret-blocked\r\n\r\n%s",
-		     strlen(body), body);
-	evbuffer_drain(in, evbuffer_get_length(in));
-	pd_mitm_answer(c->mitm, msg, (size_t)n, c->reason);
-	return 0;
-}
-
-/*
- * A response the broker will not pass on: answered with a 502 in its place when none of it
- * went out yet, else the connection is cut. Returns what the data callback returns.
- */
-static int response_refused(struct pd_egress_conn *c, const char *why)
-{
-	bool answered = c->mitm && !pd_response_started(c->resp);
-	char body[1024], msg[1536];
-	int n;
-
-	c->reason = why;
-	c->resp_refused = true;
-	if (pd_events_wanted(c->eg->ctx))
-		pd_emit(c->eg->ctx, PADDOCK_LEVEL_WARN, "secret.response_refused",
-			c->eg->sandbox_id, NULL,
-			json_pack("{s:s, s:s, s:s}", "host", secret_host(c), "reason", why,
-				  "outcome", answered ? "answered 502" : "connection cut"));
-	if (!answered)
-		return -1;
-	snprintf(body, sizeof(body),
-		 "paddock: the response from %s was not passed on: %s. Responses on a connection "
-		 "that carries a secret are checked for its value before the sandbox sees them.\n",
-		 secret_host(c), why);
-	n = snprintf(msg, sizeof(msg),
-		     "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain; charset=utf-8\r\n"
-		     "Content-Length: %zu\r\nConnection: close\r\nX-Paddock-Egress: "
-		     "response-refused\r\n\r\n%s",
-		     strlen(body), body);
-	pd_mitm_answer(c->mitm, msg, (size_t)n, why);
-	return 0;
-}
-
-static int response_chunk(struct pd_egress_conn *c, const uint8_t *p, size_t n,
-			  struct evbuffer *out)
-{
-	const char *why = NULL;
-	int r = pd_response_feed(c->resp, p, n, out, &why);
-
-	if (r < 0)
-		return response_refused(c, why) < 0 ? -1 : -EAGAIN;
-	return 0;
-}
-
-static int broker_upstream_data(struct evbuffer *in, struct evbuffer *out, void *ud)
-{
-	struct pd_egress_conn *c = ud;
-	int r;
-
-	if (!c->resp) /* plain HTTP: no value went out on it, nothing of one can come back */
-		return evbuffer_add_buffer(out, in) < 0 ? -1 : 0;
-	if (c->resp_refused) {
-		evbuffer_drain(in, evbuffer_get_length(in)); /* answered: the rest goes nowhere */
-		return 0;
-	}
-	r = feed_all(in, response_chunk, c, out);
-	if (r == -EAGAIN) {
-		evbuffer_drain(in, evbuffer_get_length(in));
-		return 0;
-	}
-	return r < 0 ? -1 : 0;
-}
-
-static int broker_upstream_eof(struct evbuffer *out, void *ud)
-{
-	struct pd_egress_conn *c = ud;
-	const char *why = NULL;
-
-	if (c->resp && !c->resp_refused && pd_response_end(c->resp, out, &why) < 0)
-		return response_refused(c, why);
-	return 0;
-}
-
-/* The real server's TLS failed (an untrusted certificate, another name): a 502 that says so. */
-static void broker_upstream_failed(const char *reason, void *ud)
-{
-	struct pd_egress_conn *c = ud;
-	char body[1024], msg[1536];
-	int n;
-
-	snprintf(body, sizeof(body),
-		 "paddock: could not reach %s securely: %s. Nothing was sent to it (a secret "
-		 "goes only to a server whose certificate verifies for its name).\n",
-		 secret_host(c), reason);
-	n = snprintf(msg, sizeof(msg),
-		     "HTTP/1.1 502 Bad Gateway\r\nContent-Type: text/plain; charset=utf-8\r\n"
-		     "Content-Length: %zu\r\nConnection: close\r\nX-Paddock-Egress: "
-		     "upstream-tls-failed\r\n\r\n%s",
-		     strlen(body), body);
-	pd_mitm_answer(c->mitm, msg, (size_t)n, reason);
-}
-
-static void broker_closed(const char *reason, uint64_t from_client, uint64_t from_upstream,
-			  void *ud)
-{
-	struct pd_egress_conn *c = ud;
-	static char why[160];
-
-	c->mitm = NULL; /* freed by the library */
-	c->bytes_out += from_client;
-	c->bytes_in += from_upstream;
-	c->eg->stats.bytes_out += from_client;
-	c->eg->stats.bytes_in += from_upstream;
-	/* an ordinary end is no reason; the text lives for the call only */
-	if (!c->reason && strcmp(reason, "client closed") != 0 &&
-	    strcmp(reason, "upstream closed") != 0) {
-		snprintf(why, sizeof(why), "%s", reason);
-		c->reason = why;
-	}
-	if (!c->leaked)
-		c->eg->stats.connections_allowed++;
-	conn_close(c);
-}
-
-static const struct pd_mitm_ops broker_ops = {
-	.client_data = broker_client_data,
-	.upstream_data = broker_upstream_data,
-	.upstream_eof = broker_upstream_eof,
-	.upstream_failed = broker_upstream_failed,
-	.closed = broker_closed,
-};
-
-/*
- * Takes the connection over for the secret broker: HTTPS to a host a secret is bound to is
- * intercepted (a leaf from the sandbox's CA towards the sandbox, verified TLS upstream), and
- * plain HTTP of a sandbox with secrets is relayed through the same engine, so placeholders
- * are replaced for bound hosts and stopped for any other. `pre` (taken) goes first.
- */
-static void broker_start(struct pd_egress_conn *c, bool tls, uint8_t *pre, size_t pre_len)
-{
-	struct pd_secrets *s = c->eg->secrets;
-	paddock_error err = { 0 };
-	SSL_CTX *sctx = NULL, *uctx;
-	SSL *ussl = NULL;
-	int r;
-
-	c->view = calloc(s->n, sizeof(*c->view));
-	if (!c->view) {
-		free(pre);
-		c->reason = "out of memory";
-		return conn_close(c);
-	}
-	for (size_t i = 0; i < s->n; i++) {
-		const struct pd_secret_rt *rt = &s->s[i];
-
-		c->view[i] = (struct pd_secret){
-			.name = rt->name,
-			.value = rt->value,
-			.value_len = rt->value_len,
-			.placeholder = (const uint8_t *)rt->placeholder,
-			.placeholder_len = rt->placeholder_len,
-			/* SECURITY: a value goes over TLS only, never in clear (plain HTTP
-			 * to a bound host gets a 403 saying so: broker_client_data) */
-			.bound = tls && c->kind == TARGET_NAME && pd_secret_bound(rt, c->name),
-			.in_body = rt->in_body,
-		};
-	}
-	c->subst = pd_subst_new(c->view, s->n, PD_HTTP_HEAD_MAX, BROKER_BODY_MAX, on_secret_use, c);
-	if (tls) {
-		/* the only connections a value goes out on: what comes back is checked */
-		c->resp = pd_response_new(c->view, s->n);
-		if (c->resp && c->subst)
-			pd_subst_set_response(c->subst, c->resp);
-	}
-	if (!c->subst || (tls && !c->resp)) {
-		free(pre);
-		c->reason = "out of memory";
-		return conn_close(c);
-	}
-	if (tls) {
-		sctx = pd_ca_server_ctx(s->ca, c->name, &err);
-		uctx = sctx ? pd_egress_upstream_tls(c->eg->ctx, &err) : NULL;
-		ussl = uctx ? pd_tls_client_ssl(uctx, c->name, &err) : NULL;
-		if (!ussl) {
-			free(pre);
-			c->reason = "the interception cannot be set up";
-			return conn_close(c);
-		}
-	}
-	/* the relay owns both sockets from here; our own events on them go */
-	struct event **evs[] = { &c->c_rd, &c->c_wr, &c->u_rd, &c->u_wr };
-
-	for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
-		if (*evs[i]) {
-			event_free(*evs[i]);
-			*evs[i] = NULL;
-		}
-	event_del(c->timer);
-	c->st = ST_BROKER;
-	c->intercepted = tls; /* counted allowed when it ends, unless a leak ended it */
-	r = pd_mitm_start(c->eg->ctx->base, sctx, ussl, c->cfd, c->ufd, pre, pre_len, &broker_ops,
-			  c, &c->mitm, &err);
-	free(pre);
-	c->cfd = c->ufd = -EBADF; /* taken over, even on failure */
-	if (r < 0) {
-		c->mitm = NULL;
-		c->reason = "the interception cannot start";
-		return conn_close(c);
-	}
-}
-
-/* Whether this connection goes through the broker, and how. */
-static bool broker_wanted(const struct pd_egress_conn *c, bool *ret_tls)
-{
-	if (!c->eg->secrets)
-		return false;
-	*ret_tls = c->is_tls;
-	if (c->is_tls)
-		return c->kind == TARGET_NAME && pd_secrets_any_bound(c->eg->secrets, c->name);
-	return c->is_http || c->absolute;
 }
 
 /* ---- events ------------------------------------------------------------------------------ */
@@ -1652,21 +801,21 @@ static void on_connected(struct pd_egress_conn *c)
 	switch (c->via) {
 	case PD_VIA_PROXY:
 		if (c->absolute) {
-			pre = rewrite_absolute(c, &pre_len);
+			pre = pd_egress_rewrite_absolute(c, &pre_len);
 			if (!pre)
 				return conn_fail(c, 0, "502 Bad Gateway", "out of memory");
-			if (broker_wanted(c, &tls))
-				return broker_start(c, false, pre, pre_len);
-			return pipe_start(c, pre, pre_len);
+			if (pd_egress_broker_wanted(c, &tls))
+				return pd_egress_broker_start(c, false, pre, pre_len);
+			return pd_egress_conn_pipe_start(c, pre, pre_len);
 		}
-		send_client(c, "HTTP/1.1 200 Connection established\r\n\r\n", 39);
+		pd_egress_conn_send_client(c, "HTTP/1.1 200 Connection established\r\n\r\n", 39);
 		memmove(c->buf, c->buf + c->head.head_len, c->len - c->head.head_len);
 		c->len -= c->head.head_len;
 		break;
 	case PD_VIA_SOCKS: {
 		uint8_t rep[10];
 
-		send_client(c, rep, pd_socks5_reply(0x00, rep));
+		pd_egress_conn_send_client(c, rep, pd_socks5_reply(0x00, rep));
 		break;
 	}
 	case PD_VIA_TRANSPARENT:
@@ -1675,10 +824,10 @@ static void on_connected(struct pd_egress_conn *c)
 	case _PD_VIA_MAX:
 		if (c->len == 0)
 			break; /* decided by its address: its first bytes are checked now */
-		pre = take_rest(c, 0, &pre_len);
-		if (broker_wanted(c, &tls))
-			return broker_start(c, tls, pre, pre_len);
-		return pipe_start(c, pre, pre_len);
+		pre = pd_egress_take_rest(c, 0, &pre_len);
+		if (pd_egress_broker_wanted(c, &tls))
+			return pd_egress_broker_start(c, tls, pre, pre_len);
+		return pd_egress_conn_pipe_start(c, pre, pre_len);
 	}
 	/* the first bytes decide, or the server's: whichever side speaks first */
 	c->st = ST_CHECK;
@@ -1686,11 +835,11 @@ static void on_connected(struct pd_egress_conn *c)
 	c->u_rd = event_new(c->eg->ctx->base, c->ufd, EV_READ, conn_io, c);
 	if (!c->u_rd) {
 		c->reason = "out of memory";
-		return conn_close(c);
+		return pd_egress_conn_close(c);
 	}
-	arm(c->u_rd, 0);
-	set_timer(c, IDLE_TIMEOUT_S * 1000);
-	check_first_bytes(c, false);
+	pd_egress_conn_arm(c->u_rd, 0);
+	pd_egress_conn_set_timer(c, IDLE_TIMEOUT_S * 1000);
+	pd_egress_check_first_bytes(c, false);
 }
 
 static void conn_io(evutil_socket_t fd, short what, void *arg)
@@ -1706,36 +855,36 @@ static void conn_io(evutil_socket_t fd, short what, void *arg)
 						 : "timed out waiting for the request";
 		if (c->st == ST_CONNECT)
 			return connect_next(c);
-		return conn_close(c);
+		return pd_egress_conn_close(c);
 	}
 	switch (c->st) {
 	case ST_HEAD:
 	case ST_CHECK:
 		if (c->st == ST_CHECK && !timeout && fd == c->ufd)
-			return check_server_first(c);
+			return pd_egress_check_server_first(c);
 		if (!timeout) {
-			n = fill(c);
+			n = pd_egress_fill(c);
 			if (n == -EAGAIN)
-				return arm(c->c_rd, 0);
+				return pd_egress_conn_arm(c->c_rd, 0);
 			/* a client that closes before sending anything: its EOF goes through */
 			if (n == 0 && c->st == ST_CHECK && c->len == 0)
-				return pipe_start(c, NULL, 0);
+				return pd_egress_conn_pipe_start(c, NULL, 0);
 			if (n == 0 || (n < 0 && n != -E2BIG)) {
 				c->reason = n != 0		? "read error"
 					    : c->st == ST_CHECK ? "the client closed in the middle of "
 								  "a request head or TLS hello"
 								: "the client closed before naming a "
 								  "destination";
-				return conn_close(c);
+				return pd_egress_conn_close(c);
 			}
 		}
 		if (c->st == ST_CHECK)
-			return check_first_bytes(c, timeout);
+			return pd_egress_check_first_bytes(c, timeout);
 		if (c->via == PD_VIA_PROXY)
-			return head_proxy(c);
+			return pd_egress_head_proxy(c);
 		if (c->via == PD_VIA_SOCKS)
-			return head_socks(c);
-		return peek_transparent(c, timeout || c->len >= BUF_MAX);
+			return pd_egress_head_socks(c);
+		return pd_egress_peek_transparent(c, timeout || c->len >= BUF_MAX);
 	case ST_ASK:
 	case ST_RESOLVE:
 		return;
@@ -1832,17 +981,17 @@ void pd_egress_conn_new(struct pd_egress *eg, int fd, enum pd_egress_via via, in
 	eg->stats.connections_active++;
 	if (!c->c_rd || !c->c_wr || !c->timer) {
 		c->reason = "out of memory";
-		return conn_close(c);
+		return pd_egress_conn_close(c);
 	}
 	c->st = ST_HEAD;
 	if (via == PD_VIA_TRANSPARENT) {
 		if (original_dst(c) < 0) {
 			c->reason = "no original destination";
-			return conn_close(c);
+			return pd_egress_conn_close(c);
 		}
-		set_timer(c, PEEK_TIMEOUT_MS);
+		pd_egress_conn_set_timer(c, PEEK_TIMEOUT_MS);
 	} else {
-		set_timer(c, HEAD_TIMEOUT_S * 1000);
+		pd_egress_conn_set_timer(c, HEAD_TIMEOUT_S * 1000);
 	}
-	arm(c->c_rd, 0);
+	pd_egress_conn_arm(c->c_rd, 0);
 }
