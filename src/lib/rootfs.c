@@ -28,31 +28,7 @@
  * the (private) old root while it is being built; pivot_root then detaches the whole old
  * root, stage included.
  */
-#include "rootfs.h"
-
-#include <assert.h>
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <linux/openat2.h>
-#include <sched.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/sendfile.h>
-#include <sys/stat.h>
-#include <sys/random.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
-
-#include "error.h"
-#include "proc-view.h"
-#include "util/cleanup.h"
-#include "util/fd.h"
-#include "util/mount-api.h"
-#include "util/strv.h"
+#include "rootfs-build.h"
 
 #define MIRROR_MAX_DIRS 64
 #define MIRROR_MAX_DEPTH 1 /* /usr/local and its children: bin, lib, share, ... */
@@ -112,7 +88,7 @@ const char *pd_rootfs_lxcfs(void)
 	return found[0] ? found : NULL;
 }
 
-static int set_attr(int fd, const char *path, unsigned flags, uint64_t set, uint64_t clr)
+int pd_rootfs_set_attr(int fd, const char *path, unsigned flags, uint64_t set, uint64_t clr)
 {
 	struct mount_attr a = { .attr_set = set, .attr_clr = clr };
 
@@ -130,7 +106,7 @@ static int clone_tree(const char *path, bool readonly, paddock_error *err)
 	fd = open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
 	if (fd < 0)
 		return pd_fail(err, errno, "open '%s'", PD_ESC(path));
-	r = set_attr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE,
+	r = pd_rootfs_set_attr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE,
 		     MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (readonly ? MOUNT_ATTR_RDONLY : 0), 0);
 	if (r < 0)
 		return pd_fail(err, r, "set attributes of '%s'", PD_ESC(path));
@@ -214,7 +190,7 @@ int pd_rootfs_open_sources(const paddock_spec *spec, struct pd_rootfs_sources *s
 
 /* ---- small fd helpers ------------------------------------------------------------------ */
 
-static int new_fs(const char *type, const char *const *opts, unsigned attrs, paddock_error *err)
+int pd_rootfs_new_fs(const char *type, const char *const *opts, unsigned attrs, paddock_error *err)
 {
 	_cleanup_close_ int fs = -EBADF;
 	int mfd;
@@ -241,7 +217,7 @@ static int new_fs(const char *type, const char *const *opts, unsigned attrs, pad
 }
 
 /* Attaches the detached mount `mfd` at dirfd/path. */
-static int attach(int mfd, int dirfd, const char *path, paddock_error *err)
+int pd_rootfs_attach(int mfd, int dirfd, const char *path, paddock_error *err)
 {
 	if (move_mount(mfd, "", dirfd, path, MOVE_MOUNT_F_EMPTY_PATH) < 0)
 		return pd_fail(err, errno, "attach mount at '%s'", PD_ESC(path));
@@ -249,7 +225,7 @@ static int attach(int mfd, int dirfd, const char *path, paddock_error *err)
 }
 
 /* Binds dirfd/src (a path inside an fd we own) onto to_dirfd/to. */
-static int bind_at(int dirfd, const char *src, int to_dirfd, const char *to, uint64_t attrs,
+int pd_rootfs_bind_at(int dirfd, const char *src, int to_dirfd, const char *to, uint64_t attrs,
 		   paddock_error *err)
 {
 	_cleanup_close_ int t = -EBADF;
@@ -259,14 +235,14 @@ static int bind_at(int dirfd, const char *src, int to_dirfd, const char *to, uin
 	if (t < 0)
 		return pd_fail(err, errno, "clone tree '%s'", PD_ESC(src));
 	if (attrs) {
-		r = set_attr(t, "", AT_EMPTY_PATH, attrs, 0);
+		r = pd_rootfs_set_attr(t, "", AT_EMPTY_PATH, attrs, 0);
 		if (r < 0)
 			return pd_fail(err, r, "set attributes of '%s'", PD_ESC(src));
 	}
-	return attach(t, to_dirfd, to, err);
+	return pd_rootfs_attach(t, to_dirfd, to, err);
 }
 
-static int mkdir_owned(int dirfd, const char *name, mode_t mode, uid_t uid, gid_t gid,
+int pd_rootfs_mkdir_owned(int dirfd, const char *name, mode_t mode, uid_t uid, gid_t gid,
 		       paddock_error *err)
 {
 	/*
@@ -285,7 +261,7 @@ static int mkdir_owned(int dirfd, const char *name, mode_t mode, uid_t uid, gid_
 	return 0;
 }
 
-static int touch(int dirfd, const char *name, paddock_error *err)
+int pd_rootfs_touch(int dirfd, const char *name, paddock_error *err)
 {
 	int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
 	if (fd < 0)
@@ -294,7 +270,7 @@ static int touch(int dirfd, const char *name, paddock_error *err)
 	return 0;
 }
 
-static int open_dir(int dirfd, const char *name, paddock_error *err)
+int pd_rootfs_open_dir(int dirfd, const char *name, paddock_error *err)
 {
 	int fd = openat(dirfd, name, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
@@ -303,7 +279,7 @@ static int open_dir(int dirfd, const char *name, paddock_error *err)
 }
 
 /* Opens path below root_fd with every symlink resolved inside root_fd (a --rootfs tree). */
-static int open_in_root(int root_fd, const char *path, int flags)
+int pd_rootfs_open_in_root(int root_fd, const char *path, int flags)
 {
 	struct open_how how = {
 		.flags = (uint64_t)flags | O_CLOEXEC,
@@ -316,19 +292,6 @@ static int open_in_root(int root_fd, const char *path, int flags)
 
 /* ---- the pieces of the root --------------------------------------------------------- */
 
-struct build {
-	const paddock_spec *spec;
-	const struct pd_idmap *idmap;
-	struct pd_rootfs_sources *sources;
-	const char *base;  /* "/" or the rootfs path */
-	int base_fd;	   /* O_PATH of base */
-	const char *stage; /* where disk is attached in the old root */
-	int disk;	   /* mount fd of the disk tmpfs */
-	int root;	   /* mount fd of the new root */
-	uid_t root_uid;	   /* init's own ids inside */
-	gid_t root_gid;
-	bool image; /* the root is an overlay of an image's layers (sources->layer_fds) */
-};
 
 static const char *const top_links[] = { "bin", "sbin", "lib", "lib32", "lib64", "libx32" };
 
@@ -352,10 +315,10 @@ static int build_top_links(struct build *b, paddock_error *err)
 			if (symlinkat(target, b->root, name) < 0)
 				return pd_fail(err, errno, "symlink '%s'", name);
 		} else if (S_ISDIR(st.st_mode)) {
-			r = mkdir_owned(b->root, name, 0755, b->root_uid, b->root_gid, err);
+			r = pd_rootfs_mkdir_owned(b->root, name, 0755, b->root_uid, b->root_gid, err);
 			if (r < 0)
 				return r;
-			r = bind_at(b->base_fd, name, b->root, name,
+			r = pd_rootfs_bind_at(b->base_fd, name, b->root, name,
 				    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, err);
 			if (r < 0)
 				return r;
@@ -398,10 +361,10 @@ static int mirror_dirs(int src, int dst, int depth, unsigned *budget, uid_t uid,
 		s = openat(src, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 		if (s < 0 || fstat(s, &st) < 0)
 			continue;
-		r = mkdir_owned(dst, de->d_name, st.st_mode & 07777, uid, gid, err);
+		r = pd_rootfs_mkdir_owned(dst, de->d_name, st.st_mode & 07777, uid, gid, err);
 		if (r < 0)
 			break;
-		t = open_dir(dst, de->d_name, err);
+		t = pd_rootfs_open_dir(dst, de->d_name, err);
 		if (t < 0) {
 			r = t;
 			break;
@@ -440,23 +403,23 @@ static int mount_writable(struct build *b, int lower, uid_t uid, gid_t gid, int 
 	snprintf(lower_path, sizeof(lower_path), "/proc/self/fd/%d", lower);
 	snprintf(upper, sizeof(upper), "%s/upper", b->stage);
 	snprintf(work, sizeof(work), "%s/work", b->stage);
-	r = mkdir_owned(b->disk, "upper", st.st_mode & 07777, uid, gid, err);
+	r = pd_rootfs_mkdir_owned(b->disk, "upper", st.st_mode & 07777, uid, gid, err);
 	if (r >= 0)
-		r = mkdir_owned(b->disk, "work", 0700, b->root_uid, b->root_gid, err);
+		r = pd_rootfs_mkdir_owned(b->disk, "work", 0700, b->root_uid, b->root_gid, err);
 	if (r < 0)
 		return r;
-	upper_fd = open_dir(b->disk, "upper", err);
+	upper_fd = pd_rootfs_open_dir(b->disk, "upper", err);
 	if (upper_fd < 0)
 		return upper_fd;
 	if (local >= 0) {
 		if (local_in_upper) {
 			if (fstat(local, &st) < 0)
 				return pd_fail(err, errno, "stat /usr/local");
-			r = mkdir_owned(upper_fd, local_in_upper, st.st_mode & 07777, user, ugroup,
+			r = pd_rootfs_mkdir_owned(upper_fd, local_in_upper, st.st_mode & 07777, user, ugroup,
 					err);
 			if (r < 0)
 				return r;
-			dst = open_dir(upper_fd, local_in_upper, err);
+			dst = pd_rootfs_open_dir(upper_fd, local_in_upper, err);
 			if (dst < 0)
 				return dst;
 		}
@@ -464,13 +427,13 @@ static int mount_writable(struct build *b, int lower, uid_t uid, gid_t gid, int 
 		if (r < 0)
 			return r;
 	}
-	mfd = new_fs("overlay",
+	mfd = pd_rootfs_new_fs("overlay",
 		     (const char *const[]){ "lowerdir", lower_path, "upperdir", upper, "workdir",
 					    work, NULL },
 		     MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, err);
 	if (mfd < 0)
 		return mfd;
-	return attach(mfd, dirfd, at, err);
+	return pd_rootfs_attach(mfd, dirfd, at, err);
 }
 
 /*
@@ -487,10 +450,10 @@ static int build_usr(struct build *b, paddock_error *err)
 	_cleanup_close_ int usr = -EBADF, usr_mnt = -EBADF, local = -EBADF;
 	int r;
 
-	r = mkdir_owned(b->root, "usr", 0755, b->root_uid, b->root_gid, err);
+	r = pd_rootfs_mkdir_owned(b->root, "usr", 0755, b->root_uid, b->root_gid, err);
 	if (r < 0)
 		return r;
-	usr = open_in_root(b->base_fd, "usr", O_PATH | O_DIRECTORY);
+	usr = pd_rootfs_open_in_root(b->base_fd, "usr", O_PATH | O_DIRECTORY);
 	if (usr == -ENOENT)
 		return 0; /* a tree without /usr: its top-level dirs were bound already */
 	if (usr < 0)
@@ -499,28 +462,28 @@ static int build_usr(struct build *b, paddock_error *err)
 	if (b->spec->rootfs)
 		return mount_writable(b, usr, b->root_uid, b->root_gid, local, "local", b->root,
 				      "usr", err);
-	r = bind_at(usr, "", b->root, "usr",
+	r = pd_rootfs_bind_at(usr, "", b->root, "usr",
 		    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, err);
 	if (r < 0 || local < 0)
 		return r;
-	usr_mnt = open_dir(b->root, "usr", err);
+	usr_mnt = pd_rootfs_open_dir(b->root, "usr", err);
 	if (usr_mnt < 0)
 		return usr_mnt;
 	return mount_writable(b, local, pd_idmap_user_uid(b->idmap), pd_idmap_user_gid(b->idmap),
 			      local, NULL, usr_mnt, "local", err);
 }
 
-static const char passwd_fmt[] = "root:x:0:0:root:/root:/bin/sh\n"
+const char pd_rootfs_passwd_fmt[] = "root:x:0:0:root:/root:/bin/sh\n"
 				 "user:x:1000:1000:user:/home/user:/bin/bash\n"
 				 "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
-static const char group_fmt[] = "root:x:0:\ntty:x:5:\nuser:x:1000:\nnogroup:x:65534:\n";
-static const char nsswitch[] = "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
+const char pd_rootfs_group_fmt[] = "root:x:0:\ntty:x:5:\nuser:x:1000:\nnogroup:x:65534:\n";
+const char pd_rootfs_nsswitch[] = "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
 			       "networks: files\nprotocols: files\nservices: files\n"
 			       "ethers: files\nrpc: files\n";
-static const char resolv_none[] = "# paddock: network mode none - no name server is reachable\n"
+const char pd_rootfs_resolv_none[] = "# paddock: network mode none - no name server is reachable\n"
 				  "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n";
 /* the DNS filter: answers only names the policy allows, from the supervisor's resolution */
-static const char resolv_egress[] = "# paddock: the sandbox's DNS filter (docs/network.md)\n"
+const char pd_rootfs_resolv_egress[] = "# paddock: the sandbox's DNS filter (docs/network.md)\n"
 				    "nameserver 127.0.0.1\noptions timeout:2 attempts:2\n";
 
 /*
@@ -548,10 +511,10 @@ static int write_etc(struct build *b, int etc, paddock_error *err)
 	const struct {
 		const char *name, *data;
 	} files[] = {
-		{ "passwd", passwd_fmt },     { "group", group_fmt },	{ "hosts", hosts },
-		{ "hostname", hostname },     { "nsswitch.conf", nsswitch },
+		{ "passwd", pd_rootfs_passwd_fmt },     { "group", pd_rootfs_group_fmt },	{ "hosts", hosts },
+		{ "hostname", hostname },     { "pd_rootfs_nsswitch.conf", pd_rootfs_nsswitch },
 		{ "resolv.conf",
-		  b->spec->network.mode == PD_NET_NONE ? resolv_none : resolv_egress },
+		  b->spec->network.mode == PD_NET_NONE ? pd_rootfs_resolv_none : pd_rootfs_resolv_egress },
 	};
 	for (size_t i = 0; i < ELEMENTSOF(files); i++) {
 		r = pd_write_file_at(etc, files[i].name, files[i].data, strlen(files[i].data),
@@ -609,10 +572,10 @@ static int import_etc_entry(struct build *b, int src_etc, int etc, const char *r
 	if (slash) {
 		snprintf(parent, sizeof(parent), "%.*s", (int)(slash - rel), rel);
 		name = slash + 1;
-		r = mkdir_owned(etc, parent, 0755, b->root_uid, b->root_gid, err);
+		r = pd_rootfs_mkdir_owned(etc, parent, 0755, b->root_uid, b->root_gid, err);
 		if (r < 0)
 			return r;
-		dst_parent = open_dir(etc, parent, err);
+		dst_parent = pd_rootfs_open_dir(etc, parent, err);
 		if (dst_parent < 0)
 			return dst_parent;
 	}
@@ -635,10 +598,10 @@ static int import_etc_entry(struct build *b, int src_etc, int etc, const char *r
 	src = openat(src_etc, rel, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 	if (src < 0)
 		return 0;
-	r = mkdir_owned(dst, name, 0755, b->root_uid, b->root_gid, err);
+	r = pd_rootfs_mkdir_owned(dst, name, 0755, b->root_uid, b->root_gid, err);
 	if (r < 0)
 		return r;
-	return bind_at(src, "", dst, name,
+	return pd_rootfs_bind_at(src, "", dst, name,
 		       MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, err);
 }
 
@@ -650,7 +613,7 @@ static int import_etc_entry(struct build *b, int src_etc, int etc, const char *r
  * every TLS stack at. The root they are written into is read-only once built, so the
  * sandbox cannot swap its own CA in. One writer for a cold build and a pooled claim.
  */
-static int write_ca(int etc, int bundle_fd, const char *ca_pem, uid_t uid, gid_t gid,
+int pd_rootfs_write_ca(int etc, int bundle_fd, const char *ca_pem, uid_t uid, gid_t gid,
 		    paddock_error *err)
 {
 	_cleanup_close_ int dir = -EBADF;
@@ -659,10 +622,10 @@ static int write_ca(int etc, int bundle_fd, const char *ca_pem, uid_t uid, gid_t
 	ssize_t k;
 	int r;
 
-	r = mkdir_owned(etc, "paddock", 0755, uid, gid, err);
+	r = pd_rootfs_mkdir_owned(etc, "paddock", 0755, uid, gid, err);
 	if (r < 0)
 		return r;
-	dir = open_dir(etc, "paddock", err);
+	dir = pd_rootfs_open_dir(etc, "paddock", err);
 	if (dir < 0)
 		return dir;
 	r = pd_write_file_at(dir, "ca.pem", ca_pem, ca_len, 0644);
@@ -705,14 +668,13 @@ int pd_rootfs_attach_workspace(int tree_fd, paddock_error *err)
 	root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0)
 		return pd_fail(err, errno, "open /");
-	r = attach(tree_fd, root, "workspace", err);
+	r = pd_rootfs_attach(tree_fd, root, "workspace", err);
 	if (r < 0)
 		snprintf(err->field, sizeof(err->field), "workspace");
 	return r;
 }
 
 /* The base's own bundle (Debian's path), if it has one. */
-#define BASE_BUNDLE "etc/ssl/certs/ca-certificates.crt"
 
 int pd_rootfs_bind_ca(const char *ca_pem, const struct pd_idmap *idmap, paddock_error *err)
 {
@@ -743,13 +705,13 @@ int pd_rootfs_bind_ca(const char *ca_pem, const struct pd_idmap *idmap, paddock_
 	tree = open_tree(root, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
 	if (tree < 0)
 		return pd_fail(err, errno, "clone the root");
-	r = set_attr(tree, "", AT_EMPTY_PATH, 0, MOUNT_ATTR_RDONLY);
+	r = pd_rootfs_set_attr(tree, "", AT_EMPTY_PATH, 0, MOUNT_ATTR_RDONLY);
 	if (r < 0)
 		return pd_fail(err, -r, "make a clone of the root writable");
-	etc = open_dir(tree, "etc", err);
+	etc = pd_rootfs_open_dir(tree, "etc", err);
 	if (etc < 0)
 		return etc;
-	return write_ca(etc, in, ca_pem, idmap->init_uid, idmap->init_gid, err);
+	return pd_rootfs_write_ca(etc, in, ca_pem, idmap->init_uid, idmap->init_gid, err);
 }
 
 static int build_etc(struct build *b, paddock_error *err)
@@ -757,22 +719,22 @@ static int build_etc(struct build *b, paddock_error *err)
 	_cleanup_close_ int etc = -EBADF, src_etc = -EBADF;
 	int r;
 
-	r = mkdir_owned(b->root, "etc", 0755, b->root_uid, b->root_gid, err);
+	r = pd_rootfs_mkdir_owned(b->root, "etc", 0755, b->root_uid, b->root_gid, err);
 	if (r < 0)
 		return r;
-	etc = open_dir(b->root, "etc", err);
+	etc = pd_rootfs_open_dir(b->root, "etc", err);
 	if (etc < 0)
 		return etc;
 	r = write_etc(b, etc, err);
 	if (r < 0)
 		return r;
-	src_etc = open_in_root(b->base_fd, "etc", O_PATH | O_DIRECTORY);
+	src_etc = pd_rootfs_open_in_root(b->base_fd, "etc", O_PATH | O_DIRECTORY);
 	if (b->spec->ca_pem) {
 		/* SECURITY: resolved inside the base: a --rootfs tree's link cannot pull a host
 		 * file into the sandbox */
-		_cleanup_close_ int in = open_in_root(b->base_fd, BASE_BUNDLE, O_RDONLY);
+		_cleanup_close_ int in = pd_rootfs_open_in_root(b->base_fd, BASE_BUNDLE, O_RDONLY);
 
-		r = write_ca(etc, in, b->spec->ca_pem, b->root_uid, b->root_gid, err);
+		r = pd_rootfs_write_ca(etc, in, b->spec->ca_pem, b->root_uid, b->root_gid, err);
 		if (r < 0)
 			return r;
 	}
@@ -786,474 +748,6 @@ static int build_etc(struct build *b, paddock_error *err)
 	return 0;
 }
 
-/* ---- an image's root ------------------------------------------------------------------ */
-
-/*
- * As root the layers are detached trees of the supervisor's (idmapped), in a mount
- * namespace of the host's user namespace: overlayfs clones each lower layer privately, and
- * may only clone a mount of our own namespace (clone_private_mount(): CAP_SYS_ADMIN over
- * the namespace it is in). So each is attached first, below the disk (disk/layers/N, gone
- * with the old root at the pivot: the overlay holds its own clones), and opened there.
- */
-static int attach_layers(struct build *b, paddock_error *err)
-{
-	struct pd_rootfs_sources *src = b->sources;
-	_cleanup_close_ int dir = -EBADF;
-	int r;
-
-	if (src->has_own_layers)
-		return 0;
-	r = mkdir_owned(b->disk, "layers", 0700, b->root_uid, b->root_gid, err);
-	if (r < 0)
-		return r;
-	dir = open_dir(b->disk, "layers", err);
-	if (dir < 0)
-		return dir;
-	for (size_t i = 0; i < src->n_layers; i++) {
-		char name[24];
-		int fd;
-
-		snprintf(name, sizeof(name), "%zu", i);
-		r = mkdir_owned(dir, name, 0700, b->root_uid, b->root_gid, err);
-		if (r >= 0)
-			r = attach(src->layer_fds[i], dir, name, err);
-		if (r < 0)
-			return r;
-		fd = open_dir(dir, name, err);
-		if (fd < 0)
-			return fd;
-		pd_close(src->layer_fds[i]);
-		src->layer_fds[i] = fd;
-	}
-	return 0;
-}
-
-/*
- * The root as an overlay of the image's layers (top first) under the disk's upper: the
- * whole tree is writable, as on a machine of one's own (apt-get, dpkg and pip write /etc,
- * /var and /usr), and every write lands on the disk. "userxattr": a user namespace's
- * overlay reads and writes "user.overlay.*" (the store marks opaque directories so), and
- * layers are passed by fd, "lowerdir+" one at a time: fsconfig() takes strings of at most
- * 256 bytes, fourteen "/proc/self/fd/N" paths. COMPAT(kernel 6.8): "lowerdir+" is new;
- * before it the colon-separated list, for the images it fits.
- */
-static int mount_image_overlay(struct build *b, paddock_error *err)
-{
-	const struct pd_rootfs_sources *src = b->sources;
-	_cleanup_close_ int fs = -EBADF;
-	char upper[PATH_MAX], work[PATH_MAX], list[256];
-	size_t o = 0;
-	bool plus = true;
-	int mfd, r;
-
-	r = mkdir_owned(b->disk, "upper", 0755, b->root_uid, b->root_gid, err);
-	if (r >= 0)
-		r = mkdir_owned(b->disk, "work", 0700, b->root_uid, b->root_gid, err);
-	if (r < 0)
-		return r;
-	snprintf(upper, sizeof(upper), "%s/upper", b->stage);
-	snprintf(work, sizeof(work), "%s/work", b->stage);
-	r = attach_layers(b, err);
-	if (r < 0)
-		return r;
-	fs = fsopen("overlay", FSOPEN_CLOEXEC);
-	if (fs < 0)
-		return pd_fail(err, errno, "fsopen overlay");
-	for (size_t i = src->n_layers; i > 0; i--) {
-		char one[32];
-
-		snprintf(one, sizeof(one), "/proc/self/fd/%d", src->layer_fds[i - 1]);
-		if (plus && fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir+", one, 0) == 0)
-			continue;
-		if (plus && i != src->n_layers)
-			return pd_fail_field(err, errno, "image", "stack layer %zu", i - 1);
-		plus = false;
-		r = snprintf(list + o, sizeof(list) - o, "%s%s", o ? ":" : "", one);
-		if (r < 0 || (size_t)r >= sizeof(list) - o)
-			return pd_fail_field(err, E2BIG, "image",
-					     "%zu layers: more than this kernel's overlayfs takes "
-					     "at once (Linux 6.8 takes any number)",
-					     src->n_layers);
-		o += (size_t)r;
-	}
-	if (!plus && fsconfig(fs, FSCONFIG_SET_STRING, "lowerdir", list, 0) < 0)
-		return pd_fail_field(err, errno, "image", "stack the image's layers");
-	if (fsconfig(fs, FSCONFIG_SET_STRING, "upperdir", upper, 0) < 0 ||
-	    fsconfig(fs, FSCONFIG_SET_STRING, "workdir", work, 0) < 0 ||
-	    fsconfig(fs, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0)
-		return pd_fail(err, errno, "configure the image's overlay");
-	if (fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
-		return pd_fail_field(err, errno, "image", "mount the image's layers");
-	mfd = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
-	if (mfd < 0)
-		return pd_fail(err, errno, "mount the image's overlay");
-	/* the writable layer, by fd: a snapshot reads it from outside (sandbox-snapshot.c) */
-	b->sources->upper_fd = pd_close(b->sources->upper_fd);
-	b->sources->upper_fd = openat(b->disk, "upper", O_PATH | O_DIRECTORY | O_CLOEXEC |
-							    O_NOFOLLOW);
-	/* the layers are the overlay's now: init holds no path into the store */
-	for (size_t i = 0; i < src->n_layers; i++)
-		src->layer_fds[i] = pd_close(src->layer_fds[i]);
-	return mfd;
-}
-
-#define ACCOUNTS_MAX (1u << 20)
-
-/*
- * The image's passwd or group with an entry for `id` added if it has none (the sandbox
- * user, 1000, that commands run as), or ours when the image has none. The image's file is
- * the sandbox's to read: bounded, never followed through a symlink.
- */
-static int ensure_account(int etc, const char *name, unsigned id, const char *line,
-			  const char *fallback, paddock_error *err)
-{
-	_cleanup_close_ int fd = openat(etc, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	_cleanup_free_ char *buf = NULL;
-	char needle[24];
-	ssize_t n = 0;
-	int r;
-
-	if (fd < 0 && errno != ENOENT && errno != ELOOP)
-		return pd_fail(err, errno, "read /etc/%s of the image", name);
-	buf = malloc(ACCOUNTS_MAX + strlen(line) + 2);
-	if (!buf)
-		return pd_fail(err, ENOMEM, "out of memory");
-	if (fd >= 0) {
-		n = pd_read_full(fd, buf, ACCOUNTS_MAX);
-		if (n < 0 || n == ACCOUNTS_MAX)
-			return pd_fail(err, n < 0 ? (int)-n : EFBIG, "read /etc/%s of the image",
-				       name);
-	}
-	buf[n] = '\0';
-	/* "NAME:x:ID:": a line whose third field is id */
-	snprintf(needle, sizeof(needle), ":%u:", id);
-	for (char *l = buf; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-		char *c = strchr(l, ':');
-
-		if (c && (c = strchr(c + 1, ':')) && !strncmp(c, needle, strlen(needle)))
-			return 0;
-	}
-	if (n == 0) {
-		n = (ssize_t)strlen(fallback);
-		memcpy(buf, fallback, (size_t)n);
-	} else {
-		if (buf[n - 1] != '\n')
-			buf[n++] = '\n';
-		memcpy(buf + n, line, strlen(line));
-		n += (ssize_t)strlen(line);
-	}
-	if (unlinkat(etc, name, 0) < 0 && errno != ENOENT)
-		return pd_fail(err, errno, "replace /etc/%s", name);
-	r = pd_write_file_at(etc, name, buf, (size_t)n, 0644);
-	if (r < 0)
-		return pd_fail(err, -r, "write /etc/%s", name);
-	return 0;
-}
-
-/*
- * An image's /etc is its own (apt's sources, dpkg's database, its users): only what the
- * sandbox is, not what the image is, is written over it: hosts, hostname, resolv.conf, the
- * sandbox user where the image lacks one, and the CA with secrets. All of it lands on the
- * disk (overlay copy-up); the sandbox may change it, as on a machine of its own.
- */
-static int build_etc_image(struct build *b, paddock_error *err)
-{
-	_cleanup_close_ int etc = -EBADF;
-	char hosts[256], hostname[80];
-	int r;
-
-	r = mkdir_owned(b->root, "etc", 0755, b->root_uid, b->root_gid, err);
-	if (r < 0)
-		return r;
-	etc = openat(b->root, "etc", O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-	if (etc < 0)
-		return pd_fail_field(err, errno, "image", "the image's /etc is not a directory");
-	snprintf(hosts, sizeof(hosts),
-		 "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
-		 "127.0.1.1\t%s\n",
-		 b->spec->hostname);
-	snprintf(hostname, sizeof(hostname), "%s\n", b->spec->hostname);
-	const struct {
-		const char *name, *data;
-	} files[] = {
-		{ "hosts", hosts },
-		{ "hostname", hostname },
-		{ "resolv.conf", b->spec->network.mode == PD_NET_NONE ? resolv_none : resolv_egress },
-	};
-	for (size_t i = 0; i < ELEMENTSOF(files); i++) {
-		if (unlinkat(etc, files[i].name, 0) < 0 && errno != ENOENT)
-			return pd_fail(err, errno, "replace /etc/%s", files[i].name);
-		r = pd_write_file_at(etc, files[i].name, files[i].data, strlen(files[i].data),
-				     0644);
-		if (r < 0)
-			return pd_fail(err, -r, "write /etc/%s", files[i].name);
-	}
-	r = ensure_account(etc, "passwd", PD_SANDBOX_UID,
-			   "user:x:1000:1000:user:/home/user:/bin/sh\n", passwd_fmt, err);
-	if (r >= 0)
-		r = ensure_account(etc, "group", PD_SANDBOX_GID, "user:x:1000:\n", group_fmt, err);
-	if (r >= 0 && faccessat(etc, "nsswitch.conf", F_OK, AT_SYMLINK_NOFOLLOW) < 0)
-		r = pd_write_file_at(etc, "nsswitch.conf", nsswitch, strlen(nsswitch), 0644) < 0
-			    ? pd_fail(err, errno, "write /etc/nsswitch.conf")
-			    : 0;
-	if (r >= 0 && b->spec->ca_pem) {
-		_cleanup_close_ int in = open_in_root(b->root, BASE_BUNDLE, O_RDONLY);
-
-		r = write_ca(etc, in, b->spec->ca_pem, b->root_uid, b->root_gid, err);
-	}
-	return r;
-}
-
-/*
- * Files and directories of a fresh /proc that reveal the host or let it be poked. A file only
- * host root may open (mode without "other" bits, owned by a uid that is nobody in here) is
- * out of reach from a user namespace whatever we do, so only those open to others are
- * masked: the rule is checked when the root is built, not assumed from a kernel version.
- * /proc/sys is made read-only as a whole: the sysctls of the sandbox's own network namespace
- * belong to its root.
- */
-static const char *const proc_null_files[] = {
-	"kcore",    "keys",	  "key-users",	"timer_list", "sched_debug", "latency_stats",
-	"kallsyms", "kmsg",	  "sysrq-trigger", "config.gz", "kpagecount",	 "kpageflags",
-};
-static const char *const proc_empty_dirs[] = { "acpi", "scsi", "asound", "driver" };
-static const char *const proc_readonly[] = { "sys" };
-
-static bool listed(const char *const *list, const char *name)
-{
-	for (; *list; list++)
-		if (!strcmp(*list, name))
-			return true;
-	return false;
-}
-
-/* A random boot id of the sandbox's own, as the kernel writes one (a version 4 UUID). */
-static int write_boot_id(int dirfd, paddock_error *err)
-{
-	uint8_t u[16];
-	char s[40];
-
-	if (getrandom(u, sizeof(u), 0) != (ssize_t)sizeof(u))
-		return pd_fail(err, errno ? errno : EIO, "random boot id");
-	u[6] = (uint8_t)((u[6] & 0x0f) | 0x40);
-	u[8] = (uint8_t)((u[8] & 0x3f) | 0x80);
-	snprintf(s, sizeof(s),
-		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x\n", u[0],
-		 u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
-		 u[14], u[15]);
-	if (pd_write_file_at(dirfd, "boot_id", s, strlen(s), 0444) < 0)
-		return pd_fail(err, errno, "write the sandbox's boot id");
-	return 0;
-}
-
-/* The host's cpuinfo, kept beside the view: it takes its first N processors' blocks. */
-static void keep_host_cpuinfo(int dirfd)
-{
-	_cleanup_close_ int in = open("/proc/cpuinfo", O_RDONLY | O_CLOEXEC);
-	_cleanup_close_ int out = -EBADF;
-	char buf[65536];
-	ssize_t n;
-
-	if (in < 0)
-		return; /* the view numbers its processors alone */
-	out = openat(dirfd, PD_PROC_VIEW_HOST_CPUINFO,
-		     O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0400);
-	if (out < 0)
-		return;
-	while ((n = read(in, buf, sizeof(buf))) > 0)
-		if (pd_write_all(out, buf, (size_t)n) < 0)
-			return;
-}
-
-/*
- * The sandbox's view of the machine (proc-view.h): written files of the disk bound over
- * /proc's, or, as root where the host runs LXCFS, its live ones where it has them.
- */
-static int build_proc_view(struct build *b, int proc, paddock_error *err)
-{
-	_cleanup_close_ int view = -EBADF;
-	int lxcfs = b->idmap->rootless ? -EBADF : b->sources->lxcfs_proc;
-	struct pd_proc_view v = {
-		.memory_bytes = b->spec->limits.memory_bytes,
-		.cpus = pd_proc_view_cpus(b->spec->limits.cpus),
-		.boot_time = (int64_t)time(NULL),
-	};
-	int r;
-
-	r = mkdir_owned(b->disk, PD_PROC_VIEW_DIR, 0755, b->root_uid, b->root_gid, err);
-	if (r < 0)
-		return r;
-	view = openat(b->disk, PD_PROC_VIEW_DIR, O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-	if (view < 0)
-		return pd_fail(err, errno, "open the /proc view");
-	keep_host_cpuinfo(view);
-	r = pd_proc_view_write(view, &v, err);
-	if (r < 0)
-		return r;
-	for (size_t i = 0; pd_proc_view_files[i]; i++) {
-		const char *name = pd_proc_view_files[i];
-
-		if (lxcfs >= 0 && listed(pd_proc_view_lxcfs_files, name) &&
-		    faccessat(lxcfs, name, R_OK, 0) == 0)
-			r = bind_at(lxcfs, name, proc, name, MOUNT_ATTR_RDONLY, err);
-		else
-			r = bind_at(view, name, proc, name, MOUNT_ATTR_RDONLY, err);
-		if (r < 0)
-			return r;
-	}
-	/* after /proc/sys became read-only: this bind sits on that mount */
-	r = write_boot_id(view, err);
-	if (r >= 0)
-		r = bind_at(view, "boot_id", proc, "sys/kernel/random/boot_id", MOUNT_ATTR_RDONLY,
-			    err);
-	if (r < 0)
-		return r;
-	if (b->sources->want_host_tree)
-		b->sources->proc_view_fd = TAKE_FD(view);
-	return 0;
-}
-
-static int build_proc(struct build *b, paddock_error *err)
-{
-	_cleanup_close_ int mfd = -EBADF, proc = -EBADF;
-	int r;
-
-	r = mkdir_owned(b->root, "proc", 0555, b->root_uid, b->root_gid, err);
-	if (r < 0)
-		return r;
-	mfd = new_fs("proc", NULL, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, err);
-	if (mfd < 0)
-		return mfd;
-	r = attach(mfd, b->root, "proc", err);
-	if (r < 0)
-		return r;
-	proc = open_dir(b->root, "proc", err);
-	if (proc < 0)
-		return proc;
-	for (size_t i = 0; i < ELEMENTSOF(proc_null_files); i++) {
-		struct stat st;
-
-		if (fstatat(proc, proc_null_files[i], &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    !S_ISREG(st.st_mode) || !(st.st_mode & (S_IROTH | S_IWOTH)))
-			continue;
-		r = bind_at(b->root, "dev/null", proc, proc_null_files[i], MOUNT_ATTR_RDONLY,
-			    err);
-		if (r < 0)
-			return r;
-	}
-	/*
-	 * One empty directory of the disk (not below its root: invisible otherwise), bound
-	 * read-only over each: a tmpfs apiece would be a superblock apiece, and every
-	 * superblock on the machine grows every memory cgroup's shrinker table (see
-	 * build_dev()).
-	 */
-	r = mkdir_owned(b->disk, "empty", 0555, b->root_uid, b->root_gid, err);
-	if (r < 0)
-		return r;
-	for (size_t i = 0; i < ELEMENTSOF(proc_empty_dirs); i++) {
-		struct stat st;
-
-		if (fstatat(proc, proc_empty_dirs[i], &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-		    !S_ISDIR(st.st_mode))
-			continue;
-		r = bind_at(b->disk, "empty", proc, proc_empty_dirs[i],
-			    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-				    MOUNT_ATTR_NOEXEC,
-			    err);
-		if (r < 0)
-			return r;
-	}
-	for (size_t i = 0; i < ELEMENTSOF(proc_readonly); i++) {
-		struct stat st;
-
-		if (fstatat(proc, proc_readonly[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
-			continue;
-		r = bind_at(proc, proc_readonly[i], proc, proc_readonly[i],
-			    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-				    MOUNT_ATTR_NOEXEC,
-			    err);
-		if (r < 0)
-			return r;
-	}
-	return build_proc_view(b, proc, err);
-}
-
-static const char *const dev_nodes[] = { "null", "zero", "full", "random", "urandom", "tty" };
-
-static int build_dev(struct build *b, paddock_error *err)
-{
-	_cleanup_close_ int mfd = -EBADF, host_dev = -EBADF, pts = -EBADF;
-	char ptsgid[16];
-	int r;
-
-	r = mkdir_owned(b->root, "dev", 0755, b->root_uid, b->root_gid, err);
-	if (r < 0)
-		return r;
-	/*
-	 * /dev is a directory of the disk, bound read-only, not a tmpfs of its own. Density:
-	 * each superblock registers a memcg-aware shrinker, and the kernel sizes every memory
-	 * cgroup's shrinker table by the most shrinkers ever registered at once (about 8 bytes
-	 * per shrinker per memory cgroup, never shrunk): at thousands of sandboxes, each
-	 * superblock a sandbox holds costs every sandbox's memory cgroup tens of kilobytes.
-	 */
-	r = mkdir_owned(b->disk, "dev", 0755, b->root_uid, b->root_gid, err);
-	if (r < 0)
-		return r;
-	mfd = open_tree(b->disk, "dev", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
-	if (mfd < 0)
-		return pd_fail(err, errno, "clone tree 'dev'");
-	host_dev = open("/dev", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (host_dev < 0)
-		return pd_fail(err, errno, "open /dev");
-	for (size_t i = 0; i < ELEMENTSOF(dev_nodes); i++) {
-		r = touch(mfd, dev_nodes[i], err);
-		if (r < 0)
-			return r;
-		r = bind_at(host_dev, dev_nodes[i], mfd, dev_nodes[i],
-			    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, err);
-		if (r < 0)
-			return r;
-	}
-	const struct {
-		const char *name, *target;
-	} links[] = {
-		{ "fd", "/proc/self/fd" },	   { "stdin", "/proc/self/fd/0" },
-		{ "stdout", "/proc/self/fd/1" }, { "stderr", "/proc/self/fd/2" },
-		{ "ptmx", "pts/ptmx" },
-	};
-	for (size_t i = 0; i < ELEMENTSOF(links); i++)
-		if (symlinkat(links[i].target, mfd, links[i].name) < 0)
-			return pd_fail(err, errno, "symlink /dev/%s", links[i].name);
-	r = mkdir_owned(mfd, "pts", 0755, b->root_uid, b->root_gid, err);
-	if (r < 0)
-		return r;
-	r = mkdir_owned(mfd, "shm", 01777, b->root_uid, b->root_gid, err);
-	if (r < 0)
-		return r;
-	/* gid 5 ("tty") exists inside only when a whole range is mapped (as root) */
-	snprintf(ptsgid, sizeof(ptsgid), "%d", 5);
-	pts = new_fs("devpts",
-		     b->idmap->rootless
-			     ? (const char *const[]){ "newinstance", NULL, "ptmxmode", "0666",
-						      "mode", "0620", NULL }
-			     : (const char *const[]){ "newinstance", NULL, "ptmxmode", "0666",
-						      "mode", "0620", "gid", ptsgid, NULL },
-		     MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, err);
-	if (pts < 0)
-		return pts;
-	r = attach(pts, mfd, "pts", err);
-	if (r < 0)
-		return r;
-	r = bind_at(b->disk, "shm", mfd, "shm",
-		    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, err);
-	if (r < 0)
-		return r;
-	/* nothing new can be created in /dev itself */
-	r = set_attr(mfd, "", AT_EMPTY_PATH, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOEXEC, 0);
-	if (r < 0)
-		return pd_fail(err, r, "make /dev read-only");
-	return attach(mfd, b->root, "dev", err);
-}
 
 /*
  * Creates the mountpoint for a bind target (absolute, normalised, no "..": the spec checked)
@@ -1294,10 +788,10 @@ static int attach_at_target(struct build *b, int tree_fd, const char *target, co
 	if (S_ISDIR(st.st_mode))
 		r = (mkdirat(dir, comp, 0755) < 0 && errno != EEXIST) ? -errno : 0;
 	else
-		r = touch(dir, comp, err);
+		r = pd_rootfs_touch(dir, comp, err);
 	if (r < 0)
 		return pd_fail_field(err, r, field, "create mountpoint '%s'", PD_ESC(target));
-	r = attach(tree_fd, dir, comp, err);
+	r = pd_rootfs_attach(tree_fd, dir, comp, err);
 	if (r < 0)
 		snprintf(err->field, sizeof(err->field), "%s", field);
 	return r;
@@ -1319,7 +813,7 @@ static int make_disk_dirs(struct build *b, paddock_error *err)
 	int r;
 
 	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
-		r = mkdir_owned(b->disk, dirs[i].name, dirs[i].mode,
+		r = pd_rootfs_mkdir_owned(b->disk, dirs[i].name, dirs[i].mode,
 				dirs[i].user_owned ? pd_idmap_user_uid(b->idmap) : b->root_uid,
 				dirs[i].user_owned ? pd_idmap_user_gid(b->idmap) : b->root_gid, err);
 		if (r < 0)
@@ -1363,18 +857,18 @@ static int build_dirs(struct build *b, struct pd_rootfs_sources *src, paddock_er
 		{ "run", 0755 }, { "root", 0700 }, { "opt", 0755 },	  { "mnt", 0755 },
 	};
 	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
-		r = mkdir_owned(b->root, dirs[i].name, dirs[i].mode, b->root_uid, b->root_gid, err);
+		r = pd_rootfs_mkdir_owned(b->root, dirs[i].name, dirs[i].mode, b->root_uid, b->root_gid, err);
 		if (r < 0)
 			return r;
 	}
-	home = open_dir(b->root, "home", err);
+	home = pd_rootfs_open_dir(b->root, "home", err);
 	if (home < 0)
 		return home;
-	r = mkdir_owned(home, "user", 0750, pd_idmap_user_uid(b->idmap),
+	r = pd_rootfs_mkdir_owned(home, "user", 0750, pd_idmap_user_uid(b->idmap),
 			pd_idmap_user_gid(b->idmap), err);
 	if (r < 0)
 		return r;
-	var = open_dir(b->root, "var", err);
+	var = pd_rootfs_open_dir(b->root, "var", err);
 	if (var < 0)
 		return var;
 	/* an image has its own /var/tmp */
@@ -1382,14 +876,14 @@ static int build_dirs(struct build *b, struct pd_rootfs_sources *src, paddock_er
 		return pd_fail(err, errno, "symlink /var/tmp");
 
 	const uint64_t rw = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-	r = bind_at(b->disk, "tmp", b->root, "tmp", rw, err);
+	r = pd_rootfs_bind_at(b->disk, "tmp", b->root, "tmp", rw, err);
 	if (r < 0)
 		return r;
-	r = bind_at(b->disk, "home", home, "user", rw, err);
+	r = pd_rootfs_bind_at(b->disk, "home", home, "user", rw, err);
 	if (r < 0)
 		return r;
 	if (src->workspace_fd >= 0) {
-		r = attach(src->workspace_fd, b->root, "workspace", err);
+		r = pd_rootfs_attach(src->workspace_fd, b->root, "workspace", err);
 		if (r < 0)
 			return r;
 		src->workspace_fd = pd_close(src->workspace_fd);
@@ -1398,7 +892,7 @@ static int build_dirs(struct build *b, struct pd_rootfs_sources *src, paddock_er
 		if (r < 0)
 			return r;
 	} else {
-		r = bind_at(b->disk, "workspace", b->root, "workspace", rw, err);
+		r = pd_rootfs_bind_at(b->disk, "workspace", b->root, "workspace", rw, err);
 		if (r < 0)
 			return r;
 	}
@@ -1476,7 +970,7 @@ int pd_rootfs_clone_from_host(int host_tree, const char *path, paddock_error *er
 	tree = open_tree(dir, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
 	if (tree < 0)
 		return pd_fail_field(err, errno, "workspace", "clone '%s'", PD_ESC(path));
-	r = set_attr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0);
+	r = pd_rootfs_set_attr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0);
 	if (r < 0)
 		return pd_fail_field(err, r, "workspace", "set attributes of '%s'", PD_ESC(path));
 	return TAKE_FD(tree);
@@ -1516,20 +1010,20 @@ int pd_rootfs_build(const paddock_spec *spec, const struct pd_idmap *idmap,
 		return pd_fail(err, ENOENT, "no directory to stage the root in");
 
 	snprintf(size, sizeof(size), "%llu", (unsigned long long)spec->limits.disk_bytes);
-	disk = new_fs("tmpfs", (const char *const[]){ "size", size, "mode", "0755", NULL },
+	disk = pd_rootfs_new_fs("tmpfs", (const char *const[]){ "size", size, "mode", "0755", NULL },
 		      MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, err);
 	if (disk < 0)
 		return disk;
-	r = attach(disk, AT_FDCWD, b.stage, err);
+	r = pd_rootfs_attach(disk, AT_FDCWD, b.stage, err);
 	if (r < 0)
 		return r;
 	b.disk = disk;
-	r = mkdir_owned(disk, "root", 0755, b.root_uid, b.root_gid, err);
+	r = pd_rootfs_mkdir_owned(disk, "root", 0755, b.root_uid, b.root_gid, err);
 	if (r < 0)
 		return r;
 	if (b.image) {
 		/* the overlay of the image is the new root, a mount point as pivot_root wants */
-		root = mount_image_overlay(&b, err);
+		root = pd_rootfs_mount_image_overlay(&b, err);
 		if (root < 0)
 			return root;
 	} else {
@@ -1538,7 +1032,7 @@ int pd_rootfs_build(const paddock_spec *spec, const struct pd_idmap *idmap,
 		if (root < 0)
 			return pd_fail(err, errno, "clone new root");
 	}
-	r = attach(root, disk, "root", err);
+	r = pd_rootfs_attach(root, disk, "root", err);
 	if (r < 0)
 		return r;
 	b.root = root;
@@ -1549,11 +1043,11 @@ int pd_rootfs_build(const paddock_spec *spec, const struct pd_idmap *idmap,
 	if (r >= 0 && !b.image)
 		r = build_usr(&b, err);
 	if (r >= 0)
-		r = b.image ? build_etc_image(&b, err) : build_etc(&b, err);
+		r = b.image ? pd_rootfs_build_etc_image(&b, err) : build_etc(&b, err);
 	if (r >= 0)
-		r = build_dev(&b, err);
+		r = pd_rootfs_build_dev(&b, err);
 	if (r >= 0)
-		r = build_proc(&b, err);
+		r = pd_rootfs_build_proc(&b, err);
 	if (r >= 0)
 		r = build_dirs(&b, sources, err);
 	if (r < 0) {
@@ -1566,7 +1060,7 @@ int pd_rootfs_build(const paddock_spec *spec, const struct pd_idmap *idmap,
 	 * bundle's asks for a read-only one: include/paddock/oci.h).
 	 */
 	if (!b.image || spec->root_readonly) {
-		r = set_attr(root, "", AT_EMPTY_PATH,
+		r = pd_rootfs_set_attr(root, "", AT_EMPTY_PATH,
 			     MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0);
 		if (r < 0)
 			return pd_fail(err, r, "make root read-only");
