@@ -35,9 +35,15 @@ out=$("$PADDOCK" run --output-limit 64K --report "$T_TMP/r1.json" -- sh -c "$BIG
 r=$(cat "$T_TMP/r1.json")
 expect_eq "run: output over the limit ends the command (reason, truncated, bytes)" \
 	"output True $LIMIT" "$(j "$r" 'd["reason"]') $(j "$r" 'd["output_truncated"]') $out"
+"$PADDOCK" run --output-limit 64K -- sh -c "$BIG" </dev/null >/dev/null 2>&1
+expect_eq "run: output over the limit: paddock exits as the command did (SIGKILL)" "137 137" \
+	"$? $(j "$r" 'd["exit_status"]')"
 "$PADDOCK" run --timeout 2 --report "$T_TMP/r2.json" -- sleep 30 </dev/null >/dev/null 2>&1
+st=$?
 expect_eq "run: a command past limits.timeout_s: reason timeout" timeout \
 	"$(j "$(cat "$T_TMP/r2.json")" 'd["reason"]')"
+expect_eq "run: a command past its timeout: paddock exits as the command did (SIGKILL)" \
+	"137 137" "$st $(j "$(cat "$T_TMP/r2.json")" 'd["exit_status"]')"
 expect_eq "run: stdin reaches the command" hello "$(printf 'hello\n' | "$PADDOCK" run -- cat)"
 expect_eq "run: binary output, byte for byte" "00 ff 01 68 69" \
 	"$("$PADDOCK" run -- printf '\000\377\001hi' </dev/null | od -An -tx1 | xargs)"
@@ -64,8 +70,10 @@ r=$(ex "$big_json")
 expect_eq "api: output over the limit ends the command (reason, truncated, bytes)" \
 	"output True $LIMIT" \
 	"$(j "$r" 'd["result"]["reason"]') $(j "$r" 'd["result"]["output_truncated"]') $(j "$r" 'len(d["stdout"])')"
+expect_eq "api: output over the limit: exit status as a SIGKILL's" 137 "$(j "$r" 'd["result"]["exit_status"]')"
 r=$(ex '{"argv": ["sleep", "30"]}')
 expect_eq "api: a command past limits.timeout_s: reason timeout" timeout "$(j "$r" 'd["result"]["reason"]')"
+expect_eq "api: a command past its timeout: exit status as a SIGKILL's" 137 "$(j "$r" 'd["result"]["exit_status"]')"
 r=$(ex '{"argv": ["cat"], "stdin": "hello\n"}')
 expect_eq "api: stdin reaches the command" "hello" "$(j "$r" 'd["stdout"].strip()')"
 r=$(ex "{\"argv\": [\"printf\", \"\\\\000\\\\377\\\\001hi\"]}")
@@ -126,6 +134,8 @@ for how in embedded connect; do
 		"$(j "$(line 1)" 'd["reason"]') $(j "$(line 1)" 'd["report"]["output_truncated"]') $(j "$(line 1)" 'len(d["stdout"])')"
 	expect_eq "mcp $how: a command past limits.timeout_s: reason timeout" timeout \
 		"$(j "$(line 2)" 'd["reason"]')"
+	expect_eq "mcp $how: output over the limit, a command past its timeout: exit status 137" \
+		"137 137" "$(j "$(line 1)" 'd["report"]["exit_status"]') $(j "$(line 2)" 'd["report"]["exit_status"]')"
 	expect_eq "mcp $how: stdin reaches the command" hello "$(j "$(line 3)" 'd["stdout"].strip()')"
 	expect_eq "mcp $how: binary output, as text (U+FFFD for what is not UTF-8)" \
 		"'\\ufffd\\ufffd\\x01hi'" "$(j "$(line 4)" 'ascii(d["stdout"])')"
