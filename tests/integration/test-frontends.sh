@@ -36,8 +36,9 @@ r=$(cat "$T_TMP/r1.json")
 expect_eq "run: output over the limit ends the command (reason, truncated, bytes)" \
 	"output True $LIMIT" "$(j "$r" 'd["reason"]') $(j "$r" 'd["output_truncated"]') $out"
 "$PADDOCK" run --output-limit 64K -- sh -c "$BIG" </dev/null >/dev/null 2>&1
+st=$?
 expect_eq "run: output over the limit: paddock exits as the command did (SIGKILL)" "137 137" \
-	"$? $(j "$r" 'd["exit_status"]')"
+	"$st $(j "$r" 'd["exit_status"]')"
 "$PADDOCK" run --timeout 2 --report "$T_TMP/r2.json" -- sleep 30 </dev/null >/dev/null 2>&1
 st=$?
 expect_eq "run: a command past limits.timeout_s: reason timeout" timeout \
@@ -139,6 +140,7 @@ for how in embedded connect; do
 	expect_eq "mcp $how: stdin reaches the command" hello "$(j "$(line 3)" 'd["stdout"].strip()')"
 	expect_eq "mcp $how: binary output, as text (U+FFFD for what is not UTF-8)" \
 		"'\\ufffd\\ufffd\\x01hi'" "$(j "$(line 4)" 'ascii(d["stdout"])')"
+	[ "$T_FAILED" -gt 0 ] && diag "$(cut -c 1-300 <<<"$OUT")" "$(tail -n 5 "$T_TMP/mcp-$how.err")"
 	# a call the client abandons (notifications/cancelled) ends its command; limits.timeout_s
 	# here is longer than the call lives, so the timeout cannot be what ends it
 	if ! command -v node >/dev/null || [ ! -d "$HERE/mcp/node_modules/@modelcontextprotocol/sdk" ]; then
@@ -148,14 +150,14 @@ for how in embedded connect; do
 		continue
 	fi
 	M=$(marker "$([ "$how" = connect ] && echo 5 || echo 4)")
-	gone_args=(mcp --config "$T_TMP/mcp-gone.json")
+	gone_args=(--config "$T_TMP/mcp-gone.json")
 	[ "$how" = connect ] && gone_args+=(--connect "$SOCK")
 	g=$(cd "$T_TMP" && timeout 60 node "$HERE/frontends/mcp-gone.mjs" "$PADDOCK" "$M" \
-		"${gone_args[@]:1}" 2>>"$T_TMP/mcp-$how.err")
+		"${gone_args[@]}" 2>>"$T_TMP/mcp-$how.err")
 	expect_eq "mcp $how: a command whose client goes away (the call cancelled) ends with it" \
 		"True True False" \
 		"$(j "$g" 'd["outcome"]["started"]') $(j "$g" 'd["outcome"]["aborted"]') $(j "$g" 'd["outcome"]["left_running"]')"
-	[ "$T_FAILED" -gt 0 ] && diag "$(cut -c 1-300 <<<"$OUT")" "$g" "$(tail -n 5 "$T_TMP/mcp-$how.err")"
+	[ "$T_FAILED" -gt 0 ] && diag "$g" "$(tail -n 5 "$T_TMP/mcp-$how.err")"
 done
 
 daemon_inits >/dev/null
