@@ -72,6 +72,13 @@ expect_eq "api: output over the limit ends the command (reason, truncated, bytes
 	"output True $LIMIT" \
 	"$(j "$r" 'd["result"]["reason"]') $(j "$r" 'd["result"]["output_truncated"]') $(j "$r" 'len(d["stdout"])')"
 expect_eq "api: output over the limit: exit status as a SIGKILL's" 137 "$(j "$r" 'd["result"]["exit_status"]')"
+exec_id=$(j "$r" 'd["exec"][3:]')
+expect_eq "api: output over the limit: paddockd's stored copy says output_truncated too" True \
+	"$($PY -c 'import json, sqlite3, sys
+c = sqlite3.connect(sys.argv[1], timeout=10)
+row = c.execute("select result_json from execs where sandbox_id = ? and exec_id = ?",
+                (sys.argv[2], int(sys.argv[3]))).fetchone()
+print(json.loads(row[0])["output_truncated"])' "$STATE/paddockd.db" "$ID" "$exec_id" 2>&1)"
 r=$(ex '{"argv": ["sleep", "30"]}')
 expect_eq "api: a command past limits.timeout_s: reason timeout" timeout "$(j "$r" 'd["result"]["reason"]')"
 expect_eq "api: a command past its timeout: exit status as a SIGKILL's" 137 "$(j "$r" 'd["result"]["exit_status"]')"
