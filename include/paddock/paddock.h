@@ -143,7 +143,7 @@ PADDOCK_API const char *paddock_end_reason_to_string(enum paddock_end_reason r);
 /*
  * Creates a sandbox: namespaces, root filesystem, init as PID 1 waiting for commands.
  * Returns when init is ready (or failed). The spec is copied; the caller keeps its own.
- * The sandbox's wall-clock limit (limits.timeout_s) starts now.
+ * A sandbox has no wall clock of its own: limits.timeout_s is each command's timeout.
  */
 PADDOCK_API int paddock_sandbox_create(paddock_ctx *ctx, const paddock_spec *spec,
 				       paddock_sandbox **ret_sandbox, paddock_error *err);
@@ -562,8 +562,6 @@ struct paddock_exec_opts {
 	 */
 	unsigned pty_streams;
 	unsigned short pty_rows, pty_cols;
-	/* the caller reads the command's output and enforces limits.output on it */
-	bool output_captured;
 	/*
 	 * Streams (bit 1 << fd) served by a pipe init makes: the caller takes its end with
 	 * paddock_exec_take_fd(). init keeps a copy for a supervisor that restarts, so the

@@ -5,9 +5,9 @@
  *
  * Each command's output and stdin are its exec session, kept by libpaddock (exec-io.c): a
  * foreground command's output whole up to the sandbox's limits.output (then the command
- * ends with reason "output"), a background one's last PD_RING_BYTES per stream, read here by
- * offset and passed on as it comes. Trust: output is hostile bytes, passed on as UTF-8 text
- * or base64, never interpreted.
+ * ends with reason "output"), a background one's newest bytes per stream (libpaddock's
+ * ring, 1 MiB), read here by offset and passed on as it comes. Trust: output is hostile
+ * bytes, passed on as UTF-8 text or base64, never interpreted.
  */
 #include <errno.h>
 #include <event2/buffer.h>
@@ -641,7 +641,6 @@ struct proc *pd_exec_start(struct request *r, struct box *b, json_t *body,
 	opts.cwd = q.cwd;
 	/* the exec session: a foreground command's output whole (limits.output), else a ring */
 	opts.capture = q.background ? PADDOCK_CAPTURE_RING : PADDOCK_CAPTURE_ALL;
-	opts.capture_bytes = q.background ? PD_RING_BYTES : 0;
 	if (q.pty) {
 		opts.pty_streams = 7;
 		opts.pty_rows = (unsigned short)q.rows;
@@ -759,7 +758,7 @@ void pd_proc_adopt(struct box *b, paddock_exec *ex, const struct paddock_store_e
 	p->started = true;
 	paddock_exec_set_callback(ex, exec_done, p);
 	/* its pipes came back with init's report: a ring, as for any background command */
-	if (paddock_exec_capture(ex, PADDOCK_CAPTURE_RING, PD_RING_BYTES, NULL) >= 0) {
+	if (paddock_exec_capture(ex, PADDOCK_CAPTURE_RING, 0, NULL) >= 0) {
 		p->session = paddock_exec_ref(ex);
 		p->has_stdin = true;
 		paddock_exec_set_output_callback(ex, on_output, p);

@@ -29,7 +29,6 @@ struct evhttp_connection;
 #define PD_MAX_TENANT 64
 #define PD_LOCAL_TENANT "local" /* every client of the unix socket; no token may name it */
 #define PD_MAX_TAG 64
-#define PD_RING_BYTES (1u << 20)     /* background output kept per stream */
 #define PD_MAX_BODY (1u << 20)	      /* JSON request bodies */
 #define PD_MAX_HEADERS (64u << 10)    /* the request line and headers */
 #define PD_STDIN_WRITE_MAX 65536      /* a body of POST .../stdin */

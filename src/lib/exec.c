@@ -722,7 +722,7 @@ int pd_exec_begin(paddock_sandbox *sb, const struct paddock_exec_opts *opts, uin
 	ex = pd_exec_new(sb, hdr.id, fn, userdata);
 	if (!ex)
 		return pd_fail(err, ENOMEM, "allocate exec");
-	ex->output_captured = opts->output_captured || opts->capture != PADDOCK_CAPTURE_NONE;
+	ex->output_captured = opts->capture != PADDOCK_CAPTURE_NONE;
 	ex->io.want = opts->capture;
 	ex->io.want_bytes = opts->capture_bytes;
 	ex->flags = hdr.flags;

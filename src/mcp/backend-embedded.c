@@ -23,7 +23,6 @@
 #include "client.h"
 #include "error.h"
 
-#define RING_BYTES (1u << 20) /* kept of each stream of a background process */
 
 struct box;
 
@@ -219,7 +218,6 @@ static int start(struct box *b, struct mcp_pending *p, const struct mcp_exec_req
 		/* the tool's timeout_s, or none (tools.c applies the default and ceiling) */
 		.timeout_s = req->timeout_s > 0 ? req->timeout_s : -1,
 		.capture = p->background ? PADDOCK_CAPTURE_RING : PADDOCK_CAPTURE_ALL,
-		.capture_bytes = p->background ? RING_BYTES : 0,
 		.on_started = p->background ? NULL : fg_started,
 	};
 	int r;
