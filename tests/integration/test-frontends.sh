@@ -22,7 +22,9 @@ SOCK=$T_TMP/sock
 STATE=$T_TMP/state
 LIMIT=65536
 j() { $PY -c 'import json,sys; d=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2" 2>&1; }
-BIG="head -c 200000 /dev/zero | tr '\\0' a"
+# (then a sleep: a command whose output all fit in the pipes before its reader caught up
+# would have exited 0 by then; this one is still there to be ended, however loaded the machine)
+BIG="head -c 200000 /dev/zero | tr '\\0' a; sleep 30"
 # "a command that outlives its client" runs `sleep MARKER`, one marker per front end: found
 # by its whole command line (its client's names the marker too)
 marker() { echo "3$1.$$"; }
