@@ -191,21 +191,24 @@ expect_eq "... with its own exit status" 1 "$st"
 r=$T_TMP/cpu-time.json
 run_sb out st "${probes[@]}" --timeout 60 --cpu-time 1 --report "$r" -- /probe/cpuburn 0
 expect_eq "CPU spin under --cpu-time 1: reason cpu_time" cpu_time "$(jget "$r" reason)"
-expect_range "... ended within 5 s of wall time" 0 5 "$(jget "$r" wall_s)"
+# (wall time is the machine's to give: only a bound far from the 60 s timeout is asserted)
+expect_range "... ended long before its 60 s timeout" 0 30 "$(jget "$r" wall_s)"
 # the budget is the sandbox's: what init and the kernel spend for it counts too, so the
 # command's own share can fall a little short of 1 s (0.88 seen as root while a benchmark ran)
 expect_range "... after about 1 s of CPU" 0.7 2.0 "$(jcalc "$r" "$CPU")"
 expect_limit "$r" cpu_time 1 "$CG_OR_RLIMIT"
 
-# cpu_time is the whole sandbox's: four spinning processes share one budget of 2 s, which
-# at most 2 CPUs (the default quota) use up in about 1 s. Counted per process (RLIMIT_CPU),
-# each would get 2 s: at least 4 s of wall time on 2 CPUs. Rootless it is per process.
+# cpu_time is the whole sandbox's: four spinning processes share one budget of 2 s, and a
+# fifth that sleeps and spends none is ended with them. Counted per process (RLIMIT_CPU),
+# each spinner would die alone and the sleeper would keep the command until its 60 s
+# timeout (reason timeout): no wall-clock bound needed, however loaded the machine.
+# Rootless it is per process.
 if [ "$MODE" = root ]; then
 	r=$T_TMP/cpu-time-sandbox.json
 	run_sb out st "${probes[@]}" --timeout 60 --cpu-time 2 --report "$r" -- \
-		sh -c 'for i in 1 2 3 4; do /probe/cpuburn 0 & done; wait'
+		sh -c 'for i in 1 2 3 4; do /probe/cpuburn 0 & done; sleep 100 & wait'
 	expect_eq "--cpu-time counts the whole sandbox: reason cpu_time" cpu_time "$(jget "$r" reason)"
-	expect_range "... four processes stopped together, in under 3 s" 0 3 "$(jget "$r" wall_s)"
+	expect_range "... the sleeper that spent nothing ended with the spinners" 0 59 "$(jget "$r" wall_s)"
 else
 	ok "--cpu-time counts the whole sandbox # SKIP rootless: RLIMIT_CPU is per process"
 fi
@@ -215,20 +218,21 @@ r=$T_TMP/timeout.json
 run_sb out st --timeout 1 --report "$r" -- sleep 100
 expect_eq "sleep 100 under --timeout 1: reason timeout" timeout "$(jget "$r" reason)"
 expect_eq "... killed (137)" 137 "$st"
-expect_range "... wall_s within 0.5 s of 1" 0.5 1.5 "$(jget "$r" wall_s)"
+# not before its time; how late a loaded machine runs the timer is not the test's to say
+expect_range "... wall_s not under 1 s (less a timer's slack)" 0.9 10 "$(jget "$r" wall_s)"
 expect_limit "$r" timeout 1 timer
 
 # ---- CPU quota -------------------------------------------------------------------------
 # Two spinning threads under --cpus 0.5 for 3 s: CPU time about half the wall time (unlimited
 # it would be twice). The CFS period is 100 ms, so the quota is exact to a period (0.05 CPU-s)
-# over 3 s; wall_s also counts start-up and the kill. The 0.35-0.65 window is that, plus a
-# wide margin for a loaded machine, while still telling 0.5 from 1 or 2.
+# over 3 s; wall_s also counts start-up and the kill. The quota is a ceiling: at most 0.65
+# of wall time tells 0.5 from 1 or 2; how much of it a loaded machine gives is its own.
 r=$T_TMP/cpus.json
 if [ "$MODE" = root ]; then
 	run_sb out st "${probes[@]}" --cpus 0.5 --timeout 3 --report "$r" -- /probe/cpuburn 0 2
 	expect_eq "two threads spinning under --cpus 0.5: ended by the timeout" timeout \
 		"$(jget "$r" reason)"
-	expect_range "... CPU time is 0.35-0.65 of wall time" 0.35 0.65 \
+	expect_range "... CPU time is at most 0.65 of wall time" 0.05 0.65 \
 		"$(jcalc "$r" "($CPU) / d['wall_s']")"
 	expect_limit "$r" cpus 0.5 "$CG"
 	run_sb out st --require cpus -- true
