@@ -195,7 +195,8 @@ int pd_rootfs_build_etc_image(struct build *b, paddock_error *err)
 	} files[] = {
 		{ "hosts", hosts },
 		{ "hostname", hostname },
-		{ "resolv.conf", b->spec->network.mode == PD_NET_NONE ? pd_rootfs_resolv_none : pd_rootfs_resolv_egress },
+		{ "resolv.conf", b->spec->network.mode == PD_NET_NONE ? pd_rootfs_resolv_none
+								      : pd_rootfs_resolv_egress },
 	};
 	for (size_t i = 0; i < ELEMENTSOF(files); i++) {
 		if (unlinkat(etc, files[i].name, 0) < 0 && errno != ENOENT)
@@ -209,9 +210,10 @@ int pd_rootfs_build_etc_image(struct build *b, paddock_error *err)
 			   "user:x:1000:1000:user:/home/user:/bin/sh\n", pd_rootfs_passwd_fmt, err);
 	if (r >= 0)
 		r = ensure_account(etc, "group", PD_SANDBOX_GID, "user:x:1000:\n", pd_rootfs_group_fmt, err);
-	if (r >= 0 && faccessat(etc, "pd_rootfs_nsswitch.conf", F_OK, AT_SYMLINK_NOFOLLOW) < 0)
-		r = pd_write_file_at(etc, "pd_rootfs_nsswitch.conf", pd_rootfs_nsswitch, strlen(pd_rootfs_nsswitch), 0644) < 0
-			    ? pd_fail(err, errno, "write /etc/pd_rootfs_nsswitch.conf")
+	if (r >= 0 && faccessat(etc, "nsswitch.conf", F_OK, AT_SYMLINK_NOFOLLOW) < 0)
+		r = pd_write_file_at(etc, "nsswitch.conf", pd_rootfs_nsswitch,
+				     strlen(pd_rootfs_nsswitch), 0644) < 0
+			    ? pd_fail(err, errno, "write /etc/nsswitch.conf")
 			    : 0;
 	if (r >= 0 && b->spec->ca_pem) {
 		_cleanup_close_ int in = pd_rootfs_open_in_root(b->root, BASE_BUNDLE, O_RDONLY);

@@ -122,7 +122,8 @@ int pd_rootfs_build_proc(struct build *b, paddock_error *err)
 	r = pd_rootfs_mkdir_owned(b->root, "proc", 0555, b->root_uid, b->root_gid, err);
 	if (r < 0)
 		return r;
-	mfd = pd_rootfs_new_fs("proc", NULL, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, err);
+	mfd = pd_rootfs_new_fs("proc", NULL, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+			       err);
 	if (mfd < 0)
 		return mfd;
 	r = pd_rootfs_attach(mfd, b->root, "proc", err);

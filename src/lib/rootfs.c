@@ -511,8 +511,8 @@ static int write_etc(struct build *b, int etc, paddock_error *err)
 	const struct {
 		const char *name, *data;
 	} files[] = {
-		{ "passwd", pd_rootfs_passwd_fmt },     { "group", pd_rootfs_group_fmt },	{ "hosts", hosts },
-		{ "hostname", hostname },     { "pd_rootfs_nsswitch.conf", pd_rootfs_nsswitch },
+		{ "passwd", pd_rootfs_passwd_fmt }, { "group", pd_rootfs_group_fmt }, { "hosts", hosts },
+		{ "hostname", hostname }, { "nsswitch.conf", pd_rootfs_nsswitch },
 		{ "resolv.conf",
 		  b->spec->network.mode == PD_NET_NONE ? pd_rootfs_resolv_none : pd_rootfs_resolv_egress },
 	};
@@ -970,7 +970,8 @@ int pd_rootfs_clone_from_host(int host_tree, const char *path, paddock_error *er
 	tree = open_tree(dir, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
 	if (tree < 0)
 		return pd_fail_field(err, errno, "workspace", "clone '%s'", PD_ESC(path));
-	r = pd_rootfs_set_attr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0);
+	r = pd_rootfs_set_attr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE,
+			       MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0);
 	if (r < 0)
 		return pd_fail_field(err, r, "workspace", "set attributes of '%s'", PD_ESC(path));
 	return TAKE_FD(tree);

@@ -225,3 +225,39 @@ int pd_spec_oci_validate(const paddock_spec *spec, paddock_error *err);
 int pd_parse_size(const char *s, uint64_t *ret);
 /* Seconds as a decimal number, "2", "0.5"; > 0 and finite. -EINVAL on bad input. */
 int pd_parse_seconds(const char *s, double *ret);
+
+/* ---- shared by spec.c and spec-json.c (defined in spec.c) ---------------------------- */
+#define PD_SPEC_FIELD_MAX 64 /* paddock_error's field */
+#define PD_SPEC_ENV_NAME_MAX 255
+/* Sets a field from its string form; field names it in errors. */
+typedef int (*pd_spec_set_fn)(paddock_spec *spec, const char *field, const char *value,
+			      paddock_error *err);
+int pd_spec_oom(paddock_error *err);
+bool pd_spec_streq(const char *a, const char *b);
+bool pd_spec_utf8_valid(const char *s);
+const char *pd_spec_field_join(char buf[static PD_SPEC_FIELD_MAX], const char *prefix,
+			       const char *key);
+int pd_spec_assign_path(char **slot, const char *field, const char *path, bool normalize,
+		       paddock_error *err);
+int pd_spec_set_rootfs(paddock_spec *spec, const char *field, const char *value,
+		      paddock_error *err);
+int pd_spec_set_image(paddock_spec *spec, const char *field, const char *value,
+		     paddock_error *err);
+int pd_spec_set_user(paddock_spec *spec, const char *field, const char *value,
+		    paddock_error *err);
+int pd_spec_set_workspace(paddock_spec *spec, const char *field, const char *value,
+			 paddock_error *err);
+int pd_spec_set_cwd(paddock_spec *spec, const char *field, const char *value, paddock_error *err);
+int pd_spec_set_hostname(paddock_spec *spec, const char *field, const char *s,
+			paddock_error *err);
+int pd_spec_check_timeout(const char *field, double t, paddock_error *err);
+int pd_spec_check_disk(const char *field, uint64_t bytes, paddock_error *err);
+int pd_spec_set_landlock(paddock_spec *spec, const char *field, const char *s,
+			paddock_error *err);
+int pd_spec_check_env_name(const char *name, size_t len, paddock_error *err);
+int pd_spec_env_put(paddock_spec *spec, char **entry, paddock_error *err);
+void pd_spec_env_clear(paddock_spec *spec);
+int pd_spec_bind_add(paddock_spec *spec, const char *source, const char *target, bool readonly,
+		    paddock_error *err);
+void pd_spec_binds_clear(paddock_spec *spec);
+

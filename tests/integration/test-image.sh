@@ -69,6 +69,9 @@ new
 1000
 /app
 from-image" "$out"
+run_sb out st --image "$REG/test/base:1" -- sh -c 'cat /etc/nsswitch.conf'
+expect_match "an image without /etc/nsswitch.conf gets paddock's (names resolve through hosts, then DNS)" \
+	"hosts: files dns" "$out"
 run_sb out st --image "$REG/test/base:1" --env GREETING=from-flag --cwd /tmp -- sh -c 'pwd; echo "$GREETING"'
 expect_eq "flags beat the image's config" "/tmp
 from-flag" "$out"

@@ -198,6 +198,9 @@ expect_match "host canary file is not visible" "No such file" "$out"
 run_sb out st -- sh -c 'ls /etc/shadow /etc/gshadow /etc/ssh 2>&1; grep -c . /etc/passwd'
 expect_match "no shadow, no ssh keys" "No such file.*No such file.*No such file" "$out"
 expect_match "passwd is synthesised (3 entries)" "3$" "$out"
+run_sb out st -- sh -c 'ls /etc/nsswitch.conf /etc/resolv.conf /etc/hosts /etc/group; grep ^hosts: /etc/nsswitch.conf'
+expect_match "the synthesised /etc has nsswitch.conf, resolv.conf, hosts and group" \
+	"^/etc/group /etc/hosts /etc/nsswitch.conf /etc/resolv.conf hosts: files dns$" "$(echo $out)"
 run_sb out st -- sh -c 'cat /proc/kcore /proc/keys /proc/timer_list 2>/dev/null | wc -c'
 expect_eq "sensitive /proc files are masked" "0" "$out"
 run_sb out st -- sh -c 'for d in /proc/acpi /proc/driver; do [ -d "$d" ] || continue; ls -A "$d" | wc -l; touch "$d/x" 2>/dev/null && echo "wrote $d"; done | sort -u'
