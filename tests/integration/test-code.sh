@@ -76,10 +76,10 @@ wait "$DPID" 2>/dev/null
 start_daemon --e2b 127.0.0.1:0 || { not_ok "paddockd restarts after kill -9"; finish; }
 expect_eq "after kill -9 and a restart: the variables of before" "84" "$(pc "$id" 'n * 2' 2>&1)"
 expect_eq "after kill -9 and a restart: one interpreter runs in the sandbox" 1 \
-	"$(ps -e -o args= | grep -c '^python3 -I - 49999$')"
+	"$(own_pids '^python3 -I - 49999$' | wc -l)"
 
 # the server and its kernel are the sandbox's processes, and go with it
-kernels=$(ps -e -o args= | grep -c '[i]pykernel_launcher')
+kernels=$(own_pids 'ipykernel_launcher' | wc -l)
 [ "$kernels" -ge 1 ] && ok "the kernel is a process below the sandbox" || not_ok "the kernel is a process below the sandbox"
 api -X DELETE "http://x/v1/sandboxes/$id" >/dev/null
 daemon_inits >/dev/null
