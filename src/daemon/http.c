@@ -343,7 +343,8 @@ void pd_stream_event(struct daemon *d, struct watcher *w, json_t *o)
 	struct bufferevent *bev = w->evcon ? evhttp_connection_get_bufferevent(w->evcon) : NULL;
 	uint64_t max = d->stream_behind_max ? d->stream_behind_max : PD_STREAM_BEHIND_MAX;
 
-	if (w->behind || !w->req) {
+	/* a follower still replaying reads this one from the store, in its order */
+	if (w->behind || !w->req || w->replaying) {
 		json_decref(o);
 		return;
 	}
