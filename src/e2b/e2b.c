@@ -612,38 +612,38 @@ static int gate_check(void *arg, const struct pd_gate_head *h, struct pd_gate_ve
 	struct e2b *e = arg;
 	const char *q = memchr(h->target, '?', h->target_len);
 	size_t plen = q ? (size_t)(q - h->target) : h->target_len;
-	char raw[1100], query[2048], host[256], id[128], key[300], sport[16];
-	char *path, *end;
+	char raw[3 * 1024 + 4], host[256], id[128], key[300], sport[16];
+	char *path, *end, *query = NULL;
 	long port;
 	int r = 0;
 
 	v->shape = SHAPE_JSON;
 	v->limit = 0;
-	if (plen >= sizeof(raw) || (q && h->target_len - plen - 1 >= sizeof(query)))
-		return gate_refuse(v, 414, "the request target may have 1024 bytes of path and "
-					   "2047 of query");
+	/* handle() takes a path of 1024 bytes decoded at most; the query is the head's size */
+	if (plen >= sizeof(raw))
+		return gate_refuse(v, 414, "the request's path may have 1024 bytes");
 	memcpy(raw, h->target, plen);
 	raw[plen] = '\0';
-	if (q) {
-		memcpy(query, q + 1, h->target_len - plen - 1);
-		query[h->target_len - plen - 1] = '\0';
-	}
+	if (q && !(query = strndup(q + 1, h->target_len - plen - 1)))
+		return gate_refuse(v, 503, "out of memory");
 	path = evhttp_uridecode(raw, 0, NULL);
-	if (!path)
+	if (!path) {
+		free(query);
 		return gate_refuse(v, 400, "malformed path");
+	}
 	value_str(&h->host, host, sizeof(host));
 	value_str(&h->sandbox_port, sport, sizeof(sport));
 	if (parse_host(e, host, &port, id, sizeof(id))) {
 		if (port != E2B_ENVD_PORT)
 			v->limit = e->d->max_upload; /* public: the service inside decides */
 		else
-			r = gate_envd(e, h, path, q ? query : NULL, id, v);
+			r = gate_envd(e, h, path, query, id, v);
 	} else if (sport[0] && (port = strtol(sport, &end, 10)) >= 1 && port <= 65535 && !*end &&
 		   port != E2B_ENVD_PORT) {
 		v->limit = e->d->max_upload;
 	} else if (is_envd_path(path)) {
 		value_str(&h->sandbox_id, id, sizeof(id));
-		r = gate_envd(e, h, path, q ? query : NULL, id, v);
+		r = gate_envd(e, h, path, query, id, v);
 	} else {
 		value_str(&h->api_key, key, sizeof(key));
 		v->limit = PD_MAX_BODY;
@@ -651,6 +651,7 @@ static int gate_check(void *arg, const struct pd_gate_head *h, struct pd_gate_ve
 			r = gate_refuse(v, 401, "X-API-Key: missing or unknown API key");
 	}
 	free(path);
+	free(query);
 	return r;
 }
 
