@@ -908,7 +908,8 @@ void pd_e2b_stop(struct daemon *d)
 	for (struct box *b = d->boxes; b; b = b->next)
 		e2b_fs_release(e, b);
 	if (e->http) {
-		pd_http_gate_listening(d, e->http, NULL); /* evhttp_free() frees it first */
+		/* the gate forgets the listening socket evhttp_free() frees */
+		pd_http_gate_listening(d, e->http, NULL);
 		evhttp_free(e->http);
 	}
 	json_decref(e->templates);
