@@ -12,14 +12,30 @@
 
 #include "daemon.h"
 
-#define EVENTS_PER_PAGE 10000
+/*
+ * A sandbox's stored events, oldest first: at most EVENTS_REPLAY_MAX (the newest of a
+ * longer past are not sent), REPLAY_PAGE at a time. The next page is read from the store
+ * once the client took the last one (evhttp's chunk callback): a client that reads nothing
+ * makes paddockd hold one page, not the whole past (a follower's live events are bounded by
+ * --stream-backlog-max, pd_stream_event).
+ */
+#define EVENTS_REPLAY_MAX 10000
+#define REPLAY_PAGE 64
 
-static int send_stored(int64_t seq, const char *json, void *userdata)
+struct page {
+	struct watcher *w;
+	struct evbuffer *out;
+	unsigned n;
+};
+
+static int add_stored(int64_t seq, const char *json, void *userdata)
 {
-	struct watcher *w = userdata;
+	struct page *pg = userdata;
 
-	(void)seq;
-	pd_stream_line(w, json_loads(json, 0, NULL));
+	pg->w->replay_seq = seq;
+	pg->n++;
+	evbuffer_add(pg->out, json, strlen(json));
+	evbuffer_add(pg->out, "\n", 1);
 	return 0;
 }
 
@@ -30,10 +46,68 @@ static void follower_gone(struct watcher *w)
 	pd_watcher_free(w, &b->watchers);
 }
 
+static void replay_pump(struct evhttp_connection *evcon, void *arg);
+
+/* One page of the replay; true when the replay is over (w may be freed then). */
+static bool replay_page(struct watcher *w)
+{
+	struct box *b = w->owner;
+	struct page pg = { .w = w, .out = evbuffer_new() };
+	unsigned want = EVENTS_REPLAY_MAX - w->replay_sent;
+	paddock_error err = { 0 };
+	bool last;
+
+	if (want > REPLAY_PAGE)
+		want = REPLAY_PAGE;
+	if (pg.out && want > 0)
+		(void)paddock_store_list_events(w->replay_store, b->id, w->replay_seq, want, add_stored,
+						&pg, &err);
+	w->replay_sent += pg.n;
+	last = !pg.out || pg.n < want || w->replay_sent >= EVENTS_REPLAY_MAX;
+	/* the last page goes with no callback: evhttp keeps a connection's until replaced */
+	if (pg.n > 0)
+		evhttp_send_reply_chunk_with_cb(w->req, pg.out, last ? NULL : replay_pump, w);
+	if (pg.out)
+		evbuffer_free(pg.out);
+	if (!last)
+		return false;
+	w->replaying = false;
+	if (!w->replay_follow) {
+		pd_stream_end(w);
+		pd_watcher_free(w, &b->watchers);
+	}
+	return true;
+}
+
+/*
+ * COMPAT(libevent 2.1.12): behind the HTTP gate a chunk may be written from inside
+ * evhttp_send_reply_chunk_with_cb(), and evhttp calls this (the connection's write callback)
+ * from there: a call while a page is being sent only asks for one more round. Called again
+ * once a replay is over (the callback stays until replaced) it does nothing.
+ */
+static void replay_pump(struct evhttp_connection *evcon, void *arg)
+{
+	struct watcher *w = arg;
+
+	(void)evcon;
+	if (!w->replaying || !w->req)
+		return;
+	if (w->replay_pumping) {
+		w->replay_again = true;
+		return;
+	}
+	w->replay_pumping = true;
+	do {
+		w->replay_again = false;
+		if (replay_page(w))
+			return;
+	} while (w->replay_again);
+	w->replay_pumping = false;
+}
+
 void pd_api_events(struct request *r, struct box *b)
 {
 	const char *follow = pd_query(r, "follow");
-	paddock_error err = { 0 };
 	struct watcher *w;
 
 	if (r->method != EVHTTP_REQ_GET)
@@ -42,13 +116,11 @@ void pd_api_events(struct request *r, struct box *b)
 	if (!w)
 		return pd_reply_error(r, 500, "internal", NULL, "out of memory");
 	w->on_gone = follower_gone;
+	w->replay_store = r->d->store;
+	w->replaying = true;
+	w->replay_follow = follow && strcmp(follow, "1") == 0;
 	pd_stream_start(w, "application/x-ndjson");
-	(void)paddock_store_list_events(r->d->store, b->id, 0, EVENTS_PER_PAGE, send_stored, w,
-					&err);
-	if (!follow || strcmp(follow, "1") != 0) {
-		pd_stream_end(w);
-		pd_watcher_free(w, &b->watchers);
-	}
+	replay_pump(NULL, w);
 }
 
 static void all_follower_gone(struct watcher *w)

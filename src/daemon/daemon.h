@@ -68,6 +68,14 @@ struct watcher {
 	const char *tenant;
 	char sandbox[32];
 	bool behind; /* an events follower too far behind: closing, its lines are dropped */
+	/*
+	 * GET …/events: the stored events go out a page at a time, the next once the client
+	 * took the last (api-events.c); live ones wait in the store meanwhile.
+	 */
+	bool replaying, replay_follow, replay_pumping, replay_again;
+	int64_t replay_seq; /* the last stored event sent */
+	unsigned replay_sent; /* how many, up to EVENTS_REPLAY_MAX */
+	paddock_store *replay_store;
 };
 
 struct proc;

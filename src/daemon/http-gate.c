@@ -104,6 +104,7 @@ struct gate_conn {
 	uint64_t refused_at;	 /* the request (1-based) the stand-in is for, 0: none */
 	uint64_t raw_at;	 /* the upgrade request, 0: none */
 	struct refusal refusal;
+	int shape;		 /* a policy's: how the request being read answers errors */
 	bool big;		 /* a large body went through: trim memory afterwards */
 	bool tcp_peer;		 /* peer has an address (TCP) */
 	struct sockaddr_storage peer;
@@ -118,6 +119,8 @@ struct gate_listener {
 	struct evhttp *http;
 	struct evconnlistener *lev;
 	bool tcp;
+	const char *name; /* "tcp", "unix", or the policy's */
+	const struct pd_gate_policy *policy; /* NULL: paddockd's API (bearer tokens, routes) */
 	unsigned n;		/* connections open */
 	struct gate_conn *conns;
 	bool full;		/* accepting paused: n reached the cap */
@@ -138,7 +141,7 @@ struct gate {
  * The process's gated listeners: accept_error_cb() is called with the evhttp, not with
  * anything of ours, and finds its listener here. One paddockd, a few listeners.
  */
-static struct gate_listener *registry[4];
+static struct gate_listener *registry[6];
 static size_t n_registry;
 
 static void flush_cb(evutil_socket_t fd, short what, void *arg);
@@ -167,9 +170,9 @@ static void gate_log(struct gate_listener *l, const char *fmt, ...)
 	va_end(ap);
 	if (l->log_dropped)
 		fprintf(stderr, "paddockd: %s listener: %s (and %u more like it in the last %d s, "
-			"not logged)\n", l->tcp ? "tcp" : "unix", msg, l->log_dropped, LOG_EVERY_S);
+			"not logged)\n", l->name, msg, l->log_dropped, LOG_EVERY_S);
 	else
-		fprintf(stderr, "paddockd: %s listener: %s\n", l->tcp ? "tcp" : "unix", msg);
+		fprintf(stderr, "paddockd: %s listener: %s\n", l->name, msg);
 	l->log_at = now;
 	l->log_dropped = 0;
 }
@@ -427,6 +430,7 @@ static int read_head(struct gate_conn *c, struct evbuffer *src, struct evbuffer 
 		return 0;
 	}
 	c->scan = c->line_start = 0;
+	c->shape = 0;
 	if (len > PD_MAX_HEADERS) {
 		refuse(c, src, dst, R_HEADERS, 413, "too_large", "headers",
 		       "the request line and headers may have %u bytes", PD_MAX_HEADERS);
@@ -443,6 +447,23 @@ static int read_head(struct gate_conn *c, struct evbuffer *src, struct evbuffer 
 		refuse(c, src, dst, h.status == 413 ? R_HEADERS : R_MALFORMED, h.status, h.code,
 		       h.field, "%s", h.msg);
 		return 1;
+	}
+	if (c->l->policy) {
+		const struct pd_gate_policy *p = c->l->policy;
+		struct pd_gate_verdict v = { 0 };
+
+		/* SECURITY: the listener's own rules, before a byte of the body is read */
+		if (p->check(p->arg, &h, &v) < 0) {
+			c->shape = v.shape;
+			refuse(c, src, dst, v.status == 401 ? R_UNAUTHORIZED :
+					    v.status == 413 ? R_TOO_LARGE : R_MALFORMED,
+			       v.status, "refused", NULL, "%s", v.msg);
+			return 1;
+		}
+		c->shape = v.shape;
+		limit = v.limit;
+		field = "body";
+		goto pass;
 	}
 	/*
 	 * SECURITY: who it is, before a byte of its body is read. The console's files are
@@ -465,6 +486,7 @@ static int read_head(struct gate_conn *c, struct evbuffer *src, struct evbuffer 
 		}
 	}
 	limit = route_limit(d, &h, &field);
+pass:
 	if (h.has_length && h.content_length > limit) {
 		refuse(c, src, dst, R_TOO_LARGE, 413, "too_large", field,
 		       "this request's body may have %llu bytes, Content-Length says %llu",
@@ -916,7 +938,8 @@ static void accept_error_cb(struct evconnlistener *lev, void *arg)
 
 /* ---- set-up, requests, metrics ----------------------------------------------------------- */
 
-int pd_http_gate_add(struct daemon *d, struct evhttp *http, bool tcp)
+static int gate_add(struct daemon *d, struct evhttp *http, bool tcp,
+		    const struct pd_gate_policy *policy)
 {
 	struct gate_listener *l;
 
@@ -933,6 +956,8 @@ int pd_http_gate_add(struct daemon *d, struct evhttp *http, bool tcp)
 	l->d = d;
 	l->http = http;
 	l->tcp = tcp;
+	l->policy = policy;
+	l->name = policy ? policy->name : tcp ? "tcp" : "unix";
 	l->resume = evtimer_new(d->base, resume_cb, l);
 	if (!l->resume) {
 		free(l);
@@ -945,13 +970,25 @@ int pd_http_gate_add(struct daemon *d, struct evhttp *http, bool tcp)
 	return 0;
 }
 
+int pd_http_gate_add(struct daemon *d, struct evhttp *http, bool tcp)
+{
+	return gate_add(d, http, tcp, NULL);
+}
+
+int pd_http_gate_add_policy(struct daemon *d, struct evhttp *http,
+			    const struct pd_gate_policy *policy)
+{
+	return gate_add(d, http, true, policy);
+}
+
 void pd_http_gate_listening(struct daemon *d, struct evhttp *http, struct evconnlistener *lev)
 {
 	(void)d;
 	for (size_t i = 0; i < n_registry; i++)
 		if (registry[i]->http == http) {
 			registry[i]->lev = lev;
-			evconnlistener_set_error_cb(lev, accept_error_cb);
+			if (lev)
+				evconnlistener_set_error_cb(lev, accept_error_cb);
 		}
 }
 
@@ -997,6 +1034,11 @@ bool pd_http_gate_request(struct daemon *d, struct evhttp_request *req)
 	struct request r = { .d = d, .req = req };
 
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+	if (c->l->policy) {
+		c->l->policy->reply(c->l->policy->arg, req, c->shape, c->refusal.status,
+				    c->refusal.msg);
+		return true;
+	}
 	if (c->refusal.status == 401)
 		evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
 				  "Bearer");
@@ -1011,14 +1053,14 @@ void pd_http_gate_metrics(struct daemon *d, struct evbuffer *out)
 	evbuffer_add_printf(out, "# TYPE paddock_http_connections_open gauge\n");
 	for (size_t i = 0; i < n_registry; i++)
 		evbuffer_add_printf(out, "paddock_http_connections_open{listener=\"%s\"} %u\n",
-				    registry[i]->tcp ? "tcp" : "unix", registry[i]->n);
+				    registry[i]->name, registry[i]->n);
 	evbuffer_add_printf(out, "# TYPE paddock_http_refused_total counter\n");
 	for (size_t i = 0; i < n_registry; i++)
 		for (int k = 0; k < _R_MAX; k++)
 			evbuffer_add_printf(out,
 					    "paddock_http_refused_total{listener=\"%s\",reason=\"%s\"}"
 					    " %llu\n",
-					    registry[i]->tcp ? "tcp" : "unix", reason_names[k],
+					    registry[i]->name, reason_names[k],
 					    (unsigned long long)registry[i]->refused[k]);
 }
 

@@ -35,6 +35,12 @@ enum pd_http_method {
 	PD_M_OPTIONS,
 };
 
+/* A header's value, into the parsed buffer (not terminated), or p NULL when absent. */
+struct pd_gate_value {
+	const char *p;
+	size_t len;
+};
+
 struct pd_gate_head {
 	enum pd_http_method method;
 	const char *target; /* the request target, into the parsed buffer (not terminated) */
@@ -42,6 +48,11 @@ struct pd_gate_head {
 	int minor;	  /* HTTP/1.minor */
 	const char *auth; /* Authorization's value, into the buffer, or NULL */
 	size_t auth_len;
+	/*
+	 * What the E2B listener authenticates and routes by (e2b-gate.c). Each at most once:
+	 * evhttp would read the first of two, a policy might have checked the other.
+	 */
+	struct pd_gate_value host, api_key, access_token, sandbox_id, sandbox_port;
 	uint64_t content_length;
 	bool has_length, chunked, expect_continue, upgrade, conn_upgrade, conn_close;
 	/* when the head is refused: what to answer */
@@ -77,7 +88,37 @@ struct pd_http_limits {
  * authenticate by bearer token at the head. Returns 0 or -ENOMEM.
  */
 int pd_http_gate_add(struct daemon *d, struct evhttp *http, bool tcp);
-/* The listening socket evhttp made for it (accept back-off hooks into its listener). */
+
+/* What a listener's own policy says of a head. */
+struct pd_gate_verdict {
+	uint64_t limit; /* passed: the bytes its body may have */
+	int shape;	/* passed or refused: how the policy answers this route's errors */
+	int status;	/* refused: 401, 413, ... and why */
+	char msg[200];
+};
+
+/*
+ * A TCP listener with rules of its own (the E2B listener, e2b.c): at each head `check`
+ * decides, from the head alone, whether the request may go on and how large its body may be;
+ * `reply` answers a refusal (the gate's own too: a malformed head, a body over the limit,
+ * shape 0 then unless the head was passed) in the shape the listener's clients parse.
+ */
+struct pd_gate_policy {
+	const char *name; /* the listener in logs and metrics */
+	/* SECURITY: 0 to pass (v->limit, v->shape), -1 to refuse (v->status, v->msg) */
+	int (*check)(void *arg, const struct pd_gate_head *h, struct pd_gate_verdict *v);
+	void (*reply)(void *arg, struct evhttp_request *req, int shape, int status,
+		      const char *msg);
+	void *arg;
+};
+
+/* As pd_http_gate_add() for a TCP listener, under `policy` (borrowed: it outlives `http`). */
+int pd_http_gate_add_policy(struct daemon *d, struct evhttp *http,
+			    const struct pd_gate_policy *policy);
+/*
+ * The listening socket evhttp made for it (accept back-off hooks into its listener); NULL
+ * before evhttp_free() of a listener that goes before the others (it frees the socket first).
+ */
 void pd_http_gate_listening(struct daemon *d, struct evhttp *http, struct evconnlistener *lev);
 /*
  * Called first for every request evhttp dispatches: true when the gate refused it at its head

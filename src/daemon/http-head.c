@@ -155,8 +155,25 @@ static void connection(const char *v, size_t n, struct pd_gate_head *h)
 	}
 }
 
+/* The headers a policy reads (struct pd_gate_value fields of the head), by name. */
+static struct pd_gate_value *captured(struct pd_gate_head *h, const char *name, size_t n)
+{
+	if (eq_ci(name, n, "Host"))
+		return &h->host;
+	if (eq_ci(name, n, "X-API-Key"))
+		return &h->api_key;
+	if (eq_ci(name, n, "X-Access-Token"))
+		return &h->access_token;
+	if (eq_ci(name, n, "E2b-Sandbox-Id"))
+		return &h->sandbox_id;
+	if (eq_ci(name, n, "E2b-Sandbox-Port"))
+		return &h->sandbox_port;
+	return NULL;
+}
+
 static int header_line(const struct line *l, struct pd_gate_head *h)
 {
+	struct pd_gate_value *cap;
 	const char *colon, *v;
 	size_t nlen, vlen;
 
@@ -197,6 +214,12 @@ static int header_line(const struct line *l, struct pd_gate_head *h)
 		connection(v, vlen, h);
 	} else if (eq_ci(l->p, nlen, "Upgrade")) {
 		h->upgrade = vlen > 0;
+	} else if ((cap = captured(h, l->p, nlen))) {
+		if (cap->p)
+			return malformed(h, "a header that may come once came twice (Host, "
+					    "X-API-Key, X-Access-Token, E2b-Sandbox-Id or -Port)");
+		cap->p = v;
+		cap->len = vlen;
 	}
 	return 0;
 }

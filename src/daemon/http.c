@@ -343,7 +343,8 @@ void pd_stream_event(struct daemon *d, struct watcher *w, json_t *o)
 	struct bufferevent *bev = w->evcon ? evhttp_connection_get_bufferevent(w->evcon) : NULL;
 	uint64_t max = d->stream_behind_max ? d->stream_behind_max : PD_STREAM_BEHIND_MAX;
 
-	if (w->behind || !w->req) {
+	/* a follower still replaying reads this one from the store, in its order */
+	if (w->behind || !w->req || w->replaying) {
 		json_decref(o);
 		return;
 	}
@@ -398,10 +399,12 @@ static void route(struct request *r)
 		return pd_reply_error(r, 401, "unauthorized", "Authorization", "expected "
 				      "'Authorization: Bearer <token>' with a known token");
 	if (r->n_seg == 1 && strcmp(r->seg[0], "healthz") == 0) {
+		/* SECURITY: a tenant counts its own sandboxes; the operator (unix socket) all */
+		bool all = strcmp(r->tenant, PD_LOCAL_TENANT) == 0;
 		unsigned n = 0;
 
 		for (b = d->boxes; b; b = b->next)
-			n++;
+			n += all || strcmp(b->tenant, r->tenant) == 0;
 		return pd_reply_json(r, d->stopping ? 503 : 200,
 				     json_pack("{s:s,s:i}", "status",
 					       d->stopping ? "stopping" : "ok", "sandboxes", n));

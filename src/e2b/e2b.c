@@ -532,6 +532,145 @@ static void proxy_port(struct e2b_req *r, const char *id, long port)
 	pd_port_forward(&pr, b, port, uri && uri[0] == '/' ? uri : "/");
 }
 
+/* ---- the gate's policy: who a request is, from its head alone ------------------------------ */
+
+/*
+ * The HTTP gate (src/daemon/http-gate.c) reads each head before evhttp reads a body and asks
+ * this policy: the same routing as handle() and the same checks as handle_envd() and
+ * handle_control() where headers suffice, so that no unauthenticated body is read:
+ * - control plane: X-API-Key of a tenant, bodies up to PD_MAX_BODY (JSON);
+ * - envd: X-Access-Token, the HMAC of the sandbox id the Host or E2b-Sandbox-Id names; a
+ *   request naming no live sandbox goes on with a body of E2B_UNAUTH_BODY_MAX at most (the
+ *   handler answers invalid_argument or not_found, as envd does); /files without a token
+ *   needs a signed URL whose signature is some live sandbox's; /health takes no body;
+ *   Connect bodies up to one message, /files up to --max-upload plus multipart framing;
+ * - `{port}-{id}.{domain}` and E2b-Sandbox-Port: public, as E2B's URLs (docs/e2b.md),
+ *   bodies up to --max-upload, what the service inside takes.
+ * The handlers check again (the gate is a first wall), and answer what it passes.
+ */
+enum { SHAPE_JSON, SHAPE_CONNECT };
+
+/* A request the handler will refuse (no such sandbox): a body that small is read first. */
+#define E2B_UNAUTH_BODY_MAX 4096
+
+static void value_str(const struct pd_gate_value *v, char *buf, size_t size)
+{
+	size_t n = v->p && v->len < size ? v->len : 0;
+
+	memcpy(buf, v->p ? v->p : "", n);
+	buf[n] = '\0';
+}
+
+static int gate_refuse(struct pd_gate_verdict *v, int status, const char *msg)
+{
+	v->status = status;
+	snprintf(v->msg, sizeof(v->msg), "%s", msg);
+	return -1;
+}
+
+static int gate_envd(struct e2b *e, const struct pd_gate_head *h, const char *path,
+		     const char *query, const char *id, struct pd_gate_verdict *v)
+{
+	char token[E2B_TOKEN_LEN + 8], want[E2B_TOKEN_LEN + 1];
+	bool files = strcmp(path, "/files") == 0, ok;
+
+	v->shape = path[1] != 'f' || strncmp(path, "/filesystem.", 12) == 0 ? SHAPE_CONNECT
+									   : SHAPE_JSON;
+	v->limit = files ? e->d->max_upload + (64u << 10) : PD_CONNECT_MAX_MESSAGE + 64;
+	if (strcmp(path, "/health") == 0) {
+		v->limit = 0; /* a health check names no one and sends nothing */
+		v->shape = SHAPE_JSON;
+		return 0;
+	}
+	if (strcmp(id, DEBUG_SANDBOX_ID) == 0 && e->open_keys)
+		return 0; /* SECURITY: no --tokens, loopback only: every client is the local tenant */
+	if (files && !h->access_token.p && query) {
+		bool is_signed;
+		const char *op = h->method == PD_M_GET || h->method == PD_M_HEAD ? "read" : "write";
+
+		if (e2b_files_signed_query(e, query, op, &is_signed))
+			return 0; /* its expiry and path: envd-files.c checks them */
+		if (is_signed)
+			return gate_refuse(v, 401, "invalid signature");
+	}
+	if (!id[0] || !box_any_tenant(e->d, id)) {
+		/* no such sandbox (debug_sandbox_id under --tokens too): the handler says so */
+		v->limit = E2B_UNAUTH_BODY_MAX;
+		return 0;
+	}
+	value_str(&h->access_token, token, sizeof(token));
+	e2b_access_token(e, id, want);
+	ok = token[0] && same_secret(want, token);
+	explicit_bzero(want, sizeof(want));
+	if (!ok)
+		return gate_refuse(v, 401, "X-Access-Token: missing or not this sandbox's");
+	return 0;
+}
+
+static int gate_check(void *arg, const struct pd_gate_head *h, struct pd_gate_verdict *v)
+{
+	struct e2b *e = arg;
+	const char *q = memchr(h->target, '?', h->target_len);
+	size_t plen = q ? (size_t)(q - h->target) : h->target_len;
+	char raw[3 * 1024 + 4], host[256], id[128], key[300], sport[16];
+	char *path, *end, *query = NULL;
+	long port;
+	int r = 0;
+
+	v->shape = SHAPE_JSON;
+	v->limit = 0;
+	/* handle() takes a path of 1024 bytes decoded at most; the query is the head's size */
+	if (plen >= sizeof(raw))
+		return gate_refuse(v, 414, "the request's path may have 1024 bytes");
+	memcpy(raw, h->target, plen);
+	raw[plen] = '\0';
+	if (q && !(query = strndup(q + 1, h->target_len - plen - 1)))
+		return gate_refuse(v, 503, "out of memory");
+	path = evhttp_uridecode(raw, 0, NULL);
+	if (!path) {
+		free(query);
+		return gate_refuse(v, 400, "malformed path");
+	}
+	value_str(&h->host, host, sizeof(host));
+	value_str(&h->sandbox_port, sport, sizeof(sport));
+	if (parse_host(e, host, &port, id, sizeof(id))) {
+		if (port != E2B_ENVD_PORT)
+			v->limit = e->d->max_upload; /* public: the service inside decides */
+		else
+			r = gate_envd(e, h, path, query, id, v);
+	} else if (sport[0] && (port = strtol(sport, &end, 10)) >= 1 && port <= 65535 && !*end &&
+		   port != E2B_ENVD_PORT) {
+		v->limit = e->d->max_upload;
+	} else if (is_envd_path(path)) {
+		value_str(&h->sandbox_id, id, sizeof(id));
+		r = gate_envd(e, h, path, query, id, v);
+	} else {
+		value_str(&h->api_key, key, sizeof(key));
+		v->limit = PD_MAX_BODY;
+		if (!api_key_tenant(e, key))
+			r = gate_refuse(v, 401, "X-API-Key: missing or unknown API key");
+	}
+	free(path);
+	free(query);
+	return r;
+}
+
+/* A refusal of the gate's, in the shape the route's clients parse (as the handlers answer). */
+static void gate_reply(void *arg, struct evhttp_request *req, int shape, int status,
+		       const char *msg)
+{
+	struct e2b *e = arg;
+	struct e2b_req r = { .d = e->d, .e = e, .req = req };
+
+	if (shape == SHAPE_CONNECT)
+		return pd_connect_reply_error(req,
+					      status == 401 ? PD_CONNECT_UNAUTHENTICATED
+					      : status == 413 ? PD_CONNECT_RESOURCE_EXHAUSTED
+							      : PD_CONNECT_INVALID_ARGUMENT,
+					      "%s", msg);
+	e2b_reply_error(&r, status, "%s", msg);
+}
+
 static void handle(struct evhttp_request *req, void *arg)
 {
 	struct e2b *e = arg;
@@ -543,6 +682,9 @@ static void handle(struct evhttp_request *req, void *arg)
 	long port;
 
 	pd_pool_request(e->d);
+	/* refused at its head (the gate, gate_check()): answered there, in E2B's shape */
+	if (pd_http_gate_request(e->d, req))
+		return;
 	pd_http_no_delay(req);
 	if (e->d->stopping)
 		return e2b_reply_error(&r, 503, "paddockd is shutting down");
@@ -703,9 +845,17 @@ int pd_e2b_start(struct daemon *d, const char *addr_port, const char *domain,
 	e->http = evhttp_new(d->base);
 	if (!e->http)
 		return dfail(err, ENOMEM, "evhttp");
-	evhttp_set_max_headers_size(e->http, PD_MAX_HEADERS);
+	e->gate = (struct pd_gate_policy){ .name = "e2b", .check = gate_check,
+					   .reply = gate_reply, .arg = e };
+	if (pd_http_gate_add_policy(d, e->http, &e->gate) < 0)
+		return dfail(err, ENOMEM, "e2b: the HTTP gate");
+	/*
+	 * A second wall behind the gate, which bounds heads and bodies before evhttp reads them.
+	 * No evhttp timeouts: the gate times heads, stalled bodies and answers
+	 * (COMPAT(libevent 2.1.12): a filter's timeout timer can outlive the filter).
+	 */
+	evhttp_set_max_headers_size(e->http, 2 * PD_MAX_HEADERS);
 	evhttp_set_max_body_size(e->http, (ev_ssize_t)(d->max_upload + (64u << 10)));
-	evhttp_set_timeout(e->http, 120);
 	evhttp_set_allowed_methods(e->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
 						    EVHTTP_REQ_DELETE | EVHTTP_REQ_HEAD |
 						    EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS);
@@ -715,6 +865,7 @@ int pd_e2b_start(struct daemon *d, const char *addr_port, const char *domain,
 									   (unsigned short)port);
 	if (!bound)
 		return dfail(err, errno ? errno : EADDRINUSE, "--e2b: listen on %s:%ld", addr, port);
+	pd_http_gate_listening(d, e->http, evhttp_bound_socket_get_listener(bound));
 	{
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);
@@ -756,8 +907,11 @@ void pd_e2b_stop(struct daemon *d)
 		return;
 	for (struct box *b = d->boxes; b; b = b->next)
 		e2b_fs_release(e, b);
-	if (e->http)
+	if (e->http) {
+		/* the gate forgets the listening socket evhttp_free() frees */
+		pd_http_gate_listening(d, e->http, NULL);
 		evhttp_free(e->http);
+	}
 	json_decref(e->templates);
 	free(e);
 	d->e2b = NULL;

@@ -46,6 +46,7 @@ struct e2b {
 	struct {
 		uint64_t rpc, stream, files, control, proxied, errors;
 	} m;
+	struct pd_gate_policy gate; /* the HTTP gate's rules for this listener (e2b.c) */
 };
 
 #define E2B_ENVD_PORT 49983
@@ -111,3 +112,6 @@ json_t *e2b_sandbox_json(struct e2b *e, struct box *b);
  * signature (envd-files.c).
  */
 const char *e2b_files_signed_box(struct e2b_req *r, bool *ret_signed);
+/* The same from a query string and an operation ("read" for GET, "write"): for the gate. */
+const char *e2b_files_signed_query(struct e2b *e, const char *query, const char *op,
+				   bool *ret_signed);

@@ -95,11 +95,8 @@ struct files_query {
 };
 
 /* The query's fields (fq->q is the caller's to clear); false when it is malformed. */
-static bool query_parse_quiet(struct e2b_req *r, struct files_query *fq)
+static bool query_parse_str(const char *qs, struct files_query *fq)
 {
-	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(r->req);
-	const char *qs = uri ? evhttp_uri_get_query(uri) : NULL;
-
 	TAILQ_INIT(&fq->q);
 	if (qs && evhttp_parse_query_str(qs, &fq->q) < 0)
 		return false;
@@ -108,6 +105,13 @@ static bool query_parse_quiet(struct e2b_req *r, struct files_query *fq)
 	fq->signature = evhttp_find_header(&fq->q, "signature");
 	fq->expiration = evhttp_find_header(&fq->q, "signature_expiration");
 	return true;
+}
+
+static bool query_parse_quiet(struct e2b_req *r, struct files_query *fq)
+{
+	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(r->req);
+
+	return query_parse_str(uri ? evhttp_uri_get_query(uri) : NULL, fq);
 }
 
 static bool query_parse(struct e2b_req *r, struct files_query *fq)
@@ -178,13 +182,22 @@ static const char *files_op(struct e2b_req *r)
 
 const char *e2b_files_signed_box(struct e2b_req *r, bool *ret_signed)
 {
+	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(r->req);
+
+	return e2b_files_signed_query(r->e, uri ? evhttp_uri_get_query(uri) : NULL,
+				      files_op(r), ret_signed);
+}
+
+const char *e2b_files_signed_query(struct e2b *e, const char *query, const char *op,
+				   bool *ret_signed)
+{
 	struct files_query fq;
-	const char *op = files_op(r), *found = NULL;
+	const char *found = NULL;
 	char exp_s[24], want[64];
 	long long exp;
 
 	*ret_signed = false;
-	if (!query_parse_quiet(r, &fq))
+	if (!query_parse_str(query, &fq))
 		return NULL;
 	*ret_signed = fq.signature != NULL;
 	/*
@@ -193,8 +206,8 @@ const char *e2b_files_signed_box(struct e2b_req *r, bool *ret_signed)
 	 * full (no early exit: the time says nothing of which matched).
 	 */
 	if (fq.signature && expiration_part(&fq, &exp, exp_s))
-		for (struct box *b = r->d->boxes; b; b = b->next) {
-			if (signature_for(r->e, b->id, &fq, op, exp_s, want) < 0)
+		for (struct box *b = e->d->boxes; b; b = b->next) {
+			if (signature_for(e, b->id, &fq, op, exp_s, want) < 0)
 				break;
 			if (same_signature(fq.signature, want) && !found)
 				found = b->id;
@@ -379,6 +392,7 @@ struct download {
 	bool z_ready;
 	struct watcher *w, *wlist;
 	unsigned char *in;
+	bool pumping, again; /* download_pump() is running; it was called again meanwhile */
 };
 
 static void download_free(struct download *dl)
@@ -423,6 +437,7 @@ static int deflate_into(z_stream *zs, int flush, struct evbuffer *out)
 }
 
 static void download_pump(struct evhttp_connection *evcon, void *arg);
+static bool download_chunk(struct download *dl);
 
 /* Ends a download: the last chunk (or, on failure, the connection: the body stays short). */
 static void download_end(struct download *dl, bool ok)
@@ -452,12 +467,36 @@ static void download_end(struct download *dl, bool ok)
 static void download_pump(struct evhttp_connection *evcon, void *arg)
 {
 	struct download *dl = arg;
+
+	(void)evcon;
+	/*
+	 * COMPAT(libevent 2.1.12): behind the HTTP gate a chunk is written to the socket from
+	 * inside evhttp_send_reply_chunk_with_cb(), and evhttp calls the connection's write
+	 * callback (this, set by the chunk before) from there, before the call returns: a
+	 * nested pump would end and free the download under the outer one. A call while
+	 * pumping only asks the running pump for one more round.
+	 */
+	if (dl->pumping) {
+		dl->again = true;
+		return;
+	}
+	dl->pumping = true;
+	do {
+		dl->again = false;
+		if (download_chunk(dl))
+			return; /* ended, dl freed */
+	} while (dl->again);
+	dl->pumping = false;
+}
+
+/* One chunk of the download; true when it ended (and dl is freed). */
+static bool download_chunk(struct download *dl)
+{
 	struct evbuffer *out = evbuffer_new();
 	bool eof = false;
 
-	(void)evcon;
 	if (!out)
-		return download_end(dl, false);
+		return download_end(dl, false), true;
 	/* until some compressed bytes come out (the first chunks may all stay in zlib) */
 	while (evbuffer_get_length(out) == 0 && !eof) {
 		ssize_t n = read(dl->fd, dl->in, FILES_CHUNK);
@@ -466,14 +505,14 @@ static void download_pump(struct evhttp_connection *evcon, void *arg)
 			continue;
 		if (n < 0) {
 			evbuffer_free(out);
-			return download_end(dl, false);
+			return download_end(dl, false), true;
 		}
 		eof = n == 0;
 		dl->zs.next_in = dl->in;
 		dl->zs.avail_in = (uInt)n;
 		if (deflate_into(&dl->zs, eof ? Z_FINISH : Z_NO_FLUSH, out) != Z_OK) {
 			evbuffer_free(out);
-			return download_end(dl, false);
+			return download_end(dl, false), true;
 		}
 	}
 	if (evbuffer_get_length(out) > 0)
@@ -481,6 +520,7 @@ static void download_pump(struct evhttp_connection *evcon, void *arg)
 	evbuffer_free(out);
 	if (eof)
 		download_end(dl, true);
+	return eof;
 }
 
 static void download_gzip(struct e2b_req *r, int fd)

@@ -29,6 +29,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    h.target[0] != '/' || (h.auth && !inside(h.auth, h.auth_len, data, size)) ||
 		    (h.has_length && h.chunked) || (h.minor != 0 && h.minor != 1))
 			abort();
+		/* the values the E2B listener's policy reads */
+		const struct pd_gate_value *v[] = { &h.host, &h.api_key, &h.access_token,
+						    &h.sandbox_id, &h.sandbox_port };
+		for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+			if (v[i]->p && !inside(v[i]->p, v[i]->len, data, size))
+				abort();
 	} else if (h.status < 400 || h.status > 499 || !h.code || !h.msg || !h.field) {
 		abort();
 	}

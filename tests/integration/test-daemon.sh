@@ -449,6 +449,16 @@ expect_match "tcp: alice's metrics have her sandbox's series" \
 	"paddock_seccomp_denied_total\{sandbox=\"$IDA\"\}" "$r"
 r=$(api GET "/v1/sandboxes/$IDA")
 expect_eq "unix socket (tenant local) cannot see alice's either" 404 "$(status_of "$r")"
+# /healthz: a tenant counts its own sandboxes, the operator (unix socket) every one
+r=$(tcp GET /healthz -H 'Authorization: Bearer bbbbbbbbbbbbbbbbbbbbbbbb')
+expect_eq "tcp: bob's /healthz counts none of alice's sandboxes" "200 ok 0" \
+	"$(status_of "$r") $(j "$(body_of "$r")" 'd["status"]+" "+str(d["sandboxes"])')"
+r=$(tcp GET /healthz -H 'Authorization: Bearer aaaaaaaaaaaaaaaaaaaaaaaa')
+expect_eq "tcp: alice's /healthz counts hers" "200 1" \
+	"$(status_of "$r") $(j "$(body_of "$r")" 'd["sandboxes"]')"
+r=$(api GET /healthz)
+expect_eq "unix socket's /healthz counts every tenant's (alice's too)" "200 yes" \
+	"$(status_of "$r") $(j "$(body_of "$r")" '"yes" if d["sandboxes"] >= 1 else "no"')"
 r=$(tcp DELETE "/v1/sandboxes/$IDA" -H 'Authorization: Bearer aaaaaaaaaaaaaaaaaaaaaaaa')
 expect_eq "tcp: alice deletes hers" 204 "$(status_of "$r")"
 # a TCP tenant names host paths only under --allow-host-path, checked once resolved
