@@ -33,7 +33,7 @@ static bool operator_only(struct request *r)
 	return false;
 }
 
-static int open_store(struct daemon *d, paddock_image_store **ret, paddock_error *err)
+int pd_images_open(struct daemon *d, paddock_image_store **ret, paddock_error *err)
 {
 	char dir[PATH_MAX];
 	int r = 0;
@@ -241,7 +241,7 @@ void pd_api_images(struct request *r)
 	if (r->n_seg > 3)
 		return pd_reply_error(r, 404, "not_found", "path",
 				      "no such route (URL-encode the '/' of a reference: %%2F)");
-	if (open_store(r->d, &s, &err) < 0)
+	if (pd_images_open(r->d, &s, &err) < 0)
 		return pd_reply_paddock_error(r, &err);
 	if (r->n_seg == 2) {
 		if (r->method == EVHTTP_REQ_GET)
