@@ -159,8 +159,13 @@ expect_eq "and it is gone" 404 "$(status_of "$(api GET "/v1/sandboxes/$S")")"
 
 S2=$(create '{"image":"test/base:1"}')
 sh_in "$S2" 'echo x > /workspace/x' >/dev/null
-api POST "/v1/sandboxes/$S2/stop" >/dev/null
-api POST "/v1/sandboxes/$S2/start" >/dev/null
+api POST "/v1/sandboxes/$S2/pause" >/dev/null
+r=$(api POST "/v1/sandboxes/$S2/stop")
+expect_eq "stop of a paused sandbox: 200 stopped" "200 stopped" \
+	"$(status_of "$r") $(j "$(body_of "$r")" 'd["state"]')"
+r=$(api POST "/v1/sandboxes/$S2/start")
+expect_eq "...and its start: running, its files there" "200 running x" \
+	"$(status_of "$r") $(j "$(body_of "$r")" 'd["state"]') $(sh_in "$S2" 'cat /workspace/x')"
 expect_eq "a started sandbox runs on its kept image" 1 "$(kept_images "$S2" | grep -c .)"
 r=$(api DELETE "/v1/sandboxes/$S2?wait=1")
 expect_eq "delete of a started sandbox: 204, and its kept image is gone" "204 " \
@@ -192,5 +197,35 @@ out=$("$PADDOCK" start --socket "$SOCK" sb_aaaaaaaaaaaa 2>&1)
 st=$?
 expect_eq "paddock start of an unknown id: exit 1" 1 "$st"
 
+# ---- a full store (as root: a small tmpfs): the stop fails, the sandbox runs on ----
 stop_all
+SMALL=$T_TMP/small
+if [ "$(id -u)" -eq 0 ]; then
+	mkdir -p "$SMALL"
+	mount -t tmpfs -o size=12m tmpfs "$SMALL"
+	trap 'cleanup; mountpoint -q "$SMALL" 2>/dev/null && umount "$SMALL"; rm -rf "$T_TMP"' EXIT
+	export PADDOCK_IMAGE_STORE=$SMALL/store
+	"$PADDOCK" image import "$B/oci" --name test/base:1 >/dev/null
+	start_daemon || { not_ok "paddockd starts"; finish; }
+	D=$(create '{"image":"test/base:1","user":"root","limits":{"disk":"64M"}}')
+	# ~20 MB of the image's libc in the writable layer: more than the store has room for
+	sh_in "$D" 'for L in /usr/lib/*/libc.so.6; do :; done
+		for i in 1 2 3 4 5 6 7 8 9 10; do cat "$L" >> /var/big; done
+		echo keep > /workspace/keep' >/dev/null
+	r=$(api POST "/v1/sandboxes/$D/stop")
+	expect_eq "a stop into a full store: 429 naming ENOSPC" "429 ENOSPC" \
+		"$(status_of "$r") $(j "$(body_of "$r")" 'd["error"]["errno"]')"
+	expect_eq "...nothing is kept in the store" "" "$(kept_images "$D")"
+	expect_eq "...and the sandbox runs on, its files intact" "running keep" \
+		"$(j "$(body_of "$(api GET "/v1/sandboxes/$D")")" 'd["state"]') $(sh_in "$D" 'cat /workspace/keep')"
+	sh_in "$D" 'rm -f /var/big' >/dev/null
+	r=$(api POST "/v1/sandboxes/$D/stop")
+	expect_eq "...with room again, the stop works" "200 stopped" \
+		"$(status_of "$r") $(j "$(body_of "$r")" 'd["state"]')"
+	stop_all
+	umount "$SMALL"
+else
+	ok "# SKIP a full store needs a tmpfs of its own (root)"
+fi
+
 finish
