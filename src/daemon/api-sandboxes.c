@@ -113,7 +113,8 @@ static void stop_start(struct request *r, struct box *b, bool stop)
 	if (!ok)
 		return;
 	if ((stop ? pd_box_stop(b, &err) : pd_box_start(b, &err)) < 0) {
-		if (err.code == ESRCH || err.code == EOPNOTSUPP)
+		/* the sandbox's state forbids it (not a request the server cannot do): 409 */
+		if (err.code == ESRCH || (err.code == EOPNOTSUPP && !strcmp(err.field, "image")))
 			return pd_reply_error(r, 409, "conflict", err.field[0] ? err.field : NULL,
 					      "%s", err.msg);
 		return pd_reply_paddock_error(r, &err);

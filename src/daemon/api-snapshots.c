@@ -77,6 +77,16 @@ static bool live(struct request *r, struct box *b)
 	return true;
 }
 
+/* A name a snapshot may take: not one of the kept states of stopped sandboxes (stop.c). */
+static bool name_free(struct request *r, const char *name)
+{
+	if (!pd_stop_name_private(name))
+		return true;
+	pd_reply_error(r, 400, "invalid", "name",
+		       "names under 'paddock-stopped/' are paddockd's, for stopped sandboxes");
+	return false;
+}
+
 /* "include_workspace": absent, or a boolean; an answer when it is neither */
 static bool include_workspace(struct request *r, json_t *body, bool *ret)
 {
@@ -121,6 +131,10 @@ static void post_snapshot(struct request *r, struct box *b)
 		return pd_reply_error(r, 400, "invalid", "name",
 				      "expected a string such as 'work:1' ([DOMAIN/]PATH[:TAG])");
 	}
+	if (!name_free(r, json_string_value(name))) {
+		json_decref(body);
+		return;
+	}
 	if (snapshot(b, json_string_value(name), ws, &json, &err) < 0) {
 		json_decref(body);
 		return pd_reply_paddock_error(r, &err);
@@ -156,6 +170,10 @@ static void post_fork(struct request *r, struct box *b)
 		json_decref(body);
 		return pd_reply_error(r, 400, "invalid", "name",
 				      "expected a string such as 'work:1' ([DOMAIN/]PATH[:TAG])");
+	}
+	if (name && !name_free(r, json_string_value(name))) {
+		json_decref(body);
+		return;
 	}
 	snprintf(def, sizeof(def), "fork/%s:%lld", b->id, (long long)pd_now_ms());
 	if (snapshot(b, name ? json_string_value(name) : def, ws, &json, &err) < 0) {

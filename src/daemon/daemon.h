@@ -407,6 +407,8 @@ void pd_box_adopt_stopped(struct box *b, const char *handle_json);
 void pd_stop_forget_images(struct daemon *d, const char *id, const char *keep);
 /* -EPERM (field "image") for a create naming a kept image: those are paddockd's own. */
 int pd_stop_check_image(json_t *spec, paddock_error *err);
+/* Whether an image name is among the kept states' (a snapshot may not take one). */
+bool pd_stop_name_private(const char *name);
 /* The image store paddockd uses (api-snapshots.c). */
 struct paddock_image_store;
 int pd_images_open(struct daemon *d, struct paddock_image_store **ret, paddock_error *err);

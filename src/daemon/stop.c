@@ -69,6 +69,11 @@ static bool ends_with(const char *s, const char *tail)
 	return n >= t && strcmp(s + n - t, tail) == 0;
 }
 
+bool pd_stop_name_private(const char *name)
+{
+	return name && strstr(name, KEPT_PREFIX);
+}
+
 /* Whether the image description `rec` has a name of the kept states of `id`, but `keep`. */
 static bool kept_of(json_t *rec, const char *id, const char *keep)
 {

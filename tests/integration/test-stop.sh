@@ -186,6 +186,11 @@ expect_eq "stop with a field: 400 naming it" "400 x" \
 r=$(api POST /v1/sandboxes -d '{"image":"paddock-stopped/'"$H"':1"}')
 expect_eq "a create naming a kept image: 403 naming image" "403 image" \
 	"$(status_of "$r") $(j "$(body_of "$r")" 'd["error"]["field"]')"
+C=$(create '{"image":"test/base:1"}')
+r=$(api POST "/v1/sandboxes/$C/snapshot" -d '{"name":"paddock-stopped/'"$C"':1"}')
+expect_eq "a snapshot named as a kept image: 400 naming name" "400 name" \
+	"$(status_of "$r") $(j "$(body_of "$r")" 'd["error"]["field"]')"
+api DELETE "/v1/sandboxes/$C?wait=1" >/dev/null
 
 # ---- the CLI ----
 C=$(create '{"image":"test/base:1"}')
