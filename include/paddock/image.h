@@ -91,8 +91,8 @@ struct paddock_snapshot_opts {
 
 /*
  * Snapshot: pauses `sb` (made from an image), captures its writable layer (everything its
- * commands wrote to its root; /workspace only with opts->workspace; never /home/user, /tmp
- * and /dev/shm, which are its disk's own mounts, nor the /etc files every create writes) as
+ * commands wrote to its root, /home/user included; /workspace only with opts->workspace; never
+ * /tmp and /dev/shm, which are its disk's own mounts, nor the /etc files every create writes) as
  * a new layer of the context's store, and adds an image of the sandbox's image's layers and it, with that image's config,
  * named `name` (a reference: "work", "work:2", "registry.local/team/work:1"; a name another
  * image had moves to this one). Then resumes it, unless it was paused already, whether the

@@ -78,6 +78,7 @@ SPEC='{"image":"test/base:1","user":"root","hostname":"keeper","metadata":{"job"
  "secrets":[{"name":"TOKEN","source":"file:'"$T_TMP"'/secret","hosts":["kept.test"]}]}'
 S=$(create "$SPEC")
 out=$(sh_in "$S" 'echo root-state > /etc/kept && echo ws-state > /workspace/w &&
+	echo home-state > /home/user/h &&
 	rm /etc/motd 2>/dev/null; echo done')
 expect_eq "the sandbox writes to its root and /workspace" done "$out"
 r=$(api POST "/v1/sandboxes/$S/exec" -d '{"argv":["sleep","6007"],"background":true}')
@@ -124,9 +125,9 @@ expect_eq "start: 200 running" "200 running" "$(status_of "$r") $(j "$(body_of "
 expect_eq "same id, spec, metadata, TTL after the start" "$before" "$(identity "$S")"
 expect_eq "same network policy" "$net_before" \
 	"$(j "$(body_of "$(api GET "/v1/sandboxes/$S/network")")" 'json.dumps(d, sort_keys=True)')"
-expect_eq "its files are kept (root and /workspace), its hostname too" \
-	"root-state ws-state keeper gone" \
-	"$(sh_in "$S" 'cat /etc/kept /workspace/w; hostname; [ -e /etc/motd ] || echo gone' | awk NF | paste -sd' ' -)"
+expect_eq "its files are kept (root, /workspace, /home/user), its hostname too" \
+	"root-state ws-state home-state keeper gone" \
+	"$(sh_in "$S" 'cat /etc/kept /workspace/w /home/user/h; hostname; [ -e /etc/motd ] || echo gone' | awk NF | paste -sd' ' -)"
 expect_eq "its processes are fresh: the old one is not there" "" "$(own_pids '^sleep 6007')"
 expect_eq "its secret's placeholder is there" yes \
 	"$(sh_in "$S" '[ -n "$TOKEN" ] && echo yes')"
