@@ -172,6 +172,17 @@ r=$(api DELETE "/v1/sandboxes/$S2?wait=1")
 expect_eq "delete of a started sandbox: 204, and its kept image is gone" "204 " \
 	"$(status_of "$r") $(kept_images "$S2")"
 
+# ---- the TTL runs on while stopped: at its end the sandbox and its kept image go ----
+E=$(create '{"image":"test/base:1","ttl_s":2}')
+api POST "/v1/sandboxes/$E/stop" >/dev/null
+expect_eq "a stopped sandbox with a short TTL keeps an image" 1 "$(kept_images "$E" | grep -c .)"
+for _ in $(seq 60); do
+	[ "$(status_of "$(api GET "/v1/sandboxes/$E")")" = 404 ] && break
+	sleep 0.1
+done
+expect_eq "its TTL ends it while stopped, and its kept image goes" "404 " \
+	"$(status_of "$(api GET "/v1/sandboxes/$E")") $(kept_images "$E")"
+
 # ---- bad input ----
 expect_eq "stop of an unknown id: 404" 404 "$(status_of "$(api POST /v1/sandboxes/sb_aaaaaaaaaaaa/stop)")"
 expect_eq "start of an unknown id: 404" 404 "$(status_of "$(api POST /v1/sandboxes/sb_aaaaaaaaaaaa/start)")"
