@@ -5,7 +5,7 @@
  * was kept. Memory is not kept: no checkpoint of processes (CRIU) works on this host.
  *
  * The kept state is a snapshot (libpaddock's paddock_sandbox_snapshot(): the writable layer,
- * its own /workspace included, as a layer on the sandbox's image) named
+ * /home/user and its own /workspace included, as a layer on the sandbox's image) named
  * "paddock-stopped/<id>:<ms>" in paddockd's image store: on disk, sized by what was written,
  * surviving restarts and reboots, and removed with the sandbox. The store's row says
  * "stopped" and its handle names that image; a start is a create from it with the id given
@@ -16,6 +16,9 @@
  *  - a sandbox on the host's /usr has no image to put a layer on: refused (field "image");
  *  - a sandbox that ended on its own (init died) kept nothing: start is refused;
  *  - the TTL keeps running while stopped (POST .../ttl extends it); the idle timeout waits.
+ *
+ * TODO: a stop runs on the request path, as a snapshot does (api-snapshots.c): the loop waits
+ * for the layer's writing and then for init's end (a few ms, more for a big layer).
  *
  * Trust: the layer is the sandbox's and hostile; the snapshot code reads it frozen, by fd.
  * The kept images are paddockd's: no create may name one (pd_stop_check_image()), or a
@@ -54,10 +57,8 @@ int pd_stop_check_image(json_t *spec, paddock_error *err)
 
 	if (!img || !strstr(img, KEPT_PREFIX))
 		return 0;
-	r = dfail(err, EPERM,
-		  "'%.200s' is the kept state of a stopped sandbox, paddockd's own: "
-		  "start that sandbox (POST /v1/sandboxes/ID/start) or snapshot it",
-		  img);
+	r = dfail(err, EPERM, "'%.200s' is the kept state of a stopped sandbox, paddockd's own: "
+		  "start that sandbox (POST /v1/sandboxes/ID/start) or snapshot it", img);
 	snprintf(err->field, sizeof(err->field), "image");
 	return r;
 }
@@ -82,8 +83,7 @@ static bool kept_of(json_t *rec, const char *id, const char *keep)
 	size_t i;
 
 	snprintf(pat, sizeof(pat), KEPT_PREFIX "%s:", id);
-	json_array_foreach(json_object_get(rec, "names"), i, v)
-	{
+	json_array_foreach(json_object_get(rec, "names"), i, v) {
 		const char *n = json_string_value(v);
 
 		if (n && strstr(n, pat) && !(keep && ends_with(n, keep)))
@@ -95,7 +95,7 @@ static bool kept_of(json_t *rec, const char *id, const char *keep)
 void pd_stop_forget_images(struct daemon *d, const char *id, const char *keep)
 {
 	paddock_image_store *s = NULL;
-	paddock_error err = {0};
+	paddock_error err = { 0 };
 	char *text = NULL;
 	json_t *all, *rec;
 	size_t i;
@@ -106,18 +106,15 @@ void pd_stop_forget_images(struct daemon *d, const char *id, const char *keep)
 	}
 	all = json_loads(text, 0, NULL);
 	free(text);
-	json_array_foreach(all, i, rec)
-	{
+	json_array_foreach(all, i, rec) {
 		const char *img = json_string_value(json_object_get(rec, "id"));
 		char buf[600];
 
 		if (!img || !kept_of(rec, id, keep))
 			continue;
 		if (paddock_image_remove(s, img, &err) < 0)
-			fprintf(stderr,
-				"paddockd: sandbox %s: cannot remove its kept image %s, "
-				"ignoring: %s\n",
-				id, img, paddock_error_format(&err, buf, sizeof(buf)));
+			fprintf(stderr, "paddockd: sandbox %s: cannot remove its kept image %s, "
+				"ignoring: %s\n", id, img, paddock_error_format(&err, buf, sizeof(buf)));
 	}
 	json_decref(all);
 	paddock_image_store_free(s);
@@ -130,7 +127,7 @@ void pd_stop_forget_images(struct daemon *d, const char *id, const char *keep)
  */
 static void end_leftover_init(struct box *b)
 {
-	struct sockaddr_un sa = {.sun_family = AF_UNIX};
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	socklen_t len = sizeof(int);
 	int fd, pidfd = -1;
 
@@ -187,7 +184,7 @@ static void end_exec_rows(struct box *b)
 
 int pd_box_stop(struct box *b, paddock_error *err)
 {
-	struct paddock_snapshot_opts o = {0};
+	struct paddock_snapshot_opts o = { 0 };
 	char name[sizeof(b->kept_image)], prev[sizeof(b->kept_image)];
 	bool image = false, host_ws = false, was_paused;
 	char *json = NULL;
@@ -196,20 +193,15 @@ int pd_box_stop(struct box *b, paddock_error *err)
 	if (b->stopped && b->kept_image[0])
 		return 0;
 	if (b->stopped || !b->sb || !paddock_sandbox_running(b->sb))
-		return state_field(err, dfail(err, ESRCH,
-					      "sandbox '%s' has ended on its own (its init died): "
-					      "there is nothing to stop",
-					      b->id));
+		return state_field(err, dfail(err, ESRCH, "sandbox '%s' has ended on its own (its "
+					      "init died): there is nothing to stop", b->id));
 	r = spec_shape(b, &image, &host_ws, err);
 	if (r < 0)
 		return r;
 	if (!image) {
-		r = dfail(
-			err, EOPNOTSUPP,
-			"sandbox '%s' runs on the host's /usr, not an image: a "
-			"stop keeps its writable layer as a layer on its image (create it with an "
-			"image to stop it)",
-			b->id);
+		r = dfail(err, EOPNOTSUPP, "sandbox '%s' runs on the host's /usr, not an image: a "
+			  "stop keeps its writable layer as a layer on its image (create it with an "
+			  "image to stop it)", b->id);
 		snprintf(err->field, sizeof(err->field), "image");
 		return r;
 	}
@@ -301,8 +293,8 @@ static bool id_free(struct box *b)
 int pd_box_start(struct box *b, paddock_error *err)
 {
 	char dir[300];
-	struct paddock_sandbox_opts opts = {.orphan_timeout_s = b->d->orphan_timeout_s,
-					    .id = b->id};
+	struct paddock_sandbox_opts opts = { .orphan_timeout_s = b->d->orphan_timeout_s,
+					     .id = b->id };
 	paddock_spec *spec = NULL;
 	paddock_sandbox *sb = NULL;
 	int64_t active = b->last_active_ms;
@@ -311,15 +303,11 @@ int pd_box_start(struct box *b, paddock_error *err)
 	if (!b->stopped)
 		return 0;
 	if (!b->kept_image[0])
-		return state_field(err, dfail(err, ESRCH,
-					      "sandbox '%s' ended on its own (its init died): "
-					      "nothing of it was kept to start again",
-					      b->id));
+		return state_field(err, dfail(err, ESRCH, "sandbox '%s' ended on its own (its init "
+					      "died): nothing of it was kept to start again", b->id));
 	if (!id_free(b))
-		return state_field(err, dfail(err, EBUSY,
-					      "sandbox '%s' is still being torn down: "
-					      "retry",
-					      b->id));
+		return state_field(err, dfail(err, EBUSY, "sandbox '%s' is still being torn down: "
+					      "retry", b->id));
 	r = start_spec(b, &spec, err);
 	if (r < 0)
 		return r;
