@@ -199,9 +199,9 @@ int pd_box_stop(struct box *b, paddock_error *err)
 	if (r < 0)
 		return r;
 	if (!image) {
-		r = dfail(err, EOPNOTSUPP, "sandbox '%s' runs on the host's /usr, not an image: a "
-			  "stop keeps its writable layer as a layer on its image (create it with an "
-			  "image to stop it)", b->id);
+		r = dfail(err, EOPNOTSUPP, "sandbox '%s' runs on the host's /usr (or a rootfs "
+			  "directory), not an image: a stop keeps its writable layer as a layer on "
+			  "its image (create it with an image to stop it)", b->id);
 		snprintf(err->field, sizeof(err->field), "image");
 		return r;
 	}
