@@ -101,7 +101,7 @@ struct paddock_snapshot_opts {
  *
  * opts may be NULL. Errors: -EINVAL (field "name") for a bad name; -ESRCH for a sandbox that
  * is ending; -EOPNOTSUPP (field "workspace") for opts->workspace when the workspace is a host
- * directory, or the sandbox came from the warm pool (its /workspace is a mount of its own);
+ * directory (a pooled sandbox's own /workspace, a mount of its disk, is written as the layer's);
  * -EOPNOTSUPP (field "image") for one on the host's /usr; -ENOSPC and others from the store,
  * which is then left as it was.
  */

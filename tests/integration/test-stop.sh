@@ -214,6 +214,25 @@ out=$("$PADDOCK" start --socket "$SOCK" sb_aaaaaaaaaaaa 2>&1)
 st=$?
 expect_eq "paddock start of an unknown id: exit 1" 1 "$st"
 
+# ---- a sandbox from the warm pool: its /workspace is a mount of its own, kept all the same ----
+stop_all
+metric() { curl -s --unix-socket "$SOCK" http://x/metrics | awk -v m="$1" '$1 == m { print $2 }'; }
+start_daemon --pool 1 || { not_ok "paddockd starts with --pool 1"; finish; }
+P1=$(create '{"image":"test/base:1"}') # a miss: its template is pooled from then on
+for _ in $(seq 200); do
+	[ "$(metric 'paddock_pool_ready{template="1"}')" = 1 ] && break
+	sleep 0.05
+done
+P=$(create '{"image":"test/base:1"}')
+expect_eq "a sandbox of the image from the pool" 1 "$(metric paddock_pool_hits_total)"
+sh_in "$P" 'echo pooled > /workspace/p; echo home > /home/user/h' >/dev/null
+r=$(api POST "/v1/sandboxes/$P/stop")
+expect_eq "a pooled sandbox stops" "200 stopped" "$(status_of "$r") $(j "$(body_of "$r")" 'd["state"]')"
+r=$(api POST "/v1/sandboxes/$P/start")
+expect_eq "...and starts with its /workspace and /home/user" "200 pooled home" \
+	"$(status_of "$r") $(sh_in "$P" 'cat /workspace/p /home/user/h' | awk NF | paste -sd' ' -)"
+api DELETE "/v1/sandboxes/$P1?wait=1" >/dev/null
+
 # ---- a full store (as root: a small tmpfs): the stop fails, the sandbox runs on ----
 stop_all
 SMALL=$T_TMP/small
