@@ -214,6 +214,21 @@ out=$("$PADDOCK" start --socket "$SOCK" sb_aaaaaaaaaaaa 2>&1)
 st=$?
 expect_eq "paddock start of an unknown id: exit 1" 1 "$st"
 
+# ---- E2B's connect starts a sandbox stopped through the API (E2B itself has no stop) ----
+stop_all
+start_daemon --e2b 127.0.0.1:0 || { not_ok "paddockd --e2b starts"; finish; }
+port=$(e2b_port)
+X=$(create '{"image":"test/base:1"}')
+sh_in "$X" 'echo e2b > /workspace/e' >/dev/null
+api POST "/v1/sandboxes/$X/stop" >/dev/null
+code=$(curl -s -o "$T_TMP/connect.json" -w '%{http_code}' -H 'X-API-Key: e2b_test' \
+	-H 'Content-Type: application/json' -d '{"timeout": 120}' \
+	"http://127.0.0.1:$port/v2/sandboxes/$X/connect")
+expect_eq "E2B connect of a stopped sandbox: 201, the same id" "201 $X" \
+	"$code $(j "$(cat "$T_TMP/connect.json")" 'd["sandboxID"]')"
+expect_eq "...it runs, its files there" "running e2b" \
+	"$(j "$(body_of "$(api GET "/v1/sandboxes/$X")")" 'd["state"]') $(sh_in "$X" 'cat /workspace/e')"
+
 # ---- a sandbox from the warm pool: its /workspace is a mount of its own, kept all the same ----
 stop_all
 metric() { curl -s --unix-socket "$SOCK" http://x/metrics | awk -v m="$1" '$1 == m { print $2 }'; }
