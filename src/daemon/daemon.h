@@ -403,6 +403,11 @@ int pd_box_stop(struct box *b, paddock_error *err);
 int pd_box_start(struct box *b, paddock_error *err);
 /* Adoption of a row that says "stopped": its kept image, and no init left listening. */
 void pd_box_adopt_stopped(struct box *b, const char *handle_json);
+/*
+ * Removes the images that kept b's states, once it is gone (any sandbox of an image: it may
+ * have been stopped before a restart, which only the image store's names tell).
+ */
+void pd_box_forget_kept(struct box *b);
 /* Removes every image that kept a state of sandbox `id` but `keep` (may be NULL). */
 void pd_stop_forget_images(struct daemon *d, const char *id, const char *keep);
 /* -EPERM (field "image") for a create naming a kept image: those are paddockd's own. */

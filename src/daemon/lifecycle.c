@@ -191,25 +191,24 @@ json_t *pd_box_json(struct box *b)
 	struct paddock_usage u = { 0 };
 	json_t *spec = json_loads(b->spec_json, 0, NULL);
 	unsigned running = 0;
+	json_t *o;
 
 	for (struct proc *p = b->procs; p; p = p->next)
 		running += !p->exited;
-	json_t *o;
-
 	if (b->sb)
 		(void)paddock_sandbox_usage(b->sb, &u, NULL);
 	o = json_pack("{s:s,s:s,s:s,s:o,s:o,s:I,s:s,s:I,s:o,s:O,s:o,s:{s:I,s:I,s:f,s:I,s:i,s:i}}",
-			 "id", b->id, "tenant", b->tenant, "state", pd_box_state(b), "created_at",
-			 pd_time_json(b->created_ms), "expires_at", pd_time_json(b->expires_ms),
-			 "ttl_s", (json_int_t)b->ttl_s, "on_timeout", on_timeout_name(b),
-			 "idle_timeout_s",
-			 (json_int_t)b->idle_timeout_s, "last_active_at",
-			 pd_time_json(b->last_active_ms), "metadata", b->metadata, "spec",
-			 spec ? spec : json_object(), "usage", "memory_bytes",
-			 (json_int_t)u.memory_bytes, "memory_peak_bytes",
-			 (json_int_t)u.memory_peak_bytes, "cpu_s", u.cpu_s, "pids",
-			 (json_int_t)u.pids, "execs", (int)u.execs, "processes", (int)running);
-	/* stopped by a request: its state is kept, and POST .../start brings it back */
+		      "id", b->id, "tenant", b->tenant, "state", pd_box_state(b), "created_at",
+		      pd_time_json(b->created_ms), "expires_at", pd_time_json(b->expires_ms),
+		      "ttl_s", (json_int_t)b->ttl_s, "on_timeout", on_timeout_name(b),
+		      "idle_timeout_s",
+		      (json_int_t)b->idle_timeout_s, "last_active_at",
+		      pd_time_json(b->last_active_ms), "metadata", b->metadata, "spec",
+		      spec ? spec : json_object(), "usage", "memory_bytes",
+		      (json_int_t)u.memory_bytes, "memory_peak_bytes",
+		      (json_int_t)u.memory_peak_bytes, "cpu_s", u.cpu_s, "pids",
+		      (json_int_t)u.pids, "execs", (int)u.execs, "processes", (int)running);
+	/* a stopped one: the image its POST .../start runs from (null: it ended on its own) */
 	if (o && b->stopped)
 		json_object_set_new(o, "kept_image",
 				    b->kept_image[0] ? json_string(b->kept_image) : json_null());
@@ -637,7 +636,6 @@ static int box_store_new(struct box *b, paddock_error *err)
 	return r;
 }
 
-
 int pd_box_create_keyed(struct daemon *d, const char *tenant, json_t *body, const char *key,
 			struct box **ret, bool *ret_replayed, paddock_error *err)
 {
@@ -802,7 +800,7 @@ static void box_free(struct box *b)
 		b->sb = paddock_sandbox_free(b->sb); /* init is gone: no wait */
 	if (b->removed_reason[0]) {
 		box_forget(b->d, b->id);
-		pd_stop_forget_images(b->d, b->id, NULL); /* its init is gone: none is in use */
+		pd_box_forget_kept(b); /* its init is gone: no kept image is in use */
 	}
 	while (b->deleters) {
 		struct watcher *w = b->deleters;
@@ -861,8 +859,8 @@ static void deleter_gone(struct watcher *w)
 }
 
 /* `tenant`: whose GET /v1/events hears of it (NULL: the operator's only) */
-void pd_log_event(struct daemon *d, const char *tenant, const char *event,
-		      const char *sandbox, const char *fmt, ...)
+void pd_log_event(struct daemon *d, const char *tenant, const char *event, const char *sandbox,
+		  const char *fmt, ...)
 {
 	char line[512], ts[40], fields[320] = "";
 	va_list ap;

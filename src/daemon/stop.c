@@ -120,6 +120,17 @@ void pd_stop_forget_images(struct daemon *d, const char *id, const char *keep)
 	paddock_image_store_free(s);
 }
 
+void pd_box_forget_kept(struct box *b)
+{
+	json_t *spec = json_loads(b->spec_json ? b->spec_json : "", 0, NULL);
+	bool image = json_is_string(json_object_get(spec, "image"));
+
+	json_decref(spec);
+	/* only a sandbox of an image can have been stopped: the others cost no store listing */
+	if (image || b->kept_image[0])
+		pd_stop_forget_images(b->d, b->id, NULL);
+}
+
 /*
  * An init still listening at the sandbox's reconnect socket, though the store says stopped
  * (paddockd died between recording the stop and ending it): ended, and the socket goes, so
