@@ -91,8 +91,8 @@ struct paddock_snapshot_opts {
 
 /*
  * Snapshot: pauses `sb` (made from an image), captures its writable layer (everything its
- * commands wrote to its root; /workspace only with opts->workspace; never /home/user, /tmp
- * and /dev/shm, which are its disk's own mounts, nor the /etc files every create writes) as
+ * commands wrote to its root, /home/user included; /workspace only with opts->workspace; never
+ * /tmp and /dev/shm, which are its disk's own mounts, nor the /etc files every create writes) as
  * a new layer of the context's store, and adds an image of the sandbox's image's layers and it, with that image's config,
  * named `name` (a reference: "work", "work:2", "registry.local/team/work:1"; a name another
  * image had moves to this one). Then resumes it, unless it was paused already, whether the
@@ -101,7 +101,7 @@ struct paddock_snapshot_opts {
  *
  * opts may be NULL. Errors: -EINVAL (field "name") for a bad name; -ESRCH for a sandbox that
  * is ending; -EOPNOTSUPP (field "workspace") for opts->workspace when the workspace is a host
- * directory, or the sandbox came from the warm pool (its /workspace is a mount of its own);
+ * directory (a pooled sandbox's own /workspace, a mount of its disk, is written as the layer's);
  * -EOPNOTSUPP (field "image") for one on the host's /usr; -ENOSPC and others from the store,
  * which is then left as it was.
  */

@@ -165,6 +165,12 @@ struct paddock_sandbox_opts {
 	 * made without the spec's workspace (its /workspace is private until a claim binds one).
 	 */
 	bool pooled;
+	/*
+	 * The sandbox's id ("sb_" and 12 of [a-z2-9] but l, o), NULL: a new random one. For a
+	 * supervisor that starts again a sandbox it stopped (paddockd's start): it must make
+	 * sure no other sandbox of its has that id. -EINVAL (field "id") for another form.
+	 */
+	const char *id;
 };
 
 /* paddock_sandbox_create() with options; opts may be NULL. */

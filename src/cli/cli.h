@@ -14,6 +14,8 @@ int cmd_logs(int argc, char **argv);
 int cmd_rm(int argc, char **argv);
 int cmd_ttl(int argc, char **argv);
 int cmd_pause(int argc, char **argv);
+int cmd_stop(int argc, char **argv);
+int cmd_start(int argc, char **argv);
 int cmd_resume(int argc, char **argv);
 int cmd_template(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);

@@ -28,7 +28,7 @@ static void usage(FILE *f)
 	      "Output: a header line, then one line per sandbox, columns separated by two or\n"
 	      "more spaces:\n"
 	      "  ID  STATE  CREATED  EXPIRES  METADATA\n"
-	      "STATE is running or stopped; the times are paddockd's (RFC 3339, UTC);\n"
+	      "STATE is running, paused or stopped; the times are paddockd's (RFC 3339, UTC);\n"
 	      "METADATA is KEY=VALUE,... in paddockd's order, or '-'.\n"
 	      "With --json: {\"sandboxes\":[...]}.\n"
 	      "Exit status: 0; 1 if paddockd refused; 125 if paddock failed.\n",

@@ -35,6 +35,8 @@ static const struct {
 	{ "ttl", cmd_ttl, "set when a sandbox expires" },
 	{ "pause", cmd_pause, "pause every process of a sandbox" },
 	{ "resume", cmd_resume, "resume a paused sandbox" },
+	{ "stop", cmd_stop, "end a sandbox's processes, keeping its files" },
+	{ "start", cmd_start, "start a stopped sandbox again" },
 	{ "snapshot", cmd_snapshot, "save a sandbox's files as a named image" },
 	{ "fork", cmd_fork, "snapshot a sandbox and create a new one from it" },
 	{ "rm", cmd_rm, "delete sandboxes" },

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * /v1/sandboxes: create, list, get, delete, extend the TTL, pause and resume (docs/api.md
- * "Sandboxes", "Pause and resume").
+ * /v1/sandboxes: create, list, get, delete, extend the TTL, pause and resume, stop and start
+ * (docs/api.md "Sandboxes", "Pause and resume", "Stop and start").
  */
 #include <errno.h>
 #include <event2/http.h>
@@ -101,6 +101,27 @@ static void pause_resume(struct request *r, struct box *b, bool pause)
 	pd_reply_json(r, 200, pd_box_json(b));
 }
 
+/* POST .../stop and .../start: idempotent, 200 with the sandbox either way */
+static void stop_start(struct request *r, struct box *b, bool stop)
+{
+	static const char *const no_fields[] = { NULL };
+	json_t *body = pd_body_object(r, true); /* none, or {} */
+	paddock_error err = { 0 };
+	bool ok = body && pd_check_fields(r, body, no_fields);
+
+	json_decref(body);
+	if (!ok)
+		return;
+	if ((stop ? pd_box_stop(b, &err) : pd_box_start(b, &err)) < 0) {
+		/* the sandbox's state forbids it (not a request the server cannot do): 409 */
+		if (err.code == ESRCH || (err.code == EOPNOTSUPP && !strcmp(err.field, "image")))
+			return pd_reply_error(r, 409, "conflict", err.field[0] ? err.field : NULL,
+					      "%s", err.msg);
+		return pd_reply_paddock_error(r, &err);
+	}
+	pd_reply_json(r, 200, pd_box_json(b));
+}
+
 void pd_api_sandboxes(struct request *r)
 {
 	struct box *b;
@@ -118,6 +139,8 @@ void pd_api_sandboxes(struct request *r)
 			return pd_reply_error(r, 405, "method_not_allowed", NULL, "expected POST");
 		if (strcmp(r->seg[3], "pause") == 0 || strcmp(r->seg[3], "resume") == 0)
 			return pause_resume(r, b, strcmp(r->seg[3], "pause") == 0);
+		if (strcmp(r->seg[3], "stop") == 0 || strcmp(r->seg[3], "start") == 0)
+			return stop_start(r, b, strcmp(r->seg[3], "stop") == 0);
 		return set_ttl(r, b);
 	}
 	if (r->method == EVHTTP_REQ_GET)

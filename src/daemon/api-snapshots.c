@@ -33,7 +33,7 @@ static bool operator_only(struct request *r)
 	return false;
 }
 
-static int open_store(struct daemon *d, paddock_image_store **ret, paddock_error *err)
+int pd_images_open(struct daemon *d, paddock_image_store **ret, paddock_error *err)
 {
 	char dir[PATH_MAX];
 	int r = 0;
@@ -75,6 +75,16 @@ static bool live(struct request *r, struct box *b)
 		return false;
 	}
 	return true;
+}
+
+/* A name a snapshot may take: not one of the kept states of stopped sandboxes (stop.c). */
+static bool name_free(struct request *r, const char *name)
+{
+	if (!pd_stop_name_private(name))
+		return true;
+	pd_reply_error(r, 400, "invalid", "name",
+		       "names under 'paddock-stopped/' are paddockd's, for stopped sandboxes");
+	return false;
 }
 
 /* "include_workspace": absent, or a boolean; an answer when it is neither */
@@ -121,6 +131,10 @@ static void post_snapshot(struct request *r, struct box *b)
 		return pd_reply_error(r, 400, "invalid", "name",
 				      "expected a string such as 'work:1' ([DOMAIN/]PATH[:TAG])");
 	}
+	if (!name_free(r, json_string_value(name))) {
+		json_decref(body);
+		return;
+	}
 	if (snapshot(b, json_string_value(name), ws, &json, &err) < 0) {
 		json_decref(body);
 		return pd_reply_paddock_error(r, &err);
@@ -156,6 +170,10 @@ static void post_fork(struct request *r, struct box *b)
 		json_decref(body);
 		return pd_reply_error(r, 400, "invalid", "name",
 				      "expected a string such as 'work:1' ([DOMAIN/]PATH[:TAG])");
+	}
+	if (name && !name_free(r, json_string_value(name))) {
+		json_decref(body);
+		return;
 	}
 	snprintf(def, sizeof(def), "fork/%s:%lld", b->id, (long long)pd_now_ms());
 	if (snapshot(b, name ? json_string_value(name) : def, ws, &json, &err) < 0) {
@@ -241,7 +259,7 @@ void pd_api_images(struct request *r)
 	if (r->n_seg > 3)
 		return pd_reply_error(r, 404, "not_found", "path",
 				      "no such route (URL-encode the '/' of a reference: %%2F)");
-	if (open_store(r->d, &s, &err) < 0)
+	if (pd_images_open(r->d, &s, &err) < 0)
 		return pd_reply_paddock_error(r, &err);
 	if (r->n_seg == 2) {
 		if (r->method == EVHTTP_REQ_GET)

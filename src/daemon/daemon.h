@@ -157,6 +157,11 @@ struct box {
 	char idem_fp[17];
 	int64_t idem_ms;
 	bool recovered; /* rebuilt from its init's record: its commands' past is unknown */
+	/*
+	 * Stopped by POST .../stop (stop.c): the image in the store that keeps its writable
+	 * state, which its start runs from ("" for none: it ended on its own, nothing kept).
+	 */
+	char kept_image[160];
 	struct box *next;
 };
 
@@ -380,6 +385,45 @@ void pd_box_touch(struct box *b);
 json_t *pd_box_json(struct box *b);
 /* "running", "paused" or "stopped": the state the API shows and the store keeps */
 const char *pd_box_state(const struct box *b);
+
+/* A line of paddockd's own in the event log; `tenant`: whose GET /v1/events hears of it. */
+void pd_log_event(struct daemon *d, const char *tenant, const char *event, const char *sandbox,
+		  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+/* The exit callback of a box's sandbox (its state becomes "stopped" when init dies). */
+void pd_box_watch_exit(struct box *b);
+/* Ends what clients hold of a box's processes: processes, file watches, pending decisions. */
+void pd_box_release_clients(struct box *b);
+
+/* ---- stop and start (stop.c) ---- */
+/*
+ * Stops a sandbox: its writable layer (and its own /workspace) kept as an image of the
+ * store, then its processes ended; recorded. 0, also when it was stopped already; -EOPNOTSUPP
+ * (field "image") for one on the host's /usr; -ESRCH (field "state") for one that ended on
+ * its own; errors of the snapshot (the sandbox then runs on, nothing changed) or the store.
+ */
+int pd_box_stop(struct box *b, paddock_error *err);
+/*
+ * Starts a stopped sandbox again: a new sandbox with the same id and spec, on its kept image
+ * (secrets read again). 0, also when it runs; -ESRCH (field "state") for one with nothing
+ * kept; errors of the create (it then stays stopped).
+ */
+int pd_box_start(struct box *b, paddock_error *err);
+/* Adoption of a row that says "stopped": its kept image, and no init left listening. */
+void pd_box_adopt_stopped(struct box *b, const char *handle_json);
+/*
+ * Removes the images that kept b's states, once it is gone (any sandbox of an image: it may
+ * have been stopped before a restart, which only the image store's names tell).
+ */
+void pd_box_forget_kept(struct box *b);
+/* Removes every image that kept a state of sandbox `id` but `keep` (may be NULL). */
+void pd_stop_forget_images(struct daemon *d, const char *id, const char *keep);
+/* -EPERM (field "image") for a create naming a kept image: those are paddockd's own. */
+int pd_stop_check_image(json_t *spec, paddock_error *err);
+/* Whether an image name is among the kept states' (a snapshot may not take one). */
+bool pd_stop_name_private(const char *name);
+/* The image store paddockd uses (api-snapshots.c). */
+struct paddock_image_store;
+int pd_images_open(struct daemon *d, struct paddock_image_store **ret, paddock_error *err);
 
 /* ---- pause and resume (pause.c) ---- */
 /* How long a sandbox its timeout paused is kept paused before it is removed. */

@@ -428,9 +428,16 @@ static void route(struct request *r)
 		return pd_reply_error(r, 404, "not_found", "id", "no such sandbox");
 	if (r->n_seg == 3 ||
 	    (r->n_seg == 4 && (strcmp(r->seg[3], "ttl") == 0 || strcmp(r->seg[3], "pause") == 0 ||
-			       strcmp(r->seg[3], "resume") == 0)))
+			       strcmp(r->seg[3], "resume") == 0 || strcmp(r->seg[3], "stop") == 0 ||
+			       strcmp(r->seg[3], "start") == 0)))
 		return pd_api_sandboxes(r);
 	pd_box_touch(b);
+	/* stopped by a request: nothing runs until its start; its events are history */
+	if (b->stopped && b->kept_image[0] && strcmp(r->seg[3], "events") != 0)
+		return pd_reply_error(r, 409, "conflict", "state",
+				      "sandbox '%s' is stopped: start it first (POST "
+				      "/v1/sandboxes/%s/start)",
+				      b->id, b->id);
 	if (strcmp(r->seg[3], "exec") == 0 && r->n_seg == 4)
 		return pd_api_exec(r, b);
 	if (strcmp(r->seg[3], "processes") == 0)

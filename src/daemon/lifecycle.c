@@ -126,10 +126,21 @@ static int box_store(struct box *b, paddock_error *err)
 	};
 	int r;
 
-	if (b->sb && paddock_sandbox_handle(b->sb, &handle, NULL) >= 0)
+	if (b->stopped && b->kept_image[0]) {
+		/*
+		 * A stopped sandbox's handle is what starts it again: the image of its state
+		 * (recorded before its init is ended: pd_box_stop()).
+		 */
+		json_t *h = json_pack("{s:s}", "kept_image", b->kept_image);
+
+		handle = h ? json_dumps(h, JSON_COMPACT) : NULL;
+		json_decref(h);
+		row.handle_json = handle ? handle : "{}";
+	} else if (b->sb && paddock_sandbox_handle(b->sb, &handle, NULL) >= 0) {
 		row.handle_json = handle;
-	else
+	} else {
 		row.handle_json = "{}";
+	}
 	r = paddock_store_put_sandbox(b->d->store, &row, err);
 	free(handle);
 	free(meta);
@@ -180,22 +191,28 @@ json_t *pd_box_json(struct box *b)
 	struct paddock_usage u = { 0 };
 	json_t *spec = json_loads(b->spec_json, 0, NULL);
 	unsigned running = 0;
+	json_t *o;
 
 	for (struct proc *p = b->procs; p; p = p->next)
 		running += !p->exited;
 	if (b->sb)
 		(void)paddock_sandbox_usage(b->sb, &u, NULL);
-	return json_pack("{s:s,s:s,s:s,s:o,s:o,s:I,s:s,s:I,s:o,s:O,s:o,s:{s:I,s:I,s:f,s:I,s:i,s:i}}",
-			 "id", b->id, "tenant", b->tenant, "state", pd_box_state(b), "created_at",
-			 pd_time_json(b->created_ms), "expires_at", pd_time_json(b->expires_ms),
-			 "ttl_s", (json_int_t)b->ttl_s, "on_timeout", on_timeout_name(b),
-			 "idle_timeout_s",
-			 (json_int_t)b->idle_timeout_s, "last_active_at",
-			 pd_time_json(b->last_active_ms), "metadata", b->metadata, "spec",
-			 spec ? spec : json_object(), "usage", "memory_bytes",
-			 (json_int_t)u.memory_bytes, "memory_peak_bytes",
-			 (json_int_t)u.memory_peak_bytes, "cpu_s", u.cpu_s, "pids",
-			 (json_int_t)u.pids, "execs", (int)u.execs, "processes", (int)running);
+	o = json_pack("{s:s,s:s,s:s,s:o,s:o,s:I,s:s,s:I,s:o,s:O,s:o,s:{s:I,s:I,s:f,s:I,s:i,s:i}}",
+		      "id", b->id, "tenant", b->tenant, "state", pd_box_state(b), "created_at",
+		      pd_time_json(b->created_ms), "expires_at", pd_time_json(b->expires_ms),
+		      "ttl_s", (json_int_t)b->ttl_s, "on_timeout", on_timeout_name(b),
+		      "idle_timeout_s",
+		      (json_int_t)b->idle_timeout_s, "last_active_at",
+		      pd_time_json(b->last_active_ms), "metadata", b->metadata, "spec",
+		      spec ? spec : json_object(), "usage", "memory_bytes",
+		      (json_int_t)u.memory_bytes, "memory_peak_bytes",
+		      (json_int_t)u.memory_peak_bytes, "cpu_s", u.cpu_s, "pids",
+		      (json_int_t)u.pids, "execs", (int)u.execs, "processes", (int)running);
+	/* a stopped one: the image its POST .../start runs from (null: it ended on its own) */
+	if (o && b->stopped)
+		json_object_set_new(o, "kept_image",
+				    b->kept_image[0] ? json_string(b->kept_image) : json_null());
+	return o;
 }
 
 /* ---- events ---------------------------------------------------------------------------- */
@@ -359,6 +376,11 @@ static void box_exited(paddock_sandbox *sb, enum paddock_end_reason reason, void
 	pd_box_persist_or_warn(b);
 }
 
+void pd_box_watch_exit(struct box *b)
+{
+	paddock_sandbox_set_exit_callback(b->sb, box_exited, b);
+}
+
 static struct box *box_new(struct daemon *d, const char *id, const char *tenant)
 {
 	struct box *b = calloc(1, sizeof(*b));
@@ -497,6 +519,8 @@ int pd_create_parse(struct daemon *d, const char *tenant, json_t *body, paddock_
 		r = check_host_paths(d, tenant, specj, err);
 	if (r >= 0)
 		r = check_secret_sources(tenant, specj, err);
+	if (r >= 0)
+		r = pd_stop_check_image(specj, err);
 	if (r >= 0 && tenant_count(d, tenant) >= PD_MAX_SANDBOXES)
 		r = dfail(err, EAGAIN, "tenant '%s' has %u sandboxes, the most allowed", tenant,
 			  PD_MAX_SANDBOXES);
@@ -612,11 +636,6 @@ static int box_store_new(struct box *b, paddock_error *err)
 	return r;
 }
 
-/* A line of paddockd's own in the event log (sandbox.removed and the like). */
-static void log_event(struct daemon *d, const char *tenant, const char *event,
-		      const char *sandbox, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
-
 int pd_box_create_keyed(struct daemon *d, const char *tenant, json_t *body, const char *key,
 			struct box **ret, bool *ret_replayed, paddock_error *err)
 {
@@ -711,7 +730,7 @@ int pd_box_create_keyed(struct daemon *d, const char *tenant, json_t *body, cons
 		r = box_store_new(b, &cause);
 	if (r < 0) {
 		pd_store_error(err, &cause);
-		log_event(d, NULL, "sandbox.removed", b->id, "\"reason\":\"store_failed\"");
+		pd_log_event(d, NULL, "sandbox.removed", b->id, "\"reason\":\"store_failed\"");
 		flush_pending(d, "", NULL);
 		b->sb = paddock_sandbox_free(sb); /* SIGKILL, and wait: nothing of it is left */
 		json_decref(b->metadata);
@@ -733,6 +752,16 @@ int pd_box_create(struct daemon *d, const char *tenant, json_t *body, struct box
 	return pd_box_create_keyed(d, tenant, body, NULL, ret, NULL, err);
 }
 
+void pd_box_release_clients(struct box *b)
+{
+	while (b->procs)
+		pd_proc_free(b->procs);
+	pd_files_release(b);
+	pd_network_release(b);
+	if (b->d->e2b)
+		e2b_fs_release(b->d->e2b, b);
+}
+
 /* Unlinks a box and ends what clients hold of it: processes, file watches, event streams. */
 static void box_unlink(struct box *b)
 {
@@ -741,12 +770,7 @@ static void box_unlink(struct box *b)
 			*pp = b->next;
 			break;
 		}
-	while (b->procs)
-		pd_proc_free(b->procs);
-	pd_files_release(b);
-	pd_network_release(b);
-	if (b->d->e2b)
-		e2b_fs_release(b->d->e2b, b);
+	pd_box_release_clients(b);
 	while (b->watchers) {
 		pd_stream_end(b->watchers);
 		pd_watcher_free(b->watchers, &b->watchers);
@@ -774,8 +798,10 @@ static void box_free(struct box *b)
 {
 	if (b->sb)
 		b->sb = paddock_sandbox_free(b->sb); /* init is gone: no wait */
-	if (b->removed_reason[0])
+	if (b->removed_reason[0]) {
 		box_forget(b->d, b->id);
+		pd_box_forget_kept(b); /* its init is gone: no kept image is in use */
+	}
 	while (b->deleters) {
 		struct watcher *w = b->deleters;
 
@@ -833,8 +859,8 @@ static void deleter_gone(struct watcher *w)
 }
 
 /* `tenant`: whose GET /v1/events hears of it (NULL: the operator's only) */
-static void log_event(struct daemon *d, const char *tenant, const char *event,
-		      const char *sandbox, const char *fmt, ...)
+void pd_log_event(struct daemon *d, const char *tenant, const char *event, const char *sandbox,
+		  const char *fmt, ...)
 {
 	char line[512], ts[40], fields[320] = "";
 	va_list ap;
@@ -888,7 +914,7 @@ int pd_box_delete(struct box *b, const char *reason, struct request *deleter, bo
 		d->m.destroyed_by[2]++;
 	else
 		d->m.destroyed_by[3]++;
-	log_event(d, b->tenant, "sandbox.removed", b->id, "\"reason\":\"%s\"", reason);
+	pd_log_event(d, b->tenant, "sandbox.removed", b->id, "\"reason\":\"%s\"", reason);
 	snprintf(b->removed_reason, sizeof(b->removed_reason), "%s", reason);
 	if (deleter) {
 		struct watcher *w = pd_watcher_new(deleter, W_WAIT, b, &b->deleters);
@@ -953,7 +979,7 @@ static void reaper_cb(evutil_socket_t fd, short what, void *arg)
 		if (now >= b->expires_ms) {
 			if (!pd_box_pause_on_timeout(b))
 				pd_box_destroy(b, "ttl", NULL);
-		} else if (b->idle_timeout_s > 0 && !b->paused &&
+		} else if (b->idle_timeout_s > 0 && !b->paused && !b->stopped &&
 			   now - b->last_active_ms >= b->idle_timeout_s * 1000) {
 			/* a paused sandbox is idle by intent: its idle timeout waits for the resume */
 			pd_box_destroy(b, "idle", NULL);
@@ -1065,9 +1091,10 @@ static void finished(struct finishing *f)
 {
 	struct daemon *d = f->d;
 
-	log_event(d, NULL, "sandbox.exited", f->id, "\"reason\":\"killed\",\"after_restart\":true");
-	log_event(d, NULL, "sandbox.destroyed", f->id, "\"after_restart\":true");
+	pd_log_event(d, NULL, "sandbox.exited", f->id, "\"reason\":\"killed\",\"after_restart\":true");
+	pd_log_event(d, NULL, "sandbox.destroyed", f->id, "\"after_restart\":true");
 	box_forget(d, f->id);
+	pd_stop_forget_images(d, f->id, NULL);
 	for (struct finishing **pp = &d->finishing; *pp; pp = &(*pp)->next)
 		if (*pp == f) {
 			*pp = f->next;
@@ -1145,6 +1172,8 @@ static int adopt_row(struct daemon *d, const struct paddock_store_sandbox *row)
 	}
 	if (r >= 0 && !b->stopped)
 		r = paddock_sandbox_adopt(d->ctx, spec, row->handle_json, &b->sb, &err);
+	if (b->stopped)
+		pd_box_adopt_stopped(b, row->handle_json);
 	paddock_spec_free(spec);
 	box_link(b);
 	if (r < 0) {

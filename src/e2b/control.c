@@ -751,8 +751,24 @@ static bool resume_for(struct e2b_req *r, struct box *b, int64_t t)
 }
 
 /*
+ * A sandbox stopped through paddockd's API (POST /v1/sandboxes/{id}/stop) is started, and
+ * then ends `t` seconds from now, as a resumed one. False once the error is answered.
+ */
+static bool start_for(struct e2b_req *r, struct box *b, int64_t t)
+{
+	paddock_error err = { 0 };
+
+	if (pd_box_start(b, &err) < 0) {
+		reply_paddock_error(r, &err, NULL);
+		return false;
+	}
+	return set_expiry(r, b, t);
+}
+
+/*
  * POST /v2/sandboxes/{id}/connect: a running sandbox's timeout only grows (200); a paused
- * one is resumed with the timeout (201, as E2B answers a resume).
+ * one is resumed with the timeout (201, as E2B answers a resume); one stopped through
+ * paddockd's API is started (201: E2B has no stop, only this way back).
  */
 static void connect_box(struct e2b_req *r, const char *id)
 {
@@ -765,6 +781,13 @@ static void connect_box(struct e2b_req *r, const char *id)
 		return;
 	if (!get_seconds(r, body, "timeout", CONNECT_DEFAULT_S, &t))
 		goto out;
+	b = pd_box_find(r->d, r->tenant, id);
+	if (b && b->stopped && b->kept_image[0]) {
+		if (!start_for(r, b, t))
+			goto out;
+		e2b_reply_json(r, 201, sandbox_json(r->e, b));
+		goto out;
+	}
 	b = find_live(r, id);
 	if (!b)
 		goto out;

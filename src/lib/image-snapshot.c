@@ -104,8 +104,11 @@ static unsigned inside_id(const struct snap *s, unsigned host, unsigned base)
 
 static bool is_skipped(const struct snap *s, const char *path)
 {
-	/* an image's /workspace is a directory of its root (rootfs.c): kept when asked */
-	if (!s->src->workspace && !strcmp(path, "workspace"))
+	/*
+	 * An image's /workspace is a directory of its root (rootfs.c): kept when asked; a pooled
+	 * one's is the disk's own (write_workspace()), the upper's only its mount point.
+	 */
+	if ((!s->src->workspace || s->src->workspace_fd >= 0) && !strcmp(path, "workspace"))
 		return true;
 	for (size_t i = 0; i < ELEMENTSOF(skipped); i++)
 		if (!strcmp(path, skipped[i]))
@@ -311,6 +314,41 @@ static int walk(struct snap *s, int dir_fd, char *path, size_t plen, unsigned de
 	return r;
 }
 
+/*
+ * A pooled sandbox's /workspace (a directory of its disk, bound): "workspace" as an opaque
+ * directory, so that a sandbox from the layer sees what this one saw there, and nothing of
+ * its image's /workspace below. Read as the upper is: by fd, never past the disk.
+ */
+static int write_workspace(struct snap *s, int ws_fd)
+{
+	__attribute__((cleanup(entry_freep))) struct archive_entry *e = NULL, *w = NULL;
+	char path[PATH_MAX] = "workspace";
+	struct stat st;
+	int r;
+
+	if (fstat(ws_fd, &st) < 0)
+		return pd_fail(s->err, errno, "stat the workspace");
+	if (!S_ISDIR(st.st_mode) || st.st_dev != s->dev)
+		return pd_fail(s->err, EINVAL, "the workspace is not a directory of the sandbox's disk");
+	e = new_entry(s, path, &st);
+	if (!e)
+		return pd_fail(s->err, ENOMEM, "out of memory");
+	r = put_entry(s, e, -EBADF, path);
+	if (r < 0)
+		return r;
+	st.st_mode = S_IFREG | 0600;
+	st.st_nlink = 1;
+	w = new_entry(s, "workspace/.wh..wh..opq", &st);
+	if (!w)
+		return pd_fail(s->err, ENOMEM, "out of memory");
+	archive_entry_set_size(w, 0);
+	r = put_entry(s, w, -EBADF, "workspace/.wh..wh..opq");
+	if (r < 0)
+		return r;
+	snprintf(path, sizeof(path), "workspace/");
+	return walk(s, ws_fd, path, strlen(path), 1);
+}
+
 /* The writable layer as a tar into out_fd: its diff id and size. */
 static int write_layer(const struct pd_snapshot_src *src, int out_fd, char *ret_diff_id,
 		       uint64_t *ret_bytes, paddock_error *err)
@@ -349,6 +387,8 @@ static int write_layer(const struct pd_snapshot_src *src, int out_fd, char *ret_
 		goto out;
 	}
 	r = walk(s, top, path, 0, 0);
+	if (r >= 0 && src->workspace && src->workspace_fd >= 0)
+		r = write_workspace(s, src->workspace_fd);
 	if (r >= 0 && archive_write_close(s->a) != ARCHIVE_OK)
 		r = archive_fail(s, "finish", "the layer");
 	if (r >= 0) {

@@ -89,6 +89,11 @@ struct pd_snapshot_src {
 	const char *sandbox_id;	  /* for the config's history */
 	bool rootless;		  /* owners are not kept */
 	bool workspace;		  /* keep the top-level "workspace" directory too */
+	/*
+	 * With workspace: a /workspace that is a directory of the disk of its own (a pooled
+	 * sandbox's bind), written as an opaque "workspace" in place of the upper's; else -1.
+	 */
+	int workspace_fd;
 	unsigned outside_uid;	  /* as root: the host id of the sandbox's uid 0 */
 	unsigned outside_gid;
 };

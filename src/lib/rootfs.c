@@ -11,7 +11,8 @@
  *                    once built)
  *   disk/upper,work  the overlay's writable layer over the host's /usr/local (the host's
  *                    /usr itself is bound read-only), or over all of a --rootfs tree's /usr
- *   disk/tmp         -> /tmp          disk/home      -> /home/user
+ *   disk/tmp         -> /tmp          disk/home      -> /home/user (unless the root is an
+ *                                                        image's: its own, on upper/)
  *   disk/workspace   -> /workspace (unless the spec binds a host directory there, or the
  *                       root is an image's: its own /workspace, on the disk's upper/ too)
  *   disk/shm         -> /dev/shm
@@ -823,24 +824,27 @@ static int make_disk_dirs(struct build *b, paddock_error *err)
 }
 
 /*
- * An image's root is writable and on the disk already: its /workspace is its own directory
- * of the overlay, the sandbox user's, not a bind of disk/workspace. So what an image (a
- * snapshot: sandbox-snapshot.c) has in /workspace is there, copy-on-write, and a snapshot
- * can keep the workspace with the rest of the writable layer. A pooled root keeps the bind:
- * its claim may replace it (pd_rootfs_attach_workspace()).
+ * An image's root is writable and on the disk already: its /workspace and /home/user are its
+ * own directories of the overlay, the sandbox user's, not binds of disk/workspace and
+ * disk/home. So what an image (a snapshot: sandbox-snapshot.c; a stopped sandbox's kept
+ * state) has there is there, copy-on-write, and a snapshot can keep them with the rest of
+ * the writable layer (a stop keeps both: `pip install --user` survives it). A pooled root
+ * keeps the workspace bind: its claim may replace it (pd_rootfs_attach_workspace()).
  */
-static int image_workspace(struct build *b, paddock_error *err)
+static int image_own_dir(struct build *b, int dirfd, const char *name, const char *path,
+			 paddock_error *err)
 {
 	struct stat st;
 
-	if (fstatat(b->root, "workspace", &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return pd_fail(err, errno, "stat /workspace");
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return pd_fail(err, errno, "stat %s", path);
 	if (!S_ISDIR(st.st_mode))
-		return pd_fail_field(err, ENOTDIR, "image", "the image's /workspace is not a directory");
+		return pd_fail_field(err, ENOTDIR, "image", "the image's %s is not a directory",
+				     path);
 	if ((st.st_uid != pd_idmap_user_uid(b->idmap) || st.st_gid != pd_idmap_user_gid(b->idmap)) &&
-	    fchownat(b->root, "workspace", pd_idmap_user_uid(b->idmap), pd_idmap_user_gid(b->idmap),
+	    fchownat(dirfd, name, pd_idmap_user_uid(b->idmap), pd_idmap_user_gid(b->idmap),
 		     AT_SYMLINK_NOFOLLOW) < 0)
-		return pd_fail(err, errno, "chown /workspace");
+		return pd_fail(err, errno, "chown %s", path);
 	return 0;
 }
 
@@ -879,7 +883,11 @@ static int build_dirs(struct build *b, struct pd_rootfs_sources *src, paddock_er
 	r = pd_rootfs_bind_at(b->disk, "tmp", b->root, "tmp", rw, err);
 	if (r < 0)
 		return r;
-	r = pd_rootfs_bind_at(b->disk, "home", home, "user", rw, err);
+	/* a read-only root (an OCI bundle's) keeps /home/user writable: the disk's, bound */
+	if (b->image && !b->spec->root_readonly)
+		r = image_own_dir(b, home, "user", "/home/user", err);
+	else
+		r = pd_rootfs_bind_at(b->disk, "home", home, "user", rw, err);
 	if (r < 0)
 		return r;
 	if (src->workspace_fd >= 0) {
@@ -888,7 +896,7 @@ static int build_dirs(struct build *b, struct pd_rootfs_sources *src, paddock_er
 			return r;
 		src->workspace_fd = pd_close(src->workspace_fd);
 	} else if (b->image && !b->spec->pooled) {
-		r = image_workspace(b, err);
+		r = image_own_dir(b, b->root, "workspace", "/workspace", err);
 		if (r < 0)
 			return r;
 	} else {

@@ -13,6 +13,7 @@
 #include "sandbox.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,10 +118,22 @@ static int capture(paddock_sandbox *sb, const char *name, bool workspace, char *
 {
 	_cleanup_(paddock_image_store_freep) paddock_image_store *store = NULL;
 	_cleanup_free_ char *json = NULL;
+	_cleanup_close_ int ws = -EBADF;
 	const struct pd_image_ops *im;
 	char dir[PATH_MAX];
 	int r;
 
+	/*
+	 * A pooled sandbox's /workspace is the disk's "workspace", bound (rootfs.c): beside the
+	 * upper directory on the disk, which the sandbox cannot rename or replace (it sees
+	 * neither the disk's root nor its upper/).
+	 */
+	if (workspace && sb->spec_pooled) {
+		ws = openat(sb->upper_fd, "../workspace",
+			    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (ws < 0)
+			return pd_fail(err, errno, "open the sandbox's workspace");
+	}
 	r = pd_sandbox_image_store_dir(sb->ctx, dir, sizeof(dir), err);
 	if (r >= 0)
 		r = base_image(sb, dir, err);
@@ -138,6 +151,7 @@ static int capture(paddock_sandbox *sb, const char *name, bool workspace, char *
 		.outside_uid = sb->idmap.outside_uid,
 		.outside_gid = sb->idmap.outside_gid,
 		.workspace = workspace,
+		.workspace_fd = ws,
 	};
 	r = im->snapshot(store, &src, name, &json, err);
 	if (r >= 0)
@@ -179,11 +193,6 @@ int paddock_sandbox_snapshot(paddock_sandbox *sb, const char *name,
 				     "the workspace of sandbox '%s' is a host directory ('%s'): it is "
 				     "no part of the sandbox to snapshot",
 				     sb->id, PD_ESC(sb->spec->workspace));
-	if (workspace && sb->spec_pooled)
-		return pd_fail_field(err, EOPNOTSUPP, "workspace",
-				     "sandbox '%s' came from the warm pool: its workspace is a mount "
-				     "of its own, not part of its root's layer",
-				     sb->id);
 	if (sb->upper_fd < 0)
 		return pd_fail(err, EOPNOTSUPP,
 			       "sandbox '%s' has no writable layer to capture (a root the spec "

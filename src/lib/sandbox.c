@@ -592,6 +592,15 @@ static int create_begin(paddock_ctx *ctx, const paddock_spec *spec,
 	sb->death_reason = PADDOCK_END_KILLED;
 	pd_idmap_init(&sb->idmap);
 	pd_sandbox_make_id(sb->id, sizeof(sb->id), "sb_");
+	if (opts && opts->id) {
+		/* the form pd_sandbox_make_id() makes: it names a socket file and a cgroup */
+		if (strlen(opts->id) != 15 || strncmp(opts->id, "sb_", 3) != 0 ||
+		    strspn(opts->id + 3, "abcdefghijkmnpqrstuvwxyz23456789") != 12)
+			return pd_fail_field(err, EINVAL, "id",
+					     "expected an id such as 'sb_k2q7m3x9abcd', got '%s'",
+					     PD_ESC(opts->id));
+		snprintf(sb->id, sizeof(sb->id), "%s", opts->id);
+	}
 	if (opts) {
 		sb->spec_pooled = opts->pooled;
 		sb->orphan_timeout_s = opts->orphan_timeout_s;

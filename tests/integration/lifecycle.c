@@ -174,6 +174,38 @@ static void test_two_sandboxes_have_distinct_ids(void **state)
 	event_base_free(base);
 }
 
+/* A sandbox given its id (paddockd's start of a stopped one) has it; another form is refused. */
+static void test_given_id(void **state)
+{
+	static const char *const bad[] = { "sb_short", "sb_k2q7m3x9abcl", "../k2q7m3x9abcd",
+					   "sb_k2q7m3x9abcd0", "sb_K2Q7M3X9ABCD" };
+	struct event_base *base = event_base_new();
+	paddock_ctx *ctx = NULL;
+	paddock_spec *spec = NULL;
+	paddock_sandbox *sb = NULL;
+	paddock_error err = { 0 };
+	struct paddock_sandbox_opts opts = { .id = "sb_k2q7m3x9abcd" };
+
+	(void)state;
+	assert_int_equal(paddock_ctx_new(base, &ctx, &err), 0);
+	assert_int_equal(paddock_spec_new(&spec, &err), 0);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct paddock_sandbox_opts o = { .id = bad[i] };
+
+		memset(&err, 0, sizeof(err));
+		assert_int_equal(paddock_sandbox_create_with(ctx, spec, &o, &sb, &err), -EINVAL);
+		assert_string_equal(err.field, "id");
+		assert_null(sb);
+	}
+	if (paddock_sandbox_create_with(ctx, spec, &opts, &sb, &err) < 0)
+		fail_msg("create: %s (errno %d)", err.msg, err.code);
+	assert_string_equal(paddock_sandbox_id(sb), "sb_k2q7m3x9abcd");
+	paddock_sandbox_free(sb);
+	paddock_spec_free(spec);
+	paddock_ctx_free(ctx);
+	event_base_free(base);
+}
+
 /* As root: the id slot (uid range) of a sandbox, from its uid_map. */
 static unsigned slot_of(struct event_base *base, paddock_sandbox *sb)
 {
@@ -1529,6 +1561,7 @@ int main(void)
 		cmocka_unit_test(test_no_fd_or_child_leaks),
 		cmocka_unit_test(test_state_persists_between_commands),
 		cmocka_unit_test(test_two_sandboxes_have_distinct_ids),
+		cmocka_unit_test(test_given_id),
 		cmocka_unit_test(test_freed_slot_is_reused),
 		cmocka_unit_test(test_free_with_command_running),
 		cmocka_unit_test(test_bad_exec_options),

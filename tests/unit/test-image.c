@@ -609,7 +609,7 @@ static void test_snapshot_upper(void **state)
 	close(sock);
 
 	struct pd_snapshot_src src = { .upper_fd = upper, .base_id = id, .sandbox_id = "sb_test",
-				       .rootless = true };
+				       .rootless = true, .workspace_fd = -EBADF };
 	if (pd_image_snapshot(store, &src, "docker.io/library/snap:1", &json, &err) < 0)
 		fail_msg("snapshot: %s", err.msg);
 	rec = json_loads(json, 0, NULL);
@@ -660,6 +660,59 @@ static void test_snapshot_upper(void **state)
 	scratch_free(&s);
 }
 
+/*
+ * A pooled sandbox's /workspace is a directory of its disk beside the upper, not the upper's
+ * own: with workspace asked, the layer's "workspace" is that directory, opaque (nothing of the
+ * image's /workspace below shows through), and the upper's mount point is not written.
+ */
+static void test_snapshot_pooled_workspace(void **state)
+{
+	struct scratch s;
+	paddock_error err = { 0 };
+	char store_dir[128], id[PD_DIGEST_MAX], path[256], v[8], *json = NULL;
+	paddock_image_store *store;
+	struct stat st;
+	json_t *rec, *layers;
+	int ws, layer;
+
+	(void)state;
+	scratch_new(&s);
+	snprintf(store_dir, sizeof(store_dir), "%s/outside/store", s.path);
+	store = snapshot_store(store_dir, id);
+	assert_int_equal(mkdirat(s.layer, "workspace", 0755), 0); /* the mount point */
+	assert_int_equal(pd_write_file_at(s.layer, "workspace/hidden", "h", 1, 0644), 0);
+	assert_int_equal(mkdirat(s.dir, "ws", 0755), 0);
+	assert_int_equal(pd_write_file_at(s.dir, "ws/w", "data", 4, 0644), 0);
+	ws = openat(s.dir, "ws", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(ws >= 0);
+
+	struct pd_snapshot_src src = { .upper_fd = s.layer, .base_id = id, .sandbox_id = "sb_test",
+				       .rootless = true, .workspace = true, .workspace_fd = ws };
+	if (pd_image_snapshot(store, &src, "docker.io/library/ws:1", &json, &err) < 0)
+		fail_msg("snapshot: %s", err.msg);
+	rec = json_loads(json, 0, NULL);
+	free(json);
+	layers = json_object_get(rec, "layers");
+	snprintf(path, sizeof(path), "%s/layers/%s", store_dir,
+		 json_string_value(json_array_get(layers, 1)) + 7);
+	layer = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(layer >= 0);
+	assert_int_equal(fstatat(layer, "workspace/w", &st, AT_SYMLINK_NOFOLLOW), 0);
+	assert_int_equal(st.st_size, 4);
+	assert_int_equal(fstatat(layer, "workspace/hidden", &st, AT_SYMLINK_NOFOLLOW), -1);
+	strncat(path, "/workspace", sizeof(path) - strlen(path) - 1);
+	if (getxattr(path, "user.overlay.opaque", v, sizeof(v)) < 0 && errno == ENOTSUP)
+		skip(); /* the scratch filesystem has no user xattrs */
+	assert_int_equal(getxattr(path, "user.overlay.opaque", v, sizeof(v)), 1);
+	close(layer);
+	close(ws);
+	json_decref(rec);
+	paddock_image_store_free(store);
+	assert_int_equal(pd_image_remove_tree(s.dir, "outside/store", &err), 0);
+	assert_int_equal(pd_image_remove_tree(s.dir, "ws", &err), 0);
+	scratch_free(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -668,7 +721,7 @@ int main(void)
 		cmocka_unit_test(test_unpack_escapes),	 cmocka_unit_test(test_unpack_absolute),
 		cmocka_unit_test(test_unpack_digests),	 cmocka_unit_test(test_unpack_bomb),
 		cmocka_unit_test(test_unpack_not_tar),	 cmocka_unit_test(test_oci),
-		cmocka_unit_test(test_snapshot_upper),
+		cmocka_unit_test(test_snapshot_upper),	 cmocka_unit_test(test_snapshot_pooled_workspace),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
