@@ -201,11 +201,13 @@ extern const struct pd_cgroup_ops pd_cgroup_v2_ops;
 
 /*
  * Polls `file`'s key (or, with key NULL, the file's first word) until it reads `want`, for at
- * most PD_CGROUP_FREEZE_WAIT_MS: freezing is asynchronous. -ETIMEDOUT past it.
+ * most PD_CGROUP_FREEZE_WAIT_MS: freezing is asynchronous. -ETIMEDOUT past it. With
+ * rewrite, `want` is written to the file again at each look that does not find it (v1's
+ * freezer: a FREEZING that a busy task left is retried so, cgroup-v1/freezer-subsystem.rst).
  */
-#define PD_CGROUP_FREEZE_WAIT_MS 2000
+#define PD_CGROUP_FREEZE_WAIT_MS 5000 /* a loaded machine (ASan, two suites) took over 2 s */
 int pd_cgroup_wait_state(const struct pd_cgroup_dir *d, const char *file, const char *key,
-			 const char *want, paddock_error *err);
+			 const char *want, bool rewrite, paddock_error *err);
 
 /*
  * Removes the idle pool cgroups of these hierarchies (h[0] holds the slot locks). Returns the

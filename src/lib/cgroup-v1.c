@@ -490,7 +490,7 @@ static int v1_freeze(struct pd_cgroup *cg, bool frozen, paddock_error *err)
 	if (r < 0)
 		return r;
 	/* FREEZING until every task is: written again, a stuck one is retried */
-	return pd_cgroup_wait_state(v->freezer, "freezer.state", NULL, want, err);
+	return pd_cgroup_wait_state(v->freezer, "freezer.state", NULL, want, frozen, err);
 }
 
 static int v1_kill_all(struct pd_cgroup *cg, paddock_error *err)

@@ -190,7 +190,8 @@ static int v2_freeze(struct pd_cgroup *cg, bool frozen, paddock_error *err)
 			       v->dir.label);
 	if (r < 0)
 		return pd_fail(err, r, "write '%s/cgroup.freeze'", v->dir.label);
-	return pd_cgroup_wait_state(&v->dir, "cgroup.events", "frozen", frozen ? "1" : "0", err);
+	return pd_cgroup_wait_state(&v->dir, "cgroup.events", "frozen", frozen ? "1" : "0", false,
+				    err);
 }
 
 static int write_limit(const struct cgroup_v2 *v, const char *file, const char *value,

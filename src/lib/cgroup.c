@@ -1148,7 +1148,7 @@ int pd_cgroup_stats(struct pd_cgroup *cg, struct pd_cgroup_stats *ret_stats, pad
 }
 
 int pd_cgroup_wait_state(const struct pd_cgroup_dir *d, const char *file, const char *key,
-			 const char *want, paddock_error *err)
+			 const char *want, bool rewrite, paddock_error *err)
 {
 	char buf[PD_CGROUP_FILE_MAX];
 	long waited = 0, delay = 100;
@@ -1175,6 +1175,8 @@ int pd_cgroup_wait_state(const struct pd_cgroup_dir *d, const char *file, const 
 		if (waited >= PD_CGROUP_FREEZE_WAIT_MS * 1000L)
 			return pd_fail(err, ETIMEDOUT, "'%s/%s' did not become '%s' within %d ms",
 				       d->label, file, want, PD_CGROUP_FREEZE_WAIT_MS);
+		if (rewrite)
+			(void)pd_cgroup_write(d, file, want, NULL);
 		sleep_us(delay);
 		waited += delay;
 		delay = delay * 2 > 20000 ? 20000 : delay * 2;

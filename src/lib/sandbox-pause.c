@@ -69,7 +69,7 @@ static int stop_all(paddock_sandbox *sb, bool stop, paddock_error *err)
 		     : 0;
 }
 
-#define STOP_WAIT_MS 2000
+#define STOP_WAIT_MS 5000
 #define BLOCKED_GRACE_MS 50
 
 /*
