@@ -63,6 +63,14 @@ PADDOCK_API int paddock_policy_check(const paddock_policy *policy, const paddock
 				     paddock_error *err);
 
 /*
+ * Checks only the network section of `spec` (network.mode, network.allow, network.deny), as
+ * paddock_policy_check() does: for a change that touches nothing else (a live sandbox's new
+ * egress policy) or a front end that checks its other fields elsewhere.
+ */
+PADDOCK_API int paddock_policy_check_network(const paddock_policy *policy,
+					     const paddock_spec *spec, paddock_error *err);
+
+/*
  * Checks one host path a spec would name, as `field` ("workspace", "binds[0].source"):
  * absolute, and once resolved at or below an allowed directory. *ret_resolved (caller frees)
  * is the resolved path, the one to use: the check holds for it, not for the path as given.

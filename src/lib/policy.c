@@ -370,6 +370,14 @@ static int check_network(const paddock_policy *p, const paddock_spec *spec, padd
 	return 0;
 }
 
+int paddock_policy_check_network(const paddock_policy *p, const paddock_spec *spec,
+				 paddock_error *err)
+{
+	if (!p || !spec)
+		return pd_fail(err, EINVAL, "paddock_policy_check_network: arguments are required");
+	return check_network(p, spec, err);
+}
+
 /* ---- limits ----------------------------------------------------------------------------- */
 
 /* Every limit: its paddock_spec_get_limit() name, its spec key, the unit messages give. */
