@@ -208,6 +208,17 @@ static void test_max_network(void **state)
 	check_spec(p, spec_from("{\"network\": {\"mode\": \"allowlist\"}}"), EPERM,
 		   "network.mode");
 	check_spec(p, spec_from(NULL), 0, NULL);
+
+	/* the network section alone: a host path is not its business */
+	spec = spec_from("{\"workspace\": \"/tmp\"}");
+	assert_int_equal(paddock_policy_check_network(p, spec, &err), 0);
+	assert_int_equal(paddock_policy_check(p, spec, &err), -EPERM);
+	assert_string_equal(err.field, "workspace");
+	paddock_spec_free(spec);
+	spec = spec_from("{\"workspace\": \"/tmp\", \"network\": {\"mode\": \"open\"}}");
+	assert_int_equal(paddock_policy_check_network(p, spec, &err), -EPERM);
+	assert_string_equal(err.field, "network.mode");
+	paddock_spec_free(spec);
 	paddock_policy_free(p);
 }
 
@@ -392,6 +403,8 @@ static void test_bad_input(void **state)
 	assert_int_equal(paddock_policy_new(&p, &err), 0);
 	assert_int_equal(paddock_policy_check(NULL, spec, &err), -EINVAL);
 	assert_int_equal(paddock_policy_check(p, NULL, &err), -EINVAL);
+	assert_int_equal(paddock_policy_check_network(NULL, spec, &err), -EINVAL);
+	assert_int_equal(paddock_policy_check_network(p, NULL, &err), -EINVAL);
 	assert_int_equal(paddock_policy_check_host_path(p, NULL, "workspace", &real, &err),
 			 -EINVAL);
 	assert_int_equal(paddock_policy_check_host_path(p, "/", NULL, &real, &err), -EINVAL);
