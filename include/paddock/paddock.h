@@ -113,6 +113,13 @@ PADDOCK_API int paddock_spec_set(paddock_spec *spec, const char *field, const ch
 PADDOCK_API int paddock_spec_get_limit(const paddock_spec *spec, const char *name,
 				       double *ret_value, paddock_error *err);
 
+/*
+ * A deep copy, secrets' values included (paddock_spec_to_json() never writes those, so a copy
+ * through JSON would lose them). Caller frees *ret_copy.
+ */
+PADDOCK_API int paddock_spec_dup(const paddock_spec *spec, paddock_spec **ret_copy,
+				 paddock_error *err);
+
 /* Checks cross-field rules; the create call does it again. */
 PADDOCK_API int paddock_spec_validate(const paddock_spec *spec, paddock_error *err);
 

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "daemon.h"
+#include "paddock/policy.h"
 
 static const char *const net_modes[] = { "none", "allowlist", "open" };
 
@@ -29,23 +30,27 @@ int pd_max_network_parse(const char *s)
 
 int pd_check_max_network(struct daemon *d, const char *spec_json, paddock_error *err)
 {
-	json_t *spec = json_loads(spec_json, 0, NULL);
-	const char *mode = json_string_value(json_object_get(json_object_get(spec, "network"),
-							     "mode"));
-	int m = pd_max_network_parse(mode), r = 0;
+	paddock_policy *p = NULL;
+	paddock_spec *spec = NULL;
+	int r;
 
 	/* SECURITY: the operator's bound on egress holds for every tenant, at create and PUT */
-	if (m < 0 || m > d->max_net) {
-		memset(err, 0, sizeof(*err));
-		err->code = EPERM;
-		snprintf(err->field, sizeof(err->field), "network.mode");
-		snprintf(err->msg, sizeof(err->msg),
-			 "this paddockd allows network.mode '%s' at most (--max-network); "
-			 "'%s' was asked for",
-			 net_modes[d->max_net], mode ? mode : "?");
-		r = -EPERM;
+	r = paddock_policy_new(&p, err);
+	if (r >= 0)
+		r = paddock_policy_set_max_network(p, net_modes[d->max_net], err);
+	if (r >= 0)
+		r = paddock_spec_new(&spec, err);
+	if (r >= 0)
+		r = paddock_spec_load_json(spec, spec_json, strlen(spec_json), err);
+	if (r >= 0)
+		r = paddock_policy_check_network(p, spec, err);
+	if (r == -EPERM) {
+		size_t n = strlen(err->msg);
+
+		snprintf(err->msg + n, sizeof(err->msg) - n, " (--max-network)");
 	}
-	json_decref(spec);
+	paddock_spec_free(spec);
+	paddock_policy_free(p);
 	return r;
 }
 

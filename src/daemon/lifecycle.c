@@ -25,6 +25,7 @@
 #endif
 
 #include "daemon.h"
+#include "paddock/policy.h"
 #include "e2b.h"
 
 #define REAPER_PERIOD_S 1
@@ -410,29 +411,37 @@ static int check_host_path(struct daemon *d, json_t *holder, const char *key, co
 			   paddock_error *err)
 {
 	json_t *v = json_object_get(holder, key);
-	char *real;
+	paddock_policy *p = NULL;
+	char *real = NULL;
 	int r;
 
 	if (!v || json_is_null(v))
 		return 0;
 	if (!json_is_string(v))
 		return 0; /* the spec parser names the type error */
-	real = realpath(json_string_value(v), NULL);
-	for (size_t i = 0; real && i < d->n_host_paths; i++) {
-		size_t n = strlen(d->host_paths[i]);
+	/*
+	 * libpaddock's policy decides; it is made per path because the daemon keeps only the
+	 * operator's list. A listed directory that no longer resolves allows nothing.
+	 */
+	r = paddock_policy_new(&p, err);
+	for (size_t i = 0; r >= 0 && i < d->n_host_paths; i++) {
+		paddock_error ignored = { 0 };
 
-		if (strncmp(real, d->host_paths[i], n) == 0 && (real[n] == '\0' || real[n] == '/' ||
-								 strcmp(d->host_paths[i], "/") == 0)) {
-			json_object_set_new(holder, key, json_string(real));
-			free(real);
-			return 0;
-		}
+		(void)paddock_policy_allow_host_path(p, d->host_paths[i], &ignored);
 	}
+	if (r >= 0)
+		r = paddock_policy_check_host_path(p, json_string_value(v), field, &real, err);
+	paddock_policy_free(p);
+	if (r == -EPERM) {
+		size_t n = strlen(err->msg);
+
+		snprintf(err->msg + n, sizeof(err->msg) - n, " (--allow-host-path)");
+	}
+	if (r < 0)
+		return r;
+	json_object_set_new(holder, key, json_string(real));
 	free(real);
-	r = dfail(err, EACCES, "host path '%.200s' is not among the directories this paddockd "
-		  "lets API clients use (--allow-host-path)", json_string_value(v));
-	snprintf(err->field, sizeof(err->field), "%s", field);
-	return r;
+	return 0;
 }
 
 static int check_host_paths(struct daemon *d, const char *tenant, json_t *spec,

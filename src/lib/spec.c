@@ -704,6 +704,13 @@ int pd_spec_dup(const paddock_spec *spec, paddock_spec **ret_copy, paddock_error
 	return 0;
 }
 
+int paddock_spec_dup(const paddock_spec *spec, paddock_spec **ret_copy, paddock_error *err)
+{
+	if (!spec || !ret_copy)
+		return pd_fail(err, EINVAL, "paddock_spec_dup: arguments are required");
+	return pd_spec_dup(spec, ret_copy, err);
+}
+
 /* ---- validation ----------------------------------------------------------------------- */
 
 static int check_normalized(const char *field, const char *path, paddock_error *err)

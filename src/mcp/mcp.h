@@ -16,6 +16,7 @@
 #include <stddef.h>
 
 #include "paddock/paddock.h"
+#include "paddock/policy.h"
 #include "backend.h"
 
 #define MCP_SERVER_NAME "paddock"
@@ -40,8 +41,7 @@
 
 struct mcp_policy {
 	paddock_spec *spec;	  /* every sandbox's default and ceiling; owned */
-	char **allow_host_paths;  /* resolved directories a workspace may be under */
-	size_t n_allow_host_paths;
+	paddock_policy *engine;	  /* directories a workspace may be under; owned, NULL: none */
 	unsigned max_sandboxes;	  /* at once, the default one included */
 	size_t max_output;	  /* bytes kept of each stream of a command */
 	size_t max_read;	  /* bytes read_file returns at most */
