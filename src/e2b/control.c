@@ -174,28 +174,23 @@ static void reply_paddock_error(struct e2b_req *r, const paddock_error *err,
 
 /* ---- requests ---------------------------------------------------------------------------- */
 
-/* paddockd's own answers (pd_body_object's errors) in the E2B API's shape */
-static void rest_reply(struct request *dr, int status, json_t *body)
-{
-	json_t *e = json_object_get(body, "error");
-	const char *field = json_string_value(json_object_get(e, "field"));
-	const char *msg = json_string_value(json_object_get(e, "message"));
-
-	e2b_reply_error(dr->ctx, status, "%s%s%s", field && *field ? field : "",
-			field && *field ? ": " : "", msg ? msg : "failed");
-	json_decref(body);
-}
-
-/* The body as a JSON object (empty: {} when empty_ok); NULL once an error is answered. */
+/*
+ * The body as a JSON object (empty: {} when empty_ok); NULL once an error is answered, with
+ * the status paddockd's API answers it with (400, 413 past PD_MAX_BODY).
+ */
 static json_t *body_object(struct e2b_req *r, bool empty_ok)
 {
-	struct request dr = { .d = r->d, .req = r->req, .on_reply = rest_reply, .ctx = r };
+	paddock_error err = { 0 };
+	json_t *o;
 
 	if (!empty_ok && evbuffer_get_length(evhttp_request_get_input_buffer(r->req)) == 0) {
 		e2b_reply_error(r, 400, "body: expected a JSON object, got an empty body");
 		return NULL;
 	}
-	return pd_body_object(&dr, empty_ok);
+	o = pd_json_body(r->req, empty_ok, &err);
+	if (!o)
+		e2b_reply_error(r, pd_http_status(&err, NULL), "%s: %s", err.field, err.msg);
+	return o;
 }
 
 /*
