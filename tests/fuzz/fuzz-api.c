@@ -36,9 +36,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct exec_req q = { 0 };
 		paddock_error err = { 0 };
 
-		if (pd_exec_parse(&b, o, &q, &err) < 0 && err.code != ENOMEM &&
-		    (pd_http_status(&err, NULL) < 400 || pd_http_status(&err, NULL) > 499))
-			abort(); /* a refusal is always a client error */
+		/* a refusal is always a client error (running out of memory is not a refusal) */
+		if (pd_exec_parse(&b, o, &q, &err) < 0 && err.code != ENOMEM) {
+			int status = pd_http_status(&err, NULL);
+
+			if (status < 400 || status > 499)
+				abort();
+		}
 		pd_exec_req_release(&q);
 	} else {
 		paddock_spec *spec = NULL;
