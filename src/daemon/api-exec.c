@@ -82,10 +82,9 @@ void pd_proc_free(struct proc *p)
 
 		/* one-answer requests get one; streams end */
 		if (w->req && (w->kind == W_RESULT || w->kind == W_WAIT)) {
-			struct request r = { .d = b->d, .req = w->req };
 			pd_watcher_detach(w);
-			pd_reply_error(&r, 409, "conflict", "id",
-				       "the sandbox was deleted or paddockd is stopping");
+			pd_http_reply_error(b->d, w->req, 409, "conflict", "id",
+					    "the sandbox was deleted or paddockd is stopping");
 			w->req = NULL;
 		}
 		w->on_gone = NULL;
@@ -165,8 +164,7 @@ static void send_result(struct proc *p, struct watcher *w)
 
 	pd_watcher_detach(w);
 	if (w->req) {
-		struct request r = { .d = p->box->d, .req = w->req };
-		pd_reply_json(&r, 200, o);
+		pd_http_reply_json(p->box->d, w->req, 200, o);
 		w->req = NULL;
 	} else {
 		json_decref(o);
@@ -185,18 +183,16 @@ static void notify_end(struct proc *p)
 						    p->result));
 			pd_stream_end(w);
 		} else if (w->kind == W_START && w->req) {
-			struct request r = { .d = p->box->d, .req = w->req };
 			pd_watcher_detach(w);
-			pd_reply_json(&r, 201, pd_proc_json(p));
+			pd_http_reply_json(p->box->d, w->req, 201, pd_proc_json(p));
 			w->req = NULL;
 		} else if (w->kind == W_RESULT) {
 			send_result(p, w);
 		} else if (w->kind == W_HOOK) {
 			w->ops->ended(w, p);
 		} else if (w->kind == W_WAIT && w->req) {
-			struct request r = { .d = p->box->d, .req = w->req };
 			pd_watcher_detach(w);
-			pd_reply_json(&r, 200, pd_proc_json(p));
+			pd_http_reply_json(p->box->d, w->req, 200, pd_proc_json(p));
 			w->req = NULL;
 		}
 		pd_watcher_free(w, &p->watchers);
@@ -320,9 +316,8 @@ static void unrecorded(struct proc *p, paddock_exec *ex, const paddock_error *ca
 		next = w->next;
 		if (!w->req || w->kind == W_HOOK || w->streaming)
 			continue;
-		struct request r = { .d = p->box->d, .req = w->req };
 		pd_watcher_detach(w);
-		pd_reply_paddock_error(&r, &err);
+		pd_http_reply_paddock_error(p->box->d, w->req, &err);
 		w->req = NULL;
 		pd_watcher_free(w, &p->watchers);
 	}
@@ -353,9 +348,8 @@ static void proc_started(paddock_exec *ex, void *userdata)
 		next = w->next;
 		if (w->kind == W_START) {
 			if (w->req) {
-				struct request r = { .d = p->box->d, .req = w->req };
 				pd_watcher_detach(w);
-				pd_reply_json(&r, 201, pd_proc_json(p));
+				pd_http_reply_json(p->box->d, w->req, 201, pd_proc_json(p));
 				w->req = NULL;
 			}
 			pd_watcher_free(w, &p->watchers);
@@ -440,158 +434,194 @@ static bool valid_tag(const char *t)
 	return strspn(t, "0123456789") != n;
 }
 
-bool pd_exec_parse(struct request *r, struct box *b, json_t *body, struct exec_req *q)
+/* "argv" (an array of strings) or "cmd" (a string for /bin/sh -c), exactly one */
+static int parse_argv(json_t *body, struct exec_req *q, paddock_error *err)
 {
 	json_t *v, *argv = json_object_get(body, "argv"), *cmd = json_object_get(body, "cmd");
-	const char *k;
 	size_t i;
 
-	if (!pd_check_fields(r, body, exec_fields))
-		return false;
-	if ((argv && cmd) || (!argv && !cmd)) {
-		pd_reply_error(r, 400, "invalid", "argv", "expected either 'argv' or 'cmd'");
-		return false;
-	}
+	if ((argv && cmd) || (!argv && !cmd))
+		return dfail_field(err, EINVAL, "argv", "expected either 'argv' or 'cmd'");
 	if (cmd) {
-		if (!json_is_string(cmd) || json_string_length(cmd) == 0) {
-			pd_reply_error(r, 400, "invalid", "cmd", "expected a non-empty string");
-			return false;
-		}
+		if (!json_is_string(cmd) || json_string_length(cmd) == 0)
+			return dfail_field(err, EINVAL, "cmd", "expected a non-empty string");
 		q->argv = json_pack("[s,s,O]", "/bin/sh", "-c", cmd);
 	} else {
 		if (!json_is_array(argv) || json_array_size(argv) == 0 ||
-		    json_array_size(argv) > 4096) {
-			pd_reply_error(r, 400, "invalid", "argv",
-				       "expected an array of 1 to 4096 strings");
-			return false;
-		}
+		    json_array_size(argv) > 4096)
+			return dfail_field(err, EINVAL, "argv",
+					   "expected an array of 1 to 4096 strings");
 		json_array_foreach(argv, i, v) {
-			if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v)) {
-				pd_reply_error(r, 400, "invalid", "argv",
-					       "expected strings without NUL bytes (item %zu)", i);
-				return false;
-			}
+			if (!json_is_string(v) ||
+			    strlen(json_string_value(v)) != json_string_length(v))
+				return dfail_field(err, EINVAL, "argv",
+						   "expected strings without NUL bytes (item %zu)",
+						   i);
 		}
 		q->argv = json_incref(argv);
 	}
-	q->argv_c = calloc(json_array_size(q->argv) + 1, sizeof(char *));
-	json_array_foreach(q->argv, i, v) q->argv_c[i] = json_string_value(v);
+	q->argv_c = q->argv ? calloc(json_array_size(q->argv) + 1, sizeof(char *)) : NULL;
+	if (!q->argv_c)
+		return dfail(err, ENOMEM, "out of memory");
+	json_array_foreach(q->argv, i, v)
+		q->argv_c[i] = json_string_value(v);
+	return 0;
+}
 
-	v = json_object_get(body, "env");
-	if (v && (!json_is_object(v) || json_object_size(v) > 4096)) {
-		pd_reply_error(r, 400, "invalid", "env", "expected an object of strings");
-		return false;
-	}
+/* "env": {NAME: "value"}, as NAME=value strings */
+static int parse_env(json_t *body, struct exec_req *q, paddock_error *err)
+{
+	json_t *v = json_object_get(body, "env"), *val;
+	const char *k;
+	size_t i = 0;
+
+	if (v && (!json_is_object(v) || json_object_size(v) > 4096))
+		return dfail_field(err, EINVAL, "env", "expected an object of strings");
 	q->env_c = calloc((v ? json_object_size(v) : 0) + 1, sizeof(char *));
-	i = 0;
-	if (v) {
-		json_t *val;
-		json_object_foreach(v, k, val) {
-			char *e;
-			if (!json_is_string(val) || !k[0] || strchr(k, '=') ||
-			    strlen(json_string_value(val)) != json_string_length(val)) {
-				pd_reply_error(r, 400, "invalid", "env",
-					       "expected NAME: \"value\" pairs (NAME without '=')");
-				return false;
-			}
-			if (asprintf(&e, "%s=%s", k, json_string_value(val)) < 0)
-				return false;
-			q->env_c[i++] = e;
-		}
+	if (!q->env_c)
+		return dfail(err, ENOMEM, "out of memory");
+	json_object_foreach(v, k, val) {
+		char *e;
+
+		if (!json_is_string(val) || !k[0] || strchr(k, '=') ||
+		    strlen(json_string_value(val)) != json_string_length(val))
+			return dfail_field(err, EINVAL, "env",
+					   "expected NAME: \"value\" pairs (NAME without '=')");
+		if (asprintf(&e, "%s=%s", k, json_string_value(val)) < 0)
+			return dfail(err, ENOMEM, "out of memory");
+		q->env_c[i++] = e;
 	}
-	v = json_object_get(body, "cwd");
-	if (v && (!json_is_string(v) || json_string_value(v)[0] != '/')) {
-		pd_reply_error(r, 400, "invalid", "cwd", "expected an absolute path");
-		return false;
-	}
-	q->cwd = v ? json_string_value(v) : NULL;
+	return 0;
+}
+
+/* "stdin" (text) or "stdin_b64" (bytes), at most what a pipe holds */
+static int parse_stdin(json_t *body, struct exec_req *q, paddock_error *err)
+{
+	json_t *v;
+
 	if ((v = json_object_get(body, "stdin"))) {
-		if (!json_is_string(v)) {
-			pd_reply_error(r, 400, "invalid", "stdin", "expected a string");
-			return false;
-		}
+		if (!json_is_string(v))
+			return dfail_field(err, EINVAL, "stdin", "expected a string");
 		q->stdin_len = json_string_length(v);
 		q->stdin_data = malloc(q->stdin_len + 1);
+		if (!q->stdin_data)
+			return dfail(err, ENOMEM, "out of memory");
 		memcpy(q->stdin_data, json_string_value(v), q->stdin_len);
 		q->has_stdin = true;
 	}
 	if ((v = json_object_get(body, "stdin_b64"))) {
 		if (q->has_stdin || !json_is_string(v) ||
-		    pd_base64_decode(json_string_value(v), json_string_length(v),
-				     &q->stdin_data, &q->stdin_len) < 0) {
-			pd_reply_error(r, 400, "invalid", "stdin_b64",
-				       "expected base64 (and not together with 'stdin')");
-			return false;
-		}
+		    pd_base64_decode(json_string_value(v), json_string_length(v), &q->stdin_data,
+				     &q->stdin_len) < 0)
+			return dfail_field(err, EINVAL, "stdin_b64",
+					   "expected base64 (and not together with 'stdin')");
 		q->has_stdin = true;
 	}
-	if (q->stdin_len > STDIN_REQUEST_MAX) {
-		/* more than a pipe holds would block: bounded to what fits */
-		pd_reply_error(r, 413, "too_large", "stdin",
-			       "at most 65536 bytes of stdin in the request; write more through "
-			       "a background process's stdin");
-		return false;
-	}
+	/* more than a pipe holds would block: bounded to what fits */
+	if (q->stdin_len > STDIN_REQUEST_MAX)
+		return dfail_field(err, EFBIG, "stdin",
+				   "at most 65536 bytes of stdin in the request; write more "
+				   "through a background process's stdin");
+	return 0;
+}
+
+/* "timeout_s", and the booleans "stream", "background", "keep_stdin" */
+static int parse_mode(struct box *b, json_t *body, struct exec_req *q, paddock_error *err)
+{
+	static const char *const flags[] = { "stream", "background", "keep_stdin" };
+	json_t *v;
+
 	q->timeout_s = b->sb ? -1 : 0;
 	if ((v = json_object_get(body, "timeout_s"))) {
-		if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) > 86400) {
-			pd_reply_error(r, 400, "invalid", "timeout_s",
-				       "expected seconds from 0 to 86400");
-			return false;
-		}
+		if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) > 86400)
+			return dfail_field(err, EINVAL, "timeout_s",
+					   "expected seconds from 0 to 86400");
 		q->timeout_s = json_number_value(v);
 	}
-	for (const char *const *f = (const char *const[]){ "stream", "background", "keep_stdin",
-							  NULL };
-	     *f; f++) {
-		v = json_object_get(body, *f);
-		if (v && !json_is_boolean(v)) {
-			pd_reply_error(r, 400, "invalid", *f, "expected true or false");
-			return false;
-		}
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
+		v = json_object_get(body, flags[i]);
+		if (v && !json_is_boolean(v))
+			return dfail_field(err, EINVAL, flags[i], "expected true or false");
 	}
 	q->stream = json_is_true(json_object_get(body, "stream"));
 	q->background = json_is_true(json_object_get(body, "background"));
 	q->keep_stdin = json_is_true(json_object_get(body, "keep_stdin"));
-	if (q->stream && q->background) {
-		pd_reply_error(r, 400, "invalid", "stream",
-			       "a background process is followed through its output endpoint");
-		return false;
-	}
-	if ((v = json_object_get(body, "tag"))) {
-		if (!json_is_string(v) || !valid_tag(json_string_value(v))) {
-			pd_reply_error(r, 400, "invalid", "tag",
-				       "expected 1 to 64 of [A-Za-z0-9_.-], not all digits");
-			return false;
-		}
-		q->tag = json_string_value(v);
-		for (struct proc *p = b->procs; p; p = p->next)
-			if (!p->exited && strcmp(p->tag, q->tag) == 0) {
-				pd_reply_error(r, 409, "conflict", "tag",
-					       "a running process already has tag '%s'", q->tag);
-				return false;
-			}
-	}
-	if ((v = json_object_get(body, "pty"))) {
-		json_t *rows = json_object_get(v, "rows"), *cols = json_object_get(v, "cols");
+	if (q->stream && q->background)
+		return dfail_field(err, EINVAL, "stream",
+				   "a background process is followed through its output endpoint");
+	return 0;
+}
 
-		if (!json_is_object(v) || (rows && !json_is_integer(rows)) ||
-		    (cols && !json_is_integer(cols)) ||
-		    json_integer_value(rows) < 0 || json_integer_value(rows) > 1000 ||
-		    json_integer_value(cols) < 0 || json_integer_value(cols) > 1000) {
-			pd_reply_error(r, 400, "invalid", "pty",
-				       "expected {\"rows\": 1..1000, \"cols\": 1..1000}");
-			return false;
-		}
-		q->pty = true;
-		q->rows = (unsigned)json_integer_value(rows);
-		q->cols = (unsigned)json_integer_value(cols);
-	}
-	return true;
+/* "tag": a name no running process of the sandbox has */
+static int parse_tag(struct box *b, json_t *body, struct exec_req *q, paddock_error *err)
+{
+	json_t *v = json_object_get(body, "tag");
+
+	if (!v)
+		return 0;
+	if (!json_is_string(v) || !valid_tag(json_string_value(v)))
+		return dfail_field(err, EINVAL, "tag",
+				   "expected 1 to 64 of [A-Za-z0-9_.-], not all digits");
+	q->tag = json_string_value(v);
+	for (struct proc *p = b->procs; p; p = p->next)
+		if (!p->exited && strcmp(p->tag, q->tag) == 0)
+			return dfail_field(err, EEXIST, "tag",
+					   "a running process already has tag '%s'", q->tag);
+	return 0;
+}
+
+/* "pty": {"rows", "cols"}, 0 (or absent) for init's default */
+static int parse_pty(json_t *body, struct exec_req *q, paddock_error *err)
+{
+	json_t *v = json_object_get(body, "pty");
+	json_t *rows = json_object_get(v, "rows"), *cols = json_object_get(v, "cols");
+
+	if (!v)
+		return 0;
+	if (!json_is_object(v) || (rows && !json_is_integer(rows)) ||
+	    (cols && !json_is_integer(cols)) || json_integer_value(rows) < 0 ||
+	    json_integer_value(rows) > 1000 || json_integer_value(cols) < 0 ||
+	    json_integer_value(cols) > 1000)
+		return dfail_field(err, EINVAL, "pty",
+				   "expected {\"rows\": 1..1000, \"cols\": 1..1000}");
+	q->pty = true;
+	q->rows = (unsigned)json_integer_value(rows);
+	q->cols = (unsigned)json_integer_value(cols);
+	return 0;
+}
+
+int pd_exec_parse(struct box *b, json_t *body, struct exec_req *q, paddock_error *err)
+{
+	json_t *cwd = json_object_get(body, "cwd");
+	int r;
+
+	r = pd_json_check_fields(body, exec_fields, err);
+	if (r < 0)
+		return r;
+	r = parse_argv(body, q, err);
+	if (r < 0)
+		return r;
+	r = parse_env(body, q, err);
+	if (r < 0)
+		return r;
+	if (cwd && (!json_is_string(cwd) || json_string_value(cwd)[0] != '/'))
+		return dfail_field(err, EINVAL, "cwd", "expected an absolute path");
+	q->cwd = cwd ? json_string_value(cwd) : NULL;
+	r = parse_stdin(body, q, err);
+	if (r < 0)
+		return r;
+	r = parse_mode(b, body, q, err);
+	if (r < 0)
+		return r;
+	r = parse_tag(b, body, q, err);
+	if (r < 0)
+		return r;
+	return parse_pty(body, q, err);
 }
 
 void pd_api_exec(struct request *r, struct box *b)
 {
+	paddock_error err = { 0 };
 	json_t *body;
 
 	if (r->method != EVHTTP_REQ_POST)
@@ -601,70 +631,77 @@ void pd_api_exec(struct request *r, struct box *b)
 	body = pd_body_object(r, false);
 	if (!body)
 		return;
-	(void)pd_exec_start(r, b, body, NULL, NULL);
+	if (pd_exec_start(r->req, b, body, NULL, NULL, NULL, &err) < 0)
+		pd_reply_paddock_error(r, &err);
 	json_decref(body);
 }
 
-struct proc *pd_exec_start(struct request *r, struct box *b, json_t *body,
-			   const struct watcher_ops *ops, void *ctx)
+/* Whether b can run a command now: -ESRCH (409) when it does not run, -EBUSY when paused. */
+static int check_runs(const struct box *b, paddock_error *err)
 {
-	struct exec_req q = { 0 };
-	struct paddock_exec_opts opts = { .fds = { -1, -1, -1 } };
-	paddock_error err = { 0 };
-	paddock_exec *ex = NULL;
-	struct proc *p = NULL, *ret = NULL;
+	if (!b->sb || !paddock_sandbox_running(b->sb))
+		return dfail_field(err, ESRCH, "id", "the sandbox is not running");
+	return pd_box_check_not_paused(b, err);
+}
 
-	if (!b->sb || !paddock_sandbox_running(b->sb)) {
-		pd_reply_error(r, 409, "conflict", "id", "the sandbox is not running");
-		return NULL;
-	}
-	if (!pd_box_check_not_paused(r, b))
-		return NULL;
-	if (!pd_exec_parse(r, b, body, &q))
-		goto out;
-	if (b->n_procs >= PD_MAX_PROCS) {
-		prune_ended(b);
-		if (b->n_procs >= PD_MAX_PROCS) {
-			pd_reply_error(r, 429, "limit", NULL, "the sandbox has %d processes tracked",
-				       PD_MAX_PROCS);
-			goto out;
-		}
-	}
+/* -EAGAIN (429) when the sandbox tracks PD_MAX_PROCS processes, also once ended ones went */
+static int check_room(struct box *b, paddock_error *err)
+{
+	if (b->n_procs < PD_MAX_PROCS)
+		return 0;
+	prune_ended(b);
+	if (b->n_procs < PD_MAX_PROCS)
+		return 0;
+	return dfail(err, EAGAIN, "the sandbox has %d processes tracked", PD_MAX_PROCS);
+}
+
+/* libpaddock's options for a parsed request (borrowing q's strings) */
+static void exec_opts(const struct exec_req *q, struct paddock_exec_opts *opts)
+{
 	/*
 	 * The API's timeout_s: absent, the sandbox's limits.timeout_s (libpaddock's default,
 	 * 0) for a foreground command and none for a background one; 0, none.
 	 */
-	opts.timeout_s = q.timeout_s < 0 ? (q.background ? -1 : 0) : q.timeout_s == 0 ? -1
-										      : q.timeout_s;
-	opts.argv = q.argv_c;
-	opts.env = q.env_c;
-	opts.cwd = q.cwd;
+	opts->timeout_s = q->timeout_s < 0 ? (q->background ? -1 : 0)
+			  : q->timeout_s == 0 ? -1
+					      : q->timeout_s;
+	opts->argv = q->argv_c;
+	opts->env = q->env_c;
+	opts->cwd = q->cwd;
 	/* the exec session: a foreground command's output whole (limits.output), else a ring */
-	opts.capture = q.background ? PADDOCK_CAPTURE_RING : PADDOCK_CAPTURE_ALL;
-	if (q.pty) {
-		opts.pty_streams = 7;
-		opts.pty_rows = (unsigned short)q.rows;
-		opts.pty_cols = (unsigned short)q.cols;
+	opts->capture = q->background ? PADDOCK_CAPTURE_RING : PADDOCK_CAPTURE_ALL;
+	if (q->pty) {
+		opts->pty_streams = 7;
+		opts->pty_rows = (unsigned short)q->rows;
+		opts->pty_cols = (unsigned short)q->cols;
 	} else {
-		opts.pipe_streams = (q.has_stdin || q.keep_stdin) ? 1 : 0;
+		opts->pipe_streams = (q->has_stdin || q->keep_stdin) ? 1 : 0;
 	}
-	p = proc_new(b);
-	if (!p) {
-		pd_reply_error(r, 500, "internal", NULL, "out of memory");
-		goto out;
-	}
-	p->argv = json_incref(q.argv);
-	p->background = q.background;
-	p->pty = q.pty;
-	p->has_stdin = q.pty || q.has_stdin || q.keep_stdin;
+	opts->on_started = proc_started;
+}
+
+/* Starts q's command as a new process of b; its stdin waits for init's start report. */
+static int launch(struct box *b, struct exec_req *q, struct proc **ret, paddock_error *err)
+{
+	struct paddock_exec_opts opts = { .fds = { -1, -1, -1 } };
+	paddock_exec *ex = NULL;
+	struct proc *p = proc_new(b);
+	int r;
+
+	if (!p)
+		return dfail(err, ENOMEM, "out of memory");
+	p->argv = json_incref(q->argv);
+	p->background = q->background;
+	p->pty = q->pty;
+	p->has_stdin = q->pty || q->has_stdin || q->keep_stdin;
 	p->t0 = pd_mono_s();
-	if (q.tag)
-		snprintf(p->tag, sizeof(p->tag), "%s", q.tag);
-	opts.on_started = proc_started;
-	if (paddock_exec_start(b->sb, &opts, exec_done, p, &ex, &err) < 0) {
+	if (q->tag)
+		snprintf(p->tag, sizeof(p->tag), "%s", q->tag);
+	exec_opts(q, &opts);
+	r = paddock_exec_start(b->sb, &opts, exec_done, p, &ex, err);
+	if (r < 0) {
 		pd_proc_free(p);
-		pd_reply_paddock_error(r, &err);
-		goto out;
+		return r;
 	}
 	p->ex = ex;
 	p->session = paddock_exec_ref(ex);
@@ -672,34 +709,58 @@ struct proc *pd_exec_start(struct request *r, struct box *b, json_t *body,
 	p->exec_id = paddock_exec_id(ex);
 	snprintf(p->exec_str, sizeof(p->exec_str), "ex_%llu", (unsigned long long)p->exec_id);
 	p->started_ms = pd_now_ms();
-	if (q.has_stdin) {
-		p->pending_stdin = q.stdin_data;
-		q.stdin_data = NULL;
-		p->pending_len = q.stdin_len;
+	if (q->has_stdin) {
+		p->pending_stdin = q->stdin_data;
+		q->stdin_data = NULL;
+		p->pending_len = q->stdin_len;
 	}
-	p->pending_close = q.has_stdin && !q.keep_stdin && !q.pty;
+	p->pending_close = q->has_stdin && !q->keep_stdin && !q->pty;
+	*ret = p;
+	return 0;
+}
+
+int pd_exec_start(struct evhttp_request *req, struct box *b, json_t *body,
+		  const struct watcher_ops *ops, void *ctx, struct proc **ret_proc,
+		  paddock_error *err)
+{
+	struct exec_req q = { 0 };
+	struct proc *p = NULL;
+	struct watcher *w;
+	int r;
+
+	r = check_runs(b, err);
+	if (r < 0)
+		return r;
+	r = pd_exec_parse(b, body, &q, err);
+	if (r >= 0)
+		r = check_room(b, err);
+	if (r >= 0)
+		r = launch(b, &q, &p, err);
+	if (r < 0)
+		goto out;
 	/* the answer waits for init: a 201 with the pid, the stream's start, or the result */
-	struct watcher *w = ops ? pd_proc_hook(r, p, ops, ctx)
-				: pd_watcher_new(r, q.background ? W_START
-								 : q.stream ? W_OUTPUT : W_RESULT,
-						 p, &p->watchers);
+	w = ops ? pd_proc_hook(req, p, ops, ctx)
+		: pd_watcher_open(b->d, req,
+				  q.background ? W_START : q.stream ? W_OUTPUT : W_RESULT, p,
+				  &p->watchers);
 	if (!w) {
-		(void)paddock_exec_terminate(ex, PADDOCK_END_ERROR, NULL);
-		pd_reply_error(r, 500, "internal", NULL, "out of memory");
+		(void)paddock_exec_terminate(p->ex, PADDOCK_END_ERROR, NULL);
+		r = dfail(err, ENOMEM, "out of memory");
 		goto out;
 	}
 	if (!ops)
 		w->on_gone = watcher_gone;
-	ret = p;
+	if (ret_proc)
+		*ret_proc = p;
 out:
 	pd_exec_req_release(&q);
-	return ret;
+	return r;
 }
 
-struct watcher *pd_proc_hook(struct request *r, struct proc *p, const struct watcher_ops *ops,
-			     void *ctx)
+struct watcher *pd_proc_hook(struct evhttp_request *req, struct proc *p,
+			     const struct watcher_ops *ops, void *ctx)
 {
-	struct watcher *w = pd_watcher_new(r, W_HOOK, p, &p->watchers);
+	struct watcher *w = pd_watcher_open(p->box->d, req, W_HOOK, p, &p->watchers);
 
 	if (w) {
 		w->ops = ops;
@@ -783,9 +844,8 @@ static void wait_timeout(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	if (w->req) {
-		struct request r = { .d = p->box->d, .req = w->req };
 		pd_watcher_detach(w);
-		pd_reply_json(&r, 200, pd_proc_json(p));
+		pd_http_reply_json(p->box->d, w->req, 200, pd_proc_json(p));
 		w->req = NULL;
 	}
 	pd_watcher_free(w, &p->watchers);
@@ -861,134 +921,151 @@ static void output(struct request *r, struct proc *p)
 	}
 }
 
-static void process_action(struct request *r, struct box *b, struct proc *p, const char *what,
-			   const char *sub)
+/* POST .../stdin: the body's bytes to the process's stdin queue, all or nothing */
+static void stdin_write(struct request *r, struct proc *p)
 {
+	struct evbuffer *in = evhttp_request_get_input_buffer(r->req);
+	size_t n = evbuffer_get_length(in);
 	paddock_error err = { 0 };
+	int w;
+
+	if (p->exited)
+		return pd_reply_error(r, 409, "conflict", NULL, "the process has ended");
+	if (!p->has_stdin)
+		return pd_reply_error(r, 409, "conflict", "stdin",
+				      "the process's stdin is closed (start it with keep_stdin or "
+				      "pty)");
+	if (n > PD_STDIN_WRITE_MAX)
+		return pd_reply_error(r, 413, "too_large", "body", "at most %d bytes per write",
+				      PD_STDIN_WRITE_MAX);
+	w = write_stdin(p, (const char *)evbuffer_pullup(in, -1), n, &err);
+	if (w == -EAGAIN)
+		return pd_reply_error(r, 429, "limit", "stdin",
+				      "the process is not reading its stdin: %s; nothing of this "
+				      "write was taken",
+				      err.msg);
+	if (w < 0)
+		return pd_reply_error(r, 409, "conflict", "stdin",
+				      "the process's stdin is closed (%s)", err.msg);
+	pd_reply_empty(r, 204);
+}
+
+/* POST .../wait[?timeout_s=N]: the process object once it ended, or at the deadline */
+static void wait_end(struct request *r, struct proc *p)
+{
+	const char *t = pd_query(r, "timeout_s");
+	char *end = NULL;
+	double s = t ? strtod(t, &end) : WAIT_DEFAULT_S;
+	struct watcher *w;
+
+	if (t && (*end || !(s >= 0 && s <= WAIT_MAX_S)))
+		return pd_reply_error(r, 400, "invalid", "timeout_s",
+				      "expected seconds from 0 to %d", WAIT_MAX_S);
+	if (p->exited || s == 0)
+		return pd_reply_json(r, 200, pd_proc_json(p));
+	w = pd_watcher_new(r, W_WAIT, p, &p->watchers);
+	if (!w)
+		return pd_reply_error(r, 500, "internal", NULL, "out of memory");
+	w->on_gone = watcher_gone;
+	struct timeval tv = { .tv_sec = (time_t)s,
+			      .tv_usec = (suseconds_t)((s - (double)(time_t)s) * 1e6) };
+	w->timer = evtimer_new(p->box->d->base, wait_timeout, w);
+	if (w->timer)
+		evtimer_add(w->timer, &tv);
+}
+
+/* A signal body's "signal": a name (with or without SIG) or a number; 0 when neither. */
+static int signal_of(json_t *v)
+{
+	static const struct {
+		const char *name;
+		int sig;
+	} names[] = { { "TERM", SIGTERM }, { "KILL", SIGKILL }, { "INT", SIGINT },
+		      { "HUP", SIGHUP },   { "QUIT", SIGQUIT }, { "USR1", SIGUSR1 },
+		      { "USR2", SIGUSR2 }, { "STOP", SIGSTOP }, { "CONT", SIGCONT } };
+	const char *s = json_string_value(v);
+
+	if (json_is_integer(v) && json_integer_value(v) > 0 && json_integer_value(v) < 65)
+		return (int)json_integer_value(v);
+	if (s && strncmp(s, "SIG", 3) == 0)
+		s += 3;
+	for (size_t i = 0; s && i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(s, names[i].name) == 0)
+			return names[i].sig;
+	return 0;
+}
+
+/* POST .../signal {"signal"} */
+static void send_signal(struct request *r, struct proc *p, json_t *body)
+{
+	static const char *const fields[] = { "signal", NULL };
+	paddock_error err = { 0 };
+	int sig;
+
+	if (!pd_check_fields(r, body, fields))
+		return;
+	sig = signal_of(json_object_get(body, "signal"));
+	if (!sig)
+		return pd_reply_error(r, 400, "invalid", "signal",
+				      "expected a signal name (TERM, KILL, INT, HUP, QUIT, USR1, "
+				      "USR2, STOP, CONT) or number");
+	if (!p->ex)
+		return pd_reply_error(r, 409, "conflict", NULL, "the process has ended");
+	if (paddock_exec_signal(p->ex, sig, &err) < 0)
+		return pd_reply_paddock_error(r, &err);
+	pd_reply_empty(r, 204);
+}
+
+/* POST .../resize {"rows", "cols"}: a pty's window size */
+static void resize(struct request *r, struct proc *p, json_t *body)
+{
+	static const char *const fields[] = { "rows", "cols", NULL };
+	json_t *rows = json_object_get(body, "rows"), *cols = json_object_get(body, "cols");
+	paddock_error err = { 0 };
+
+	if (!pd_check_fields(r, body, fields))
+		return;
+	if (!json_is_integer(rows) || !json_is_integer(cols) || json_integer_value(rows) < 1 ||
+	    json_integer_value(rows) > 1000 || json_integer_value(cols) < 1 ||
+	    json_integer_value(cols) > 1000)
+		return pd_reply_error(r, 400, "invalid", "rows",
+				      "expected rows and cols from 1 to 1000");
+	if (!p->ex || !p->pty)
+		return pd_reply_error(r, 409, "conflict", NULL, "%s",
+				      p->ex ? "the process has no terminal"
+					    : "the process has ended");
+	if (paddock_exec_resize(p->ex, (unsigned short)json_integer_value(rows),
+				(unsigned short)json_integer_value(cols), &err) < 0)
+		return pd_reply_paddock_error(r, &err);
+	pd_reply_empty(r, 204);
+}
+
+/* POST .../processes/{key}/{what}[/{sub}] */
+static void process_action(struct request *r, struct proc *p, const char *what, const char *sub)
+{
 	json_t *body;
 
 	if (r->method != EVHTTP_REQ_POST)
 		return pd_reply_error(r, 405, "method_not_allowed", NULL, "expected POST");
-	if (strcmp(what, "stdin") == 0 && !sub) {
-		struct evbuffer *in = evhttp_request_get_input_buffer(r->req);
-		size_t n = evbuffer_get_length(in);
-		int w;
-
-		if (p->exited)
-			return pd_reply_error(r, 409, "conflict", NULL, "the process has ended");
-		if (!p->has_stdin)
-			return pd_reply_error(r, 409, "conflict", "stdin",
-					      "the process's stdin is closed (start it with "
-					      "keep_stdin or pty)");
-		if (n > 65536)
-			return pd_reply_error(r, 413, "too_large", "body",
-					      "at most 65536 bytes per write");
-		w = write_stdin(p, (const char *)evbuffer_pullup(in, -1), n, &err);
-		if (w == -EAGAIN)
-			return pd_reply_error(r, 429, "limit", "stdin",
-					      "the process is not reading its stdin: %s; nothing of "
-					      "this write was taken", err.msg);
-		if (w < 0)
-			return pd_reply_error(r, 409, "conflict", "stdin",
-					      "the process's stdin is closed (%s)", err.msg);
-		return pd_reply_empty(r, 204);
-	}
+	if (strcmp(what, "stdin") == 0 && !sub)
+		return stdin_write(r, p);
 	if (strcmp(what, "stdin") == 0 && strcmp(sub, "close") == 0) {
 		pd_proc_close_stdin(p);
 		return pd_reply_empty(r, 204);
 	}
 	if (sub)
 		return pd_reply_error(r, 404, "not_found", "path", "no such route");
-	if (strcmp(what, "wait") == 0) {
-		const char *t = pd_query(r, "timeout_s");
-		char *end = NULL;
-		double s = t ? strtod(t, &end) : WAIT_DEFAULT_S;
-		struct watcher *w;
-
-		if (t && (*end || !(s >= 0 && s <= WAIT_MAX_S)))
-			return pd_reply_error(r, 400, "invalid", "timeout_s",
-					      "expected seconds from 0 to %d", WAIT_MAX_S);
-		if (p->exited || s == 0)
-			return pd_reply_json(r, 200, pd_proc_json(p));
-		w = pd_watcher_new(r, W_WAIT, p, &p->watchers);
-		if (!w)
-			return pd_reply_error(r, 500, "internal", NULL, "out of memory");
-		w->on_gone = watcher_gone;
-		struct timeval tv = { .tv_sec = (time_t)s,
-				      .tv_usec = (suseconds_t)((s - (double)(time_t)s) * 1e6) };
-		w->timer = evtimer_new(b->d->base, wait_timeout, w);
-		if (w->timer)
-			evtimer_add(w->timer, &tv);
-		return;
-	}
+	if (strcmp(what, "wait") == 0)
+		return wait_end(r, p);
 	body = pd_body_object(r, false);
 	if (!body)
 		return;
-	if (strcmp(what, "signal") == 0) {
-		static const char *const fields[] = { "signal", NULL };
-		static const struct {
-			const char *name;
-			int sig;
-		} names[] = { { "TERM", SIGTERM }, { "KILL", SIGKILL }, { "INT", SIGINT },
-			      { "HUP", SIGHUP },   { "QUIT", SIGQUIT }, { "USR1", SIGUSR1 },
-			      { "USR2", SIGUSR2 }, { "STOP", SIGSTOP }, { "CONT", SIGCONT } };
-		json_t *v = json_object_get(body, "signal");
-		int sig = 0;
-
-		if (!pd_check_fields(r, body, fields))
-			goto out;
-		if (json_is_integer(v) && json_integer_value(v) > 0 && json_integer_value(v) < 65)
-			sig = (int)json_integer_value(v);
-		for (size_t i = 0; json_is_string(v) && i < sizeof(names) / sizeof(names[0]); i++) {
-			const char *s = json_string_value(v);
-			if (strncmp(s, "SIG", 3) == 0)
-				s += 3;
-			if (strcmp(s, names[i].name) == 0)
-				sig = names[i].sig;
-		}
-		if (!sig) {
-			pd_reply_error(r, 400, "invalid", "signal",
-				       "expected a signal name (TERM, KILL, INT, HUP, QUIT, USR1, "
-				       "USR2, STOP, CONT) or number");
-			goto out;
-		}
-		if (!p->ex) {
-			pd_reply_error(r, 409, "conflict", NULL, "the process has ended");
-			goto out;
-		}
-		if (paddock_exec_signal(p->ex, sig, &err) < 0)
-			pd_reply_paddock_error(r, &err);
-		else
-			pd_reply_empty(r, 204);
-		goto out;
-	}
-	if (strcmp(what, "resize") == 0) {
-		static const char *const fields[] = { "rows", "cols", NULL };
-		json_t *rows = json_object_get(body, "rows"), *cols = json_object_get(body, "cols");
-
-		if (!pd_check_fields(r, body, fields))
-			goto out;
-		if (!json_is_integer(rows) || !json_is_integer(cols) ||
-		    json_integer_value(rows) < 1 || json_integer_value(rows) > 1000 ||
-		    json_integer_value(cols) < 1 || json_integer_value(cols) > 1000) {
-			pd_reply_error(r, 400, "invalid", "rows",
-				       "expected rows and cols from 1 to 1000");
-			goto out;
-		}
-		if (!p->ex || !p->pty) {
-			pd_reply_error(r, 409, "conflict", NULL,
-				       p->ex ? "the process has no terminal" : "the process has ended");
-			goto out;
-		}
-		if (paddock_exec_resize(p->ex, (unsigned short)json_integer_value(rows),
-					(unsigned short)json_integer_value(cols), &err) < 0)
-			pd_reply_paddock_error(r, &err);
-		else
-			pd_reply_empty(r, 204);
-		goto out;
-	}
-	pd_reply_error(r, 404, "not_found", "path", "no such route");
-out:
+	if (strcmp(what, "signal") == 0)
+		send_signal(r, p, body);
+	else if (strcmp(what, "resize") == 0)
+		resize(r, p, body);
+	else
+		pd_reply_error(r, 404, "not_found", "path", "no such route");
 	json_decref(body);
 }
 
@@ -1020,5 +1097,5 @@ void pd_api_processes(struct request *r, struct box *b)
 	}
 	if (r->n_seg > 7)
 		return pd_reply_error(r, 404, "not_found", "path", "no such route");
-	process_action(r, b, p, r->seg[5], r->n_seg == 7 ? r->seg[6] : NULL);
+	process_action(r, p, r->seg[5], r->n_seg == 7 ? r->seg[6] : NULL);
 }

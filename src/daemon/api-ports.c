@@ -166,9 +166,8 @@ static void fail(struct forward *f, int status, const char *msg)
 {
 	pd_watcher_detach(f->w);
 	if (f->w->req) {
-		struct request r = { .d = f->d, .req = f->w->req };
-		pd_reply_error(&r, status, status == 504 ? "timeout" : "bad_gateway", "port", "%s",
-			       msg);
+		pd_http_reply_error(f->d, f->w->req, status,
+				    status == 504 ? "timeout" : "bad_gateway", "port", "%s", msg);
 		f->w->req = NULL;
 	}
 }
@@ -375,17 +374,16 @@ static void socket_cb(paddock_sandbox *sb, int fd, const paddock_error *err, voi
 	if (fd < 0) {
 		pd_watcher_detach(f->w);
 		if (f->w->req && f->code) {
-			struct request r = { .d = f->d, .req = f->w->req };
+			int status = err->code == ENOENT || err->code == EIO ||
+						     err->code == ETIMEDOUT
+					     ? 503
+					     : 409;
 
-			pd_reply_error(&r, err->code == ENOENT || err->code == EIO ||
-						   err->code == ETIMEDOUT
-					       ? 503
-					       : 409,
-				       "unavailable", "code", "%s", err->msg);
+			pd_http_reply_error(f->d, f->w->req, status, "unavailable", "code", "%s",
+					    err->msg);
 			f->w->req = NULL;
 		} else if (f->w->req) {
-			struct request r = { .d = f->d, .req = f->w->req };
-			pd_reply_paddock_error(&r, err);
+			pd_http_reply_paddock_error(f->d, f->w->req, err);
 			f->w->req = NULL;
 		}
 		return forward_free(f);
@@ -426,19 +424,20 @@ void pd_api_ports(struct request *r, struct box *b)
 	q = strchr(uri, '?');
 	if (!rest || (q && rest > q))
 		rest = q ? q : "";
-	pd_port_forward(r, b, port, rest);
+	pd_port_forward(r->req, b, port, rest);
 }
 
-static void forward(struct request *r, struct box *b, long port, const char *rest, bool code);
+static void forward(struct evhttp_request *req, struct box *b, long port, const char *rest,
+		    bool code);
 
-void pd_port_forward(struct request *r, struct box *b, long port, const char *rest)
+void pd_port_forward(struct evhttp_request *req, struct box *b, long port, const char *rest)
 {
-	forward(r, b, port, rest, false);
+	forward(req, b, port, rest, false);
 }
 
-void pd_code_forward(struct request *r, struct box *b, const char *rest)
+void pd_code_forward(struct evhttp_request *req, struct box *b, const char *rest)
 {
-	forward(r, b, PADDOCK_CODE_PORT, rest, true);
+	forward(req, b, PADDOCK_CODE_PORT, rest, true);
 }
 
 /* /v1/sandboxes/{id}/code/...: the code interpreter's own protocol (docs/code.md) */
@@ -451,69 +450,30 @@ void pd_api_code(struct request *r, struct box *b)
 	if (rest[0] != '/' && rest[0] != '?')
 		return pd_reply_error(r, 404, "not_found", "path",
 				      "expected /code/execute or /code/contexts[/{id}[/restart]]");
-	pd_code_forward(r, b, rest);
+	pd_code_forward(r->req, b, rest);
 }
 
-static void forward(struct request *r, struct box *b, long port, const char *rest, bool code)
+/* The head forwarded for a request (into out): HTTP/1.0 and close, or an upgrade's 1.1. */
+static void forward_head(struct forward *f, struct evhttp_request *req, const char *method,
+			 const char *rest, struct evbuffer *out)
 {
-	struct evbuffer *req_body = evhttp_request_get_input_buffer(r->req);
-	struct evkeyvalq *in_h = evhttp_request_get_input_headers(r->req);
-	paddock_error err = { 0 };
-	struct evbuffer *out;
-	struct forward *f;
-	const char *method;
+	struct evkeyvalq *in_h = evhttp_request_get_input_headers(req);
+	const char *up = evhttp_find_header(in_h, "Upgrade");
+	const char *conn = evhttp_find_header(in_h, "Connection");
 
-	if (!b->sb || !paddock_sandbox_running(b->sb))
-		return pd_reply_error(r, 409, "conflict", "id", "the sandbox is not running");
-	/* a new connection to a paused sandbox is refused, not held until a resume */
-	if (!pd_box_check_not_paused(r, b))
-		return;
-	switch (r->method) {
-	case EVHTTP_REQ_GET: method = "GET"; break;
-	case EVHTTP_REQ_POST: method = "POST"; break;
-	case EVHTTP_REQ_PUT: method = "PUT"; break;
-	case EVHTTP_REQ_DELETE: method = "DELETE"; break;
-	case EVHTTP_REQ_HEAD: method = "HEAD"; break;
-	case EVHTTP_REQ_PATCH: method = "PATCH"; break;
-	case EVHTTP_REQ_OPTIONS: method = "OPTIONS"; break;
-	default:
-		return pd_reply_error(r, 405, "method_not_allowed", NULL, "method not forwarded");
-	}
-	f = calloc(1, sizeof(*f));
-	out = evbuffer_new();
-	if (!f || !out) {
-		free(f);
-		if (out)
-			evbuffer_free(out);
-		return pd_reply_error(r, 500, "internal", NULL, "out of memory");
-	}
-	f->d = r->d;
-	f->port = port;
-	f->code = code;
-	f->body = evbuffer_new();
-	f->w = pd_watcher_new(r, W_OUTPUT, f, &f->list);
-	if (!f->body || !f->w) {
-		evbuffer_free(out);
-		forward_free(f);
-		return pd_reply_error(r, 500, "internal", NULL, "out of memory");
-	}
-	f->w->on_gone = client_gone;
-	{
-		const char *up = evhttp_find_header(in_h, "Upgrade");
-		const char *conn = evhttp_find_header(in_h, "Connection");
-
-		f->upgrade = r->method == EVHTTP_REQ_GET && up && conn && strcasestr(conn, "upgrade");
-		if (f->upgrade)
-			evbuffer_add_printf(out,
-					    "GET %s%s HTTP/1.1\r\nHost: 127.0.0.1:%ld\r\n"
-					    "Connection: Upgrade\r\nUpgrade: %s\r\n",
-					    rest[0] == '?' ? "/" : "", rest[0] ? rest : "/", port, up);
-		else
-			evbuffer_add_printf(out,
-					    "%s %s%s HTTP/1.0\r\nHost: 127.0.0.1:%ld\r\n"
-					    "Connection: close\r\n",
-					    method, rest[0] == '?' ? "/" : "", rest[0] ? rest : "/", port);
-	}
+	f->upgrade = evhttp_request_get_command(req) == EVHTTP_REQ_GET && up && conn &&
+		     strcasestr(conn, "upgrade");
+	if (f->upgrade)
+		evbuffer_add_printf(out,
+				    "GET %s%s HTTP/1.1\r\nHost: 127.0.0.1:%ld\r\n"
+				    "Connection: Upgrade\r\nUpgrade: %s\r\n",
+				    rest[0] == '?' ? "/" : "", rest[0] ? rest : "/", f->port, up);
+	else
+		evbuffer_add_printf(out,
+				    "%s %s%s HTTP/1.0\r\nHost: 127.0.0.1:%ld\r\n"
+				    "Connection: close\r\n",
+				    method, rest[0] == '?' ? "/" : "", rest[0] ? rest : "/",
+				    f->port);
 	for (struct evkeyval *h = in_h->tqh_first; h; h = h->next.tqe_next)
 		/* SECURITY: credentials for paddockd (and its E2B front end) stay here */
 		if (!hop_by_hop(h->key) && strcasecmp(h->key, "Host") != 0 &&
@@ -521,8 +481,63 @@ static void forward(struct request *r, struct box *b, long port, const char *res
 		    strcasecmp(h->key, "X-Access-Token") != 0 &&
 		    strcasecmp(h->key, "X-API-Key") != 0)
 			evbuffer_add_printf(out, "%s: %s\r\n", h->key, h->value);
-	evbuffer_add_printf(out, "Content-Length: %zu\r\n\r\n", evbuffer_get_length(req_body));
-	evbuffer_add_buffer(f->body, req_body);
+	evbuffer_add_printf(out, "Content-Length: %zu\r\n\r\n",
+			    evbuffer_get_length(evhttp_request_get_input_buffer(req)));
+}
+
+static const char *method_name(int m)
+{
+	switch (m) {
+	case EVHTTP_REQ_GET: return "GET";
+	case EVHTTP_REQ_POST: return "POST";
+	case EVHTTP_REQ_PUT: return "PUT";
+	case EVHTTP_REQ_DELETE: return "DELETE";
+	case EVHTTP_REQ_HEAD: return "HEAD";
+	case EVHTTP_REQ_PATCH: return "PATCH";
+	case EVHTTP_REQ_OPTIONS: return "OPTIONS";
+	default: return NULL;
+	}
+}
+
+static void forward(struct evhttp_request *req, struct box *b, long port, const char *rest,
+		    bool code)
+{
+	const char *method = method_name((int)evhttp_request_get_command(req));
+	struct daemon *d = b->d;
+	paddock_error err = { 0 };
+	struct evbuffer *out;
+	struct forward *f;
+
+	if (!b->sb || !paddock_sandbox_running(b->sb))
+		return pd_http_reply_error(d, req, 409, "conflict", "id",
+					   "the sandbox is not running");
+	/* a new connection to a paused sandbox is refused, not held until a resume */
+	if (pd_box_check_not_paused(b, &err) < 0)
+		return pd_http_reply_paddock_error(d, req, &err);
+	if (!method)
+		return pd_http_reply_error(d, req, 405, "method_not_allowed", NULL,
+					   "method not forwarded");
+	f = calloc(1, sizeof(*f));
+	out = evbuffer_new();
+	if (!f || !out) {
+		free(f);
+		if (out)
+			evbuffer_free(out);
+		return pd_http_reply_error(d, req, 500, "internal", NULL, "out of memory");
+	}
+	f->d = d;
+	f->port = port;
+	f->code = code;
+	f->body = evbuffer_new();
+	f->w = pd_watcher_open(d, req, W_OUTPUT, f, &f->list);
+	if (!f->body || !f->w) {
+		evbuffer_free(out);
+		forward_free(f);
+		return pd_http_reply_error(d, req, 500, "internal", NULL, "out of memory");
+	}
+	f->w->on_gone = client_gone;
+	forward_head(f, req, method, rest, out);
+	evbuffer_add_buffer(f->body, evhttp_request_get_input_buffer(req));
 	f->request = calloc(1, evbuffer_get_length(out) + 1);
 	if (f->request)
 		evbuffer_remove(out, f->request, evbuffer_get_length(out));
@@ -536,9 +551,9 @@ static void forward(struct request *r, struct box *b, long port, const char *res
 		f->asking = false;
 		pd_watcher_detach(f->w);
 		if (f->request)
-			pd_reply_paddock_error(r, &err);
+			pd_http_reply_paddock_error(d, req, &err);
 		else
-			pd_reply_error(r, 500, "internal", NULL, "out of memory");
+			pd_http_reply_error(d, req, 500, "internal", NULL, "out of memory");
 		f->w->req = NULL;
 		forward_free(f);
 	}

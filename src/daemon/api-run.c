@@ -150,9 +150,9 @@ void pd_api_run(struct request *r)
 	}
 	json_decref(create);
 	snprintf(run->id, sizeof(run->id), "%s", b->id);
-	p = pd_exec_start(r, b, exec, &run_ops, run);
-	if (!p) {
-		/* answered already (a bad exec body, or init refused): the sandbox goes unused */
+	if (pd_exec_start(r->req, b, exec, &run_ops, run, &p, &err) < 0) {
+		/* a bad exec body, or init refused: the sandbox goes unused */
+		pd_reply_paddock_error(r, &err);
 		remove_later(run);
 		goto out;
 	}

@@ -281,6 +281,9 @@ json_t *pd_json_text(const char *s);
 
 /* fills err (no field) and returns -code */
 int dfail(paddock_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* the same, naming the request field at fault */
+int dfail_field(paddock_error *err, int code, const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 int pd_http_listen_tcp(struct daemon *d, const char *addr, unsigned short port, paddock_error *err);
 
 /* ---- http (http.c) ---- */
@@ -294,23 +297,43 @@ struct request {
 	struct evkeyvalq *query; /* parsed query */
 	int method;		/* EVHTTP_REQ_* */
 	int status;		/* the status answered (also when req is NULL: parsers under test) */
-	/*
-	 * When set, every answer (pd_reply_json, pd_reply_error, pd_reply_empty...) goes here
-	 * instead of out as paddockd JSON: a front end with its own wire format (src/e2b)
-	 * reuses the API's handlers and translates their answers. body may be NULL.
-	 */
-	void (*on_reply)(struct request *r, int status, json_t *body_take);
-	void *ctx;
 };
 
+/*
+ * Answers in paddockd's JSON: a body, or {"error":{"code","field","message"[,"errno"]}}. The
+ * pd_http_ ones answer an evhttp request directly (a forwarder, a stream, another front end's
+ * request); the pd_reply_ ones a routed request, and keep the status in r->status.
+ */
+void pd_http_reply_json(struct daemon *d, struct evhttp_request *req, int status,
+			json_t *body_take);
+void pd_http_reply_error(struct daemon *d, struct evhttp_request *req, int status,
+			 const char *code, const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 6, 7)));
+void pd_http_reply_paddock_error(struct daemon *d, struct evhttp_request *req,
+				 const paddock_error *err);
+/*
+ * The HTTP status paddockd answers a paddock_error with (400 EINVAL, 404 ENOENT, 409
+ * EEXIST/ESRCH/EBUSY, 413 EFBIG, 429 EAGAIN, 503 the field "store", ...), and in *ret_code
+ * (may be NULL) the API's name for it ("invalid", "not_found", ...). Another front end maps
+ * the status to its own wire format.
+ */
+int pd_http_status(const paddock_error *err, const char **ret_code);
 void pd_reply_json(struct request *r, int status, json_t *body_take);
 void pd_reply_error(struct request *r, int status, const char *code, const char *field,
 		    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 void pd_reply_paddock_error(struct request *r, const paddock_error *err);
 void pd_reply_empty(struct request *r, int status);
-/* The body as a JSON object; replies 400/413 and returns NULL when it is not one. */
+/*
+ * A request's body as a JSON object (an empty body is {} when empty_ok), or NULL with err
+ * naming the field "body": EFBIG past PD_MAX_BODY (413), EBADMSG when it is not a JSON
+ * object (400 "malformed").
+ */
+json_t *pd_json_body(struct evhttp_request *req, bool empty_ok, paddock_error *err);
+/* pd_json_body() for a routed request: the error is answered, NULL returned. */
 json_t *pd_body_object(struct request *r, bool empty_ok);
-/* Rejects fields not in the NULL-terminated list: replies 400 and returns false. */
+/* Refuses fields not in the NULL-terminated list: -EINVAL, err names the field (400). */
+int pd_json_check_fields(json_t *o, const char *const *allowed, paddock_error *err);
+/* pd_json_check_fields() for a routed request: replies 400 and returns false. */
 bool pd_check_fields(struct request *r, json_t *o, const char *const *allowed);
 const char *pd_query(struct request *r, const char *key);
 /* sb_ and 12 characters of [a-z2-9] but l, o: what paddock makes (anything else is 404) */
@@ -336,6 +359,9 @@ void pd_stream_end(struct watcher *w);
  * hold its events without bound. It reconnects and reads the stored events again.
  */
 void pd_stream_event(struct daemon *d, struct watcher *w, json_t *o_take);
+/* A client of req waits for `owner` (kind: enum watcher_kind), linked into *list. */
+struct watcher *pd_watcher_open(struct daemon *d, struct evhttp_request *req, int kind,
+				void *owner, struct watcher **list);
 struct watcher *pd_watcher_new(struct request *r, int kind, void *owner,
 			       struct watcher **list);
 void pd_watcher_free(struct watcher *w, struct watcher **list);
@@ -443,10 +469,10 @@ void pd_box_repause(struct box *b);
  */
 bool pd_box_pause_on_timeout(struct box *b);
 /*
- * For a request that needs the sandbox's processes to answer (exec, ports, code): false,
- * with a 409 naming the state answered, when it is paused.
+ * For a request that needs the sandbox's processes to answer (exec, ports, code): -EBUSY
+ * naming the field "state" (409) when it is paused.
  */
-bool pd_box_check_not_paused(struct request *r, struct box *b);
+int pd_box_check_not_paused(const struct box *b, paddock_error *err);
 /*
  * Records a change of the box (its row, and the record its init keeps): -errno with err
  * naming the field "store" when it cannot; the caller undoes the change and fails.
@@ -484,23 +510,31 @@ struct exec_req {
 };
 
 /*
- * Starts the command an exec body asks for (the body of POST .../exec) and answers r as
- * pd_api_exec does; with `ops`, r becomes a W_HOOK watcher of the process instead (the
- * front end answers it). Errors are answered on r. Returns the process, or NULL.
+ * Starts the command an exec body asks for (the body of POST .../exec) as a process of b,
+ * whose answer goes to req: paddockd's (a 201 with the pid, the stream, or the result), or
+ * with `ops`, a W_HOOK watcher's (the front end answers req from ops). 0 and *ret_proc (may
+ * be NULL), or -errno with err filled and nothing started; pd_http_status() gives the
+ * status paddockd answers it with (400 a bad body, 409 a sandbox not running or paused or a
+ * tag in use, 413 too much stdin, 429 too many processes, ...).
  */
-struct proc *pd_exec_start(struct request *r, struct box *b, json_t *body,
-			   const struct watcher_ops *ops, void *ctx);
+int pd_exec_start(struct evhttp_request *req, struct box *b, json_t *body,
+		  const struct watcher_ops *ops, void *ctx, struct proc **ret_proc,
+		  paddock_error *err);
 /* A running process's stdin: 0, -EAGAIN (the queue is full: nothing taken), -EPIPE, -EBADF
  * (closed or none), -ESRCH (ended). */
 int pd_proc_write_stdin(struct proc *p, const char *data, size_t len);
 void pd_proc_close_stdin(struct proc *p);
 /* A foreground exec's answer: exec, pid, stdout, stderr (kept whole), result. */
 json_t *pd_proc_result_json(struct proc *p);
-/* Attaches a W_HOOK watcher for r to a process (re-attach: E2B's Connect). */
-struct watcher *pd_proc_hook(struct request *r, struct proc *p, const struct watcher_ops *ops,
-			     void *ctx);
-/* false when the body is not a valid exec request: the error is answered on r */
-bool pd_exec_parse(struct request *r, struct box *b, json_t *body, struct exec_req *q);
+/* Attaches a W_HOOK watcher for req to a process (re-attach: E2B's Connect); NULL: no memory. */
+struct watcher *pd_proc_hook(struct evhttp_request *req, struct proc *p,
+			     const struct watcher_ops *ops, void *ctx);
+/*
+ * An exec body, checked, into q (pd_exec_req_release() it either way): 0, or -errno with err
+ * naming the field: -EINVAL (400), -EEXIST for a tag in use (409), -EFBIG for stdin over
+ * 64 KiB (413), -ENOMEM.
+ */
+int pd_exec_parse(struct box *b, json_t *body, struct exec_req *q, paddock_error *err);
 void pd_exec_req_release(struct exec_req *q);
 /* the create body: spec fields plus ttl_s, idle_timeout_s, metadata (lifecycle.c) */
 int pd_create_parse(struct daemon *d, const char *tenant, json_t *body, paddock_spec **ret_spec,
@@ -534,12 +568,13 @@ void pd_api_ui(struct request *r);
 bool pd_ui_path(const char *path, size_t len);
 void pd_api_ports(struct request *r, struct box *b);
 /*
- * Forwards r's request to 127.0.0.1:port inside the sandbox; `target` is the raw (encoded)
- * path and query to ask for there. The E2B front end's `{port}-{id}` Hosts use it too.
+ * Forwards req to 127.0.0.1:port inside the sandbox and answers req with what the service
+ * answers (or paddockd's JSON error); `target` is the raw (encoded) path and query to ask
+ * for there. The E2B front end's `{port}-{id}` Hosts use it too.
  */
-void pd_port_forward(struct request *r, struct box *b, long port, const char *target);
+void pd_port_forward(struct evhttp_request *req, struct box *b, long port, const char *target);
 /* The same to the sandbox's code interpreter, started on first use (docs/code.md). */
-void pd_code_forward(struct request *r, struct box *b, const char *target);
+void pd_code_forward(struct evhttp_request *req, struct box *b, const char *target);
 void pd_api_code(struct request *r, struct box *b);
 void pd_api_metrics(struct request *r);
 void pd_api_network(struct request *r, struct box *b);

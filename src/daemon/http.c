@@ -34,60 +34,50 @@ static void count_status(struct daemon *d, int status)
 		d->m.http_by_class[status / 100]++;
 }
 
-void pd_reply_json(struct request *r, int status, json_t *body)
+void pd_http_reply_json(struct daemon *d, struct evhttp_request *req, int status, json_t *body)
 {
-	struct evbuffer *b;
-	char *s;
+	struct evbuffer *b = evbuffer_new();
+	char *s = body ? json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
 
-	r->status = status;
-	if (r->on_reply)
-		return r->on_reply(r, status, body);
-	if (!r->req) { /* a parser under test: the status is all that is kept */
-		json_decref(body);
-		return;
-	}
-	b = evbuffer_new();
-	s = body ? json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
 	json_decref(body);
 	if (b && s) {
 		evbuffer_add(b, s, strlen(s));
 		evbuffer_add(b, "\n", 1);
 	}
 	free(s);
-	evhttp_add_header(evhttp_request_get_output_headers(r->req), "Content-Type",
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
 			  "application/json");
-	count_status(r->d, status);
-	evhttp_send_reply(r->req, status, NULL, b);
+	count_status(d, status);
+	evhttp_send_reply(req, status, NULL, b);
 	if (b)
 		evbuffer_free(b);
 }
 
-void pd_reply_empty(struct request *r, int status)
-{
-	r->status = status;
-	if (r->on_reply)
-		return r->on_reply(r, status, NULL);
-	if (!r->req)
-		return;
-	count_status(r->d, status);
-	evhttp_send_reply(r->req, status, NULL, NULL);
-}
+static json_t *error_json(const char *code, const char *field, const char *fmt, va_list ap)
+	__attribute__((format(printf, 3, 0)));
 
-void pd_reply_error(struct request *r, int status, const char *code, const char *field,
-		    const char *fmt, ...)
+static json_t *error_json(const char *code, const char *field, const char *fmt, va_list ap)
 {
 	char msg[512];
-	va_list ap;
 
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	pd_reply_json(r, status,
-		      json_pack("{s:{s:s,s:s,s:s}}", "error", "code", code, "field",
-				field ? field : "", "message", msg));
+	return json_pack("{s:{s:s,s:s,s:s}}", "error", "code", code, "field", field ? field : "",
+			 "message", msg);
 }
 
-void pd_reply_paddock_error(struct request *r, const paddock_error *err)
+void pd_http_reply_error(struct daemon *d, struct evhttp_request *req, int status,
+			 const char *code, const char *field, const char *fmt, ...)
+{
+	va_list ap;
+	json_t *o;
+
+	va_start(ap, fmt);
+	o = error_json(code, field, fmt, ap);
+	va_end(ap);
+	pd_http_reply_json(d, req, status, o);
+}
+
+int pd_http_status(const paddock_error *err, const char **ret_code)
 {
 	int status = 500;
 	const char *code = "internal";
@@ -134,17 +124,70 @@ void pd_reply_paddock_error(struct request *r, const paddock_error *err)
 	}
 	if (status == 400 && strncmp(err->msg, "unknown field", 13) == 0)
 		code = "unknown_field";
+	/* pd_json_body(): EBADMSG elsewhere is a pulled blob's digest, paddockd's own failure */
+	if (err->code == EBADMSG && strcmp(err->field, "body") == 0)
+		status = 400, code = "malformed";
 	/* the state store could not record it (pd_store_error()): nothing changed, retry */
 	if (strcmp(err->field, "store") == 0)
 		status = 503, code = "unavailable";
-	pd_reply_json(r, status,
-		      json_pack("{s:{s:s,s:s,s:s,s:s}}", "error", "code", code, "field", err->field,
-				"message", err->msg, "errno", paddock_errno_name(err->code)));
+	if (ret_code)
+		*ret_code = code;
+	return status;
 }
 
-json_t *pd_body_object(struct request *r, bool empty_ok)
+void pd_http_reply_paddock_error(struct daemon *d, struct evhttp_request *req,
+				 const paddock_error *err)
 {
-	struct evbuffer *in = evhttp_request_get_input_buffer(r->req);
+	const char *code;
+	int status = pd_http_status(err, &code);
+
+	pd_http_reply_json(d, req, status,
+			   json_pack("{s:{s:s,s:s,s:s,s:s}}", "error", "code", code, "field",
+				     err->field, "message", err->msg, "errno",
+				     paddock_errno_name(err->code)));
+}
+
+void pd_reply_json(struct request *r, int status, json_t *body)
+{
+	r->status = status;
+	if (!r->req) { /* a parser under test: the status is all that is kept */
+		json_decref(body);
+		return;
+	}
+	pd_http_reply_json(r->d, r->req, status, body);
+}
+
+void pd_reply_empty(struct request *r, int status)
+{
+	r->status = status;
+	if (!r->req)
+		return;
+	count_status(r->d, status);
+	evhttp_send_reply(r->req, status, NULL, NULL);
+}
+
+void pd_reply_error(struct request *r, int status, const char *code, const char *field,
+		    const char *fmt, ...)
+{
+	va_list ap;
+	json_t *o;
+
+	va_start(ap, fmt);
+	o = error_json(code, field, fmt, ap);
+	va_end(ap);
+	pd_reply_json(r, status, o);
+}
+
+void pd_reply_paddock_error(struct request *r, const paddock_error *err)
+{
+	r->status = pd_http_status(err, NULL);
+	if (r->req)
+		pd_http_reply_paddock_error(r->d, r->req, err);
+}
+
+json_t *pd_json_body(struct evhttp_request *req, bool empty_ok, paddock_error *err)
+{
+	struct evbuffer *in = evhttp_request_get_input_buffer(req);
 	size_t len = evbuffer_get_length(in);
 	json_error_t jerr;
 	json_t *o;
@@ -152,26 +195,34 @@ json_t *pd_body_object(struct request *r, bool empty_ok)
 	if (len == 0 && empty_ok)
 		return json_object();
 	if (len > PD_MAX_BODY) {
-		pd_reply_error(r, 413, "too_large", "body", "a JSON body may have %u bytes",
-			       PD_MAX_BODY);
+		(void)dfail_field(err, EFBIG, "body", "a JSON body may have %u bytes", PD_MAX_BODY);
 		return NULL;
 	}
-	o = json_loadb((const char *)evbuffer_pullup(in, -1), len,
-		       JSON_REJECT_DUPLICATES, &jerr);
+	o = json_loadb((const char *)evbuffer_pullup(in, -1), len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!o) {
-		pd_reply_error(r, 400, "malformed", "body", "expected a JSON object: %s (line %d)",
-			       jerr.text, jerr.line);
+		(void)dfail_field(err, EBADMSG, "body", "expected a JSON object: %s (line %d)",
+				  jerr.text, jerr.line);
 		return NULL;
 	}
 	if (!json_is_object(o)) {
 		json_decref(o);
-		pd_reply_error(r, 400, "malformed", "body", "expected a JSON object");
+		(void)dfail_field(err, EBADMSG, "body", "expected a JSON object");
 		return NULL;
 	}
 	return o;
 }
 
-bool pd_check_fields(struct request *r, json_t *o, const char *const *allowed)
+json_t *pd_body_object(struct request *r, bool empty_ok)
+{
+	paddock_error err = { 0 };
+	json_t *o = pd_json_body(r->req, empty_ok, &err);
+
+	if (!o)
+		pd_reply_paddock_error(r, &err);
+	return o;
+}
+
+int pd_json_check_fields(json_t *o, const char *const *allowed, paddock_error *err)
 {
 	const char *key;
 	json_t *v;
@@ -188,9 +239,19 @@ bool pd_check_fields(struct request *r, json_t *o, const char *const *allowed)
 			for (const char *k = key; *k && n + 1 < sizeof(esc); k++)
 				esc[n++] = (*k >= 0x20 && *k < 0x7f) ? *k : '?';
 			esc[n] = '\0';
-			pd_reply_error(r, 400, "unknown_field", esc, "unknown field '%s'", esc);
-			return false;
+			return dfail_field(err, EINVAL, esc, "unknown field '%s'", esc);
 		}
+	}
+	return 0;
+}
+
+bool pd_check_fields(struct request *r, json_t *o, const char *const *allowed)
+{
+	paddock_error err = { 0 };
+
+	if (pd_json_check_fields(o, allowed, &err) < 0) {
+		pd_reply_paddock_error(r, &err);
+		return false;
 	}
 	return true;
 }
@@ -253,18 +314,19 @@ static void watch_hangup(struct daemon *d, struct watcher *w)
 	}
 }
 
-struct watcher *pd_watcher_new(struct request *r, int kind, void *owner, struct watcher **list)
+struct watcher *pd_watcher_open(struct daemon *d, struct evhttp_request *req, int kind,
+				void *owner, struct watcher **list)
 {
 	struct watcher *w = calloc(1, sizeof(*w));
 
 	if (!w)
 		return NULL;
-	w->req = r->req;
-	w->evcon = evhttp_request_get_connection(r->req);
+	w->req = req;
+	w->evcon = evhttp_request_get_connection(req);
 	w->kind = kind;
 	w->owner = owner;
 	evhttp_connection_set_closecb(w->evcon, watcher_closed, w);
-	watch_hangup(r->d, w);
+	watch_hangup(d, w);
 	/*
 	 * A stream may be quiet for long (a follow, a wait): an evhttp timeout would cut it. The
 	 * gate's connections have none (http-gate.c keeps their time); the E2B front end's do.
@@ -274,6 +336,11 @@ struct watcher *pd_watcher_new(struct request *r, int kind, void *owner, struct 
 	w->next = *list;
 	*list = w;
 	return w;
+}
+
+struct watcher *pd_watcher_new(struct request *r, int kind, void *owner, struct watcher **list)
+{
+	return pd_watcher_open(r->d, r->req, kind, owner, list);
 }
 
 void pd_watcher_detach(struct watcher *w)

@@ -123,12 +123,11 @@ bool pd_box_pause_on_timeout(struct box *b)
 	return true;
 }
 
-bool pd_box_check_not_paused(struct request *r, struct box *b)
+int pd_box_check_not_paused(const struct box *b, paddock_error *err)
 {
 	if (!b->paused)
-		return true;
-	pd_reply_error(r, 409, "conflict", "state",
-		       "sandbox '%s' is paused: resume it first (POST /v1/sandboxes/%s/resume)",
-		       b->id, b->id);
-	return false;
+		return 0;
+	return dfail_field(err, EBUSY, "state",
+			   "sandbox '%s' is paused: resume it first (POST /v1/sandboxes/%s/resume)",
+			   b->id, b->id);
 }

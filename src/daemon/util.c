@@ -77,6 +77,21 @@ int dfail(paddock_error *err, int code, const char *fmt, ...)
 	return -code;
 }
 
+int dfail_field(paddock_error *err, int code, const char *field, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err) {
+		memset(err, 0, sizeof(*err));
+		err->code = code;
+		snprintf(err->field, sizeof(err->field), "%s", field ? field : "");
+		va_start(ap, fmt);
+		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+		va_end(ap);
+	}
+	return -code;
+}
+
 json_t *pd_json_text(const char *s)
 {
 	json_t *j;

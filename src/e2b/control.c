@@ -16,12 +16,15 @@
  * What cannot be honoured (autoResume, volumes, MCP, egress proxies, ...) is refused by name
  * when asked for and ignored when it is the default.
  *
+ * This file routes, answers errors in E2B's shape and shows a sandbox (info, metrics); the
+ * lifecycle is control-sandboxes.c's, the egress mapping control-network.c's, the listing
+ * control-list.c's (control.h).
+ *
  * Trust: r->tenant is the API key's tenant (e2b.c); every request is untrusted, bodies are
  * bounded (PD_MAX_BODY), and another tenant's sandbox answers exactly like an unknown one.
  */
-#include "e2b.h"
+#include "control.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/http.h>
@@ -32,23 +35,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
-#include <time.h>
 
-#define RESERVED_PREFIX	    "e2b."
-#define META_TEMPLATE	    "e2b.template"
-#define META_INTERNET	    "e2b.allow_internet_access"
-#define META_MAX	    32	/* pd_create_parse's bound on metadata entries */
-#define LIST_LIMIT_MAX	    100 /* E2B's page size, and its default */
-#define CONNECT_DEFAULT_S   300 /* ConnectSandboxV2.timeout's default */
-#define CREATE_DEFAULT_V2_S 300 /* NewSandboxV2.timeout's default */
-#define CREATE_DEFAULT_V1_S 15	/* NewSandbox.timeout's default */
-#define CLIENT_ID	    "paddock"
-#define NO_TEMPLATE	    "paddock" /* templateID of a sandbox made through paddock's own API */
-#define MIB		    (1024.0 * 1024.0)
+#define CLIENT_ID   "paddock"
+#define NO_TEMPLATE "paddock" /* templateID of a sandbox made through paddock's own API */
+#define MIB	    (1024.0 * 1024.0)
 
 /* ---- replies: E2B's {"code": status, "message": "..."} ----------------------------------- */
 
-static void reply_empty(struct e2b_req *r, int status)
+void e2b_ctl_reply_empty(struct e2b_req *r, int status)
 {
 	evhttp_send_reply(r->req, status, NULL, NULL);
 }
@@ -60,7 +54,7 @@ static void reply_method(struct e2b_req *r, const char *allow)
 }
 
 /* A client's string in a message: printable ASCII, at most size - 1 bytes. */
-static const char *esc(const char *s, char *buf, size_t size)
+const char *e2b_ctl_esc(const char *s, char *buf, size_t size)
 {
 	size_t n = 0;
 
@@ -70,24 +64,11 @@ static const char *esc(const char *s, char *buf, size_t size)
 	return buf;
 }
 
-static void reply_not_found(struct e2b_req *r, const char *id)
+void e2b_ctl_reply_not_found(struct e2b_req *r, const char *id)
 {
 	char e[72];
 
-	e2b_reply_error(r, 404, "sandbox '%s' not found", esc(id, e, sizeof(e)));
-}
-
-/*
- * The client's lists paddock's rules came from, so that an error about "network.allow[2]"
- * names the client's "network.allowOut[3]".
- */
-struct netmap {
-	json_t *allow_out, *deny_out; /* borrowed; NULL: the rules are the template's */
-};
-
-static bool is_all_traffic(const char *s)
-{
-	return s && (strcmp(s, "0.0.0.0/0") == 0 || strcmp(s, "::/0") == 0);
+	e2b_reply_error(r, 404, "sandbox '%s' not found", e2b_ctl_esc(id, e, sizeof(e)));
 }
 
 /* paddock's request and spec field names as the E2B client wrote them */
@@ -109,7 +90,7 @@ static void e2b_field(const char *f, const struct netmap *nm, char *out, size_t 
 		json_t *v;
 
 		json_array_foreach(nm->allow_out, j, v) {
-			if (is_all_traffic(json_string_value(v)))
+			if (e2b_ctl_all_traffic(json_string_value(v)))
 				continue;
 			if (seen++ == i) {
 				at = j;
@@ -155,8 +136,8 @@ static int status_from_errno(int code)
 	}
 }
 
-static void reply_paddock_error(struct e2b_req *r, const paddock_error *err,
-				const struct netmap *nm)
+void e2b_ctl_reply_paddock_error(struct e2b_req *r, const paddock_error *err,
+				 const struct netmap *nm)
 {
 	char field[80];
 	int code = err->code ? err->code : EIO;
@@ -174,35 +155,31 @@ static void reply_paddock_error(struct e2b_req *r, const paddock_error *err,
 
 /* ---- requests ---------------------------------------------------------------------------- */
 
-/* paddockd's own answers (pd_body_object's errors) in the E2B API's shape */
-static void rest_reply(struct request *dr, int status, json_t *body)
+/*
+ * The body as a JSON object (empty: {} when empty_ok); NULL once an error is answered, with
+ * the status paddockd's API answers it with (400, 413 past PD_MAX_BODY).
+ */
+json_t *e2b_ctl_body(struct e2b_req *r, bool empty_ok)
 {
-	json_t *e = json_object_get(body, "error");
-	const char *field = json_string_value(json_object_get(e, "field"));
-	const char *msg = json_string_value(json_object_get(e, "message"));
-
-	e2b_reply_error(dr->ctx, status, "%s%s%s", field && *field ? field : "",
-			field && *field ? ": " : "", msg ? msg : "failed");
-	json_decref(body);
-}
-
-/* The body as a JSON object (empty: {} when empty_ok); NULL once an error is answered. */
-static json_t *body_object(struct e2b_req *r, bool empty_ok)
-{
-	struct request dr = { .d = r->d, .req = r->req, .on_reply = rest_reply, .ctx = r };
+	paddock_error err = { 0 };
+	json_t *o;
 
 	if (!empty_ok && evbuffer_get_length(evhttp_request_get_input_buffer(r->req)) == 0) {
 		e2b_reply_error(r, 400, "body: expected a JSON object, got an empty body");
 		return NULL;
 	}
-	return pd_body_object(&dr, empty_ok);
+	o = pd_json_body(r->req, empty_ok, &err);
+	if (!o)
+		e2b_reply_error(r, pd_http_status(&err, NULL), "%s: %s", err.field, err.msg);
+	return o;
 }
 
 /*
  * A timeout in whole seconds, 0 to PD_MAX_TTL_S (absent or null: def). False once the
  * error is answered.
  */
-static bool get_seconds(struct e2b_req *r, json_t *o, const char *key, int64_t def, int64_t *ret)
+bool e2b_ctl_seconds(struct e2b_req *r, json_t *o, const char *key, int64_t def,
+		     int64_t *ret)
 {
 	json_t *v = json_object_get(o, key);
 	double x;
@@ -221,7 +198,7 @@ static bool get_seconds(struct e2b_req *r, json_t *o, const char *key, int64_t d
 }
 
 /* The query of the request, parsed; NULL once an error is answered. */
-static struct evkeyvalq *query_parse(struct e2b_req *r, struct evkeyvalq *q)
+struct evkeyvalq *e2b_ctl_query(struct e2b_req *r, struct evkeyvalq *q)
 {
 	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(r->req);
 	const char *s = uri ? evhttp_uri_get_query(uri) : NULL;
@@ -237,18 +214,18 @@ static struct evkeyvalq *query_parse(struct e2b_req *r, struct evkeyvalq *q)
 
 /* ---- a sandbox as E2B sees it ------------------------------------------------------------- */
 
-static bool is_reserved(const char *key)
+bool e2b_ctl_reserved(const char *key)
 {
 	return strncmp(key, RESERVED_PREFIX, strlen(RESERVED_PREFIX)) == 0;
 }
 
-static const char *box_template(const struct box *b)
+const char *e2b_ctl_template_of(const struct box *b)
 {
 	return json_string_value(json_object_get(b->metadata, META_TEMPLATE));
 }
 
 /* a dead sandbox (its init ended) is gone for E2B: only DELETE still finds it */
-static bool box_live(const struct box *b)
+bool e2b_ctl_live(const struct box *b)
 {
 	return !b->stopped && b->sb && paddock_sandbox_running(b->sb);
 }
@@ -259,7 +236,7 @@ static json_t *client_metadata(const struct box *b)
 	const char *k;
 
 	json_object_foreach(b->metadata, k, v)
-		if (!is_reserved(k) && json_is_string(v))
+		if (!e2b_ctl_reserved(k) && json_is_string(v))
 			json_object_set(o, k, v);
 	return o;
 }
@@ -290,9 +267,9 @@ static int cpu_count(const struct box_size *s)
 }
 
 /* ListedSandbox: what every view of a sandbox has */
-static json_t *listed_json(struct box *b)
+json_t *e2b_ctl_listed_json(struct box *b)
 {
-	const char *tmpl = box_template(b);
+	const char *tmpl = e2b_ctl_template_of(b);
 	struct box_size s;
 	json_t *o;
 
@@ -337,7 +314,7 @@ json_t *e2b_sandbox_json(struct e2b *e, struct box *b)
 {
 	const char *internet = json_string_value(json_object_get(b->metadata, META_INTERNET));
 	char token[E2B_TOKEN_LEN + 1];
-	json_t *o = listed_json(b);
+	json_t *o = e2b_ctl_listed_json(b);
 
 	if (!o)
 		return NULL;
@@ -356,9 +333,9 @@ json_t *e2b_sandbox_json(struct e2b *e, struct box *b)
 }
 
 /* Sandbox: the answer to create and connect */
-static json_t *sandbox_json(struct e2b *e, struct box *b)
+json_t *e2b_ctl_sandbox_json(struct e2b *e, struct box *b)
 {
-	const char *tmpl = box_template(b);
+	const char *tmpl = e2b_ctl_template_of(b);
 	char token[E2B_TOKEN_LEN + 1];
 	json_t *o;
 
@@ -372,526 +349,23 @@ static json_t *sandbox_json(struct e2b *e, struct box *b)
 	return o;
 }
 
-/* ---- what a request asks for --------------------------------------------------------------- */
-
-/* A list of strings (absent or null: NULL). False once the error is answered. */
-static bool string_list(struct e2b_req *r, json_t *o, const char *key, const char *field,
-			json_t **ret)
-{
-	json_t *v = json_object_get(o, key), *m;
-	size_t i;
-
-	*ret = NULL;
-	if (!v || json_is_null(v))
-		return true;
-	if (!json_is_array(v))
-		goto bad;
-	json_array_foreach(v, i, m)
-		if (!json_is_string(m))
-			goto bad;
-	*ret = v;
-	return true;
-bad:
-	e2b_reply_error(r, 400, "%s: expected an array of CIDR blocks, addresses or host names", field);
-	return false;
-}
-
-/* what the field holds asks for something: true, a non-empty array or object, a string */
-static bool asks(json_t *v)
-{
-	if (!v || json_is_null(v) || json_is_false(v))
-		return false;
-	if (json_is_array(v))
-		return json_array_size(v) > 0;
-	if (json_is_object(v))
-		return json_object_size(v) > 0;
-	if (json_is_string(v))
-		return json_string_length(v) > 0;
-	return true;
-}
-
-/*
- * The parts of E2B's network configuration paddock has no counterpart for: refused when
- * they ask for something, so that no one believes in a protection that is not there.
- */
-static bool check_network_extras(struct e2b_req *r, json_t *net)
-{
-	json_t *apt = json_object_get(net, "allowPublicTraffic");
-
-	if (asks(json_object_get(net, "egressProxy"))) {
-		e2b_reply_error(r, 400,
-			    "network.egressProxy: a SOCKS5 egress proxy is not supported "
-			    "by paddock");
-		return false;
-	}
-	if (asks(json_object_get(net, "rules"))) {
-		e2b_reply_error(r, 400,
-			    "network.rules: request transforms are not supported by "
-			    "paddock (a template's spec can bind secrets to hosts)");
-		return false;
-	}
-	if (json_is_false(apt)) {
-		e2b_reply_error(r, 400,
-			    "network.allowPublicTraffic: paddock's sandbox URLs take no "
-			    "traffic token; false is not supported");
-		return false;
-	}
-	if (asks(json_object_get(net, "maskRequestHost"))) {
-		e2b_reply_error(r, 400, "network.maskRequestHost: not supported by paddock");
-		return false;
-	}
-	if (asks(json_object_get(net, "httpsPorts"))) {
-		e2b_reply_error(r, 400,
-			    "network.httpsPorts: paddock reaches a sandbox's ports over "
-			    "plain HTTP only");
-		return false;
-	}
-	return true;
-}
-
-/*
- * E2B's egress model onto paddock's. E2B: traffic is allowed unless denyOut matches it, and
- * an allowOut match beats a deny; allow_internet_access false is denyOut ["0.0.0.0/0"].
- * paddock: a mode and rules where deny beats allow. So:
- *  - allowOut holds "all traffic": open (public addresses), allowOut's other entries as
- *    allow rules (a CIDR opens a private range), no deny rules (allow beats them all);
- *  - all traffic denied: allowOut's entries as an allowlist, or none when there are none;
- *  - else: open, allowOut as allow rules and denyOut as deny rules. Here paddock's deny
- *    beats an allow that E2B would let through (docs/e2b.md): stricter, never wider.
- * aia: allow_internet_access, -1 when absent. Returns {"mode", "allow", "deny"}; the lists
- * are recorded in nm for error messages.
- */
-static json_t *map_network(int aia, json_t *allow_out, json_t *deny_out, struct netmap *nm)
-{
-	json_t *allow = json_array(), *deny = json_array(), *v, *o;
-	bool allow_all = false, deny_all = aia == 0;
-	const char *mode;
-	size_t i;
-
-	json_array_foreach(allow_out, i, v) {
-		if (is_all_traffic(json_string_value(v)))
-			allow_all = true;
-		else
-			json_array_append(allow, v);
-	}
-	json_array_foreach(deny_out, i, v)
-		deny_all |= is_all_traffic(json_string_value(v));
-	if (allow_all)
-		mode = "open";
-	else if (deny_all)
-		mode = json_array_size(allow) ? "allowlist" : "none";
-	else
-		mode = "open";
-	if (!allow_all && !deny_all && deny_out)
-		json_array_extend(deny, deny_out);
-	o = json_pack("{s:s,s:o,s:o}", "mode", mode, "allow", allow, "deny", deny);
-	nm->allow_out = allow_out;
-	nm->deny_out = deny_out;
-	return o;
-}
-
-/* allow_internet_access: 1, 0, or -1 when absent; -2 once the error is answered */
-static int get_internet(struct e2b_req *r, json_t *o)
-{
-	json_t *v = json_object_get(o, "allow_internet_access");
-
-	if (!v || json_is_null(v))
-		return -1;
-	if (!json_is_boolean(v)) {
-		e2b_reply_error(r, 400, "allow_internet_access: expected true or false");
-		return -2;
-	}
-	return json_is_true(v);
-}
-
-/* ---- create ------------------------------------------------------------------------------ */
-
-/* the create fields paddock cannot honour, refused by name when they ask for something */
-static bool check_unsupported(struct e2b_req *r, json_t *body)
-{
-	json_t *resume = json_object_get(body, "autoResume"), *ap = json_object_get(body, "autoPause");
-
-	if (ap && !json_is_null(ap) && !json_is_boolean(ap)) {
-		e2b_reply_error(r, 400, "autoPause: expected true or false");
-		return false;
-	}
-	if (json_is_true(json_object_get(resume, "enabled"))) {
-		e2b_reply_error(r, 400,
-			    "autoResume: traffic does not resume a paused paddock sandbox; "
-			    "Sandbox.connect() does");
-		return false;
-	}
-	if (asks(json_object_get(body, "volumeMounts"))) {
-		e2b_reply_error(r, 400,
-			    "volumeMounts: volumes are not supported by paddock (a "
-			    "template's spec can bind host directories)");
-		return false;
-	}
-	if (asks(json_object_get(body, "mcp"))) {
-		e2b_reply_error(r, 400, "mcp: the MCP gateway is not supported by paddock");
-		return false;
-	}
-	if (asks(json_object_get(json_object_get(body, "iam"), "tokens"))) {
-		e2b_reply_error(r, 400,
-			    "iam.tokens: workload identity tokens are not supported by "
-			    "paddock");
-		return false;
-	}
-	return true;
-}
-
-/* metadata: string values, no reserved key, room for paddock's own entries */
-static bool check_metadata(struct e2b_req *r, json_t *meta)
-{
-	const char *k;
-	json_t *v;
-
-	if (!meta || json_is_null(meta))
-		return true;
-	if (!json_is_object(meta)) {
-		e2b_reply_error(r, 400, "metadata: expected an object of string values");
-		return false;
-	}
-	if (json_object_size(meta) > META_MAX - 2) {
-		e2b_reply_error(r, 400, "metadata: expected at most %d entries", META_MAX - 2);
-		return false;
-	}
-	json_object_foreach(meta, k, v) {
-		char e[72];
-
-		if (is_reserved(k)) {
-			e2b_reply_error(r, 400,
-				    "metadata.%s: keys starting '" RESERVED_PREFIX
-				    "' are reserved for paddock",
-				    esc(k, e, sizeof(e)));
-			return false;
-		}
-		if (!json_is_string(v)) {
-			e2b_reply_error(r, 400, "metadata.%s: expected a string", esc(k, e, sizeof(e)));
-			return false;
-		}
-	}
-	return true;
-}
-
-/* envVars over the template's env; false once the error is answered */
-static bool merge_env(struct e2b_req *r, json_t *spec, json_t *env_vars)
-{
-	json_t *env = json_object_get(spec, "env"), *v;
-	const char *k;
-
-	if (!env_vars || json_is_null(env_vars))
-		return true;
-	if (!json_is_object(env_vars)) {
-		e2b_reply_error(r, 400, "envVars: expected an object of string values");
-		return false;
-	}
-	if (!json_is_object(env)) {
-		env = json_object();
-		json_object_set_new(spec, "env", env);
-	}
-	json_object_foreach(env_vars, k, v) {
-		char e[72];
-
-		if (!json_is_string(v)) {
-			e2b_reply_error(r, 400, "envVars.%s: expected a string", esc(k, e, sizeof(e)));
-			return false;
-		}
-		json_object_set(env, k, v); /* the spec parser judges the name */
-	}
-	return true;
-}
-
-/*
- * The network section of the new sandbox's spec: the client's, mapped, over the template's
- * (its other fields, such as max_connections, stay); the template's when the client asks
- * nothing. E2B gives internet access by default: a template without a network section gets
- * "open" when the client asks for internet access, and when it asks nothing, "open" if
- * --max-network allows it, else "none" (an explicit ask beyond --max-network is a 403).
- */
-static bool create_network(struct e2b_req *r, json_t *body, json_t *spec, struct netmap *nm)
-{
-	json_t *net = json_object_get(body, "network"), *allow_out, *deny_out, *tnet, *m;
-	int aia = get_internet(r, body);
-
-	if (aia == -2)
-		return false;
-	if (net && !json_is_null(net) && !json_is_object(net)) {
-		e2b_reply_error(r, 400, "network: expected an object");
-		return false;
-	}
-	if (!check_network_extras(r, net) ||
-	    !string_list(r, net, "allowOut", "network.allowOut", &allow_out) ||
-	    !string_list(r, net, "denyOut", "network.denyOut", &deny_out))
-		return false;
-	tnet = json_object_get(spec, "network");
-	if (!allow_out && !deny_out && aia != 0) {
-		if (json_is_object(tnet))
-			return true;
-		json_object_set_new(spec, "network",
-				    json_pack("{s:s}", "mode",
-					      (aia == 1 || r->d->max_net >= 2) ? "open" : "none"));
-		return true;
-	}
-	m = map_network(aia, allow_out, deny_out, nm);
-	if (!m) {
-		e2b_reply_error(r, 500, "out of memory");
-		return false;
-	}
-	if (json_is_object(tnet))
-		json_object_update(tnet, m);
-	else
-		json_object_set(spec, "network", m);
-	json_decref(m);
-	return true;
-}
-
-static void create(struct e2b_req *r, bool v2)
-{
-	json_t *body = body_object(r, true), *tmpl_v, *spec = NULL, *meta, *cmeta;
-	struct netmap nm = {0};
-	paddock_error err = {0};
-	const char *tmpl;
-	struct box *b = NULL;
-	int64_t ttl;
-	char e[72];
-	int aia;
-
-	if (!body)
-		return;
-	tmpl_v = json_object_get(body, "templateID");
-	if (tmpl_v && !json_is_string(tmpl_v)) {
-		e2b_reply_error(r, 400, "templateID: expected a template name");
-		goto out;
-	}
-	tmpl = tmpl_v ? json_string_value(tmpl_v) : "base";
-	/* --e2b-templates first, then the tenant's templates in paddockd (POST /v1/templates) */
-	spec = json_is_object(json_object_get(r->e->templates, tmpl))
-		       ? json_deep_copy(json_object_get(r->e->templates, tmpl))
-		       : pd_template_spec(r->d, r->tenant, tmpl);
-	if (!spec) {
-		e2b_reply_error(r, 404, "template '%s' not found", esc(tmpl, e, sizeof(e)));
-		goto out;
-	}
-	cmeta = json_object_get(body, "metadata");
-	if (!get_seconds(r, body, "timeout", v2 ? CREATE_DEFAULT_V2_S : CREATE_DEFAULT_V1_S,
-			 &ttl) ||
-	    !check_unsupported(r, body) || !check_metadata(r, cmeta))
-		goto out;
-	if (!merge_env(r, spec, json_object_get(body, "envVars")) ||
-	    !create_network(r, body, spec, &nm))
-		goto out;
-	/* envd's working directory, and so the code interpreter's contexts' (E2B's default) */
-	if (!json_object_get(spec, "cwd"))
-		json_object_set_new(spec, "cwd", json_string("/home/user"));
-	meta = json_is_object(cmeta) ? json_deep_copy(cmeta) : json_object();
-	json_object_set_new(meta, META_TEMPLATE, json_string(tmpl));
-	aia = get_internet(r, body);
-	if (aia >= 0)
-		json_object_set_new(meta, META_INTERNET, json_string(aia ? "true" : "false"));
-	json_object_set_new(spec, "metadata", meta);
-	json_object_set_new(spec, "ttl_s", json_integer(ttl));
-	/* paused with its memory whatever autoPauseMemory says: a freezer keeps it all */
-	if (json_is_true(json_object_get(body, "autoPause")))
-		json_object_set_new(spec, "on_timeout", json_string("pause"));
-	if (pd_box_create(r->d, r->tenant, spec, &b, &err) < 0) {
-		reply_paddock_error(r, &err, &nm);
-		goto out;
-	}
-	e2b_reply_json(r, 201, sandbox_json(r->e, b));
-out:
-	json_decref(spec);
-	json_decref(body);
-}
-
 /* ---- one sandbox ------------------------------------------------------------------------- */
 
 /* The tenant's live sandbox `id`, or NULL with 404 answered. */
-static struct box *find_live(struct e2b_req *r, const char *id)
+struct box *e2b_ctl_find_live(struct e2b_req *r, const char *id)
 {
 	struct box *b = pd_box_find(r->d, r->tenant, id);
 
-	if (!b || !box_live(b)) {
-		reply_not_found(r, id);
+	if (!b || !e2b_ctl_live(b)) {
+		e2b_ctl_reply_not_found(r, id);
 		return NULL;
 	}
 	return b;
 }
 
-/* As PUT /v1/sandboxes/{id}/ttl: recorded so a restart keeps it, or unchanged (503). */
-static bool set_expiry(struct e2b_req *r, struct box *b, int64_t seconds)
-{
-	int64_t ttl = b->ttl_s, expires = b->expires_ms;
-	paddock_error err = { 0 };
-
-	b->ttl_s = seconds;
-	b->expires_ms = pd_now_ms() + seconds * 1000;
-	if (pd_box_persist(b, &err) < 0) {
-		b->ttl_s = ttl;
-		b->expires_ms = expires;
-		reply_paddock_error(r, &err, NULL);
-		return false;
-	}
-	return true;
-}
-
-/*
- * Resumes a paused sandbox, which then ends `t` seconds from now, as E2B's resume does
- * (a paused one's expiry was its time kept paused). False once the error is answered.
- */
-static bool resume_for(struct e2b_req *r, struct box *b, int64_t t)
-{
-	paddock_error err = { 0 };
-
-	if (pd_box_resume(b, &err) < 0) {
-		reply_paddock_error(r, &err, NULL);
-		return false;
-	}
-	return set_expiry(r, b, t);
-}
-
-/*
- * A sandbox stopped through paddockd's API (POST /v1/sandboxes/{id}/stop) is started, and
- * then ends `t` seconds from now, as a resumed one. False once the error is answered.
- */
-static bool start_for(struct e2b_req *r, struct box *b, int64_t t)
-{
-	paddock_error err = { 0 };
-
-	if (pd_box_start(b, &err) < 0) {
-		reply_paddock_error(r, &err, NULL);
-		return false;
-	}
-	return set_expiry(r, b, t);
-}
-
-/*
- * POST /v2/sandboxes/{id}/connect: a running sandbox's timeout only grows (200); a paused
- * one is resumed with the timeout (201, as E2B answers a resume); one stopped through
- * paddockd's API is started (201: E2B has no stop, only this way back).
- */
-static void connect_box(struct e2b_req *r, const char *id)
-{
-	json_t *body = body_object(r, true);
-	bool resumed = false;
-	struct box *b;
-	int64_t t;
-
-	if (!body)
-		return;
-	if (!get_seconds(r, body, "timeout", CONNECT_DEFAULT_S, &t))
-		goto out;
-	b = pd_box_find(r->d, r->tenant, id);
-	if (b && b->stopped && b->kept_image[0]) {
-		if (!start_for(r, b, t))
-			goto out;
-		e2b_reply_json(r, 201, sandbox_json(r->e, b));
-		goto out;
-	}
-	b = find_live(r, id);
-	if (!b)
-		goto out;
-	pd_box_touch(b);
-	if (b->paused) {
-		if (!resume_for(r, b, t))
-			goto out;
-		resumed = true;
-	} else if (pd_now_ms() + t * 1000 > b->expires_ms && !set_expiry(r, b, t)) {
-		goto out;
-	}
-	e2b_reply_json(r, resumed ? 201 : 200, sandbox_json(r->e, b));
-out:
-	json_decref(body);
-}
-
-/* POST /sandboxes/{id}/pause: 204; 409 when it is paused already (the SDK's false) */
-static void pause_box(struct e2b_req *r, const char *id)
-{
-	json_t *body = body_object(r, true);
-	paddock_error err = { 0 };
-	struct box *b;
-	char e[72];
-
-	if (!body)
-		return;
-	json_decref(body); /* "memory": false asks for less than a freezer keeps: all is kept */
-	b = find_live(r, id);
-	if (!b)
-		return;
-	if (b->paused)
-		return e2b_reply_error(r, 409, "sandbox '%s' is already paused",
-				       esc(id, e, sizeof(e)));
-	if (pd_box_pause(b, &err) < 0)
-		return reply_paddock_error(r, &err, NULL);
-	reply_empty(r, 204);
-}
-
-/* POST /sandboxes/{id}/resume (E2B's older call): 201 with the sandbox; 409 when running */
-static void resume_box(struct e2b_req *r, const char *id)
-{
-	json_t *body = body_object(r, true);
-	struct box *b;
-	int64_t t;
-	char e[72];
-
-	if (!body)
-		return;
-	if (!get_seconds(r, body, "timeout", CREATE_DEFAULT_V1_S, &t))
-		goto out;
-	b = find_live(r, id);
-	if (!b)
-		goto out;
-	if (!b->paused) {
-		e2b_reply_error(r, 409, "sandbox '%s' is already running", esc(id, e, sizeof(e)));
-		goto out;
-	}
-	if (resume_for(r, b, t))
-		e2b_reply_json(r, 201, sandbox_json(r->e, b));
-out:
-	json_decref(body);
-}
-
-/* POST /sandboxes/{id}/timeout: the sandbox ends `timeout` seconds from now */
-static void set_timeout(struct e2b_req *r, const char *id)
-{
-	json_t *body = body_object(r, false);
-	struct box *b;
-	int64_t t;
-
-	if (!body)
-		return;
-	if (!json_is_number(json_object_get(body, "timeout"))) {
-		e2b_reply_error(r, 400, "timeout: expected whole seconds from 0 to %d", PD_MAX_TTL_S);
-		goto out;
-	}
-	if (!get_seconds(r, body, "timeout", 0, &t))
-		goto out;
-	b = find_live(r, id);
-	if (!b)
-		goto out;
-	if (set_expiry(r, b, t))
-		reply_empty(r, 204);
-out:
-	json_decref(body);
-}
-
-static void kill_box(struct e2b_req *r, const char *id)
-{
-	struct box *b = pd_box_find(r->d, r->tenant, id);
-
-	if (!b)
-		return reply_not_found(r, id);
-	paddock_error err = { 0 };
-
-	/* 204 once init is killed; the kernel's teardown finishes off the request path */
-	if (pd_box_delete(b, "deleted", NULL, false, &err) < 0)
-		return reply_paddock_error(r, &err, NULL);
-	reply_empty(r, 204);
-}
-
 /* a query number from min to max; false once the error is answered */
-static bool query_long(struct e2b_req *r, struct evkeyvalq *q, const char *key, long min, long max,
-		       long *ret)
+bool e2b_ctl_query_long(struct e2b_req *r, struct evkeyvalq *q, const char *key, long min,
+			long max, long *ret)
 {
 	const char *s = evhttp_find_header(q, key);
 	char *end;
@@ -924,12 +398,12 @@ static void metrics(struct e2b_req *r, const char *id)
 	struct box *b;
 	json_t *a;
 
-	if (!query_parse(r, &q))
+	if (!e2b_ctl_query(r, &q))
 		return;
-	if (!query_long(r, &q, "start", 0, 1L << 40, &start) ||
-	    !query_long(r, &q, "end", 0, 1L << 40, &end))
+	if (!e2b_ctl_query_long(r, &q, "start", 0, 1L << 40, &start) ||
+	    !e2b_ctl_query_long(r, &q, "end", 0, 1L << 40, &end))
 		goto out;
-	b = find_live(r, id);
+	b = e2b_ctl_find_live(r, id);
 	if (!b)
 		goto out;
 	a = json_array();
@@ -952,338 +426,6 @@ out:
 	evhttp_clear_headers(&q);
 }
 
-/*
- * PUT /sandboxes/{id}/network: E2B replaces the whole egress configuration; a field left
- * out is cleared (so {} opens the sandbox to the internet, as in E2B).
- */
-static void put_network(struct e2b_req *r, const char *id)
-{
-	json_t *body = body_object(r, false), *allow_out, *deny_out, *net = NULL, *old_aia;
-	paddock_error err = {0};
-	struct netmap nm = {0};
-	struct box *b;
-	int aia, k;
-
-	if (!body)
-		return;
-	aia = get_internet(r, body);
-	if (aia == -2 || !check_network_extras(r, body) ||
-	    !string_list(r, body, "allowOut", "network.allowOut", &allow_out) ||
-	    !string_list(r, body, "denyOut", "network.denyOut", &deny_out))
-		goto out;
-	b = find_live(r, id);
-	if (!b)
-		goto out;
-	net = map_network(aia, allow_out, deny_out, &nm);
-	/* the metadata first: pd_box_set_network() records both, or neither */
-	old_aia = json_incref(json_object_get(b->metadata, META_INTERNET));
-	if (aia >= 0)
-		json_object_set_new(b->metadata, META_INTERNET,
-				    json_string(aia ? "true" : "false"));
-	else
-		json_object_del(b->metadata, META_INTERNET);
-	k = net ? pd_box_set_network(b, net, &err) : dfail(&err, ENOMEM, "network policy");
-	if (k < 0) {
-		if (old_aia)
-			json_object_set(b->metadata, META_INTERNET, old_aia);
-		else
-			json_object_del(b->metadata, META_INTERNET);
-	}
-	json_decref(old_aia);
-	if (k < 0 && err.code == EPERM && !strstr(err.msg, "--max-network")) {
-		e2b_reply_error(r, 409,
-			    "network: this sandbox was created without internet access "
-			    "(mode 'none'), which cannot be opened later");
-		goto out;
-	}
-	if (k < 0) {
-		reply_paddock_error(r, &err, &nm);
-		goto out;
-	}
-	reply_empty(r, 204);
-out:
-	json_decref(net);
-	json_decref(body);
-}
-
-/* ---- list -------------------------------------------------------------------------------- */
-
-struct list_query {
-	json_t *metadata; /* key -> value every listed sandbox has */
-	bool running;	  /* "running" is among the states asked for */
-	bool paused;	  /* "paused" is */
-	const char *tmpl; /* template ID or alias, or NULL */
-	int64_t after_ms; /* started at or after, 0: any */
-	bool asc;	  /* oldest first (default: newest first) */
-	long limit;
-	bool has_token;
-	int64_t tok_ms; /* nextToken: where the page starts (created_ms, id) */
-	char tok_id[32];
-};
-
-/* "%XX" and, with plus, "+" as a space; in place. False when the result holds a NUL. */
-static bool url_decode(char *s, bool plus)
-{
-	size_t n = 0;
-	char *out = evhttp_uridecode(s, plus, &n);
-	bool ok = out && n == strlen(out) && n <= strlen(s);
-
-	if (ok)
-		memcpy(s, out, strlen(out) + 1);
-	free(out);
-	return ok;
-}
-
-/*
- * The SDK's metadata filter: URLSearchParams of encodeURIComponent'd keys and values, so a
- * pair is decoded twice once split (the query layer decoded the parameter once already).
- */
-static bool parse_metadata_filter(struct e2b_req *r, const char *s, json_t *ret)
-{
-	char *copy = strdup(s), *save = NULL;
-	bool ok = copy != NULL;
-
-	for (char *p = copy ? strtok_r(copy, "&", &save) : NULL; ok && p;
-	     p = strtok_r(NULL, "&", &save)) {
-		char *eq = strchr(p, '=');
-
-		if (!eq || eq == p || json_object_size(ret) >= META_MAX) {
-			ok = false;
-			break;
-		}
-		*eq = '\0';
-		ok = url_decode(p, true) && url_decode(p, false) && url_decode(eq + 1, true) &&
-		     url_decode(eq + 1, false) && *p;
-		/* a pair that is not UTF-8 must not drop out of the filter: refused */
-		if (ok)
-			ok = json_object_set_new(ret, p, json_string(eq + 1)) == 0;
-	}
-	free(copy);
-	if (!ok)
-		e2b_reply_error(r, 400,
-			    "metadata: expected URL-encoded key=value pairs joined by '&' "
-			    "(at most %d)",
-			    META_MAX);
-	return ok;
-}
-
-/* RFC 3339 ("2025-06-01T09:14:03.512Z", "...+02:00") to ms since the epoch */
-static bool parse_time(const char *s, int64_t *ret)
-{
-	struct tm tm = {0};
-	const char *p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
-	int64_t ms = 0, off = 0;
-	time_t t;
-
-	if (!p)
-		return false;
-	if (*p == '.') {
-		int digits = 0;
-
-		for (p++; isdigit((unsigned char)*p); p++, digits++)
-			if (digits < 3)
-				ms = ms * 10 + (*p - '0');
-		if (digits == 0)
-			return false;
-		for (; digits < 3; digits++)
-			ms *= 10;
-	}
-	if (*p == 'Z' || *p == 'z') {
-		p++;
-	} else if ((*p == '+' || *p == '-' || *p == ' ') && isdigit((unsigned char)p[1]) &&
-		   isdigit((unsigned char)p[2]) && p[3] == ':' && isdigit((unsigned char)p[4]) &&
-		   isdigit((unsigned char)p[5])) {
-		/* a "+" the query layer turned into a space is still an east offset */
-		off = ((p[1] - '0') * 10 + (p[2] - '0')) * 3600 +
-		      ((p[4] - '0') * 10 + (p[5] - '0')) * 60;
-		if (*p == '-')
-			off = -off;
-		p += 6;
-	} else {
-		return false;
-	}
-	if (*p)
-		return false;
-	t = timegm(&tm);
-	if (t == (time_t)-1)
-		return false;
-	*ret = ((int64_t)t - off) * 1000 + ms;
-	return true;
-}
-
-static bool parse_states(struct e2b_req *r, struct evkeyvalq *q, struct list_query *lq)
-{
-	bool any = false;
-
-	lq->running = lq->paused = true; /* no state asked: both */
-	for (struct evkeyval *kv = q->tqh_first; kv; kv = kv->next.tqe_next) {
-		char buf[64], *save = NULL;
-
-		if (strcmp(kv->key, "state") != 0)
-			continue;
-		if (!any)
-			lq->running = lq->paused = false;
-		any = true;
-		snprintf(buf, sizeof(buf), "%s", kv->value);
-		for (char *s = strtok_r(buf, ",", &save); s; s = strtok_r(NULL, ",", &save)) {
-			if (strcmp(s, "running") == 0) {
-				lq->running = true;
-			} else if (strcmp(s, "paused") == 0) {
-				lq->paused = true;
-			} else {
-				e2b_reply_error(r, 400, "state: expected 'running' or 'paused'");
-				return false;
-			}
-		}
-	}
-	return true;
-}
-
-static bool parse_list_query(struct e2b_req *r, struct evkeyvalq *q, bool v2, struct list_query *lq)
-{
-	const char *meta = evhttp_find_header(q, "metadata");
-	const char *after = evhttp_find_header(q, "startedAfter");
-	const char *order = evhttp_find_header(q, "order");
-	const char *token = evhttp_find_header(q, "nextToken");
-
-	lq->limit = v2 ? LIST_LIMIT_MAX : PD_MAX_SANDBOXES;
-	if (meta && *meta && !parse_metadata_filter(r, meta, lq->metadata))
-		return false;
-	if (!parse_states(r, q, lq))
-		return false;
-	if (!v2)
-		return true;
-	lq->tmpl = evhttp_find_header(q, "template");
-	if (lq->tmpl && !*lq->tmpl)
-		lq->tmpl = NULL;
-	if (after && *after && !parse_time(after, &lq->after_ms)) {
-		e2b_reply_error(r, 400,
-			    "startedAfter: expected an RFC 3339 time such as "
-			    "'2025-06-01T09:14:03.512Z'");
-		return false;
-	}
-	if (order && strcmp(order, "asc") != 0 && strcmp(order, "desc") != 0) {
-		e2b_reply_error(r, 400, "order: expected 'asc' or 'desc'");
-		return false;
-	}
-	lq->asc = order && strcmp(order, "asc") == 0;
-	if (!query_long(r, q, "limit", 1, LIST_LIMIT_MAX, &lq->limit))
-		return false;
-	if (token && *token) {
-		char *end;
-		long long ms;
-
-		errno = 0;
-		ms = strtoll(token, &end, 10);
-		if (errno || end == token || *end != '-' || ms < 0 ||
-		    strlen(end + 1) >= sizeof(lq->tok_id) || !end[1]) {
-			e2b_reply_error(r, 400,
-				    "nextToken: expected the X-Next-Token of the previous page");
-			return false;
-		}
-		lq->has_token = true;
-		lq->tok_ms = ms;
-		snprintf(lq->tok_id, sizeof(lq->tok_id), "%s", end + 1);
-	}
-	return true;
-}
-
-/* the order of a page: by start time, then id (stable while sandboxes come and go) */
-static int key_cmp(int64_t ams, const char *aid, int64_t bms, const char *bid)
-{
-	if (ams != bms)
-		return ams < bms ? -1 : 1;
-	return strcmp(aid, bid);
-}
-
-static int cmp_asc(const void *a, const void *b)
-{
-	const struct box *x = *(struct box *const *)a, *y = *(struct box *const *)b;
-
-	return key_cmp(x->created_ms, x->id, y->created_ms, y->id);
-}
-
-static int cmp_desc(const void *a, const void *b)
-{
-	return -cmp_asc(a, b);
-}
-
-static bool list_match(struct e2b_req *r, struct box *b, const struct list_query *lq)
-{
-	const char *k, *tmpl = box_template(b);
-	json_t *v;
-
-	if (strcmp(b->tenant, r->tenant) != 0 || !box_live(b) ||
-	    !(b->paused ? lq->paused : lq->running))
-		return false;
-	if (lq->tmpl && (!tmpl || strcmp(lq->tmpl, tmpl) != 0))
-		return false;
-	if (lq->after_ms && b->created_ms < lq->after_ms)
-		return false;
-	if (lq->has_token) {
-		int c = key_cmp(b->created_ms, b->id, lq->tok_ms, lq->tok_id);
-
-		if (lq->asc ? c < 0 : c > 0)
-			return false;
-	}
-	json_object_foreach(lq->metadata, k, v) {
-		json_t *have = is_reserved(k) ? NULL : json_object_get(b->metadata, k);
-
-		if (!json_equal(have, v))
-			return false;
-	}
-	return true;
-}
-
-/* GET /v2/sandboxes (paged, X-Next-Token) and GET /sandboxes (v1: every match) */
-static void list(struct e2b_req *r, bool v2)
-{
-	struct list_query lq = {.metadata = json_object()};
-	struct box **v = NULL;
-	size_t n = 0, cap = 0;
-	struct evkeyvalq q;
-	json_t *a;
-
-	if (!query_parse(r, &q)) {
-		json_decref(lq.metadata);
-		return;
-	}
-	if (!lq.metadata || !parse_list_query(r, &q, v2, &lq))
-		goto out;
-	for (struct box *b = r->d->boxes; b; b = b->next) {
-		if (!list_match(r, b, &lq))
-			continue;
-		if (n == cap) {
-			struct box **nv = reallocarray(v, cap ? cap * 2 : 16, sizeof(*v));
-
-			if (!nv) {
-				e2b_reply_error(r, 500, "out of memory");
-				goto out;
-			}
-			v = nv;
-			cap = cap ? cap * 2 : 16;
-		}
-		v[n++] = b;
-	}
-	if (n)
-		qsort(v, n, sizeof(*v), lq.asc ? cmp_asc : cmp_desc);
-	a = json_array();
-	for (size_t i = 0; i < n && i < (size_t)lq.limit; i++)
-		json_array_append_new(a, listed_json(v[i]));
-	if (n > (size_t)lq.limit) {
-		char tok[64];
-
-		snprintf(tok, sizeof(tok), "%lld-%s", (long long)v[lq.limit]->created_ms,
-			 v[lq.limit]->id);
-		evhttp_add_header(evhttp_request_get_output_headers(r->req), "X-Next-Token", tok);
-	}
-	e2b_reply_json(r, 200, a);
-out:
-	free(v);
-	json_decref(lq.metadata);
-	evhttp_clear_headers(&q);
-}
-
 /* ---- the rest of E2B's API --------------------------------------------------------------- */
 
 /* GET /templates/aliases/{alias}: whether a template exists (Template.exists()) */
@@ -1296,7 +438,8 @@ static void template_alias(struct e2b_req *r, const char *name)
 				 : pd_template_spec(r->d, r->tenant, name);
 
 	if (!stored && !json_is_object(json_object_get(r->e->templates, name)))
-		return e2b_reply_error(r, 404, "template '%s' not found", esc(name, e, sizeof(e)));
+		return e2b_reply_error(r, 404, "template '%s' not found",
+				       e2b_ctl_esc(name, e, sizeof(e)));
 	json_decref(stored);
 	e2b_reply_json(r, 200, json_pack("{s:s,s:b}", "templateID", name, "public", 0));
 }
@@ -1328,19 +471,19 @@ static void sandbox_action(struct e2b_req *r, const char *id, const char *action
 	if (v2 && strcmp(action, "connect") == 0) {
 		if (m != EVHTTP_REQ_POST)
 			return reply_method(r, "POST");
-		return connect_box(r, id);
+		return e2b_ctl_connect(r, id);
 	}
 	if (v2 && strcmp(action, "logs") != 0)
 		return e2b_reply_error(r, 404, "no such route");
 	if (!v2 && (strcmp(action, "pause") == 0 || strcmp(action, "resume") == 0)) {
 		if (m != EVHTTP_REQ_POST)
 			return reply_method(r, "POST");
-		return strcmp(action, "pause") == 0 ? pause_box(r, id) : resume_box(r, id);
+		return strcmp(action, "pause") == 0 ? e2b_ctl_pause(r, id) : e2b_ctl_resume(r, id);
 	}
 	if (!v2 && strcmp(action, "timeout") == 0) {
 		if (m != EVHTTP_REQ_POST)
 			return reply_method(r, "POST");
-		return set_timeout(r, id);
+		return e2b_ctl_set_timeout(r, id);
 	}
 	if (!v2 && strcmp(action, "metrics") == 0) {
 		if (m != EVHTTP_REQ_GET)
@@ -1350,13 +493,13 @@ static void sandbox_action(struct e2b_req *r, const char *id, const char *action
 	if (!v2 && strcmp(action, "network") == 0) {
 		if (m != EVHTTP_REQ_PUT)
 			return reply_method(r, "PUT");
-		return put_network(r, id);
+		return e2b_ctl_put_network(r, id);
 	}
 	for (size_t i = 0; i < sizeof(unsupported_actions) / sizeof(unsupported_actions[0]); i++) {
 		if (strcmp(action, unsupported_actions[i].name) != 0)
 			continue;
 		/* the sandbox first: the SDK maps a 404 to SandboxNotFoundError */
-		if (!find_live(r, id))
+		if (!e2b_ctl_find_live(r, id))
 			return;
 		return unsupported(r, unsupported_actions[i].msg);
 	}
@@ -1372,21 +515,21 @@ void e2b_control(struct e2b_req *r, char **seg, size_t n_seg)
 	if (v2 || (n_seg >= 1 && strcmp(seg[0], "sandboxes") == 0)) {
 		if (n_seg == base) {
 			if (m == EVHTTP_REQ_POST)
-				return create(r, v2);
+				return e2b_ctl_create(r, v2);
 			if (m == EVHTTP_REQ_GET)
-				return list(r, v2);
+				return e2b_ctl_list(r, v2);
 			return reply_method(r, "GET, POST");
 		}
 		if (n_seg == base + 1 && !v2) {
 			if (m == EVHTTP_REQ_GET) {
-				struct box *b = find_live(r, seg[1]);
+				struct box *b = e2b_ctl_find_live(r, seg[1]);
 
 				if (b)
 					e2b_reply_json(r, 200, e2b_sandbox_json(r->e, b));
 				return;
 			}
 			if (m == EVHTTP_REQ_DELETE)
-				return kill_box(r, seg[1]);
+				return e2b_ctl_kill(r, seg[1]);
 			return reply_method(r, "GET, DELETE");
 		}
 		if (n_seg == base + 2)

@@ -515,8 +515,6 @@ static void handle_control(struct e2b_req *r, const char *path)
 static void proxy_port(struct e2b_req *r, const char *id, long port)
 {
 	struct box *b = box_any_tenant(r->d, id);
-	struct request pr = { .d = r->d, .req = r->req,
-			      .method = (int)evhttp_request_get_command(r->req) };
 	const char *uri = evhttp_request_get_uri(r->req);
 
 	if (!b) {
@@ -528,8 +526,8 @@ static void proxy_port(struct e2b_req *r, const char *id, long port)
 	r->e->m.proxied++;
 	pd_box_touch(b);
 	if (port == PADDOCK_CODE_PORT)
-		return pd_code_forward(&pr, b, uri && uri[0] == '/' ? uri : "/");
-	pd_port_forward(&pr, b, port, uri && uri[0] == '/' ? uri : "/");
+		return pd_code_forward(r->req, b, uri && uri[0] == '/' ? uri : "/");
+	pd_port_forward(r->req, b, port, uri && uri[0] == '/' ? uri : "/");
 }
 
 /* ---- the gate's policy: who a request is, from its head alone ------------------------------ */

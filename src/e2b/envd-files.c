@@ -525,7 +525,6 @@ static bool download_chunk(struct download *dl)
 
 static void download_gzip(struct e2b_req *r, int fd)
 {
-	struct request dr = {.d = r->d, .req = r->req};
 	struct download *dl = calloc(1, sizeof(*dl));
 
 	if (!dl) {
@@ -541,7 +540,7 @@ static void download_gzip(struct e2b_req *r, int fd)
 	}
 	dl->z_ready = true;
 	/* a client that leaves mid-download frees it (W_RESULT: evhttp's timeouts stay) */
-	dl->w = pd_watcher_new(&dr, W_RESULT, dl, &dl->wlist);
+	dl->w = pd_watcher_open(r->d, r->req, W_RESULT, dl, &dl->wlist);
 	if (!dl->w) {
 		download_free(dl);
 		return e2b_reply_error(r, 500, "out of memory");

@@ -794,7 +794,6 @@ fail:
 
 static void fs_watch_dir(struct e2b_req *r, json_t *msg)
 {
-	struct request dr = {.d = r->d, .req = r->req};
 	struct e2b_fswatch *fw = NULL;
 	paddock_error err = {0};
 	struct watch_args a;
@@ -812,7 +811,7 @@ static void fs_watch_dir(struct e2b_req *r, json_t *msg)
 		return pd_connect_stream_end(r->req, &started, pd_connect_code_from_errno(err.code),
 					     "%s", err_text(&err, buf, sizeof(buf)));
 	/* the client going away (closecb, EPOLLRDHUP) ends the watch: daemon.h's watcher */
-	fw->w = pd_watcher_new(&dr, W_EVENTS, fw, &fw->wlist);
+	fw->w = pd_watcher_open(r->d, r->req, W_EVENTS, fw, &fw->wlist);
 	if (fw->w)
 		fw->w->on_gone = client_gone;
 	if (fw->w && r->keepalive_s > 0)

@@ -205,8 +205,12 @@ static struct pstream *pstream_new(struct e2b_req *r)
 	return ps;
 }
 
-/* ---- answers of the daemon's handlers, as Connect errors ---------------------------------- */
+/* ---- the daemon's errors, as Connect errors ------------------------------------------------ */
 
+/*
+ * The Connect code of the status paddockd's API answers err with (pd_http_status()): an exec
+ * refused over E2B is refused for the same reason, and in the same class, as over the API.
+ */
 static enum pd_connect_code code_of_status(int status)
 {
 	switch (status) {
@@ -222,22 +226,12 @@ static enum pd_connect_code code_of_status(int status)
 	}
 }
 
-/* pd_exec_start's errors (it answers through pd_reply_*) end the stream as Connect errors */
-static void start_reply(struct request *r, int status, json_t *body)
+/* pd_exec_start's errors end the stream, named as paddockd names them ("tag: a running ...") */
+static void start_failed(struct e2b_req *r, bool *started, const paddock_error *err)
 {
-	json_t *e = json_object_get(body, "error");
-	const char *msg = json_string_value(json_object_get(e, "message"));
-	const char *field = json_string_value(json_object_get(e, "field"));
-	bool *started = r->ctx;
-
-	if (status < 400) { /* only errors are answered this way: the stream carries the rest */
-		json_decref(body);
-		return;
-	}
-	pd_connect_stream_end(r->req, started, (int)code_of_status(status), "%s%s%s",
-			      field && *field ? field : "", field && *field ? ": " : "",
-			      msg ? msg : "failed");
-	json_decref(body);
+	pd_connect_stream_end(r->req, started, (int)code_of_status(pd_http_status(err, NULL)),
+			      "%s%s%s", err->field, err->field[0] ? ": " : "",
+			      err->msg[0] ? err->msg : "failed");
 }
 
 /* ---- selectors ------------------------------------------------------------------------------ */
@@ -375,14 +369,12 @@ static bool start_body(struct e2b_req *r, json_t *msg, json_t *body, bool *start
 
 static void start(struct e2b_req *r, json_t *msg)
 {
-	struct request dr = { .d = r->d, .req = r->req, .method = EVHTTP_REQ_POST,
-			      .tenant = r->tenant, .on_reply = start_reply };
 	json_t *body = json_object(), *cfg;
+	paddock_error err = { 0 };
 	struct pstream *ps;
 	struct proc *p;
 	bool started = false;
 
-	dr.ctx = &started;
 	if (!start_body(r, msg, body, &started))
 		goto out;
 	ps = pstream_new(r);
@@ -390,9 +382,9 @@ static void start(struct e2b_req *r, json_t *msg)
 		pd_connect_stream_end(r->req, &started, PD_CONNECT_RESOURCE_EXHAUSTED, "out of memory");
 		goto out;
 	}
-	p = pd_exec_start(&dr, r->box, body, &hook_ops, ps);
-	if (!p) {
+	if (pd_exec_start(r->req, r->box, body, &hook_ops, ps, &p, &err) < 0) {
 		pstream_free(ps);
+		start_failed(r, &started, &err);
 		goto out;
 	}
 	/* the watcher is the last of the process's list: the newest */
@@ -411,14 +403,13 @@ static void connect_proc(struct e2b_req *r, json_t *msg)
 {
 	bool started = false;
 	struct proc *p = select_proc(r, msg, true, &started);
-	struct request dr = { .d = r->d, .req = r->req };
 	struct pstream *ps;
 	struct watcher *w;
 
 	if (!p)
 		return;
 	ps = pstream_new(r);
-	w = ps ? pd_proc_hook(&dr, p, &hook_ops, ps) : NULL;
+	w = ps ? pd_proc_hook(r->req, p, &hook_ops, ps) : NULL;
 	if (!w) {
 		if (ps)
 			pstream_free(ps);

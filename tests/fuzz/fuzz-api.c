@@ -4,6 +4,7 @@
  * parser ('d': a decision of network/decisions; else odd: exec request, even: sandbox create:
  * spec + ttl_s + idle_timeout_s + metadata), the rest is the body. A parser must answer every input with a status and never crash or leak.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -33,9 +34,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 	} else if (data[0] & 1) {
 		struct exec_req q = { 0 };
+		paddock_error err = { 0 };
 
-		if (!pd_exec_parse(&r, &b, o, &q) && (r.status < 400 || r.status > 499))
-			abort(); /* a refusal is always a client error */
+		/* a refusal is always a client error (running out of memory is not a refusal) */
+		if (pd_exec_parse(&b, o, &q, &err) < 0 && err.code != ENOMEM) {
+			int status = pd_http_status(&err, NULL);
+
+			if (status < 400 || status > 499)
+				abort();
+		}
 		pd_exec_req_release(&q);
 	} else {
 		paddock_spec *spec = NULL;
