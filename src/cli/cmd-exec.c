@@ -40,6 +40,7 @@
 #include "paddock/paddock.h"
 #include "api.h"
 #include "cli.h"
+#include "exec-stream.h"
 
 /* the most stdin paddockd takes inside an exec request */
 #define STDIN_INLINE_MAX 65536
@@ -230,61 +231,30 @@ static void write_all(int fd, bool *gone, const void *data, size_t len)
 	}
 }
 
-static int output_event(struct session *s, const json_t *ev, bool is_stderr)
+static void handle_event(struct session *s, const struct exec_event *ev)
 {
-	int fd = is_stderr ? STDERR_FILENO : STDOUT_FILENO;
-	bool *gone = is_stderr ? &s->stderr_gone : &s->stdout_gone;
-	json_t *data = json_object_get(ev, "data");
-
-	if (json_is_string(data)) {
-		write_all(fd, gone, json_string_value(data), json_string_length(data));
-		return 0;
-	}
-	data = json_object_get(ev, "data_b64");
-	if (json_is_string(data)) {
-		char *bytes;
-		size_t len;
-		if (pd_base64_decode(json_string_value(data), json_string_length(data), &bytes,
-				     &len) < 0) {
-			restore_terminal();
-			return api_failf("paddockd sent output that is not base64");
-		}
-		write_all(fd, gone, bytes, len);
-		free(bytes);
-	}
-	return 0;
-}
-
-/* One NDJSON event: 0, or an exit status (125, printed) when it is malformed. */
-static int handle_event(struct session *s, const char *line, size_t len)
-{
-	json_error_t jerr;
-	json_t *ev = json_loadb(line, len, JSON_ALLOW_NUL, &jerr);
-	const char *type = api_str(ev, "type", "");
-	int r = 0;
-
-	if (!json_is_object(ev)) {
-		json_decref(ev);
-		restore_terminal();
-		return api_failf("paddockd sent an event that is not a JSON object");
-	}
-	if (!strcmp(type, "start")) {
-		json_t *pid = json_object_get(ev, "pid");
-		if (json_is_integer(pid) && s->pid < 0) {
-			s->pid = json_integer_value(pid);
+	switch (ev->type) {
+	case EXEC_EVENT_START:
+		if (ev->pid >= 0 && s->pid < 0) {
+			s->pid = ev->pid;
 			snprintf(s->pid_s, sizeof(s->pid_s), "%" JSON_INTEGER_FORMAT, s->pid);
 		}
-	} else if (!strcmp(type, "stdout") || !strcmp(type, "stderr")) {
-		r = output_event(s, ev, type[3] == 'e');
-	} else if (!strcmp(type, "exit")) {
-		json_t *result = json_object_get(ev, "result");
+		break;
+	case EXEC_EVENT_STDOUT:
+		write_all(STDOUT_FILENO, &s->stdout_gone, ev->data, ev->len);
+		break;
+	case EXEC_EVENT_STDERR:
+		write_all(STDERR_FILENO, &s->stderr_gone, ev->data, ev->len);
+		break;
+	case EXEC_EVENT_EXIT:
 		s->exited = true;
-		if (json_is_object(result))
-			s->result = json_incref(result);
+		if (ev->result)
+			s->result = json_incref(ev->result);
+		break;
+	case EXEC_EVENT_OTHER: /* newer than us, and nothing we must act on */
+	case _EXEC_EVENT_MAX:
+		break;
 	}
-	/* other types: newer than us, and nothing we must act on */
-	json_decref(ev);
-	return r;
 }
 
 /* A short request about the process (.../WHAT[/SUB]), errors not shown: 0 on success. */
@@ -508,17 +478,13 @@ static int follow(struct session *s)
 			{ .fd = s->stdin_open && !pending ? STDIN_FILENO : -1, .events = POLLIN },
 		};
 		int timeout = -1;
-		const char *line;
-		size_t len;
+		struct exec_event ev;
 		int r;
 
 		/* everything already received first: poll() cannot see what is buffered */
-		while ((r = http_read_line(s->out, API_LINE_MAX, &line, &len, &err)) > 0) {
-			if (len == 0)
-				continue;
-			r = handle_event(s, line, len);
-			if (r != 0)
-				return r;
+		while ((r = exec_stream_next(s->out, API_LINE_MAX, &ev, &err)) > 0) {
+			handle_event(s, &ev);
+			exec_event_release(&ev);
 			if (s->exited)
 				return 0;
 		}

@@ -21,6 +21,7 @@
 #include "backend-daemon-internal.h"
 #include "client.h"
 #include "error.h"
+#include "exec-stream.h"
 #include "util/base64.h"
 #include "util/cleanup.h"
 
@@ -30,8 +31,6 @@
 #define RING_LINE_MAX (8u << 20)
 #define RING_LINES_MAX 16 /* the ring is two lines and an exit: more is not paddockd's */
 #define STDIN_MAX 65536u /* paddockd takes this much stdin in an exec request */
-
-static const char *const stream_names[2] = { "stdout", "stderr" };
 
 /* What is kept of one stream of a command: the first `keep` bytes, and how many came. */
 struct capture {
@@ -129,35 +128,6 @@ static int exec_body(const struct mcp_exec_req *req, bool with_stdin, json_t **r
 	return 0;
 }
 
-/* An event's bytes: `data` (borrowed) or `data_b64` (decoded into *ret_buf, to free). */
-static int event_bytes(json_t *ev, char **ret_buf, const char **ret_data, size_t *ret_len,
-		       paddock_error *err)
-{
-	json_t *d = json_object_get(ev, "data"), *b = json_object_get(ev, "data_b64");
-
-	*ret_buf = NULL;
-	*ret_data = NULL;
-	*ret_len = 0;
-	if (json_is_string(d)) {
-		*ret_data = json_string_value(d);
-		*ret_len = json_string_length(d);
-		return 0;
-	}
-	if (!json_is_string(b) ||
-	    pd_base64_decode(json_string_value(b), json_string_length(b), ret_buf, ret_len) < 0)
-		return pd_fail(err, EPROTO, "paddockd sent an output event without valid data");
-	*ret_data = *ret_buf;
-	return 0;
-}
-
-static int stream_index(const char *type)
-{
-	for (int i = 0; i < 2; i++)
-		if (strcmp(type, stream_names[i]) == 0)
-			return i;
-	return -1;
-}
-
 /* Keeps the first `keep` bytes of a stream and counts them all. */
 static int capture_add(struct capture *c, size_t keep, const char *data, size_t n)
 {
@@ -209,35 +179,20 @@ static json_t *exec_result(const struct mcp_pending *p, json_t *report)
 			 "report", report);
 }
 
-/* One line of the exec stream: 1 and *ret_result at the exit event, 0 to go on, or -errno. */
-static int exec_line(struct mcp_pending *p, const char *line, size_t len, json_t **ret_result,
-		     paddock_error *err)
+/* One event of the exec stream: 1 and *ret_result at the exit event, 0 to go on, or -errno. */
+static int exec_event(struct mcp_pending *p, const struct exec_event *ev, json_t **ret_result,
+		      paddock_error *err)
 {
-	_cleanup_json_ json_t *ev = json_loadb(line, len, JSON_ALLOW_NUL, NULL);
-	_cleanup_free_ char *buf = NULL;
-	const char *type = json_string_value(json_object_get(ev, "type")), *data;
-	json_t *report;
-	size_t n;
-	int i, r;
-
-	if (!type)
-		return pd_fail(err, EPROTO,
-			       "paddockd sent a malformed line in the command's stream");
-	i = stream_index(type);
-	if (i >= 0) {
-		r = event_bytes(ev, &buf, &data, &n, err);
-		if (r < 0)
-			return r;
-		if (capture_add(&p->out[i], p->keep, data, n) < 0)
+	if (ev->type == EXEC_EVENT_STDOUT || ev->type == EXEC_EVENT_STDERR) {
+		if (capture_add(&p->out[ev->type], p->keep, ev->data, ev->len) < 0)
 			return pd_fail(err, ENOMEM, "out of memory");
 		return 0;
 	}
-	if (strcmp(type, "exit") != 0)
+	if (ev->type != EXEC_EVENT_EXIT)
 		return 0; /* "start", and what a newer paddockd may add */
-	report = json_object_get(ev, "result");
-	if (!json_is_object(report))
+	if (!ev->result)
 		return pd_fail(err, EPROTO, "paddockd sent no report of the command's end");
-	*ret_result = exec_result(p, report);
+	*ret_result = exec_result(p, ev->result);
 	if (!*ret_result)
 		return pd_fail(err, ENOMEM, "out of memory");
 	return 1;
@@ -280,20 +235,21 @@ static void exec_readable(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	for (int i = 0; i < LINES_PER_WAKE; i++) {
-		const char *line;
-		size_t len;
-		int r = http_read_line(p->conn, EXEC_LINE_MAX, &line, &len, &err);
+		struct exec_event ev;
+		int r = exec_stream_next(p->conn, EXEC_LINE_MAX, &ev, &err);
 
 		if (r == -EAGAIN)
 			return;
-		if (r == 0)
+		if (r == 0) {
 			r = pd_fail(&err, EPIPE,
 				    "paddockd ended the command's stream before its end (the "
 				    "sandbox was destroyed, or paddockd stopped)");
-		else if (r > 0)
-			r = exec_line(p, line, len, &result, &err);
-		else
+		} else if (r > 0) {
+			r = exec_event(p, &ev, &result, &err);
+			exec_event_release(&ev);
+		} else {
 			pd_error_prefix(&err, "paddockd");
+		}
 		if (r != 0) {
 			exec_finish(p, result, &err);
 			return;
@@ -447,44 +403,30 @@ static int fresh_add(struct fresh *f, size_t max, const char *data, size_t n)
 }
 
 /*
- * One line of GET …/output: a chunk from the ring, at `offset` in its stream, or the exit
+ * One event of GET …/output: a chunk from the ring, at `offset` in its stream, or the exit
  * event (*ret_report: its result, a new reference).
  */
-static int output_line(struct dproc *p, const char *line, size_t len, size_t max,
-		       struct fresh out[2], json_t **ret_report, paddock_error *err)
+static int output_event(struct dproc *p, const struct exec_event *ev, size_t max,
+			struct fresh out[2], json_t **ret_report, paddock_error *err)
 {
-	_cleanup_json_ json_t *ev = json_loadb(line, len, JSON_ALLOW_NUL, NULL);
-	_cleanup_free_ char *buf = NULL;
-	const char *type = json_string_value(json_object_get(ev, "type")), *data;
-	json_t *off;
-	size_t n;
-	int i, r;
+	int i = ev->type;
 
-	if (!type)
-		return pd_fail(err, EPROTO, "paddockd sent a malformed line of process output");
-	if (strcmp(type, "exit") == 0) {
-		json_t *report = json_object_get(ev, "result");
-
+	if (ev->type == EXEC_EVENT_EXIT) {
 		json_decref(*ret_report);
-		*ret_report = json_is_object(report) ? json_incref(report) : json_null();
+		*ret_report = ev->result ? json_incref(ev->result) : json_null();
 		return 0;
 	}
-	i = stream_index(type);
-	if (i < 0)
+	if (ev->type != EXEC_EVENT_STDOUT && ev->type != EXEC_EVENT_STDERR)
 		return 0;
-	r = event_bytes(ev, &buf, &data, &n, err);
-	if (r < 0)
-		return r;
-	off = json_object_get(ev, "offset");
-	if (json_is_integer(off) && json_integer_value(off) >= 0) {
-		uint64_t o = (uint64_t)json_integer_value(off);
+	if (ev->offset >= 0) {
+		uint64_t o = (uint64_t)ev->offset;
 
 		/* above what was asked: the ring dropped the bytes between; below: a restart */
 		if (o > p->since[i])
 			out[i].dropped += o - p->since[i];
-		p->since[i] = o + n;
+		p->since[i] = o + ev->len;
 	}
-	if (fresh_add(&out[i], max, data, n) < 0)
+	if (fresh_add(&out[i], max, ev->data, ev->len) < 0)
 		return pd_fail(err, ENOMEM, "out of memory");
 	return 0;
 }
@@ -502,7 +444,7 @@ static int read_output(struct dbackend *b, struct dsandbox *s, struct dproc *p, 
 	for (int i = 0; i < 2; i++)
 		snprintf(since[i], sizeof(since[i]), "%" PRIu64, p->since[i]);
 	url = dbackend_url(SEGS(s->id, "processes", p->tag, "output"),
-		       QUERY("since_stdout", since[0], "since_stderr", since[1]));
+			   QUERY("since_stdout", since[0], "since_stderr", since[1]));
 	if (!url)
 		return pd_fail(err, ENOMEM, "out of memory");
 	struct http_request req = { .method = "GET", .target = url, .body_fd = -1 };
@@ -510,18 +452,19 @@ static int read_output(struct dbackend *b, struct dsandbox *s, struct dproc *p, 
 	if (r < 0)
 		return r;
 	for (int lines = 0;; lines++) {
-		const char *line;
-		size_t len;
+		struct exec_event ev;
 
-		r = http_read_line(c, RING_LINE_MAX, &line, &len, err);
+		r = exec_stream_next(c, RING_LINE_MAX, &ev, err);
 		if (r < 0)
 			return dbackend_io_error(r, err);
 		if (r == 0)
 			return 0;
-		if (lines >= RING_LINES_MAX)
-			return pd_fail(err, EPROTO, "paddockd sent more than %d lines of output",
-				       RING_LINES_MAX);
-		r = output_line(p, line, len, max, out, ret_report, err);
+		if (lines < RING_LINES_MAX)
+			r = output_event(p, &ev, max, out, ret_report, err);
+		else
+			r = pd_fail(err, EPROTO, "paddockd sent more than %d lines of output",
+				    RING_LINES_MAX);
+		exec_event_release(&ev);
 		if (r < 0)
 			return r;
 	}

@@ -573,7 +573,7 @@ static void keepalive_cb(evutil_socket_t fd, short what, void *arg)
 		b->last_renew = mono_s();
 	for (struct dsandbox *s = b->sandboxes; s; s = s->next) {
 		_cleanup_free_ char *touch = dbackend_url(SEGS(s->id, "files", "stat"),
-						      QUERY("path", "/"));
+							  QUERY("path", "/"));
 		_cleanup_free_ char *renew_url = dbackend_url(SEGS(s->id, "ttl"), NULL);
 		paddock_error err = { 0 };
 
