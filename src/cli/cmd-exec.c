@@ -19,7 +19,8 @@
  * One process, one poll() loop over the output stream, a signalfd and stdin. SIGINT, SIGTERM,
  * SIGHUP and SIGQUIT are forwarded to the command (POST .../signal); a second one makes us
  * exit at once with 128+N. The output comes from a sandbox: it is copied, never interpreted,
- * and the NDJSON lines carrying it are bounded (API_LINE_MAX).
+ * and the NDJSON lines carrying it are bounded (API_LINE_MAX) and decoded by the client
+ * library (exec-stream.h), as for `paddock mcp --connect`.
  */
 #include <errno.h>
 #include <getopt.h>

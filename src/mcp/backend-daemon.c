@@ -61,22 +61,6 @@ static time_t mono_s(void)
 
 /* ---- URLs --------------------------------------------------------------------------------- */
 
-static void put_encoded(FILE *f, const char *s, bool keep_slash)
-{
-	static const char hex[] = "0123456789ABCDEF";
-
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		bool plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-			     (*p >= '0' && *p <= '9') || strchr("-._~", *p) ||
-			     (keep_slash && *p == '/');
-
-		if (plain)
-			fputc(*p, f);
-		else
-			fprintf(f, "%%%c%c", hex[*p >> 4], hex[*p & 15]);
-	}
-}
-
 /*
  * "/v1/sandboxes/SEG/SEG...?KEY=VALUE&...": `segs` NULL-terminated, each percent-encoded
  * (a '/' too); `query` NULL-terminated KEY, VALUE pairs, values encoded with '/' kept. NULL
@@ -93,13 +77,13 @@ char *dbackend_url(const char *const *segs, const char *const *query)
 	fputs("/v1/sandboxes", f);
 	for (; segs && *segs; segs++) {
 		fputc('/', f);
-		put_encoded(f, *segs, false);
+		http_put_encoded(f, *segs, false);
 	}
 	for (size_t i = 0; query && query[i]; i += 2) {
 		fputc(i == 0 ? '?' : '&', f);
-		put_encoded(f, query[i], false);
+		http_put_encoded(f, query[i], false);
 		fputc('=', f);
-		put_encoded(f, query[i + 1], true);
+		http_put_encoded(f, query[i + 1], true);
 	}
 	if (fclose(f) != 0) {
 		free(url);
