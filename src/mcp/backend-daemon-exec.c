@@ -180,8 +180,8 @@ static json_t *exec_result(const struct mcp_pending *p, json_t *report)
 }
 
 /* One event of the exec stream: 1 and *ret_result at the exit event, 0 to go on, or -errno. */
-static int exec_event(struct mcp_pending *p, const struct exec_event *ev, json_t **ret_result,
-		      paddock_error *err)
+static int command_event(struct mcp_pending *p, const struct exec_event *ev,
+			 json_t **ret_result, paddock_error *err)
 {
 	if (ev->type == EXEC_EVENT_STDOUT || ev->type == EXEC_EVENT_STDERR) {
 		if (capture_add(&p->out[ev->type], p->keep, ev->data, ev->len) < 0)
@@ -245,7 +245,7 @@ static void exec_readable(evutil_socket_t fd, short what, void *arg)
 				    "paddockd ended the command's stream before its end (the "
 				    "sandbox was destroyed, or paddockd stopped)");
 		} else if (r > 0) {
-			r = exec_event(p, &ev, &result, &err);
+			r = command_event(p, &ev, &result, &err);
 			exec_event_release(&ev);
 		} else {
 			pd_error_prefix(&err, "paddockd");
