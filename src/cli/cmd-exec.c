@@ -800,8 +800,8 @@ static int parse_option(int c, struct api *api, struct exec_opts *o, json_t *bod
  * left at the command. API_PARSE_GO to go on, else the status to exit with (printed; 0
  * after --help).
  */
-static int parse_args(int argc, char **argv, struct api *api, struct exec_opts *o,
-		      json_t *body, json_t *env, const char **ret_id)
+static int parse_args(int argc, char **argv, struct api *api, struct exec_opts *o, json_t *body,
+		      json_t *env, const char **ret_id)
 {
 	int c, r;
 
@@ -829,8 +829,7 @@ static int parse_args(int argc, char **argv, struct api *api, struct exec_opts *
 }
 
 /* The request's argv (the `n` words at `cmd`), its env (TERM added for a pty) and tag. */
-static void build_request(json_t *body, json_t *env, const struct exec_opts *o, char **cmd,
-			  int n)
+static void build_request(json_t *body, json_t *env, const struct exec_opts *o, char **cmd, int n)
 {
 	json_t *args = api_oom(json_array());
 

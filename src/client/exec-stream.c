@@ -44,7 +44,7 @@ static int64_t count_or_none(const json_t *o, const char *key)
 	json_t *v = json_object_get(o, key);
 
 	return json_is_integer(v) && json_integer_value(v) >= 0 ? (int64_t)json_integer_value(v)
-								 : -1;
+								: -1;
 }
 
 /* The output's bytes: "data" (valid UTF-8 as it is) or "data_b64" (anything else). */
@@ -79,8 +79,8 @@ int exec_event_parse(const char *line, size_t len, struct exec_event *ret_ev, pa
 	type = json_string_value(json_object_get(ev.json, "type"));
 	if (!json_is_object(ev.json) || !type) {
 		json_decref(ev.json);
-		return fail(err, EPROTO, "a line of the stream is not an event (a JSON object with "
-					 "a \"type\")");
+		return fail(err, EPROTO,
+			    "a line of the stream is not an event (a JSON object with a \"type\")");
 	}
 	ev.type = type_from_string(type);
 	switch (ev.type) {

@@ -55,8 +55,7 @@ struct mcp_tools {
 
 /* tools.c: the session's sandboxes */
 /* The sandbox a call names, or the default one (made now if there is none yet). */
-int tools_get_sandbox(struct mcp_tools *t, json_t *args, struct sandbox **ret,
-		      paddock_error *err);
+int tools_get_sandbox(struct mcp_tools *t, json_t *args, struct sandbox **ret, paddock_error *err);
 /* A path as the sandbox sees it: relative ones are under /workspace. Caller frees. */
 char *tools_sandbox_path(const char *path);
 /* Answers the call with an out-of-memory error; returns -ENOMEM. */

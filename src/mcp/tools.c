@@ -405,8 +405,7 @@ static int new_sandbox(struct mcp_tools *t, const paddock_spec *spec, bool is_de
 	return 0;
 }
 
-int tools_get_sandbox(struct mcp_tools *t, json_t *args, struct sandbox **ret,
-		      paddock_error *err)
+int tools_get_sandbox(struct mcp_tools *t, json_t *args, struct sandbox **ret, paddock_error *err)
 {
 	const char *id = json_string_value(json_object_get(args, "sandbox_id"));
 
