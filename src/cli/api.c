@@ -62,21 +62,6 @@ const char *api_socket_path(struct api *api)
 
 /* ---- URLs ----------------------------------------------------------------------------- */
 
-static void put_encoded(FILE *f, const char *s, bool keep_slash)
-{
-	static const char hex[] = "0123456789ABCDEF";
-
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		bool alnum = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-			     (*p >= '0' && *p <= '9');
-
-		if (alnum || strchr("-._~", *p) || (keep_slash && *p == '/'))
-			fputc(*p, f);
-		else
-			fprintf(f, "%%%c%c", hex[*p >> 4], hex[*p & 15]);
-	}
-}
-
 char *api_url(const char *const *segments)
 {
 	char *url = NULL;
@@ -86,7 +71,7 @@ char *api_url(const char *const *segments)
 	fputs("/v1", f);
 	for (; *segments; segments++) {
 		fputc('/', f);
-		put_encoded(f, *segments, false);
+		http_put_encoded(f, *segments, false);
 	}
 	if (fclose(f) != 0)
 		api_oom(NULL);
@@ -100,9 +85,9 @@ void api_url_query(char **url, const char *key, const char *value)
 	FILE *f = api_oom(open_memstream(&out, &len));
 
 	fprintf(f, "%s%c", *url, strchr(*url, '?') ? '&' : '?');
-	put_encoded(f, key, false);
+	http_put_encoded(f, key, false);
 	fputc('=', f);
-	put_encoded(f, value, true);
+	http_put_encoded(f, value, true);
 	if (fclose(f) != 0)
 		api_oom(NULL);
 	free(*url);

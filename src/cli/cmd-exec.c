@@ -19,7 +19,8 @@
  * One process, one poll() loop over the output stream, a signalfd and stdin. SIGINT, SIGTERM,
  * SIGHUP and SIGQUIT are forwarded to the command (POST .../signal); a second one makes us
  * exit at once with 128+N. The output comes from a sandbox: it is copied, never interpreted,
- * and the NDJSON lines carrying it are bounded (API_LINE_MAX).
+ * and the NDJSON lines carrying it are bounded (API_LINE_MAX) and decoded by the client
+ * library (exec-stream.h), as for `paddock mcp --connect`.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -40,6 +41,7 @@
 #include "paddock/paddock.h"
 #include "api.h"
 #include "cli.h"
+#include "exec-stream.h"
 
 /* the most stdin paddockd takes inside an exec request */
 #define STDIN_INLINE_MAX 65536
@@ -230,61 +232,30 @@ static void write_all(int fd, bool *gone, const void *data, size_t len)
 	}
 }
 
-static int output_event(struct session *s, const json_t *ev, bool is_stderr)
+static void handle_event(struct session *s, const struct exec_event *ev)
 {
-	int fd = is_stderr ? STDERR_FILENO : STDOUT_FILENO;
-	bool *gone = is_stderr ? &s->stderr_gone : &s->stdout_gone;
-	json_t *data = json_object_get(ev, "data");
-
-	if (json_is_string(data)) {
-		write_all(fd, gone, json_string_value(data), json_string_length(data));
-		return 0;
-	}
-	data = json_object_get(ev, "data_b64");
-	if (json_is_string(data)) {
-		char *bytes;
-		size_t len;
-		if (pd_base64_decode(json_string_value(data), json_string_length(data), &bytes,
-				     &len) < 0) {
-			restore_terminal();
-			return api_failf("paddockd sent output that is not base64");
-		}
-		write_all(fd, gone, bytes, len);
-		free(bytes);
-	}
-	return 0;
-}
-
-/* One NDJSON event: 0, or an exit status (125, printed) when it is malformed. */
-static int handle_event(struct session *s, const char *line, size_t len)
-{
-	json_error_t jerr;
-	json_t *ev = json_loadb(line, len, JSON_ALLOW_NUL, &jerr);
-	const char *type = api_str(ev, "type", "");
-	int r = 0;
-
-	if (!json_is_object(ev)) {
-		json_decref(ev);
-		restore_terminal();
-		return api_failf("paddockd sent an event that is not a JSON object");
-	}
-	if (!strcmp(type, "start")) {
-		json_t *pid = json_object_get(ev, "pid");
-		if (json_is_integer(pid) && s->pid < 0) {
-			s->pid = json_integer_value(pid);
+	switch (ev->type) {
+	case EXEC_EVENT_START:
+		if (ev->pid >= 0 && s->pid < 0) {
+			s->pid = ev->pid;
 			snprintf(s->pid_s, sizeof(s->pid_s), "%" JSON_INTEGER_FORMAT, s->pid);
 		}
-	} else if (!strcmp(type, "stdout") || !strcmp(type, "stderr")) {
-		r = output_event(s, ev, type[3] == 'e');
-	} else if (!strcmp(type, "exit")) {
-		json_t *result = json_object_get(ev, "result");
+		break;
+	case EXEC_EVENT_STDOUT:
+		write_all(STDOUT_FILENO, &s->stdout_gone, ev->data, ev->len);
+		break;
+	case EXEC_EVENT_STDERR:
+		write_all(STDERR_FILENO, &s->stderr_gone, ev->data, ev->len);
+		break;
+	case EXEC_EVENT_EXIT:
 		s->exited = true;
-		if (json_is_object(result))
-			s->result = json_incref(result);
+		if (ev->result)
+			s->result = json_incref(ev->result);
+		break;
+	case EXEC_EVENT_OTHER: /* newer than us, and nothing we must act on */
+	case _EXEC_EVENT_MAX:
+		break;
 	}
-	/* other types: newer than us, and nothing we must act on */
-	json_decref(ev);
-	return r;
 }
 
 /* A short request about the process (.../WHAT[/SUB]), errors not shown: 0 on success. */
@@ -508,17 +479,13 @@ static int follow(struct session *s)
 			{ .fd = s->stdin_open && !pending ? STDIN_FILENO : -1, .events = POLLIN },
 		};
 		int timeout = -1;
-		const char *line;
-		size_t len;
+		struct exec_event ev;
 		int r;
 
 		/* everything already received first: poll() cannot see what is buffered */
-		while ((r = http_read_line(s->out, API_LINE_MAX, &line, &len, &err)) > 0) {
-			if (len == 0)
-				continue;
-			r = handle_event(s, line, len);
-			if (r != 0)
-				return r;
+		while ((r = exec_stream_next(s->out, API_LINE_MAX, &ev, &err)) > 0) {
+			handle_event(s, &ev);
+			exec_event_release(&ev);
 			if (s->exited)
 				return 0;
 		}
@@ -767,141 +734,186 @@ static void add_term(json_t *env)
 	api_set(env, "TERM", api_oom(json_string(t)));
 }
 
+/* ---- the command line ----------------------------------------------------------------- */
+
+/* --env NAME=VALUE into the request's env: API_PARSE_GO, or 125 (printed). */
+static int parse_env(json_t *env, const char *arg)
+{
+	const char *eq = strchr(arg, '=');
+	char *name;
+
+	if (!eq || eq == arg)
+		return api_failf("--env: expected NAME=VALUE, got '%s'", arg);
+	name = api_oom(strndup(arg, (size_t)(eq - arg)));
+	api_set(env, name, api_oom(json_string(eq + 1)));
+	free(name);
+	return API_PARSE_GO;
+}
+
+/* One option (its argument in optarg): API_PARSE_GO, else the status to exit with. */
+static int parse_option(int c, struct api *api, struct exec_opts *o, json_t *body, json_t *env)
+{
+	double timeout;
+
+	if (api_option(api, c, optarg))
+		return API_PARSE_GO;
+	switch (c) {
+	case 'i':
+		o->interactive = true;
+		break;
+	case 't':
+		o->tty = true;
+		break;
+	case 'd':
+		o->detach = true;
+		break;
+	case OPT_TAG:
+		o->tag = optarg;
+		break;
+	case OPT_NO_STDIN:
+		o->no_stdin = true;
+		break;
+	case OPT_ENV:
+		return parse_env(env, optarg);
+	case OPT_CWD:
+		api_set(body, "cwd", api_oom(json_string(optarg)));
+		break;
+	case OPT_TIMEOUT:
+		if (api_parse_seconds(optarg, &timeout) < 0)
+			return api_failf("--timeout: expected a number of seconds such as '30', "
+					 "got '%s'",
+					 optarg);
+		api_set(body, "timeout_s", api_seconds_json(timeout));
+		break;
+	case 'h':
+		usage(stdout);
+		return 0;
+	default:
+		fprintf(stderr, "paddock: see 'paddock exec --help'\n");
+		return PADDOCK_EXIT_FAILURE;
+	}
+	return API_PARSE_GO;
+}
+
+/*
+ * The options (into api, o, and the request's body and env) and the sandbox id; optind is
+ * left at the command. API_PARSE_GO to go on, else the status to exit with (printed; 0
+ * after --help).
+ */
+static int parse_args(int argc, char **argv, struct api *api, struct exec_opts *o, json_t *body,
+		      json_t *env, const char **ret_id)
+{
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "+itdh", options, NULL)) != -1) {
+		r = parse_option(c, api, o, body, env);
+		if (r != API_PARSE_GO)
+			return r;
+	}
+	if (optind >= argc)
+		return api_failf("exec: expected a sandbox id and a command (paddock exec "
+				 "[OPTIONS] ID [--] CMD [ARG...])");
+	*ret_id = argv[optind++];
+	if (optind < argc && !strcmp(argv[optind], "--"))
+		optind++;
+	if (optind >= argc)
+		return api_failf("exec: expected a command after the sandbox id");
+	if (o->detach && (o->interactive || o->tty))
+		return api_failf("exec: -d cannot be combined with -i or -t");
+	if (api->json && (o->interactive || o->tty))
+		return api_failf("exec: --json cannot be combined with -i or -t");
+	if (o->tag && !(o->detach || o->interactive || o->tty))
+		return api_failf("exec: --tag names a background process: use it with -d, -i or "
+				 "-t");
+	return API_PARSE_GO;
+}
+
+/* The request's argv (the `n` words at `cmd`), its env (TERM added for a pty) and tag. */
+static void build_request(json_t *body, json_t *env, const struct exec_opts *o, char **cmd, int n)
+{
+	json_t *args = api_oom(json_array());
+
+	api_set(body, "argv", args);
+	for (int i = 0; i < n; i++)
+		if (json_array_append_new(args, api_oom(json_string(cmd[i]))) < 0)
+			api_oom(NULL);
+	if (o->tty)
+		add_term(env);
+	if (json_object_size(env) > 0)
+		api_set(body, "env", json_incref(env));
+	if (o->tag)
+		api_set(body, "tag", api_oom(json_string(o->tag)));
+}
+
+/*
+ * Our stdin, unless -i sends it as it comes or there is nothing to give: what fits goes in
+ * the request (stdin_b64); more than that is left in *ret_prefix (to free, with its length
+ * in *ret_len) for an attached command to be sent. 0, or the status to exit with (printed).
+ */
+static int take_stdin(const struct api *api, const struct exec_opts *o, json_t *body,
+		      char **ret_prefix, size_t *ret_len)
+{
+	char *in = NULL;
+	size_t len = 0;
+	bool more = false;
+	int r;
+
+	if (o->interactive || o->no_stdin || !stdin_has_data())
+		return 0;
+	r = read_stdin(&in, &len, &more);
+	if (r != 0)
+		return r;
+	if (more && (o->detach || api->json)) {
+		free(in);
+		return api_failf("exec: stdin holds more than 64 KiB, more than -d and --json can "
+				 "send: use -i, or 'paddock cp' it in first");
+	}
+	if (more) {
+		*ret_prefix = in;
+		*ret_len = len;
+		return 0;
+	}
+	if (len > 0) {
+		char *b64 = api_oom(pd_base64_encode(in, len));
+		api_set(body, "stdin_b64", api_oom(json_string(b64)));
+		free(b64);
+	}
+	free(in);
+	return 0;
+}
+
+/* One of the four ways, by flag; `prefix` (taken) is stdin a request could not hold. */
+static int run(struct api *api, const char *id, json_t *body, const struct exec_opts *o,
+	       char *prefix, size_t prefix_len)
+{
+	signal(SIGPIPE, SIG_IGN);
+	if (o->detach) /* no prefix then: take_stdin() refuses one for -d (and --json) */
+		return exec_detached(api, id, body);
+	if (o->interactive || o->tty || prefix)
+		return exec_attached(api, id, body, o, prefix, prefix_len);
+	if (api->json)
+		return exec_json(api, id, body);
+	return exec_stream(api, id, body);
+}
+
 int cmd_exec(int argc, char **argv)
 {
 	struct api api = { 0 };
 	struct exec_opts o = { 0 };
-	json_t *body = api_oom(json_object()), *env = api_oom(json_object()), *args;
-	char *in = NULL;
-	size_t in_len = 0;
-	bool more = false;
-	const char *id;
-	double timeout;
-	int c, status = PADDOCK_EXIT_FAILURE;
+	json_t *body = api_oom(json_object()), *env = api_oom(json_object());
+	char *prefix = NULL;
+	size_t prefix_len = 0;
+	const char *id = NULL;
+	int status;
 
-	while ((c = getopt_long(argc, argv, "+itdh", options, NULL)) != -1) {
-		if (api_option(&api, c, optarg))
-			continue;
-		switch (c) {
-		case 'i':
-			o.interactive = true;
-			break;
-		case 't':
-			o.tty = true;
-			break;
-		case 'd':
-			o.detach = true;
-			break;
-		case OPT_TAG:
-			o.tag = optarg;
-			break;
-		case OPT_NO_STDIN:
-			o.no_stdin = true;
-			break;
-		case OPT_ENV: {
-			const char *eq = strchr(optarg, '=');
-			char *name;
-			if (!eq || eq == optarg) {
-				api_failf("--env: expected NAME=VALUE, got '%s'", optarg);
-				goto out;
-			}
-			name = api_oom(strndup(optarg, (size_t)(eq - optarg)));
-			api_set(env, name, api_oom(json_string(eq + 1)));
-			free(name);
-			break;
-		}
-		case OPT_CWD:
-			api_set(body, "cwd", api_oom(json_string(optarg)));
-			break;
-		case OPT_TIMEOUT:
-			if (api_parse_seconds(optarg, &timeout) < 0) {
-				api_failf("--timeout: expected a number of seconds such as "
-					  "'30', got '%s'",
-					  optarg);
-				goto out;
-			}
-			api_set(body, "timeout_s", api_seconds_json(timeout));
-			break;
-		case 'h':
-			usage(stdout);
-			status = 0;
-			goto out;
-		default:
-			fprintf(stderr, "paddock: see 'paddock exec --help'\n");
-			goto out;
-		}
-	}
-	if (optind >= argc) {
-		api_failf("exec: expected a sandbox id and a command (paddock exec [OPTIONS] ID "
-			  "[--] CMD [ARG...])");
+	status = parse_args(argc, argv, &api, &o, body, env, &id);
+	if (status != API_PARSE_GO)
 		goto out;
-	}
-	id = argv[optind++];
-	if (optind < argc && !strcmp(argv[optind], "--"))
-		optind++;
-	if (optind >= argc) {
-		api_failf("exec: expected a command after the sandbox id");
-		goto out;
-	}
-	if (o.detach && (o.interactive || o.tty)) {
-		api_failf("exec: -d cannot be combined with -i or -t");
-		goto out;
-	}
-	if (api.json && (o.interactive || o.tty)) {
-		api_failf("exec: --json cannot be combined with -i or -t");
-		goto out;
-	}
-	if (o.tag && !(o.detach || o.interactive || o.tty)) {
-		api_failf("exec: --tag names a background process: use it with -d, -i or -t");
-		goto out;
-	}
-
-	args = api_oom(json_array());
-	api_set(body, "argv", args);
-	for (int i = optind; i < argc; i++)
-		if (json_array_append_new(args, api_oom(json_string(argv[i]))) < 0)
-			api_oom(NULL);
-	if (o.tty)
-		add_term(env);
-	if (json_object_size(env) > 0)
-		api_set(body, "env", json_incref(env));
-	if (o.tag)
-		api_set(body, "tag", api_oom(json_string(o.tag)));
-	if (!o.interactive && !o.no_stdin && stdin_has_data()) {
-		status = read_stdin(&in, &in_len, &more);
-		if (status != 0)
-			goto out;
-		status = PADDOCK_EXIT_FAILURE;
-		if (more && (o.detach || api.json)) {
-			api_failf("exec: stdin holds more than 64 KiB, more than -d and --json can "
-				  "send: use -i, or 'paddock cp' it in first");
-			goto out;
-		}
-		if (!more && in_len > 0) {
-			char *b64 = api_oom(pd_base64_encode(in, in_len));
-			api_set(body, "stdin_b64", api_oom(json_string(b64)));
-			free(b64);
-		}
-		if (!more) {
-			free(in);
-			in = NULL;
-		}
-	}
-
-	signal(SIGPIPE, SIG_IGN);
-	if (o.detach)
-		status = exec_detached(&api, id, body);
-	else if (o.interactive || o.tty || in) {
-		char *prefix = in;
-		in = NULL; /* exec_attached() takes it */
-		status = exec_attached(&api, id, body, &o, prefix, in_len);
-	}
-	else if (api.json)
-		status = exec_json(&api, id, body);
-	else
-		status = exec_stream(&api, id, body);
+	build_request(body, env, &o, argv + optind, argc - optind);
+	status = take_stdin(&api, &o, body, &prefix, &prefix_len);
+	if (status == 0)
+		status = run(&api, id, body, &o, prefix, prefix_len);
 out:
-	free(in);
 	json_decref(env);
 	json_decref(body);
 	return status;

@@ -77,6 +77,21 @@ __attribute__((format(printf, 3, 4))) static int fail(paddock_error *err, int co
 	return -code;
 }
 
+void http_put_encoded(FILE *f, const char *s, bool keep_slash)
+{
+	static const char hex[] = "0123456789ABCDEF";
+
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		bool alnum = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+			     (*p >= '0' && *p <= '9');
+
+		if (alnum || strchr("-._~", *p) || (keep_slash && *p == '/'))
+			fputc(*p, f);
+		else
+			fprintf(f, "%%%c%c", hex[*p >> 4], hex[*p & 15]);
+	}
+}
+
 int http_conn_new_fd(int fd, struct http_conn **ret_conn, paddock_error *err)
 {
 	struct http_conn *c = calloc(1, sizeof(*c));

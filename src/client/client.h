@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 #include "paddock/paddock.h"
@@ -39,6 +40,12 @@ int http_conn_fd(const struct http_conn *c);
  * before polling again.
  */
 void http_conn_set_nonblocking(struct http_conn *c, bool nonblocking);
+
+/*
+ * Writes `s` percent-encoded for a request target (http_request.target): every byte but
+ * RFC 3986's unreserved characters (A-Z a-z 0-9 - . _ ~), and '/' when keep_slash is set.
+ */
+void http_put_encoded(FILE *f, const char *s, bool keep_slash);
 
 struct http_request {
 	const char *method;	  /* "GET", "POST", ... */

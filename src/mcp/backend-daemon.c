@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The backend of `paddock mcp --connect SOCKET`: the sandboxes of a running paddockd, through
- * its HTTP API on a unix socket (docs/api.md) and the small client of src/cli/client.h.
+ * its HTTP API on a unix socket (docs/api.md) and the client library of src/client/client.h.
  *
  * Each operation is one blocking request, bounded in time (SOCKET_TIMEOUT_S without
  * a byte moving either way is an error) and in size. A command is the exception: its answer
@@ -18,6 +18,10 @@
  * messages that quote paths) comes from the sandbox or the agent: every answer is bounded and
  * parsed as hostile, and a malformed one is an error, never a guess. The agent reaches only
  * the sandboxes this backend created, never the tenant's others.
+ *
+ * This file holds the requests, the sandboxes and their lifetime; backend-daemon-exec.c the
+ * commands and background processes, backend-daemon-files.c the files, backend-daemon-asks.c
+ * the decisions a sandbox asks for.
  */
 #include <errno.h>
 #include <event2/event.h>
@@ -35,90 +39,17 @@
 
 #include "paddock/paddock.h"
 #include "backend.h"
+#include "backend-daemon-internal.h"
 #include "client.h"
 #include "error.h"
 #include "spec.h"
-#include "util/base64.h"
 #include "util/cleanup.h"
 
 #define SOCKET_TIMEOUT_S 60
-#define ANSWER_MAX (4u << 20)	     /* a JSON answer: a sandbox object holds its spec (<= 1 MiB) */
-#define LIST_ANSWER_MAX (64u << 20)  /* files/list: up to 10 000 entries */
 #define ERROR_ANSWER_MAX (64u << 10) /* an error answer */
-/* one line of an exec stream: a chunk of at most 64 KiB, escaped (\u0001: 6 bytes a byte) */
-#define EXEC_LINE_MAX (1u << 20)
-/* one line of a process's output: the whole ring of 1 MiB, escaped */
-#define RING_LINE_MAX (8u << 20)
-#define RING_LINES_MAX 16 /* the ring is two lines and an exit: more is not paddockd's */
-#define LINES_PER_WAKE 64 /* then back to the loop, so a chatty command cannot hog it */
-#define STDIN_MAX 65536u /* paddockd takes this much stdin in an exec request */
-#define READ_MAX (64u << 20) /* bytes of a file one read_file() returns */
 #define TTL_S 86400	  /* paddockd's maximum */
 #define RENEW_S 3600
 #define PROCS_KEPT 1024 /* background processes remembered per sandbox */
-#define SANDBOX_ID_MAX 32
-
-static const char *const stream_names[2] = { "stdout", "stderr" };
-
-/* A background process this backend started: the tag that names it, what was read of it. */
-struct dproc {
-	char tag[16];
-	uint64_t since[2]; /* offsets in stdout and stderr up to which bg_output() returned */
-	struct dproc *next;
-};
-
-struct dsandbox {
-	char id[SANDBOX_ID_MAX];
-	unsigned next_proc;
-	struct dproc *procs; /* newest first */
-	size_t n_procs;
-	/* watch_asks(): its pending decisions, followed (GET .../network/pending?follow=1) */
-	struct http_conn *ask_conn;
-	struct event *ask_ev;
-	mcp_ask_fn ask_fn;
-	void *ask_ud;
-	struct dbackend *b;
-	struct dsandbox *next;
-};
-
-struct dbackend {
-	struct mcp_backend base; /* first: the ops get &base */
-	struct event_base *ev_base;
-	char socket_path[sizeof(((struct sockaddr_un *)NULL)->sun_path)];
-	unsigned idle_timeout_s;
-	struct dsandbox *sandboxes;
-	struct mcp_pending *pending;
-	struct event *keepalive;
-	time_t last_renew; /* CLOCK_MONOTONIC seconds */
-};
-
-/* What is kept of one stream of a command: the first `keep` bytes, and how many came. */
-struct capture {
-	char *buf;
-	size_t len, cap;
-	uint64_t total;
-};
-
-/* A command running: its exec stream, read from the loop. */
-struct mcp_pending {
-	struct dbackend *b;
-	struct http_conn *conn;
-	struct event *ev;
-	mcp_exec_done_fn fn;
-	void *userdata;
-	size_t keep;
-	struct capture out[2];
-	struct mcp_pending *next;
-};
-
-#define _cleanup_json_ _cleanup_(json_decrefp)
-PD_DEFINE_CLEANUP(struct http_conn, http_conn_free)
-#define _cleanup_conn_ _cleanup_(http_conn_freep)
-
-static struct dbackend *dbackend(struct mcp_backend *mb)
-{
-	return (struct dbackend *)mb;
-}
 
 static time_t mono_s(void)
 {
@@ -130,28 +61,12 @@ static time_t mono_s(void)
 
 /* ---- URLs --------------------------------------------------------------------------------- */
 
-static void put_encoded(FILE *f, const char *s, bool keep_slash)
-{
-	static const char hex[] = "0123456789ABCDEF";
-
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		bool plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
-			     (*p >= '0' && *p <= '9') || strchr("-._~", *p) ||
-			     (keep_slash && *p == '/');
-
-		if (plain)
-			fputc(*p, f);
-		else
-			fprintf(f, "%%%c%c", hex[*p >> 4], hex[*p & 15]);
-	}
-}
-
 /*
  * "/v1/sandboxes/SEG/SEG...?KEY=VALUE&...": `segs` NULL-terminated, each percent-encoded
  * (a '/' too); `query` NULL-terminated KEY, VALUE pairs, values encoded with '/' kept. NULL
  * when out of memory.
  */
-static char *make_url(const char *const *segs, const char *const *query)
+char *dbackend_url(const char *const *segs, const char *const *query)
 {
 	char *url = NULL;
 	size_t len;
@@ -162,13 +77,13 @@ static char *make_url(const char *const *segs, const char *const *query)
 	fputs("/v1/sandboxes", f);
 	for (; segs && *segs; segs++) {
 		fputc('/', f);
-		put_encoded(f, *segs, false);
+		http_put_encoded(f, *segs, false);
 	}
 	for (size_t i = 0; query && query[i]; i += 2) {
 		fputc(i == 0 ? '?' : '&', f);
-		put_encoded(f, query[i], false);
+		http_put_encoded(f, query[i], false);
 		fputc('=', f);
-		put_encoded(f, query[i + 1], true);
+		http_put_encoded(f, query[i + 1], true);
 	}
 	if (fclose(f) != 0) {
 		free(url);
@@ -177,13 +92,10 @@ static char *make_url(const char *const *segs, const char *const *query)
 	return url;
 }
 
-#define SEGS(...) ((const char *const[]){ __VA_ARGS__, NULL })
-#define QUERY(...) ((const char *const[]){ __VA_ARGS__, NULL })
-
 /* ---- requests ----------------------------------------------------------------------------- */
 
 /* The client's errors; a receive or send that timed out is the one it leaves unexplained. */
-static int io_error(int r, paddock_error *err)
+int dbackend_io_error(int r, paddock_error *err)
 {
 	if (r == -EAGAIN)
 		return pd_fail(err, ETIMEDOUT, "paddockd did not answer within %d s",
@@ -302,8 +214,8 @@ static int dconnect(struct dbackend *b, struct http_conn **ret_conn, paddock_err
  * status and Content-Range callers may want). A 2xx answer gives 0 and the connection,
  * positioned at the body; an error answer is read into err.
  */
-static int dopen(struct dbackend *b, const struct http_request *req, struct http_conn **ret_conn,
-		 struct http_response *ret_resp, paddock_error *err)
+int dopen(struct dbackend *b, const struct http_request *req, struct http_conn **ret_conn,
+	  struct http_response *ret_resp, paddock_error *err)
 {
 	_cleanup_conn_ struct http_conn *c = NULL;
 	int r;
@@ -316,7 +228,7 @@ static int dopen(struct dbackend *b, const struct http_request *req, struct http
 	if (r >= 0)
 		r = http_read_response(c, ret_resp, err);
 	if (r < 0)
-		return io_error(r, err);
+		return dbackend_io_error(r, err);
 	if (ret_resp->status < 200 || ret_resp->status > 299)
 		return answer_error(c, ret_resp, err);
 	*ret_conn = TAKE_PTR(c);
@@ -327,8 +239,8 @@ static int dopen(struct dbackend *b, const struct http_request *req, struct http
  * One request with an optional JSON body, its JSON answer (at most `max` bytes) in *ret_json
  * when ret_json is not NULL (NULL for an empty answer: 204).
  */
-static int dcall(struct dbackend *b, const char *method, const char *target, const json_t *body,
-		 size_t max, json_t **ret_json, paddock_error *err)
+int dcall(struct dbackend *b, const char *method, const char *target, const json_t *body,
+	  size_t max, json_t **ret_json, paddock_error *err)
 {
 	_cleanup_conn_ struct http_conn *c = NULL;
 	_cleanup_free_ char *text = NULL, *answer = NULL;
@@ -360,7 +272,7 @@ static int dcall(struct dbackend *b, const char *method, const char *target, con
 		return 0;
 	r = http_read_body_all(c, max, &answer, &len, err);
 	if (r < 0)
-		return io_error(r, err);
+		return dbackend_io_error(r, err);
 	if (len > 0) {
 		json = json_loadb(answer, len, 0, &jerr);
 		if (!json)
@@ -372,7 +284,7 @@ static int dcall(struct dbackend *b, const char *method, const char *target, con
 
 /* ---- sandboxes and processes this backend made --------------------------------------------- */
 
-static struct dsandbox *sandbox_find(struct dbackend *b, const char *id, paddock_error *err)
+struct dsandbox *dsandbox_find(struct dbackend *b, const char *id, paddock_error *err)
 {
 	for (struct dsandbox *s = b->sandboxes; s; s = s->next)
 		if (strcmp(s->id, id) == 0)
@@ -390,15 +302,6 @@ static void procs_free(struct dproc *p)
 	}
 }
 
-static void asks_unwatch(struct dsandbox *s)
-{
-	if (s->ask_ev)
-		event_free(s->ask_ev);
-	s->ask_ev = NULL;
-	http_conn_free(s->ask_conn);
-	s->ask_conn = NULL;
-	s->ask_fn = NULL;
-}
 
 static void sandbox_unlink(struct dbackend *b, struct dsandbox *s)
 {
@@ -407,12 +310,12 @@ static void sandbox_unlink(struct dbackend *b, struct dsandbox *s)
 			*pp = s->next;
 			break;
 		}
-	asks_unwatch(s);
+	dsandbox_asks_unwatch(s);
 	procs_free(s->procs);
 	free(s);
 }
 
-static struct dproc *proc_find(struct dsandbox *s, const char *tag, paddock_error *err)
+struct dproc *dproc_find(struct dsandbox *s, const char *tag, paddock_error *err)
 {
 	for (struct dproc *p = s->procs; p; p = p->next)
 		if (strcmp(p->tag, tag) == 0)
@@ -422,7 +325,7 @@ static struct dproc *proc_find(struct dsandbox *s, const char *tag, paddock_erro
 	return NULL;
 }
 
-static void proc_forget(struct dsandbox *s, struct dproc *p)
+void dproc_forget(struct dsandbox *s, struct dproc *p)
 {
 	for (struct dproc **pp = &s->procs; *pp; pp = &(*pp)->next)
 		if (*pp == p) {
@@ -434,7 +337,7 @@ static void proc_forget(struct dsandbox *s, struct dproc *p)
 }
 
 /* Remembers a new process; the oldest beyond PROCS_KEPT is forgotten (paddockd did too). */
-static struct dproc *proc_add(struct dsandbox *s, paddock_error *err)
+struct dproc *dproc_add(struct dsandbox *s, paddock_error *err)
 {
 	struct dproc *p = calloc(1, sizeof(*p));
 
@@ -450,7 +353,7 @@ static struct dproc *proc_add(struct dsandbox *s, paddock_error *err)
 
 		while (last->next)
 			last = last->next;
-		proc_forget(s, last);
+		dproc_forget(s, last);
 	}
 	return p;
 }
@@ -467,7 +370,7 @@ static bool valid_id(const char *id)
 
 static int sandbox_delete(struct dbackend *b, const char *id, paddock_error *err)
 {
-	_cleanup_free_ char *url = make_url(SEGS(id), NULL);
+	_cleanup_free_ char *url = dbackend_url(SEGS(id), NULL);
 	int r;
 
 	if (!url)
@@ -604,7 +507,7 @@ static int d_create(struct mcp_backend *mb, const paddock_spec *spec, char **ret
 static int d_destroy(struct mcp_backend *mb, const char *id, paddock_error *err)
 {
 	struct dbackend *b = dbackend(mb);
-	struct dsandbox *s = sandbox_find(b, id, err);
+	struct dsandbox *s = dsandbox_find(b, id, err);
 	int r;
 
 	if (!s)
@@ -620,774 +523,18 @@ static int d_destroy(struct mcp_backend *mb, const char *id, paddock_error *err)
 static int d_set_paused(struct mcp_backend *mb, const char *id, bool pause, paddock_error *err)
 {
 	struct dbackend *b = dbackend(mb);
-	struct dsandbox *s = sandbox_find(b, id, err);
+	struct dsandbox *s = dsandbox_find(b, id, err);
 	_cleanup_free_ char *url = NULL;
 	json_t *answer = NULL;
 	int r;
 
 	if (!s)
 		return -ENOENT;
-	url = make_url(SEGS(s->id, pause ? "pause" : "resume"), NULL);
+	url = dbackend_url(SEGS(s->id, pause ? "pause" : "resume"), NULL);
 	if (!url)
 		return pd_fail(err, ENOMEM, "out of memory");
 	r = dcall(b, "POST", url, NULL, 1u << 20, &answer, err);
 	json_decref(answer);
-	return r;
-}
-
-/* ---- commands ----------------------------------------------------------------------------- */
-
-static int set_new(json_t *o, const char *key, json_t *v, const char *field, paddock_error *err)
-{
-	if (!v)
-		return pd_fail_field(err, EINVAL, field, "expected UTF-8 text");
-	if (json_object_set_new(o, key, v) < 0)
-		return pd_fail(err, ENOMEM, "out of memory");
-	return 0;
-}
-
-/* {"NAME": "VALUE", ...} of the request's "NAME=VALUE" strings. */
-static int env_json(const char *const *env, json_t **ret, paddock_error *err)
-{
-	_cleanup_json_ json_t *o = json_object();
-	int r;
-
-	if (!o)
-		return pd_fail(err, ENOMEM, "out of memory");
-	for (size_t i = 0; env && env[i]; i++) {
-		const char *eq = strchr(env[i], '=');
-		_cleanup_free_ char *name = NULL;
-
-		if (!eq || eq == env[i])
-			return pd_fail_field(err, EINVAL, "env", "expected NAME=VALUE, got '%s'",
-					     PD_ESC(env[i]));
-		name = strndup(env[i], (size_t)(eq - env[i]));
-		if (!name)
-			return pd_fail(err, ENOMEM, "out of memory");
-		r = set_new(o, name, json_string(eq + 1), "env", err);
-		if (r < 0)
-			return r;
-	}
-	*ret = TAKE_PTR(o);
-	return 0;
-}
-
-/* The body of POST …/exec for `req` (without "stream" or "background"). */
-static int exec_body(const struct mcp_exec_req *req, bool with_stdin, json_t **ret,
-		     paddock_error *err)
-{
-	_cleanup_json_ json_t *o = json_object(), *argv = json_array(), *env = NULL;
-	int r;
-
-	if (!o || !argv)
-		return pd_fail(err, ENOMEM, "out of memory");
-	for (size_t i = 0; req->argv[i]; i++) {
-		json_t *s = json_string(req->argv[i]);
-
-		if (!s)
-			return pd_fail_field(err, EINVAL, "command", "expected UTF-8 text");
-		if (json_array_append_new(argv, s) < 0)
-			return pd_fail(err, ENOMEM, "out of memory");
-	}
-	r = set_new(o, "argv", TAKE_PTR(argv), "command", err);
-	if (r >= 0 && req->env) {
-		r = env_json(req->env, &env, err);
-		if (r >= 0)
-			r = set_new(o, "env", TAKE_PTR(env), "env", err);
-	}
-	if (r >= 0 && req->cwd)
-		r = set_new(o, "cwd", json_string(req->cwd), "cwd", err);
-	if (r >= 0 && req->timeout_s > 0)
-		r = set_new(o, "timeout_s", json_real(req->timeout_s), "timeout_s", err);
-	if (r >= 0 && with_stdin && req->stdin_data) {
-		/* base64 whatever the bytes: a JSON string could not carry every byte */
-		_cleanup_free_ char *b64 = pd_base64_encode(req->stdin_data, req->stdin_len);
-
-		r = b64 ? set_new(o, "stdin_b64", json_string(b64), "stdin", err)
-			: pd_fail(err, ENOMEM, "out of memory");
-	}
-	if (r < 0)
-		return r;
-	*ret = TAKE_PTR(o);
-	return 0;
-}
-
-/* An event's bytes: `data` (borrowed) or `data_b64` (decoded into *ret_buf, to free). */
-static int event_bytes(json_t *ev, char **ret_buf, const char **ret_data, size_t *ret_len,
-		       paddock_error *err)
-{
-	json_t *d = json_object_get(ev, "data"), *b = json_object_get(ev, "data_b64");
-
-	*ret_buf = NULL;
-	*ret_data = NULL;
-	*ret_len = 0;
-	if (json_is_string(d)) {
-		*ret_data = json_string_value(d);
-		*ret_len = json_string_length(d);
-		return 0;
-	}
-	if (!json_is_string(b) ||
-	    pd_base64_decode(json_string_value(b), json_string_length(b), ret_buf, ret_len) < 0)
-		return pd_fail(err, EPROTO, "paddockd sent an output event without valid data");
-	*ret_data = *ret_buf;
-	return 0;
-}
-
-static int stream_index(const char *type)
-{
-	for (int i = 0; i < 2; i++)
-		if (strcmp(type, stream_names[i]) == 0)
-			return i;
-	return -1;
-}
-
-/* Keeps the first `keep` bytes of a stream and counts them all. */
-static int capture_add(struct capture *c, size_t keep, const char *data, size_t n)
-{
-	size_t take = c->len < keep ? keep - c->len : 0;
-
-	c->total += n;
-	if (take > n)
-		take = n;
-	if (take == 0)
-		return 0;
-	if (c->cap - c->len < take) {
-		size_t cap = c->cap ? c->cap : 4096;
-		char *p;
-
-		while (cap - c->len < take)
-			cap = cap > keep / 2 ? keep : cap * 2;
-		p = realloc(c->buf, cap);
-		if (!p)
-			return -ENOMEM;
-		c->buf = p;
-		c->cap = cap;
-	}
-	memcpy(c->buf + c->len, data, take);
-	c->len += take;
-	return 0;
-}
-
-/* A report's integer member, or null. */
-static json_t *int_or_null(const json_t *report, const char *key)
-{
-	json_t *v = json_object_get(report, key);
-
-	return json_is_integer(v) ? json_integer(json_integer_value(v)) : json_null();
-}
-
-/* The run_command result (backend.h) from the output kept and paddockd's report. */
-static json_t *exec_result(const struct mcp_pending *p, json_t *report)
-{
-	const char *reason = json_string_value(json_object_get(report, "reason"));
-
-	return json_pack("{s:o,s:s,s:o,s:o,s:o,s:b,s:b,s:I,s:I,s:O}", "exit_code",
-			 int_or_null(report, "exit_code"), "reason", reason ? reason : "error",
-			 "signal", int_or_null(report, "signal"), "stdout",
-			 mcp_json_text(p->out[0].buf, p->out[0].len), "stderr",
-			 mcp_json_text(p->out[1].buf, p->out[1].len), "stdout_truncated",
-			 p->out[0].total > p->out[0].len, "stderr_truncated",
-			 p->out[1].total > p->out[1].len, "stdout_bytes",
-			 (json_int_t)p->out[0].total, "stderr_bytes", (json_int_t)p->out[1].total,
-			 "report", report);
-}
-
-/* One line of the exec stream: 1 and *ret_result at the exit event, 0 to go on, or -errno. */
-static int exec_line(struct mcp_pending *p, const char *line, size_t len, json_t **ret_result,
-		     paddock_error *err)
-{
-	_cleanup_json_ json_t *ev = json_loadb(line, len, JSON_ALLOW_NUL, NULL);
-	_cleanup_free_ char *buf = NULL;
-	const char *type = json_string_value(json_object_get(ev, "type")), *data;
-	json_t *report;
-	size_t n;
-	int i, r;
-
-	if (!type)
-		return pd_fail(err, EPROTO,
-			       "paddockd sent a malformed line in the command's stream");
-	i = stream_index(type);
-	if (i >= 0) {
-		r = event_bytes(ev, &buf, &data, &n, err);
-		if (r < 0)
-			return r;
-		if (capture_add(&p->out[i], p->keep, data, n) < 0)
-			return pd_fail(err, ENOMEM, "out of memory");
-		return 0;
-	}
-	if (strcmp(type, "exit") != 0)
-		return 0; /* "start", and what a newer paddockd may add */
-	report = json_object_get(ev, "result");
-	if (!json_is_object(report))
-		return pd_fail(err, EPROTO, "paddockd sent no report of the command's end");
-	*ret_result = exec_result(p, report);
-	if (!*ret_result)
-		return pd_fail(err, ENOMEM, "out of memory");
-	return 1;
-}
-
-static void pending_free(struct mcp_pending *p)
-{
-	for (struct mcp_pending **pp = &p->b->pending; *pp; pp = &(*pp)->next)
-		if (*pp == p) {
-			*pp = p->next;
-			break;
-		}
-	if (p->ev)
-		event_free(p->ev);
-	http_conn_free(p->conn); /* paddockd kills a foreground command whose client went */
-	for (int i = 0; i < 2; i++)
-		free(p->out[i].buf);
-	free(p);
-}
-
-/*
- * Ends a command: everything of it is freed before `fn` runs, so fn may call the backend
- * (start another command, destroy the sandbox) without meeting it.
- */
-static void exec_finish(struct mcp_pending *p, json_t *result, const paddock_error *err)
-{
-	mcp_exec_done_fn fn = p->fn;
-	void *userdata = p->userdata;
-
-	pending_free(p);
-	fn(result, result ? NULL : err, userdata);
-}
-
-static void exec_readable(evutil_socket_t fd, short what, void *arg)
-{
-	struct mcp_pending *p = arg;
-	paddock_error err = { 0 };
-	json_t *result = NULL;
-
-	(void)fd;
-	(void)what;
-	for (int i = 0; i < LINES_PER_WAKE; i++) {
-		const char *line;
-		size_t len;
-		int r = http_read_line(p->conn, EXEC_LINE_MAX, &line, &len, &err);
-
-		if (r == -EAGAIN)
-			return;
-		if (r == 0)
-			r = pd_fail(&err, EPIPE,
-				    "paddockd ended the command's stream before its end (the "
-				    "sandbox was destroyed, or paddockd stopped)");
-		else if (r > 0)
-			r = exec_line(p, line, len, &result, &err);
-		else
-			pd_error_prefix(&err, "paddockd");
-		if (r != 0) {
-			exec_finish(p, result, &err);
-			return;
-		}
-	}
-	event_active(p->ev, EV_READ, 0); /* lines may wait in the buffer: after the others */
-}
-
-static int d_exec(struct mcp_backend *mb, const char *id, const struct mcp_exec_req *req,
-		  mcp_exec_done_fn fn, void *userdata, struct mcp_pending **ret_pending,
-		  paddock_error *err)
-{
-	struct dbackend *b = dbackend(mb);
-	struct dsandbox *s = sandbox_find(b, id, err);
-	_cleanup_free_ char *url = NULL, *text = NULL;
-	_cleanup_conn_ struct http_conn *c = NULL;
-	_cleanup_json_ json_t *body = NULL;
-	struct http_response resp;
-	struct mcp_pending *p;
-	int r;
-
-	if (!s)
-		return -ENOENT;
-	if (req->stdin_data && req->stdin_len > STDIN_MAX)
-		return pd_fail_field(err, EFBIG, "stdin",
-				     "at most %u bytes of stdin through paddockd, got %zu", STDIN_MAX,
-				     req->stdin_len);
-	r = exec_body(req, true, &body, err);
-	if (r < 0)
-		return r;
-	url = make_url(SEGS(s->id, "exec"), NULL);
-	if (!url || json_object_set_new(body, "stream", json_true()) < 0 ||
-	    !(text = json_dumps(body, JSON_COMPACT)))
-		return pd_fail(err, ENOMEM, "out of memory");
-	struct http_request hreq = { .method = "POST",
-				     .target = url,
-				     .content_type = "application/json",
-				     .body = text,
-				     .body_len = strlen(text),
-				     .body_fd = -1 };
-	/* the head comes once init has forked the command: blocking here is short */
-	r = dopen(b, &hreq, &c, &resp, err);
-	if (r < 0)
-		return r;
-	p = calloc(1, sizeof(*p));
-	if (!p)
-		return pd_fail(err, ENOMEM, "out of memory");
-	*p = (struct mcp_pending){
-		.b = b, .fn = fn, .userdata = userdata, .keep = req->output_max
-	};
-	http_conn_set_nonblocking(c, true);
-	p->ev = event_new(b->ev_base, http_conn_fd(c), EV_READ | EV_PERSIST, exec_readable, p);
-	if (!p->ev || event_add(p->ev, NULL) < 0) {
-		if (p->ev)
-			event_free(p->ev);
-		free(p);
-		return pd_fail(err, ENOMEM, "watch paddockd's answer");
-	}
-	p->conn = TAKE_PTR(c);
-	p->next = b->pending;
-	b->pending = p;
-	/* the head's read may have taken lines with it: read them from the loop, not here */
-	event_active(p->ev, EV_READ, 0);
-	*ret_pending = p;
-	return 0;
-}
-
-static void d_cancel(struct mcp_backend *mb, struct mcp_pending *p)
-{
-	(void)mb;
-	if (p)
-		pending_free(p);
-}
-
-/* ---- files -------------------------------------------------------------------------------- */
-
-/* The size after the '/' of "bytes A-B/SIZE" or "bytes *" "/SIZE". */
-static int parse_content_range(const char *s, uint64_t *ret)
-{
-	const char *slash = strrchr(s, '/');
-	uint64_t n = 0;
-
-	if (strncmp(s, "bytes ", 6) != 0 || !slash || !slash[1])
-		return -EPROTO;
-	for (const char *p = slash + 1; *p; p++) {
-		if (*p < '0' || *p > '9' || n > (UINT64_MAX - 9) / 10)
-			return -EPROTO;
-		n = n * 10 + (uint64_t)(*p - '0');
-	}
-	*ret = n;
-	return 0;
-}
-
-/* Reads `max` bytes of the body at most (what follows is left unread), after skipping `skip`. */
-static int read_some(struct http_conn *c, uint64_t skip, size_t max, char **ret_data,
-		     size_t *ret_len, paddock_error *err)
-{
-	_cleanup_free_ char *data = malloc(max + 1);
-	char scratch[16384];
-	size_t len = 0;
-
-	if (!data)
-		return pd_fail(err, ENOMEM, "out of memory");
-	while (len < max) {
-		bool skipping = skip > 0;
-		size_t want = skipping ? (skip < sizeof(scratch) ? (size_t)skip : sizeof(scratch))
-				       : max - len;
-		ssize_t n = http_read_body(c, skipping ? scratch : data + len, want, err);
-
-		if (n < 0)
-			return io_error((int)n, err);
-		if (n == 0)
-			break;
-		if (skipping)
-			skip -= (uint64_t)n;
-		else
-			len += (size_t)n;
-	}
-	data[len] = '\0';
-	*ret_data = TAKE_PTR(data);
-	*ret_len = len;
-	return 0;
-}
-
-static int d_read_file(struct mcp_backend *mb, const char *id, const char *path, uint64_t offset,
-		       size_t max, char **ret_data, size_t *ret_len, uint64_t *ret_size,
-		       paddock_error *err)
-{
-	struct dbackend *b = dbackend(mb);
-	struct dsandbox *s = sandbox_find(b, id, err);
-	_cleanup_conn_ struct http_conn *c = NULL;
-	_cleanup_free_ char *url = NULL;
-	struct http_response resp;
-	char range[64];
-	uint64_t size, last;
-	int r;
-
-	if (!s)
-		return -ENOENT;
-	if (max > READ_MAX)
-		max = READ_MAX; /* fewer bytes than asked is a short read, which callers expect */
-	url = make_url(SEGS(s->id, "files"), QUERY("path", path));
-	if (!url)
-		return pd_fail(err, ENOMEM, "out of memory");
-	/* at least one byte is asked for, so the answer also says the size when max is 0 */
-	last = max > 0 && offset + (max - 1) >= offset ? offset + (max - 1) : offset;
-	snprintf(range, sizeof(range), "bytes=%" PRIu64 "-%" PRIu64, offset, last);
-	struct http_request req = { .method = "GET", .target = url, .body_fd = -1, .range = range };
-	r = dopen(b, &req, &c, &resp, err);
-	if (r < 0 && resp.status == 416 && parse_content_range(resp.content_range, &size) == 0) {
-		/* from at or past the end (an empty file too): nothing to read */
-		char *empty = strdup("");
-
-		if (!empty)
-			return pd_fail(err, ENOMEM, "out of memory");
-		pd_error_clear(err);
-		*ret_data = empty;
-		*ret_len = 0;
-		*ret_size = size;
-		return 0;
-	}
-	if (r < 0)
-		return r;
-	if (resp.status == 206) {
-		if (parse_content_range(resp.content_range, &size) < 0)
-			return pd_fail(err, EPROTO, "paddockd's answer has no valid Content-Range");
-		r = read_some(c, 0, max, ret_data, ret_len, err);
-	} else {
-		/* the whole file: a server that ignored the range */
-		if (resp.content_length < 0)
-			return pd_fail(err, EPROTO, "paddockd's answer has no Content-Length");
-		size = (uint64_t)resp.content_length;
-		r = read_some(c, offset, max, ret_data, ret_len, err);
-	}
-	if (r < 0)
-		return r;
-	*ret_size = size;
-	return 0;
-}
-
-static int d_write_file(struct mcp_backend *mb, const char *id, const char *path,
-			const void *data, size_t len, unsigned mode, paddock_error *err)
-{
-	struct dbackend *b = dbackend(mb);
-	struct dsandbox *s = sandbox_find(b, id, err);
-	_cleanup_conn_ struct http_conn *c = NULL;
-	_cleanup_free_ char *url = NULL;
-	struct http_response resp;
-	char m[8];
-
-	if (!s)
-		return -ENOENT;
-	snprintf(m, sizeof(m), "%04o", mode & 07777);
-	url = make_url(SEGS(s->id, "files"), QUERY("path", path, "mode", m));
-	if (!url)
-		return pd_fail(err, ENOMEM, "out of memory");
-	struct http_request req = { .method = "PUT",
-				    .target = url,
-				    .content_type = "application/octet-stream",
-				    .body = len ? data : "",
-				    .body_len = len,
-				    .body_fd = -1,
-				    /* a refusal (413) before a large body is sent in vain */
-				    .expect_continue = len > 65536 };
-	return dopen(b, &req, &c, &resp, err); /* 201 and the entry, which we do not need */
-}
-
-/* paddockd's entry, checked, as backend.h's: without uid and gid, mtime never null. */
-static json_t *entry_from(json_t *e)
-{
-	json_t *size = json_object_get(e, "size"), *target = json_object_get(e, "symlink_target");
-	const char *name = json_string_value(json_object_get(e, "name"));
-	const char *path = json_string_value(json_object_get(e, "path"));
-	const char *type = json_string_value(json_object_get(e, "type"));
-	const char *mode = json_string_value(json_object_get(e, "mode"));
-	const char *mtime = json_string_value(json_object_get(e, "mtime"));
-	char epoch[32];
-
-	if (!name || !path || !type || !mode || !json_is_integer(size) ||
-	    (target && !json_is_string(target) && !json_is_null(target)))
-		return NULL;
-	if (strcmp(type, "file") && strcmp(type, "dir") && strcmp(type, "symlink"))
-		type = "other";
-	return json_pack("{s:s,s:s,s:s,s:I,s:s,s:s,s:O}", "path", path, "name", name, "type", type,
-			 "size", json_integer_value(size), "mode", mode, "mtime",
-			 mtime ? mtime : mcp_rfc3339(0, epoch, sizeof(epoch)), "symlink_target",
-			 target ? target : json_null());
-}
-
-static int d_list_dir(struct mcp_backend *mb, const char *id, const char *path, unsigned depth,
-		      size_t max_entries, json_t **ret_entries, paddock_error *err)
-{
-	struct dbackend *b = dbackend(mb);
-	struct dsandbox *s = sandbox_find(b, id, err);
-	_cleanup_json_ json_t *answer = NULL, *out = NULL;
-	_cleanup_free_ char *url = NULL;
-	char d[16];
-	json_t *entries, *e;
-	size_t i;
-	int r;
-
-	if (!s)
-		return -ENOENT;
-	snprintf(d, sizeof(d), "%u", depth);
-	url = make_url(SEGS(s->id, "files", "list"), QUERY("path", path, "depth", d));
-	if (!url)
-		return pd_fail(err, ENOMEM, "out of memory");
-	r = dcall(b, "GET", url, NULL, LIST_ANSWER_MAX, &answer, err);
-	if (r == -EFBIG) /* over paddockd's 10 000 entries (413), or over our bound */
-		return pd_fail_field(err, E2BIG, "depth", "more entries below '%s' than can be "
-							  "listed: list a smaller tree",
-				     PD_ESC(path));
-	if (r < 0)
-		return r;
-	entries = json_object_get(answer, "entries");
-	if (!json_is_array(entries))
-		return pd_fail(err, EPROTO, "paddockd's answer has no entries");
-	if (json_array_size(entries) > max_entries)
-		return pd_fail_field(err, E2BIG, "depth", "more than %zu entries below '%s'",
-				     max_entries, PD_ESC(path));
-	out = json_array();
-	if (!out)
-		return pd_fail(err, ENOMEM, "out of memory");
-	json_array_foreach(entries, i, e) {
-		json_t *mine = entry_from(e);
-
-		if (!mine)
-			return pd_fail(err, EPROTO, "paddockd sent a malformed entry");
-		if (json_array_append_new(out, mine) < 0)
-			return pd_fail(err, ENOMEM, "out of memory");
-	}
-	*ret_entries = TAKE_PTR(out);
-	return 0;
-}
-
-/* ---- background processes ------------------------------------------------------------------ */
-
-static int d_bg_start(struct mcp_backend *mb, const char *id, const struct mcp_exec_req *req,
-		      char **ret_proc, int *ret_pid, paddock_error *err)
-{
-	struct dbackend *b = dbackend(mb);
-	struct dsandbox *s = sandbox_find(b, id, err);
-	_cleanup_json_ json_t *body = NULL, *answer = NULL;
-	_cleanup_free_ char *url = NULL;
-	char tag[sizeof(((struct dproc *)NULL)->tag)];
-	struct dproc *p;
-	json_t *pid;
-	char *copy;
-	int r;
-
-	if (!s)
-		return -ENOENT;
-	r = exec_body(req, false, &body, err); /* stdin is /dev/null */
-	if (r < 0)
-		return r;
-	snprintf(tag, sizeof(tag), "p%u", s->next_proc + 1);
-	url = make_url(SEGS(s->id, "exec"), NULL);
-	if (!url || json_object_set_new(body, "background", json_true()) < 0 ||
-	    json_object_set_new(body, "tag", json_string(tag)) < 0)
-		return pd_fail(err, ENOMEM, "out of memory");
-	r = dcall(b, "POST", url, body, ANSWER_MAX, &answer, err);
-	if (r < 0)
-		return r;
-	pid = json_object_get(answer, "pid");
-	if (!json_is_integer(pid) || json_integer_value(pid) < 0 ||
-	    json_integer_value(pid) > INT32_MAX)
-		return pd_fail(err, EPROTO, "paddockd's answer has no valid pid");
-	copy = strdup(tag);
-	p = copy ? proc_add(s, err) : NULL;
-	if (!p) {
-		free(copy);
-		return pd_fail(err, ENOMEM, "out of memory");
-	}
-	*ret_proc = copy;
-	*ret_pid = (int)json_integer_value(pid);
-	return 0;
-}
-
-/* What bg_output() returns of a stream: the newest `max` bytes of what is new. */
-struct fresh {
-	char *buf;
-	size_t len;
-	uint64_t dropped;
-};
-
-/* Appends, dropping (and counting) the oldest bytes beyond `max`. */
-static int fresh_add(struct fresh *f, size_t max, const char *data, size_t n)
-{
-	char *p;
-
-	if (n == 0)
-		return 0;
-	if (n >= max) {
-		f->dropped += f->len + (n - max);
-		data += n - max;
-		n = max;
-		f->len = 0;
-	} else if (f->len + n > max) {
-		size_t drop = f->len + n - max;
-
-		memmove(f->buf, f->buf + drop, f->len - drop);
-		f->len -= drop;
-		f->dropped += drop;
-	}
-	p = realloc(f->buf, f->len + n + 1);
-	if (!p)
-		return -ENOMEM;
-	f->buf = p;
-	memcpy(f->buf + f->len, data, n);
-	f->len += n;
-	return 0;
-}
-
-/*
- * One line of GET …/output: a chunk from the ring, at `offset` in its stream, or the exit
- * event (*ret_report: its result, a new reference).
- */
-static int output_line(struct dproc *p, const char *line, size_t len, size_t max,
-		       struct fresh out[2], json_t **ret_report, paddock_error *err)
-{
-	_cleanup_json_ json_t *ev = json_loadb(line, len, JSON_ALLOW_NUL, NULL);
-	_cleanup_free_ char *buf = NULL;
-	const char *type = json_string_value(json_object_get(ev, "type")), *data;
-	json_t *off;
-	size_t n;
-	int i, r;
-
-	if (!type)
-		return pd_fail(err, EPROTO, "paddockd sent a malformed line of process output");
-	if (strcmp(type, "exit") == 0) {
-		json_t *report = json_object_get(ev, "result");
-
-		json_decref(*ret_report);
-		*ret_report = json_is_object(report) ? json_incref(report) : json_null();
-		return 0;
-	}
-	i = stream_index(type);
-	if (i < 0)
-		return 0;
-	r = event_bytes(ev, &buf, &data, &n, err);
-	if (r < 0)
-		return r;
-	off = json_object_get(ev, "offset");
-	if (json_is_integer(off) && json_integer_value(off) >= 0) {
-		uint64_t o = (uint64_t)json_integer_value(off);
-
-		/* above what was asked: the ring dropped the bytes between; below: a restart */
-		if (o > p->since[i])
-			out[i].dropped += o - p->since[i];
-		p->since[i] = o + n;
-	}
-	if (fresh_add(&out[i], max, data, n) < 0)
-		return pd_fail(err, ENOMEM, "out of memory");
-	return 0;
-}
-
-/* Reads GET …/output?since_stdout=…&since_stderr=… to its end. */
-static int read_output(struct dbackend *b, struct dsandbox *s, struct dproc *p, size_t max,
-		       struct fresh out[2], json_t **ret_report, paddock_error *err)
-{
-	_cleanup_conn_ struct http_conn *c = NULL;
-	_cleanup_free_ char *url = NULL;
-	struct http_response resp;
-	char since[2][24];
-	int r;
-
-	for (int i = 0; i < 2; i++)
-		snprintf(since[i], sizeof(since[i]), "%" PRIu64, p->since[i]);
-	url = make_url(SEGS(s->id, "processes", p->tag, "output"),
-		       QUERY("since_stdout", since[0], "since_stderr", since[1]));
-	if (!url)
-		return pd_fail(err, ENOMEM, "out of memory");
-	struct http_request req = { .method = "GET", .target = url, .body_fd = -1 };
-	r = dopen(b, &req, &c, &resp, err);
-	if (r < 0)
-		return r;
-	for (int lines = 0;; lines++) {
-		const char *line;
-		size_t len;
-
-		r = http_read_line(c, RING_LINE_MAX, &line, &len, err);
-		if (r < 0)
-			return io_error(r, err);
-		if (r == 0)
-			return 0;
-		if (lines >= RING_LINES_MAX)
-			return pd_fail(err, EPROTO, "paddockd sent more than %d lines of output",
-				       RING_LINES_MAX);
-		r = output_line(p, line, len, max, out, ret_report, err);
-		if (r < 0)
-			return r;
-	}
-}
-
-static json_t *output_result(struct fresh out[2], json_t *report)
-{
-	bool ended = report != NULL;
-	json_t *reason = json_object_get(report, "reason");
-
-	return json_pack("{s:b,s:o,s:o,s:I,s:I,s:o,s:O,s:O}", "running", !ended, "stdout",
-			 mcp_json_text(out[0].buf, out[0].len), "stderr",
-			 mcp_json_text(out[1].buf, out[1].len), "stdout_dropped",
-			 (json_int_t)out[0].dropped, "stderr_dropped", (json_int_t)out[1].dropped,
-			 "exit_code", ended ? int_or_null(report, "exit_code") : json_null(),
-			 "reason", json_is_string(reason) ? reason : json_null(), "report",
-			 json_is_object(report) ? report : json_null());
-}
-
-static int d_bg_output(struct mcp_backend *mb, const char *id, const char *proc, size_t max,
-		       json_t **ret, paddock_error *err)
-{
-	struct dbackend *b = dbackend(mb);
-	struct dsandbox *s = sandbox_find(b, id, err);
-	struct fresh out[2] = { { 0 } };
-	json_t *report = NULL, *result = NULL;
-	struct dproc *p;
-	uint64_t saved[2];
-	int r;
-
-	if (!s)
-		return -ENOENT;
-	p = proc_find(s, proc, err);
-	if (!p)
-		return -ENOENT;
-	memcpy(saved, p->since, sizeof(saved));
-	r = read_output(b, s, p, max, out, &report, err);
-	if (r >= 0) {
-		result = output_result(out, report);
-		if (!result)
-			r = pd_fail(err, ENOMEM, "out of memory");
-	}
-	if (r < 0) {
-		memcpy(p->since, saved, sizeof(saved)); /* nothing was returned: again next time */
-		if (r == -ENOENT && strcmp(err->field, "process_id") == 0)
-			proc_forget(s, p); /* paddockd no longer keeps it */
-	}
-	json_decref(report);
-	for (int i = 0; i < 2; i++)
-		free(out[i].buf);
-	if (r < 0)
-		return r;
-	*ret = result;
-	return 0;
-}
-
-static int d_bg_signal(struct mcp_backend *mb, const char *id, const char *proc, int sig,
-		       paddock_error *err)
-{
-	struct dbackend *b = dbackend(mb);
-	struct dsandbox *s = sandbox_find(b, id, err);
-	_cleanup_json_ json_t *body = NULL;
-	_cleanup_free_ char *url = NULL;
-	struct dproc *p;
-	int r;
-
-	if (!s)
-		return -ENOENT;
-	p = proc_find(s, proc, err);
-	if (!p)
-		return -ENOENT;
-	if (sig < 1 || sig > 64)
-		return pd_fail_field(err, EINVAL, "signal", "expected a signal number, got %d",
-				     sig);
-	url = make_url(SEGS(s->id, "processes", p->tag, "signal"), NULL);
-	body = json_pack("{s:i}", "signal", sig);
-	if (!url || !body)
-		return pd_fail(err, ENOMEM, "out of memory");
-	r = dcall(b, "POST", url, body, 0, NULL, err);
-	if (r == -EBUSY) /* 409: "the process has ended" */
-		return pd_fail_field(err, ESRCH, "process_id", "process '%s' has ended",
-				     PD_ESC(proc));
 	return r;
 }
 
@@ -1409,9 +556,9 @@ static void keepalive_cb(evutil_socket_t fd, short what, void *arg)
 	if (renew)
 		b->last_renew = mono_s();
 	for (struct dsandbox *s = b->sandboxes; s; s = s->next) {
-		_cleanup_free_ char *touch = make_url(SEGS(s->id, "files", "stat"),
-						      QUERY("path", "/"));
-		_cleanup_free_ char *renew_url = make_url(SEGS(s->id, "ttl"), NULL);
+		_cleanup_free_ char *touch = dbackend_url(SEGS(s->id, "files", "stat"),
+							  QUERY("path", "/"));
+		_cleanup_free_ char *renew_url = dbackend_url(SEGS(s->id, "ttl"), NULL);
 		paddock_error err = { 0 };
 
 		if (touch && b->idle_timeout_s > 0)
@@ -1430,7 +577,7 @@ static void d_free(struct mcp_backend *mb)
 	if (b->keepalive)
 		event_free(b->keepalive);
 	while (b->pending) /* their commands are killed as the connections close */
-		pending_free(b->pending);
+		dpending_free(b->pending);
 	while (b->sandboxes) {
 		struct dsandbox *s = b->sandboxes;
 		paddock_error err = { 0 };
@@ -1454,7 +601,7 @@ static int d_code_request(struct mcp_backend *mb, const char *id, const char *me
 			  void *userdata, paddock_error *err)
 {
 	struct dbackend *b = dbackend(mb);
-	struct dsandbox *s = sandbox_find(b, id, err);
+	struct dsandbox *s = dsandbox_find(b, id, err);
 	struct http_request req = { .method = method, .content_type = "application/json",
 				    .body = body, .body_len = len, .body_fd = -1 };
 	struct http_response resp = { 0 };
@@ -1477,144 +624,10 @@ static int d_code_request(struct mcp_backend *mb, const char *id, const char *me
 		r = http_read_response(c, &resp, err);
 	if (r < 0) {
 		http_conn_free(c);
-		return io_error(r, err);
+		return dbackend_io_error(r, err);
 	}
 	fn(c, &resp, NULL, userdata);
 	return 0;
-}
-
-/* ---- asking a person ----------------------------------------------------------------------- */
-
-#define ASK_LINE_MAX 4096 /* one decision: a name of 253 bytes and a few fields */
-
-static int64_t parse_time_ms(const char *s)
-{
-	struct tm tm = { 0 };
-	const char *rest = s ? strptime(s, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
-	int64_t ms = 0;
-
-	if (!rest)
-		return 0;
-	if (rest[0] == '.' && rest[1] >= '0' && rest[1] <= '9' && rest[2] >= '0' &&
-	    rest[2] <= '9' && rest[3] >= '0' && rest[3] <= '9')
-		ms = (rest[1] - '0') * 100 + (rest[2] - '0') * 10 + (rest[3] - '0');
-	return (int64_t)timegm(&tm) * 1000 + ms;
-}
-
-/* One line of the follow stream: a decision, checked before it is told. */
-static void ask_line(struct dsandbox *s, const char *line, size_t len)
-{
-	_cleanup_json_ json_t *o = json_loadb(line, len, 0, NULL);
-	json_t *id = json_object_get(o, "id"), *port = json_object_get(o, "port");
-	const char *host = json_string_value(json_object_get(o, "host"));
-	const char *rule = json_string_value(json_object_get(o, "rule"));
-	const char *answer = json_string_value(json_object_get(o, "answer"));
-
-	/* what paddockd relays of a sandbox's choosing is bounded and shaped, or not told */
-	if (!json_is_integer(id) || json_integer_value(id) < 1 || !json_is_integer(port) ||
-	    json_integer_value(port) < 1 || json_integer_value(port) > 65535 || !host ||
-	    strlen(host) > 253 || !rule || strlen(rule) > 270 ||
-	    strspn(host, "abcdefghijklmnopqrstuvwxyz0123456789-.:") != strlen(host) ||
-	    (answer && paddock_ask_answer_from_string(answer) < 0) || !s->ask_fn)
-		return;
-	struct mcp_ask a = {
-		.sandbox = s->id,
-		.id = (uint64_t)json_integer_value(id),
-		.host = host,
-		.port = (uint16_t)json_integer_value(port),
-		.rule = rule,
-		.expires_ms = parse_time_ms(json_string_value(json_object_get(o, "expires_at"))),
-		.decided = answer != NULL,
-		.answer = answer,
-		.by = answer ? json_string_value(json_object_get(o, "by")) : NULL,
-	};
-
-	if (a.decided && !a.by)
-		a.by = "paddockd";
-	s->ask_fn(&a, s->ask_ud);
-}
-
-static void asks_readable(evutil_socket_t fd, short what, void *arg)
-{
-	struct dsandbox *s = arg;
-	paddock_error err = { 0 };
-
-	(void)fd;
-	(void)what;
-	for (int i = 0; i < LINES_PER_WAKE && s->ask_conn; i++) {
-		const char *line;
-		size_t len;
-		int r = http_read_line(s->ask_conn, ASK_LINE_MAX, &line, &len, &err);
-
-		if (r == -EAGAIN)
-			return;
-		if (r <= 0) {
-			/* the sandbox is gone, or paddockd stopped: nothing more will come */
-			asks_unwatch(s);
-			return;
-		}
-		ask_line(s, line, len); /* may unwatch */
-	}
-	if (s->ask_ev)
-		event_active(s->ask_ev, EV_READ, 0);
-}
-
-static int d_watch_asks(struct mcp_backend *mb, const char *id, mcp_ask_fn fn, void *userdata,
-			paddock_error *err)
-{
-	struct dbackend *b = dbackend(mb);
-	struct dsandbox *s = sandbox_find(b, id, err);
-	_cleanup_free_ char *url = NULL;
-	_cleanup_conn_ struct http_conn *c = NULL;
-	struct http_response resp;
-	int r;
-
-	if (!s)
-		return -ENOENT;
-	asks_unwatch(s);
-	if (!fn)
-		return 0;
-	url = make_url(SEGS(s->id, "network", "pending"), QUERY("follow", "1"));
-	if (!url)
-		return pd_fail(err, ENOMEM, "out of memory");
-	struct http_request req = { .method = "GET", .target = url, .body_fd = -1 };
-
-	r = dopen(b, &req, &c, &resp, err);
-	if (r < 0)
-		return r;
-	http_conn_set_nonblocking(c, true);
-	s->b = b;
-	s->ask_ev = event_new(b->ev_base, http_conn_fd(c), EV_READ | EV_PERSIST, asks_readable, s);
-	if (!s->ask_ev || event_add(s->ask_ev, NULL) < 0) {
-		if (s->ask_ev)
-			event_free(s->ask_ev);
-		s->ask_ev = NULL;
-		return pd_fail(err, ENOMEM, "follow the sandbox's pending decisions");
-	}
-	s->ask_conn = TAKE_PTR(c);
-	s->ask_fn = fn;
-	s->ask_ud = userdata;
-	event_active(s->ask_ev, EV_READ, 0); /* lines the head's read took along */
-	return 0;
-}
-
-static int d_answer(struct mcp_backend *mb, const char *id, uint64_t ask,
-		    enum paddock_ask_answer answer, const char *who, paddock_error *err)
-{
-	struct dbackend *b = dbackend(mb);
-	struct dsandbox *s = sandbox_find(b, id, err);
-	_cleanup_free_ char *url = NULL;
-	_cleanup_json_ json_t *body = NULL;
-
-	if (!s)
-		return -ENOENT;
-	url = make_url(SEGS(s->id, "network", "decisions"), NULL);
-	body = json_pack("{s:I, s:s, s:s?}", "id", (json_int_t)ask, "answer",
-			 paddock_ask_answer_to_string(answer), "who", who);
-	if (!url || !body)
-		return pd_fail(err, ENOMEM, "out of memory");
-	/* recorded by paddockd with this backend's tenant, and `who` */
-	return dcall(b, "POST", url, body, ANSWER_MAX, NULL, err);
 }
 
 static const struct mcp_backend_ops daemon_ops = {
