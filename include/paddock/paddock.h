@@ -35,6 +35,8 @@ typedef struct paddock_error {
 PADDOCK_API const char *paddock_error_format(const paddock_error *err, char *buf, size_t size);
 /* The symbolic name of an errno value ("EINVAL"), or "E?" when unknown. */
 PADDOCK_API const char *paddock_errno_name(int code);
+/* The inverse: "ENOENT" -> ENOENT; 0 for NULL or a name not in the table. */
+PADDOCK_API int paddock_errno_from_name(const char *name);
 
 /*
  * Filling an error, for front ends that report their own failures in the library's form.

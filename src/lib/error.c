@@ -133,6 +133,14 @@ const char *paddock_errno_name(int code)
 	return "E?";
 }
 
+int paddock_errno_from_name(const char *name)
+{
+	for (size_t i = 0; name && i < sizeof(errno_names) / sizeof(errno_names[0]); i++)
+		if (strcmp(errno_names[i].name, name) == 0)
+			return errno_names[i].code;
+	return 0;
+}
+
 const char *paddock_error_format(const paddock_error *err, char *buf, size_t size)
 {
 	if (!err || err->code == 0)

@@ -81,6 +81,11 @@ static void test_public_names(void **state)
 	paddock_error_clear(&err);
 	assert_int_equal(err.code, 0);
 	assert_string_equal(PADDOCK_ESC("a\nb"), "a\\x0ab");
+	assert_int_equal(paddock_errno_from_name("ENOENT"), ENOENT);
+	assert_int_equal(paddock_errno_from_name(paddock_errno_name(EDQUOT)), EDQUOT);
+	assert_int_equal(paddock_errno_from_name("E?"), 0);
+	assert_int_equal(paddock_errno_from_name("enoent"), 0);
+	assert_int_equal(paddock_errno_from_name(NULL), 0);
 
 	assert_int_equal(paddock_parse_size("1.5G", &size), 0);
 	assert_true(size == 1536ull << 20);
