@@ -35,6 +35,46 @@ typedef struct paddock_error {
 PADDOCK_API const char *paddock_error_format(const paddock_error *err, char *buf, size_t size);
 /* The symbolic name of an errno value ("EINVAL"), or "E?" when unknown. */
 PADDOCK_API const char *paddock_errno_name(int code);
+/* The inverse: "ENOENT" -> ENOENT; 0 for NULL or a name not in the table. */
+PADDOCK_API int paddock_errno_from_name(const char *name);
+
+/*
+ * Filling an error, for front ends that report their own failures in the library's form.
+ * Both return -code (a code of 0 becomes EIO, resp. EINVAL with a field), so
+ * "return paddock_fail(...)" is the whole error path. err may be NULL.
+ */
+PADDOCK_API int paddock_fail(paddock_error *err, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+PADDOCK_API int paddock_fail_field(paddock_error *err, int code, const char *field,
+				   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* "prefix: <old message>"; keeps code and field. */
+PADDOCK_API void paddock_error_prefix(paddock_error *err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+PADDOCK_API void paddock_error_clear(paddock_error *err);
+/*
+ * An untrusted string made fit for a message: printable ASCII kept, everything else as \xNN,
+ * cut to `size` (ending "..." when cut). Returns buf. PADDOCK_ESC uses a buffer of its own
+ * that lives until the end of the enclosing block.
+ */
+PADDOCK_API const char *paddock_escape(const char *s, char *buf, size_t size);
+#define PADDOCK_ESC(s) paddock_escape((s), (char[128]){ 0 }, 128)
+
+/* ---- small codecs the front ends share with the library ------------------------------- */
+
+/* Base64 (RFC 4648, standard alphabet, padded) of `len` bytes; NULL when out of memory. */
+PADDOCK_API char *paddock_base64_encode(const void *data, size_t len);
+/*
+ * Decodes `len` characters (whitespace ignored, '=' only at the end): -EINVAL for anything
+ * else, -ENOMEM. Caller frees *ret (NUL-terminated, the NUL not counted in *ret_len).
+ */
+PADDOCK_API int paddock_base64_decode(const char *s, size_t len, char **ret, size_t *ret_len);
+/*
+ * A size as the spec writes it: "512M", "1G", "4096", "1.5G" (binary units K M G T, an
+ * optional "B" or "iB"); negatives, overflow and trailing garbage are -EINVAL.
+ */
+PADDOCK_API int paddock_parse_size(const char *s, uint64_t *ret);
+/* Seconds as a decimal number, "2", "0.5"; > 0 and finite. -EINVAL on bad input. */
+PADDOCK_API int paddock_parse_seconds(const char *s, double *ret);
 
 typedef struct paddock_ctx paddock_ctx;
 typedef struct paddock_spec paddock_spec;

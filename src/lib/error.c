@@ -133,6 +133,14 @@ const char *paddock_errno_name(int code)
 	return "E?";
 }
 
+int paddock_errno_from_name(const char *name)
+{
+	for (size_t i = 0; name && i < sizeof(errno_names) / sizeof(errno_names[0]); i++)
+		if (strcmp(errno_names[i].name, name) == 0)
+			return errno_names[i].code;
+	return 0;
+}
+
 const char *paddock_error_format(const paddock_error *err, char *buf, size_t size)
 {
 	if (!err || err->code == 0)
@@ -141,3 +149,10 @@ const char *paddock_error_format(const paddock_error *err, char *buf, size_t siz
 		snprintf(buf, size, "%s: %s", err->msg, strerror(err->code));
 	return buf;
 }
+
+/* The public names of the functions above: one implementation, the library's and the front ends' */
+extern __typeof__(pd_fail) paddock_fail __attribute__((alias("pd_fail")));
+extern __typeof__(pd_fail_field) paddock_fail_field __attribute__((alias("pd_fail_field")));
+extern __typeof__(pd_error_prefix) paddock_error_prefix __attribute__((alias("pd_error_prefix")));
+extern __typeof__(pd_error_clear) paddock_error_clear __attribute__((alias("pd_error_clear")));
+extern __typeof__(pd_escape) paddock_escape __attribute__((alias("pd_escape")));

@@ -939,3 +939,8 @@ int pd_parse_seconds(const char *s, double *ret)
 	*ret = v;
 	return 0;
 }
+
+/* The public names (paddock.h) of the two parsers above */
+extern __typeof__(pd_parse_size) paddock_parse_size __attribute__((alias("pd_parse_size")));
+extern __typeof__(pd_parse_seconds) paddock_parse_seconds
+	__attribute__((alias("pd_parse_seconds")));
