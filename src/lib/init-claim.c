@@ -34,7 +34,7 @@
  * The Landlock ruleset: the paths a command may write below, held by inode (landlock.c). A
  * claim with a workspace makes it again once the claim's tree is on /workspace.
  */
-static int prepare_landlock(struct init_state *st, paddock_error *err)
+static int prepare_landlock(struct pd_init_state *st, paddock_error *err)
 {
 	int fd = -EBADF;
 	int r;
@@ -56,7 +56,7 @@ static int prepare_landlock(struct init_state *st, paddock_error *err)
  * /etc, as a cold one would have. Done unconfined, before pd_init_confine_self(): Landlock
  * and the seccomp filter forbid it afterwards, to init as to commands.
  */
-static int resize_disk(const struct init_state *st, uint64_t bytes, paddock_error *err)
+static int resize_disk(const struct pd_init_state *st, uint64_t bytes, paddock_error *err)
 {
 	_cleanup_close_ int fs = -EBADF;
 	struct statfs sf;
@@ -84,7 +84,7 @@ static int resize_disk(const struct init_state *st, uint64_t bytes, paddock_erro
  * it shows, and the CPUs init (so every command) may run on. The uptime was the pooled
  * sandbox's from the start: its time namespace was entered when it was made.
  */
-static int bind_proc_view(struct init_state *st, const struct pd_ctl_bind *b,
+static int bind_proc_view(struct pd_init_state *st, const struct pd_ctl_bind *b,
 			  paddock_error *err)
 {
 	struct pd_proc_view v = {
@@ -120,7 +120,7 @@ static int bind_proc_view(struct init_state *st, const struct pd_ctl_bind *b,
  * BIND, or EOF, ends init: an unclaimed sandbox just goes away. A BIND init cannot apply
  * whole ends it too (FAILED): nothing is half-bound.
  */
-void pd_init_await_claim(struct init_state *st)
+void pd_init_await_claim(struct pd_init_state *st)
 {
 	static char buf[PD_CTL_MAX_MSG];
 	struct pd_ctl_bind_msg m;

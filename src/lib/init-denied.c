@@ -18,7 +18,7 @@
 #include "seccomp-bpf.h"
 #include "util/cleanup.h"
 
-static bool take_denied_token(struct init_state *st)
+static bool take_denied_token(struct pd_init_state *st)
 {
 	struct timespec now;
 	double dt;
@@ -27,9 +27,9 @@ static bool take_denied_token(struct init_state *st)
 	dt = (double)(now.tv_sec - st->denied_refill.tv_sec) +
 	     (double)(now.tv_nsec - st->denied_refill.tv_nsec) / 1e9;
 	st->denied_refill = now;
-	st->denied_tokens += dt * DENIED_PER_S;
-	if (st->denied_tokens > DENIED_BURST)
-		st->denied_tokens = DENIED_BURST;
+	st->denied_tokens += dt * PD_INIT_DENIED_PER_S;
+	if (st->denied_tokens > PD_INIT_DENIED_BURST)
+		st->denied_tokens = PD_INIT_DENIED_BURST;
 	if (st->denied_tokens < 1.0)
 		return false;
 	st->denied_tokens -= 1.0;
@@ -64,7 +64,7 @@ static void read_comm(int32_t pid, char comm[16])
  * it while the rate allows (with the caller's name, read before the answer lets the caller
  * go on, and kept only if the notification was still pending then: its pid was still its).
  */
-void pd_init_answer_denied(struct init_state *st)
+void pd_init_answer_denied(struct pd_init_state *st)
 {
 	struct pd_seccomp_denial d;
 	struct pd_ctl_denied m = { 0 };

@@ -73,7 +73,7 @@ static const char *const ca_env[] = {
  * base, egress, CA, the secrets' placeholders, the spec's, then the request's; a later NAME
  * replaces an earlier one (the spec cannot name a secret: validated).
  */
-char **pd_init_build_env(const struct init_state *st, char **extra)
+char **pd_init_build_env(const struct pd_init_state *st, char **extra)
 {
 	size_t cap = ELEMENTSOF(base_env) + ELEMENTSOF(root_env) + ELEMENTSOF(egress_env) +
 		     ELEMENTSOF(ca_env) +

@@ -101,7 +101,7 @@ int pd_init_bind_lifetime(int ctl, bool outlive, paddock_error *err)
  * /dev/pts/ptmx, signals and reaps. It keeps its capabilities inside its own namespaces
  * (CAP_SYS_ADMIN lets it install both without no_new_privs); commands drop them.
  */
-static int empty_bounding_set(struct init_state *st, paddock_error *err)
+static int empty_bounding_set(struct pd_init_state *st, paddock_error *err)
 {
 	int r;
 
@@ -116,7 +116,7 @@ static int empty_bounding_set(struct init_state *st, paddock_error *err)
 	return 0;
 }
 
-int pd_init_confine_self(struct init_state *st, paddock_error *err)
+int pd_init_confine_self(struct pd_init_state *st, paddock_error *err)
 {
 	int r;
 
@@ -145,7 +145,7 @@ int pd_init_confine_self(struct init_state *st, paddock_error *err)
 /* ---- one command ---------------------------------------------------------------------- */
 
 struct child_plan {
-	const struct init_state *st;
+	const struct pd_init_state *st;
 	char *const *argv;
 	char *const *envp;
 	const char *cwd;
@@ -160,8 +160,8 @@ struct child_plan {
 	int errpipe;
 };
 
-CHILD_CODE _Noreturn static void child_fail(const struct child_plan *p, enum pd_exec_step step, int code,
-				 const char *what)
+CHILD_CODE _Noreturn static void child_fail(const struct child_plan *p, enum pd_exec_step step,
+					    int code, const char *what)
 {
 	struct pd_ctl_exec_error e = { .step = step };
 
@@ -256,7 +256,7 @@ CHILD_CODE static void exec_path(const struct child_plan *p, int *ret_errno)
 CHILD_CODE static int exec_child(void *arg)
 {
 	const struct child_plan *p = arg;
-	const struct init_state *st = p->st;
+	const struct pd_init_state *st = p->st;
 	sigset_t none;
 	int r, e = 0;
 
@@ -326,7 +326,7 @@ static void close_pipes(int (*pipes)[3][2])
 			(*pipes)[i][j] = pd_close((*pipes)[i][j]);
 }
 
-static void reply_error(struct init_state *st, uint64_t id, enum pd_exec_step step, int code,
+static void reply_error(struct pd_init_state *st, uint64_t id, enum pd_exec_step step, int code,
 			const char *msg)
 {
 	struct pd_ctl_exec_error e = { .id = id, .step = step };
@@ -336,7 +336,7 @@ static void reply_error(struct init_state *st, uint64_t id, enum pd_exec_step st
 	(void)pd_ctl_send(st->ctl, PD_CTL_EXEC_ERROR, &e, sizeof(e), NULL, 0);
 }
 
-static void handle_exec(struct init_state *st, const char *buf, size_t len, int *fds,
+static void handle_exec(struct pd_init_state *st, const char *buf, size_t len, int *fds,
 			size_t nfds)
 {
 	struct pd_ctl_exec req;
@@ -373,7 +373,7 @@ static void handle_exec(struct init_state *st, const char *buf, size_t len, int 
 		.len = (unsigned short)(req.filter_len / sizeof(struct sock_filter)),
 		.filter = (struct sock_filter *)(uintptr_t)pos,
 	};
-	if (st->n_execs >= INIT_MAX_EXECS)
+	if (st->n_execs >= PD_INIT_MAX_EXECS)
 		return reply_error(st, req.id, PD_STEP_SETUP, EAGAIN, "too many commands running");
 	envp = pd_init_build_env(st, extra);
 	if (!envp)
@@ -432,8 +432,8 @@ static void handle_exec(struct init_state *st, const char *buf, size_t len, int 
 		(void)pd_ctl_send(st->ctl, PD_CTL_EXEC_ERROR, &e, sizeof(e), NULL, 0);
 		return;
 	}
-	struct tracked *t = &st->execs[st->n_execs++];
-	*t = (struct tracked){ .id = req.id, .pid = pid, .flags = req.flags, .pty = -1,
+	struct pd_init_tracked *t = &st->execs[st->n_execs++];
+	*t = (struct pd_init_tracked){ .id = req.id, .pid = pid, .flags = req.flags, .pty = -1,
 			       .keep = { -1, -1, -1 } };
 	t->pty = TAKE_FD(master);
 	for (int i = 0; i < 3; i++) {
@@ -464,7 +464,7 @@ static void handle_stop_all(const char *buf, size_t len)
 }
 
 /* A socket in the sandbox's network namespace, for the supervisor to connect or listen on. */
-void pd_init_handle_socket(struct init_state *st, const char *buf, size_t len)
+void pd_init_handle_socket(struct pd_init_state *st, const char *buf, size_t len)
 {
 	struct pd_ctl_socket m;
 	struct pd_ctl_socket_fd reply = { 0 };
@@ -489,7 +489,7 @@ void pd_init_handle_socket(struct init_state *st, const char *buf, size_t len)
  * and the kernel ends everything in the sandbox. The socket sits in the supervisor's state
  * directory (mode 0700, not reachable from inside the sandbox's mount namespace).
  */
-static void await_supervisor(struct init_state *st)
+static void await_supervisor(struct pd_init_state *st)
 {
 	struct timespec deadline, now;
 
@@ -532,7 +532,7 @@ static void await_supervisor(struct init_state *st)
 	}
 }
 
-_Noreturn static void serve(struct init_state *st)
+_Noreturn static void serve(struct pd_init_state *st)
 {
 	static char buf[PD_CTL_MAX_MSG];
 
@@ -612,7 +612,7 @@ _Noreturn static void serve(struct init_state *st)
  * Commands start from what is left after setup: the signals, and the memory init's own
  * children share (the stack they run on until they exec).
  */
-static int prepare_commands(struct init_state *st, paddock_error *err)
+static int prepare_commands(struct pd_init_state *st, paddock_error *err)
 {
 	sigset_t chld;
 
@@ -637,7 +637,7 @@ _Noreturn void pd_init_run(const struct pd_init_conf *conf)
 	 * memory is its init's. Here only the pages init touches are its own (the rest of
 	 * .bss stays the kernel's zero page); on the stack, zeroing it would dirty them all.
 	 */
-	static struct init_state st;
+	static struct pd_init_state st;
 	paddock_error err = { 0 };
 	int r;
 
@@ -652,7 +652,7 @@ _Noreturn void pd_init_run(const struct pd_init_conf *conf)
 	st.proc_view = conf->proc_view;
 	st.upper_fd = conf->upper_fd;
 	st.notify_fd = -EBADF;
-	st.denied_tokens = DENIED_BURST;
+	st.denied_tokens = PD_INIT_DENIED_BURST;
 	clock_gettime(CLOCK_MONOTONIC, &st.denied_refill);
 
 	/* "paddock-init" in ps, and never matched by a `pkill paddockd` meant for the daemon */

@@ -4,7 +4,7 @@
  * init-run.c confines init, serves the control socket and starts each command;
  * init-track.c keeps the commands it started (reaping, signals, what a returning supervisor
  * is told); init-env.c builds a command's environment; init-denied.c answers the calls the
- * seccomp filter denies; init-claim.c binds a pooled sandbox's claim. One init_state, a
+ * seccomp filter denies; init-claim.c binds a pooled sandbox's claim. One pd_init_state, a
  * static of pd_init_run(), is passed to all of them: init is single-threaded.
  */
 #pragma once
@@ -19,11 +19,11 @@
 #include "init-conf.h"
 #include "seccomp-bpf.h"
 
-#define INIT_MAX_EXECS 1024
+#define PD_INIT_MAX_EXECS 1024
 
 /* DENIED messages: a burst of 20, then 10 a second; the total counts every denial. */
-#define DENIED_BURST 20.0
-#define DENIED_PER_S 10.0
+#define PD_INIT_DENIED_BURST 20.0
+#define PD_INIT_DENIED_PER_S 10.0
 
 /*
  * A command init started. init keeps its own copy of the supervisor's end of each pipe and
@@ -31,7 +31,7 @@
  * back (paddock_sandbox_adopt()) gets them again, and the command never sees its output
  * pipe break in between (it blocks when the pipe is full, as under a stopped reader).
  */
-struct tracked {
+struct pd_init_tracked {
 	uint64_t id;
 	pid_t pid;
 	uint32_t flags;
@@ -41,7 +41,7 @@ struct tracked {
 	struct pd_ctl_exited exit;
 };
 
-struct init_state {
+struct pd_init_state {
 	const struct pd_init_conf *conf;
 	struct pd_ctl_rlimits rlimits; /* applied by each command's child */
 	int ctl;
@@ -50,7 +50,7 @@ struct init_state {
 	int landlock_abi; /* in force for init and every command; 0: none */
 	struct pd_seccomp_prog seccomp;
 	char *child_stack; /* for commands' CLONE_VM children, CHILD_STACK_SIZE bytes */
-	struct tracked execs[INIT_MAX_EXECS];
+	struct pd_init_tracked execs[PD_INIT_MAX_EXECS];
 	size_t n_execs;
 	int listen_fd;		 /* reconnect socket, or -1: the sandbox dies with its supervisor */
 	int record_fd;		 /* the supervisor's record of the sandbox (a sealed memfd), or -1 */
@@ -71,26 +71,26 @@ struct init_state {
 /* ---- init-run.c ---- */
 
 /* Empty bounding set, Landlock, then seccomp, on init itself: commands inherit all three. */
-int pd_init_confine_self(struct init_state *st, paddock_error *err);
+int pd_init_confine_self(struct pd_init_state *st, paddock_error *err);
 /* PD_CTL_SOCKET: answers with a socket of the sandbox's network namespace, or an errno. */
-void pd_init_handle_socket(struct init_state *st, const char *buf, size_t len);
+void pd_init_handle_socket(struct pd_init_state *st, const char *buf, size_t len);
 
 /* ---- init-track.c ---- */
 
 /* Sends a message with a command's fds: its pty master, then its pipes, stdin first. */
-int pd_init_send_with_fds(struct init_state *st, uint32_t type, const void *msg, size_t len,
-			  const struct tracked *t);
+int pd_init_send_with_fds(struct pd_init_state *st, uint32_t type, const void *msg, size_t len,
+			  const struct pd_init_tracked *t);
 /* PD_CTL_SIGNAL and PD_CTL_CLOSE_STDIN, for a command still tracked (else ignored). */
-void pd_init_handle_signal(struct init_state *st, const char *buf, size_t len);
-void pd_init_handle_close_stdin(struct init_state *st, const char *buf, size_t len);
+void pd_init_handle_signal(struct pd_init_state *st, const char *buf, size_t len);
+void pd_init_handle_close_stdin(struct pd_init_state *st, const char *buf, size_t len);
 /* PD_CTL_RECORD: keeps the record the message carries (takes fds[0]). */
-void pd_init_handle_record(struct init_state *st, int *fds, size_t nfds);
+void pd_init_handle_record(struct pd_init_state *st, int *fds, size_t nfds);
 /* Reaps every child that ended, and reports (or keeps, with no supervisor) the commands'. */
-void pd_init_reap(struct init_state *st);
+void pd_init_reap(struct pd_init_state *st);
 /* PD_CTL_READY with the sandbox's "/" (and an image's writable layer). 0 or -errno. */
-int pd_init_send_ready(struct init_state *st);
+int pd_init_send_ready(struct pd_init_state *st);
 /* Tells a new supervisor every command still tracked, the record, then READY. 0 or -errno. */
-int pd_init_resync(struct init_state *st);
+int pd_init_resync(struct pd_init_state *st);
 
 /* ---- init-env.c ---- */
 
@@ -100,12 +100,12 @@ bool pd_init_env_has(char **env, size_t n, const char *kv, size_t *ret_idx);
  * A command's environment: the sandbox's, then the request's `extra`. The array is the
  * caller's to free(); its strings are borrowed (from st and extra). NULL when out of memory.
  */
-char **pd_init_build_env(const struct init_state *st, char **extra);
+char **pd_init_build_env(const struct pd_init_state *st, char **extra);
 
 /* ---- init-denied.c ---- */
 
 /* Answers one call the seccomp filter denied, and reports it while the rate allows. */
-void pd_init_answer_denied(struct init_state *st);
+void pd_init_answer_denied(struct pd_init_state *st);
 
 /* ---- init-claim.c ---- */
 
@@ -113,4 +113,4 @@ void pd_init_answer_denied(struct init_state *st);
  * A pooled init's wait for its claim (PD_CTL_BIND), which it binds and confines itself for.
  * Returns once BOUND is sent; exits when the claim does not come or cannot be bound.
  */
-void pd_init_await_claim(struct init_state *st);
+void pd_init_await_claim(struct pd_init_state *st);

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * init, running: the commands it started (struct tracked, init-run.h), from STARTED until
- * their end is reported. init reaps every process of the sandbox and reports EXITED for the
- * commands; it signals a command's process group and closes its stdin on request. A
- * supervisor that goes away and comes back (init-run.c waits for it) is told every command
- * still known, with its pipes and terminal, and gets back the record it left with init.
+ * init, running: the commands it started (struct pd_init_tracked, init-run.h), from STARTED
+ * until their end is reported. init reaps every process of the sandbox and reports EXITED
+ * for the commands; it signals a command's process group and closes its stdin on request.
+ * A supervisor that goes away and comes back (init-run.c waits for it) is told every
+ * command still known, with its pipes and terminal, and gets back the record it left.
  * Runs in init: the requests come from the supervisor, which init trusts.
  */
 #include "init-run.h"
@@ -24,8 +24,8 @@
 #include "util/cleanup.h"
 
 /* Sends a message with a command's fds: its pty master, then its pipes, stdin first. */
-int pd_init_send_with_fds(struct init_state *st, uint32_t type, const void *msg, size_t len,
-			  const struct tracked *t)
+int pd_init_send_with_fds(struct pd_init_state *st, uint32_t type, const void *msg, size_t len,
+			  const struct pd_init_tracked *t)
 {
 	int fds[4];
 	size_t n = 0;
@@ -38,9 +38,9 @@ int pd_init_send_with_fds(struct init_state *st, uint32_t type, const void *msg,
 	return pd_ctl_send(st->ctl, type, msg, len, fds, n);
 }
 
-static void release_tracked(struct init_state *st, size_t i)
+static void release_tracked(struct pd_init_state *st, size_t i)
 {
-	struct tracked *t = &st->execs[i];
+	struct pd_init_tracked *t = &st->execs[i];
 
 	t->pty = pd_close(t->pty);
 	for (int k = 0; k < 3; k++)
@@ -49,7 +49,7 @@ static void release_tracked(struct init_state *st, size_t i)
 }
 
 /* The command a request names, or NULL (ended and reported meanwhile, or never ours). */
-static struct tracked *find_tracked(struct init_state *st, uint64_t id)
+static struct pd_init_tracked *find_tracked(struct pd_init_state *st, uint64_t id)
 {
 	for (size_t i = 0; i < st->n_execs; i++)
 		if (st->execs[i].id == id)
@@ -57,10 +57,10 @@ static struct tracked *find_tracked(struct init_state *st, uint64_t id)
 	return NULL;
 }
 
-void pd_init_handle_signal(struct init_state *st, const char *buf, size_t len)
+void pd_init_handle_signal(struct pd_init_state *st, const char *buf, size_t len)
 {
 	struct pd_ctl_signal s;
-	struct tracked *t;
+	struct pd_init_tracked *t;
 
 	if (len < sizeof(s))
 		return;
@@ -71,10 +71,10 @@ void pd_init_handle_signal(struct init_state *st, const char *buf, size_t len)
 		(void)kill(t->pid, s.sig);
 }
 
-void pd_init_handle_close_stdin(struct init_state *st, const char *buf, size_t len)
+void pd_init_handle_close_stdin(struct pd_init_state *st, const char *buf, size_t len)
 {
 	struct pd_ctl_id m;
-	struct tracked *t;
+	struct pd_init_tracked *t;
 
 	if (len < sizeof(m))
 		return;
@@ -97,7 +97,7 @@ static uint64_t disk_free(void)
 	return (uint64_t)sf.f_bavail * (uint64_t)sf.f_bsize;
 }
 
-void pd_init_reap(struct init_state *st)
+void pd_init_reap(struct pd_init_state *st)
 {
 	struct signalfd_siginfo si;
 	struct rusage ru;
@@ -136,7 +136,7 @@ void pd_init_reap(struct init_state *st)
  * READY, with the sandbox's "/" for the supervisor's file access (fsops.c), held by fd, and
  * an image's writable layer for its snapshots (sandbox-snapshot.c), when it has one.
  */
-int pd_init_send_ready(struct init_state *st)
+int pd_init_send_ready(struct pd_init_state *st)
 {
 	struct pd_ctl_ready ready = { .landlock_abi = st->landlock_abi,
 				      .flags = st->host_tree >= 0 ? PD_READY_HOST_TREE : 0 };
@@ -154,10 +154,10 @@ int pd_init_send_ready(struct init_state *st)
  * A new supervisor connected: tell it every command still known (running, or ended while
  * nobody listened), with their pipes and terminals, then READY.
  */
-int pd_init_resync(struct init_state *st)
+int pd_init_resync(struct pd_init_state *st)
 {
 	for (size_t i = 0; i < st->n_execs;) {
-		struct tracked *t = &st->execs[i];
+		struct pd_init_tracked *t = &st->execs[i];
 		struct pd_ctl_exec_state s = { .id = t->id, .pid = t->pid, .flags = t->flags,
 					       .exited = t->exited, .exit = t->exit };
 		int r = pd_init_send_with_fds(st, PD_CTL_EXEC_STATE, &s, sizeof(s), t);
@@ -180,7 +180,7 @@ int pd_init_resync(struct init_state *st)
 }
 
 /* PD_CTL_RECORD: keep the supervisor's record (init never reads it), replacing the last. */
-void pd_init_handle_record(struct init_state *st, int *fds, size_t nfds)
+void pd_init_handle_record(struct pd_init_state *st, int *fds, size_t nfds)
 {
 	if (nfds != 1)
 		return;
