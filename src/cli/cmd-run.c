@@ -177,8 +177,14 @@ static int load_spec_file(paddock_spec *spec, const char *path, paddock_error *e
 
 /* ---- running ---------------------------------------------------------------------------- */
 
+/* Forwarded to the command instead of ending paddock; SIGWINCH resizes the command's pty. */
+static const int relayed_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH };
+#define N_RELAYED_SIGNALS (sizeof(relayed_signals) / sizeof(relayed_signals[0]))
+
 struct run {
 	struct event_base *base;
+	paddock_ctx *ctx;
+	struct event *sigev[N_RELAYED_SIGNALS];
 	paddock_exec *ex;
 	struct paddock_result result;
 	bool done;
@@ -296,16 +302,190 @@ static int write_report(const char *path, const char *json)
 	return 0;
 }
 
+/*
+ * The caller's stdin is a terminal: each stream that is one here gets a pty made inside the
+ * sandbox, with the caller's window size and (when it is a plain name) TERM.
+ */
+static void plan_pty(struct paddock_exec_opts *opts, char *term, size_t size, const char **env)
+{
+	struct winsize ws = { 0 };
+	const char *t = getenv("TERM");
+
+	for (int i = 0; i < 3; i++)
+		if (isatty(i))
+			opts->pty_streams |= 1u << i;
+	if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0) {
+		opts->pty_rows = ws.ws_row;
+		opts->pty_cols = ws.ws_col;
+	}
+	if (t && strlen(t) < 64 &&
+	    strspn(t, "abcdefghijklmnopqrstuvwxyz0123456789-+.") == strlen(t)) {
+		snprintf(term, size, "TERM=%s", t);
+		env[0] = term;
+	}
+}
+
+/* A terminal on stdout or stderr alone is fed through a pipe, relayed from here. */
+static int plan_pipes(struct run *run, struct paddock_exec_opts *opts, paddock_error *err)
+{
+	for (int i = 1; i < 3 && !arg_capture; i++) {
+		int p[2];
+
+		if (!isatty(i))
+			continue;
+		if (pipe2(p, O_CLOEXEC) < 0) {
+			int r = -errno;
+
+			snprintf(err->msg, sizeof(err->msg), "pipe");
+			err->code = -r;
+			return r;
+		}
+		run->pipe_rd[i - 1] = p[0];
+		opts->fds[i] = p[1];
+	}
+	return 0;
+}
+
+/* SECURITY: the caller's terminal never enters the sandbox */
+static int plan_stdio(struct run *run, struct paddock_exec_opts *opts, char *term, size_t size,
+		      const char **env, paddock_error *err)
+{
+	if (isatty(STDIN_FILENO)) {
+		plan_pty(opts, term, size, env);
+		return 0;
+	}
+	return plan_pipes(run, opts, err);
+}
+
+/* The context: image store, name resolution, CAs, the terminal's questions, events. */
+static int open_context(struct run *run, const char *image_dir, paddock_error *err)
+{
+	int r;
+
+	r = paddock_ctx_new(run->base, &run->ctx, err);
+	if (r >= 0 && image_dir)
+		r = paddock_ctx_set_image_store(run->ctx, image_dir, err);
+	if (r >= 0 && arg_resolve_hosts)
+		r = paddock_ctx_set_resolve_hosts(run->ctx, arg_resolve_hosts, err);
+	for (size_t i = 0; r >= 0 && i < arg_n_upstream_ca; i++)
+		r = paddock_ctx_add_upstream_ca(run->ctx, arg_upstream_ca[i], err);
+	if (r >= 0)
+		r = ask_tty_new(run->base, run->ctx, pause_io, run, &run->ask);
+	if (r < 0)
+		return r;
+	/* events cost a JSON document each: ask for them only when they are shown */
+	if (arg_verbose || arg_json_log)
+		paddock_ctx_set_event_sink(run->ctx, on_event, NULL);
+	return 0;
+}
+
+static void watch_signals(struct run *run)
+{
+	for (size_t i = 0; i < N_RELAYED_SIGNALS; i++) {
+		run->sigev[i] = evsignal_new(run->base, relayed_signals[i], on_signal, run);
+		if (run->sigev[i])
+			event_add(run->sigev[i], NULL);
+	}
+}
+
+/* Relays the pty's master, or the pipes plan_pipes() made, to and from our stdio. */
+static void start_relays(struct run *run)
+{
+	if (paddock_exec_pty_fd(run->ex) >= 0) {
+		int master = paddock_exec_pty_fd(run->ex);
+		int out = isatty(STDOUT_FILENO) ? STDOUT_FILENO : STDERR_FILENO;
+
+		(void)make_raw(run);
+		if (!arg_capture)
+			run->relays[0] = relay_new(run->base, master, out);
+		run->relays[1] = relay_new(run->base, STDIN_FILENO, master);
+	} else {
+		for (int i = 0; i < 2; i++)
+			if (run->pipe_rd[i] >= 0)
+				run->relays[i] = relay_new(run->base, run->pipe_rd[i], i + 1);
+	}
+}
+
+static int start_command(struct run *run, struct paddock_exec_opts *opts, paddock_error *err)
+{
+	int r;
+
+	/*
+	 * Only an explicit --output-limit bounds the output (limits.output): an interactive
+	 * session that prints a big file must not be ended by a default it never asked for.
+	 * Then libpaddock captures it, as every front end's commands are.
+	 */
+	if (arg_capture)
+		opts->capture = PADDOCK_CAPTURE_RELAY;
+	r = paddock_exec_start(run->sb, opts, on_exit_cb, run, &run->ex, err);
+	for (int i = 1; i < 3; i++)
+		if (opts->fds[i] != i && opts->fds[i] >= 0)
+			close(opts->fds[i]); /* the command has its own copy now */
+	if (r < 0)
+		return r;
+	if (arg_capture)
+		paddock_exec_set_output_callback(run->ex, on_output, run);
+	start_relays(run);
+	return 0;
+}
+
+/* Runs the event loop until the command has ended: 0, or -1 when the loop failed. */
+static int wait_for_exit(struct run *run)
+{
+	while (!run->done)
+		if (event_base_loop(run->base, EVLOOP_ONCE) < 0)
+			break;
+	restore_terminal(run);
+	if (!run->done) {
+		fprintf(stderr, "paddock: event loop failed\n");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Says why the command ended when it was not its own doing, writes --report, and returns
+ * paddock's exit status.
+ */
+static int exit_status(struct run *run, const char *report)
+{
+	int status;
+
+	if (run->result.reason == PADDOCK_END_ERROR)
+		die_error(&run->result.error);
+	else if (run->result.reason == PADDOCK_END_TIMEOUT)
+		fprintf(stderr, "paddock: timed out (limits.timeout_s); the command was ended\n");
+	else if (run->result.reason == PADDOCK_END_OUTPUT)
+		fprintf(stderr, "paddock: output went over limits.output; the rest was dropped and "
+				"the command was ended\n");
+	status = paddock_result_exit_status(&run->result);
+	if (report && write_report(report, run->report_json) < 0)
+		status = PADDOCK_EXIT_FAILURE;
+	return status;
+}
+
+static void run_release(struct run *run)
+{
+	for (int i = 0; i < 2; i++) {
+		run->relays[i] = relay_free(run->relays[i]);
+		if (run->pipe_rd[i] >= 0)
+			close(run->pipe_rd[i]);
+	}
+	free(run->report_json);
+	paddock_sandbox_free(run->sb);
+	for (size_t i = 0; i < N_RELAYED_SIGNALS; i++)
+		if (run->sigev[i])
+			event_free(run->sigev[i]);
+	paddock_ctx_free(run->ctx);
+	event_base_free(run->base);
+}
+
 static int run_command(paddock_spec *spec, char **cmd, const char *report,
 		       const char *image_dir)
 {
-	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH };
 	struct run run = { .pipe_rd = { -1, -1 }, .want_report = report != NULL };
 	struct paddock_exec_opts opts = { .argv = (const char *const *)cmd, .fds = { 0, 1, 2 } };
-	struct event *sigev[sizeof(sigs) / sizeof(sigs[0])] = { 0 };
 	paddock_error err = { 0 };
-	paddock_ctx *ctx = NULL;
-	paddock_sandbox *sb = NULL;
 	const char *env[2] = { NULL, NULL };
 	char term[128];
 	int status = PADDOCK_EXIT_FAILURE, r;
@@ -316,128 +496,23 @@ static int run_command(paddock_spec *spec, char **cmd, const char *report,
 		fprintf(stderr, "paddock: cannot create event loop\n");
 		return PADDOCK_EXIT_FAILURE;
 	}
-	r = paddock_ctx_new(run.base, &ctx, &err);
-	if (r >= 0 && image_dir)
-		r = paddock_ctx_set_image_store(ctx, image_dir, &err);
-	if (r >= 0 && arg_resolve_hosts)
-		r = paddock_ctx_set_resolve_hosts(ctx, arg_resolve_hosts, &err);
-	for (size_t i = 0; r >= 0 && i < arg_n_upstream_ca; i++)
-		r = paddock_ctx_add_upstream_ca(ctx, arg_upstream_ca[i], &err);
+	r = open_context(&run, image_dir, &err);
+	if (r >= 0) {
+		watch_signals(&run);
+		r = paddock_sandbox_create(run.ctx, spec, &run.sb, &err);
+	}
 	if (r >= 0)
-		r = ask_tty_new(run.base, ctx, pause_io, &run, &run.ask);
-	if (r < 0)
-		goto fail;
-	/* events cost a JSON document each: ask for them only when they are shown */
-	if (arg_verbose || arg_json_log)
-		paddock_ctx_set_event_sink(ctx, on_event, NULL);
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
-		sigev[i] = evsignal_new(run.base, sigs[i], on_signal, &run);
-		if (sigev[i])
-			event_add(sigev[i], NULL);
-	}
-
-	r = paddock_sandbox_create(ctx, spec, &sb, &err);
-	if (r < 0)
-		goto fail;
-
-	/* SECURITY: the caller's terminal never enters the sandbox */
-	if (isatty(STDIN_FILENO)) {
-		struct winsize ws = { 0 };
-		const char *t = getenv("TERM");
-
-		for (int i = 0; i < 3; i++)
-			if (isatty(i))
-				opts.pty_streams |= 1u << i;
-		if (ioctl(STDIN_FILENO, TIOCGWINSZ, &ws) == 0) {
-			opts.pty_rows = ws.ws_row;
-			opts.pty_cols = ws.ws_col;
-		}
-		if (t && strlen(t) < 64 && strspn(t, "abcdefghijklmnopqrstuvwxyz0123456789-+.") ==
-						   strlen(t)) {
-			snprintf(term, sizeof(term), "TERM=%s", t);
-			env[0] = term;
-		}
-	} else {
-		for (int i = 1; i < 3 && !arg_capture; i++) {
-			int p[2];
-			if (!isatty(i))
-				continue;
-			if (pipe2(p, O_CLOEXEC) < 0) {
-				r = -errno;
-				snprintf(err.msg, sizeof(err.msg), "pipe");
-				err.code = -r;
-				goto fail;
-			}
-			run.pipe_rd[i - 1] = p[0];
-			opts.fds[i] = p[1];
-		}
-	}
+		r = plan_stdio(&run, &opts, term, sizeof(term), env, &err);
 	opts.env = env;
-	run.sb = sb;
-	/*
-	 * Only an explicit --output-limit bounds the output (limits.output): an interactive
-	 * session that prints a big file must not be ended by a default it never asked for.
-	 * Then libpaddock captures it, as every front end's commands are.
-	 */
-	if (arg_capture)
-		opts.capture = PADDOCK_CAPTURE_RELAY;
-	r = paddock_exec_start(sb, &opts, on_exit_cb, &run, &run.ex, &err);
-	for (int i = 1; i < 3; i++)
-		if (opts.fds[i] != i && opts.fds[i] >= 0)
-			close(opts.fds[i]); /* the command has its own copy now */
-	if (r < 0)
-		goto fail;
-	if (arg_capture)
-		paddock_exec_set_output_callback(run.ex, on_output, &run);
-	if (paddock_exec_pty_fd(run.ex) >= 0) {
-		int master = paddock_exec_pty_fd(run.ex);
-		int out = isatty(STDOUT_FILENO) ? STDOUT_FILENO : STDERR_FILENO;
-
-		(void)make_raw(&run);
-		if (!arg_capture)
-			run.relays[0] = relay_new(run.base, master, out);
-		run.relays[1] = relay_new(run.base, STDIN_FILENO, master);
-	} else {
-		for (int i = 0; i < 2; i++)
-			if (run.pipe_rd[i] >= 0)
-				run.relays[i] = relay_new(run.base, run.pipe_rd[i], i + 1);
+	if (r >= 0)
+		r = start_command(&run, &opts, &err);
+	if (r < 0) {
+		restore_terminal(&run);
+		die_error(&err);
+	} else if (wait_for_exit(&run) == 0) {
+		status = exit_status(&run, report);
 	}
-
-	while (!run.done)
-		if (event_base_loop(run.base, EVLOOP_ONCE) < 0)
-			break;
-	restore_terminal(&run);
-	if (!run.done) {
-		fprintf(stderr, "paddock: event loop failed\n");
-		goto out;
-	}
-	if (run.result.reason == PADDOCK_END_ERROR)
-		die_error(&run.result.error);
-	else if (run.result.reason == PADDOCK_END_TIMEOUT)
-		fprintf(stderr, "paddock: timed out (limits.timeout_s); the command was ended\n");
-	else if (run.result.reason == PADDOCK_END_OUTPUT)
-		fprintf(stderr, "paddock: output went over limits.output; the rest was dropped and "
-				"the command was ended\n");
-	status = paddock_result_exit_status(&run.result);
-	if (report && write_report(report, run.report_json) < 0)
-		status = PADDOCK_EXIT_FAILURE;
-	goto out;
-fail:
-	restore_terminal(&run);
-	die_error(&err);
-out:
-	for (int i = 0; i < 2; i++) {
-		run.relays[i] = relay_free(run.relays[i]);
-		if (run.pipe_rd[i] >= 0)
-			close(run.pipe_rd[i]);
-	}
-	free(run.report_json);
-	paddock_sandbox_free(sb);
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
-		if (sigev[i])
-			event_free(sigev[i]);
-	paddock_ctx_free(ctx);
-	event_base_free(run.base);
+	run_release(&run);
 	return status;
 }
 

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * What cgroup.c shares with its two backends, cgroup-v1.c and cgroup-v2.c: the mount layout
- * found in /proc/self/mountinfo, the ops struct, a directory handle with bounded reads and
- * checked writes of its control files, the slot lock, killing by pidfd, and the pids
- * controller (its files are the same on v1 and v2). Also the parsers, for the unit tests.
+ * What cgroup.c shares with its two backends, cgroup-v1.c and cgroup-v2.c, and with
+ * cgroup-parse.c and cgroup-prune.c: the mount layout found in /proc/self/mountinfo, the ops
+ * struct, a directory handle with bounded reads and checked writes of its control files, the
+ * slot lock, killing by pidfd, and the pids controller (its files are the same on v1 and v2).
+ * Also the parsers, for the unit tests and the fuzzer.
  */
 #pragma once
 
@@ -61,8 +62,13 @@ int pd_cgroup_parse_mountinfo(FILE *f, struct pd_cgroup_layout *l);
  */
 void pd_cgroup_layout_decide(struct pd_cgroup_layout *l, const char *v2_controllers);
 
+/* Empties `l`: no hierarchy, version NONE. */
+void pd_cgroup_layout_init(struct pd_cgroup_layout *l);
+
 /* "max" -> UINT64_MAX; decimal with optional trailing newline. 0 or -EINVAL. */
 int pd_cgroup_parse_u64(const char *s, uint64_t *ret);
+/* The same over exactly `len` bytes, no newline: a cgroup.procs line, a slot's name. */
+int pd_cgroup_parse_u64_n(const char *s, size_t len, uint64_t *ret);
 /* The value of `key` in a flat-keyed text ("key value\n..."). -ENODATA when absent. */
 int pd_cgroup_parse_key(const char *text, const char *key, uint64_t *ret);
 /* Whether a space-separated list holds `word`. */

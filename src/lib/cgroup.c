@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * cgroups, the common part: which backend this machine offers (parsed from
- * /proc/self/mountinfo once, never from assumed paths), the dispatch through struct
- * pd_cgroup_ops, and what both backends share: bounded reads and checked writes of control
- * files by directory fd, the slot lock, killing the members of a cgroup, the pids controller,
- * and pruning the pool.
+ * cgroups, the common part: which backend this machine offers (mountinfo parsed once by
+ * cgroup-parse.c, never assumed paths), the dispatch through struct pd_cgroup_ops, and what
+ * both backends share: bounded reads and checked writes of control files by directory fd, the
+ * slot lock, killing the members of a cgroup and the pids controller. Pruning the pool is
+ * cgroup-prune.c.
  *
  * Runs in the supervisor as root. The control files are written only by us, but the
  * processes inside decide what cgroup.procs lists and how long it is, and their pids may be
@@ -18,7 +18,6 @@
 #include "cgroup.h"
 
 #include <assert.h>
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -39,24 +38,12 @@
 #include "util/cleanup.h"
 #include "util/fd.h"
 
-#define MOUNTINFO_LINE_MAX (3 * PATH_MAX)
 #define PROC_CGROUP_MAX	   8192	   /* /proc/<pid>/cgroup: one short line per hierarchy */
 #define PROCS_LISTED_MAX   4194304 /* PID_MAX_LIMIT: no cgroup can list more in one read */
 #define KILL_ROUNDS	   100	   /* with the back-off below, about 5 s in all */
 #define KILL_DELAY_MAX_US  50000
 #define LOCK_TRIES	   100 /* 1 ms apart: a prune holds a slot's lock for a few rmdir()s */
-#define PRUNE_SLOTS_MAX	   65536
 #define CPUS_MAX	   1048576.0
-
-PD_DEFINE_CLEANUP(DIR, closedir)
-
-static const char *const controller_names[PD_CGROUP_CONTROLLER_MAX] = {
-	[PD_CGROUP_MEMORY] = "memory",
-	[PD_CGROUP_PIDS] = "pids",
-	[PD_CGROUP_CPU] = "cpu",
-	[PD_CGROUP_FREEZER] = "freezer",
-	[PD_CGROUP_CPUACCT] = "cpuacct",
-};
 
 /* The probe cache: the mount layout does not change under a running supervisor. */
 static struct {
@@ -64,286 +51,11 @@ static struct {
 	struct pd_cgroup_layout layout;
 } probe_cache;
 
-const char *pd_cgroup_controller_to_string(enum pd_cgroup_controller c)
-{
-	return c < PD_CGROUP_CONTROLLER_MAX ? controller_names[c] : NULL;
-}
-
-int pd_cgroup_controller_from_string(const char *s)
-{
-	for (int c = 0; c < PD_CGROUP_CONTROLLER_MAX; c++)
-		if (strcmp(s, controller_names[c]) == 0)
-			return c;
-	return -1;
-}
-
 static void sleep_us(long us)
 {
 	struct timespec ts = { .tv_sec = us / 1000000, .tv_nsec = (us % 1000000) * 1000 };
 
 	(void)nanosleep(&ts, NULL); /* an interrupted wait only shortens one back-off step */
-}
-
-/* ---- parsers ---- */
-
-static int parse_u64_n(const char *s, size_t len, uint64_t *ret)
-{
-	uint64_t v = 0;
-
-	if (len == 3 && memcmp(s, "max", 3) == 0) {
-		*ret = UINT64_MAX;
-		return 0;
-	}
-	if (len == 0 || len > 20)
-		return -EINVAL;
-	for (size_t i = 0; i < len; i++) {
-		unsigned d = (unsigned char)s[i] - '0';
-
-		if (d > 9 || v > (UINT64_MAX - d) / 10)
-			return -EINVAL;
-		v = v * 10 + d;
-	}
-	*ret = v;
-	return 0;
-}
-
-int pd_cgroup_parse_u64(const char *s, uint64_t *ret)
-{
-	size_t len = strcspn(s, "\n");
-
-	/* one value, at most one newline after it */
-	if (s[len] == '\n' && s[len + 1] != '\0')
-		return -EINVAL;
-	return parse_u64_n(s, len, ret);
-}
-
-int pd_cgroup_parse_key(const char *text, const char *key, uint64_t *ret)
-{
-	size_t klen = strlen(key);
-
-	for (const char *line = text; *line;) {
-		size_t len = strcspn(line, "\n");
-
-		if (len > klen && memcmp(line, key, klen) == 0 && line[klen] == ' ')
-			return parse_u64_n(line + klen + 1, len - klen - 1, ret);
-		line += len;
-		if (*line == '\n')
-			line++;
-	}
-	return -ENODATA;
-}
-
-bool pd_cgroup_has_word(const char *list, const char *word)
-{
-	size_t wlen = strlen(word);
-
-	for (const char *p = list; *p;) {
-		size_t len;
-
-		p += strspn(p, " \t\n");
-		len = strcspn(p, " \t\n");
-		if (len == wlen && len > 0 && memcmp(p, word, len) == 0)
-			return true;
-		p += len;
-	}
-	return false;
-}
-
-/* Whether a comma-separated list (p, len) holds `word`. */
-static bool has_item(const char *p, size_t len, const char *word)
-{
-	size_t wlen = strlen(word);
-
-	while (len > 0) {
-		const char *comma = memchr(p, ',', len);
-		size_t ilen = comma ? (size_t)(comma - p) : len;
-
-		if (ilen == wlen && memcmp(p, word, wlen) == 0)
-			return true;
-		if (!comma)
-			break;
-		len -= ilen + 1;
-		p = comma + 1;
-	}
-	return false;
-}
-
-bool pd_cgroup_proc_in(const char *text, const char *controller, const char *cgpath)
-{
-	for (const char *line = text; *line;) {
-		size_t len = strcspn(line, "\n");
-		const char *c1 = memchr(line, ':', len);
-		const char *c2 = c1 ? memchr(c1 + 1, ':', len - (size_t)(c1 + 1 - line)) : NULL;
-
-		if (c2) {
-			const char *ctl = c1 + 1, *path = c2 + 1;
-			size_t ctl_len = (size_t)(c2 - ctl), path_len = len - (size_t)(path - line);
-			bool hier;
-
-			if (controller[0] == '\0')
-				hier = c1 - line == 1 && line[0] == '0' && ctl_len == 0;
-			else
-				hier = has_item(ctl, ctl_len, controller);
-			if (hier)
-				return path_len == strlen(cgpath) &&
-				       memcmp(path, cgpath, path_len) == 0;
-		}
-		line += len;
-		if (*line == '\n')
-			line++;
-	}
-	return false;
-}
-
-/* Undoes mountinfo's octal escapes ("\040" for a space) in place. */
-static void unescape_octal(char *s)
-{
-	char *o = s;
-
-	for (const char *p = s; *p;) {
-		if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' &&
-		    p[3] >= '0' && p[3] <= '7') {
-			*o++ = (char)(((p[1] - '0') << 6) | ((p[2] - '0') << 3) | (p[3] - '0'));
-			p += 4;
-		} else {
-			*o++ = *p++;
-		}
-	}
-	*o = '\0';
-}
-
-static void set_hierarchy(struct pd_cgroup_hierarchy *h, const char *root, const char *point,
-			  unsigned controllers)
-{
-	/* lengths were checked by the caller */
-	snprintf(h->mount_point, sizeof(h->mount_point), "%s", point);
-	snprintf(h->mount_root, sizeof(h->mount_root), "%s", root);
-	h->controllers = controllers;
-}
-
-/*
- * One line: "id parent maj:min root mount-point options [optional...] - fstype source
- * super-options". Lines that do not parse, or mount nothing we use, are skipped.
- */
-static void parse_mountinfo_line(char *line, struct pd_cgroup_layout *l)
-{
-	char *p = line, *field[6], *tail[3], *tok, *fstype, *super;
-	unsigned mask = 0;
-
-	line[strcspn(line, "\n")] = '\0';
-	for (size_t i = 0; i < ELEMENTSOF(field); i++) {
-		field[i] = strsep(&p, " ");
-		if (!p)
-			return;
-	}
-	do
-		tok = strsep(&p, " ");
-	while (tok && strcmp(tok, "-") != 0);
-	if (!tok)
-		return;
-	/* after the separator: fstype, source, super options */
-	for (size_t i = 0; i < ELEMENTSOF(tail); i++) {
-		tail[i] = strsep(&p, " ");
-		if (!tail[i])
-			return;
-	}
-	fstype = tail[0];
-	super = tail[2];
-	unescape_octal(field[3]);
-	unescape_octal(field[4]);
-	if (strlen(field[3]) >= PATH_MAX || strlen(field[4]) >= PATH_MAX || field[4][0] != '/')
-		return;
-	if (strcmp(fstype, "cgroup2") == 0) {
-		if (l->v2.mount_point[0] == '\0')
-			set_hierarchy(&l->v2, field[3], field[4], 0);
-		return;
-	}
-	if (strcmp(fstype, "cgroup") != 0)
-		return;
-	while ((tok = strsep(&super, ","))) {
-		int c = pd_cgroup_controller_from_string(tok);
-
-		/* a controller mounted twice (a bind of its hierarchy): the first mount wins */
-		if (c >= 0 && l->v1_index[c] < 0)
-			mask |= 1u << c;
-	}
-	if (!mask || l->n_v1 >= ELEMENTSOF(l->v1))
-		return;
-	set_hierarchy(&l->v1[l->n_v1], field[3], field[4], mask);
-	for (int c = 0; c < PD_CGROUP_CONTROLLER_MAX; c++)
-		if (mask & (1u << c))
-			l->v1_index[c] = (int)l->n_v1;
-	l->n_v1++;
-}
-
-/* Orders v1[] by controller (memory, pids, cpu, cpuacct), so v1[0] holds memory. */
-static void order_v1(struct pd_cgroup_layout *l)
-{
-	size_t k = 0;
-
-	for (int c = 0; c < PD_CGROUP_CONTROLLER_MAX; c++) {
-		int i = l->v1_index[c];
-		struct pd_cgroup_hierarchy tmp;
-
-		if (i < 0 || (size_t)i < k)
-			continue; /* not mounted, or placed with an earlier controller */
-		if ((size_t)i != k) {
-			tmp = l->v1[k];
-			l->v1[k] = l->v1[i];
-			l->v1[i] = tmp;
-			for (int d = 0; d < PD_CGROUP_CONTROLLER_MAX; d++) {
-				if (l->v1_index[d] == i)
-					l->v1_index[d] = (int)k;
-				else if (l->v1_index[d] == (int)k)
-					l->v1_index[d] = i;
-			}
-		}
-		k++;
-	}
-}
-
-static void layout_init(struct pd_cgroup_layout *l)
-{
-	memset(l, 0, sizeof(*l));
-	l->version = PD_CGROUP_NONE;
-	for (int c = 0; c < PD_CGROUP_CONTROLLER_MAX; c++)
-		l->v1_index[c] = -1;
-}
-
-int pd_cgroup_parse_mountinfo(FILE *f, struct pd_cgroup_layout *l)
-{
-	_cleanup_free_ char *line = NULL;
-	size_t cap = 0;
-	ssize_t n;
-
-	layout_init(l);
-	while ((n = getline(&line, &cap, f)) >= 0) {
-		if ((size_t)n > MOUNTINFO_LINE_MAX)
-			continue;
-		parse_mountinfo_line(line, l);
-	}
-	if (ferror(f))
-		return -EIO;
-	order_v1(l);
-	return 0;
-}
-
-void pd_cgroup_layout_decide(struct pd_cgroup_layout *l, const char *v2_controllers)
-{
-	l->version = PD_CGROUP_NONE;
-	if (l->v2.mount_point[0] && v2_controllers &&
-	    pd_cgroup_has_word(v2_controllers, "memory") &&
-	    pd_cgroup_has_word(v2_controllers, "pids") &&
-	    pd_cgroup_has_word(v2_controllers, "cpu")) {
-		l->v2.controllers =
-			(1u << PD_CGROUP_MEMORY) | (1u << PD_CGROUP_PIDS) | (1u << PD_CGROUP_CPU);
-		l->version = PD_CGROUP_V2;
-		return;
-	}
-	/* cpuacct is optional: without it v1 reports no CPU usage */
-	if (l->v1_index[PD_CGROUP_MEMORY] >= 0 && l->v1_index[PD_CGROUP_PIDS] >= 0 &&
-	    l->v1_index[PD_CGROUP_CPU] >= 0)
-		l->version = PD_CGROUP_V1;
 }
 
 /* ---- reading and writing control files ---- */
@@ -380,7 +92,7 @@ static void load_layout(struct pd_cgroup_layout *l)
 
 	f = fopen("/proc/self/mountinfo", "re");
 	if (!f || pd_cgroup_parse_mountinfo(f, l) < 0) {
-		layout_init(l);
+		pd_cgroup_layout_init(l);
 		return;
 	}
 	if (l->v2.mount_point[0]) {
@@ -659,7 +371,7 @@ static pid_t parse_pid(const char *s, size_t len)
 {
 	uint64_t v;
 
-	if (parse_u64_n(s, len, &v) < 0 || v == 0 || v > INT32_MAX)
+	if (pd_cgroup_parse_u64_n(s, len, &v) < 0 || v == 0 || v > INT32_MAX)
 		return -1;
 	return (pid_t)v;
 }
@@ -793,198 +505,6 @@ int pd_cgroup_pids_stats(const struct pd_cgroup_dir *d, const struct pd_cgroup_p
 uint64_t pd_cgroup_cpu_quota_us(double cpus)
 {
 	return (uint64_t)llround(cpus * PD_CGROUP_CPU_PERIOD_US);
-}
-
-/* ---- pruning ---- */
-
-static int cmp_unsigned(const void *a, const void *b)
-{
-	unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* Adds the slot names found in one hierarchy's pool to *slots. */
-static int list_slots(const struct pd_cgroup_hierarchy *h, unsigned **slots, size_t *n,
-		      paddock_error *err)
-{
-	_cleanup_(pd_cgroup_dir_release) struct pd_cgroup_dir root = PD_CGROUP_DIR_INIT;
-	_cleanup_(pd_cgroup_dir_release) struct pd_cgroup_dir pool = PD_CGROUP_DIR_INIT;
-	_cleanup_(closedirp) DIR *dir = NULL;
-	struct dirent *de;
-	int fd, r;
-
-	r = pd_cgroup_open_root(h, &root, err);
-	if (r < 0)
-		return r;
-	r = pd_cgroup_open_pool(&root, false, &pool, err);
-	if (r == -ENOENT)
-		return 0;
-	if (r < 0)
-		return r;
-	fd = fcntl(pool.fd, F_DUPFD_CLOEXEC, 3);
-	if (fd < 0)
-		return pd_fail(err, errno, "dup '%s'", pool.label);
-	dir = fdopendir(fd);
-	if (!dir) {
-		(void)pd_close(fd);
-		return pd_fail(err, errno, "list '%s'", pool.label);
-	}
-	while ((errno = 0, de = readdir(dir))) {
-		uint64_t v;
-		unsigned *grown;
-
-		if (de->d_type != DT_DIR || parse_u64_n(de->d_name, strlen(de->d_name), &v) < 0 ||
-		    v > UINT32_MAX)
-			continue; /* not ours: a pool slot is named by its number */
-		if (*n >= PRUNE_SLOTS_MAX)
-			break;
-		grown = reallocarray(*slots, *n + 1, sizeof(**slots));
-		if (!grown)
-			return pd_fail(err, ENOMEM, "list '%s'", pool.label);
-		*slots = grown;
-		(*slots)[(*n)++] = (unsigned)v;
-	}
-	if (errno != 0)
-		return pd_fail(err, errno, "list '%s'", pool.label);
-	return 0;
-}
-
-/* rmdir <pool>/<name> of one hierarchy: 1 removed, 0 nothing there, -EBUSY in use. */
-static int remove_slot_dir(const struct pd_cgroup_hierarchy *h, const char *name,
-			   paddock_error *err)
-{
-	_cleanup_(pd_cgroup_dir_release) struct pd_cgroup_dir root = PD_CGROUP_DIR_INIT;
-	_cleanup_(pd_cgroup_dir_release) struct pd_cgroup_dir pool = PD_CGROUP_DIR_INIT;
-	int r;
-
-	r = pd_cgroup_open_root(h, &root, err);
-	if (r < 0)
-		return r;
-	r = pd_cgroup_open_pool(&root, false, &pool, err);
-	if (r == -ENOENT)
-		return 0;
-	if (r < 0)
-		return r;
-	if (unlinkat(pool.fd, name, AT_REMOVEDIR) == 0)
-		return 1;
-	if (errno == ENOENT)
-		return 0;
-	if (errno == EBUSY || errno == ENOTEMPTY)
-		return -EBUSY; /* processes (or child cgroups) inside */
-	return pd_fail(err, errno, "rmdir '%s/%s'", pool.label, name);
-}
-
-/*
- * Removes one slot from every hierarchy, holding its lock (on h[0], created there if an
- * earlier crash left only the others) so that no sandbox takes it meanwhile. Returns 1
- * when something was removed, 0 when the slot is held or in use.
- */
-static int prune_slot(const struct pd_cgroup_hierarchy *const *h, size_t n, unsigned slot,
-		      paddock_error *err)
-{
-	_cleanup_(pd_cgroup_dir_release) struct pd_cgroup_dir root = PD_CGROUP_DIR_INIT;
-	_cleanup_(pd_cgroup_dir_release) struct pd_cgroup_dir pool = PD_CGROUP_DIR_INIT;
-	_cleanup_(pd_cgroup_dir_release) struct pd_cgroup_dir d = PD_CGROUP_DIR_INIT;
-	bool created = false, removed = false, busy = false;
-	char name[16];
-	int r;
-
-	snprintf(name, sizeof(name), "%u", slot);
-	r = pd_cgroup_open_root(h[0], &root, err);
-	if (r < 0)
-		return r;
-	r = pd_cgroup_open_pool(&root, true, &pool, err);
-	if (r == -ESTALE)
-		return 0; /* pruned by someone else */
-	if (r < 0)
-		return r;
-	r = pd_cgroup_dir_open(h[0], &pool, "", slot, PD_CGROUP_LOCK_TRY, &d, &created, err);
-	if (r == -EBUSY || r == -ESTALE)
-		return 0; /* held by a sandbox, or pruned by someone else */
-	if (r < 0)
-		return r;
-	for (size_t i = n; i-- > 1;) {
-		r = remove_slot_dir(h[i], name, err);
-		if (r == -EBUSY)
-			busy = true;
-		else if (r < 0)
-			return r;
-		else if (r > 0)
-			removed = true;
-	}
-	/* a slot with processes in any hierarchy keeps its first one: the next open kills them */
-	if (busy)
-		return removed;
-	if (unlinkat(pool.fd, name, AT_REMOVEDIR) == 0)
-		return removed || !created;
-	if (errno == EBUSY || errno == ENOTEMPTY)
-		return removed;
-	return pd_fail(err, errno, "rmdir '%s/%s'", pool.label, name);
-}
-
-int pd_cgroup_prune_hierarchies(const struct pd_cgroup_hierarchy *const *h, size_t n,
-				paddock_error *err)
-{
-	_cleanup_(pd_cgroup_dir_release) struct pd_cgroup_dir lock = PD_CGROUP_DIR_INIT;
-	_cleanup_free_ unsigned *slots = NULL;
-	size_t n_slots = 0;
-	int pruned = 0, r;
-
-	if (n == 0)
-		return 0;
-	for (size_t i = 0; i < n; i++) {
-		r = list_slots(h[i], &slots, &n_slots, err);
-		if (r < 0)
-			return r;
-	}
-	if (n_slots > 0)
-		qsort(slots, n_slots, sizeof(*slots), cmp_unsigned);
-	for (size_t i = 0; i < n_slots; i++) {
-		if (i > 0 && slots[i] == slots[i - 1])
-			continue;
-		r = prune_slot(h, n, slots[i], err);
-		if (r < 0)
-			return r;
-		pruned += r;
-	}
-	/* then the pools themselves, where empty, unless an open is creating directories */
-	r = pd_cgroup_lock_pools(h[0], true, &lock, err);
-	if (r == -EBUSY)
-		return pruned;
-	if (r < 0)
-		return r;
-	for (size_t i = n; i-- > 0;) {
-		_cleanup_(pd_cgroup_dir_release) struct pd_cgroup_dir root = PD_CGROUP_DIR_INIT;
-
-		r = pd_cgroup_open_root(h[i], &root, err);
-		if (r < 0)
-			return r;
-		if (unlinkat(root.fd, PD_CGROUP_POOL, AT_REMOVEDIR) < 0 && errno != ENOENT &&
-		    errno != EBUSY && errno != ENOTEMPTY)
-			return pd_fail(err, errno, "rmdir '%s/%s'", root.label, PD_CGROUP_POOL);
-	}
-	return pruned;
-}
-
-int pd_cgroup_prune(paddock_error *err)
-{
-	const struct pd_cgroup_layout *l = pd_cgroup_layout();
-	const struct pd_cgroup_hierarchy *h[PD_CGROUP_CONTROLLER_MAX];
-	size_t n = 0;
-
-	switch (pd_cgroup_probe()) {
-	case PD_CGROUP_NONE:
-		return 0; /* nothing this process could have made */
-	case PD_CGROUP_V1:
-		for (size_t i = 0; i < l->n_v1; i++)
-			h[n++] = &l->v1[i];
-		break;
-	case PD_CGROUP_V2:
-		h[n++] = &l->v2;
-		break;
-	}
-	return pd_cgroup_prune_hierarchies(h, n, err);
 }
 
 /* ---- the interface: dispatch to the backend ---- */
