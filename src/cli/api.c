@@ -5,6 +5,7 @@
  * before they are shown, and answers are bounded (API_*_MAX) before they are parsed.
  */
 #include "api.h"
+#include "api-error.h"
 
 #include <errno.h>
 #include <math.h>
@@ -125,44 +126,26 @@ int api_failf(const char *fmt, ...)
 	return PADDOCK_EXIT_FAILURE;
 }
 
-/* "ENOENT" -> ENOENT, through libpaddock's table; 0 when unknown. */
-static int errno_from_name(const char *name)
-{
-	for (int e = 1; e < 200; e++)
-		if (!strcmp(paddock_errno_name(e), name))
-			return e;
-	return 0;
-}
-
 /*
  * {"error":{"code","field","message"[,"errno"]}} -> "paddock: MESSAGE[: ERRNO-TEXT]
  * (field: FIELD)"
  */
 static int print_error_answer(int status, const char *reason, const char *body, size_t len)
 {
-	json_t *json = json_loadb(body, len, JSON_ALLOW_NUL, NULL);
-	json_t *e = json_object_get(json, "error");
-	const char *msg = api_str(e, "message", ""), *code = api_str(e, "code", "");
-	const char *field = api_str(e, "field", "");
-	int errnum = errno_from_name(api_str(e, "errno", ""));
+	paddock_error err = { 0 };
+	bool named = false;
 
+	client_error_answer(status, reason, body, len, &err, &named);
 	fputs("paddock: ", stderr);
-	if (*msg || *code) {
-		api_fput_escaped(stderr, *msg ? msg : code);
-		if (errnum && errnum != EINVAL) /* bad input: the message says it all */
-			fprintf(stderr, ": %s", strerror(errnum));
-		if (*field) {
-			fputs(" (field: ", stderr);
-			api_fput_escaped(stderr, field);
-			fputc(')', stderr);
-		}
-	} else {
-		/* not paddockd's JSON: evhttp's own answers (413 past its body limit, 400) */
-		fprintf(stderr, "paddockd answered %d ", status);
-		api_fput_escaped(stderr, reason);
+	api_fput_escaped(stderr, err.msg);
+	if (named && err.code != EINVAL) /* bad input: the message says it all */
+		fprintf(stderr, ": %s", strerror(err.code));
+	if (err.field[0]) {
+		fputs(" (field: ", stderr);
+		api_fput_escaped(stderr, err.field);
+		fputc(')', stderr);
 	}
 	fputc('\n', stderr);
-	json_decref(json);
 	return API_EXIT_REFUSED;
 }
 

@@ -40,6 +40,7 @@
 #include "paddock/paddock.h"
 #include "backend.h"
 #include "backend-daemon-internal.h"
+#include "api-error.h"
 #include "client.h"
 #include "error.h"
 #include "spec.h"
@@ -104,87 +105,34 @@ int dbackend_io_error(int r, paddock_error *err)
 	return r;
 }
 
-/* "ENOENT" -> ENOENT through libpaddock's table; 0 when unknown. */
-static int errno_from_name(const char *name)
+/* Control characters blanked: paddockd's messages may quote the agent's paths */
+static void blank_controls(char *s)
 {
-	if (!name || strncmp(name, "E", 1) != 0)
-		return 0;
-	for (int e = 1; e < 200; e++)
-		if (strcmp(paddock_errno_name(e), name) == 0)
-			return e;
-	return 0;
-}
-
-static int status_errno(int status)
-{
-	switch (status) {
-	case 400:
-	case 405:
-	case 416:
-		return EINVAL;
-	case 401:
-		return EACCES;
-	case 403:
-		return EPERM;
-	case 404:
-		return ENOENT;
-	case 409:
-		return EBUSY;
-	case 413:
-		return EFBIG;
-	case 422:
-		return ENOTSUP;
-	case 429:
-		return EAGAIN;
-	default:
-		return status >= 500 ? EIO : EPROTO;
-	}
-}
-
-/* Copies a message from paddockd, control characters blanked (it may quote the agent's paths). */
-static void copy_text(char *dst, size_t size, const char *src)
-{
-	size_t i = 0;
-
-	for (; src[i] && i < size - 1; i++)
-		dst[i] = (unsigned char)src[i] < ' ' || src[i] == 0x7f ? ' ' : src[i];
-	dst[i] = '\0';
+	for (; *s; s++)
+		if ((unsigned char)*s < ' ' || *s == 0x7f)
+			*s = ' ';
 }
 
 /*
- * An error answer: {"error":{"code","field","message"[,"errno"]}} becomes err, with the errno
- * paddockd named or else the status's. paddockd's fields "id" and "process" are the tools'
- * "sandbox_id" and "process_id".
+ * An error answer (src/client/api-error.h) becomes err; paddockd's fields "id" and "process"
+ * are the tools' "sandbox_id" and "process_id".
  */
 static int answer_error(struct http_conn *c, const struct http_response *resp, paddock_error *err)
 {
 	_cleanup_free_ char *body = NULL;
-	_cleanup_json_ json_t *json = NULL;
 	size_t len = 0;
-	json_t *e;
-	const char *msg, *field;
-	int code;
+	int r;
 
 	if (http_read_body_all(c, ERROR_ANSWER_MAX, &body, &len, err) < 0)
 		body = NULL, len = 0;
-	json = body ? json_loadb(body, len, 0, NULL) : NULL;
-	e = json_object_get(json, "error");
-	msg = json_string_value(json_object_get(e, "message"));
-	field = json_string_value(json_object_get(e, "field"));
-	code = errno_from_name(json_string_value(json_object_get(e, "errno")));
-	if (!code)
-		code = status_errno(resp->status);
-	if (!msg) /* not paddockd's JSON: evhttp's own answers (413 past its body limit) */
-		return pd_fail(err, code, "paddockd answered %d %s", resp->status, resp->reason);
-	pd_error_clear(err);
-	err->code = code;
-	copy_text(err->msg, sizeof(err->msg), msg);
-	if (field && strcmp(field, "id") == 0)
-		field = "sandbox_id";
-	else if (field && strcmp(field, "process") == 0)
-		field = "process_id";
-	copy_text(err->field, sizeof(err->field), field ? field : "");
-	return -code;
+	r = client_error_answer(resp->status, resp->reason, body, len, err, NULL);
+	blank_controls(err->msg);
+	if (strcmp(err->field, "id") == 0)
+		snprintf(err->field, sizeof(err->field), "sandbox_id");
+	else if (strcmp(err->field, "process") == 0)
+		snprintf(err->field, sizeof(err->field), "process_id");
+	blank_controls(err->field);
+	return r;
 }
 
 /* A connection to paddockd whose reads and writes give up after SOCKET_TIMEOUT_S. */
