@@ -159,6 +159,15 @@ PADDOCK_API int paddock_spec_get_limit(const paddock_spec *spec, const char *nam
  */
 PADDOCK_API int paddock_spec_dup(const paddock_spec *spec, paddock_spec **ret_copy,
 				 paddock_error *err);
+/*
+ * The value of the spec's secret `name`, read now from where its source says (this process's
+ * environment or a file, or the value given), for a client that hands it to paddockd by value.
+ * -ENOENT when the spec has no such secret; errors name "secrets[i].source". Caller wipes
+ * (explicit_bzero) and frees *ret_value (NUL-terminated, the NUL not counted).
+ */
+PADDOCK_API int paddock_spec_secret_value(const paddock_spec *spec, const char *name,
+					  uint8_t **ret_value, size_t *ret_len,
+					  paddock_error *err);
 
 /* Checks cross-field rules; the create call does it again. */
 PADDOCK_API int paddock_spec_validate(const paddock_spec *spec, paddock_error *err);

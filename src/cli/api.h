@@ -18,7 +18,6 @@
 
 #include "paddock/paddock.h"
 #include "client.h"
-#include "util/base64.h"
 
 #define API_EXIT_REFUSED 1
 

@@ -99,7 +99,7 @@ static void save_image(const char *dir, unsigned *n, const char *ext, const json
 	int fd;
 
 	if (!json_is_string(v) ||
-	    pd_base64_decode(json_string_value(v), json_string_length(v), &data, &len) < 0) {
+	    paddock_base64_decode(json_string_value(v), json_string_length(v), &data, &len) < 0) {
 		fprintf(stderr, "paddock: a %s result that is not base64 was dropped\n", ext);
 		return;
 	}

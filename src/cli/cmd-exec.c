@@ -874,7 +874,7 @@ static int take_stdin(const struct api *api, const struct exec_opts *o, json_t *
 		return 0;
 	}
 	if (len > 0) {
-		char *b64 = api_oom(pd_base64_encode(in, len));
+		char *b64 = api_oom(paddock_base64_encode(in, len));
 		api_set(body, "stdin_b64", api_oom(json_string(b64)));
 		free(b64);
 	}

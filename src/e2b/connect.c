@@ -27,7 +27,7 @@
 #include <event2/buffer.h>
 #include <event2/http.h>
 
-#include "util/base64.h"
+#include "paddock/paddock.h"
 
 #define HEADER_SIZE 5
 #define MSG_MAX	    1024 /* bytes of an error message we send */
@@ -473,11 +473,17 @@ bool pd_pbjson_string(json_t *v, const char **ret)
 /* Both alphabets: protobuf's JSON parsers accept standard and URL-safe base64. */
 static int b64_value(unsigned char c)
 {
-	if (c == '-')
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '+' || c == '-')
 		return 62;
-	if (c == '_')
+	if (c == '/' || c == '_')
 		return 63;
-	return pd_base64_value(c);
+	return -1;
 }
 
 /* Decodes s (len > 0) into out, which holds len / 4 * 3 + 2 bytes; -1 when malformed. */
@@ -544,7 +550,7 @@ bool pd_pbjson_bytes(json_t *v, uint8_t **ret, size_t *ret_len)
 
 json_t *pd_pbjson_bytes_new(const void *data, size_t len)
 {
-	char *s = pd_base64_encode(data, len);
+	char *s = paddock_base64_encode(data, len);
 	json_t *v;
 
 	if (!s)

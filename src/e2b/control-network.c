@@ -224,7 +224,7 @@ void e2b_ctl_put_network(struct e2b_req *r, const char *id)
 				    json_string(aia ? "true" : "false"));
 	else
 		json_object_del(b->metadata, META_INTERNET);
-	k = net ? pd_box_set_network(b, net, &err) : dfail(&err, ENOMEM, "network policy");
+	k = net ? pd_box_set_network(b, net, &err) : paddock_fail(&err, ENOMEM, "network policy");
 	if (k < 0) {
 		if (old_aia)
 			json_object_set(b->metadata, META_INTERNET, old_aia);

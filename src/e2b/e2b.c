@@ -25,7 +25,6 @@
 
 #include "e2b.h"
 #include "paddock/files.h"
-#include "util/base64.h"
 
 #define DEBUG_SANDBOX_ID "debug_sandbox_id"
 
@@ -97,7 +96,7 @@ static int request_user(struct e2b_req *r, char *msg, size_t size)
 		snprintf(msg, size, "Authorization: expected Basic base64(\"user:\")");
 		return -1;
 	}
-	if (pd_base64_decode(h + 6, strlen(h + 6), &dec, &len) < 0) {
+	if (paddock_base64_decode(h + 6, strlen(h + 6), &dec, &len) < 0) {
 		snprintf(msg, size, "Authorization: the credentials are not base64");
 		return -1;
 	}
@@ -727,23 +726,23 @@ static int load_key(struct e2b *e, paddock_error *err)
 		unsigned char k[32];
 
 		if (getrandom(k, sizeof(k), 0) != (ssize_t)sizeof(k))
-			return dfail(err, EIO, "getrandom");
+			return paddock_fail(err, EIO, "getrandom");
 		fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
 		if (fd < 0 || write(fd, k, sizeof(k)) != (ssize_t)sizeof(k)) {
 			int e2 = errno;
 			if (fd >= 0)
 				close(fd);
-			return dfail(err, e2 ? e2 : EIO, "write %s", path);
+			return paddock_fail(err, e2 ? e2 : EIO, "write %s", path);
 		}
 		close(fd);
 		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	}
 	if (fd < 0)
-		return dfail(err, errno, "open %s", path);
+		return paddock_fail(err, errno, "open %s", path);
 	n = read(fd, e->key, sizeof(e->key));
 	close(fd);
 	if (n != (ssize_t)sizeof(e->key))
-		return dfail(err, EINVAL, "%s: expected %zu bytes", path, sizeof(e->key));
+		return paddock_fail(err, EINVAL, "%s: expected %zu bytes", path, sizeof(e->key));
 	return 0;
 }
 
@@ -757,7 +756,7 @@ static int add_code_template(struct e2b *e, paddock_error *err)
 	if (json_object_get(e->templates, E2B_CODE_TEMPLATE))
 		return 0;
 	if (json_object_set(e->templates, E2B_CODE_TEMPLATE, json_object_get(e->templates, "base")) < 0)
-		return dfail(err, ENOMEM, "templates");
+		return paddock_fail(err, ENOMEM, "templates");
 	return 0;
 }
 
@@ -770,21 +769,21 @@ static int load_templates(struct e2b *e, const char *file, paddock_error *err)
 
 	if (!file) {
 		e->templates = json_pack("{s:{}}", "base");
-		return e->templates ? add_code_template(e, err) : dfail(err, ENOMEM, "templates");
+		return e->templates ? add_code_template(e, err) : paddock_fail(err, ENOMEM, "templates");
 	}
 	e->templates = json_load_file(file, JSON_REJECT_DUPLICATES, &jerr);
 	if (!e->templates)
-		return dfail(err, EINVAL, "--e2b-templates %s: %s (line %d)", file, jerr.text,
+		return paddock_fail(err, EINVAL, "--e2b-templates %s: %s (line %d)", file, jerr.text,
 			     jerr.line);
 	if (!json_is_object(e->templates))
-		return dfail(err, EINVAL, "--e2b-templates %s: expected an object of template "
+		return paddock_fail(err, EINVAL, "--e2b-templates %s: expected an object of template "
 					  "name to spec", file);
 	json_object_foreach(e->templates, k, v) {
 		paddock_spec *spec = NULL;
 		char *s;
 
 		if (!json_is_object(v))
-			return dfail(err, EINVAL, "--e2b-templates %s: template '%s': expected a spec object",
+			return paddock_fail(err, EINVAL, "--e2b-templates %s: template '%s': expected a spec object",
 				     file, k);
 		s = json_dumps(v, JSON_COMPACT);
 		r = s ? paddock_spec_new(&spec, err) : -ENOMEM;
@@ -799,7 +798,7 @@ static int load_templates(struct e2b *e, const char *file, paddock_error *err)
 
 			snprintf(why, sizeof(why), "%s%s%s", err->field, err->field[0] ? ": " : "",
 				 err->msg);
-			return dfail(err, EINVAL, "--e2b-templates %s: template '%s': %s", file, k,
+			return paddock_fail(err, EINVAL, "--e2b-templates %s: template '%s': %s", file, k,
 				     why);
 		}
 	}
@@ -817,7 +816,7 @@ int pd_e2b_start(struct daemon *d, const char *addr_port, const char *domain,
 	int r;
 
 	if (!e)
-		return dfail(err, ENOMEM, "e2b");
+		return paddock_fail(err, ENOMEM, "e2b");
 	d->e2b = e;
 	e->d = d;
 	snprintf(e->domain, sizeof(e->domain), "%s", domain && *domain ? domain : "localhost");
@@ -826,7 +825,7 @@ int pd_e2b_start(struct daemon *d, const char *addr_port, const char *domain,
 	char *pend = NULL;
 	port = colon ? strtol(colon + 1, &pend, 10) : -1;
 	if (!colon || colon[1] == '\0' || *pend || port < 0 || port > 65535)
-		return dfail(err, EINVAL, "--e2b: expected ADDR:PORT, got '%s'", addr_port);
+		return paddock_fail(err, EINVAL, "--e2b: expected ADDR:PORT, got '%s'", addr_port);
 	*colon = '\0';
 	if (addr[0] == '[' && colon[-1] == ']') {
 		memmove(addr, addr + 1, strlen(addr));
@@ -836,17 +835,17 @@ int pd_e2b_start(struct daemon *d, const char *addr_port, const char *domain,
 	e->open_keys = d->n_tokens == 0;
 	if (e->open_keys && strcmp(addr, "127.0.0.1") != 0 && strcmp(addr, "::1") != 0 &&
 	    strcmp(addr, "localhost") != 0)
-		return dfail(err, EPERM, "--e2b on %s needs --tokens (API keys); without them "
+		return paddock_fail(err, EPERM, "--e2b on %s needs --tokens (API keys); without them "
 					 "only a loopback address is allowed", addr);
 	if ((r = load_key(e, err)) < 0 || (r = load_templates(e, templates_file, err)) < 0)
 		return r;
 	e->http = evhttp_new(d->base);
 	if (!e->http)
-		return dfail(err, ENOMEM, "evhttp");
+		return paddock_fail(err, ENOMEM, "evhttp");
 	e->gate = (struct pd_gate_policy){ .name = "e2b", .check = gate_check,
 					   .reply = gate_reply, .arg = e };
 	if (pd_http_gate_add_policy(d, e->http, &e->gate) < 0)
-		return dfail(err, ENOMEM, "e2b: the HTTP gate");
+		return paddock_fail(err, ENOMEM, "e2b: the HTTP gate");
 	/*
 	 * A second wall behind the gate, which bounds heads and bodies before evhttp reads them.
 	 * No evhttp timeouts: the gate times heads, stalled bodies and answers
@@ -862,7 +861,7 @@ int pd_e2b_start(struct daemon *d, const char *addr_port, const char *domain,
 	struct evhttp_bound_socket *bound = evhttp_bind_socket_with_handle(e->http, addr,
 									   (unsigned short)port);
 	if (!bound)
-		return dfail(err, errno ? errno : EADDRINUSE, "--e2b: listen on %s:%ld", addr, port);
+		return paddock_fail(err, errno ? errno : EADDRINUSE, "--e2b: listen on %s:%ld", addr, port);
 	pd_http_gate_listening(d, e->http, evhttp_bound_socket_get_listener(bound));
 	{
 		struct sockaddr_storage ss;

@@ -143,7 +143,7 @@ static int signature_for(struct e2b *e, const char *box_id, const struct files_q
 	SHA256((const unsigned char *)raw, (size_t)n, md);
 	explicit_bzero(raw, (size_t)n);
 	free(raw);
-	b64 = pd_base64_encode(md, sizeof(md));
+	b64 = paddock_base64_encode(md, sizeof(md));
 	if (!b64)
 		return -ENOMEM;
 	b64[strcspn(b64, "=")] = '\0';

@@ -757,13 +757,13 @@ static struct e2b_fswatch *fswatch_new(struct e2b_req *r, const struct watch_arg
 	struct e2b_fswatch *fw;
 
 	if (box_watches(r->e, r->box) >= FS_WATCHES_PER_BOX) {
-		(void)dfail(err, EMFILE, "more than %d watches of this sandbox: remove one first",
+		(void)paddock_fail(err, EMFILE, "more than %d watches of this sandbox: remove one first",
 			    FS_WATCHES_PER_BOX);
 		return NULL;
 	}
 	fw = calloc(1, sizeof(*fw));
 	if (!fw) {
-		(void)dfail(err, ENOMEM, "out of memory");
+		(void)paddock_fail(err, ENOMEM, "out of memory");
 		return NULL;
 	}
 	fw->e = r->e;
@@ -783,7 +783,7 @@ static struct e2b_fswatch *fswatch_new(struct e2b_req *r, const struct watch_arg
 	fw->ev =
 		event_new(r->d->base, paddock_watch_fd(fw->pw), EV_READ | EV_PERSIST, watch_cb, fw);
 	if (!fw->ev) {
-		(void)dfail(err, ENOMEM, "out of memory");
+		(void)paddock_fail(err, ENOMEM, "out of memory");
 		goto fail;
 	}
 	return fw;

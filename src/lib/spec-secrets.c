@@ -471,3 +471,19 @@ int pd_spec_secret_value(const struct pd_spec_secret *s, const char *field, uint
 	}
 	return 0;
 }
+
+int paddock_spec_secret_value(const paddock_spec *spec, const char *name, uint8_t **ret_value,
+			      size_t *ret_len, paddock_error *err)
+{
+	char field[48];
+
+	if (!spec || !name || !ret_value || !ret_len)
+		return pd_fail(err, EINVAL, "paddock_spec_secret_value: NULL argument");
+	for (size_t i = 0; i < spec->n_secrets; i++) {
+		if (!streq(spec->secrets[i].name, name))
+			continue;
+		snprintf(field, sizeof(field), "secrets[%zu].source", i);
+		return pd_spec_secret_value(&spec->secrets[i], field, ret_value, ret_len, err);
+	}
+	return pd_fail_field(err, ENOENT, "secrets", "the spec has no secret '%s'", PD_ESC(name));
+}

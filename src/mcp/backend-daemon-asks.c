@@ -20,7 +20,6 @@
 #include "backend.h"
 #include "backend-daemon-internal.h"
 #include "client.h"
-#include "error.h"
 #include "util/cleanup.h"
 
 #define ASK_LINE_MAX 4096 /* one decision: a name of 253 bytes and a few fields */
@@ -124,7 +123,7 @@ int d_watch_asks(struct mcp_backend *mb, const char *id, mcp_ask_fn fn, void *us
 		return 0;
 	url = dbackend_url(SEGS(s->id, "network", "pending"), QUERY("follow", "1"));
 	if (!url)
-		return pd_fail(err, ENOMEM, "out of memory");
+		return paddock_fail(err, ENOMEM, "out of memory");
 	struct http_request req = { .method = "GET", .target = url, .body_fd = -1 };
 
 	r = dopen(b, &req, &c, &resp, err);
@@ -137,7 +136,7 @@ int d_watch_asks(struct mcp_backend *mb, const char *id, mcp_ask_fn fn, void *us
 		if (s->ask_ev)
 			event_free(s->ask_ev);
 		s->ask_ev = NULL;
-		return pd_fail(err, ENOMEM, "follow the sandbox's pending decisions");
+		return paddock_fail(err, ENOMEM, "follow the sandbox's pending decisions");
 	}
 	s->ask_conn = TAKE_PTR(c);
 	s->ask_fn = fn;
@@ -160,7 +159,7 @@ int d_answer(struct mcp_backend *mb, const char *id, uint64_t ask, enum paddock_
 	body = json_pack("{s:I, s:s, s:s?}", "id", (json_int_t)ask, "answer",
 			 paddock_ask_answer_to_string(answer), "who", who);
 	if (!url || !body)
-		return pd_fail(err, ENOMEM, "out of memory");
+		return paddock_fail(err, ENOMEM, "out of memory");
 	/* recorded by paddockd with this backend's tenant, and `who` */
 	return dcall(b, "POST", url, body, ANSWER_MAX, NULL, err);
 }

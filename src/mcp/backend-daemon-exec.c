@@ -20,9 +20,7 @@
 #include "backend.h"
 #include "backend-daemon-internal.h"
 #include "client.h"
-#include "error.h"
 #include "exec-stream.h"
-#include "util/base64.h"
 #include "util/cleanup.h"
 
 /* one line of an exec stream: a chunk of at most 64 KiB, escaped (\u0001: 6 bytes a byte) */
@@ -56,9 +54,9 @@ struct mcp_pending {
 static int set_new(json_t *o, const char *key, json_t *v, const char *field, paddock_error *err)
 {
 	if (!v)
-		return pd_fail_field(err, EINVAL, field, "expected UTF-8 text");
+		return paddock_fail_field(err, EINVAL, field, "expected UTF-8 text");
 	if (json_object_set_new(o, key, v) < 0)
-		return pd_fail(err, ENOMEM, "out of memory");
+		return paddock_fail(err, ENOMEM, "out of memory");
 	return 0;
 }
 
@@ -69,17 +67,17 @@ static int env_json(const char *const *env, json_t **ret, paddock_error *err)
 	int r;
 
 	if (!o)
-		return pd_fail(err, ENOMEM, "out of memory");
+		return paddock_fail(err, ENOMEM, "out of memory");
 	for (size_t i = 0; env && env[i]; i++) {
 		const char *eq = strchr(env[i], '=');
 		_cleanup_free_ char *name = NULL;
 
 		if (!eq || eq == env[i])
-			return pd_fail_field(err, EINVAL, "env", "expected NAME=VALUE, got '%s'",
-					     PD_ESC(env[i]));
+			return paddock_fail_field(err, EINVAL, "env", "expected NAME=VALUE, got '%s'",
+					     PADDOCK_ESC(env[i]));
 		name = strndup(env[i], (size_t)(eq - env[i]));
 		if (!name)
-			return pd_fail(err, ENOMEM, "out of memory");
+			return paddock_fail(err, ENOMEM, "out of memory");
 		r = set_new(o, name, json_string(eq + 1), "env", err);
 		if (r < 0)
 			return r;
@@ -96,14 +94,14 @@ static int exec_body(const struct mcp_exec_req *req, bool with_stdin, json_t **r
 	int r;
 
 	if (!o || !argv)
-		return pd_fail(err, ENOMEM, "out of memory");
+		return paddock_fail(err, ENOMEM, "out of memory");
 	for (size_t i = 0; req->argv[i]; i++) {
 		json_t *s = json_string(req->argv[i]);
 
 		if (!s)
-			return pd_fail_field(err, EINVAL, "command", "expected UTF-8 text");
+			return paddock_fail_field(err, EINVAL, "command", "expected UTF-8 text");
 		if (json_array_append_new(argv, s) < 0)
-			return pd_fail(err, ENOMEM, "out of memory");
+			return paddock_fail(err, ENOMEM, "out of memory");
 	}
 	r = set_new(o, "argv", TAKE_PTR(argv), "command", err);
 	if (r >= 0 && req->env) {
@@ -117,10 +115,10 @@ static int exec_body(const struct mcp_exec_req *req, bool with_stdin, json_t **r
 		r = set_new(o, "timeout_s", json_real(req->timeout_s), "timeout_s", err);
 	if (r >= 0 && with_stdin && req->stdin_data) {
 		/* base64 whatever the bytes: a JSON string could not carry every byte */
-		_cleanup_free_ char *b64 = pd_base64_encode(req->stdin_data, req->stdin_len);
+		_cleanup_free_ char *b64 = paddock_base64_encode(req->stdin_data, req->stdin_len);
 
 		r = b64 ? set_new(o, "stdin_b64", json_string(b64), "stdin", err)
-			: pd_fail(err, ENOMEM, "out of memory");
+			: paddock_fail(err, ENOMEM, "out of memory");
 	}
 	if (r < 0)
 		return r;
@@ -185,16 +183,16 @@ static int command_event(struct mcp_pending *p, const struct exec_event *ev,
 {
 	if (ev->type == EXEC_EVENT_STDOUT || ev->type == EXEC_EVENT_STDERR) {
 		if (capture_add(&p->out[ev->type], p->keep, ev->data, ev->len) < 0)
-			return pd_fail(err, ENOMEM, "out of memory");
+			return paddock_fail(err, ENOMEM, "out of memory");
 		return 0;
 	}
 	if (ev->type != EXEC_EVENT_EXIT)
 		return 0; /* "start", and what a newer paddockd may add */
 	if (!ev->result)
-		return pd_fail(err, EPROTO, "paddockd sent no report of the command's end");
+		return paddock_fail(err, EPROTO, "paddockd sent no report of the command's end");
 	*ret_result = exec_result(p, ev->result);
 	if (!*ret_result)
-		return pd_fail(err, ENOMEM, "out of memory");
+		return paddock_fail(err, ENOMEM, "out of memory");
 	return 1;
 }
 
@@ -241,14 +239,14 @@ static void exec_readable(evutil_socket_t fd, short what, void *arg)
 		if (r == -EAGAIN)
 			return;
 		if (r == 0) {
-			r = pd_fail(&err, EPIPE,
+			r = paddock_fail(&err, EPIPE,
 				    "paddockd ended the command's stream before its end (the "
 				    "sandbox was destroyed, or paddockd stopped)");
 		} else if (r > 0) {
 			r = command_event(p, &ev, &result, &err);
 			exec_event_release(&ev);
 		} else {
-			pd_error_prefix(&err, "paddockd");
+			paddock_error_prefix(&err, "paddockd");
 		}
 		if (r != 0) {
 			exec_finish(p, result, &err);
@@ -274,7 +272,7 @@ int d_exec(struct mcp_backend *mb, const char *id, const struct mcp_exec_req *re
 	if (!s)
 		return -ENOENT;
 	if (req->stdin_data && req->stdin_len > STDIN_MAX)
-		return pd_fail_field(err, EFBIG, "stdin",
+		return paddock_fail_field(err, EFBIG, "stdin",
 				     "at most %u bytes of stdin through paddockd, got %zu", STDIN_MAX,
 				     req->stdin_len);
 	r = exec_body(req, true, &body, err);
@@ -283,7 +281,7 @@ int d_exec(struct mcp_backend *mb, const char *id, const struct mcp_exec_req *re
 	url = dbackend_url(SEGS(s->id, "exec"), NULL);
 	if (!url || json_object_set_new(body, "stream", json_true()) < 0 ||
 	    !(text = json_dumps(body, JSON_COMPACT)))
-		return pd_fail(err, ENOMEM, "out of memory");
+		return paddock_fail(err, ENOMEM, "out of memory");
 	struct http_request hreq = { .method = "POST",
 				     .target = url,
 				     .content_type = "application/json",
@@ -296,7 +294,7 @@ int d_exec(struct mcp_backend *mb, const char *id, const struct mcp_exec_req *re
 		return r;
 	p = calloc(1, sizeof(*p));
 	if (!p)
-		return pd_fail(err, ENOMEM, "out of memory");
+		return paddock_fail(err, ENOMEM, "out of memory");
 	*p = (struct mcp_pending){
 		.b = b, .fn = fn, .userdata = userdata, .keep = req->output_max
 	};
@@ -306,7 +304,7 @@ int d_exec(struct mcp_backend *mb, const char *id, const struct mcp_exec_req *re
 		if (p->ev)
 			event_free(p->ev);
 		free(p);
-		return pd_fail(err, ENOMEM, "watch paddockd's answer");
+		return paddock_fail(err, ENOMEM, "watch paddockd's answer");
 	}
 	p->conn = TAKE_PTR(c);
 	p->next = b->pending;
@@ -348,19 +346,19 @@ int d_bg_start(struct mcp_backend *mb, const char *id, const struct mcp_exec_req
 	url = dbackend_url(SEGS(s->id, "exec"), NULL);
 	if (!url || json_object_set_new(body, "background", json_true()) < 0 ||
 	    json_object_set_new(body, "tag", json_string(tag)) < 0)
-		return pd_fail(err, ENOMEM, "out of memory");
+		return paddock_fail(err, ENOMEM, "out of memory");
 	r = dcall(b, "POST", url, body, ANSWER_MAX, &answer, err);
 	if (r < 0)
 		return r;
 	pid = json_object_get(answer, "pid");
 	if (!json_is_integer(pid) || json_integer_value(pid) < 0 ||
 	    json_integer_value(pid) > INT32_MAX)
-		return pd_fail(err, EPROTO, "paddockd's answer has no valid pid");
+		return paddock_fail(err, EPROTO, "paddockd's answer has no valid pid");
 	copy = strdup(tag);
 	p = copy ? dproc_add(s, err) : NULL;
 	if (!p) {
 		free(copy);
-		return pd_fail(err, ENOMEM, "out of memory");
+		return paddock_fail(err, ENOMEM, "out of memory");
 	}
 	*ret_proc = copy;
 	*ret_pid = (int)json_integer_value(pid);
@@ -427,7 +425,7 @@ static int output_event(struct dproc *p, const struct exec_event *ev, size_t max
 		p->since[i] = o + ev->len;
 	}
 	if (fresh_add(&out[i], max, ev->data, ev->len) < 0)
-		return pd_fail(err, ENOMEM, "out of memory");
+		return paddock_fail(err, ENOMEM, "out of memory");
 	return 0;
 }
 
@@ -446,7 +444,7 @@ static int read_output(struct dbackend *b, struct dsandbox *s, struct dproc *p, 
 	url = dbackend_url(SEGS(s->id, "processes", p->tag, "output"),
 			   QUERY("since_stdout", since[0], "since_stderr", since[1]));
 	if (!url)
-		return pd_fail(err, ENOMEM, "out of memory");
+		return paddock_fail(err, ENOMEM, "out of memory");
 	struct http_request req = { .method = "GET", .target = url, .body_fd = -1 };
 	r = dopen(b, &req, &c, &resp, err);
 	if (r < 0)
@@ -462,7 +460,7 @@ static int read_output(struct dbackend *b, struct dsandbox *s, struct dproc *p, 
 		if (lines < RING_LINES_MAX)
 			r = output_event(p, &ev, max, out, ret_report, err);
 		else
-			r = pd_fail(err, EPROTO, "paddockd sent more than %d lines of output",
+			r = paddock_fail(err, EPROTO, "paddockd sent more than %d lines of output",
 				    RING_LINES_MAX);
 		exec_event_release(&ev);
 		if (r < 0)
@@ -505,7 +503,7 @@ int d_bg_output(struct mcp_backend *mb, const char *id, const char *proc, size_t
 	if (r >= 0) {
 		result = output_result(out, report);
 		if (!result)
-			r = pd_fail(err, ENOMEM, "out of memory");
+			r = paddock_fail(err, ENOMEM, "out of memory");
 	}
 	if (r < 0) {
 		memcpy(p->since, saved, sizeof(saved)); /* nothing was returned: again next time */
@@ -537,15 +535,15 @@ int d_bg_signal(struct mcp_backend *mb, const char *id, const char *proc, int si
 	if (!p)
 		return -ENOENT;
 	if (sig < 1 || sig > 64)
-		return pd_fail_field(err, EINVAL, "signal", "expected a signal number, got %d",
+		return paddock_fail_field(err, EINVAL, "signal", "expected a signal number, got %d",
 				     sig);
 	url = dbackend_url(SEGS(s->id, "processes", p->tag, "signal"), NULL);
 	body = json_pack("{s:i}", "signal", sig);
 	if (!url || !body)
-		return pd_fail(err, ENOMEM, "out of memory");
+		return paddock_fail(err, ENOMEM, "out of memory");
 	r = dcall(b, "POST", url, body, 0, NULL, err);
 	if (r == -EBUSY) /* 409: "the process has ended" */
-		return pd_fail_field(err, ESRCH, "process_id", "process '%s' has ended",
-				     PD_ESC(proc));
+		return paddock_fail_field(err, ESRCH, "process_id", "process '%s' has ended",
+				     PADDOCK_ESC(proc));
 	return r;
 }

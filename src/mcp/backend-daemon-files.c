@@ -18,7 +18,6 @@
 #include "backend.h"
 #include "backend-daemon-internal.h"
 #include "client.h"
-#include "error.h"
 #include "util/cleanup.h"
 
 #define LIST_ANSWER_MAX (64u << 20)  /* files/list: up to 10 000 entries */
@@ -52,7 +51,7 @@ static int read_some(struct http_conn *c, uint64_t skip, size_t max, char **ret_
 	size_t len = 0;
 
 	if (!data)
-		return pd_fail(err, ENOMEM, "out of memory");
+		return paddock_fail(err, ENOMEM, "out of memory");
 	while (len < max) {
 		bool skipping = skip > 0;
 		size_t want = skipping ? (skip < sizeof(scratch) ? (size_t)skip : sizeof(scratch))
@@ -93,7 +92,7 @@ int d_read_file(struct mcp_backend *mb, const char *id, const char *path, uint64
 		max = READ_MAX; /* fewer bytes than asked is a short read, which callers expect */
 	url = dbackend_url(SEGS(s->id, "files"), QUERY("path", path));
 	if (!url)
-		return pd_fail(err, ENOMEM, "out of memory");
+		return paddock_fail(err, ENOMEM, "out of memory");
 	/* at least one byte is asked for, so the answer also says the size when max is 0 */
 	last = max > 0 && offset + (max - 1) >= offset ? offset + (max - 1) : offset;
 	snprintf(range, sizeof(range), "bytes=%" PRIu64 "-%" PRIu64, offset, last);
@@ -104,8 +103,8 @@ int d_read_file(struct mcp_backend *mb, const char *id, const char *path, uint64
 		char *empty = strdup("");
 
 		if (!empty)
-			return pd_fail(err, ENOMEM, "out of memory");
-		pd_error_clear(err);
+			return paddock_fail(err, ENOMEM, "out of memory");
+		paddock_error_clear(err);
 		*ret_data = empty;
 		*ret_len = 0;
 		*ret_size = size;
@@ -115,12 +114,12 @@ int d_read_file(struct mcp_backend *mb, const char *id, const char *path, uint64
 		return r;
 	if (resp.status == 206) {
 		if (parse_content_range(resp.content_range, &size) < 0)
-			return pd_fail(err, EPROTO, "paddockd's answer has no valid Content-Range");
+			return paddock_fail(err, EPROTO, "paddockd's answer has no valid Content-Range");
 		r = read_some(c, 0, max, ret_data, ret_len, err);
 	} else {
 		/* the whole file: a server that ignored the range */
 		if (resp.content_length < 0)
-			return pd_fail(err, EPROTO, "paddockd's answer has no Content-Length");
+			return paddock_fail(err, EPROTO, "paddockd's answer has no Content-Length");
 		size = (uint64_t)resp.content_length;
 		r = read_some(c, offset, max, ret_data, ret_len, err);
 	}
@@ -145,7 +144,7 @@ int d_write_file(struct mcp_backend *mb, const char *id, const char *path, const
 	snprintf(m, sizeof(m), "%04o", mode & 07777);
 	url = dbackend_url(SEGS(s->id, "files"), QUERY("path", path, "mode", m));
 	if (!url)
-		return pd_fail(err, ENOMEM, "out of memory");
+		return paddock_fail(err, ENOMEM, "out of memory");
 	struct http_request req = { .method = "PUT",
 				    .target = url,
 				    .content_type = "application/octet-stream",
@@ -196,30 +195,30 @@ int d_list_dir(struct mcp_backend *mb, const char *id, const char *path, unsigne
 	snprintf(d, sizeof(d), "%u", depth);
 	url = dbackend_url(SEGS(s->id, "files", "list"), QUERY("path", path, "depth", d));
 	if (!url)
-		return pd_fail(err, ENOMEM, "out of memory");
+		return paddock_fail(err, ENOMEM, "out of memory");
 	r = dcall(b, "GET", url, NULL, LIST_ANSWER_MAX, &answer, err);
 	if (r == -EFBIG) /* over paddockd's 10 000 entries (413), or over our bound */
-		return pd_fail_field(err, E2BIG, "depth", "more entries below '%s' than can be "
+		return paddock_fail_field(err, E2BIG, "depth", "more entries below '%s' than can be "
 							  "listed: list a smaller tree",
-				     PD_ESC(path));
+				     PADDOCK_ESC(path));
 	if (r < 0)
 		return r;
 	entries = json_object_get(answer, "entries");
 	if (!json_is_array(entries))
-		return pd_fail(err, EPROTO, "paddockd's answer has no entries");
+		return paddock_fail(err, EPROTO, "paddockd's answer has no entries");
 	if (json_array_size(entries) > max_entries)
-		return pd_fail_field(err, E2BIG, "depth", "more than %zu entries below '%s'",
-				     max_entries, PD_ESC(path));
+		return paddock_fail_field(err, E2BIG, "depth", "more than %zu entries below '%s'",
+				     max_entries, PADDOCK_ESC(path));
 	out = json_array();
 	if (!out)
-		return pd_fail(err, ENOMEM, "out of memory");
+		return paddock_fail(err, ENOMEM, "out of memory");
 	json_array_foreach(entries, i, e) {
 		json_t *mine = entry_from(e);
 
 		if (!mine)
-			return pd_fail(err, EPROTO, "paddockd sent a malformed entry");
+			return paddock_fail(err, EPROTO, "paddockd sent a malformed entry");
 		if (json_array_append_new(out, mine) < 0)
-			return pd_fail(err, ENOMEM, "out of memory");
+			return paddock_fail(err, ENOMEM, "out of memory");
 	}
 	*ret_entries = TAKE_PTR(out);
 	return 0;

@@ -42,8 +42,6 @@
 #include "backend-daemon-internal.h"
 #include "api-error.h"
 #include "client.h"
-#include "error.h"
-#include "spec.h"
 #include "util/cleanup.h"
 
 #define SOCKET_TIMEOUT_S 60
@@ -99,9 +97,9 @@ char *dbackend_url(const char *const *segs, const char *const *query)
 int dbackend_io_error(int r, paddock_error *err)
 {
 	if (r == -EAGAIN)
-		return pd_fail(err, ETIMEDOUT, "paddockd did not answer within %d s",
+		return paddock_fail(err, ETIMEDOUT, "paddockd did not answer within %d s",
 			       SOCKET_TIMEOUT_S);
-	pd_error_prefix(err, "paddockd");
+	paddock_error_prefix(err, "paddockd");
 	return r;
 }
 
@@ -144,12 +142,12 @@ static int dconnect(struct dbackend *b, struct http_conn **ret_conn, paddock_err
 
 	r = http_connect_unix(b->socket_path, &c, err);
 	if (r < 0) {
-		pd_error_prefix(err, "cannot reach paddockd at '%s'", PD_ESC(b->socket_path));
+		paddock_error_prefix(err, "cannot reach paddockd at '%s'", PADDOCK_ESC(b->socket_path));
 		return r;
 	}
 	if (setsockopt(http_conn_fd(c), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
 	    setsockopt(http_conn_fd(c), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0) {
-		r = pd_fail(err, errno, "set the timeouts of paddockd's socket");
+		r = paddock_fail(err, errno, "set the timeouts of paddockd's socket");
 		http_conn_free(c);
 		return r;
 	}
@@ -201,7 +199,7 @@ int dcall(struct dbackend *b, const char *method, const char *target, const json
 	if (body) {
 		text = json_dumps(body, JSON_COMPACT);
 		if (!text)
-			return pd_fail(err, ENOMEM, "out of memory");
+			return paddock_fail(err, ENOMEM, "out of memory");
 		text_len = strlen(text);
 	}
 	struct http_request req = { .method = method,
@@ -224,7 +222,7 @@ int dcall(struct dbackend *b, const char *method, const char *target, const json
 	if (len > 0) {
 		json = json_loadb(answer, len, 0, &jerr);
 		if (!json)
-			return pd_fail(err, EPROTO, "paddockd's answer is not JSON: %s", jerr.text);
+			return paddock_fail(err, EPROTO, "paddockd's answer is not JSON: %s", jerr.text);
 	}
 	*ret_json = json;
 	return 0;
@@ -237,7 +235,7 @@ struct dsandbox *dsandbox_find(struct dbackend *b, const char *id, paddock_error
 	for (struct dsandbox *s = b->sandboxes; s; s = s->next)
 		if (strcmp(s->id, id) == 0)
 			return s;
-	pd_fail_field(err, ENOENT, "sandbox_id", "no sandbox '%s' in this session", PD_ESC(id));
+	paddock_fail_field(err, ENOENT, "sandbox_id", "no sandbox '%s' in this session", PADDOCK_ESC(id));
 	return NULL;
 }
 
@@ -268,7 +266,7 @@ struct dproc *dproc_find(struct dsandbox *s, const char *tag, paddock_error *err
 	for (struct dproc *p = s->procs; p; p = p->next)
 		if (strcmp(p->tag, tag) == 0)
 			return p;
-	pd_fail_field(err, ENOENT, "process_id", "no process '%s' in sandbox '%s'", PD_ESC(tag),
+	paddock_fail_field(err, ENOENT, "process_id", "no process '%s' in sandbox '%s'", PADDOCK_ESC(tag),
 		      s->id);
 	return NULL;
 }
@@ -290,7 +288,7 @@ struct dproc *dproc_add(struct dsandbox *s, paddock_error *err)
 	struct dproc *p = calloc(1, sizeof(*p));
 
 	if (!p) {
-		pd_fail(err, ENOMEM, "out of memory");
+		paddock_fail(err, ENOMEM, "out of memory");
 		return NULL;
 	}
 	snprintf(p->tag, sizeof(p->tag), "p%u", ++s->next_proc);
@@ -322,7 +320,7 @@ static int sandbox_delete(struct dbackend *b, const char *id, paddock_error *err
 	int r;
 
 	if (!url)
-		return pd_fail(err, ENOMEM, "out of memory");
+		return paddock_fail(err, ENOMEM, "out of memory");
 	r = dcall(b, "DELETE", url, NULL, 0, NULL, err);
 	if (r == -ENOENT) /* its TTL or idle timeout ran out, or paddockd lost it: gone anyway */
 		return 0;
@@ -338,34 +336,36 @@ static int sandbox_delete(struct dbackend *b, const char *id, paddock_error *err
  */
 static int put_secret_values(const paddock_spec *spec, json_t *req, paddock_error *err)
 {
-	json_t *list = json_object_get(req, "secrets");
+	json_t *sec;
+	size_t i;
 
-	if (spec->n_secrets != json_array_size(list))
-		return pd_fail(err, EPROTO, "the spec's secrets do not match their JSON");
-	for (size_t i = 0; i < spec->n_secrets; i++) {
-		json_t *sec = json_array_get(list, i), *value;
-		char field[48];
+	json_array_foreach(json_object_get(req, "secrets"), i, sec) {
+		const char *name = json_string_value(json_object_get(sec, "name"));
 		uint8_t *val = NULL;
 		size_t n = 0;
+		json_t *value;
 		int r;
 
-		snprintf(field, sizeof(field), "secrets[%zu].source", i);
-		if (strcmp(json_string_value(json_object_get(sec, "name")) ?: "",
-			   spec->secrets[i].name) != 0)
-			return pd_fail(err, EPROTO, "the spec's secrets do not match their JSON");
-		r = pd_spec_secret_value(&spec->secrets[i], field, &val, &n, err);
+		if (!name)
+			return paddock_fail(err, EPROTO, "the spec's secrets do not match their JSON");
+		r = paddock_spec_secret_value(spec, name, &val, &n, err);
+		if (r == -ENOENT)
+			return paddock_fail(err, EPROTO, "the spec's secrets do not match their JSON");
 		if (r < 0)
 			return r;
 		value = json_stringn((const char *)val, n);
 		explicit_bzero(val, n);
 		free(val);
-		if (!value)
-			return pd_fail_field(err, EINVAL, field,
-					     "secret '%s': the value is not UTF-8 text",
-					     PD_ESC(spec->secrets[i].name));
+		if (!value) {
+			char field[48];
+
+			snprintf(field, sizeof(field), "secrets[%zu].source", i);
+			return paddock_fail_field(err, EINVAL, field,
+					     "secret '%s': the value is not UTF-8 text", PADDOCK_ESC(name));
+		}
 		(void)json_object_del(sec, "source");
 		if (json_object_set_new(sec, "value", value) < 0)
-			return pd_fail(err, ENOMEM, "out of memory");
+			return paddock_fail(err, ENOMEM, "out of memory");
 	}
 	return 0;
 }
@@ -398,14 +398,14 @@ static int create_request(struct dbackend *b, const paddock_spec *spec, json_t *
 	req = json_loads(text, 0, NULL);
 	if (!json_is_object(req)) {
 		json_decref(req);
-		return pd_fail(err, ENOMEM, "out of memory");
+		return paddock_fail(err, ENOMEM, "out of memory");
 	}
 	r = put_secret_values(spec, req, err);
 	if (r >= 0 && (json_object_set_new(req, "ttl_s", json_integer(TTL_S)) < 0 ||
 		       (b->idle_timeout_s > 0 &&
 			json_object_set_new(req, "idle_timeout_s",
 					    json_integer(b->idle_timeout_s)) < 0)))
-		r = pd_fail(err, ENOMEM, "out of memory");
+		r = paddock_fail(err, ENOMEM, "out of memory");
 	if (r < 0) {
 		wipe_secret_values(req);
 		json_decref(req);
@@ -436,14 +436,14 @@ static int d_create(struct mcp_backend *mb, const paddock_spec *spec, char **ret
 		return r;
 	id = json_string_value(json_object_get(answer, "id"));
 	if (!id || !valid_id(id))
-		return pd_fail(err, EPROTO, "paddockd's answer has no valid sandbox id");
+		return paddock_fail(err, EPROTO, "paddockd's answer has no valid sandbox id");
 	s = calloc(1, sizeof(*s));
 	copy = strdup(id);
 	if (!s || !copy) {
 		free(s);
 		free(copy);
 		(void)sandbox_delete(b, id, err); /* best effort: its idle timeout ends it else */
-		return pd_fail(err, ENOMEM, "out of memory");
+		return paddock_fail(err, ENOMEM, "out of memory");
 	}
 	snprintf(s->id, sizeof(s->id), "%s", id);
 	s->next = b->sandboxes;
@@ -480,7 +480,7 @@ static int d_set_paused(struct mcp_backend *mb, const char *id, bool pause, padd
 		return -ENOENT;
 	url = dbackend_url(SEGS(s->id, pause ? "pause" : "resume"), NULL);
 	if (!url)
-		return pd_fail(err, ENOMEM, "out of memory");
+		return paddock_fail(err, ENOMEM, "out of memory");
 	r = dcall(b, "POST", url, NULL, 1u << 20, &answer, err);
 	json_decref(answer);
 	return r;
@@ -561,7 +561,7 @@ static int d_code_request(struct mcp_backend *mb, const char *id, const char *me
 		return -ENOENT;
 	/* the path is tools' own ("/execute", "/contexts"): only the id needs checking */
 	if (!valid_id(id) || strlen(path) > 80 || path[0] != '/')
-		return pd_fail_field(err, EINVAL, "sandbox_id", "not a sandbox id");
+		return paddock_fail_field(err, EINVAL, "sandbox_id", "not a sandbox id");
 	snprintf(target, sizeof(target), "/v1/sandboxes/%s/code%s", id, path);
 	req.target = target;
 	r = dconnect(b, &c, err);
@@ -605,18 +605,18 @@ int mcp_backend_daemon_new(struct event_base *base, const char *socket_path,
 	int r;
 
 	if (!base || !socket_path || !ret)
-		return pd_fail(err, EINVAL, "missing argument");
+		return paddock_fail(err, EINVAL, "missing argument");
 	b = calloc(1, sizeof(*b));
 	if (!b)
-		return pd_fail(err, ENOMEM, "out of memory");
+		return paddock_fail(err, ENOMEM, "out of memory");
 	b->base.ops = &daemon_ops;
 	b->ev_base = base;
 	b->idle_timeout_s = idle_timeout_s;
 	b->last_renew = mono_s();
 	if (strlen(socket_path) >= sizeof(b->socket_path)) {
 		free(b);
-		return pd_fail(err, ENAMETOOLONG, "socket path '%s' is longer than %zu bytes",
-			       PD_ESC(socket_path), sizeof(b->socket_path) - 1);
+		return paddock_fail(err, ENAMETOOLONG, "socket path '%s' is longer than %zu bytes",
+			       PADDOCK_ESC(socket_path), sizeof(b->socket_path) - 1);
 	}
 	memcpy(b->socket_path, socket_path, strlen(socket_path) + 1);
 	/* fail now, not at the agent's first tool call, when paddockd is not there */
@@ -631,7 +631,7 @@ int mcp_backend_daemon_new(struct event_base *base, const char *socket_path,
 	if (!b->keepalive ||
 	    event_add(b->keepalive, &(struct timeval){ .tv_sec = (time_t)period }) < 0) {
 		d_free(&b->base);
-		return pd_fail(err, ENOMEM, "out of memory");
+		return paddock_fail(err, ENOMEM, "out of memory");
 	}
 	*ret = &b->base;
 	return 0;

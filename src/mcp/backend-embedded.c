@@ -21,7 +21,6 @@
 
 #include "backend.h"
 #include "client.h"
-#include "error.h"
 
 
 struct box;
@@ -73,14 +72,14 @@ static int find_box(struct embedded *e, const char *id, struct box **ret, paddoc
 	for (struct box *b = e->boxes; b; b = b->next)
 		if (!strcmp(b->id, id)) {
 			if (b->ended)
-				return pd_fail_field(err, ESRCH, "sandbox_id",
+				return paddock_fail_field(err, ESRCH, "sandbox_id",
 						     "the sandbox '%s' has ended (a limit or a "
 						     "crash killed it); destroy it and make another",
-						     PD_ESC(id));
+						     PADDOCK_ESC(id));
 			*ret = b;
 			return 0;
 		}
-	return pd_fail_field(err, ENOENT, "sandbox_id", "no sandbox '%s'", PD_ESC(id));
+	return paddock_fail_field(err, ENOENT, "sandbox_id", "no sandbox '%s'", PADDOCK_ESC(id));
 }
 
 /* ---- commands --------------------------------------------------------------------------- */
@@ -163,7 +162,7 @@ static void exited(paddock_exec *ex, const struct paddock_result *res, void *use
 			"stderr_bytes", (json_int_t)paddock_exec_output_read(p->session, 2), "report",
 			p->result);
 	if (!out)
-		pd_fail(&err, ENOMEM, "the command's result");
+		paddock_fail(&err, ENOMEM, "the command's result");
 	p->fn(out, &err, p->userdata);
 	cmd_free(p);
 }
@@ -174,7 +173,7 @@ static int cmd_new(struct box *b, const struct mcp_exec_req *req, bool backgroun
 	struct mcp_pending *p = calloc(1, sizeof(*p));
 
 	if (!p)
-		return pd_fail(err, ENOMEM, "allocate a command");
+		return paddock_fail(err, ENOMEM, "allocate a command");
 	p->box = b;
 	p->background = background;
 	p->cap = req->output_max;
@@ -226,7 +225,7 @@ static int start(struct box *b, struct mcp_pending *p, const struct mcp_exec_req
 		/* an empty stdin still gets a pipe, closed at once: EOF, as asked */
 		p->stdin_data = malloc(req->stdin_len + 1);
 		if (!p->stdin_data)
-			return pd_fail(err, ENOMEM, "stdin");
+			return paddock_fail(err, ENOMEM, "stdin");
 		memcpy(p->stdin_data, req->stdin_data, req->stdin_len);
 		p->stdin_len = req->stdin_len;
 	}
@@ -303,7 +302,7 @@ static int embedded_bg_start(struct mcp_backend *base, const char *id,
 		return r;
 	snprintf(p->id, sizeof(p->id), "b%lu", ++b->next_bg);
 	proc = strdup(p->id);
-	r = proc ? start(b, p, req, err) : pd_fail(err, ENOMEM, "start_process");
+	r = proc ? start(b, p, req, err) : paddock_fail(err, ENOMEM, "start_process");
 	if (r < 0) {
 		free(proc);
 		if (!p->session)
@@ -328,7 +327,7 @@ static int find_bg(struct embedded *e, const char *id, const char *proc,
 			*ret = p;
 			return 0;
 		}
-	return pd_fail_field(err, ENOENT, "process_id", "no process '%s'", PD_ESC(proc));
+	return paddock_fail_field(err, ENOENT, "process_id", "no process '%s'", PADDOCK_ESC(proc));
 }
 
 /*
@@ -374,7 +373,7 @@ static int embedded_bg_output(struct mcp_backend *base, const char *id, const ch
 			"reason", p->result ? json_object_get(p->result, "reason") : json_null(),
 			"report", p->result ? p->result : json_null());
 	if (!out)
-		return pd_fail(err, ENOMEM, "read_process_output");
+		return paddock_fail(err, ENOMEM, "read_process_output");
 	*ret = out;
 	return 0;
 }
@@ -388,8 +387,8 @@ static int embedded_bg_signal(struct mcp_backend *base, const char *id, const ch
 	if (r < 0)
 		return r;
 	if (!p->ex)
-		return pd_fail_field(err, ESRCH, "process_id", "process '%s' has already ended",
-				     PD_ESC(proc));
+		return paddock_fail_field(err, ESRCH, "process_id", "process '%s' has already ended",
+				     PADDOCK_ESC(proc));
 	return paddock_exec_signal(p->ex, sig, err);
 }
 
@@ -416,7 +415,7 @@ static int embedded_read_file(struct mcp_backend *base, const char *id, const ch
 	data = malloc(max + 1);
 	if (!data) {
 		close(fd);
-		return pd_fail(err, ENOMEM, "read '%s'", PD_ESC(path));
+		return paddock_fail(err, ENOMEM, "read '%s'", PADDOCK_ESC(path));
 	}
 	while (len < max) {
 		ssize_t n = read(fd, data + len, max - len);
@@ -424,7 +423,7 @@ static int embedded_read_file(struct mcp_backend *base, const char *id, const ch
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0) {
-			r = pd_fail_field(err, errno, "path", "read '%s'", PD_ESC(path));
+			r = paddock_fail_field(err, errno, "path", "read '%s'", PADDOCK_ESC(path));
 			close(fd);
 			free(data);
 			return r;
@@ -462,7 +461,7 @@ static int embedded_write_file(struct mcp_backend *base, const char *id, const c
 			continue;
 		if (n < 0) {
 			/* ENOSPC, EFBIG: the sandbox's disk and file size limits */
-			r = pd_fail_field(err, errno, "content", "write '%s'", PD_ESC(path));
+			r = paddock_fail_field(err, errno, "content", "write '%s'", PADDOCK_ESC(path));
 			paddock_file_writer_free(w);
 			return r;
 		}
@@ -512,7 +511,7 @@ static int embedded_list_dir(struct mcp_backend *base, const char *id, const cha
 	}
 	paddock_file_infos_free(infos, n);
 	if (!list)
-		return pd_fail(err, ENOMEM, "list '%s'", PD_ESC(path));
+		return paddock_fail(err, ENOMEM, "list '%s'", PADDOCK_ESC(path));
 	*ret_entries = list;
 	return 0;
 }
@@ -538,7 +537,7 @@ static int embedded_create(struct mcp_backend *base, const paddock_spec *spec, c
 	int r;
 
 	if (!b)
-		return pd_fail(err, ENOMEM, "allocate a sandbox");
+		return paddock_fail(err, ENOMEM, "allocate a sandbox");
 	r = paddock_sandbox_create_with(e->ctx, spec, &opts, &b->sb, err);
 	if (r < 0) {
 		free(b);
@@ -552,7 +551,7 @@ static int embedded_create(struct mcp_backend *base, const paddock_spec *spec, c
 		free(*ret_id);
 		paddock_sandbox_free(b->sb);
 		free(b);
-		return pd_fail(err, ENOMEM, "allocate a sandbox");
+		return paddock_fail(err, ENOMEM, "allocate a sandbox");
 	}
 	paddock_sandbox_set_exit_callback(b->sb, box_exited, b);
 	b->next = e->boxes;
@@ -575,7 +574,7 @@ static void box_free(struct embedded *e, struct box *b)
 
 		p->ex = NULL;
 		if (p->fn && !p->cancelled) {
-			pd_fail_field(&err, ESRCH, "sandbox_id",
+			paddock_fail_field(&err, ESRCH, "sandbox_id",
 				      "the sandbox was destroyed while the command ran");
 			p->fn(NULL, &err, p->userdata);
 		}
@@ -595,7 +594,7 @@ static int embedded_destroy(struct mcp_backend *base, const char *id, paddock_er
 			box_free(e, b);
 			return 0;
 		}
-	return pd_fail_field(err, ENOENT, "sandbox_id", "no sandbox '%s'", PD_ESC(id));
+	return paddock_fail_field(err, ENOENT, "sandbox_id", "no sandbox '%s'", PADDOCK_ESC(id));
 }
 
 static int embedded_set_paused(struct mcp_backend *base, const char *id, bool pause,
@@ -656,7 +655,7 @@ static void code_socket(paddock_sandbox *sb, int fd, const paddock_error *why, v
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
 	    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
 	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0) {
-		pd_fail_field(&err, errno, "code", "connect to the code interpreter");
+		paddock_fail_field(&err, errno, "code", "connect to the code interpreter");
 		close(fd);
 		q->fn(NULL, NULL, &err, q->userdata);
 		goto out;
@@ -664,7 +663,7 @@ static void code_socket(paddock_sandbox *sb, int fd, const paddock_error *why, v
 	if (http_conn_new_fd(fd, &c, &err) < 0 || http_send_request(c, &req, &err) < 0 ||
 	    http_read_response(c, &resp, &err) < 0) {
 		http_conn_free(c);
-		pd_error_prefix(&err, "the code interpreter");
+		paddock_error_prefix(&err, "the code interpreter");
 		q->fn(NULL, NULL, &err, q->userdata);
 		goto out;
 	}
@@ -696,7 +695,7 @@ static int embedded_code_request(struct mcp_backend *base, const char *id, const
 			free(q->path);
 		}
 		free(q);
-		return pd_fail(err, ENOMEM, "code request");
+		return paddock_fail(err, ENOMEM, "code request");
 	}
 	memcpy(q->body, body, len);
 	q->len = len;
@@ -802,7 +801,7 @@ int mcp_backend_embedded_new(struct event_base *base, const char *resolve_hosts,
 	int r;
 
 	if (!e)
-		return pd_fail(err, ENOMEM, "allocate the embedded backend");
+		return paddock_fail(err, ENOMEM, "allocate the embedded backend");
 	e->base.ops = &embedded_ops;
 	e->evbase = base;
 	r = paddock_ctx_new(base, &e->ctx, err);

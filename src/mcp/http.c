@@ -22,7 +22,6 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
-#include "error.h"
 #include "mcp.h"
 #include "mcp-http.h"
 
@@ -187,12 +186,12 @@ static int session_new(struct mcp_http *h, struct session **ret, paddock_error *
 	int r;
 
 	if (h->n_sessions >= h->max_sessions)
-		return pd_fail(err, EBUSY, "%u sessions are open, the most allowed", h->n_sessions);
+		return paddock_fail(err, EBUSY, "%u sessions are open, the most allowed", h->n_sessions);
 	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
-		return pd_fail(err, errno ? errno : EIO, "make a session id");
+		return paddock_fail(err, errno ? errno : EIO, "make a session id");
 	s = calloc(1, sizeof(*s));
 	if (!s)
-		return pd_fail(err, ENOMEM, "allocate a session");
+		return paddock_fail(err, ENOMEM, "allocate a session");
 	for (size_t i = 0; i < sizeof(raw); i++)
 		snprintf(s->id + 2 * i, 3, "%02x", raw[i]);
 	s->h = h;
@@ -464,7 +463,7 @@ int mcp_http_new(struct event_base *base, const struct mcp_http_opts *o,
 	struct mcp_http *h = calloc(1, sizeof(*h));
 
 	if (!h)
-		return pd_fail(err, ENOMEM, "allocate the HTTP transport");
+		return paddock_fail(err, ENOMEM, "allocate the HTTP transport");
 	h->base = base;
 	h->backend = backend;
 	h->policy = policy;
@@ -473,13 +472,13 @@ int mcp_http_new(struct event_base *base, const struct mcp_http_opts *o,
 	h->gone_s = o->gone_s ? o->gone_s : 30;
 	if (o->token && !(h->token = strdup(o->token))) {
 		free(h);
-		return pd_fail(err, ENOMEM, "allocate the HTTP transport");
+		return paddock_fail(err, ENOMEM, "allocate the HTTP transport");
 	}
 	h->http = evhttp_new(base);
 	h->sweep = event_new(base, -1, EV_PERSIST, sweep_cb, h);
 	if (!h->http || !h->sweep || event_add(h->sweep, &sweep) < 0) {
 		mcp_http_free(h);
-		return pd_fail(err, ENOMEM, "allocate the HTTP transport");
+		return paddock_fail(err, ENOMEM, "allocate the HTTP transport");
 	}
 	evhttp_set_gencb(h->http, request_cb, h);
 	evhttp_set_max_body_size(h->http, (ev_ssize_t)o->max_message);
@@ -487,8 +486,8 @@ int mcp_http_new(struct event_base *base, const struct mcp_http_opts *o,
 	evhttp_set_allowed_methods(h->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_DELETE);
 	evhttp_set_timeout(h->http, 3600); /* a command may run long before its answer */
 	if (evhttp_bind_socket(h->http, o->addr, o->port) < 0) {
-		int r = pd_fail_field(err, errno ? errno : EADDRINUSE, "http",
-				      "listen on %s port %u", PD_ESC(o->addr), o->port);
+		int r = paddock_fail_field(err, errno ? errno : EADDRINUSE, "http",
+				      "listen on %s port %u", PADDOCK_ESC(o->addr), o->port);
 
 		mcp_http_free(h);
 		return r;

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
 #include "mcp.h"
 
 void mcp_policy_release(struct mcp_policy *p)
@@ -53,7 +52,7 @@ static json_t *network_section(json_t *op_net, json_t *net, paddock_error *err)
 	else if (allow)
 		m = "allowlist";
 	if (!m) {
-		pd_fail_field(err, EINVAL, "network.mode", "expected a string");
+		paddock_fail_field(err, EINVAL, "network.mode", "expected a string");
 		return NULL;
 	}
 	none = !strcmp(m, "none");
@@ -65,7 +64,7 @@ static json_t *network_section(json_t *op_net, json_t *net, paddock_error *err)
 	if (out && !none && deny)
 		json_array_extend(json_object_get(out, "deny"), deny);
 	if (!out)
-		pd_fail(err, ENOMEM, "network");
+		paddock_fail(err, ENOMEM, "network");
 	return out;
 }
 
@@ -102,7 +101,7 @@ static json_t *operator_network(const paddock_spec *op, paddock_error *err)
 	net = json_incref(json_object_get(root, "network"));
 	json_decref(root);
 	if (!net)
-		pd_fail(err, ENOMEM, "network");
+		paddock_fail(err, ENOMEM, "network");
 	return net;
 }
 
@@ -136,7 +135,7 @@ int mcp_policy_spec(const struct mcp_policy *p, json_t *args, paddock_spec **ret
 	int r = -ENOMEM;
 
 	if (!doc)
-		return pd_fail(err, ENOMEM, "create_sandbox");
+		return paddock_fail(err, ENOMEM, "create_sandbox");
 	r = engine(p, &pol, err);
 	if (r >= 0)
 		r = paddock_spec_dup(p->spec, &spec, err);
@@ -166,7 +165,7 @@ int mcp_policy_spec(const struct mcp_policy *p, json_t *args, paddock_spec **ret
 	}
 	text = json_dumps(doc, JSON_COMPACT);
 	if (!text) {
-		r = pd_fail(err, ENOMEM, "create_sandbox");
+		r = paddock_fail(err, ENOMEM, "create_sandbox");
 		goto out;
 	}
 	r = paddock_spec_load_json(spec, text, strlen(text), err);
@@ -176,7 +175,7 @@ int mcp_policy_spec(const struct mcp_policy *p, json_t *args, paddock_spec **ret
 		char *kv;
 
 		if (asprintf(&kv, "%s=%s", key, json_string_value(v)) < 0) {
-			r = pd_fail(err, ENOMEM, "env");
+			r = paddock_fail(err, ENOMEM, "env");
 			goto out;
 		}
 		r = paddock_spec_set(spec, "env", kv, err);

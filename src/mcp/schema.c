@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "error.h"
 #include "schema.h"
 
 static bool is_type(json_t *v, const char *type)
@@ -82,7 +81,7 @@ static int check_object(json_t *schema, json_t *v, char *field, size_t size, pad
 		if (!json_is_string(m) || json_object_get(v, json_string_value(m)))
 			continue;
 		snprintf(field + len, size - len, "%s%s", len ? "." : "", json_string_value(m));
-		r = pd_fail_field(err, EINVAL, field, "is required");
+		r = paddock_fail_field(err, EINVAL, field, "is required");
 		field[len] = '\0';
 		return r;
 	}
@@ -104,7 +103,7 @@ static int check_object(json_t *schema, json_t *v, char *field, size_t size, pad
 				if ((size_t)off >= sizeof(known))
 					break;
 			}
-			r = pd_fail_field(err, EINVAL, field, "unknown argument; expected one of %s",
+			r = paddock_fail_field(err, EINVAL, field, "unknown argument; expected one of %s",
 					  known);
 			field[len] = '\0';
 			return r;
@@ -116,7 +115,7 @@ static int check_object(json_t *schema, json_t *v, char *field, size_t size, pad
 	}
 	m = json_object_get(schema, "maxProperties");
 	if (json_is_integer(m) && json_object_size(v) > (size_t)json_integer_value(m))
-		return pd_fail_field(err, EINVAL, len ? field : "arguments",
+		return paddock_fail_field(err, EINVAL, len ? field : "arguments",
 				     "expected at most %lld entries",
 				     (long long)json_integer_value(m));
 	return 0;
@@ -130,7 +129,7 @@ static int check_array(json_t *schema, json_t *v, char *field, size_t size, padd
 	int r;
 
 	if (json_is_integer(max) && json_array_size(v) > (size_t)json_integer_value(max))
-		return pd_fail_field(err, EINVAL, field, "expected at most %lld items",
+		return paddock_fail_field(err, EINVAL, field, "expected at most %lld items",
 				     (long long)json_integer_value(max));
 	if (!json_is_object(items))
 		return 0;
@@ -156,7 +155,7 @@ static int check_scalar(json_t *schema, json_t *v, const char *field, paddock_er
 			found = found || json_equal(m, v);
 		if (!found) {
 			char *list = json_dumps(e, JSON_COMPACT);
-			int r = pd_fail_field(err, EINVAL, field, "expected one of %s",
+			int r = paddock_fail_field(err, EINVAL, field, "expected one of %s",
 					      list ? list : "the listed values");
 
 			free(list);
@@ -168,27 +167,27 @@ static int check_scalar(json_t *schema, json_t *v, const char *field, paddock_er
 
 		m = json_object_get(schema, "minimum");
 		if (json_is_number(m) && x < json_number_value(m))
-			return pd_fail_field(err, EINVAL, field, "expected at least %g",
+			return paddock_fail_field(err, EINVAL, field, "expected at least %g",
 					     json_number_value(m));
 		m = json_object_get(schema, "maximum");
 		if (json_is_number(m) && x > json_number_value(m))
-			return pd_fail_field(err, EINVAL, field, "expected at most %g",
+			return paddock_fail_field(err, EINVAL, field, "expected at most %g",
 					     json_number_value(m));
 	}
 	if (json_is_string(v)) {
 		size_t n = json_string_length(v);
 
 		if (strlen(json_string_value(v)) != n)
-			return pd_fail_field(err, EINVAL, field, "a string holds a NUL byte");
+			return paddock_fail_field(err, EINVAL, field, "a string holds a NUL byte");
 		m = json_object_get(schema, "minLength");
 		if (json_is_integer(m) && n < (size_t)json_integer_value(m))
-			return pd_fail_field(err, EINVAL, field,
+			return paddock_fail_field(err, EINVAL, field,
 					     "expected at least %lld characters",
 					     (long long)json_integer_value(m));
 		m = json_object_get(schema, "maxLength");
 		/* bytes, not characters: stricter for non-ASCII, never looser */
 		if (json_is_integer(m) && n > (size_t)json_integer_value(m))
-			return pd_fail_field(err, EINVAL, field, "expected at most %lld bytes",
+			return paddock_fail_field(err, EINVAL, field, "expected at most %lld bytes",
 					     (long long)json_integer_value(m));
 	}
 	return 0;
@@ -202,7 +201,7 @@ static int check(json_t *schema, json_t *v, char *field, size_t size, paddock_er
 		char names[96];
 
 		type_names(type, names, sizeof(names));
-		return pd_fail_field(err, EINVAL, field[0] ? field : "arguments", "expected %s",
+		return paddock_fail_field(err, EINVAL, field[0] ? field : "arguments", "expected %s",
 				     names);
 	}
 	if (json_is_object(v))

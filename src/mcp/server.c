@@ -15,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
 #include "mcp.h"
 
 /* The revisions this server speaks, newest first: the first is offered to others. */
@@ -80,7 +79,7 @@ int mcp_server_new(struct mcp_tools *tools, mcp_send_fn send, void *userdata,
 	struct mcp_server *s = calloc(1, sizeof(*s));
 
 	if (!s)
-		return pd_fail(err, ENOMEM, "allocate the MCP server");
+		return paddock_fail(err, ENOMEM, "allocate the MCP server");
 	s->tools = tools;
 	s->send = send;
 	s->userdata = userdata;
@@ -316,7 +315,7 @@ static void do_tools_call(struct mcp_server *s, json_t *id, json_t *params)
 		char msg[160];
 
 		snprintf(msg, sizeof(msg), "params.name: no tool '%s'; tools/list names them",
-			 PD_ESC(json_string_value(name)));
+			 PADDOCK_ESC(json_string_value(name)));
 		send_error(s, id, MCP_INVALID_PARAMS, msg, NULL);
 		return;
 	}
@@ -376,7 +375,7 @@ static void handle_request(struct mcp_server *s, const char *method, json_t *id,
 	char msg[160];
 
 	snprintf(msg, sizeof(msg), "no method '%s' (this server offers tools only)",
-		 PD_ESC(method));
+		 PADDOCK_ESC(method));
 	send_error(s, id, MCP_METHOD_NOT_FOUND, msg, NULL);
 }
 
@@ -422,17 +421,17 @@ int mcp_server_elicit(struct mcp_server *s, const char *message, json_t *schema,
 
 	if (!mcp_server_can_elicit(s)) {
 		json_decref(schema);
-		return pd_fail(err, EOPNOTSUPP, "the client cannot be asked (no elicitation)");
+		return paddock_fail(err, EOPNOTSUPP, "the client cannot be asked (no elicitation)");
 	}
 	if (s->n_requests >= MCP_MAX_REQUESTS) {
 		json_decref(schema);
-		return pd_fail(err, EBUSY, "%u questions wait for the client already",
+		return paddock_fail(err, EBUSY, "%u questions wait for the client already",
 			       s->n_requests);
 	}
 	q = calloc(1, sizeof(*q));
 	if (!q) {
 		json_decref(schema);
-		return pd_fail(err, ENOMEM, "out of memory");
+		return paddock_fail(err, ENOMEM, "out of memory");
 	}
 	q->seq = ++s->next_seq;
 	q->fn = fn;

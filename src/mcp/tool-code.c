@@ -23,10 +23,8 @@
 
 #include "backend.h"
 #include "client.h"
-#include "error.h"
 #include "mcp.h"
 #include "tool-code.h"
-#include "util/base64.h"
 
 #define LINE_MAX (48u << 20)	 /* one NDJSON line: a result with a large picture */
 #define FIELD_MAX (256u << 10)	 /* one text field of a result (HTML of a big table) */
@@ -95,7 +93,7 @@ static void fail_msg(struct coderun *r, int code, const char *field, const char 
 {
 	paddock_error err = { 0 };
 
-	pd_fail_field(&err, code, field, "%s", msg);
+	paddock_fail_field(&err, code, field, "%s", msg);
 	fail(r, &err);
 }
 
@@ -143,7 +141,7 @@ static json_t *image_block(json_t *v, const char *mime, const unsigned char *sig
 	if (!s || n == 0 || n > IMAGE_MAX || strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklm"
 					       "nopqrstuvwxyz0123456789+/=\n") != n)
 		return NULL;
-	ok = pd_base64_decode(s, n, &raw, &len) == 0 && len >= sig_len &&
+	ok = paddock_base64_decode(s, n, &raw, &len) == 0 && len >= sig_len &&
 	     memcmp(raw, sig, sig_len) == 0;
 	free(raw);
 	if (!ok)
@@ -289,7 +287,7 @@ static void finish(struct coderun *r, const char *broken)
 	if (!res) {
 		paddock_error err = { 0 };
 
-		pd_fail(&err, ENOMEM, "answer the call");
+		paddock_fail(&err, ENOMEM, "answer the call");
 		return fail(r, &err);
 	}
 	mcp_call_result_with(r->call, res, json_array_size(r->images) ? json_incref(r->images)
@@ -361,7 +359,7 @@ static void answer_message(struct http_conn *c, char *msg, size_t size)
 		snprintf(msg, size, "%s",
 			 json_string_value(json_object_get(json_object_get(j, "error"), "message")));
 	else if (!j)
-		snprintf(msg, size, "%s", PD_ESC(body));
+		snprintf(msg, size, "%s", PADDOCK_ESC(body));
 	json_decref(j);
 	free(body);
 }
@@ -391,7 +389,7 @@ static void answered(struct http_conn *conn, const struct http_response *resp,
 		snprintf(msg, sizeof(msg),
 			 "the context '%s' is gone with its state (the code interpreter was "
 			 "restarted, after a kill or a limit); run again to start it afresh",
-			 PD_ESC(r->context));
+			 PADDOCK_ESC(r->context));
 		return fail_msg(r, ENOENT, "context", msg);
 	}
 	if (resp->status < 200 || resp->status > 299) {
@@ -482,7 +480,7 @@ void mcp_code_run(struct mcp_backend *b, struct event_base *base, struct mcp_cal
 	    !(r->results = json_array()) || !(r->images = json_array())) {
 		if (r)
 			coderun_free(r);
-		pd_fail(&err, ENOMEM, "run_code");
+		paddock_fail(&err, ENOMEM, "run_code");
 		return mcp_call_error(c, &err);
 	}
 	r->b = b;
@@ -503,7 +501,7 @@ void mcp_code_run(struct mcp_backend *b, struct event_base *base, struct mcp_cal
 			char msg[200];
 
 			snprintf(msg, sizeof(msg), "the context '%s' runs %s, not %s; name another",
-				 PD_ESC(r->context), lang, r->language);
+				 PADDOCK_ESC(r->context), lang, r->language);
 			return fail_msg(r, EINVAL, "context", msg);
 		}
 		return send_execute(r, json_string_value(json_object_get(known, "id")));

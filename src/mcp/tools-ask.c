@@ -10,7 +10,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "error.h"
 #include "mcp.h"
 #include "tools-internal.h"
 

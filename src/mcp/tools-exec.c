@@ -13,7 +13,6 @@
 
 #include <event2/event.h>
 
-#include "error.h"
 #include "mcp.h"
 #include "tool-code.h"
 #include "tools-internal.h"
@@ -91,7 +90,7 @@ static int env_list(json_t *env, char ***ret, paddock_error *err)
 	char **list = calloc(json_object_size(env) + 1, sizeof(char *));
 
 	if (!list)
-		return pd_fail(err, ENOMEM, "env");
+		return paddock_fail(err, ENOMEM, "env");
 	json_object_foreach(env, key, v) {
 		bool ok = key[0] && !(key[0] >= '0' && key[0] <= '9');
 
@@ -104,10 +103,10 @@ static int env_list(json_t *env, char ***ret, paddock_error *err)
 				free(list[i]);
 			free(list);
 			if (!ok)
-				return pd_fail_field(err, EINVAL, "env",
+				return paddock_fail_field(err, EINVAL, "env",
 						     "'%s' is not a variable name ([A-Za-z_][A-Za-z0-9_]*)",
-						     PD_ESC(key));
-			return pd_fail(err, ENOMEM, "env");
+						     PADDOCK_ESC(key));
+			return paddock_fail(err, ENOMEM, "env");
 		}
 		n++;
 	}
@@ -137,14 +136,14 @@ static int exec_request(struct mcp_tools *t, struct sandbox *sb, json_t *args, b
 	if (timeout) {
 		req->timeout_s = json_number_value(timeout);
 		if (sb->timeout_s > 0 && req->timeout_s > sb->timeout_s)
-			return pd_fail_field(err, EPERM, "timeout_s",
+			return paddock_fail_field(err, EPERM, "timeout_s",
 					     "%g s asked, the sandbox allows at most %g s "
 					     "(limits.timeout_s)",
 					     req->timeout_s, sb->timeout_s);
 	}
 	*ret_cwd = NULL;
 	if (cwd && !(*ret_cwd = tools_sandbox_path(json_string_value(cwd))))
-		return pd_fail(err, ENOMEM, "cwd");
+		return paddock_fail(err, ENOMEM, "cwd");
 	req->cwd = *ret_cwd;
 	if (in) {
 		req->stdin_data = json_string_value(in);
@@ -225,12 +224,12 @@ static void run_in_context(struct mcp_tools *t, struct mcp_call *c, struct sandb
 	if (req.context && (strlen(req.context) > 64 ||
 			    strspn(req.context, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 						"0123456789_.-") != strlen(req.context))) {
-		pd_fail_field(&err, EINVAL, "context",
+		paddock_fail_field(&err, EINVAL, "context",
 			      "expected a name of 1 to 64 letters, digits, '_', '.' or '-'");
 		return mcp_call_error(c, &err);
 	}
 	if (json_object_get(args, "stdin")) {
-		pd_fail_field(&err, EINVAL, "stdin",
+		paddock_fail_field(&err, EINVAL, "stdin",
 			      "%s runs in a kernel, which reads no stdin; use node or sh, or "
 			      "run_command",
 			      language);
@@ -239,7 +238,7 @@ static void run_in_context(struct mcp_tools *t, struct mcp_call *c, struct sandb
 	if (timeout) {
 		req.timeout_s = json_number_value(timeout);
 		if (sb->timeout_s > 0 && req.timeout_s > sb->timeout_s) {
-			pd_fail_field(&err, EPERM, "timeout_s",
+			paddock_fail_field(&err, EPERM, "timeout_s",
 				      "%g s asked, the sandbox allows at most %g s (limits.timeout_s)",
 				      req.timeout_s, sb->timeout_s);
 			return mcp_call_error(c, &err);
@@ -273,7 +272,7 @@ void tool_run_code(struct mcp_tools *t, struct mcp_call *c, json_t *args)
 	if (!strcmp(language, "python") || !strcmp(language, "bash"))
 		return run_in_context(t, c, sb, args, language);
 	if (json_object_get(args, "context")) {
-		pd_fail_field(&err, EINVAL, "context",
+		paddock_fail_field(&err, EINVAL, "context",
 			      "%s runs each call as a one-off program; contexts are for python and "
 			      "bash",
 			      language);
@@ -285,7 +284,7 @@ void tool_run_code(struct mcp_tools *t, struct mcp_call *c, json_t *args)
 	snprintf(path, sizeof(path), "/tmp/paddock-code-%lu.%s", ++t->next_code, langs[i].ext);
 	if (t->backend->ops->write_file(t->backend, sb->id, path, json_string_value(code),
 					json_string_length(code), 0644, &err) < 0) {
-		pd_error_prefix(&err, "save the code to %s", path);
+		paddock_error_prefix(&err, "save the code to %s", path);
 		return mcp_call_error(c, &err);
 	}
 	const char *argv[] = { langs[i].program, path, NULL };
@@ -309,7 +308,7 @@ void tool_start_process(struct mcp_tools *t, struct mcp_call *c, json_t *args)
 	if (tools_get_sandbox(t, args, &sb, &err) < 0)
 		return mcp_call_error(c, &err);
 	if (sb->n_procs >= MCP_MAX_PROCS) {
-		pd_fail_field(&err, EPERM, "command",
+		paddock_fail_field(&err, EPERM, "command",
 			      "this sandbox already has %u background processes, the most it keeps; "
 			      "use another sandbox",
 			      sb->n_procs);
@@ -351,9 +350,9 @@ static int find_proc(struct mcp_tools *t, json_t *args, struct proc **ret, paddo
 			*ret = p;
 			return 0;
 		}
-	return pd_fail_field(err, ENOENT, "process_id",
+	return paddock_fail_field(err, ENOENT, "process_id",
 			     "no process '%s' in this session (start_process returns one)",
-			     PD_ESC(id));
+			     PADDOCK_ESC(id));
 }
 
 struct wait {
@@ -384,13 +383,13 @@ static bool output_answer(struct mcp_tools *t, struct mcp_call *c, const char *p
 	struct proc *p;
 	int r;
 
-	r = args ? find_proc(t, args, &p, &err) : pd_fail(&err, ENOMEM, "read_process_output");
+	r = args ? find_proc(t, args, &p, &err) : paddock_fail(&err, ENOMEM, "read_process_output");
 	json_decref(args);
 	if (r >= 0) {
 		r = t->backend->ops->bg_output(t->backend, p->sb->id, p->backend_id,
 					       t->policy->max_output, &out, &err);
 		if (r == -ENOENT) /* the backend named it by its own id */
-			pd_fail_field(&err, ENOENT, "process_id", "process '%s' is gone", p->id);
+			paddock_fail_field(&err, ENOENT, "process_id", "process '%s' is gone", p->id);
 	}
 	if (r < 0) {
 		mcp_call_error(c, &err);
@@ -474,7 +473,7 @@ void tool_stop_process(struct mcp_tools *t, struct mcp_call *c, json_t *args)
 	if (t->backend->ops->bg_signal(t->backend, p->sb->id, p->backend_id, sig, &err) < 0) {
 		/* the backend names the process by its own id: the agent knows ours */
 		if (err.code == ESRCH)
-			pd_fail_field(&err, ESRCH, "process_id", "process '%s' has already ended",
+			paddock_fail_field(&err, ESRCH, "process_id", "process '%s' has already ended",
 				      p->id);
 		return mcp_call_error(c, &err);
 	}

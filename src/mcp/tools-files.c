@@ -9,10 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
 #include "mcp.h"
 #include "tools-internal.h"
-#include "util/base64.h"
 
 #define MAX_LIST_ENTRIES 1000
 
@@ -30,10 +28,10 @@ void tool_write_file(struct mcp_tools *t, struct mcp_call *c, json_t *args)
 	struct sandbox *sb;
 
 	if (encoding && !strcmp(encoding, "base64")) {
-		int r = pd_base64_decode(data, len, &decoded, &len);
+		int r = paddock_base64_decode(data, len, &decoded, &len);
 
 		if (r < 0) {
-			pd_fail_field(&err, EINVAL, "content", r == -ENOMEM ? "out of memory" :
+			paddock_fail_field(&err, EINVAL, "content", r == -ENOMEM ? "out of memory" :
 				      "not valid base64 (standard alphabet, '=' padding)");
 			return mcp_call_error(c, &err);
 		}
@@ -41,7 +39,7 @@ void tool_write_file(struct mcp_tools *t, struct mcp_call *c, json_t *args)
 	}
 	path = tools_sandbox_path(json_string_value(json_object_get(args, "path")));
 	if (!path)
-		pd_fail(&err, ENOMEM, "path");
+		paddock_fail(&err, ENOMEM, "path");
 	if (path && tools_get_sandbox(t, args, &sb, &err) >= 0 &&
 	    t->backend->ops->write_file(t->backend, sb->id, path, data, len, exe ? 0755 : 0644,
 					&err) >= 0)
@@ -85,7 +83,7 @@ void tool_read_file(struct mcp_tools *t, struct mcp_call *c, json_t *args)
 		text = json_stringn(data, keep);
 	}
 	if (!text) {
-		char *b64 = pd_base64_encode(data, len);
+		char *b64 = paddock_base64_encode(data, len);
 
 		keep = len;
 		text = b64 ? json_string(b64) : NULL;
@@ -130,9 +128,9 @@ void tool_list_files(struct mcp_tools *t, struct mcp_call *c, json_t *args)
 					      depth ? (unsigned)json_number_value(depth) : 1,
 					      MAX_LIST_ENTRIES, &entries, &err);
 	if (r == -E2BIG)
-		pd_fail_field(&err, E2BIG, "depth",
+		paddock_fail_field(&err, E2BIG, "depth",
 			      "more than %d entries below '%s': list a subdirectory or less deep",
-			      MAX_LIST_ENTRIES, PD_ESC(path));
+			      MAX_LIST_ENTRIES, PADDOCK_ESC(path));
 	if (r < 0)
 		mcp_call_error(c, &err);
 	else

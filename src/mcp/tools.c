@@ -14,10 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
 #include "mcp.h"
 #include "schema.h"
-#include "spec.h"
 #include "tools-internal.h"
 
 /* ---- schemas ---------------------------------------------------------------------------- */
@@ -297,12 +295,12 @@ int mcp_tools_new(struct mcp_backend *backend, const struct mcp_policy *policy,
 	struct mcp_tools *t = calloc(1, sizeof(*t));
 
 	if (!t)
-		return pd_fail(err, ENOMEM, "allocate the tools");
+		return paddock_fail(err, ENOMEM, "allocate the tools");
 	t->list = build_list();
 	if (!t->list) {
 		free(t);
 		/* the schemas are constants: only memory can fail here */
-		return pd_fail(err, ENOMEM, "build the tool list");
+		return paddock_fail(err, ENOMEM, "build the tool list");
 	}
 	t->backend = backend;
 	t->policy = policy;
@@ -362,23 +360,55 @@ json_t *mcp_tools_list(struct mcp_tools *t)
 	return json_deep_copy(t->list);
 }
 
+/* The spec as its JSON (every field, defaults included): what the tools read of it */
+static json_t *spec_json(const paddock_spec *spec, paddock_error *err)
+{
+	char *text = NULL;
+	json_t *j;
+
+	if (paddock_spec_to_json(spec, &text, err) < 0)
+		return NULL;
+	j = json_loads(text, 0, NULL);
+	free(text);
+	if (!j)
+		paddock_fail(err, ENOMEM, "read the spec's JSON");
+	return j;
+}
+
+/* Whether the spec's network asks a person about connections no rule names */
+static int network_asks(const paddock_spec *spec, bool *ret, paddock_error *err)
+{
+	json_t *j = spec_json(spec, err);
+	const char *u;
+
+	if (!j)
+		return -ENOMEM;
+	u = json_string_value(json_object_get(json_object_get(j, "network"), "unlisted"));
+	*ret = u && strcmp(u, "ask") == 0;
+	json_decref(j);
+	return 0;
+}
+
 static int new_sandbox(struct mcp_tools *t, const paddock_spec *spec, bool is_default,
 		       struct sandbox **ret, paddock_error *err)
 {
+	bool ask = false;
 	struct sandbox *sb;
 	int r;
 
 	if (!t->backend)
-		return pd_fail(err, ENOTSUP, "this server has no sandboxes");
+		return paddock_fail(err, ENOTSUP, "this server has no sandboxes");
 	if (t->n_sandboxes >= t->policy->max_sandboxes)
-		return pd_fail_field(err, EPERM, "sandbox_id",
+		return paddock_fail_field(err, EPERM, "sandbox_id",
 				     "this session has %u sandboxes, the most the operator allows; "
 				     "destroy_sandbox one first",
 				     t->n_sandboxes);
 	sb = calloc(1, sizeof(*sb));
 	if (!sb)
-		return pd_fail(err, ENOMEM, "allocate a sandbox");
+		return paddock_fail(err, ENOMEM, "allocate a sandbox");
 	r = paddock_spec_get_limit(spec, "timeout", &sb->timeout_s, err);
+	if (r >= 0)
+		r = network_asks(spec, &ask, err);
 	if (r >= 0)
 		r = t->backend->ops->create(t->backend, spec, &sb->id, err);
 	if (r < 0) {
@@ -386,7 +416,7 @@ static int new_sandbox(struct mcp_tools *t, const paddock_spec *spec, bool is_de
 		return r;
 	}
 	/* a policy that asks: its questions go to the person at the client (or are denied) */
-	if (spec->network.unlisted == PD_NET_UNLISTED_ASK) {
+	if (ask) {
 		r = t->backend->ops->watch_asks(t->backend, sb->id, tools_on_ask, t, err);
 		if (r < 0) {
 			paddock_error e = { 0 };
@@ -415,9 +445,9 @@ int tools_get_sandbox(struct mcp_tools *t, json_t *args, struct sandbox **ret, p
 			return 0;
 		}
 	if (id)
-		return pd_fail_field(err, ENOENT, "sandbox_id",
+		return paddock_fail_field(err, ENOENT, "sandbox_id",
 				     "no sandbox '%s' in this session (list_sandboxes names them)",
-				     PD_ESC(id));
+				     PADDOCK_ESC(id));
 	return new_sandbox(t, t->policy->spec, true, ret, err);
 }
 
@@ -434,7 +464,7 @@ int tools_fail_oom(struct mcp_call *c)
 {
 	paddock_error err = { 0 };
 
-	pd_fail(&err, ENOMEM, "answer the call");
+	paddock_fail(&err, ENOMEM, "answer the call");
 	mcp_call_error(c, &err);
 	return -ENOMEM;
 }
@@ -464,19 +494,11 @@ static json_t *limits_json(const paddock_spec *spec)
 	return o;
 }
 
-static json_t *strings(char **list, size_t n)
-{
-	json_t *a = json_array();
-
-	for (size_t i = 0; a && i < n; i++)
-		json_array_append_new(a, json_string(list[i]));
-	return a;
-}
-
 static void create_sandbox(struct mcp_tools *t, struct mcp_call *c, json_t *args)
 {
 	paddock_error err = { 0 };
 	paddock_spec *spec = NULL;
+	json_t *sj, *net;
 	struct sandbox *sb;
 
 	if (mcp_policy_spec(t->policy, args, &spec, &err) < 0 ||
@@ -484,11 +506,14 @@ static void create_sandbox(struct mcp_tools *t, struct mcp_call *c, json_t *args
 		paddock_spec_free(spec);
 		return mcp_call_error(c, &err);
 	}
-	mcp_call_result(c, json_pack("{s:s, s:{s:s, s:o, s:o}, s:o, s:s?}", "sandbox_id", sb->id,
-				     "network", "mode", pd_net_mode_to_string(spec->network.mode),
-				     "allow", strings(spec->network.allow, spec->network.n_allow),
-				     "deny", strings(spec->network.deny, spec->network.n_deny),
-				     "limits", limits_json(spec), "workspace", spec->workspace));
+	sj = spec_json(spec, &err);
+	net = json_object_get(sj, "network");
+	mcp_call_result(c, json_pack("{s:s, s:{s:O, s:O, s:O}, s:o, s:O?}", "sandbox_id", sb->id,
+				     "network", "mode", json_object_get(net, "mode"), "allow",
+				     json_object_get(net, "allow"), "deny",
+				     json_object_get(net, "deny"), "limits", limits_json(spec),
+				     "workspace", json_object_get(sj, "workspace")));
+	json_decref(sj);
 	paddock_spec_free(spec);
 }
 
@@ -566,7 +591,7 @@ void mcp_tools_call(struct mcp_tools *t, struct mcp_call *c, const char *name, j
 	schema = json_object_get(json_array_get(t->list, i), "inputSchema");
 	if (!tl || mcp_schema_check(schema, args, &err) < 0) {
 		if (!tl)
-			pd_fail_field(&err, EINVAL, "name", "no such tool");
+			paddock_fail_field(&err, EINVAL, "name", "no such tool");
 		return mcp_call_error(c, &err);
 	}
 	tl->fn(t, c, args);
