@@ -1244,6 +1244,38 @@ static void test_template(void **state)
 	assert_string_not_equal(cwd, def);
 }
 
+/* A client reads a secret's value by name, from where its source says, at the time it asks */
+static void test_secret_value_by_name(void **state)
+{
+	paddock_spec *spec = NULL;
+	paddock_error err = { 0 };
+	uint8_t *v = NULL;
+	size_t n = 0;
+
+	(void)state;
+	assert_int_equal(paddock_spec_new(&spec, &err), 0);
+	assert_int_equal(paddock_spec_set(spec, "secrets", "TOKEN=env:PD_TEST_TOKEN@api.example",
+					  &err),
+			 0);
+	assert_int_equal(paddock_spec_set(spec, "secrets", "OTHER=env:PD_TEST_EMPTY@x.example",
+					  &err),
+			 0);
+	setenv("PD_TEST_TOKEN", "s3cret", 1);
+	assert_int_equal(paddock_spec_secret_value(spec, "TOKEN", &v, &n, &err), 0);
+	assert_int_equal(n, 6);
+	assert_memory_equal(v, "s3cret", 7);
+	free(v);
+	assert_int_equal(paddock_spec_secret_value(spec, "NOPE", &v, &n, &err), -ENOENT);
+	assert_string_equal(err.field, "secrets");
+	unsetenv("PD_TEST_EMPTY");
+	assert_int_equal(paddock_spec_secret_value(spec, "OTHER", &v, &n, &err), -EINVAL);
+	assert_string_equal(err.field, "secrets[1].source");
+	assert_null(v);
+	assert_int_equal(paddock_spec_secret_value(spec, NULL, &v, &n, &err), -EINVAL);
+	unsetenv("PD_TEST_TOKEN");
+	paddock_spec_free(spec);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1274,6 +1306,7 @@ int main(void)
 		cmocka_unit_test(test_parse_seconds),
 		cmocka_unit_test(test_parse_seconds_huge),
 		cmocka_unit_test(test_template),
+		cmocka_unit_test(test_secret_value_by_name),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
