@@ -16,9 +16,6 @@ PORT=$((20000 + RANDOM % 20000))
 TOKEN=aaaaaaaaaaaaaaaaaaaaaaaa
 printf 'alice %s\n' "$TOKEN" >"$T_TMP/tokens"
 
-j() { $PY -c 'import json,sys; d=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2" 2>/dev/null; }
-rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$DPID/status"; }
-metric() { curl -s --unix-socket "$SOCK" http://x/metrics | awk -v k="$1" '$1 == k { print $2 }'; }
 log_lines() { grep -c "$1" "$T_TMP/daemon.log"; }
 
 # raw REQUEST_FILE [HOST]: sends the bytes to the TCP port, prints "STATUS CONTENT-TYPE BODY"
@@ -206,61 +203,20 @@ DAEMON_ARGS=(--listen "127.0.0.1:$PORT" --tokens "$T_TMP/tokens" --max-connectio
 start_daemon || not_ok "paddockd starts with connection limits"
 # one peer opens 40 connections, then five more peers (other loopback addresses) 16 each;
 # none sends a head
-$PY - "$PORT" "$T_TMP/go" >"$T_TMP/conns" <<'PY' &
-import os, socket, sys, time
-port, go = int(sys.argv[1]), sys.argv[2]
-conns = []
-def open_from(peer, n):
-    for _ in range(n):
-        try:
-            conns.append(socket.create_connection(("127.0.0.1", port), timeout=5,
-                                                  source_address=("127.0.0.%d" % peer, 0)))
-        except OSError:
-            pass
-open_from(1, 40)
-print("one", len(conns), flush=True)
-while not os.path.exists(go):
-    time.sleep(0.05)
-for peer in range(2, 7):
-    open_from(peer, 16)
-print("all", len(conns), flush=True)
-# how many the server closes within 30 s
-deadline = time.time() + 30
-closed = set()
-while time.time() < deadline and len(closed) < len(conns):
-    for i, c in enumerate(conns):
-        if i in closed:
-            continue
-        c.setblocking(False)
-        try:
-            if c.recv(1) == b"":
-                closed.add(i)
-        except BlockingIOError:
-            pass
-        except OSError:
-            closed.add(i)
-    time.sleep(0.2)
-print("closed", len(closed), flush=True)
-PY
+idle_connections "$PORT" 1:40 "wait:$T_TMP/go" 2:16 3:16 4:16 5:16 6:16 >"$T_TMP/conns" &
 CPID=$!
-for _ in $(seq 100); do grep -q '^one' "$T_TMP/conns" && break; sleep 0.1; done
-sleep 0.5
+await_line "$T_TMP/conns" opened
 open_tcp=$(metric 'paddock_http_connections_open{listener="tcp"}')
 [ -n "$open_tcp" ] && [ "$open_tcp" -le 16 ] && [ "$open_tcp" -gt 0 ] &&
 	ok "40 idle connections from one peer: paddockd holds at most 16 ($open_tcp)" ||
 	not_ok "40 idle connections from one peer: paddockd holds at most 16 (got '$open_tcp')"
 touch "$T_TMP/go"
-for _ in $(seq 100); do grep -q '^all' "$T_TMP/conns" && break; sleep 0.1; done
-sleep 0.5
+await_line "$T_TMP/conns" all
 open_tcp=$(metric 'paddock_http_connections_open{listener="tcp"}')
 [ -n "$open_tcp" ] && [ "$open_tcp" -le 64 ] && [ "$open_tcp" -gt 16 ] &&
 	ok "120 from six peers: paddockd holds at most --max-connections ($open_tcp)" ||
 	not_ok "120 from six peers: paddockd holds at most --max-connections (got '$open_tcp')"
-r=$(curl -s --unix-socket "$SOCK" -o /dev/null -w '%{http_code}' http://x/healthz)
-expect_eq "...and the unix socket still answers" 200 "$r"
-wait "$CPID"
-expect_eq "every connection that sends no head is closed by paddockd" \
-	"$(grep '^all' "$T_TMP/conns" | cut -d' ' -f2)" "$(grep '^closed' "$T_TMP/conns" | cut -d' ' -f2)"
+expect_idle_closed "$CPID" "$T_TMP/conns"
 pp=$(metric 'paddock_http_refused_total{listener="tcp",reason="per_peer"}')
 ht=$(metric 'paddock_http_refused_total{listener="tcp",reason="header_timeout"}')
 expect_eq "...refused over the per-peer cap at once, or cut off by the header deadline" \
