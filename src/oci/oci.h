@@ -52,6 +52,10 @@ __attribute__((format(printf, 2, 3))) void oci_log(const char *level, const char
 /* Logs err as an error (stderr too) and returns 1, the exit status runc uses. */
 int oci_fail(const paddock_error *err);
 __attribute__((format(printf, 1, 2))) int oci_failf(const char *fmt, ...);
+/* Fills err (code, field: "" for none, message) and returns -code: how the parsers and
+ * the state code fail, the message then logged once by whoever handles it. */
+__attribute__((format(printf, 4, 5))) int oci_error(paddock_error *err, int code,
+						     const char *field, const char *fmt, ...);
 
 /* ---- the bundle (config.c) ------------------------------------------------------------ */
 
