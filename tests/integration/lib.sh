@@ -188,6 +188,29 @@ while time.time() < deadline and len(closed) < len(conns):
 print("closed", len(closed), flush=True)
 PY
 }
+# flood PORT HEAD: four clients at once each send HEAD (a request head, with \r\n escapes)
+# to 127.0.0.1:PORT and then 64 MiB of its body, or what paddockd takes of it before it closes
+# the connection: what a gate must refuse at the head, before the body is read
+flood() {
+	/usr/bin/python3 - "$@" <<'PY'
+import socket, sys, threading
+port, head = int(sys.argv[1]), sys.argv[2].encode().decode("unicode_escape").encode("latin-1")
+def one():
+    c = socket.create_connection(("127.0.0.1", port), timeout=30)
+    c.sendall(head)
+    chunk, sent = b"\0" * (1 << 20), 0
+    try:
+        while sent < (64 << 20):
+            c.sendall(chunk)
+            sent += len(chunk)
+    except OSError:
+        pass
+    c.close()
+t = [threading.Thread(target=one) for _ in range(4)]
+for x in t: x.start()
+for x in t: x.join()
+PY
+}
 # await_line FILE PREFIX: until FILE has a line starting with PREFIX (10 s at most), and then
 # half a second more for paddockd to act on what the line reports
 await_line() {
