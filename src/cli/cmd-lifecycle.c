@@ -17,9 +17,9 @@
 #include "sandbox-action.h"
 
 struct action {
-	const char *verb; /* the command's name, and the endpoint's last segment */
-	const char *about;
-	const char *exit_status;
+	const char *verb;	 /* the command's name, and the endpoint's last segment */
+	const char *about;	 /* --help: what it does */
+	const char *exit_status; /* --help: when it succeeds and why paddockd may refuse */
 };
 
 static const struct action actions[] = {
