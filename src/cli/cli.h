@@ -13,10 +13,8 @@ int cmd_files(int argc, char **argv);
 int cmd_logs(int argc, char **argv);
 int cmd_rm(int argc, char **argv);
 int cmd_ttl(int argc, char **argv);
-int cmd_pause(int argc, char **argv);
-int cmd_stop(int argc, char **argv);
-int cmd_start(int argc, char **argv);
-int cmd_resume(int argc, char **argv);
+/* pause, resume, stop and start (cmd-lifecycle.c): which one is argv[0] */
+int cmd_lifecycle(int argc, char **argv);
 int cmd_template(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
 int cmd_fork(int argc, char **argv);

@@ -12,6 +12,7 @@
 #include "paddock/paddock.h"
 #include "api.h"
 #include "cli.h"
+#include "sandbox-action.h"
 
 enum { OPT_NAME = 0x400, OPT_TTL, OPT_WORKSPACE };
 
@@ -74,13 +75,17 @@ static void print_image(const json_t *img)
 	       (int64_t)json_integer_value(json_object_get(img, "size")));
 }
 
+static void print_id(const json_t *sb)
+{
+	api_fput_escaped(stdout, api_str(sb, "id", "-"));
+	fputc('\n', stdout);
+}
+
 int cmd_snapshot(int argc, char **argv)
 {
 	struct api api = { 0 };
-	struct api_reply reply = { 0 };
 	bool workspace = false;
 	json_t *body;
-	char *url;
 	int c, r;
 
 	while ((c = getopt_long(argc, argv, "h", snapshot_options, NULL)) != -1) {
@@ -103,29 +108,18 @@ int cmd_snapshot(int argc, char **argv)
 	api_set(body, "name", api_oom(json_string(argv[optind + 1])));
 	if (workspace)
 		api_set(body, "include_workspace", json_true());
-	url = API_URL("sandboxes", argv[optind], "snapshot");
-	r = api_call(&api, "POST", url, body, &reply);
-	free(url);
+	r = cli_sandbox_action(&api, argv[optind], "snapshot", body, print_image);
 	json_decref(body);
-	if (r != 0)
-		return r;
-	if (api.json)
-		r = api_print_raw(&reply);
-	else
-		print_image(reply.json);
-	api_reply_release(&reply);
 	return r;
 }
 
 int cmd_fork(int argc, char **argv)
 {
 	struct api api = { 0 };
-	struct api_reply reply = { 0 };
 	const char *name = NULL;
 	bool workspace = false;
 	double ttl = -1;
 	json_t *body;
-	char *url;
 	int c, r;
 
 	while ((c = getopt_long(argc, argv, "h", fork_options, NULL)) != -1) {
@@ -161,18 +155,7 @@ int cmd_fork(int argc, char **argv)
 		api_set(body, "ttl_s", api_seconds_json(ttl));
 	if (workspace)
 		api_set(body, "include_workspace", json_true());
-	url = API_URL("sandboxes", argv[optind], "fork");
-	r = api_call(&api, "POST", url, body, &reply);
-	free(url);
+	r = cli_sandbox_action(&api, argv[optind], "fork", body, print_id);
 	json_decref(body);
-	if (r != 0)
-		return r;
-	if (api.json) {
-		r = api_print_raw(&reply);
-	} else {
-		api_fput_escaped(stdout, api_str(reply.json, "id", "-"));
-		fputc('\n', stdout);
-	}
-	api_reply_release(&reply);
 	return r;
 }

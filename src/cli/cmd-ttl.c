@@ -7,6 +7,7 @@
 #include "paddock/paddock.h"
 #include "api.h"
 #include "cli.h"
+#include "sandbox-action.h"
 
 static const struct option options[] = {
 	{ "help", no_argument, NULL, 'h' },
@@ -27,13 +28,17 @@ static void usage(FILE *f)
 	      f);
 }
 
+static void print_expiry(const json_t *sb)
+{
+	api_fput_escaped(stdout, api_str(sb, "expires_at", "-"));
+	fputc('\n', stdout);
+}
+
 int cmd_ttl(int argc, char **argv)
 {
 	struct api api = { 0 };
-	struct api_reply reply = { 0 };
 	double seconds;
 	json_t *body;
-	char *url;
 	int r;
 
 	r = api_parse_common(&api, argc, argv, options, "ttl", usage);
@@ -47,18 +52,7 @@ int cmd_ttl(int argc, char **argv)
 				 argv[optind + 1]);
 	body = api_oom(json_object());
 	api_set(body, "ttl_s", api_seconds_json(seconds));
-	url = API_URL("sandboxes", argv[optind], "ttl");
-	r = api_call(&api, "POST", url, body, &reply);
-	free(url);
+	r = cli_sandbox_action(&api, argv[optind], "ttl", body, print_expiry);
 	json_decref(body);
-	if (r != 0)
-		return r;
-	if (api.json) {
-		r = api_print_raw(&reply);
-	} else {
-		api_fput_escaped(stdout, api_str(reply.json, "expires_at", "-"));
-		fputc('\n', stdout);
-	}
-	api_reply_release(&reply);
 	return r;
 }

@@ -16,54 +16,35 @@
 #include "oci.h"
 
 struct create_args {
-	const char *bundle, *pid_file, *console_socket, *id;
-	bool detach;
+	struct oci_launch_args launch;
+	const char *bundle, *id;
 };
 
 static int parse(int argc, char **argv, bool run, struct create_args *a)
 {
 	static const struct option opts[] = {
 		{ "bundle", required_argument, NULL, 'b' },
-		{ "pid-file", required_argument, NULL, 'p' },
-		{ "console-socket", required_argument, NULL, 'c' },
-		{ "detach", no_argument, NULL, 'd' },
-		{ "no-pivot", no_argument, NULL, 'n' },
-		{ "no-new-keyring", no_argument, NULL, 'n' },
-		{ "preserve-fds", required_argument, NULL, 'f' },
-		{ "keep", no_argument, NULL, 'n' },
-		{ "no-subreaper", no_argument, NULL, 'n' },
+		OCI_LAUNCH_LONG_OPTIONS,
+		{ "no-pivot", no_argument, NULL, OCI_OPT_IGNORED },
+		{ "no-new-keyring", no_argument, NULL, OCI_OPT_IGNORED },
+		{ "keep", no_argument, NULL, OCI_OPT_IGNORED },
+		{ "no-subreaper", no_argument, NULL, OCI_OPT_IGNORED },
 		{ 0 },
 	};
-	int c;
+	int c, r;
 
 	*a = (struct create_args){ .bundle = "." };
 	while ((c = getopt_long_only(argc, argv, "b:d", opts, NULL)) != -1) {
-		switch (c) {
-		case 'b':
-			a->bundle = optarg;
-			break;
-		case 'p':
-			a->pid_file = optarg;
-			break;
-		case 'c':
-			a->console_socket = optarg;
-			break;
-		case 'd':
-			a->detach = true;
-			break;
-		case 'f':
-			if (strcmp(optarg, "0"))
-				return oci_failf("--preserve-fds: passing extra fds into a paddock "
-						 "container is not supported (got %s)",
-						 optarg);
-			break;
-		case 'n':
-			break;
-		default:
+		r = oci_launch_option(&a->launch, c, optarg);
+		if (r < 0)
+			return 1;
+		if (r > 0)
+			continue;
+		if (c != 'b')
 			return oci_failf("usage: %s [--bundle DIR] [--pid-file FILE] "
 					 "[--console-socket SOCK] ID",
 					 run ? "run" : "create");
-		}
+		a->bundle = optarg;
 	}
 	if (optind != argc - 1)
 		return oci_failf("%s: expected one container id", run ? "run" : "create");
@@ -94,7 +75,7 @@ static pid_t spawn(struct oci_bundle *b, const struct create_args *a, bool foreg
 	}
 	if (pid == 0) {
 		struct oci_create_opts o = { .id = a->id,
-					     .console_socket = a->console_socket,
+					     .console_socket = a->launch.console_socket,
 					     .foreground = foreground,
 					     .ready_fd = p[1] };
 
@@ -138,7 +119,7 @@ int cmd_create(int argc, char **argv)
 	oci_bundle_release(&b);
 	if (pid < 0)
 		return 1;
-	if (a.pid_file && oci_write_pid_file(a.pid_file, pid, &err) < 0) {
+	if (a.launch.pid_file && oci_write_pid_file(a.launch.pid_file, pid, &err) < 0) {
 		(void)kill(pid, SIGKILL);
 		return oci_fail(&err);
 	}
@@ -158,11 +139,11 @@ int cmd_run(int argc, char **argv)
 		return 1;
 	if (oci_check_id(a.id, &err) < 0 || oci_bundle_load(a.bundle, &b, &err) < 0)
 		return oci_fail(&err);
-	pid = spawn(&b, &a, !a.detach);
+	pid = spawn(&b, &a, !a.launch.detach);
 	oci_bundle_release(&b);
 	if (pid < 0)
 		return 1;
-	if (a.pid_file && oci_write_pid_file(a.pid_file, pid, &err) < 0)
+	if (a.launch.pid_file && oci_write_pid_file(a.launch.pid_file, pid, &err) < 0)
 		goto fail;
 	{
 		json_t *req = json_pack("{s:s}", "op", "start");
@@ -173,7 +154,7 @@ int cmd_run(int argc, char **argv)
 		if (r < 0)
 			goto fail;
 	}
-	if (a.detach)
+	if (a.launch.detach)
 		return 0;
 	/* the terminal's signals reach the supervisor too (same process group): it forwards */
 	signal(SIGINT, SIG_IGN);

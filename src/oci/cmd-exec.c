@@ -23,8 +23,9 @@
 static const int forwarded[] = { SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
 
 struct exec_args {
-	const char *process, *pid_file, *console_socket, *cwd, *id;
-	bool detach, tty;
+	struct oci_launch_args launch;
+	const char *process, *cwd, *id;
+	bool tty;
 	json_t *env;
 	char **cmd;
 };
@@ -33,38 +34,31 @@ static int parse(int argc, char **argv, struct exec_args *a)
 {
 	static const struct option opts[] = {
 		{ "process", required_argument, NULL, 'p' },
-		{ "pid-file", required_argument, NULL, 'P' },
-		{ "console-socket", required_argument, NULL, 'c' },
-		{ "detach", no_argument, NULL, 'd' },
+		OCI_LAUNCH_LONG_OPTIONS,
 		{ "tty", no_argument, NULL, 't' },
 		{ "cwd", required_argument, NULL, 'w' },
 		{ "env", required_argument, NULL, 'e' },
 		{ "user", required_argument, NULL, 'u' },
-		{ "cap", required_argument, NULL, 'n' },
-		{ "no-new-privs", no_argument, NULL, 'N' },
-		{ "apparmor", required_argument, NULL, 'n' },
-		{ "process-label", required_argument, NULL, 'n' },
-		{ "preserve-fds", required_argument, NULL, 'f' },
-		{ "ignore-paused", no_argument, NULL, 'N' },
-		{ "cgroup", required_argument, NULL, 'n' },
+		{ "cap", required_argument, NULL, OCI_OPT_IGNORED },
+		{ "no-new-privs", no_argument, NULL, OCI_OPT_IGNORED },
+		{ "apparmor", required_argument, NULL, OCI_OPT_IGNORED },
+		{ "process-label", required_argument, NULL, OCI_OPT_IGNORED },
+		{ "ignore-paused", no_argument, NULL, OCI_OPT_IGNORED },
+		{ "cgroup", required_argument, NULL, OCI_OPT_IGNORED },
 		{ 0 },
 	};
-	int c;
+	int c, r;
 
 	*a = (struct exec_args){ .env = json_array() };
 	while ((c = getopt_long_only(argc, argv, "+dte:u:w:p:", opts, NULL)) != -1) {
+		r = oci_launch_option(&a->launch, c, optarg);
+		if (r < 0)
+			return 1;
+		if (r > 0)
+			continue;
 		switch (c) {
 		case 'p':
 			a->process = optarg;
-			break;
-		case 'P':
-			a->pid_file = optarg;
-			break;
-		case 'c':
-			a->console_socket = optarg;
-			break;
-		case 'd':
-			a->detach = true;
 			break;
 		case 't':
 			a->tty = true;
@@ -81,13 +75,6 @@ static int parse(int argc, char **argv, struct exec_args *a)
 				return oci_failf("--user: a paddock container runs processes as 0 or "
 						 "1000, got '%s'",
 						 optarg);
-			break;
-		case 'f':
-			if (strcmp(optarg, "0"))
-				return oci_failf("--preserve-fds: not supported (got %s)", optarg);
-			break;
-		case 'n':
-		case 'N':
 			break;
 		default:
 			return oci_failf("usage: exec [--process FILE | ID COMMAND...] [--detach] "
@@ -149,7 +136,7 @@ static int start(const struct exec_args *a, json_t *process, int *ret_conn, padd
 	size_t nfds = 1;
 	int r;
 
-	if (tty && !a->console_socket) {
+	if (tty && !a->launch.console_socket) {
 		json_decref(req);
 		err->code = EINVAL;
 		snprintf(err->field, sizeof(err->field), "--console-socket");
@@ -169,7 +156,7 @@ static int start(const struct exec_args *a, json_t *process, int *ret_conn, padd
 			snprintf(err->msg, sizeof(err->msg), "no terminal from the supervisor");
 			r = -EPROTO;
 		} else {
-			r = oci_send_console(a->console_socket, master, err);
+			r = oci_send_console(a->launch.console_socket, master, err);
 			close(master);
 		}
 	}
@@ -246,12 +233,12 @@ int cmd_exec(int argc, char **argv)
 		sigaddset(&set, forwarded[i]);
 	sigprocmask(SIG_BLOCK, &set, NULL);
 	sigfd = signalfd(-1, &set, SFD_CLOEXEC);
-	if (!a.detach) {
+	if (!a.launch.detach) {
 		r = start(&a, process, &conn, &err);
 		json_decref(process);
 		if (r < 0)
 			return oci_fail(&err);
-		if (a.pid_file && oci_write_pid_file(a.pid_file, getpid(), &err) < 0)
+		if (a.launch.pid_file && oci_write_pid_file(a.launch.pid_file, getpid(), &err) < 0)
 			return oci_fail(&err);
 		return follow(conn, sigfd);
 	}
@@ -286,7 +273,7 @@ int cmd_exec(int argc, char **argv)
 		(void)waitpid(pid, NULL, 0);
 		return 1; /* the child said why */
 	}
-	if (a.pid_file && oci_write_pid_file(a.pid_file, pid, &err) < 0) {
+	if (a.launch.pid_file && oci_write_pid_file(a.launch.pid_file, pid, &err) < 0) {
 		(void)kill(pid, SIGKILL);
 		return oci_fail(&err);
 	}

@@ -22,21 +22,6 @@
 
 #define CONFIG_MAX (4u << 20)
 
-static int fail(paddock_error *err, int code, const char *field, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int fail(paddock_error *err, int code, const char *field, const char *fmt, ...)
-{
-	va_list ap;
-
-	err->code = code;
-	snprintf(err->field, sizeof(err->field), "%s", field);
-	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-	va_end(ap);
-	return -code;
-}
-
 int oci_read_json(const char *path, size_t max, json_t **ret, char **ret_text,
 		  paddock_error *err)
 {
@@ -50,16 +35,16 @@ int oci_read_json(const char *path, size_t max, json_t **ret, char **ret_text,
 
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
-		return fail(err, errno, "", "open '%s'", path);
+		return oci_error(err, errno, "", "open '%s'", path);
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
 		close(fd);
-		return fail(err, EFBIG, "", "'%s': expected a regular file of at most %zu bytes",
-			    path, max);
+		return oci_error(err, EFBIG, "",
+				 "'%s': expected a regular file of at most %zu bytes", path, max);
 	}
 	buf = malloc(max + 1);
 	if (!buf) {
 		close(fd);
-		return fail(err, ENOMEM, "", "out of memory");
+		return oci_error(err, ENOMEM, "", "out of memory");
 	}
 	while (len < max && (n = read(fd, buf + len, max - len)) != 0) {
 		if (n < 0 && errno == EINTR)
@@ -67,7 +52,7 @@ int oci_read_json(const char *path, size_t max, json_t **ret, char **ret_text,
 		if (n < 0) {
 			free(buf);
 			close(fd);
-			return fail(err, errno, "", "read '%s'", path);
+			return oci_error(err, errno, "", "read '%s'", path);
 		}
 		len += (size_t)n;
 	}
@@ -77,8 +62,8 @@ int oci_read_json(const char *path, size_t max, json_t **ret, char **ret_text,
 	if (!j || !json_is_object(j)) {
 		json_decref(j);
 		free(buf);
-		return fail(err, EINVAL, "", "'%s': expected a JSON object (line %d: %s)", path,
-			    jerr.line, j ? "not an object" : jerr.text);
+		return oci_error(err, EINVAL, "", "'%s': expected a JSON object (line %d: %s)",
+				 path, jerr.line, j ? "not an object" : jerr.text);
 	}
 	*ret = j;
 	if (ret_text)
@@ -96,12 +81,13 @@ static int strv_from_json(json_t *a, const char *field, size_t max, char ***ret,
 	char **v;
 
 	if (a && !json_is_array(a))
-		return fail(err, EINVAL, field, "expected an array of strings");
+		return oci_error(err, EINVAL, field, "expected an array of strings");
 	if (n > max)
-		return fail(err, E2BIG, field, "expected at most %zu entries, got %zu", max, n);
+		return oci_error(err, E2BIG, field, "expected at most %zu entries, got %zu", max,
+				 n);
 	v = calloc(n + 1, sizeof(*v));
 	if (!v)
-		return fail(err, ENOMEM, field, "out of memory");
+		return oci_error(err, ENOMEM, field, "out of memory");
 	for (size_t i = 0; i < n; i++) {
 		json_t *s = json_array_get(a, i);
 
@@ -112,7 +98,7 @@ static int strv_from_json(json_t *a, const char *field, size_t max, char ***ret,
 				free(v[k]);
 			free(v);
 			snprintf(f, sizeof(f), "%s[%zu]", field, i);
-			return fail(err, EINVAL, f, "expected a string");
+			return oci_error(err, EINVAL, f, "expected a string");
 		}
 	}
 	*ret = v;
@@ -143,7 +129,7 @@ static int get_u32(json_t *o, const char *key, const char *field, uint32_t *ret,
 		return 0;
 	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
 	    json_integer_value(v) > UINT32_MAX)
-		return fail(err, EINVAL, field, "expected an integer from 0 to 4294967295");
+		return oci_error(err, EINVAL, field, "expected an integer from 0 to 4294967295");
 	*ret = (uint32_t)json_integer_value(v);
 	return 0;
 }
@@ -157,7 +143,7 @@ int oci_process_load(json_t *obj, const char *field, struct oci_process *ret,
 	int r;
 
 	if (!json_is_object(obj))
-		return fail(err, EINVAL, field, "expected an object");
+		return oci_error(err, EINVAL, field, "expected an object");
 	snprintf(f, sizeof(f), "%s.args", field);
 	v = json_object_get(obj, "args");
 	r = strv_from_json(v, f, 4096, &p.args, err);
@@ -165,21 +151,21 @@ int oci_process_load(json_t *obj, const char *field, struct oci_process *ret,
 		return r;
 	if (!p.args[0] || !p.args[0][0]) {
 		oci_process_release(&p);
-		return fail(err, EINVAL, f, "expected a command (a non-empty first argument)");
+		return oci_error(err, EINVAL, f, "expected a command (a non-empty first argument)");
 	}
 	snprintf(f, sizeof(f), "%s.env", field);
 	r = strv_from_json(json_object_get(obj, "env"), f, 4096, &p.env, err);
 	for (size_t i = 0; r >= 0 && p.env[i]; i++)
 		if (!strchr(p.env[i], '=') || p.env[i][0] == '=') {
 			snprintf(f, sizeof(f), "%s.env[%zu]", field, i);
-			r = fail(err, EINVAL, f, "expected NAME=VALUE");
+			r = oci_error(err, EINVAL, f, "expected NAME=VALUE");
 		}
 	if (r < 0)
 		goto out;
 	v = json_object_get(obj, "cwd");
 	snprintf(f, sizeof(f), "%s.cwd", field);
 	if (v && (!json_is_string(v) || json_string_value(v)[0] != '/')) {
-		r = fail(err, EINVAL, f, "expected an absolute path");
+		r = oci_error(err, EINVAL, f, "expected an absolute path");
 		goto out;
 	}
 	p.cwd = strdup(v ? json_string_value(v) : "/");
@@ -213,15 +199,16 @@ int oci_process_load(json_t *obj, const char *field, struct oci_process *ret,
 	    (paddock_host_root() ? (p.uid >= 65536 || p.gid >= 65536)
 				 : (p.uid != 0 && (p.uid != 1000 || p.gid != 1000)))) {
 		snprintf(f, sizeof(f), "%s.user", field);
-		r = fail(err, EINVAL, f,
-			 "expected uid:gid 0:0 (root of the container's own user namespace) or "
-			 "both non-zero %s, got %u:%u",
-			 paddock_host_root() ? "below 65536" : "and 1000:1000 (rootless)", p.uid,
-			 p.gid);
+		r = oci_error(
+			err, EINVAL, f,
+			"expected uid:gid 0:0 (root of the container's own user namespace) or "
+			"both non-zero %s, got %u:%u",
+			paddock_host_root() ? "below 65536" : "and 1000:1000 (rootless)", p.uid,
+			p.gid);
 		goto out;
 	}
 	if (!p.cwd) {
-		r = fail(err, ENOMEM, field, "out of memory");
+		r = oci_error(err, ENOMEM, field, "out of memory");
 		goto out;
 	}
 	*ret = p;
@@ -321,16 +308,16 @@ static int map_mount(struct oci_bundle *b, json_t *m, size_t i, paddock_error *e
 
 	snprintf(f, sizeof(f), "mounts[%zu].destination", i);
 	if (!dst || dst[0] != '/')
-		return fail(err, EINVAL, f, "expected an absolute path");
+		return oci_error(err, EINVAL, f, "expected an absolute path");
 	if (opts && !json_is_array(opts)) {
 		snprintf(f, sizeof(f), "mounts[%zu].options", i);
-		return fail(err, EINVAL, f, "expected an array of strings");
+		return oci_error(err, EINVAL, f, "expected an array of strings");
 	}
 	is_bind = (type && !strcmp(type, "bind")) || has_option(opts, "bind") ||
 		  has_option(opts, "rbind");
 	if (!type && !is_bind) {
 		snprintf(f, sizeof(f), "mounts[%zu].type", i);
-		return fail(err, EINVAL, f, "expected a type, or \"bind\" in options");
+		return oci_error(err, EINVAL, f, "expected a type, or \"bind\" in options");
 	}
 	/* what paddock makes itself, whatever the engine mounts there */
 	if (!strcmp(dst, "/proc") || !strcmp(dst, "/dev") || !strcmp(dst, "/dev/pts") ||
@@ -355,10 +342,11 @@ static int map_mount(struct oci_bundle *b, json_t *m, size_t i, paddock_error *e
 	}
 	if (under(dst, "/proc") || under(dst, "/dev")) {
 		snprintf(f, sizeof(f), "mounts[%zu].destination", i);
-		return fail(err, EINVAL, f,
-			    "'%s': paddock builds /proc and /dev itself; nothing is mounted below "
-			    "them",
-			    dst);
+		return oci_error(
+			err, EINVAL, f,
+			"'%s': paddock builds /proc and /dev itself; nothing is mounted below "
+			"them",
+			dst);
 	}
 	if (!is_bind) {
 		if (!strcmp(type, "tmpfs")) {
@@ -367,28 +355,30 @@ static int map_mount(struct oci_bundle *b, json_t *m, size_t i, paddock_error *e
 			return 0;
 		}
 		snprintf(f, sizeof(f), "mounts[%zu].type", i);
-		return fail(err, EINVAL, f,
-			    "'%s' at '%s': paddock mounts binds; proc, sysfs, devpts, mqueue, tmpfs "
-			    "and cgroup are its own",
-			    type, dst);
+		return oci_error(
+			err, EINVAL, f,
+			"'%s' at '%s': paddock mounts binds; proc, sysfs, devpts, mqueue, tmpfs "
+			"and cgroup are its own",
+			type, dst);
 	}
 	snprintf(f, sizeof(f), "mounts[%zu].source", i);
 	if (!src || src[0] != '/')
-		return fail(err, EINVAL, f, "expected an absolute host path");
+		return oci_error(err, EINVAL, f, "expected an absolute host path");
 	if (strchr(src, ':') || strchr(dst, ':'))
-		return fail(err, EINVAL, f, "a path with ':' cannot be bound yet");
+		return oci_error(err, EINVAL, f, "a path with ':' cannot be bound yet");
 	if (has_option(opts, "rshared") || has_option(opts, "shared") ||
 	    has_option(opts, "rslave") || has_option(opts, "slave")) {
 		snprintf(f, sizeof(f), "mounts[%zu].options", i);
-		return fail(err, EINVAL, f,
-			    "'%s': mounts propagate nothing in or out of a paddock container "
-			    "(private only)",
-			    dst);
+		return oci_error(err, EINVAL, f,
+				 "'%s': mounts propagate nothing in or out of a paddock container "
+				 "(private only)",
+				 dst);
 	}
 	r = resolve_in_root(b->rootfs, dst, resolved, sizeof(resolved));
 	if (r < 0) {
 		snprintf(f, sizeof(f), "mounts[%zu].destination", i);
-		return fail(err, -r, f, "'%s' cannot be resolved in the container's root", dst);
+		return oci_error(err, -r, f, "'%s' cannot be resolved in the container's root",
+				 dst);
 	}
 	if (strcmp(resolved, dst))
 		oci_debug("mounts[%zu] '%s': at '%s' (symlinks in the root followed, inside it)", i,
@@ -412,7 +402,7 @@ static int map_namespaces(struct oci_bundle *b, json_t *linux_, paddock_error *e
 	size_t i;
 
 	if (ns && !json_is_array(ns))
-		return fail(err, EINVAL, "linux.namespaces", "expected an array");
+		return oci_error(err, EINVAL, "linux.namespaces", "expected an array");
 	json_array_foreach(ns, i, n) {
 		const char *type = json_string_value(json_object_get(n, "type"));
 		const char *path = json_string_value(json_object_get(n, "path"));
@@ -420,27 +410,30 @@ static int map_namespaces(struct oci_bundle *b, json_t *linux_, paddock_error *e
 
 		snprintf(f, sizeof(f), "linux.namespaces[%zu]", i);
 		if (!type)
-			return fail(err, EINVAL, f, "expected a \"type\"");
+			return oci_error(err, EINVAL, f, "expected a \"type\"");
 		if (!strcmp(type, "network")) {
 			seen_net = true;
 			if (path && !(b->netns = strdup(path)))
-				return fail(err, ENOMEM, f, "out of memory");
+				return oci_error(err, ENOMEM, f, "out of memory");
 		} else if (!strcmp(type, "pid")) {
 			seen_pid = true;
 			if (path)
-				return fail(err, EINVAL, f,
-					    "joining a pid namespace ('%s'): every paddock "
-					    "container has its own, with paddock's init as PID 1",
-					    path);
+				return oci_error(
+					err, EINVAL, f,
+					"joining a pid namespace ('%s'): every paddock "
+					"container has its own, with paddock's init as PID 1",
+					path);
 		} else if (!strcmp(type, "mount")) {
 			seen_mnt = true;
 			if (path)
-				return fail(err, EINVAL, f, "joining a mount namespace is refused");
+				return oci_error(err, EINVAL, f,
+						 "joining a mount namespace is refused");
 		} else if (!strcmp(type, "user")) {
 			if (path)
-				return fail(err, EINVAL, f,
-					    "joining a user namespace is refused: each paddock "
-					    "container has its own id range");
+				return oci_error(
+					err, EINVAL, f,
+					"joining a user namespace is refused: each paddock "
+					"container has its own id range");
 		} else if (!strcmp(type, "ipc") || !strcmp(type, "uts") ||
 			   !strcmp(type, "cgroup")) {
 			/* a pod's shared IPC and UTS: the container keeps private ones */
@@ -448,19 +441,21 @@ static int map_namespaces(struct oci_bundle *b, json_t *linux_, paddock_error *e
 				oci_warn("%s: '%s' not joined: the container has a private %s "
 					 "namespace", f, path, type);
 		} else {
-			return fail(err, EINVAL, f, "unknown namespace type '%s'", type);
+			return oci_error(err, EINVAL, f, "unknown namespace type '%s'", type);
 		}
 	}
 	/* SECURITY: a namespace left out would be the host's: never shared */
 	if (!seen_net)
-		return fail(err, EINVAL, "linux.namespaces",
-			    "no network namespace means the host's network, which a paddock "
-			    "container never shares (use a network namespace, e.g. --network none)");
+		return oci_error(
+			err, EINVAL, "linux.namespaces",
+			"no network namespace means the host's network, which a paddock "
+			"container never shares (use a network namespace, e.g. --network none)");
 	if (!seen_pid || !seen_mnt)
-		return fail(err, EINVAL, "linux.namespaces",
-			    "no %s namespace means the host's, which a paddock container never "
-			    "shares",
-			    !seen_pid ? "pid" : "mount");
+		return oci_error(
+			err, EINVAL, "linux.namespaces",
+			"no %s namespace means the host's, which a paddock container never "
+			"shares",
+			!seen_pid ? "pid" : "mount");
 	return 0;
 }
 
@@ -517,7 +512,7 @@ static int map_resources(struct oci_bundle *b, json_t *linux_, paddock_error *er
 	if (!res)
 		return 0;
 	if (!json_is_object(res))
-		return fail(err, EINVAL, "linux.resources", "expected an object");
+		return oci_error(err, EINVAL, "linux.resources", "expected an object");
 	v = json_object_get(json_object_get(res, "memory"), "limit");
 	if (json_is_integer(v) && json_integer_value(v) > 0) {
 		snprintf(buf, sizeof(buf), "%lld", (long long)json_integer_value(v));
@@ -564,7 +559,7 @@ static int map_rlimits(struct oci_bundle *b, json_t *process, paddock_error *err
 
 		snprintf(f, sizeof(f), "process.rlimits[%zu]", i);
 		if (!type)
-			return fail(err, EINVAL, f, "expected a \"type\"");
+			return oci_error(err, EINVAL, f, "expected a \"type\"");
 		snprintf(buf, sizeof(buf), "%lld", (long long)hard);
 		if (!strcmp(type, "RLIMIT_NOFILE")) {
 			struct rlimit have;
@@ -612,7 +607,7 @@ static int map_sysctls(json_t *sysctl, paddock_error *err)
 			known |= !strcmp(key, loosening[i]);
 		snprintf(f, sizeof(f), "linux.sysctl.%s", key);
 		if (!known)
-			return fail(err, EINVAL, f, "sysctls are not set by paddock");
+			return oci_error(err, EINVAL, f, "sysctls are not set by paddock");
 		oci_debug("%s: left at the kernel's default", f);
 	}
 	return 0;
@@ -673,17 +668,17 @@ int oci_bundle_load(const char *dir, struct oci_bundle *ret, paddock_error *err)
 	int r;
 
 	if (!realpath(dir, path))
-		return fail(err, errno, "--bundle", "'%s'", dir);
+		return oci_error(err, errno, "--bundle", "'%s'", dir);
 	b.dir = strdup(path);
 	if (!b.dir)
-		return fail(err, ENOMEM, "", "out of memory");
+		return oci_error(err, ENOMEM, "", "out of memory");
 	snprintf(path, sizeof(path), "%s/config.json", b.dir);
 	r = oci_read_json(path, CONFIG_MAX, &cfg, &b.config_json, err);
 	if (r < 0)
 		goto out;
 	v = json_object_get(cfg, "ociVersion");
 	if (!json_is_string(v) || strncmp(json_string_value(v), "1.", 2)) {
-		r = fail(err, EINVAL, "ociVersion", "expected a 1.x version");
+		r = oci_error(err, EINVAL, "ociVersion", "expected a 1.x version");
 		goto out;
 	}
 	r = paddock_spec_new(&b.spec, err);
@@ -693,18 +688,18 @@ int oci_bundle_load(const char *dir, struct oci_bundle *ret, paddock_error *err)
 	root = json_object_get(cfg, "root");
 	rp = json_string_value(json_object_get(root, "path"));
 	if (!rp || !*rp) {
-		r = fail(err, EINVAL, "root.path", "expected the root filesystem's path");
+		r = oci_error(err, EINVAL, "root.path", "expected the root filesystem's path");
 		goto out;
 	}
 	snprintf(path, sizeof(path), "%s%s%s", rp[0] == '/' ? "" : b.dir, rp[0] == '/' ? "" : "/",
 		 rp);
 	if (!realpath(path, rootp)) {
-		r = fail(err, errno, "root.path", "'%s'", path);
+		r = oci_error(err, errno, "root.path", "'%s'", path);
 		goto out;
 	}
 	b.rootfs = strdup(rootp);
 	if (!b.rootfs) {
-		r = fail(err, ENOMEM, "", "out of memory");
+		r = oci_error(err, ENOMEM, "", "out of memory");
 		goto out;
 	}
 	r = root_layers(rootp, &layers, err);
@@ -720,7 +715,7 @@ int oci_bundle_load(const char *dir, struct oci_bundle *ret, paddock_error *err)
 	/* process */
 	process = json_object_get(cfg, "process");
 	if (!process) {
-		r = fail(err, EINVAL, "process", "expected the container's process");
+		r = oci_error(err, EINVAL, "process", "expected the container's process");
 		goto out;
 	}
 	r = oci_process_load(process, "process", &b.process, err);
@@ -750,7 +745,7 @@ int oci_bundle_load(const char *dir, struct oci_bundle *ret, paddock_error *err)
 	/* mounts */
 	v = json_object_get(cfg, "mounts");
 	if (v && !json_is_array(v)) {
-		r = fail(err, EINVAL, "mounts", "expected an array");
+		r = oci_error(err, EINVAL, "mounts", "expected an array");
 		goto out;
 	}
 	json_array_foreach(v, i, root) {
@@ -761,14 +756,15 @@ int oci_bundle_load(const char *dir, struct oci_bundle *ret, paddock_error *err)
 	/* linux */
 	linux_ = json_object_get(cfg, "linux");
 	if (!json_is_object(linux_)) {
-		r = fail(err, EINVAL, "linux", "expected the linux section");
+		r = oci_error(err, EINVAL, "linux", "expected the linux section");
 		goto out;
 	}
 	if (json_array_size(json_object_get(linux_, "uidMappings")) ||
 	    json_array_size(json_object_get(linux_, "gidMappings"))) {
-		r = fail(err, EINVAL, "linux.uidMappings",
-			 "paddock maps every container's ids itself (a private range each): no "
-			 "mappings are taken from the engine");
+		r = oci_error(
+			err, EINVAL, "linux.uidMappings",
+			"paddock maps every container's ids itself (a private range each): no "
+			"mappings are taken from the engine");
 		goto out;
 	}
 	r = map_namespaces(&b, linux_, err);
@@ -794,7 +790,7 @@ int oci_bundle_load(const char *dir, struct oci_bundle *ret, paddock_error *err)
 	/* annotations: dev.paddock.* */
 	v = json_object_get(cfg, "annotations");
 	if (v && !json_is_object(v)) {
-		r = fail(err, EINVAL, "annotations", "expected an object of strings");
+		r = oci_error(err, EINVAL, "annotations", "expected an object of strings");
 		goto out;
 	}
 	b.annotations = v ? json_incref(v) : json_object();
@@ -897,7 +893,7 @@ static int root_layers(const char *root, char ***ret, paddock_error *err)
 	if (!lower) {
 		free(upper);
 		if (push(&v, &n, root) < 0)
-			return fail(err, ENOMEM, "root.path", "out of memory");
+			return oci_error(err, ENOMEM, "root.path", "out of memory");
 		*ret = v;
 		return 0;
 	}
@@ -909,7 +905,7 @@ static int root_layers(const char *root, char ***ret, paddock_error *err)
 		for (char *save = NULL, *d = strtok_r(lower, ":", &save); d;
 		     d = strtok_r(NULL, ":", &save)) {
 			if (k >= 128) {
-				r = fail(err, E2BIG, "root.path", "more than 128 layers");
+				r = oci_error(err, E2BIG, "root.path", "more than 128 layers");
 				break;
 			}
 			dirs[k++] = d;
@@ -917,18 +913,19 @@ static int root_layers(const char *root, char ***ret, paddock_error *err)
 		for (size_t i = 0; r >= 0 && i < k; i++) {
 			unescape(dirs[k - 1 - i]);
 			if (dirs[k - 1 - i][0] != '/')
-				r = fail(err, EINVAL, "root.path",
-					 "'%s' is an overlay whose layers are given by relative "
-					 "paths; paddock cannot find them",
-					 root);
+				r = oci_error(
+					err, EINVAL, "root.path",
+					"'%s' is an overlay whose layers are given by relative "
+					"paths; paddock cannot find them",
+					root);
 			else if (push(&v, &n, dirs[k - 1 - i]) < 0)
-				r = fail(err, ENOMEM, "root.path", "out of memory");
+				r = oci_error(err, ENOMEM, "root.path", "out of memory");
 		}
 	}
 	if (r >= 0 && upper) {
 		unescape(upper);
 		if (upper[0] == '/' && push(&v, &n, upper) < 0)
-			r = fail(err, ENOMEM, "root.path", "out of memory");
+			r = oci_error(err, ENOMEM, "root.path", "out of memory");
 	}
 	free(lower);
 	free(upper);

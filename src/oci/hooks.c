@@ -7,7 +7,6 @@
  * namespaces (createContainer, startContainer) are refused by name.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -28,19 +27,6 @@ static const char *const kind_names[_OCI_HOOK_MAX] = {
 	[OCI_HOOK_POSTSTART] = "poststart",
 	[OCI_HOOK_POSTSTOP] = "poststop",
 };
-
-__attribute__((format(printf, 4, 5))) static int fail(paddock_error *err, const char *field,
-							 int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	err->code = code;
-	snprintf(err->field, sizeof(err->field), "%s", field);
-	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-	va_end(ap);
-	return -code;
-}
 
 static char **strv(json_t *a)
 {
@@ -92,7 +78,7 @@ int oci_hooks_load(json_t *obj, struct oci_hooks *ret, paddock_error *err)
 	if (!obj)
 		return 0;
 	if (!json_is_object(obj))
-		return fail(err, "hooks", EINVAL, "expected an object");
+		return oci_error(err, EINVAL, "hooks", "expected an object");
 	json_object_foreach(obj, key, list) {
 		int kind = -1;
 		size_t i;
@@ -103,15 +89,17 @@ int oci_hooks_load(json_t *obj, struct oci_hooks *ret, paddock_error *err)
 				kind = k;
 		snprintf(field, sizeof(field), "hooks.%s", key);
 		if (kind < 0)
-			return fail(err, field, EINVAL,
-				    "hooks that run in the container's namespaces ('%.200s') are not "
-				    "supported",
-				    key);
+			return oci_error(
+				err, EINVAL, field,
+				"hooks that run in the container's namespaces ('%.200s') are not "
+				"supported",
+				key);
 		if (!json_is_array(list) || json_array_size(list) > 64)
-			return fail(err, field, EINVAL, "expected an array of at most 64 hooks");
+			return oci_error(err, EINVAL, field,
+					 "expected an array of at most 64 hooks");
 		ret->h[kind] = calloc(json_array_size(list) + 1, sizeof(struct oci_hook));
 		if (!ret->h[kind])
-			return fail(err, field, ENOMEM, "out of memory");
+			return oci_error(err, ENOMEM, field, "out of memory");
 		json_array_foreach(list, i, h) {
 			struct oci_hook *o = &ret->h[kind][i];
 			const char *path = json_string_value(json_object_get(h, "path"));
@@ -119,14 +107,14 @@ int oci_hooks_load(json_t *obj, struct oci_hooks *ret, paddock_error *err)
 
 			snprintf(field, sizeof(field), "hooks.%s[%zu].path", key, i);
 			if (!path || path[0] != '/')
-				return fail(err, field, EINVAL, "expected an absolute path");
+				return oci_error(err, EINVAL, field, "expected an absolute path");
 			o->path = strdup(path);
 			o->args = strv(json_object_get(h, "args"));
 			o->env = strv(json_object_get(h, "env"));
 			o->timeout_s = t > 0 && t < 3600 ? (int)t : 0;
 			ret->n[kind]++;
 			if (!o->path || !o->args || !o->env)
-				return fail(err, field, ENOMEM, "out of memory");
+				return oci_error(err, ENOMEM, field, "out of memory");
 		}
 	}
 	return 0;
@@ -142,12 +130,12 @@ static int run_one(const struct oci_hook *h, const char *state, paddock_error *e
 	char *argv0[] = { h->path, NULL };
 
 	if (pipe2(in, O_CLOEXEC) < 0)
-		return fail(err, "hooks", errno, "pipe for hook '%.200s'", h->path);
+		return oci_error(err, errno, "hooks", "pipe for hook '%.200s'", h->path);
 	pid = fork();
 	if (pid < 0) {
 		close(in[0]);
 		close(in[1]);
-		return fail(err, "hooks", errno, "fork hook '%.200s'", h->path);
+		return oci_error(err, errno, "hooks", "fork hook '%.200s'", h->path);
 	}
 	if (pid == 0) {
 		if (dup2(in[0], 0) < 0)
@@ -165,14 +153,14 @@ static int run_one(const struct oci_hook *h, const char *state, paddock_error *e
 		(void)kill(pid, SIGKILL);
 		(void)waitid(P_PID, (id_t)pid, &si, WEXITED);
 		close(pidfd);
-		return fail(err, "hooks", ETIMEDOUT, "hook '%.200s' timed out", h->path);
+		return oci_error(err, ETIMEDOUT, "hooks", "hook '%.200s' timed out", h->path);
 	}
 	if (pidfd >= 0)
 		close(pidfd);
 	if (waitid(P_PID, (id_t)pid, &si, WEXITED) < 0)
-		return fail(err, "hooks", errno, "wait for hook '%.200s'", h->path);
+		return oci_error(err, errno, "hooks", "wait for hook '%.200s'", h->path);
 	if (si.si_code != CLD_EXITED || si.si_status != 0)
-		return fail(err, "hooks", EIO, "hook '%.200s' failed", h->path);
+		return oci_error(err, EIO, "hooks", "hook '%.200s' failed", h->path);
 	return 0;
 }
 

@@ -89,6 +89,18 @@ int oci_fail(const paddock_error *err)
 	return 1;
 }
 
+int oci_error(paddock_error *err, int code, const char *field, const char *fmt, ...)
+{
+	va_list ap;
+
+	err->code = code;
+	snprintf(err->field, sizeof(err->field), "%s", field);
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+	return -code;
+}
+
 int oci_failf(const char *fmt, ...)
 {
 	char msg[2048];

@@ -52,6 +52,10 @@ __attribute__((format(printf, 2, 3))) void oci_log(const char *level, const char
 /* Logs err as an error (stderr too) and returns 1, the exit status runc uses. */
 int oci_fail(const paddock_error *err);
 __attribute__((format(printf, 1, 2))) int oci_failf(const char *fmt, ...);
+/* Fills err (code, field: "" for none, message) and returns -code: how the parsers and
+ * the state code fail, the message then logged once by whoever handles it. */
+__attribute__((format(printf, 4, 5))) int oci_error(paddock_error *err, int code,
+						     const char *field, const char *fmt, ...);
 
 /* ---- the bundle (config.c) ------------------------------------------------------------ */
 
@@ -205,6 +209,31 @@ _Noreturn void oci_supervise(struct oci_bundle *b, const struct oci_create_opts 
 
 /* Sends fd over the console socket at path (runc's --console-socket protocol). */
 int oci_send_console(const char *path, int fd, paddock_error *err);
+
+/* ---- options create, run and exec share (options.c) ----------------------------------- */
+
+enum {
+	OCI_OPT_PID_FILE = 0x100, /* past any short option's letter */
+	OCI_OPT_CONSOLE_SOCKET,
+	OCI_OPT_PRESERVE_FDS,
+	OCI_OPT_IGNORED, /* runc's options that change nothing for a paddock container */
+};
+
+/* The shared entries of a command's option table; its own follow (OCI_OPT_IGNORED ones too). */
+#define OCI_LAUNCH_LONG_OPTIONS                                                                    \
+	{ "pid-file", required_argument, NULL, OCI_OPT_PID_FILE },                                 \
+	{ "console-socket", required_argument, NULL, OCI_OPT_CONSOLE_SOCKET },                     \
+	{ "detach", no_argument, NULL, 'd' },                                                      \
+	{ "preserve-fds", required_argument, NULL, OCI_OPT_PRESERVE_FDS }
+
+struct oci_launch_args {
+	const char *pid_file, *console_socket;
+	bool detach;
+};
+
+/* Takes getopt's option c if it is a shared one (or OCI_OPT_IGNORED): 1 when taken, 0 when
+ * it is not a shared option, -1 when refused (logged: the command exits 1). */
+int oci_launch_option(struct oci_launch_args *a, int c, const char *arg);
 
 /* ---- commands ------------------------------------------------------------------------- */
 

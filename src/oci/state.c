@@ -7,7 +7,6 @@
  * behind, which reads as "stopped".
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
@@ -28,19 +27,6 @@ const char *oci_status_to_string(enum oci_status s)
 	return (unsigned)s < _OCI_STATUS_MAX ? status_names[s] : "unknown";
 }
 
-__attribute__((format(printf, 3, 4))) static int fail(paddock_error *err, int code,
-							 const char *fmt, ...)
-{
-	va_list ap;
-
-	err->code = code;
-	err->field[0] = '\0';
-	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-	va_end(ap);
-	return -code;
-}
-
 int oci_check_id(const char *id, paddock_error *err)
 {
 	size_t n = id ? strlen(id) : 0;
@@ -48,9 +34,10 @@ int oci_check_id(const char *id, paddock_error *err)
 	if (n == 0 || n > OCI_ID_MAX || !strchr("0123456789abcdefghijklmnopqrstuvwxyz"
 						"ABCDEFGHIJKLMNOPQRSTUVWXYZ", id[0]) ||
 	    strspn(id, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_.-") != n) {
-		fail(err, EINVAL, "expected a container id of [A-Za-z0-9_.-], at most 128 bytes, "
-				  "got '%.128s'",
-		     id ? id : "");
+		oci_error(err, EINVAL, "",
+			  "expected a container id of [A-Za-z0-9_.-], at most 128 bytes, "
+			  "got '%.128s'",
+			  id ? id : "");
 		snprintf(err->field, sizeof(err->field), "id");
 		return -EINVAL;
 	}
@@ -64,7 +51,7 @@ int oci_state_dir(const char *id, char *buf, size_t size, paddock_error *err)
 	if (r < 0)
 		return r;
 	if ((size_t)snprintf(buf, size, "%s/%s", arg_root, id) >= size)
-		return fail(err, ENAMETOOLONG, "--root '%.200s' is too long", arg_root);
+		return oci_error(err, ENAMETOOLONG, "", "--root '%.200s' is too long", arg_root);
 	return 0;
 }
 
@@ -79,13 +66,13 @@ int oci_state_mkdir(const char *id, paddock_error *err)
 	for (char *p = strchr(dir + 1, '/'); p; p = strchr(p + 1, '/')) {
 		*p = '\0';
 		if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-			return fail(err, errno, "mkdir '%.200s'", dir);
+			return oci_error(err, errno, "", "mkdir '%.200s'", dir);
 		*p = '/';
 	}
 	if (mkdir(dir, 0700) < 0) {
 		if (errno == EEXIST)
-			return fail(err, EEXIST, "container '%.200s' exists already", id);
-		return fail(err, errno, "mkdir '%.200s'", dir);
+			return oci_error(err, EEXIST, "", "container '%.200s' exists already", id);
+		return oci_error(err, errno, "", "mkdir '%.200s'", dir);
 	}
 	return 0;
 }
@@ -147,7 +134,7 @@ int oci_state_load(const char *id, struct oci_state *ret, paddock_error *err)
 	r = oci_read_json(path, 1u << 20, &j, NULL, err);
 	if (r < 0) {
 		if (r == -ENOENT)
-			fail(err, ENOENT, "container '%.200s' does not exist", id);
+			oci_error(err, ENOENT, "", "container '%.200s' does not exist", id);
 		return r;
 	}
 	snprintf(st.id, sizeof(st.id), "%s", id);
@@ -198,7 +185,7 @@ int oci_state_save(const struct oci_state *st, paddock_error *err)
 		r = errno ? errno : EIO;
 		json_decref(j);
 		(void)unlink(tmp);
-		return fail(err, r, "write '%.200s'", path);
+		return oci_error(err, r, "", "write '%.200s'", path);
 	}
 	json_decref(j);
 	return 0;
@@ -235,6 +222,6 @@ int oci_state_remove(const char *id, paddock_error *err)
 		(void)unlink(path);
 	}
 	if (rmdir(dir) < 0 && errno != ENOENT)
-		return fail(err, errno, "remove '%.200s'", dir);
+		return oci_error(err, errno, "", "remove '%.200s'", dir);
 	return 0;
 }

@@ -109,6 +109,125 @@ stop_daemon() {
 	wait "$DPID"
 }
 
+# ---- paddockd's API on $SOCK, for the tests that drive it with curl ----
+# api METHOD PATH [CURL ARGS...]: the answer's body, then its status on a line of its own
+api() {
+	local m=$1 p=$2
+	shift 2
+	curl -s --unix-socket "$SOCK" -X "$m" -w '\n%{http_code}' "http://x$p" "$@"
+}
+status_of() { tail -n1 <<<"$1"; }
+body_of() { sed '$d' <<<"$1"; }
+# j JSON EXPR: a python expression on the parsed JSON `d` (nothing when JSON does not parse)
+j() { /usr/bin/python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2" 2>/dev/null; }
+# metric NAME: its value in paddockd's /metrics
+metric() { curl -s --unix-socket "$SOCK" http://x/metrics | awk -v k="$1" '$1 == k { print $2 }'; }
+rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$DPID/status"; }
+# create SPEC_JSON: a new sandbox's id (a diagnostic, and failure, unless paddockd says 201)
+create() {
+	local r
+	r=$(api POST /v1/sandboxes -d "$1")
+	[ "$(status_of "$r")" = 201 ] || { diag "create $1:" "$r"; return 1; }
+	j "$(body_of "$r")" 'd["id"]'
+}
+# sh_in ID SCRIPT: the script's stdout, run in sandbox ID
+sh_in() {
+	local body
+	body=$(/usr/bin/python3 -c 'import json,sys; print(json.dumps({"cmd": sys.argv[1]}))' "$2")
+	j "$(body_of "$(api POST "/v1/sandboxes/$1/exec" -d "$body")")" 'd["stdout"]'
+}
+# stop_all: deletes every sandbox (waiting for each), then stops paddockd
+stop_all() {
+	local id
+	for id in $(j "$(body_of "$(api GET /v1/sandboxes)")" '" ".join(s["id"] for s in d["sandboxes"])'); do
+		api DELETE "/v1/sandboxes/$id?wait=1" >/dev/null
+	done
+	kill -TERM "$DPID"
+	wait "$DPID"
+	DPID=
+}
+
+# idle_connections PORT STEP... >FILE &: connections to 127.0.0.1:PORT that never send a
+# request head, for the checks of paddockd's connection caps and header deadline. A STEP is
+# PEER:N (N connections from 127.0.0.PEER; one refused at connect is not counted) or
+# wait:FILE (until FILE exists). Prints "opened N" (so far) before each wait, "all N" once
+# every step is done, then "closed N": how many of them paddockd closed within 30 s.
+idle_connections() {
+	/usr/bin/python3 - "$@" <<'PY'
+import os, socket, sys, time
+port = int(sys.argv[1])
+conns = []
+for step in sys.argv[2:]:
+    kind, _, arg = step.partition(":")
+    if kind == "wait":
+        print("opened", len(conns), flush=True)
+        while not os.path.exists(arg):
+            time.sleep(0.05)
+        continue
+    for _ in range(int(arg)):
+        try:
+            conns.append(socket.create_connection(("127.0.0.1", port), timeout=5,
+                                                  source_address=("127.0.0." + kind, 0)))
+        except OSError:
+            pass
+print("all", len(conns), flush=True)
+deadline, closed = time.time() + 30, set()
+while time.time() < deadline and len(closed) < len(conns):
+    for i, c in enumerate(conns):
+        if i in closed:
+            continue
+        c.setblocking(False)
+        try:
+            if c.recv(1) == b"":
+                closed.add(i)
+        except BlockingIOError:
+            pass
+        except OSError:
+            closed.add(i)
+    time.sleep(0.2)
+print("closed", len(closed), flush=True)
+PY
+}
+# flood PORT HEAD: four clients at once each send HEAD (a request head, with \r\n escapes)
+# to 127.0.0.1:PORT and then 64 MiB of its body, or what paddockd takes of it before it closes
+# the connection: what a gate must refuse at the head, before the body is read
+flood() {
+	/usr/bin/python3 - "$@" <<'PY'
+import socket, sys, threading
+port, head = int(sys.argv[1]), sys.argv[2].encode().decode("unicode_escape").encode("latin-1")
+def one():
+    c = socket.create_connection(("127.0.0.1", port), timeout=30)
+    c.sendall(head)
+    chunk, sent = b"\0" * (1 << 20), 0
+    try:
+        while sent < (64 << 20):
+            c.sendall(chunk)
+            sent += len(chunk)
+    except OSError:
+        pass
+    c.close()
+t = [threading.Thread(target=one) for _ in range(4)]
+for x in t: x.start()
+for x in t: x.join()
+PY
+}
+# await_line FILE PREFIX: until FILE has a line starting with PREFIX (10 s at most), and then
+# half a second more for paddockd to act on what the line reports
+await_line() {
+	for _ in $(seq 100); do grep -q "^$2" "$1" && break; sleep 0.1; done
+	sleep 0.5
+}
+# expect_idle_closed PID FILE: the unix socket still answers while idle_connections (PID,
+# printing to FILE) holds its connections, and every one of them is closed by paddockd
+expect_idle_closed() {
+	local r
+	r=$(curl -s --unix-socket "$SOCK" -o /dev/null -w '%{http_code}' http://x/healthz)
+	expect_eq "...and the unix socket still answers" 200 "$r"
+	wait "$1"
+	expect_eq "every connection that sends no head is closed by paddockd" \
+		"$(grep '^all' "$2" | cut -d' ' -f2)" "$(grep '^closed' "$2" | cut -d' ' -f2)"
+}
+
 # expect_eq DESC EXPECTED ACTUAL
 expect_eq() {
 	if [ "$2" == "$3" ]; then ok "$1"; else

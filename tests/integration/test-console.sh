@@ -18,8 +18,6 @@ B=bbbbbbbbbbbbbbbbbbbbbbbb
 printf 'alice %s\nbob %s\n' "$A" "$B" >"$T_TMP/tokens"
 URL=http://127.0.0.1:$PORT
 
-j() { $PY -c 'import json,sys; d=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2" 2>/dev/null; }
-metric() { curl -s --unix-socket "$SOCK" http://x/metrics | awk -v k="$1" '$1 == k { print $2 }'; }
 # hdr PATH NAME: the value of a response header of GET PATH (no token)
 hdr() { curl -s -D - -o /dev/null "$URL$1" | tr -d '\r' | awk -v k="$2" 'tolower($0) ~ "^" tolower(k) ":" { sub(/^[^:]*: */, ""); print }'; }
 code() { curl -s --path-as-is -o /dev/null -w '%{http_code}' "$@"; }

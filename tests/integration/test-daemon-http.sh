@@ -16,9 +16,6 @@ PORT=$((20000 + RANDOM % 20000))
 TOKEN=aaaaaaaaaaaaaaaaaaaaaaaa
 printf 'alice %s\n' "$TOKEN" >"$T_TMP/tokens"
 
-j() { $PY -c 'import json,sys; d=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2" 2>/dev/null; }
-rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$DPID/status"; }
-metric() { curl -s --unix-socket "$SOCK" http://x/metrics | awk -v k="$1" '$1 == k { print $2 }'; }
 log_lines() { grep -c "$1" "$T_TMP/daemon.log"; }
 
 # raw REQUEST_FILE [HOST]: sends the bytes to the TCP port, prints "STATUS CONTENT-TYPE BODY"
@@ -32,12 +29,14 @@ try:
     c.sendall(data)
 except OSError:
     pass
+def more():
+    try:
+        return c.recv(65536)
+    except OSError:
+        return b""
 buf = b""
 while b"\r\n\r\n" not in buf:
-    try:
-        d = c.recv(65536)
-    except OSError:
-        break
+    d = more()
     if not d:
         break
     buf += d
@@ -53,10 +52,7 @@ for l in lines[1:]:
     if k.strip().lower() == b"content-length":
         length = int(v.strip())
 while len(body) < length:
-    try:
-        d = c.recv(65536)
-    except OSError:
-        break
+    d = more()
     if not d:
         break
     body += d
@@ -86,28 +82,7 @@ expect_eq "a JSON body over 1 MiB is refused at the head: 413 JSON" "413 applica
 
 # four clients without a valid token each send 64 MB of a 250 MB upload at once
 base=$(rss_kb)
-$PY - "$PORT" <<'PY' >"$T_TMP/flood"
-import socket, sys, threading
-port = int(sys.argv[1])
-res = []
-def flood():
-    c = socket.create_connection(("127.0.0.1", port), timeout=30)
-    c.sendall(b"PUT /v1/sandboxes/sb_aaaaaaaaaaaa/files?path=/x HTTP/1.1\r\nHost: x\r\n"
-              b"Authorization: Bearer wrongwrongwrongwrong\r\nContent-Length: 262144000\r\n\r\n")
-    chunk, sent = b"\0" * (1 << 20), 0
-    try:
-        while sent < (64 << 20):
-            c.sendall(chunk)
-            sent += len(chunk)
-    except OSError:
-        pass
-    res.append(sent)
-    c.close()
-t = [threading.Thread(target=flood) for _ in range(4)]
-for x in t: x.start()
-for x in t: x.join()
-print(len(res))
-PY
+flood "$PORT" 'PUT /v1/sandboxes/sb_aaaaaaaaaaaa/files?path=/x HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer wrongwrongwrongwrong\r\nContent-Length: 262144000\r\n\r\n'
 grown=$(( $(rss_kb) - base ))
 diag "RSS grew by ${grown} kB while four clients without a token sent their bodies"
 [ "$grown" -lt 65536 ] && ok "uploads without a valid token leave paddockd's memory flat (< 64 MiB)" ||
@@ -206,61 +181,20 @@ DAEMON_ARGS=(--listen "127.0.0.1:$PORT" --tokens "$T_TMP/tokens" --max-connectio
 start_daemon || not_ok "paddockd starts with connection limits"
 # one peer opens 40 connections, then five more peers (other loopback addresses) 16 each;
 # none sends a head
-$PY - "$PORT" "$T_TMP/go" >"$T_TMP/conns" <<'PY' &
-import os, socket, sys, time
-port, go = int(sys.argv[1]), sys.argv[2]
-conns = []
-def open_from(peer, n):
-    for _ in range(n):
-        try:
-            conns.append(socket.create_connection(("127.0.0.1", port), timeout=5,
-                                                  source_address=("127.0.0.%d" % peer, 0)))
-        except OSError:
-            pass
-open_from(1, 40)
-print("one", len(conns), flush=True)
-while not os.path.exists(go):
-    time.sleep(0.05)
-for peer in range(2, 7):
-    open_from(peer, 16)
-print("all", len(conns), flush=True)
-# how many the server closes within 30 s
-deadline = time.time() + 30
-closed = set()
-while time.time() < deadline and len(closed) < len(conns):
-    for i, c in enumerate(conns):
-        if i in closed:
-            continue
-        c.setblocking(False)
-        try:
-            if c.recv(1) == b"":
-                closed.add(i)
-        except BlockingIOError:
-            pass
-        except OSError:
-            closed.add(i)
-    time.sleep(0.2)
-print("closed", len(closed), flush=True)
-PY
+idle_connections "$PORT" 1:40 "wait:$T_TMP/go" 2:16 3:16 4:16 5:16 6:16 >"$T_TMP/conns" &
 CPID=$!
-for _ in $(seq 100); do grep -q '^one' "$T_TMP/conns" && break; sleep 0.1; done
-sleep 0.5
+await_line "$T_TMP/conns" opened
 open_tcp=$(metric 'paddock_http_connections_open{listener="tcp"}')
 [ -n "$open_tcp" ] && [ "$open_tcp" -le 16 ] && [ "$open_tcp" -gt 0 ] &&
 	ok "40 idle connections from one peer: paddockd holds at most 16 ($open_tcp)" ||
 	not_ok "40 idle connections from one peer: paddockd holds at most 16 (got '$open_tcp')"
 touch "$T_TMP/go"
-for _ in $(seq 100); do grep -q '^all' "$T_TMP/conns" && break; sleep 0.1; done
-sleep 0.5
+await_line "$T_TMP/conns" all
 open_tcp=$(metric 'paddock_http_connections_open{listener="tcp"}')
 [ -n "$open_tcp" ] && [ "$open_tcp" -le 64 ] && [ "$open_tcp" -gt 16 ] &&
 	ok "120 from six peers: paddockd holds at most --max-connections ($open_tcp)" ||
 	not_ok "120 from six peers: paddockd holds at most --max-connections (got '$open_tcp')"
-r=$(curl -s --unix-socket "$SOCK" -o /dev/null -w '%{http_code}' http://x/healthz)
-expect_eq "...and the unix socket still answers" 200 "$r"
-wait "$CPID"
-expect_eq "every connection that sends no head is closed by paddockd" \
-	"$(grep '^all' "$T_TMP/conns" | cut -d' ' -f2)" "$(grep '^closed' "$T_TMP/conns" | cut -d' ' -f2)"
+expect_idle_closed "$CPID" "$T_TMP/conns"
 pp=$(metric 'paddock_http_refused_total{listener="tcp",reason="per_peer"}')
 ht=$(metric 'paddock_http_refused_total{listener="tcp",reason="header_timeout"}')
 expect_eq "...refused over the per-peer cap at once, or cut off by the header deadline" \

@@ -11,14 +11,6 @@ PY=/usr/bin/python3
 SOCK=$T_TMP/sock
 STATE=$T_TMP/st
 
-api() {
-	local m=$1 p=$2
-	shift 2
-	curl -s --unix-socket "$SOCK" -X "$m" -w '\n%{http_code}' "http://x$p" "$@"
-}
-status_of() { tail -n1 <<<"$1"; }
-body_of() { sed '$d' <<<"$1"; }
-j() { $PY -c 'import json,sys; d=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2" 2>/dev/null; }
 create() { j "$(body_of "$(api POST /v1/sandboxes "$@")")" 'd["id"]'; }
 list_ids() { j "$(body_of "$(api GET /v1/sandboxes)")" '" ".join(sorted(s["id"] for s in d["sandboxes"]))'; }
 kill9() { kill -9 "$DPID"; wait "$DPID" 2>/dev/null; }

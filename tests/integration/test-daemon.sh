@@ -13,18 +13,6 @@ STATE=$T_TMP/st
 # every start of paddockd here (lib.sh's start_daemon) takes a small upload limit
 DAEMON_ARGS=(--max-upload 100000)
 
-# api METHOD PATH [curl args...]: body on stdout, then a last line with the status code
-api() {
-	local m=$1 p=$2
-	shift 2
-	curl -s --unix-socket "$SOCK" -X "$m" -w '\n%{http_code}' "http://x$p" "$@"
-}
-
-status_of() { tail -n1 <<<"$1"; }
-body_of() { sed '$d' <<<"$1"; }
-# j JSON EXPR: evaluates a python expression on the parsed JSON `d`
-j() { $PY -c 'import json,sys; d=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2" 2>/dev/null; }
-
 start_daemon || { not_ok "paddockd starts"; finish; }
 ok "paddockd starts"
 

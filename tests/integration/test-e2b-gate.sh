@@ -14,10 +14,6 @@ SOCK=$T_TMP/sock
 STATE=$T_TMP/st
 KEY=e2b_gate_test_key
 
-j() { $PY -c 'import json,sys; d=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2" 2>/dev/null; }
-rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$DPID/status"; }
-metric() { curl -s --unix-socket "$SOCK" http://x/metrics | awk -v k="$1" '$1 == k { print $2 }'; }
-
 # raw PORT REQUEST: sends the bytes (printf format, no arguments), prints "STATUS BODY"
 raw() {
 	$PY - "$1" "$2" <<'PY'
@@ -71,25 +67,7 @@ expect_eq "a malformed head: 400 {code, message}" "400 400" "${r%% *} $(j "${r#*
 
 # ---- four clients without a key each send 64 MB of a 250 MB body at once ----
 base=$(rss_kb)
-$PY - "$PORT" <<'PY'
-import socket, sys, threading
-port = int(sys.argv[1])
-def flood():
-    c = socket.create_connection(("127.0.0.1", port), timeout=30)
-    c.sendall(b"POST /sandboxes HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-              b"Content-Length: 262144000\r\n\r\n")
-    chunk, sent = b"\0" * (1 << 20), 0
-    try:
-        while sent < (64 << 20):
-            c.sendall(chunk)
-            sent += len(chunk)
-    except OSError:
-        pass
-    c.close()
-t = [threading.Thread(target=flood) for _ in range(4)]
-for x in t: x.start()
-for x in t: x.join()
-PY
+flood "$PORT" 'POST /sandboxes HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 262144000\r\n\r\n'
 grown=$(( $(rss_kb) - base ))
 diag "RSS grew by ${grown} kB while four clients without an API key sent 64 MB bodies"
 [ "$grown" -lt 65536 ] && ok "bodies without an API key leave paddockd's memory flat (< 64 MiB)" ||
@@ -126,46 +104,14 @@ r=$(curl -s --max-time 30 -X DELETE -H "X-API-Key: $KEY" -o /dev/null -w '%{http
 expect_eq "the sandbox is killed" 204 "$r"
 
 # ---- connections: capped per peer and per listener; a head must come in time ----
-$PY - "$PORT" >"$T_TMP/conns" <<'PY' &
-import socket, sys, time
-port = int(sys.argv[1])
-conns = []
-for peer in (1, 2, 3):
-    for _ in range(20):
-        try:
-            conns.append(socket.create_connection(("127.0.0.1", port), timeout=5,
-                                                  source_address=("127.0.0.%d" % peer, 0)))
-        except OSError:
-            pass
-print("all", len(conns), flush=True)
-deadline, closed = time.time() + 30, set()
-while time.time() < deadline and len(closed) < len(conns):
-    for i, c in enumerate(conns):
-        if i in closed:
-            continue
-        c.setblocking(False)
-        try:
-            if c.recv(1) == b"":
-                closed.add(i)
-        except BlockingIOError:
-            pass
-        except OSError:
-            closed.add(i)
-    time.sleep(0.2)
-print("closed", len(closed), flush=True)
-PY
+idle_connections "$PORT" 1:20 2:20 3:20 >"$T_TMP/conns" &
 CPID=$!
-for _ in $(seq 100); do grep -q '^all' "$T_TMP/conns" && break; sleep 0.1; done
-sleep 0.5
+await_line "$T_TMP/conns" all
 open_e2b=$(metric 'paddock_http_connections_open{listener="e2b"}')
 [ -n "$open_e2b" ] && [ "$open_e2b" -le 32 ] && [ "$open_e2b" -gt 16 ] &&
 	ok "60 idle connections from three peers: the E2B listener holds at most 32 ($open_e2b)" ||
 	not_ok "60 idle connections from three peers: the E2B listener holds at most 32 (got '$open_e2b')"
-r=$(curl -s --unix-socket "$SOCK" -o /dev/null -w '%{http_code}' http://x/healthz)
-expect_eq "...and the unix socket still answers" 200 "$r"
-wait "$CPID"
-expect_eq "every connection that sends no head is closed by paddockd" \
-	"$(grep '^all' "$T_TMP/conns" | cut -d' ' -f2)" "$(grep '^closed' "$T_TMP/conns" | cut -d' ' -f2)"
+expect_idle_closed "$CPID" "$T_TMP/conns"
 ht=$(metric 'paddock_http_refused_total{listener="e2b",reason="header_timeout"}')
 pp=$(metric 'paddock_http_refused_total{listener="e2b",reason="per_peer"}')
 [ "${ht:-0}" -gt 0 ] && [ "${pp:-0}" -gt 0 ] &&

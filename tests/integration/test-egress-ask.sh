@@ -19,10 +19,6 @@ SOCK=$T_TMP/sock
 STATE=$T_TMP/st
 DAEMON_ARGS=(--resolve-hosts "$H")
 
-api() { local m=$1 p=$2; shift 2; curl -s --unix-socket "$SOCK" -X "$m" -w '\n%{http_code}' "http://x$p" "$@"; }
-status_of() { tail -n1 <<<"$1"; }
-body_of() { sed '$d' <<<"$1"; }
-j() { $PY -c 'import json,sys; d=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2" 2>/dev/null; }
 # new_sandbox NETWORK_JSON: the id of a sandbox with that network section
 new_sandbox() { j "$(body_of "$(api POST /v1/sandboxes -d "{\"network\":$1}")")" 'd["id"]'; }
 # pending ID: the pending decisions' JSON

@@ -203,7 +203,6 @@ SOCK=$T_TMP/sock
 "${PADDOCKD:?}" --socket "$SOCK" --state-dir "$T_TMP/st" --resolve-hosts "$H" 2>>"$T_TMP/d.log" &
 DPID=$!
 for _ in $(seq 100); do curl -s --unix-socket "$SOCK" -o /dev/null http://x/healthz && break; sleep 0.05; done
-api() { local m=$1 p=$2; shift 2; curl -s --unix-socket "$SOCK" -X "$m" -w '\n%{http_code}' "http://x$p" "$@"; }
 r=$(api POST /v1/sandboxes -d '{"network":{"mode":"allowlist","allow":["allowed.test"]}}')
 ID=$($PY -c 'import json,sys; print(json.loads(sys.argv[1].rsplit("\n",1)[0])["id"])' "$r" 2>/dev/null)
 expect_match "daemon: a sandbox with an allowlist" '^sb_' "$ID"

@@ -12,14 +12,6 @@ SOCK=$T_TMP/sock
 STATE=$T_TMP/st
 export PADDOCK_SOCKET=$SOCK
 
-api() {
-	local m=$1 p=$2
-	shift 2
-	curl -s --unix-socket "$SOCK" -X "$m" -w '\n%{http_code}' "http://x$p" "$@"
-}
-status_of() { tail -n1 <<<"$1"; }
-body_of() { sed '$d' <<<"$1"; }
-j() { $PY -c 'import json,sys; d=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2" 2>/dev/null; }
 # the counter the busy loop writes, read from outside (files work on a paused sandbox)
 count() { body_of "$(api GET "/v1/sandboxes/$ID/files?path=/workspace/n")"; }
 cpu() { j "$(body_of "$(api GET "/v1/sandboxes/$ID")")" 'd["usage"]["cpu_s"]'; }

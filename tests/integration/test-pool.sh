@@ -19,7 +19,6 @@ api() {
 	shift 2
 	curl -s --unix-socket "$SOCK" -X "$m" "http://x$p" "$@"
 }
-j() { $PY -c 'import json,sys; d=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2" 2>/dev/null; }
 metric() { api GET /metrics | awk -v m="$1" '$1 == m { print $2 }'; }
 # waits until the pool of template N holds at least K ready sandboxes
 wait_ready() {

@@ -22,35 +22,6 @@ trap cleanup EXIT
 # no --destroy-on-exit: a restart adopts the sandboxes (stop_all deletes them at the end)
 DAEMON_ARGS=()
 
-api() {
-	local m=$1 p=$2
-	shift 2
-	curl -s --unix-socket "$SOCK" -X "$m" -w '\n%{http_code}' "http://x$p" "$@"
-}
-status_of() { tail -n1 <<<"$1"; }
-body_of() { sed '$d' <<<"$1"; }
-j() { $PY -c 'import json,sys; d=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2" 2>/dev/null; }
-# sh ID SCRIPT: the script's stdout, run in sandbox ID
-sh_in() {
-	local body
-	body=$($PY -c 'import json,sys; print(json.dumps({"cmd": sys.argv[1]}))' "$2")
-	j "$(body_of "$(api POST "/v1/sandboxes/$1/exec" -d "$body")")" 'd["stdout"]'
-}
-create() {
-	local r
-	r=$(api POST /v1/sandboxes -d "$1")
-	[ "$(status_of "$r")" = 201 ] || { diag "create $1:" "$r"; return 1; }
-	j "$(body_of "$r")" 'd["id"]'
-}
-stop_all() {
-	local id
-	for id in $(j "$(body_of "$(api GET /v1/sandboxes)")" '" ".join(s["id"] for s in d["sandboxes"])'); do
-		api DELETE "/v1/sandboxes/$id?wait=1" >/dev/null
-	done
-	kill -TERM "$DPID"
-	wait "$DPID"
-	DPID=
-}
 # flat: the non-empty lines of stdin on one line, space-separated
 flat() { awk 'NF' | paste -sd' ' -; }
 store_state() { (cd "$PADDOCK_IMAGE_STORE" && find images layers blobs tmp -maxdepth 1 | sort | md5sum); }

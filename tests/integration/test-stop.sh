@@ -20,34 +20,6 @@ trap cleanup EXIT
 # no --destroy-on-exit: a restart adopts the sandboxes (stop_all deletes them at the end)
 DAEMON_ARGS=()
 
-api() {
-	local m=$1 p=$2
-	shift 2
-	curl -s --unix-socket "$SOCK" -X "$m" -w '\n%{http_code}' "http://x$p" "$@"
-}
-status_of() { tail -n1 <<<"$1"; }
-body_of() { sed '$d' <<<"$1"; }
-j() { $PY -c 'import json,sys; d=json.loads(sys.argv[1]); print(eval(sys.argv[2]))' "$1" "$2" 2>/dev/null; }
-sh_in() {
-	local body
-	body=$($PY -c 'import json,sys; print(json.dumps({"cmd": sys.argv[1]}))' "$2")
-	j "$(body_of "$(api POST "/v1/sandboxes/$1/exec" -d "$body")")" 'd["stdout"]'
-}
-create() {
-	local r
-	r=$(api POST /v1/sandboxes -d "$1")
-	[ "$(status_of "$r")" = 201 ] || { diag "create $1:" "$r"; return 1; }
-	j "$(body_of "$r")" 'd["id"]'
-}
-stop_all() {
-	local id
-	for id in $(j "$(body_of "$(api GET /v1/sandboxes)")" '" ".join(s["id"] for s in d["sandboxes"])'); do
-		api DELETE "/v1/sandboxes/$id?wait=1" >/dev/null
-	done
-	kill -TERM "$DPID"
-	wait "$DPID"
-	DPID=
-}
 kill9() { kill -9 "$DPID"; wait "$DPID" 2>/dev/null; DPID=; }
 # kept images of sandbox ID in the store (GET /v1/images): their names, one a line
 kept_images() {
@@ -231,7 +203,6 @@ expect_eq "...it runs, its files there" "running e2b" \
 
 # ---- a sandbox from the warm pool: its /workspace is a mount of its own, kept all the same ----
 stop_all
-metric() { curl -s --unix-socket "$SOCK" http://x/metrics | awk -v m="$1" '$1 == m { print $2 }'; }
 start_daemon --pool 1 || { not_ok "paddockd starts with --pool 1"; finish; }
 P1=$(create '{"image":"test/base:1"}') # a miss: its template is pooled from then on
 for _ in $(seq 200); do

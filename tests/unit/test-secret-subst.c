@@ -19,19 +19,7 @@
 
 #include "secret-scrub.h"
 #include "secret-subst.h"
-
-#define GH_VALUE "ghp_realvalue1234"
-#define GH_PH "ghp_Xq9zPlaceHldr"
-#define NPM_VALUE "npm_secretvalue99"
-#define NPM_PH "npm_Zz8yPlaceHldr"
-
-/* 0: bound GitHub token, 1: unbound npm token */
-static const struct pd_secret two[] = {
-	{ "GITHUB_TOKEN", (const uint8_t *)GH_VALUE, sizeof(GH_VALUE) - 1,
-	  (const uint8_t *)GH_PH, sizeof(GH_PH) - 1, true, false },
-	{ "NPM_TOKEN", (const uint8_t *)NPM_VALUE, sizeof(NPM_VALUE) - 1,
-	  (const uint8_t *)NPM_PH, sizeof(NPM_PH) - 1, false, false },
-};
+#include "secret-fixture.h"
 
 struct result {
 	int r;
@@ -58,18 +46,6 @@ struct setup {
 	const struct pd_secret *secrets;
 	size_t n, max_head, max_body;
 };
-
-static char *drain(struct evbuffer *ev, size_t *len)
-{
-	char *s;
-
-	*len = evbuffer_get_length(ev);
-	s = malloc(*len + 1);
-	assert_non_null(s);
-	assert_int_equal(evbuffer_remove(ev, s, *len), (int)*len);
-	s[*len] = '\0';
-	return s;
-}
 
 /* Feeds `in` cut at the given points (ascending). */
 static void run(const struct setup *su, const char *in, size_t len, const size_t *cuts,

@@ -858,13 +858,14 @@ async function bounds() {
 	check('stdin closed: no process of the session is left', left.length === 0, fmt(left));
 }
 
-// Streamable HTTP (--http), with the SDK's own HTTP client transport
-async function streamableHttp() {
+// `paddock mcp --http` on a free port with ARGS: the server, and its /mcp URL once it answers
+// there (none after five ports tried)
+async function httpServer(args) {
 	let srv;
 	let url;
 	for (let i = 0; i < 5 && !url; i++) {
 		const port = 20000 + Math.floor(Math.random() * 20000);
-		srv = track(spawn(PADDOCK, ['mcp', '--http', `127.0.0.1:${port}`, '--max-sandboxes', '2'], { stdio: ['ignore', 'ignore', 'inherit'] }));
+		srv = track(spawn(PADDOCK, ['mcp', '--http', `127.0.0.1:${port}`, ...args], { stdio: ['ignore', 'ignore', 'inherit'] }));
 		const up = await waitFor(async () => {
 			if (srv.exitCode !== null) return 'exited';
 			return (await fetch(`http://127.0.0.1:${port}/mcp`).then((x) => x.status, () => 0)) === 400 ? 'up' : null;
@@ -872,14 +873,27 @@ async function streamableHttp() {
 		if (up === 'up') url = `http://127.0.0.1:${port}/mcp`;
 		else srv.kill('SIGKILL');
 	}
+	return { srv, url };
+}
+
+// A session at url through the SDK's own HTTP client transport; call(NAME, ARGS, OPTS) calls
+// a tool
+async function httpSession(url) {
+	const transport = new StreamableHTTPClientTransport(new URL(url));
+	const client = new Client({ name: 'paddock-integration-test', version: '1.0.0' });
+	await client.connect(transport, { timeout: 20000 });
+	const call = async (name, a = {}, o = {}) => (await client.callTool({ name, arguments: a }, undefined, { timeout: 30000, ...o }));
+	return { client, transport, call };
+}
+
+// Streamable HTTP (--http), with the SDK's own HTTP client transport
+async function streamableHttp() {
+	const { srv, url } = await httpServer(['--max-sandboxes', '2']);
 	if (!check('--http: the server listens (GET /mcp without a session is 400)', url)) return;
 	const connect = async () => {
-		const transport = new StreamableHTTPClientTransport(new URL(url));
-		const client = new Client({ name: 'paddock-integration-test', version: '1.0.0' });
-		await client.connect(transport, { timeout: 20000 });
-		await client.listTools();
-		const call = async (name, a = {}, o = {}) => (await client.callTool({ name, arguments: a }, undefined, { timeout: 30000, ...o }));
-		return { client, transport, call };
+		const c = await httpSession(url);
+		await c.client.listTools();
+		return c;
 	};
 	const a = await connect();
 	eq('--http: initialize, a session id', { name: 'paddock', version: '2025-11-25', session: true },
@@ -931,26 +945,9 @@ async function streamableHttp() {
 // once it has no GET stream and no request for --session-gone seconds, not after the idle
 // timeout; one that keeps its stream keeps its session.
 async function streamableHttpGone() {
-	let srv;
-	let url;
-	for (let i = 0; i < 5 && !url; i++) {
-		const port = 20000 + Math.floor(Math.random() * 20000);
-		srv = track(spawn(PADDOCK, ['mcp', '--http', `127.0.0.1:${port}`, '--session-gone', '2'], { stdio: ['ignore', 'ignore', 'inherit'] }));
-		const up = await waitFor(async () => {
-			if (srv.exitCode !== null) return 'exited';
-			return (await fetch(`http://127.0.0.1:${port}/mcp`).then((x) => x.status, () => 0)) === 400 ? 'up' : null;
-		}, 5000);
-		if (up === 'up') url = `http://127.0.0.1:${port}/mcp`;
-		else srv.kill('SIGKILL');
-	}
+	const { srv, url } = await httpServer(['--session-gone', '2']);
 	if (!check('--session-gone: the server listens', url)) return;
-	const connect = async () => {
-		const transport = new StreamableHTTPClientTransport(new URL(url));
-		const client = new Client({ name: 'paddock-integration-test', version: '1.0.0' });
-		await client.connect(transport, { timeout: 20000 });
-		const call = async (name, a = {}) => (await client.callTool({ name, arguments: a }, undefined, { timeout: 30000 }));
-		return { client, transport, call };
-	};
+	const connect = () => httpSession(url);
 	const a = await connect();
 	const b = await connect();
 	await a.call('run_command', { command: 'true' });
