@@ -351,7 +351,7 @@ int pd_event_log_open(struct daemon *d, paddock_error *err);
 void pd_event_log_write(struct daemon *d, const char *line, size_t len);
 void pd_event_log_close(struct daemon *d);
 
-/* ---- lifecycle (lifecycle.c) ---- */
+/* ---- lifecycle (lifecycle.c, lifecycle-*.c: see lifecycle.h) ---- */
 struct box *pd_box_find(struct daemon *d, const char *tenant, const char *id);
 /*
  * Creates a sandbox from a create body and records it (the store's row, and the record its
@@ -583,7 +583,7 @@ struct decision_req {
 bool pd_decision_parse(struct request *r, json_t *body, struct decision_req *q);
 /* The context's ask handler: streams decisions to followers, keeps allow_always's rule. */
 void pd_network_ask(paddock_sandbox *sb, const struct paddock_ask *ask, void *userdata);
-/* Ends the follow streams of a box that goes (lifecycle.c's box_unlink). */
+/* Ends the follow streams of a box that goes (lifecycle-delete.c: pd_box_unlink()). */
 void pd_network_release(struct box *b);
 /* The per-sandbox egress counters of /metrics, of the sandboxes `tenant` sees (api-network.c). */
 void pd_metrics_egress(struct daemon *d, const char *tenant, struct evbuffer *out);

@@ -312,8 +312,9 @@ static int mkdir_p(const char *path)
 
 /*
  * A damaged store is kept for inspection as paddockd.db.damaged-<UTC time> (with its WAL,
- * which may hold the newest changes) and a new one is started: lifecycle.c then rebuilds the
- * records of the live sandboxes from what their inits keep, and says what it could not.
+ * which may hold the newest changes) and a new one is started: lifecycle-recover.c then
+ * rebuilds the records of the live sandboxes from what their inits keep, and says what it
+ * could not.
  */
 static int store_move_aside(struct daemon *d, const char *path, const paddock_error *why,
 			    paddock_error *err)
