@@ -8,19 +8,11 @@
  */
 #include <errno.h>
 #include <event2/event.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/un.h>
 #include <unistd.h>
-
-#ifndef SO_PEERPIDFD
-#define SO_PEERPIDFD 77
-#endif
 
 #include "daemon.h"
 #include "lifecycle.h"
@@ -90,25 +82,6 @@ static int adopt_exec_row(const struct paddock_store_exec *row, void *userdata)
 	return 0;
 }
 
-/* Connects to a reconnect socket: the pidfd of the init listening there, or -1. */
-int pd_init_pidfd(const char *path)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd, pidfd = -1;
-	socklen_t len = sizeof(pidfd);
-
-	if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path) >= (int)sizeof(sa.sun_path))
-		return -1;
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -1;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0)
-		pidfd = -1;
-	close(fd);
-	return pidfd;
-}
-
 /*
  * A "deleting" row: a DELETE (or TTL) was answered and the sandbox killed, but paddockd died
  * before the kernel finished and the teardown was logged. Finished now: killed again if its
@@ -170,9 +143,8 @@ static int finish_deleting(struct daemon *d, const char *id)
 	snprintf(path, sizeof(path), "%s/s/%s", d->state_dir, id);
 	f->next = d->finishing;
 	d->finishing = f;
-	f->pidfd = pd_init_pidfd(path);
-	if (f->pidfd >= 0) {
-		(void)syscall(SYS_pidfd_send_signal, f->pidfd, SIGKILL, NULL, 0);
+	f->pidfd = -EBADF;
+	if (paddock_orphan_end(path, &f->pidfd, NULL) > 0) {
 		/* the pidfd reads as ready once init, and so every process of it, is gone */
 		f->ev = event_new(d->base, f->pidfd, EV_READ, finishing_cb, f);
 		if (f->ev && event_add(f->ev, NULL) == 0)

@@ -6,14 +6,10 @@
  * comes from inside the sandbox's namespaces and is checked field by field, as a client's
  * request would be.
  */
-#include <dirent.h>
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include "daemon.h"
 #include "lifecycle.h"
@@ -177,66 +173,70 @@ static void report_rebuilt(struct daemon *d, unsigned recovered, json_t *lost)
 	json_decref(o);
 }
 
+/* A sweep of the reconnect sockets at start (paddock_sweep_orphans()). */
+struct sweep {
+	struct daemon *d;
+	bool recovering; /* the store was damaged or missing */
+	json_t *lost;
+	unsigned recovered;
+};
+
 /*
- * Reconnect sockets the store does not know. With a sound store: a sandbox whose creation a
- * crash interrupted (launched, not yet recorded, never acknowledged): if its init still
- * listens it is ended (its pidfd, from the kernel's view of the peer), and the socket file
- * goes in any case. With a store that was damaged or missing: each is taken over from the
- * record its init keeps (recover_socket()), and only those that cannot be are ended.
+ * A socket the store does not know. With a sound store: a sandbox whose creation a crash
+ * interrupted (launched, not yet recorded, never acknowledged): ended. With a store that was
+ * damaged or missing: taken over from the record its init keeps (recover_socket()), and
+ * ended only when it cannot be.
  */
+static bool sweep_keep(const char *id, const char *path, void *userdata)
+{
+	struct sweep *s = userdata;
+	struct daemon *d = s->d;
+	paddock_error err = { 0 };
+	char buf[600];
+
+	for (struct box *b = d->boxes; b; b = b->next)
+		if (strcmp(b->id, id) == 0)
+			return true;
+	if (pd_lifecycle_finishing(d, id))
+		return true;
+	if (!s->recovering)
+		return false;
+	if (recover_socket(d, path, &err) >= 0) {
+		s->recovered++;
+		return true;
+	}
+	/* nobody listens there: a socket left by a sandbox that ended, not a loss */
+	if (err.code != ECONNREFUSED && err.code != ENOENT) {
+		paddock_error_format(&err, buf, sizeof(buf));
+		fprintf(stderr, "paddockd: sandbox %s cannot be recovered, ending it: %s\n", id,
+			buf);
+		if (json_array_size(s->lost) < 64)
+			json_array_append_new(s->lost, json_pack("{s:s,s:s}", "sandbox", id, "error",
+								 buf));
+	}
+	return false;
+}
+
+static void sweep_ended(const char *id, void *userdata)
+{
+	struct sweep *s = userdata;
+
+	if (!s->recovering)
+		fprintf(stderr, "paddockd: ending sandbox %s, which no record names\n", id);
+}
+
 void pd_lifecycle_sweep_orphans(struct daemon *d, const char *dir)
 {
-	bool recovering = d->store_rebuilt || d->store_fresh;
-	json_t *lost = json_array();
-	unsigned recovered = 0;
-	DIR *dh = opendir(dir);
-	struct dirent *de;
+	struct sweep s = { .d = d, .recovering = d->store_rebuilt || d->store_fresh,
+			   .lost = json_array() };
+	paddock_error err = { 0 };
+	char buf[600];
 
-	while (dh && (de = readdir(dh))) {
-		char path[300];
-		paddock_error err = { 0 };
-		bool known = false;
-		int pidfd;
-
-		if (de->d_name[0] == '.')
-			continue;
-		for (struct box *b = d->boxes; b && !known; b = b->next)
-			known = strcmp(b->id, de->d_name) == 0;
-		known = known || pd_lifecycle_finishing(d, de->d_name);
-		if (known || snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >=
-				     (int)sizeof(path))
-			continue;
-		if (recovering) {
-			char buf[600];
-
-			if (recover_socket(d, path, &err) >= 0) {
-				recovered++;
-				continue;
-			}
-			/* nobody listens there: a socket left by a sandbox that ended, not a loss */
-			if (err.code != ECONNREFUSED && err.code != ENOENT) {
-				paddock_error_format(&err, buf, sizeof(buf));
-				fprintf(stderr, "paddockd: sandbox %s cannot be recovered, ending it: "
-					"%s\n", de->d_name, buf);
-				if (json_array_size(lost) < 64)
-					json_array_append_new(lost,
-							      json_pack("{s:s,s:s}", "sandbox",
-									de->d_name, "error", buf));
-			}
-		}
-		pidfd = pd_init_pidfd(path);
-		if (pidfd >= 0) {
-			if (!recovering)
-				fprintf(stderr, "paddockd: ending sandbox %s, which no record names\n",
-					de->d_name);
-			(void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-			close(pidfd);
-		}
-		(void)unlink(path);
-	}
-	if (dh)
-		closedir(dh);
-	if (recovering && (d->store_rebuilt || recovered || json_array_size(lost)))
-		report_rebuilt(d, recovered, lost);
-	json_decref(lost);
+	/* returns once the inits it ended are gone: nothing a restart did not adopt lives on */
+	if (paddock_sweep_orphans(dir, sweep_keep, sweep_ended, &s, &err) < 0)
+		fprintf(stderr, "paddockd: reconnect sockets, ignoring: %s\n",
+			paddock_error_format(&err, buf, sizeof(buf)));
+	if (s.recovering && (d->store_rebuilt || s.recovered || json_array_size(s.lost)))
+		report_rebuilt(d, s.recovered, s.lost);
+	json_decref(s.lost);
 }

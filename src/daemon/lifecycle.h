@@ -45,9 +45,10 @@ void pd_reaper_stop(struct daemon *d);
 void pd_box_adopt_unknown_execs(struct box *b);
 /* Whether `id` is a "deleting" row whose teardown this start is finishing. */
 bool pd_lifecycle_finishing(struct daemon *d, const char *id);
-/* Connects to a reconnect socket: the pidfd of the init listening there, or -1. */
-int pd_init_pidfd(const char *path);
 
 /* lifecycle-recover.c */
-/* The reconnect sockets in `dir` that neither a box nor a finishing row names. */
+/*
+ * The reconnect sockets in `dir` that neither a box nor a finishing row names: recovered
+ * (a damaged or missing store) or ended, through libpaddock's paddock_sweep_orphans().
+ */
 void pd_lifecycle_sweep_orphans(struct daemon *d, const char *dir);
