@@ -38,6 +38,7 @@ struct evhttp_connection;
 #define PD_DEFAULT_TTL_S 1800
 #define PD_MAX_TTL_S 86400
 #define PD_MAX_SANDBOXES 1024	      /* per tenant */
+#define PD_MAX_TEMPLATES 1024	      /* per tenant, by default (--max-templates) */
 #define PD_MAX_PROCS 256	      /* tracked processes per sandbox */
 #define PD_MAX_IDEM_KEY 255	      /* bytes of an Idempotency-Key */
 #define PD_IDEM_KEEP_S 86400	      /* how long a key is remembered */
@@ -221,6 +222,7 @@ struct daemon {
 	int orphan_timeout_s;
 	bool destroy_on_exit;
 	int max_net; /* the widest network.mode a client may ask for: 0 none, 1 allowlist, 2 open */
+	unsigned max_templates; /* a tenant's own templates at most (api-templates.c) */
 	bool stopping;
 	int state_fd;	      /* the state directory, for the event log's files */
 	int event_log_fd;

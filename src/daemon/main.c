@@ -41,6 +41,7 @@ static void usage(FILE *f)
 		   "                [--event-log-max SIZE] [--event-log-keep N]\n"
 		   "                [--stream-backlog-max SIZE]\n"
 		   "                [--max-connections N] [--max-connections-per-peer N]\n"
+		   "                [--max-templates N]\n"
 		   "                [--header-timeout SECONDS] [--image-store DIR]\n"
 		   "                [--e2b ADDR:PORT [--e2b-domain NAME] [--e2b-templates FILE]]\n"
 		   "Serves the paddock HTTP API (docs/api.md).\n");
@@ -175,6 +176,22 @@ static int parse_http_limit(struct daemon *d, int which, const char *s)
 	return 0;
 }
 
+/* --max-templates: a tenant's own templates at most */
+#define MAX_TEMPLATES_MAX (1 << 20)
+static int parse_max_templates(struct daemon *d, const char *s)
+{
+	char *end = NULL;
+	long v = strtol(s, &end, 10);
+
+	if (!*s || *end || v < 1 || v > MAX_TEMPLATES_MAX) {
+		fprintf(stderr, "paddockd: --max-templates: expected a number from 1 to %d, got "
+				"'%s'\n", MAX_TEMPLATES_MAX, s);
+		return -1;
+	}
+	d->max_templates = (unsigned)v;
+	return 0;
+}
+
 /* --event-log-keep: rotated files kept, 0 to 100 */
 static int parse_log_keep(struct daemon *d, const char *s)
 {
@@ -194,7 +211,8 @@ static int parse_log_keep(struct daemon *d, const char *s)
  * {"socket": PATH, "state_dir": DIR, "listen": "ADDR:PORT", "tokens": FILE,
  *  "max_upload": BYTES, "orphan_timeout_s": S, "destroy_on_exit": BOOL,
  *  "max_network": "none"|"allowlist"|"open", "event_log_max": SIZE, "event_log_keep": N,
- *  "max_connections": N, "max_connections_per_peer": N, "header_timeout_s": S};
+ *  "max_connections": N, "max_connections_per_peer": N, "header_timeout_s": S,
+ *  "max_templates": N};
  * unknown keys and
  * wrong types are refused by name.
  */
@@ -252,7 +270,10 @@ static int load_config(struct daemon *d, const char *path, const char **listen_a
 				json_decref(o);
 				return -1;
 			}
-		} else if (strcmp(k, "event_log_keep") == 0 && json_is_integer(v) &&
+		} else if (strcmp(k, "max_templates") == 0 && json_is_integer(v) &&
+			   json_integer_value(v) >= 1 && json_integer_value(v) <= MAX_TEMPLATES_MAX)
+			d->max_templates = (unsigned)json_integer_value(v);
+		else if (strcmp(k, "event_log_keep") == 0 && json_is_integer(v) &&
 			 json_integer_value(v) >= 0 && json_integer_value(v) <= 100)
 			d->event_log_keep = (unsigned)json_integer_value(v);
 		else if (strcmp(k, "allow_host_paths") == 0 && json_is_array(v)) {
@@ -583,6 +604,8 @@ static int parse_option(struct daemon *d, struct options *o, int c, const char *
 		return 0;
 	case 'K':
 		return parse_log_keep(d, arg);
+	case 'm':
+		return parse_max_templates(d, arg);
 	default:
 		usage(stderr);
 		return -1;
@@ -619,6 +642,7 @@ static int parse_options(struct daemon *d, struct options *o, int argc, char **a
 		{ "event-log-keep", required_argument, NULL, 'K' },
 		{ "image-store", required_argument, NULL, 'I' },
 		{ "stream-backlog-max", required_argument, NULL, 'B' },
+		{ "max-templates", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -790,6 +814,7 @@ static void stop(struct daemon *d)
 int main(int argc, char **argv)
 {
 	struct daemon d = { .max_upload = 256u << 20, .orphan_timeout_s = 3600, .max_net = 2,
+			    .max_templates = PD_MAX_TEMPLATES,
 			    .event_log_fd = -1, .state_fd = -1,
 			    .stream_behind_max = PD_STREAM_BEHIND_MAX,
 			    .http_limits = { .max_per_peer = PD_MAX_PER_PEER,
