@@ -719,6 +719,54 @@ static void test_release_and_adopt(void **state)
 	event_base_free(base);
 }
 
+/*
+ * A sandbox taken over from its init's record alone (paddock_sandbox_recover(), a supervisor
+ * whose store is lost) with a command that ended while nobody supervised it: its report
+ * arrives before the record's spec does.
+ */
+static void test_recover_ended_command(void **state)
+{
+	struct event_base *base = event_base_new();
+	paddock_ctx *ctx = NULL;
+	paddock_spec *spec = NULL;
+	paddock_sandbox *sb = NULL;
+	paddock_error err = { 0 };
+	char dir[] = "/tmp/pdtest.recoverXXXXXX", path[128];
+	const char *argv[] = { "true", NULL };
+	struct paddock_sandbox_opts so = { .orphan_timeout_s = 30 };
+	struct paddock_exec_opts o = { .argv = argv, .fds = { -1, -1, -1 } };
+	struct waiter w = { .base = base };
+	paddock_exec *ex = NULL;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	so.reconnect_dir = dir;
+	assert_int_equal(paddock_ctx_new(base, &ctx, &err), 0);
+	assert_int_equal(paddock_spec_new(&spec, &err), 0);
+	if (paddock_sandbox_create_with(ctx, spec, &so, &sb, &err) < 0)
+		fail_msg("create: %s", err.msg);
+	snprintf(path, sizeof(path), "%s/%s", dir, paddock_sandbox_id(sb));
+	assert_int_equal(paddock_sandbox_set_record(sb, "{}", &err), 0);
+	assert_int_equal(paddock_exec_start(sb, &o, NULL, NULL, &ex, &err), 0);
+	/* released before the loop reads its end: init keeps the report for the next one */
+	paddock_sandbox_release(sb);
+	sb = NULL;
+	usleep(300 * 1000);
+	if (paddock_sandbox_recover(ctx, path, &sb, &err) < 0)
+		fail_msg("recover: %s", err.msg);
+	ex = paddock_sandbox_exec_next(sb, NULL);
+	assert_non_null(ex);
+	paddock_exec_set_callback(ex, on_exit_cb, &w);
+	wait_done(base, &w);
+	assert_int_equal(w.res.reason, PADDOCK_END_EXITED);
+	assert_int_equal(w.res.exit_code, 0);
+	paddock_sandbox_free(sb);
+	assert_int_equal(rmdir(dir), 0);
+	paddock_spec_free(spec);
+	paddock_ctx_free(ctx);
+	event_base_free(base);
+}
+
 struct sweep_seen {
 	const char *keep_id;
 	char ended[4][32];
@@ -1664,6 +1712,7 @@ int main(void)
 		cmocka_unit_test(test_socket_in_sandbox_netns),
 		cmocka_unit_test(test_release_and_adopt),
 		cmocka_unit_test(test_sweep_orphans),
+		cmocka_unit_test(test_recover_ended_command),
 		cmocka_unit_test(test_async_start),
 		cmocka_unit_test(test_listen_in_sandbox_netns),
 		cmocka_unit_test(test_pooled_claim),
