@@ -317,6 +317,38 @@ PADDOCK_API int paddock_sandbox_recover(paddock_ctx *ctx, const char *socket_pat
 					paddock_sandbox **ret_sandbox, paddock_error *err);
 
 /*
+ * Ends the sandbox whose init listens at `socket_path` (a reconnect socket) without taking it
+ * over: SIGKILL through init's pidfd, which the kernel gives for the peer of a connection
+ * (never a pid from a file); the kernel takes every process of the sandbox with its init.
+ * Returns 1 when an init was killed: then *ret_pidfd (if not NULL; the caller closes it) is
+ * its pidfd, which reads as ready once the sandbox is gone. Returns 0 when nobody listens
+ * there (a socket its sandbox left), -errno on failure. Does not remove the socket file.
+ */
+PADDOCK_API int paddock_orphan_end(const char *socket_path, int *ret_pidfd, paddock_error *err);
+
+/*
+ * Whether a supervisor keeps the sandbox `id` whose reconnect socket is at `socket_path`:
+ * true for one it holds (adopted, recovered) or ends itself; false for an orphan.
+ */
+typedef bool (*paddock_orphan_fn)(const char *id, const char *socket_path, void *userdata);
+/* Called for an orphan whose init was still listening, once it has been killed. */
+typedef void (*paddock_orphan_ended_fn)(const char *id, void *userdata);
+/*
+ * Sweeps a reconnect_dir when a supervisor starts, after it has adopted what its records
+ * name: calls `keep` for each socket in it (names starting with '.' are skipped). An orphan
+ * (`keep` false) is ended as by paddock_orphan_end(), `ended` (may be NULL) is told when an
+ * init was still listening, and its socket is removed. Returns once every init it killed is
+ * gone, or after 5 s in all (the kernel finishes without it). Returns how many inits it
+ * killed; -errno when the directory cannot be read. An orphan that cannot be ended does not
+ * stop the sweep; its socket stays (its init ends at its orphan timeout, or the next sweep
+ * ends it) and the first such failure is returned, as -errno, once the sweep is done.
+ * Calls `keep` from inside the walk: it may adopt or recover the sandbox at `socket_path`.
+ */
+PADDOCK_API int paddock_sweep_orphans(const char *reconnect_dir, paddock_orphan_fn keep,
+				      paddock_orphan_ended_fn ended, void *userdata,
+				      paddock_error *err);
+
+/*
  * Lets go of a sandbox without ending it (a supervisor shutting down that a successor
  * will adopt): closes every fd and frees the memory; commands keep running. A sandbox
  * without a reconnect_dir ends. Accepts NULL; returns NULL.

@@ -4,6 +4,7 @@
  *
  *   POST   /v1/templates          {"name": N, "spec": {...}}  201, 409 when N exists
  *   PUT    /v1/templates/{name}   {"spec": {...}}             200 (made or replaced)
+ *   (a new one past the tenant's d->max_templates, --max-templates: 429)
  *   GET    /v1/templates          the tenant's, then the operator's it may use
  *   GET    /v1/templates/{name}
  *   DELETE /v1/templates/{name}   204
@@ -226,6 +227,33 @@ static char *check_spec(struct request *r, json_t *spec)
 	return text;
 }
 
+static int count_only(const struct paddock_store_template *t, void *userdata)
+{
+	(void)t;
+	(void)userdata;
+	return 0;
+}
+
+/*
+ * Whether the tenant may have one template more: 0; -EAGAIN, answered 429 naming the bound,
+ * when it has d->max_templates already (the store would grow without bound: a spec is up to
+ * a body's 1 MiB); the store's -errno in err, unanswered.
+ */
+static int check_count(struct request *r, paddock_error *err)
+{
+	int n = paddock_store_list_templates(r->d->store, r->tenant, NULL, count_only, NULL, err);
+
+	if (n < 0)
+		return n;
+	if ((unsigned)n < r->d->max_templates)
+		return 0;
+	pd_reply_error(r, 429, "limit", "max_templates",
+		       "tenant '%s' has %d templates, the most allowed (max_templates %u): "
+		       "DELETE one first, or PUT over one it has", r->tenant, n,
+		       r->d->max_templates);
+	return -EAGAIN;
+}
+
 static void put(struct request *r, const char *name, bool create)
 {
 	static const char *const post_fields[] = { "name", "spec", NULL };
@@ -255,15 +283,24 @@ static void put(struct request *r, const char *name, bool create)
 	text = check_spec(r, spec);
 	if (!text)
 		goto out;
-	if (create) {
-		k = paddock_store_list_templates(r->d->store, r->tenant, name, collect,
-						 &(struct found){ 0 }, &err);
-		if (k > 0) {
-			pd_reply_error(r, 409, "conflict", "name",
-				       "template '%s' exists: PUT /v1/templates/%s replaces it", name,
-				       name);
-			goto out;
+	k = paddock_store_list_templates(r->d->store, r->tenant, name, count_only, NULL, &err);
+	if (k > 0 && create) {
+		pd_reply_error(r, 409, "conflict", "name",
+			       "template '%s' exists: PUT /v1/templates/%s replaces it", name,
+			       name);
+		goto out;
+	}
+	/* a new one counts against the tenant's bound; one replaced does not */
+	if (k == 0)
+		k = check_count(r, &err);
+	if (k < 0) {
+		if (k != -EAGAIN) {
+			paddock_error e = { 0 };
+
+			pd_store_error(&e, &err);
+			pd_reply_paddock_error(r, &e);
 		}
+		goto out;
 	}
 	struct paddock_store_template t = { .tenant = r->tenant, .name = name,
 					    .spec_json = text, .created_ms = now_ms() };

@@ -38,6 +38,7 @@ struct evhttp_connection;
 #define PD_DEFAULT_TTL_S 1800
 #define PD_MAX_TTL_S 86400
 #define PD_MAX_SANDBOXES 1024	      /* per tenant */
+#define PD_MAX_TEMPLATES 1024	      /* per tenant, by default (--max-templates) */
 #define PD_MAX_PROCS 256	      /* tracked processes per sandbox */
 #define PD_MAX_IDEM_KEY 255	      /* bytes of an Idempotency-Key */
 #define PD_IDEM_KEEP_S 86400	      /* how long a key is remembered */
@@ -221,6 +222,7 @@ struct daemon {
 	int orphan_timeout_s;
 	bool destroy_on_exit;
 	int max_net; /* the widest network.mode a client may ask for: 0 none, 1 allowlist, 2 open */
+	unsigned max_templates; /* a tenant's own templates at most (api-templates.c) */
 	bool stopping;
 	int state_fd;	      /* the state directory, for the event log's files */
 	int event_log_fd;
@@ -377,7 +379,7 @@ int pd_event_log_open(struct daemon *d, paddock_error *err);
 void pd_event_log_write(struct daemon *d, const char *line, size_t len);
 void pd_event_log_close(struct daemon *d);
 
-/* ---- lifecycle (lifecycle.c) ---- */
+/* ---- lifecycle (lifecycle.c, lifecycle-*.c: see lifecycle.h) ---- */
 struct box *pd_box_find(struct daemon *d, const char *tenant, const char *id);
 /*
  * Creates a sandbox from a create body and records it (the store's row, and the record its
@@ -618,7 +620,7 @@ struct decision_req {
 bool pd_decision_parse(struct request *r, json_t *body, struct decision_req *q);
 /* The context's ask handler: streams decisions to followers, keeps allow_always's rule. */
 void pd_network_ask(paddock_sandbox *sb, const struct paddock_ask *ask, void *userdata);
-/* Ends the follow streams of a box that goes (lifecycle.c's box_unlink). */
+/* Ends the follow streams of a box that goes (lifecycle-delete.c: pd_box_unlink()). */
 void pd_network_release(struct box *b);
 /* The per-sandbox egress counters of /metrics, of the sandboxes `tenant` sees (api-network.c). */
 void pd_metrics_egress(struct daemon *d, const char *tenant, struct evbuffer *out);

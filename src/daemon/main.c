@@ -41,6 +41,7 @@ static void usage(FILE *f)
 		   "                [--event-log-max SIZE] [--event-log-keep N]\n"
 		   "                [--stream-backlog-max SIZE]\n"
 		   "                [--max-connections N] [--max-connections-per-peer N]\n"
+		   "                [--max-templates N]\n"
 		   "                [--header-timeout SECONDS] [--image-store DIR]\n"
 		   "                [--e2b ADDR:PORT [--e2b-domain NAME] [--e2b-templates FILE]]\n"
 		   "Serves the paddock HTTP API (docs/api.md).\n");
@@ -175,6 +176,22 @@ static int parse_http_limit(struct daemon *d, int which, const char *s)
 	return 0;
 }
 
+/* --max-templates: a tenant's own templates at most */
+#define MAX_TEMPLATES_MAX (1 << 20)
+static int parse_max_templates(struct daemon *d, const char *s)
+{
+	char *end = NULL;
+	long v = strtol(s, &end, 10);
+
+	if (!*s || *end || v < 1 || v > MAX_TEMPLATES_MAX) {
+		fprintf(stderr, "paddockd: --max-templates: expected a number from 1 to %d, got "
+				"'%s'\n", MAX_TEMPLATES_MAX, s);
+		return -1;
+	}
+	d->max_templates = (unsigned)v;
+	return 0;
+}
+
 /* --event-log-keep: rotated files kept, 0 to 100 */
 static int parse_log_keep(struct daemon *d, const char *s)
 {
@@ -194,7 +211,8 @@ static int parse_log_keep(struct daemon *d, const char *s)
  * {"socket": PATH, "state_dir": DIR, "listen": "ADDR:PORT", "tokens": FILE,
  *  "max_upload": BYTES, "orphan_timeout_s": S, "destroy_on_exit": BOOL,
  *  "max_network": "none"|"allowlist"|"open", "event_log_max": SIZE, "event_log_keep": N,
- *  "max_connections": N, "max_connections_per_peer": N, "header_timeout_s": S};
+ *  "max_connections": N, "max_connections_per_peer": N, "header_timeout_s": S,
+ *  "max_templates": N};
  * unknown keys and
  * wrong types are refused by name.
  */
@@ -252,7 +270,10 @@ static int load_config(struct daemon *d, const char *path, const char **listen_a
 				json_decref(o);
 				return -1;
 			}
-		} else if (strcmp(k, "event_log_keep") == 0 && json_is_integer(v) &&
+		} else if (strcmp(k, "max_templates") == 0 && json_is_integer(v) &&
+			   json_integer_value(v) >= 1 && json_integer_value(v) <= MAX_TEMPLATES_MAX)
+			d->max_templates = (unsigned)json_integer_value(v);
+		else if (strcmp(k, "event_log_keep") == 0 && json_is_integer(v) &&
 			 json_integer_value(v) >= 0 && json_integer_value(v) <= 100)
 			d->event_log_keep = (unsigned)json_integer_value(v);
 		else if (strcmp(k, "allow_host_paths") == 0 && json_is_array(v)) {
@@ -312,8 +333,9 @@ static int mkdir_p(const char *path)
 
 /*
  * A damaged store is kept for inspection as paddockd.db.damaged-<UTC time> (with its WAL,
- * which may hold the newest changes) and a new one is started: lifecycle.c then rebuilds the
- * records of the live sandboxes from what their inits keep, and says what it could not.
+ * which may hold the newest changes) and a new one is started: lifecycle-recover.c then
+ * rebuilds the records of the live sandboxes from what their inits keep, and says what it
+ * could not.
  */
 static int store_move_aside(struct daemon *d, const char *path, const paddock_error *why,
 			    paddock_error *err)
@@ -397,7 +419,201 @@ static unsigned default_max_conns(void)
 	return quarter < PD_MAX_CONNECTIONS ? (unsigned)quarter : PD_MAX_CONNECTIONS;
 }
 
-int main(int argc, char **argv)
+/* What the command line (and config) give that is not paddockd's state: used to start it. */
+struct options {
+	const char *listen_addr, *tokens;
+	const char *resolve_hosts, *upstream_ca[8];
+	size_t n_upstream_ca;
+	const char *e2b_addr, *e2b_domain, *e2b_templates;
+	long pool_max; /* --pool-max, -1: --pool times --pool-templates */
+};
+
+/* parse_options() and prepare(): go on starting (else: the exit status) */
+#define GO_ON (-1)
+
+/* Root's state and socket under /var/lib and /run; a user's under $XDG_RUNTIME_DIR. */
+static void default_paths(struct daemon *d)
+{
+	const char *rt = getenv("XDG_RUNTIME_DIR");
+
+	if (paddock_host_root() || !rt) {
+		snprintf(d->state_dir, sizeof(d->state_dir), "%s",
+			 paddock_host_root() ? "/var/lib/paddock" : "/tmp/paddock");
+		snprintf(d->socket_path, sizeof(d->socket_path), "/run/paddock/paddockd.sock");
+	} else {
+		snprintf(d->state_dir, sizeof(d->state_dir), "%s/paddock/state", rt);
+		snprintf(d->socket_path, sizeof(d->socket_path), "%s/paddock/paddockd.sock", rt);
+	}
+}
+
+/* --pool (P), --pool-max (M), --pool-templates (T): 0 to 4096 (templates: 1 to 4096) */
+static int parse_pool_count(struct daemon *d, struct options *o, int c, const char *s)
+{
+	char *end = NULL;
+	long v = strtol(s, &end, 10);
+
+	if (*end || end == s || v < (c == 'T') || v > 4096) {
+		fprintf(stderr, "paddockd: --%s: expected a number from %d to 4096\n",
+			c == 'P' ? "pool" : c == 'M' ? "pool-max" : "pool-templates", c == 'T');
+		return -1;
+	}
+	if (c == 'P')
+		d->pool.size = (unsigned)v;
+	else if (c == 'M')
+		o->pool_max = v;
+	else
+		d->pool.max_templates = (unsigned)v;
+	return 0;
+}
+
+/* --pool-min-available: "10%" of MemTotal, or a size: "2G" */
+static int parse_min_available(struct daemon *d, const char *s)
+{
+	size_t n = strlen(s);
+	uint64_t v = 0;
+	long pct = -1;
+	bool share = n > 1 && s[n - 1] == '%';
+	char *end = NULL;
+
+	if (share)
+		pct = strtol(s, &end, 10);
+	if (share ? end != s + n - 1 || pct < 0 || pct > 99
+		  : pd_parse_size(s, &v) < 0 || v / 1024 == 0) {
+		fprintf(stderr, "paddockd: --pool-min-available: expected a share of memory from "
+				"0%% to 99%% or a size (\"2G\"), got '%s'\n",
+			s);
+		return -1;
+	}
+	d->pool.min_avail_pct = share ? (unsigned)pct : 0;
+	d->pool.min_avail_kb = v / 1024;
+	return 0;
+}
+
+/* --stream-backlog-max: an events follower's unsent bytes before it is closed */
+static int parse_backlog_max(struct daemon *d, const char *s)
+{
+	uint64_t v = 0;
+
+	if (pd_parse_size(s, &v) < 0 || v < 4096 || v > (1ull << 30)) {
+		fprintf(stderr, "paddockd: --stream-backlog-max: expected a size such as '1M' "
+				"(4K to 1G), got '%s'\n",
+			s);
+		return -1;
+	}
+	d->stream_behind_max = v;
+	return 0;
+}
+
+/* One option of the command line: 0, or -1 when it is refused (said on stderr). */
+static int parse_option(struct daemon *d, struct options *o, int c, const char *arg)
+{
+	char *end = NULL;
+
+	switch (c) {
+	case 's':
+		if (strlen(arg) >= sizeof(d->socket_path)) {
+			fprintf(stderr, "paddockd: --socket: path too long\n");
+			return -1;
+		}
+		snprintf(d->socket_path, sizeof(d->socket_path), "%s", arg);
+		return 0;
+	case 'd':
+		if (strlen(arg) >= 64) {
+			fprintf(stderr, "paddockd: --state-dir: expected a path under 64 bytes "
+					"(sockets live below it)\n");
+			return -1;
+		}
+		snprintf(d->state_dir, sizeof(d->state_dir), "%s", arg);
+		return 0;
+	case 'l':
+		o->listen_addr = arg;
+		return 0;
+	case 't':
+		o->tokens = arg;
+		return 0;
+	case 'u':
+		d->max_upload = strtoull(arg, &end, 10);
+		if (*end || d->max_upload == 0) {
+			fprintf(stderr, "paddockd: --max-upload: expected bytes\n");
+			return -1;
+		}
+		return 0;
+	case 'o':
+		d->orphan_timeout_s = (int)strtol(arg, &end, 10);
+		if (*end || d->orphan_timeout_s < 1) {
+			fprintf(stderr, "paddockd: --orphan-timeout: expected seconds\n");
+			return -1;
+		}
+		return 0;
+	case 'x':
+		d->destroy_on_exit = true;
+		return 0;
+	case 'E':
+		o->e2b_addr = arg;
+		return 0;
+	case 'D':
+		if (strlen(arg) >= 100) {
+			fprintf(stderr,
+				"paddockd: --e2b-domain: expected a name under 100 bytes\n");
+			return -1;
+		}
+		o->e2b_domain = arg;
+		return 0;
+	case 'X':
+		o->e2b_templates = arg;
+		return 0;
+	case 'c':
+		return load_config(d, arg, &o->listen_addr, &o->tokens);
+	case 'a':
+		return add_host_path(d, arg);
+	case 'r':
+		o->resolve_hosts = arg;
+		return 0;
+	case 'U':
+		if (o->n_upstream_ca >= sizeof(o->upstream_ca) / sizeof(o->upstream_ca[0])) {
+			fprintf(stderr, "paddockd: --upstream-ca: at most 8 files\n");
+			return -1;
+		}
+		o->upstream_ca[o->n_upstream_ca++] = arg;
+		return 0;
+	case 'N':
+		d->max_net = pd_max_network_parse(arg);
+		if (d->max_net < 0) {
+			fprintf(stderr, "paddockd: --max-network: expected none, allowlist or "
+					"open, got '%s'\n",
+				arg);
+			return -1;
+		}
+		return 0;
+	case 'B':
+		return parse_backlog_max(d, arg);
+	case 'P':
+	case 'M':
+	case 'T':
+		return parse_pool_count(d, o, c, arg);
+	case 'A':
+		return parse_min_available(d, arg);
+	case 'L':
+		return parse_log_max(d, arg);
+	case 'C':
+	case 'Q':
+	case 'H':
+		return parse_http_limit(d, c, arg);
+	case 'I':
+		d->image_store = arg;
+		return 0;
+	case 'K':
+		return parse_log_keep(d, arg);
+	case 'm':
+		return parse_max_templates(d, arg);
+	default:
+		usage(stderr);
+		return -1;
+	}
+}
+
+/* The command line (and the config files it names): GO_ON, or the exit status. */
+static int parse_options(struct daemon *d, struct options *o, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 's' },
@@ -426,306 +642,203 @@ int main(int argc, char **argv)
 		{ "event-log-keep", required_argument, NULL, 'K' },
 		{ "image-store", required_argument, NULL, 'I' },
 		{ "stream-backlog-max", required_argument, NULL, 'B' },
+		{ "max-templates", required_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (c == 'h') {
+			usage(stdout);
+			return 0;
+		}
+		if (parse_option(d, o, c, optarg) < 0)
+			return 2;
+	}
+	d->pool.max = o->pool_max >= 0 ? (unsigned)o->pool_max
+				       : d->pool.size * d->pool.max_templates;
+	if ((o->listen_addr && !o->tokens) || (o->tokens && !o->listen_addr && !o->e2b_addr)) {
+		fprintf(stderr, "paddockd: --listen needs --tokens (every TCP client is a tenant), "
+				"and --tokens needs --listen or --e2b\n");
+		return 2;
+	}
+	return GO_ON;
+}
+
+/* The process and its directories: GO_ON, or the exit status. */
+static int prepare(struct daemon *d, const struct options *o)
+{
+	char dir[sizeof(d->socket_path)], *slash;
+
+	signal(SIGPIPE, SIG_IGN);
+	raise_nofile();
+	if (!d->http_limits.max_conns)
+		d->http_limits.max_conns = default_max_conns();
+	/*
+	 * file access into sandboxes runs with the sandbox user's fsuid: no group of ours may
+	 * count in those permission checks
+	 */
+	if (paddock_host_root() && setgroups(0, NULL) < 0) {
+		fprintf(stderr, "paddockd: setgroups: %s\n", strerror(errno));
+		return 1;
+	}
+	snprintf(dir, sizeof(dir), "%s", d->socket_path);
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		if (mkdir_p(dir) < 0) {
+			fprintf(stderr, "paddockd: mkdir '%s': %s\n", dir, strerror(errno));
+			return 1;
+		}
+	}
+	if (mkdir_p(d->state_dir) < 0) {
+		fprintf(stderr, "paddockd: mkdir '%s': %s\n", d->state_dir, strerror(errno));
+		return 1;
+	}
+	if (o->tokens && load_tokens(d, o->tokens) < 0)
+		return 1;
+	return GO_ON;
+}
+
+/* The loop, libpaddock's context, the event log and the store; the sandboxes adopted. */
+static int start(struct daemon *d, const struct options *o, paddock_error *err)
+{
+	int r;
+
+	d->base = event_base_new();
+	if (!d->base)
+		return dfail(err, ENOMEM, "event base");
+	r = paddock_ctx_new(d->base, &d->ctx, err);
+	if (r < 0)
+		return r;
+	/* the store sandboxes take "image" from, and snapshots go to (api-snapshots.c) */
+	if (!d->image_store)
+		d->image_store = getenv("PADDOCK_IMAGE_STORE");
+	if (d->image_store && (r = paddock_ctx_set_image_store(d->ctx, d->image_store, err)) < 0)
+		return r;
+	if (o->resolve_hosts &&
+	    (r = paddock_ctx_set_resolve_hosts(d->ctx, o->resolve_hosts, err)) < 0)
+		return r;
+	for (size_t i = 0; i < o->n_upstream_ca; i++)
+		if ((r = paddock_ctx_add_upstream_ca(d->ctx, o->upstream_ca[i], err)) < 0)
+			return r;
+	r = pd_event_log_open(d, err);
+	if (r >= 0)
+		r = open_store(d, err);
+	if (r < 0)
+		return r;
+	paddock_ctx_set_event_sink(d->ctx, pd_event_sink, d);
+	paddock_ctx_set_ask_handler(d->ctx, pd_network_ask, d);
+	r = pd_lifecycle_start(d, err);
+	if (r == -EUCLEAN && !d->store_rebuilt) {
+		/* damage quick_check did not see, found by the walk (which adopted nothing) */
+		paddock_error why = *err;
+		char path[300];
+
+		memset(err, 0, sizeof(*err));
+		snprintf(path, sizeof(path), "%s/paddockd.db", d->state_dir);
+		r = store_move_aside(d, path, &why, err);
+		if (r >= 0)
+			r = pd_lifecycle_start(d, err);
+	}
+	return r;
+}
+
+/*
+ * The unix socket, TCP (--listen) and the E2B front end (--e2b). -EINVAL with err left
+ * empty: --listen is not ADDR:PORT (said on stderr).
+ */
+static int listen_all(struct daemon *d, const struct options *o, paddock_error *err)
+{
+	int r;
+
+	r = pd_http_setup(d, err);
+	if (r < 0)
+		return r;
+	if (o->listen_addr) {
+		char host[128];
+		const char *colon = strrchr(o->listen_addr, ':');
+		long port = colon ? strtol(colon + 1, NULL, 10) : 0;
+
+		if (!colon || port < 1 || port > 65535 ||
+		    (size_t)(colon - o->listen_addr) >= sizeof(host)) {
+			fprintf(stderr, "paddockd: --listen: expected ADDR:PORT\n");
+			return -EINVAL;
+		}
+		memcpy(host, o->listen_addr, (size_t)(colon - o->listen_addr));
+		host[colon - o->listen_addr] = '\0';
+		r = pd_http_listen_tcp(d, host, (unsigned short)port, err);
+		if (r < 0)
+			return r;
+	}
+	if (o->e2b_addr)
+		return pd_e2b_start(d, o->e2b_addr, o->e2b_domain, o->e2b_templates, err);
+	return 0;
+}
+
+/* Serves until SIGTERM or SIGINT has drained the requests in flight (on_signal()). */
+static void run(struct daemon *d)
+{
+	d->sig_ev[0] = evsignal_new(d->base, SIGTERM, on_signal, d);
+	d->sig_ev[1] = evsignal_new(d->base, SIGINT, on_signal, d);
+	event_add(d->sig_ev[0], NULL);
+	event_add(d->sig_ev[1], NULL);
+	fprintf(stderr, "paddockd: serving %s (state in %s)\n", d->socket_path, d->state_dir);
+	event_base_dispatch(d->base);
+}
+
+/* Stops serving, releases (or destroys) the sandboxes, frees what start() made. */
+static void stop(struct daemon *d)
+{
+	pd_e2b_stop(d);
+	pd_events_release(d);
+	pd_http_stop(d);
+	if (d->ctx)
+		pd_lifecycle_stop(d);
+	for (int i = 0; i < 3; i++)
+		if (d->sig_ev[i])
+			event_free(d->sig_ev[i]);
+	paddock_store_free(d->store);
+	paddock_ctx_free(d->ctx);
+	if (d->base)
+		event_base_free(d->base);
+	pd_http_gate_free(d);
+	pd_event_log_close(d);
+	free(d->tokens);
+	for (size_t i = 0; i < d->n_host_paths; i++)
+		free(d->host_paths[i]);
+	free(d->host_paths);
+}
+
+int main(int argc, char **argv)
+{
 	struct daemon d = { .max_upload = 256u << 20, .orphan_timeout_s = 3600, .max_net = 2,
+			    .max_templates = PD_MAX_TEMPLATES,
 			    .event_log_fd = -1, .state_fd = -1,
 			    .stream_behind_max = PD_STREAM_BEHIND_MAX,
 			    .http_limits = { .max_per_peer = PD_MAX_PER_PEER,
 					     .header_timeout_s = PD_HEADER_TIMEOUT_S },
 			    .event_log_max = PD_EVENT_LOG_MAX, .event_log_keep = PD_EVENT_LOG_KEEP,
 			    .pool = { .max_templates = 4, .min_avail_pct = 10 } };
-	long pool_max = -1;
-	const char *listen_addr = NULL, *tokens = NULL, *rt = getenv("XDG_RUNTIME_DIR");
-	const char *resolve_hosts = NULL, *upstream_ca[8];
-	const char *e2b_addr = NULL, *e2b_domain = NULL, *e2b_templates = NULL;
-	size_t n_upstream_ca = 0;
+	struct options o = { .pool_max = -1 };
 	paddock_error err = { 0 };
-	char path[300], buf[600];
-	int c, r = 1;
+	char buf[600];
+	int r;
 
-	if (paddock_host_root() || !rt) {
-		snprintf(d.state_dir, sizeof(d.state_dir), "%s",
-			 paddock_host_root() ? "/var/lib/paddock" : "/tmp/paddock");
-		snprintf(d.socket_path, sizeof(d.socket_path), "/run/paddock/paddockd.sock");
-	} else {
-		snprintf(d.state_dir, sizeof(d.state_dir), "%s/paddock/state", rt);
-		snprintf(d.socket_path, sizeof(d.socket_path), "%s/paddock/paddockd.sock", rt);
-	}
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		char *end = NULL;
-
-		switch (c) {
-		case 's':
-			if (strlen(optarg) >= sizeof(d.socket_path)) {
-				fprintf(stderr, "paddockd: --socket: path too long\n");
-				return 2;
-			}
-			snprintf(d.socket_path, sizeof(d.socket_path), "%s", optarg);
-			break;
-		case 'd':
-			if (strlen(optarg) >= 64) {
-				fprintf(stderr, "paddockd: --state-dir: expected a path under 64 bytes "
-						"(sockets live below it)\n");
-				return 2;
-			}
-			snprintf(d.state_dir, sizeof(d.state_dir), "%s", optarg);
-			break;
-		case 'l':
-			listen_addr = optarg;
-			break;
-		case 't':
-			tokens = optarg;
-			break;
-		case 'u':
-			d.max_upload = strtoull(optarg, &end, 10);
-			if (*end || d.max_upload == 0) {
-				fprintf(stderr, "paddockd: --max-upload: expected bytes\n");
-				return 2;
-			}
-			break;
-		case 'o':
-			d.orphan_timeout_s = (int)strtol(optarg, &end, 10);
-			if (*end || d.orphan_timeout_s < 1) {
-				fprintf(stderr, "paddockd: --orphan-timeout: expected seconds\n");
-				return 2;
-			}
-			break;
-		case 'x':
-			d.destroy_on_exit = true;
-			break;
-		case 'E':
-			e2b_addr = optarg;
-			break;
-		case 'D':
-			if (strlen(optarg) >= 100) {
-				fprintf(stderr, "paddockd: --e2b-domain: expected a name under 100 bytes\n");
-				return 2;
-			}
-			e2b_domain = optarg;
-			break;
-		case 'X':
-			e2b_templates = optarg;
-			break;
-		case 'c':
-			if (load_config(&d, optarg, &listen_addr, &tokens) < 0)
-				return 2;
-			break;
-		case 'a':
-			if (add_host_path(&d, optarg) < 0)
-				return 2;
-			break;
-		case 'r':
-			resolve_hosts = optarg;
-			break;
-		case 'U':
-			if (n_upstream_ca >= 8) {
-				fprintf(stderr, "paddockd: --upstream-ca: at most 8 files\n");
-				return 2;
-			}
-			upstream_ca[n_upstream_ca++] = optarg;
-			break;
-		case 'N':
-			d.max_net = pd_max_network_parse(optarg);
-			if (d.max_net < 0) {
-				fprintf(stderr, "paddockd: --max-network: expected none, allowlist or "
-						"open, got '%s'\n", optarg);
-				return 2;
-			}
-			break;
-		case 'B': {
-			/* an events follower's unsent bytes before it is closed */
-			uint64_t v = 0;
-
-			if (pd_parse_size(optarg, &v) < 0 || v < 4096 || v > (1ull << 30)) {
-				fprintf(stderr, "paddockd: --stream-backlog-max: expected a size "
-						"such as '1M' (4K to 1G), got '%s'\n",
-					optarg);
-				return 2;
-			}
-			d.stream_behind_max = v;
-			break;
-		}
-		case 'P':
-		case 'M':
-		case 'T': {
-			long v = strtol(optarg, &end, 10);
-
-			if (*end || end == optarg || v < (c == 'T') || v > 4096) {
-				fprintf(stderr, "paddockd: --%s: expected a number from %d to 4096\n",
-					c == 'P' ? "pool" : c == 'M' ? "pool-max" : "pool-templates",
-					c == 'T');
-				return 2;
-			}
-			if (c == 'P')
-				d.pool.size = (unsigned)v;
-			else if (c == 'M')
-				pool_max = v;
-			else
-				d.pool.max_templates = (unsigned)v;
-			break;
-		}
-		case 'A': {
-			/* "10%" of MemTotal, or a size: "2G" */
-			size_t n = strlen(optarg);
-			uint64_t v = 0;
-			long pct = -1;
-			bool share = n > 1 && optarg[n - 1] == '%';
-
-			if (share)
-				pct = strtol(optarg, &end, 10);
-			if (share ? end != optarg + n - 1 || pct < 0 || pct > 99
-				  : pd_parse_size(optarg, &v) < 0 || v / 1024 == 0) {
-				fprintf(stderr, "paddockd: --pool-min-available: expected a share of "
-						"memory from 0%% to 99%% or a size (\"2G\"), got '%s'\n",
-					optarg);
-				return 2;
-			}
-			d.pool.min_avail_pct = share ? (unsigned)pct : 0;
-			d.pool.min_avail_kb = v / 1024;
-			break;
-		}
-		case 'L':
-			if (parse_log_max(&d, optarg) < 0)
-				return 2;
-			break;
-		case 'C':
-		case 'Q':
-		case 'H':
-			if (parse_http_limit(&d, c, optarg) < 0)
-				return 2;
-			break;
-		case 'I':
-			d.image_store = optarg;
-			break;
-		case 'K':
-			if (parse_log_keep(&d, optarg) < 0)
-				return 2;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
-	}
-	d.pool.max = pool_max >= 0 ? (unsigned)pool_max : d.pool.size * d.pool.max_templates;
-	if ((listen_addr && !tokens) || (tokens && !listen_addr && !e2b_addr)) {
-		fprintf(stderr, "paddockd: --listen needs --tokens (every TCP client is a tenant), "
-				"and --tokens needs --listen or --e2b\n");
-		return 2;
-	}
-	signal(SIGPIPE, SIG_IGN);
-	raise_nofile();
-	if (!d.http_limits.max_conns)
-		d.http_limits.max_conns = default_max_conns();
-	/* file access into sandboxes runs with the sandbox user's fsuid: no group of ours may
-	 * count in those permission checks */
-	if (paddock_host_root() && setgroups(0, NULL) < 0) {
-		fprintf(stderr, "paddockd: setgroups: %s\n", strerror(errno));
-		return 1;
-	}
-	{
-		char dir[sizeof(d.socket_path)];
-		snprintf(dir, sizeof(dir), "%s", d.socket_path);
-		char *slash = strrchr(dir, '/');
-		if (slash && slash != dir) {
-			*slash = '\0';
-			if (mkdir_p(dir) < 0) {
-				fprintf(stderr, "paddockd: mkdir '%s': %s\n", dir, strerror(errno));
-				return 1;
-			}
-		}
-	}
-	if (mkdir_p(d.state_dir) < 0) {
-		fprintf(stderr, "paddockd: mkdir '%s': %s\n", d.state_dir, strerror(errno));
-		return 1;
-	}
-	if (tokens && load_tokens(&d, tokens) < 0)
-		return 1;
-	d.base = event_base_new();
-	if (!d.base || paddock_ctx_new(d.base, &d.ctx, &err) < 0)
-		goto fail;
-	/* the store sandboxes take "image" from, and snapshots go to (api-snapshots.c) */
-	if (!d.image_store)
-		d.image_store = getenv("PADDOCK_IMAGE_STORE");
-	if (d.image_store && paddock_ctx_set_image_store(d.ctx, d.image_store, &err) < 0)
-		goto fail;
-	if (resolve_hosts && paddock_ctx_set_resolve_hosts(d.ctx, resolve_hosts, &err) < 0)
-		goto fail;
-	for (size_t i = 0; i < n_upstream_ca; i++)
-		if (paddock_ctx_add_upstream_ca(d.ctx, upstream_ca[i], &err) < 0)
-			goto fail;
-	if (pd_event_log_open(&d, &err) < 0)
-		goto fail;
-	if (open_store(&d, &err) < 0)
-		goto fail;
-	paddock_ctx_set_event_sink(d.ctx, pd_event_sink, &d);
-	paddock_ctx_set_ask_handler(d.ctx, pd_network_ask, &d);
-	r = pd_lifecycle_start(&d, &err);
-	if (r == -EUCLEAN && !d.store_rebuilt) {
-		/* damage quick_check did not see, found by the walk (which adopted nothing) */
-		paddock_error why = err;
-
-		memset(&err, 0, sizeof(err));
-		snprintf(path, sizeof(path), "%s/paddockd.db", d.state_dir);
-		r = store_move_aside(&d, path, &why, &err);
-		if (r >= 0)
-			r = pd_lifecycle_start(&d, &err);
-	}
-	if (r < 0) {
-		r = 1;
-		goto fail;
-	}
-	r = 1;
-	if (pd_http_setup(&d, &err) < 0)
-		goto fail;
-	if (listen_addr) {
-		char host[128];
-		const char *colon = strrchr(listen_addr, ':');
-		long port = colon ? strtol(colon + 1, NULL, 10) : 0;
-
-		if (!colon || port < 1 || port > 65535 || (size_t)(colon - listen_addr) >= sizeof(host)) {
-			fprintf(stderr, "paddockd: --listen: expected ADDR:PORT\n");
-			goto out;
-		}
-		memcpy(host, listen_addr, (size_t)(colon - listen_addr));
-		host[colon - listen_addr] = '\0';
-		if (pd_http_listen_tcp(&d, host, (unsigned short)port, &err) < 0)
-			goto fail;
-	}
-	if (e2b_addr && pd_e2b_start(&d, e2b_addr, e2b_domain, e2b_templates, &err) < 0)
-		goto fail;
-	d.sig_ev[0] = evsignal_new(d.base, SIGTERM, on_signal, &d);
-	d.sig_ev[1] = evsignal_new(d.base, SIGINT, on_signal, &d);
-	event_add(d.sig_ev[0], NULL);
-	event_add(d.sig_ev[1], NULL);
-	fprintf(stderr, "paddockd: serving %s (state in %s)\n", d.socket_path, d.state_dir);
-	event_base_dispatch(d.base);
-	r = 0;
-	goto out;
-fail:
-	fprintf(stderr, "paddockd: %s\n", paddock_error_format(&err, buf, sizeof(buf)));
-out:
-	pd_e2b_stop(&d);
-	pd_events_release(&d);
-	pd_http_stop(&d);
-	if (d.ctx)
-		pd_lifecycle_stop(&d);
-	for (int i = 0; i < 3; i++)
-		if (d.sig_ev[i])
-			event_free(d.sig_ev[i]);
-	paddock_store_free(d.store);
-	paddock_ctx_free(d.ctx);
-	if (d.base)
-		event_base_free(d.base);
-	pd_http_gate_free(&d);
-	pd_event_log_close(&d);
-	free(d.tokens);
-	for (size_t i = 0; i < d.n_host_paths; i++)
-		free(d.host_paths[i]);
-	free(d.host_paths);
-	return r;
+	default_paths(&d);
+	r = parse_options(&d, &o, argc, argv);
+	if (r == GO_ON)
+		r = prepare(&d, &o);
+	if (r != GO_ON)
+		return r;
+	r = start(&d, &o, &err);
+	if (r >= 0)
+		r = listen_all(&d, &o, &err);
+	if (r >= 0)
+		run(&d);
+	else if (err.code)
+		fprintf(stderr, "paddockd: %s\n", paddock_error_format(&err, buf, sizeof(buf)));
+	stop(&d);
+	return r < 0 ? 1 : 0;
 }

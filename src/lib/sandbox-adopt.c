@@ -22,6 +22,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "control.h"
@@ -171,8 +172,15 @@ static int adopt_exec(paddock_sandbox *sb, const struct pd_ctl_exec_state *s, in
 		struct pd_ctl_exited x = s->exit;
 
 		x.id = s->id;
-		if (pd_exec_exited(ex, &x) < 0)
+		if (!WIFEXITED(x.status) && !WIFSIGNALED(x.status))
 			return pd_fail(err, EPROTO, "impossible exit status from init");
+		if (!sb->spec) {
+			/* recovering: the spec comes with the record, after (end_held_execs()) */
+			ex->held_exit = x;
+			ex->exit_held = true;
+		} else if (pd_exec_exited(ex, &x) < 0) {
+			return pd_fail(err, EPROTO, "impossible exit status from init");
+		}
 	} else if (s->flags & PD_EXEC_CODE_SERVER) {
 		pd_code_adopt(sb, ex);
 	}
@@ -534,6 +542,19 @@ static void thaw_frozen_init(paddock_sandbox *sb)
 	pd_cgroup_free(cg);
 }
 
+/* The ends init reported before the recovered sandbox had its spec, now that it has. */
+static int end_held_execs(paddock_sandbox *sb, paddock_error *err)
+{
+	for (paddock_exec *ex = sb->execs; ex; ex = ex->next) {
+		if (!ex->exit_held)
+			continue;
+		ex->exit_held = false;
+		if (pd_exec_exited(ex, &ex->held_exit) < 0)
+			return pd_fail(err, EPROTO, "impossible exit status from init");
+	}
+	return 0;
+}
+
 int paddock_sandbox_recover(paddock_ctx *ctx, const char *socket_path,
 			    paddock_sandbox **ret_sandbox, paddock_error *err)
 {
@@ -577,6 +598,8 @@ int paddock_sandbox_recover(paddock_ctx *ctx, const char *socket_path,
 		r = paddock_spec_new(&sb->spec, err);
 	if (r >= 0)
 		r = paddock_spec_load_json(sb->spec, spec, strlen(spec), err);
+	if (r >= 0)
+		r = end_held_execs(sb, err);
 	if (r >= 0)
 		adopt_user(sb);
 	if (r >= 0)

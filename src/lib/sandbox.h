@@ -12,6 +12,7 @@
 
 #include "paddock/paddock.h"
 #include "cgroup.h"
+#include "control.h" /* struct pd_ctl_exited */
 #include "idmap.h"
 #include "spec.h"
 
@@ -92,6 +93,12 @@ struct paddock_exec {
 	void *userdata;
 	bool done;			/* result is final; callback pending or ran */
 	struct paddock_result result;	/* valid when done */
+	/*
+	 * Recovery: an end init reported before the record gave the sandbox its spec, which
+	 * the report is made with (sandbox-adopt.c); pd_exec_exited() once the spec is there.
+	 */
+	bool exit_held;
+	struct pd_ctl_exited held_exit;
 	struct event *deliver;		/* deferred callback */
 	struct paddock_exec *next;	/* sandbox's list */
 };

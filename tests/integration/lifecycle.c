@@ -2,7 +2,8 @@
 /*
  * libpaddock's lifecycle, through the public API only: many sandboxes in a row leak no fd
  * and no child; several commands share one sandbox's state; freeing a sandbox with work in
- * flight leaves no process; bad exec options are refused by field.
+ * flight leaves no process; bad exec options are refused by field; a sweep of reconnect
+ * sockets leaves no orphan init alive.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -18,10 +19,13 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -709,6 +713,142 @@ static void test_release_and_adopt(void **state)
 	paddock_sandbox_free(sb);
 	/* the reconnect socket went with the sandbox */
 	assert_int_equal(rmdir(dir), 0);
+	free(handle);
+	paddock_spec_free(spec);
+	paddock_ctx_free(ctx);
+	event_base_free(base);
+}
+
+/*
+ * A sandbox taken over from its init's record alone (paddock_sandbox_recover(), a supervisor
+ * whose store is lost) with a command that ended while nobody supervised it: its report
+ * arrives before the record's spec does.
+ */
+static void test_recover_ended_command(void **state)
+{
+	struct event_base *base = event_base_new();
+	paddock_ctx *ctx = NULL;
+	paddock_spec *spec = NULL;
+	paddock_sandbox *sb = NULL;
+	paddock_error err = { 0 };
+	char dir[] = "/tmp/pdtest.recoverXXXXXX", path[128];
+	const char *argv[] = { "true", NULL };
+	struct paddock_sandbox_opts so = { .orphan_timeout_s = 30 };
+	struct paddock_exec_opts o = { .argv = argv, .fds = { -1, -1, -1 } };
+	struct waiter w = { .base = base };
+	paddock_exec *ex = NULL;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	so.reconnect_dir = dir;
+	assert_int_equal(paddock_ctx_new(base, &ctx, &err), 0);
+	assert_int_equal(paddock_spec_new(&spec, &err), 0);
+	if (paddock_sandbox_create_with(ctx, spec, &so, &sb, &err) < 0)
+		fail_msg("create: %s", err.msg);
+	snprintf(path, sizeof(path), "%s/%s", dir, paddock_sandbox_id(sb));
+	assert_int_equal(paddock_sandbox_set_record(sb, "{}", &err), 0);
+	assert_int_equal(paddock_exec_start(sb, &o, NULL, NULL, &ex, &err), 0);
+	/* released before the loop reads its end: init keeps the report for the next one */
+	paddock_sandbox_release(sb);
+	sb = NULL;
+	usleep(300 * 1000);
+	if (paddock_sandbox_recover(ctx, path, &sb, &err) < 0)
+		fail_msg("recover: %s", err.msg);
+	ex = paddock_sandbox_exec_next(sb, NULL);
+	assert_non_null(ex);
+	paddock_exec_set_callback(ex, on_exit_cb, &w);
+	wait_done(base, &w);
+	assert_int_equal(w.res.reason, PADDOCK_END_EXITED);
+	assert_int_equal(w.res.exit_code, 0);
+	paddock_sandbox_free(sb);
+	assert_int_equal(rmdir(dir), 0);
+	paddock_spec_free(spec);
+	paddock_ctx_free(ctx);
+	event_base_free(base);
+}
+
+struct sweep_seen {
+	const char *keep_id;
+	char ended[4][32];
+	unsigned n_ended, n_asked;
+};
+
+static bool sweep_keep(const char *id, const char *socket_path, void *userdata)
+{
+	struct sweep_seen *s = userdata;
+
+	(void)socket_path;
+	s->n_asked++;
+	return strcmp(id, s->keep_id) == 0;
+}
+
+static void sweep_ended(const char *id, void *userdata)
+{
+	struct sweep_seen *s = userdata;
+
+	if (s->n_ended < ELEMENTSOF(s->ended))
+		snprintf(s->ended[s->n_ended], sizeof(s->ended[0]), "%s", id);
+	s->n_ended++;
+}
+
+/* a released sandbox that nothing adopts is ended by the sweep, and gone when it returns */
+static void test_sweep_orphans(void **state)
+{
+	struct event_base *base = event_base_new();
+	paddock_ctx *ctx = NULL;
+	paddock_spec *spec = NULL;
+	paddock_sandbox *orphan = NULL, *kept = NULL;
+	paddock_error err = { 0 };
+	char dir[] = "/tmp/pdtest.sweepXXXXXX", orphan_id[32], kept_id[32], path[128];
+	char *handle = NULL;
+	struct paddock_sandbox_opts so = { .orphan_timeout_s = 30 };
+	struct sweep_seen seen = { .keep_id = kept_id };
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct pollfd p = { .events = POLLIN };
+	int stale, pidfd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	so.reconnect_dir = dir;
+	assert_int_equal(paddock_ctx_new(base, &ctx, &err), 0);
+	assert_int_equal(paddock_spec_new(&spec, &err), 0);
+	if (paddock_sandbox_create_with(ctx, spec, &so, &orphan, &err) < 0 ||
+	    paddock_sandbox_create_with(ctx, spec, &so, &kept, &err) < 0)
+		fail_msg("create: %s", err.msg);
+	snprintf(orphan_id, sizeof(orphan_id), "%s", paddock_sandbox_id(orphan));
+	snprintf(kept_id, sizeof(kept_id), "%s", paddock_sandbox_id(kept));
+	assert_int_equal(paddock_sandbox_handle(kept, &handle, &err), 0);
+	/* our child (the test made it), so its pid cannot be reused before we reap it */
+	pidfd = (int)syscall(SYS_pidfd_open, paddock_sandbox_init_pid(orphan), 0);
+	assert_true(pidfd >= 0);
+	paddock_sandbox_release(orphan);
+	paddock_sandbox_release(kept);
+	/* a socket nobody listens on any more (a sandbox that ended) */
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/sb_stalestale22", dir);
+	stale = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	assert_int_equal(bind(stale, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	close(stale);
+
+	assert_int_equal(paddock_sweep_orphans(dir, sweep_keep, sweep_ended, &seen, &err), 1);
+	assert_int_equal(seen.n_asked, 3);
+	assert_int_equal(seen.n_ended, 1);
+	assert_string_equal(seen.ended[0], orphan_id);
+	/* the orphan's init is gone already, not merely signalled */
+	p.fd = pidfd;
+	assert_int_equal(poll(&p, 1, 0), 1);
+	(void)waitid(P_PIDFD, (id_t)pidfd, NULL, WEXITED | WNOHANG); /* reap our zombie */
+	close(pidfd);
+	snprintf(path, sizeof(path), "%s/%s", dir, orphan_id);
+	assert_int_equal(access(path, F_OK), -1);
+	assert_int_equal(access(sa.sun_path, F_OK), -1);
+	/* the kept one was not touched: still adoptable */
+	if (paddock_sandbox_adopt(ctx, spec, handle, &kept, &err) < 0)
+		fail_msg("adopt: %s", err.msg);
+	assert_string_equal(paddock_sandbox_id(kept), kept_id);
+	paddock_sandbox_free(kept);
+	assert_int_equal(paddock_sweep_orphans(dir, sweep_keep, NULL, &seen, &err), 0);
+	assert_int_equal(rmdir(dir), 0);
+	assert_int_equal(paddock_sweep_orphans(dir, sweep_keep, NULL, &seen, &err), -ENOENT);
 	free(handle);
 	paddock_spec_free(spec);
 	paddock_ctx_free(ctx);
@@ -1571,6 +1711,8 @@ int main(void)
 		cmocka_unit_test(test_exec_timeout_and_terminate),
 		cmocka_unit_test(test_socket_in_sandbox_netns),
 		cmocka_unit_test(test_release_and_adopt),
+		cmocka_unit_test(test_sweep_orphans),
+		cmocka_unit_test(test_recover_ended_command),
 		cmocka_unit_test(test_async_start),
 		cmocka_unit_test(test_listen_in_sandbox_netns),
 		cmocka_unit_test(test_pooled_claim),

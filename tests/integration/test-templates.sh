@@ -2,7 +2,8 @@
 # paddockd's templates (docs/api.md, "Templates"): named specs kept in the store, made and
 # listed through the API and `paddock template`, used by creates (`paddock create
 # --template`, "template" in the body) with the request's fields over them, per tenant, kept
-# across a restart, and used by E2B's Sandbox.create('NAME') with the official SDK.
+# across a restart, and used by E2B's Sandbox.create('NAME') with the official SDK; a tenant's
+# own are bounded (max_templates).
 # run.sh: stage e2b
 . "$(dirname "$0")/lib.sh"
 
@@ -112,6 +113,32 @@ expect_eq "paddock template rm: exit 0" 0 "$?"
 out=$(pd template rm py-tools 2>&1)
 expect_eq "rm again: exit 1" 1 "$?"
 expect_match "...no template" "no template 'py-tools'" "$out"
+
+# ---- a tenant's own templates are bounded (max_templates) ------------------------------------
+stop_daemon
+printf '{"max_templates": 2}' >"$T_TMP/limits.json"
+start_daemon --config "$T_TMP/limits.json" || { not_ok "paddockd starts with max_templates"; finish; }
+A=aaaaaaaaaaaaaaaaaaaaaaaa
+T=http://127.0.0.1:$PORT/v1/templates
+r=$(tcp $A -X POST "$T" -d '{"name":"two","spec":{}}')
+expect_eq "alice's second template (she has 'mine'): 201" 201 "$(code "$r")"
+r=$(tcp $A -X POST "$T" -d '{"name":"three","spec":{}}')
+expect_eq "a third past max_templates 2: 429 naming the bound" "429 limit max_templates" \
+	"$(code "$r") $(body "$r" | jq_ 'd["error"]["code"], d["error"]["field"]')"
+expect_match "...and the limit" "has 2 templates, the most allowed \(max_templates 2\)" "$(body "$r")"
+r=$(tcp $A -X PUT "$T/three" -d '{"spec":{}}')
+expect_eq "a PUT that would make a new one: 429 too" "429 max_templates" \
+	"$(code "$r") $(body "$r" | jq_ 'd["error"]["field"]')"
+r=$(tcp $A -X PUT "$T/two" -d '{"spec":{"env":{"A":"1"}}}')
+expect_eq "replacing one she has: 200" 200 "$(code "$r")"
+r=$(tcp bbbbbbbbbbbbbbbbbbbbbbbb -X POST "$T" -d '{"name":"three","spec":{}}')
+expect_eq "the bound is per tenant: bob's first is 201" 201 "$(code "$r")"
+r=$(tcp $A "$T")
+expect_eq "nothing refused was stored" "mine two" \
+	"$(body "$r" | jq_ '" ".join(t["name"] for t in d["templates"])')"
+tcp $A -X DELETE "$T/two" >/dev/null
+r=$(tcp $A -X POST "$T" -d '{"name":"three","spec":{}}')
+expect_eq "once she deletes one, a new one fits: 201" 201 "$(code "$r")"
 stop_daemon
 expect_eq "paddockd exits 0 on SIGTERM" 0 "$?"
 expect_eq "no paddockd or sandbox of this test is left" "0 inits" "$(daemon_inits) inits"
