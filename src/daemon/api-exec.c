@@ -406,7 +406,7 @@ static int record(struct proc *p, paddock_error *ret_err)
 static int write_stdin(struct proc *p, const char *data, size_t len, paddock_error *err)
 {
 	if (!p->session || !p->has_stdin)
-		return dfail(err, EBADF, "the process has no stdin to write");
+		return paddock_fail(err, EBADF, "the process has no stdin to write");
 	return paddock_exec_write_stdin(p->session, data, len, err);
 }
 
@@ -441,20 +441,20 @@ static int parse_argv(json_t *body, struct exec_req *q, paddock_error *err)
 	size_t i;
 
 	if ((argv && cmd) || (!argv && !cmd))
-		return dfail_field(err, EINVAL, "argv", "expected either 'argv' or 'cmd'");
+		return paddock_fail_field(err, EINVAL, "argv", "expected either 'argv' or 'cmd'");
 	if (cmd) {
 		if (!json_is_string(cmd) || json_string_length(cmd) == 0)
-			return dfail_field(err, EINVAL, "cmd", "expected a non-empty string");
+			return paddock_fail_field(err, EINVAL, "cmd", "expected a non-empty string");
 		q->argv = json_pack("[s,s,O]", "/bin/sh", "-c", cmd);
 	} else {
 		if (!json_is_array(argv) || json_array_size(argv) == 0 ||
 		    json_array_size(argv) > 4096)
-			return dfail_field(err, EINVAL, "argv",
+			return paddock_fail_field(err, EINVAL, "argv",
 					   "expected an array of 1 to 4096 strings");
 		json_array_foreach(argv, i, v) {
 			if (!json_is_string(v) ||
 			    strlen(json_string_value(v)) != json_string_length(v))
-				return dfail_field(err, EINVAL, "argv",
+				return paddock_fail_field(err, EINVAL, "argv",
 						   "expected strings without NUL bytes (item %zu)",
 						   i);
 		}
@@ -462,7 +462,7 @@ static int parse_argv(json_t *body, struct exec_req *q, paddock_error *err)
 	}
 	q->argv_c = q->argv ? calloc(json_array_size(q->argv) + 1, sizeof(char *)) : NULL;
 	if (!q->argv_c)
-		return dfail(err, ENOMEM, "out of memory");
+		return paddock_fail(err, ENOMEM, "out of memory");
 	json_array_foreach(q->argv, i, v)
 		q->argv_c[i] = json_string_value(v);
 	return 0;
@@ -476,19 +476,19 @@ static int parse_env(json_t *body, struct exec_req *q, paddock_error *err)
 	size_t i = 0;
 
 	if (v && (!json_is_object(v) || json_object_size(v) > 4096))
-		return dfail_field(err, EINVAL, "env", "expected an object of strings");
+		return paddock_fail_field(err, EINVAL, "env", "expected an object of strings");
 	q->env_c = calloc((v ? json_object_size(v) : 0) + 1, sizeof(char *));
 	if (!q->env_c)
-		return dfail(err, ENOMEM, "out of memory");
+		return paddock_fail(err, ENOMEM, "out of memory");
 	json_object_foreach(v, k, val) {
 		char *e;
 
 		if (!json_is_string(val) || !k[0] || strchr(k, '=') ||
 		    strlen(json_string_value(val)) != json_string_length(val))
-			return dfail_field(err, EINVAL, "env",
+			return paddock_fail_field(err, EINVAL, "env",
 					   "expected NAME: \"value\" pairs (NAME without '=')");
 		if (asprintf(&e, "%s=%s", k, json_string_value(val)) < 0)
-			return dfail(err, ENOMEM, "out of memory");
+			return paddock_fail(err, ENOMEM, "out of memory");
 		q->env_c[i++] = e;
 	}
 	return 0;
@@ -501,25 +501,25 @@ static int parse_stdin(json_t *body, struct exec_req *q, paddock_error *err)
 
 	if ((v = json_object_get(body, "stdin"))) {
 		if (!json_is_string(v))
-			return dfail_field(err, EINVAL, "stdin", "expected a string");
+			return paddock_fail_field(err, EINVAL, "stdin", "expected a string");
 		q->stdin_len = json_string_length(v);
 		q->stdin_data = malloc(q->stdin_len + 1);
 		if (!q->stdin_data)
-			return dfail(err, ENOMEM, "out of memory");
+			return paddock_fail(err, ENOMEM, "out of memory");
 		memcpy(q->stdin_data, json_string_value(v), q->stdin_len);
 		q->has_stdin = true;
 	}
 	if ((v = json_object_get(body, "stdin_b64"))) {
 		if (q->has_stdin || !json_is_string(v) ||
-		    pd_base64_decode(json_string_value(v), json_string_length(v), &q->stdin_data,
+		    paddock_base64_decode(json_string_value(v), json_string_length(v), &q->stdin_data,
 				     &q->stdin_len) < 0)
-			return dfail_field(err, EINVAL, "stdin_b64",
+			return paddock_fail_field(err, EINVAL, "stdin_b64",
 					   "expected base64 (and not together with 'stdin')");
 		q->has_stdin = true;
 	}
 	/* more than a pipe holds would block: bounded to what fits */
 	if (q->stdin_len > STDIN_REQUEST_MAX)
-		return dfail_field(err, EFBIG, "stdin",
+		return paddock_fail_field(err, EFBIG, "stdin",
 				   "at most 65536 bytes of stdin in the request; write more "
 				   "through a background process's stdin");
 	return 0;
@@ -534,20 +534,20 @@ static int parse_mode(struct box *b, json_t *body, struct exec_req *q, paddock_e
 	q->timeout_s = b->sb ? -1 : 0;
 	if ((v = json_object_get(body, "timeout_s"))) {
 		if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) > 86400)
-			return dfail_field(err, EINVAL, "timeout_s",
+			return paddock_fail_field(err, EINVAL, "timeout_s",
 					   "expected seconds from 0 to 86400");
 		q->timeout_s = json_number_value(v);
 	}
 	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
 		v = json_object_get(body, flags[i]);
 		if (v && !json_is_boolean(v))
-			return dfail_field(err, EINVAL, flags[i], "expected true or false");
+			return paddock_fail_field(err, EINVAL, flags[i], "expected true or false");
 	}
 	q->stream = json_is_true(json_object_get(body, "stream"));
 	q->background = json_is_true(json_object_get(body, "background"));
 	q->keep_stdin = json_is_true(json_object_get(body, "keep_stdin"));
 	if (q->stream && q->background)
-		return dfail_field(err, EINVAL, "stream",
+		return paddock_fail_field(err, EINVAL, "stream",
 				   "a background process is followed through its output endpoint");
 	return 0;
 }
@@ -560,12 +560,12 @@ static int parse_tag(struct box *b, json_t *body, struct exec_req *q, paddock_er
 	if (!v)
 		return 0;
 	if (!json_is_string(v) || !valid_tag(json_string_value(v)))
-		return dfail_field(err, EINVAL, "tag",
+		return paddock_fail_field(err, EINVAL, "tag",
 				   "expected 1 to 64 of [A-Za-z0-9_.-], not all digits");
 	q->tag = json_string_value(v);
 	for (struct proc *p = b->procs; p; p = p->next)
 		if (!p->exited && strcmp(p->tag, q->tag) == 0)
-			return dfail_field(err, EEXIST, "tag",
+			return paddock_fail_field(err, EEXIST, "tag",
 					   "a running process already has tag '%s'", q->tag);
 	return 0;
 }
@@ -582,7 +582,7 @@ static int parse_pty(json_t *body, struct exec_req *q, paddock_error *err)
 	    (cols && !json_is_integer(cols)) || json_integer_value(rows) < 0 ||
 	    json_integer_value(rows) > 1000 || json_integer_value(cols) < 0 ||
 	    json_integer_value(cols) > 1000)
-		return dfail_field(err, EINVAL, "pty",
+		return paddock_fail_field(err, EINVAL, "pty",
 				   "expected {\"rows\": 1..1000, \"cols\": 1..1000}");
 	q->pty = true;
 	q->rows = (unsigned)json_integer_value(rows);
@@ -605,7 +605,7 @@ int pd_exec_parse(struct box *b, json_t *body, struct exec_req *q, paddock_error
 	if (r < 0)
 		return r;
 	if (cwd && (!json_is_string(cwd) || json_string_value(cwd)[0] != '/'))
-		return dfail_field(err, EINVAL, "cwd", "expected an absolute path");
+		return paddock_fail_field(err, EINVAL, "cwd", "expected an absolute path");
 	q->cwd = cwd ? json_string_value(cwd) : NULL;
 	r = parse_stdin(body, q, err);
 	if (r < 0)
@@ -640,7 +640,7 @@ void pd_api_exec(struct request *r, struct box *b)
 static int check_runs(const struct box *b, paddock_error *err)
 {
 	if (!b->sb || !paddock_sandbox_running(b->sb))
-		return dfail_field(err, ESRCH, "id", "the sandbox is not running");
+		return paddock_fail_field(err, ESRCH, "id", "the sandbox is not running");
 	return pd_box_check_not_paused(b, err);
 }
 
@@ -652,7 +652,7 @@ static int check_room(struct box *b, paddock_error *err)
 	prune_ended(b);
 	if (b->n_procs < PD_MAX_PROCS)
 		return 0;
-	return dfail(err, EAGAIN, "the sandbox has %d processes tracked", PD_MAX_PROCS);
+	return paddock_fail(err, EAGAIN, "the sandbox has %d processes tracked", PD_MAX_PROCS);
 }
 
 /* libpaddock's options for a parsed request (borrowing q's strings) */
@@ -689,7 +689,7 @@ static int launch(struct box *b, struct exec_req *q, struct proc **ret, paddock_
 	int r;
 
 	if (!p)
-		return dfail(err, ENOMEM, "out of memory");
+		return paddock_fail(err, ENOMEM, "out of memory");
 	p->argv = json_incref(q->argv);
 	p->background = q->background;
 	p->pty = q->pty;
@@ -745,7 +745,7 @@ int pd_exec_start(struct evhttp_request *req, struct box *b, json_t *body,
 				  &p->watchers);
 	if (!w) {
 		(void)paddock_exec_terminate(p->ex, PADDOCK_END_ERROR, NULL);
-		r = dfail(err, ENOMEM, "out of memory");
+		r = paddock_fail(err, ENOMEM, "out of memory");
 		goto out;
 	}
 	if (!ops)

@@ -104,7 +104,7 @@ int pd_box_set_network(struct box *b, json_t *net, paddock_error *err)
 	int k;
 
 	/* the rest of the spec is the sandbox's own: only its network section changes */
-	k = text ? paddock_spec_new(&spec, err) : dfail(err, ENOMEM, "network policy");
+	k = text ? paddock_spec_new(&spec, err) : paddock_fail(err, ENOMEM, "network policy");
 	if (k >= 0)
 		k = paddock_spec_load_json(spec, b->spec_json, strlen(b->spec_json), err);
 	if (k >= 0)
@@ -181,7 +181,7 @@ static void put_network(struct request *r, struct box *b)
 	v = json_object_get(body, "unlisted");
 	if (net)
 		json_object_set_new(net, "unlisted", v ? json_incref(v) : json_string("deny"));
-	closed = net ? pd_box_set_network(b, net, &err) : dfail(&err, ENOMEM, "network policy");
+	closed = net ? pd_box_set_network(b, net, &err) : paddock_fail(&err, ENOMEM, "network policy");
 	if (closed < 0) {
 		if (err.code == EPERM && strstr(err.msg, "--max-network"))
 			pd_reply_paddock_error(r, &err); /* 403 */

@@ -145,21 +145,6 @@ json_t *pd_template_spec(struct daemon *d, const char *tenant, const char *name)
 }
 
 /* The create's field "template" at fault. */
-static int template_fail(paddock_error *err, int code, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int template_fail(paddock_error *err, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	memset(err, 0, sizeof(*err));
-	err->code = code;
-	snprintf(err->field, sizeof(err->field), "template");
-	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-	va_end(ap);
-	return -code;
-}
-
 int pd_template_apply(struct daemon *d, const char *tenant, json_t *body, paddock_error *err)
 {
 	json_t *name = json_object_get(body, "template"), *t = NULL, *spec;
@@ -169,24 +154,24 @@ int pd_template_apply(struct daemon *d, const char *tenant, json_t *body, paddoc
 	if (!name)
 		return 0;
 	if (!json_is_string(name) || !pd_template_name_valid(json_string_value(name)))
-		return template_fail(err, EINVAL, "expected a template's name (1 to 63 of a-z, 0-9, "
+		return paddock_fail_field(err, EINVAL, "template", "expected a template's name (1 to 63 of a-z, 0-9, "
 					     "'.', '_', '-', starting with a letter or digit)");
 	r = lookup(d, tenant, json_string_value(name), &t, &cause);
 	if (r < 0)
 		return pd_store_error(err, &cause);
 	if (r == 0)
-		return template_fail(err, ENOENT, "no template '%s' (GET /v1/templates lists those "
+		return paddock_fail_field(err, ENOENT, "template", "no template '%s' (GET /v1/templates lists those "
 					     "you may use)", json_string_value(name));
 	spec = json_deep_copy(json_object_get(t, "spec"));
 	json_decref(t);
 	if (!spec)
-		return dfail(err, ENOMEM, "template");
+		return paddock_fail(err, ENOMEM, "template");
 	json_object_del(body, "template");
 	r = merge_over(spec, body);
 	if (r >= 0)
 		r = json_object_update(body, spec) < 0 ? -ENOMEM : 0;
 	json_decref(spec);
-	return r < 0 ? dfail(err, ENOMEM, "template") : 0;
+	return r < 0 ? paddock_fail(err, ENOMEM, "template") : 0;
 }
 
 /* A spec that paddock can create, as JSON text (the caller frees it). */
@@ -340,7 +325,7 @@ void pd_api_templates(struct request *r)
 
 		k = f.list ? paddock_store_list_templates(r->d->store, r->tenant, NULL, collect, &f,
 							  &err)
-			   : dfail(&err, ENOMEM, "templates");
+			   : paddock_fail(&err, ENOMEM, "templates");
 		if (k >= 0 && strcmp(r->tenant, PD_LOCAL_TENANT) != 0)
 			k = paddock_store_list_templates(r->d->store, PD_LOCAL_TENANT, NULL, collect,
 							 &f, &err);

@@ -15,7 +15,6 @@
 #include <jansson.h>
 
 #include "http-gate.h"
-#include "util/base64.h"
 #include "paddock/paddock.h"
 #include "paddock/store.h"
 
@@ -244,6 +243,11 @@ struct daemon {
 	struct metrics m;
 	struct pool pool;
 	struct e2b *e2b; /* the E2B front end (src/e2b), NULL without --e2b */
+	/*
+	 * Called as a sandbox goes, for an adapter on the daemon (src/e2b) to drop what it holds
+	 * of it (file watchers): the daemon calls no adapter by name.
+	 */
+	void (*box_gone)(struct daemon *d, struct box *b);
 	struct event *reaper_ev, *sig_ev[3];
 	uint64_t reaper_ticks;
 	/* events of a sandbox being created, before its row exists (the store's foreign key) */
@@ -266,11 +270,6 @@ void pd_pool_request(struct daemon *d);
 struct evbuffer;
 void pd_pool_metrics(struct daemon *d, struct evbuffer *b);
 
-/* ---- the E2B front end (src/e2b) ---- */
-int pd_e2b_start(struct daemon *d, const char *addr_port, const char *domain,
-		 const char *templates_file, paddock_error *err);
-void pd_e2b_stop(struct daemon *d);
-
 /* ---- util ---- */
 int64_t pd_now_ms(void);
 double pd_mono_s(void);
@@ -281,11 +280,6 @@ void pd_json_set_bytes(json_t *o, const char *key, const void *data, size_t len)
 /* a JSON string of s; bytes that are not UTF-8 become \\xNN */
 json_t *pd_json_text(const char *s);
 
-/* fills err (no field) and returns -code */
-int dfail(paddock_error *err, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* the same, naming the request field at fault */
-int dfail_field(paddock_error *err, int code, const char *field, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
 int pd_http_listen_tcp(struct daemon *d, const char *addr, unsigned short port, paddock_error *err);
 
 /* ---- http (http.c) ---- */

@@ -44,10 +44,10 @@ int pd_event_log_open(struct daemon *d, paddock_error *err)
 
 	d->state_fd = open(d->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	if (d->state_fd < 0)
-		return dfail(err, errno, "open '%s'", d->state_dir);
+		return paddock_fail(err, errno, "open '%s'", d->state_dir);
 	r = open_log(d);
 	if (r < 0)
-		return dfail(err, -r, "open '%s/%s'", d->state_dir, LOG_NAME);
+		return paddock_fail(err, -r, "open '%s/%s'", d->state_dir, LOG_NAME);
 	return 0;
 }
 

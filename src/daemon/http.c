@@ -195,18 +195,18 @@ json_t *pd_json_body(struct evhttp_request *req, bool empty_ok, paddock_error *e
 	if (len == 0 && empty_ok)
 		return json_object();
 	if (len > PD_MAX_BODY) {
-		(void)dfail_field(err, EFBIG, "body", "a JSON body may have %u bytes", PD_MAX_BODY);
+		(void)paddock_fail_field(err, EFBIG, "body", "a JSON body may have %u bytes", PD_MAX_BODY);
 		return NULL;
 	}
 	o = json_loadb((const char *)evbuffer_pullup(in, -1), len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!o) {
-		(void)dfail_field(err, EBADMSG, "body", "expected a JSON object: %s (line %d)",
+		(void)paddock_fail_field(err, EBADMSG, "body", "expected a JSON object: %s (line %d)",
 				  jerr.text, jerr.line);
 		return NULL;
 	}
 	if (!json_is_object(o)) {
 		json_decref(o);
-		(void)dfail_field(err, EBADMSG, "body", "expected a JSON object");
+		(void)paddock_fail_field(err, EBADMSG, "body", "expected a JSON object");
 		return NULL;
 	}
 	return o;
@@ -239,7 +239,7 @@ int pd_json_check_fields(json_t *o, const char *const *allowed, paddock_error *e
 			for (const char *k = key; *k && n + 1 < sizeof(esc); k++)
 				esc[n++] = (*k >= 0x20 && *k < 0x7f) ? *k : '?';
 			esc[n] = '\0';
-			return dfail_field(err, EINVAL, esc, "unknown field '%s'", esc);
+			return paddock_fail_field(err, EINVAL, esc, "unknown field '%s'", esc);
 		}
 	}
 	return 0;
@@ -722,10 +722,10 @@ int pd_http_setup(struct daemon *d, paddock_error *err)
 
 	d->http_unix = new_http(d, handle_unix, false);
 	if (!d->http_unix)
-		return dfail(err, ENOMEM, "evhttp");
+		return paddock_fail(err, ENOMEM, "evhttp");
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
-		return dfail(err, errno, "socket");
+		return paddock_fail(err, errno, "socket");
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", d->socket_path);
 	(void)unlink(sa.sun_path);
 	old = umask(0177);
@@ -734,12 +734,12 @@ int pd_http_setup(struct daemon *d, paddock_error *err)
 	if (r < 0 || chmod(sa.sun_path, 0600) < 0 || listen(fd, 128) < 0) {
 		r = errno;
 		close(fd);
-		return dfail(err, r, "listen on '%s'", d->socket_path);
+		return paddock_fail(err, r, "listen on '%s'", d->socket_path);
 	}
 	bound = evhttp_accept_socket_with_handle(d->http_unix, fd);
 	if (!bound) {
 		close(fd);
-		return dfail(err, EIO, "serve '%s'", d->socket_path);
+		return paddock_fail(err, EIO, "serve '%s'", d->socket_path);
 	}
 	pd_http_gate_listening(d, d->http_unix, evhttp_bound_socket_get_listener(bound));
 	return 0;
@@ -752,10 +752,10 @@ int pd_http_listen_tcp(struct daemon *d, const char *addr, unsigned short port,
 
 	d->http_tcp = new_http(d, handle_tcp, true);
 	if (!d->http_tcp)
-		return dfail(err, ENOMEM, "evhttp");
+		return paddock_fail(err, ENOMEM, "evhttp");
 	bound = evhttp_bind_socket_with_handle(d->http_tcp, addr, port);
 	if (!bound)
-		return dfail(err, errno ? errno : EADDRINUSE, "listen on %s:%u", addr, port);
+		return paddock_fail(err, errno ? errno : EADDRINUSE, "listen on %s:%u", addr, port);
 	pd_http_gate_listening(d, d->http_tcp, evhttp_bound_socket_get_listener(bound));
 	return 0;
 }

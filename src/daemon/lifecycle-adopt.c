@@ -260,7 +260,7 @@ int pd_lifecycle_start(struct daemon *d, paddock_error *err)
 
 	snprintf(dir, sizeof(dir), "%s/s", d->state_dir);
 	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return dfail(err, errno, "mkdir '%s'", dir);
+		return paddock_fail(err, errno, "mkdir '%s'", dir);
 	/* a new command never takes the id of one the store remembers */
 	r = paddock_store_max_exec_id(d->store, &max_exec, err);
 	if (r < 0)

@@ -14,7 +14,6 @@
 
 #include "daemon.h"
 #include "lifecycle.h"
-#include "e2b.h"
 
 void pd_box_release_clients(struct box *b)
 {
@@ -22,8 +21,8 @@ void pd_box_release_clients(struct box *b)
 		pd_proc_free(b->procs);
 	pd_files_release(b);
 	pd_network_release(b);
-	if (b->d->e2b)
-		e2b_fs_release(b->d->e2b, b);
+	if (b->d->box_gone)
+		b->d->box_gone(b->d, b);
 }
 
 /* Unlinks a box and ends what clients hold of it: processes, file watches, event streams. */

@@ -70,12 +70,12 @@ static int box_from_record(struct daemon *d, paddock_sandbox *sb, struct box **r
 	    ttl > PD_MAX_TTL_S || idle < 0 || idle > PD_MAX_TTL_S || created <= 0 ||
 	    expires <= 0 || pd_check_metadata(meta, err) < 0) {
 		json_decref(o);
-		return dfail(err, EPROTO, "its record does not parse");
+		return paddock_fail(err, EPROTO, "its record does not parse");
 	}
 	b = pd_box_new(d, paddock_sandbox_id(sb), tenant);
 	if (!b) {
 		json_decref(o);
-		return dfail(err, ENOMEM, "allocate sandbox");
+		return paddock_fail(err, ENOMEM, "allocate sandbox");
 	}
 	b->spec_json = json_dumps(spec, JSON_COMPACT);
 	b->metadata = json_incref(meta);
@@ -99,7 +99,7 @@ static int box_from_record(struct daemon *d, paddock_sandbox *sb, struct box **r
 		}
 	}
 	json_decref(o);
-	r = b->spec_json ? paddock_spec_new(&ps, err) : dfail(err, ENOMEM, "format spec");
+	r = b->spec_json ? paddock_spec_new(&ps, err) : paddock_fail(err, ENOMEM, "format spec");
 	if (r >= 0)
 		r = paddock_spec_load_json(ps, b->spec_json, strlen(b->spec_json), err);
 	if (r >= 0) {

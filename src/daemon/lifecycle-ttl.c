@@ -53,7 +53,7 @@ int pd_reaper_start(struct daemon *d, paddock_error *err)
 
 	d->reaper_ev = event_new(d->base, -1, EV_PERSIST, reaper_cb, d);
 	if (!d->reaper_ev || event_add(d->reaper_ev, &tv) < 0)
-		return dfail(err, ENOMEM, "reaper timer");
+		return paddock_fail(err, ENOMEM, "reaper timer");
 	return 0;
 }
 

@@ -147,7 +147,7 @@ static int box_give_record(struct box *b, paddock_error *err)
 		return 0;
 	rec = box_record(b);
 	if (!rec)
-		return dfail(err, ENOMEM, "format the record of '%s'", b->id);
+		return paddock_fail(err, ENOMEM, "format the record of '%s'", b->id);
 	r = paddock_sandbox_set_record(b->sb, rec, err);
 	free(rec);
 	return r;
@@ -217,7 +217,7 @@ static int get_seconds(json_t *body, const char *key, int64_t def, int64_t min, 
 		return 0;
 	}
 	if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max) {
-		int r = dfail(err, EINVAL, "expected whole seconds from %lld to %lld",
+		int r = paddock_fail(err, EINVAL, "expected whole seconds from %lld to %lld",
 			      (long long)min, (long long)max);
 		snprintf(err->field, sizeof(err->field), "%s", key);
 		return r;
@@ -237,7 +237,7 @@ static int get_on_timeout(json_t *body, bool *ret_pause, paddock_error *err)
 	if (!v)
 		return 0;
 	if (!s || (strcmp(s, "kill") != 0 && strcmp(s, "pause") != 0)) {
-		r = dfail(err, EINVAL, "expected \"kill\" or \"pause\"");
+		r = paddock_fail(err, EINVAL, "expected \"kill\" or \"pause\"");
 		snprintf(err->field, sizeof(err->field), "on_timeout");
 		return r;
 	}
@@ -252,13 +252,13 @@ int pd_check_metadata(json_t *m, paddock_error *err)
 	int r;
 
 	if (!json_is_object(m) || json_object_size(m) > 32) {
-		r = dfail(err, EINVAL, "expected an object of at most 32 string values");
+		r = paddock_fail(err, EINVAL, "expected an object of at most 32 string values");
 		snprintf(err->field, sizeof(err->field), "metadata");
 		return r;
 	}
 	json_object_foreach(m, k, v) {
 		if (strlen(k) > 64 || !json_is_string(v) || json_string_length(v) > 1024) {
-			r = dfail(err, EINVAL,
+			r = paddock_fail(err, EINVAL,
 				  "expected keys of at most 64 and string values of at most 1024 bytes");
 			snprintf(err->field, sizeof(err->field), "metadata");
 			return r;
@@ -372,7 +372,7 @@ static int check_host_paths(struct daemon *d, const char *tenant, json_t *spec,
 		if (r < 0)
 			break;
 		if (json_is_string(b)) {
-			r = dfail(err, EACCES, "binds from a TCP tenant must be objects "
+			r = paddock_fail(err, EACCES, "binds from a TCP tenant must be objects "
 				  "({\"source\": ..., \"target\": ...})");
 			snprintf(err->field, sizeof(err->field), "binds[%zu]", i);
 			break;
@@ -399,7 +399,7 @@ static int check_secret_sources(const char *tenant, json_t *spec, paddock_error 
 		const char *src = json_string_value(json_object_get(sec, "source"));
 
 		if (src && strcmp(src, "value") != 0) {
-			int r = dfail(err, EPERM,
+			int r = paddock_fail(err, EPERM,
 				      "a TCP tenant gives a secret by \"value\"; \"source\" '%.40s' "
 				      "would be read from paddockd's own environment or files",
 				      src);
@@ -419,7 +419,7 @@ int pd_create_parse(struct daemon *d, const char *tenant, json_t *body, paddock_
 	int r;
 
 	if (!specj)
-		return dfail(err, ENOMEM, "copy request");
+		return paddock_fail(err, ENOMEM, "copy request");
 	/* a named template is the base the request's own fields go over */
 	r = pd_template_apply(d, tenant, specj, err);
 	if (r < 0) {
@@ -441,14 +441,14 @@ int pd_create_parse(struct daemon *d, const char *tenant, json_t *body, paddock_
 	if (r >= 0)
 		r = pd_stop_check_image(specj, err);
 	if (r >= 0 && tenant_count(d, tenant) >= PD_MAX_SANDBOXES)
-		r = dfail(err, EAGAIN, "tenant '%s' has %u sandboxes, the most allowed", tenant,
+		r = paddock_fail(err, EAGAIN, "tenant '%s' has %u sandboxes, the most allowed", tenant,
 			  PD_MAX_SANDBOXES);
 	s = r >= 0 ? json_dumps(specj, JSON_COMPACT) : NULL;
 	json_decref(specj);
 	if (r < 0)
 		return r;
 	if (!s)
-		return dfail(err, ENOMEM, "format spec");
+		return paddock_fail(err, ENOMEM, "format spec");
 	r = paddock_spec_new(&spec, err);
 	if (r >= 0)
 		r = paddock_spec_load_json(spec, s, strlen(s), err);
@@ -514,14 +514,14 @@ static int key_replay(struct daemon *d, const char *tenant, const char *key, con
 	if (!l.found)
 		return 0;
 	if (strcmp(l.fingerprint, fp) != 0) {
-		r = dfail(err, EEXIST, "Idempotency-Key '%s' was used for another request (a "
+		r = paddock_fail(err, EEXIST, "Idempotency-Key '%s' was used for another request (a "
 			  "different body): use a new key for a new sandbox", key);
 		snprintf(err->field, sizeof(err->field), "Idempotency-Key");
 		return r;
 	}
 	*ret_b = pd_box_find(d, tenant, l.sandbox_id);
 	if (!*ret_b) {
-		r = dfail(err, EEXIST, "the sandbox Idempotency-Key '%s' made, %s, is gone "
+		r = paddock_fail(err, EEXIST, "the sandbox Idempotency-Key '%s' made, %s, is gone "
 			  "(deleted or expired)", key, l.sandbox_id);
 		snprintf(err->field, sizeof(err->field), "Idempotency-Key");
 		return r;
@@ -603,7 +603,7 @@ int pd_box_create_keyed(struct daemon *d, const char *tenant, json_t *body, cons
 	b = pd_box_new(d, "sb_pending", tenant);
 	if (!b) {
 		paddock_spec_free(spec);
-		return dfail(err, ENOMEM, "allocate sandbox");
+		return paddock_fail(err, ENOMEM, "allocate sandbox");
 	}
 	snprintf(path, sizeof(path), "%s/s", d->state_dir);
 	opts.reconnect_dir = path;

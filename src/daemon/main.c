@@ -27,7 +27,7 @@
 
 #include "paddock/image.h"
 #include "daemon.h"
-#include "spec.h" /* pd_parse_size */
+#include "e2b.h"
 
 static void usage(FILE *f)
 {
@@ -134,7 +134,7 @@ static int parse_log_max(struct daemon *d, const char *s)
 {
 	uint64_t v = 0;
 
-	if (pd_parse_size(s, &v) < 0 || (v > 0 && v < 4096)) {
+	if (paddock_parse_size(s, &v) < 0 || (v > 0 && v < 4096)) {
 		fprintf(stderr, "paddockd: --event-log-max: expected a size such as '64M' (at least "
 				"4K; 0: never rotate), got '%s'\n", s);
 		return -1;
@@ -349,7 +349,7 @@ static int store_move_aside(struct daemon *d, const char *path, const paddock_er
 	snprintf(moved, sizeof(moved), "%s.damaged-%04d%02d%02dT%02d%02d%02dZ", path,
 		 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
 	if (rename(path, moved) < 0)
-		return dfail(err, errno, "move the damaged store '%s' aside", path);
+		return paddock_fail(err, errno, "move the damaged store '%s' aside", path);
 	snprintf(from, sizeof(from), "%s-wal", path);
 	snprintf(to, sizeof(to), "%s-wal", moved);
 	(void)rename(from, to); /* ENOENT: no WAL */
@@ -478,7 +478,7 @@ static int parse_min_available(struct daemon *d, const char *s)
 	if (share)
 		pct = strtol(s, &end, 10);
 	if (share ? end != s + n - 1 || pct < 0 || pct > 99
-		  : pd_parse_size(s, &v) < 0 || v / 1024 == 0) {
+		  : paddock_parse_size(s, &v) < 0 || v / 1024 == 0) {
 		fprintf(stderr, "paddockd: --pool-min-available: expected a share of memory from "
 				"0%% to 99%% or a size (\"2G\"), got '%s'\n",
 			s);
@@ -494,7 +494,7 @@ static int parse_backlog_max(struct daemon *d, const char *s)
 {
 	uint64_t v = 0;
 
-	if (pd_parse_size(s, &v) < 0 || v < 4096 || v > (1ull << 30)) {
+	if (paddock_parse_size(s, &v) < 0 || v < 4096 || v > (1ull << 30)) {
 		fprintf(stderr, "paddockd: --stream-backlog-max: expected a size such as '1M' "
 				"(4K to 1G), got '%s'\n",
 			s);
@@ -708,7 +708,7 @@ static int start(struct daemon *d, const struct options *o, paddock_error *err)
 
 	d->base = event_base_new();
 	if (!d->base)
-		return dfail(err, ENOMEM, "event base");
+		return paddock_fail(err, ENOMEM, "event base");
 	r = paddock_ctx_new(d->base, &d->ctx, err);
 	if (r < 0)
 		return r;

@@ -34,7 +34,7 @@ static void warn(const struct box *b, const char *what, const paddock_error *err
 
 static int not_live(struct box *b, paddock_error *err)
 {
-	int r = dfail(err, ESRCH, "sandbox '%s' is stopped: only a running sandbox can be paused "
+	int r = paddock_fail(err, ESRCH, "sandbox '%s' is stopped: only a running sandbox can be paused "
 		      "or resumed", b->id);
 
 	snprintf(err->field, sizeof(err->field), "state");
@@ -127,7 +127,7 @@ int pd_box_check_not_paused(const struct box *b, paddock_error *err)
 {
 	if (!b->paused)
 		return 0;
-	return dfail_field(err, EBUSY, "state",
+	return paddock_fail_field(err, EBUSY, "state",
 			   "sandbox '%s' is paused: resume it first (POST /v1/sandboxes/%s/resume)",
 			   b->id, b->id);
 }

@@ -438,13 +438,13 @@ int pd_pool_start(struct daemon *d, paddock_error *err)
 	    event_add(d->pool.pressure_ev,
 		      &(struct timeval){ .tv_usec = PRESSURE_CHECK_MS % 1000 * 1000,
 					 .tv_sec = PRESSURE_CHECK_MS / 1000 }) < 0)
-		return dfail(err, ENOMEM, "pool timer");
+		return paddock_fail(err, ENOMEM, "pool timer");
 	/* the default template is the one most creates ask for: warm it now */
 	r = paddock_spec_new(&spec, err);
 	if (r >= 0)
 		r = paddock_spec_template_json(spec, &key, err);
 	if (r >= 0 && !find_tmpl(d, key, spec, true))
-		r = dfail(err, ENOMEM, "pool template");
+		r = paddock_fail(err, ENOMEM, "pool template");
 	free(key);
 	paddock_spec_free(spec);
 	if (r < 0)

@@ -57,7 +57,7 @@ int pd_stop_check_image(json_t *spec, paddock_error *err)
 
 	if (!img || !strstr(img, KEPT_PREFIX))
 		return 0;
-	r = dfail(err, EPERM, "'%.200s' is the kept state of a stopped sandbox, paddockd's own: "
+	r = paddock_fail(err, EPERM, "'%.200s' is the kept state of a stopped sandbox, paddockd's own: "
 		  "start that sandbox (POST /v1/sandboxes/ID/start) or snapshot it", img);
 	snprintf(err->field, sizeof(err->field), "image");
 	return r;
@@ -173,7 +173,7 @@ static int spec_shape(struct box *b, bool *ret_image, bool *ret_host_ws, paddock
 	json_t *spec = json_loads(b->spec_json, 0, NULL);
 
 	if (!spec)
-		return dfail(err, EIO, "the spec of sandbox '%s' is unreadable", b->id);
+		return paddock_fail(err, EIO, "the spec of sandbox '%s' is unreadable", b->id);
 	*ret_image = json_is_string(json_object_get(spec, "image"));
 	*ret_host_ws = json_is_string(json_object_get(spec, "workspace"));
 	json_decref(spec);
@@ -204,13 +204,13 @@ int pd_box_stop(struct box *b, paddock_error *err)
 	if (b->stopped && b->kept_image[0])
 		return 0;
 	if (b->stopped || !b->sb || !paddock_sandbox_running(b->sb))
-		return state_field(err, dfail(err, ESRCH, "sandbox '%s' has ended on its own (its "
+		return state_field(err, paddock_fail(err, ESRCH, "sandbox '%s' has ended on its own (its "
 					      "init died): there is nothing to stop", b->id));
 	r = spec_shape(b, &image, &host_ws, err);
 	if (r < 0)
 		return r;
 	if (!image) {
-		r = dfail(err, EOPNOTSUPP, "sandbox '%s' runs on the host's /usr (or a rootfs "
+		r = paddock_fail(err, EOPNOTSUPP, "sandbox '%s' runs on the host's /usr (or a rootfs "
 			  "directory), not an image: a stop keeps its writable layer as a layer on "
 			  "its image (create it with an image to stop it)", b->id);
 		snprintf(err->field, sizeof(err->field), "image");
@@ -268,12 +268,12 @@ static int start_spec(struct box *b, paddock_spec **ret, paddock_error *err)
 
 	if (!spec || json_object_set_new(spec, "image", json_string(b->kept_image)) < 0) {
 		json_decref(spec);
-		return dfail(err, EIO, "the spec of sandbox '%s' is unreadable", b->id);
+		return paddock_fail(err, EIO, "the spec of sandbox '%s' is unreadable", b->id);
 	}
 	text = json_dumps(spec, JSON_COMPACT);
 	json_decref(spec);
 	if (!text)
-		return dfail(err, ENOMEM, "format spec");
+		return paddock_fail(err, ENOMEM, "format spec");
 	/* the operator may have narrowed --max-network since the create */
 	r = pd_check_max_network(b->d, text, err);
 	if (r >= 0)
@@ -314,10 +314,10 @@ int pd_box_start(struct box *b, paddock_error *err)
 	if (!b->stopped)
 		return 0;
 	if (!b->kept_image[0])
-		return state_field(err, dfail(err, ESRCH, "sandbox '%s' ended on its own (its init "
+		return state_field(err, paddock_fail(err, ESRCH, "sandbox '%s' ended on its own (its init "
 					      "died): nothing of it was kept to start again", b->id));
 	if (!id_free(b))
-		return state_field(err, dfail(err, EBUSY, "sandbox '%s' is still being torn down: "
+		return state_field(err, paddock_fail(err, EBUSY, "sandbox '%s' is still being torn down: "
 					      "retry", b->id));
 	r = start_spec(b, &spec, err);
 	if (r < 0)

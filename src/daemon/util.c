@@ -58,38 +58,9 @@ void pd_json_set_bytes(json_t *o, const char *key, const void *data, size_t len)
 		return;
 	}
 	snprintf(k, sizeof(k), "%s_b64", key);
-	char *b = pd_base64_encode(data, len);
+	char *b = paddock_base64_encode(data, len);
 	json_object_set_new(o, k, b ? json_string(b) : json_null());
 	free(b);
-}
-
-int dfail(paddock_error *err, int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err) {
-		memset(err, 0, sizeof(*err));
-		err->code = code;
-		va_start(ap, fmt);
-		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-		va_end(ap);
-	}
-	return -code;
-}
-
-int dfail_field(paddock_error *err, int code, const char *field, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err) {
-		memset(err, 0, sizeof(*err));
-		err->code = code;
-		snprintf(err->field, sizeof(err->field), "%s", field ? field : "");
-		va_start(ap, fmt);
-		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-		va_end(ap);
-	}
-	return -code;
 }
 
 json_t *pd_json_text(const char *s)

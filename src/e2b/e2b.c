@@ -807,6 +807,13 @@ static int load_templates(struct e2b *e, const char *file, paddock_error *err)
 	return add_code_template(e, err);
 }
 
+/* the daemon's box_gone hook: a sandbox going ends its file watchers */
+static void box_gone(struct daemon *d, struct box *b)
+{
+	if (d->e2b)
+		e2b_fs_release(d->e2b, b);
+}
+
 int pd_e2b_start(struct daemon *d, const char *addr_port, const char *domain,
 		 const char *templates_file, paddock_error *err)
 {
@@ -818,6 +825,7 @@ int pd_e2b_start(struct daemon *d, const char *addr_port, const char *domain,
 	if (!e)
 		return paddock_fail(err, ENOMEM, "e2b");
 	d->e2b = e;
+	d->box_gone = box_gone;
 	e->d = d;
 	snprintf(e->domain, sizeof(e->domain), "%s", domain && *domain ? domain : "localhost");
 	snprintf(addr, sizeof(addr), "%s", addr_port);
@@ -912,4 +920,5 @@ void pd_e2b_stop(struct daemon *d)
 	json_decref(e->templates);
 	free(e);
 	d->e2b = NULL;
+	d->box_gone = NULL;
 }

@@ -26,6 +26,15 @@
 #include "connect.h"
 #include "daemon.h"
 
+/*
+ * The E2B endpoint on the daemon d, listening on addr_port (paddockd's --e2b): started and
+ * stopped by the program (src/daemon/main.c), which wires its adapters; the daemon itself
+ * calls E2B only through d->box_gone.
+ */
+int pd_e2b_start(struct daemon *d, const char *addr_port, const char *domain,
+		 const char *templates_file, paddock_error *err);
+void pd_e2b_stop(struct daemon *d);
+
 struct e2b_fswatch;
 
 struct e2b {
