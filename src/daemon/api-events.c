@@ -2,7 +2,7 @@
 /*
  * Events of a sandbox (from the store, then live), every sandbox's live events (GET
  * /v1/events: what the web console follows), and the daemon's metrics (Prometheus text).
- * Followers are bounded: one that reads too slowly is closed (pd_stream_event).
+ * Followers are bounded: one that reads too slowly is closed (pdd_stream_event).
  */
 #include <event2/buffer.h>
 #include <event2/http.h>
@@ -17,7 +17,7 @@
  * longer past are not sent), REPLAY_PAGE at a time. The next page is read from the store
  * once the client took the last one (evhttp's chunk callback): a client that reads nothing
  * makes paddockd hold one page, not the whole past (a follower's live events are bounded by
- * --stream-backlog-max, pd_stream_event).
+ * --stream-backlog-max, pdd_stream_event).
  */
 #define EVENTS_REPLAY_MAX 10000
 #define REPLAY_PAGE 64
@@ -43,7 +43,7 @@ static void follower_gone(struct watcher *w)
 {
 	struct box *b = w->owner;
 
-	pd_watcher_free(w, &b->watchers);
+	pdd_watcher_free(w, &b->watchers);
 }
 
 static void replay_pump(struct evhttp_connection *evcon, void *arg);
@@ -73,8 +73,8 @@ static bool replay_page(struct watcher *w)
 		return false;
 	w->replaying = false;
 	if (!w->replay_follow) {
-		pd_stream_end(w);
-		pd_watcher_free(w, &b->watchers);
+		pdd_stream_end(w);
+		pdd_watcher_free(w, &b->watchers);
 	}
 	return true;
 }
@@ -105,21 +105,21 @@ static void replay_pump(struct evhttp_connection *evcon, void *arg)
 	w->replay_pumping = false;
 }
 
-void pd_api_events(struct request *r, struct box *b)
+void pdd_api_events(struct request *r, struct box *b)
 {
-	const char *follow = pd_query(r, "follow");
+	const char *follow = pdd_query(r, "follow");
 	struct watcher *w;
 
 	if (r->method != EVHTTP_REQ_GET)
-		return pd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET");
-	w = pd_watcher_new(r, W_EVENTS, b, &b->watchers);
+		return pdd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET");
+	w = pdd_watcher_new(r, W_EVENTS, b, &b->watchers);
 	if (!w)
-		return pd_reply_error(r, 500, "internal", NULL, "out of memory");
+		return pdd_reply_error(r, 500, "internal", NULL, "out of memory");
 	w->on_gone = follower_gone;
 	w->replay_store = r->d->store;
 	w->replaying = true;
 	w->replay_follow = follow && strcmp(follow, "1") == 0;
-	pd_stream_start(w, "application/x-ndjson");
+	pdd_stream_start(w, "application/x-ndjson");
 	replay_pump(NULL, w);
 }
 
@@ -127,62 +127,62 @@ static void all_follower_gone(struct watcher *w)
 {
 	struct daemon *d = w->owner;
 
-	pd_watcher_free(w, &d->event_watchers);
+	pdd_watcher_free(w, &d->event_watchers);
 }
 
 /*
  * Live only: a sandbox's past is at its own events route (the store keeps it per sandbox);
  * this one says what happens from now on, across the tenant's sandboxes.
  */
-void pd_api_events_all(struct request *r)
+void pdd_api_events_all(struct request *r)
 {
-	const char *follow = pd_query(r, "follow"), *sandbox = pd_query(r, "sandbox");
+	const char *follow = pdd_query(r, "follow"), *sandbox = pdd_query(r, "sandbox");
 	struct watcher *w;
 
 	if (r->method != EVHTTP_REQ_GET)
-		return pd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET");
+		return pdd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET");
 	if (!follow || strcmp(follow, "1") != 0)
-		return pd_reply_error(r, 400, "invalid", "follow",
+		return pdd_reply_error(r, 400, "invalid", "follow",
 				      "expected follow=1 (this route streams live events; a "
 				      "sandbox's stored ones are at /v1/sandboxes/{id}/events)");
-	if (sandbox && !pd_sandbox_id_valid(sandbox))
-		return pd_reply_error(r, 400, "invalid", "sandbox",
+	if (sandbox && !pdd_sandbox_id_valid(sandbox))
+		return pdd_reply_error(r, 400, "invalid", "sandbox",
 				      "expected a sandbox id (sb_ and 12 characters)");
-	w = pd_watcher_new(r, W_EVENTS, r->d, &r->d->event_watchers);
+	w = pdd_watcher_new(r, W_EVENTS, r->d, &r->d->event_watchers);
 	if (!w)
-		return pd_reply_error(r, 500, "internal", NULL, "out of memory");
+		return pdd_reply_error(r, 500, "internal", NULL, "out of memory");
 	w->on_gone = all_follower_gone;
 	w->tenant = r->tenant;
 	snprintf(w->sandbox, sizeof(w->sandbox), "%s", sandbox ? sandbox : "");
-	pd_http_no_delay(r->req);
-	pd_stream_start(w, "application/x-ndjson");
+	pdd_http_no_delay(r->req);
+	pdd_stream_start(w, "application/x-ndjson");
 }
 
-void pd_events_broadcast(struct daemon *d, const char *tenant, const char *sandbox, json_t *o)
+void pdd_events_broadcast(struct daemon *d, const char *tenant, const char *sandbox, json_t *o)
 {
 	for (struct watcher *w = d->event_watchers; w; w = w->next) {
 		/* SECURITY: a tenant sees its own sandboxes' events; the operator every one */
-		if (strcmp(w->tenant, PD_LOCAL_TENANT) != 0 &&
+		if (strcmp(w->tenant, PDD_LOCAL_TENANT) != 0 &&
 		    (!tenant || strcmp(w->tenant, tenant) != 0))
 			continue;
 		if (w->sandbox[0] && (!sandbox || strcmp(w->sandbox, sandbox) != 0))
 			continue;
-		pd_stream_event(d, w, json_incref(o));
+		pdd_stream_event(d, w, json_incref(o));
 	}
 }
 
-void pd_events_release(struct daemon *d)
+void pdd_events_release(struct daemon *d)
 {
 	while (d->event_watchers) {
-		pd_stream_end(d->event_watchers);
-		pd_watcher_free(d->event_watchers, &d->event_watchers);
+		pdd_stream_end(d->event_watchers);
+		pdd_watcher_free(d->event_watchers, &d->event_watchers);
 	}
 }
 
 static const double buckets[12] = { 0.001, 0.002, 0.005, 0.01, 0.025, 0.05,
 				     0.1,   0.25,  0.5,   1,    5,	 1e300 };
 
-void pd_metrics_exec(struct daemon *d, const struct paddock_result *res, double seconds)
+void pdd_metrics_exec(struct daemon *d, const struct paddock_result *res, double seconds)
 {
 	if ((unsigned)res->reason < _PADDOCK_END_MAX)
 		d->m.execs_by[res->reason]++;
@@ -193,13 +193,13 @@ void pd_metrics_exec(struct daemon *d, const struct paddock_result *res, double 
 	d->m.exec_sum += seconds;
 }
 
-bool pd_metrics_shows(const char *tenant, const struct box *b)
+bool pdd_metrics_shows(const char *tenant, const struct box *b)
 {
 	/* SECURITY: a tenant's metrics name no other tenant's sandbox */
-	return strcmp(tenant, PD_LOCAL_TENANT) == 0 || strcmp(tenant, b->tenant) == 0;
+	return strcmp(tenant, PDD_LOCAL_TENANT) == 0 || strcmp(tenant, b->tenant) == 0;
 }
 
-void pd_api_metrics(struct request *r)
+void pdd_api_metrics(struct request *r)
 {
 	static const char *const destroyed[4] = { "deleted", "ttl", "idle", "other" };
 	struct daemon *d = r->d;
@@ -207,7 +207,7 @@ void pd_api_metrics(struct request *r)
 	unsigned live = 0, paused = 0;
 
 	if (!b)
-		return pd_reply_error(r, 500, "internal", NULL, "out of memory");
+		return pdd_reply_error(r, 500, "internal", NULL, "out of memory");
 	for (struct box *x = d->boxes; x; x = x->next) {
 		live++;
 		paused += x->paused;
@@ -246,13 +246,13 @@ void pd_api_metrics(struct request *r)
 				    (unsigned long long)d->m.http_by_class[i]);
 	evbuffer_add_printf(b, "# TYPE paddock_seccomp_denied_total counter\n");
 	for (struct box *x = d->boxes; x; x = x->next)
-		if (x->sb && pd_metrics_shows(r->tenant, x))
+		if (x->sb && pdd_metrics_shows(r->tenant, x))
 			evbuffer_add_printf(b, "paddock_seccomp_denied_total{sandbox=\"%s\"} %llu\n",
 					    x->id,
 					    (unsigned long long)paddock_sandbox_seccomp_denied(x->sb));
-	pd_metrics_egress(d, r->tenant, b);
-	pd_pool_metrics(d, b);
-	pd_http_gate_metrics(d, b);
+	pdd_metrics_egress(d, r->tenant, b);
+	pdd_pool_metrics(d, b);
+	pdd_http_gate_metrics(d, b);
 	evbuffer_add_printf(b, "# TYPE paddock_http_streams_dropped_total counter\n"
 			       "paddock_http_streams_dropped_total %llu\n",
 			    (unsigned long long)d->m.streams_dropped);

@@ -39,16 +39,16 @@ static const char *const stream_names[2] = { "stdout", "stderr" };
 
 /* ---- process objects -------------------------------------------------------------------- */
 
-json_t *pd_proc_json(struct proc *p)
+json_t *pdd_proc_json(struct proc *p)
 {
 	return json_pack("{s:s,s:i,s:s?,s:O,s:b,s:b,s:s,s:o,s:o,s:O?}", "exec", p->exec_str, "pid",
 			 p->pid, "tag", p->tag[0] ? p->tag : NULL, "argv", p->argv, "background",
 			 p->background, "pty", p->pty, "state", p->exited ? "exited" : "running",
-			 "started_at", pd_time_json(p->started_ms), "ended_at",
-			 pd_time_json(p->ended_ms), "result", p->result);
+			 "started_at", pdd_time_json(p->started_ms), "ended_at",
+			 pdd_time_json(p->ended_ms), "result", p->result);
 }
 
-struct proc *pd_proc_find(struct box *b, const char *key)
+struct proc *pdd_proc_find(struct box *b, const char *key)
 {
 	char *end;
 	long pid = strtol(key, &end, 10);
@@ -67,7 +67,7 @@ struct proc *pd_proc_find(struct box *b, const char *key)
 	return NULL;
 }
 
-void pd_proc_free(struct proc *p)
+void pdd_proc_free(struct proc *p)
 {
 	struct box *b = p->box;
 
@@ -82,8 +82,8 @@ void pd_proc_free(struct proc *p)
 
 		/* one-answer requests get one; streams end */
 		if (w->req && (w->kind == W_RESULT || w->kind == W_WAIT)) {
-			pd_watcher_detach(w);
-			pd_http_reply_error(b->d, w->req, 409, "conflict", "id",
+			pdd_watcher_detach(w);
+			pdd_http_reply_error(b->d, w->req, 409, "conflict", "id",
 					    "the sandbox was deleted or paddockd is stopping");
 			w->req = NULL;
 		}
@@ -91,8 +91,8 @@ void pd_proc_free(struct proc *p)
 		if (w->kind == W_HOOK)
 			w->ops->ended(w, p); /* p->result NULL: the sandbox went first */
 		else
-			pd_stream_end(w);
-		pd_watcher_free(w, &p->watchers);
+			pdd_stream_end(w);
+		pdd_watcher_free(w, &p->watchers);
 	}
 	if (p->ex)
 		paddock_exec_set_callback(p->ex, NULL, NULL);
@@ -118,13 +118,13 @@ static void prune_ended(struct box *b)
 	for (p = b->procs; p; p = next) {
 		next = p->next;
 		if (p->exited && !p->watchers && ++ended > ENDED_KEPT)
-			pd_proc_free(p);
+			pdd_proc_free(p);
 	}
 }
 
 /* ---- output ----------------------------------------------------------------------------- */
 
-/* All that libpaddock kept of stream (1, 2) from offset `from`, as bytes for pd_json_set_bytes. */
+/* All that libpaddock kept of stream (1, 2) from offset `from`, as bytes for pdd_json_set_bytes. */
 static size_t kept(struct proc *p, int stream, uint64_t *from, struct evbuffer *into)
 {
 	char buf[65536];
@@ -138,7 +138,7 @@ static size_t kept(struct proc *p, int stream, uint64_t *from, struct evbuffer *
 	return all;
 }
 
-json_t *pd_proc_result_json(struct proc *p)
+json_t *pdd_proc_result_json(struct proc *p)
 {
 	json_t *o = json_pack("{s:s,s:i}", "exec", p->exec_str, "pid", p->pid);
 
@@ -149,7 +149,7 @@ json_t *pd_proc_result_json(struct proc *p)
 		uint64_t from = 0;
 		size_t n = b ? kept(p, i + 1, &from, b) : 0;
 
-		pd_json_set_bytes(o, stream_names[i], b ? (const char *)evbuffer_pullup(b, -1) : "",
+		pdd_json_set_bytes(o, stream_names[i], b ? (const char *)evbuffer_pullup(b, -1) : "",
 				  n);
 		if (b)
 			evbuffer_free(b);
@@ -160,11 +160,11 @@ json_t *pd_proc_result_json(struct proc *p)
 
 static void send_result(struct proc *p, struct watcher *w)
 {
-	json_t *o = pd_proc_result_json(p);
+	json_t *o = pdd_proc_result_json(p);
 
-	pd_watcher_detach(w);
+	pdd_watcher_detach(w);
 	if (w->req) {
-		pd_http_reply_json(p->box->d, w->req, 200, o);
+		pdd_http_reply_json(p->box->d, w->req, 200, o);
 		w->req = NULL;
 	} else {
 		json_decref(o);
@@ -178,24 +178,24 @@ static void notify_end(struct proc *p)
 	for (w = p->watchers; w; w = next) {
 		next = w->next;
 		if (w->kind == W_OUTPUT) {
-			pd_stream_start(w, "application/x-ndjson"); /* one that never started */
-			pd_stream_line(w, json_pack("{s:s,s:O?}", "type", "exit", "result",
+			pdd_stream_start(w, "application/x-ndjson"); /* one that never started */
+			pdd_stream_line(w, json_pack("{s:s,s:O?}", "type", "exit", "result",
 						    p->result));
-			pd_stream_end(w);
+			pdd_stream_end(w);
 		} else if (w->kind == W_START && w->req) {
-			pd_watcher_detach(w);
-			pd_http_reply_json(p->box->d, w->req, 201, pd_proc_json(p));
+			pdd_watcher_detach(w);
+			pdd_http_reply_json(p->box->d, w->req, 201, pdd_proc_json(p));
 			w->req = NULL;
 		} else if (w->kind == W_RESULT) {
 			send_result(p, w);
 		} else if (w->kind == W_HOOK) {
 			w->ops->ended(w, p);
 		} else if (w->kind == W_WAIT && w->req) {
-			pd_watcher_detach(w);
-			pd_http_reply_json(p->box->d, w->req, 200, pd_proc_json(p));
+			pdd_watcher_detach(w);
+			pdd_http_reply_json(p->box->d, w->req, 200, pdd_proc_json(p));
 			w->req = NULL;
 		}
-		pd_watcher_free(w, &p->watchers);
+		pdd_watcher_free(w, &p->watchers);
 	}
 }
 
@@ -255,8 +255,8 @@ static void on_output(paddock_exec *ex, int stream, const void *data, size_t n, 
 	for (struct watcher *w = p->watchers; w; w = w->next)
 		if (w->kind == W_OUTPUT) {
 			json_t *o = json_pack("{s:s}", "type", stream_names[stream - 1]);
-			pd_json_set_bytes(o, "data", data, n);
-			pd_stream_line(w, o);
+			pdd_json_set_bytes(o, "data", data, n);
+			pdd_stream_line(w, o);
 		} else if (w->kind == W_HOOK) {
 			w->ops->data(w, p, stream - 1, data, n);
 		}
@@ -273,11 +273,11 @@ static void exec_done(paddock_exec *ex, const struct paddock_result *res, void *
 	(void)ex;
 	p->ex = NULL;
 	p->exited = true;
-	p->ended_ms = pd_now_ms();
+	p->ended_ms = pdd_now_ms();
 	/* output_truncated is libpaddock's: the stored copy and the answer are the same */
 	if (paddock_result_to_json(res, &json, NULL) >= 0)
 		p->result = json_loads(json, 0, NULL);
-	pd_metrics_exec(d, res, pd_mono_s() - p->t0);
+	pdd_metrics_exec(d, res, pdd_mono_s() - p->t0);
 	if (paddock_store_end_exec(d->store, p->box->id, p->exec_id, p->ended_ms,
 				   json ? json : "null", &err) < 0)
 		fprintf(stderr, "paddockd: store: %s\n", err.msg);
@@ -293,7 +293,7 @@ static void watcher_gone(struct watcher *w)
 	/* a foreground command whose client went away is ended: nobody would see its result */
 	if ((w->kind == W_RESULT || w->kind == W_OUTPUT) && p->ex && !p->background)
 		(void)paddock_exec_terminate(p->ex, PADDOCK_END_KILLED, NULL);
-	pd_watcher_free(w, &p->watchers);
+	pdd_watcher_free(w, &p->watchers);
 }
 
 /* ---- start ------------------------------------------------------------------------------ */
@@ -311,15 +311,15 @@ static void unrecorded(struct proc *p, paddock_exec *ex, const paddock_error *ca
 	struct watcher *w, *next;
 	paddock_error err = { 0 };
 
-	pd_store_error(&err, cause);
+	pdd_store_error(&err, cause);
 	for (w = p->watchers; w; w = next) {
 		next = w->next;
 		if (!w->req || w->kind == W_HOOK || w->streaming)
 			continue;
-		pd_watcher_detach(w);
-		pd_http_reply_paddock_error(p->box->d, w->req, &err);
+		pdd_watcher_detach(w);
+		pdd_http_reply_paddock_error(p->box->d, w->req, &err);
 		w->req = NULL;
-		pd_watcher_free(w, &p->watchers);
+		pdd_watcher_free(w, &p->watchers);
 	}
 	(void)paddock_exec_terminate(ex, PADDOCK_END_ERROR, NULL);
 }
@@ -348,14 +348,14 @@ static void proc_started(paddock_exec *ex, void *userdata)
 		next = w->next;
 		if (w->kind == W_START) {
 			if (w->req) {
-				pd_watcher_detach(w);
-				pd_http_reply_json(p->box->d, w->req, 201, pd_proc_json(p));
+				pdd_watcher_detach(w);
+				pdd_http_reply_json(p->box->d, w->req, 201, pdd_proc_json(p));
 				w->req = NULL;
 			}
-			pd_watcher_free(w, &p->watchers);
+			pdd_watcher_free(w, &p->watchers);
 		} else if (w->kind == W_OUTPUT && !w->streaming) {
-			pd_stream_start(w, "application/x-ndjson");
-			pd_stream_line(w, json_pack("{s:s,s:s,s:i}", "type", "start", "exec",
+			pdd_stream_start(w, "application/x-ndjson");
+			pdd_stream_line(w, json_pack("{s:s,s:s,s:i}", "type", "start", "exec",
 						    p->exec_str, "pid", p->pid));
 		} else if (w->kind == W_HOOK) {
 			w->ops->started(w, p);
@@ -410,7 +410,7 @@ static int write_stdin(struct proc *p, const char *data, size_t len, paddock_err
 	return paddock_exec_write_stdin(p->session, data, len, err);
 }
 
-void pd_exec_req_release(struct exec_req *q)
+void pdd_exec_req_release(struct exec_req *q)
 {
 	json_decref(q->argv);
 	free(q->argv_c);
@@ -425,7 +425,7 @@ static bool valid_tag(const char *t)
 {
 	size_t n = strlen(t);
 
-	if (n < 1 || n > PD_MAX_TAG)
+	if (n < 1 || n > PDD_MAX_TAG)
 		return false;
 	for (size_t i = 0; i < n; i++)
 		if (!strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-", t[i]))
@@ -590,12 +590,12 @@ static int parse_pty(json_t *body, struct exec_req *q, paddock_error *err)
 	return 0;
 }
 
-int pd_exec_parse(struct box *b, json_t *body, struct exec_req *q, paddock_error *err)
+int pdd_exec_parse(struct box *b, json_t *body, struct exec_req *q, paddock_error *err)
 {
 	json_t *cwd = json_object_get(body, "cwd");
 	int r;
 
-	r = pd_json_check_fields(body, exec_fields, err);
+	r = pdd_json_check_fields(body, exec_fields, err);
 	if (r < 0)
 		return r;
 	r = parse_argv(body, q, err);
@@ -619,20 +619,20 @@ int pd_exec_parse(struct box *b, json_t *body, struct exec_req *q, paddock_error
 	return parse_pty(body, q, err);
 }
 
-void pd_api_exec(struct request *r, struct box *b)
+void pdd_api_exec(struct request *r, struct box *b)
 {
 	paddock_error err = { 0 };
 	json_t *body;
 
 	if (r->method != EVHTTP_REQ_POST)
-		return pd_reply_error(r, 405, "method_not_allowed", NULL, "expected POST");
+		return pdd_reply_error(r, 405, "method_not_allowed", NULL, "expected POST");
 	if (!b->sb || !paddock_sandbox_running(b->sb))
-		return pd_reply_error(r, 409, "conflict", "id", "the sandbox is not running");
-	body = pd_body_object(r, false);
+		return pdd_reply_error(r, 409, "conflict", "id", "the sandbox is not running");
+	body = pdd_body_object(r, false);
 	if (!body)
 		return;
-	if (pd_exec_start(r->req, b, body, NULL, NULL, NULL, &err) < 0)
-		pd_reply_paddock_error(r, &err);
+	if (pdd_exec_start(r->req, b, body, NULL, NULL, NULL, &err) < 0)
+		pdd_reply_paddock_error(r, &err);
 	json_decref(body);
 }
 
@@ -641,18 +641,18 @@ static int check_runs(const struct box *b, paddock_error *err)
 {
 	if (!b->sb || !paddock_sandbox_running(b->sb))
 		return paddock_fail_field(err, ESRCH, "id", "the sandbox is not running");
-	return pd_box_check_not_paused(b, err);
+	return pdd_box_check_not_paused(b, err);
 }
 
-/* -EAGAIN (429) when the sandbox tracks PD_MAX_PROCS processes, also once ended ones went */
+/* -EAGAIN (429) when the sandbox tracks PDD_MAX_PROCS processes, also once ended ones went */
 static int check_room(struct box *b, paddock_error *err)
 {
-	if (b->n_procs < PD_MAX_PROCS)
+	if (b->n_procs < PDD_MAX_PROCS)
 		return 0;
 	prune_ended(b);
-	if (b->n_procs < PD_MAX_PROCS)
+	if (b->n_procs < PDD_MAX_PROCS)
 		return 0;
-	return paddock_fail(err, EAGAIN, "the sandbox has %d processes tracked", PD_MAX_PROCS);
+	return paddock_fail(err, EAGAIN, "the sandbox has %d processes tracked", PDD_MAX_PROCS);
 }
 
 /* libpaddock's options for a parsed request (borrowing q's strings) */
@@ -694,13 +694,13 @@ static int launch(struct box *b, struct exec_req *q, struct proc **ret, paddock_
 	p->background = q->background;
 	p->pty = q->pty;
 	p->has_stdin = q->pty || q->has_stdin || q->keep_stdin;
-	p->t0 = pd_mono_s();
+	p->t0 = pdd_mono_s();
 	if (q->tag)
 		snprintf(p->tag, sizeof(p->tag), "%s", q->tag);
 	exec_opts(q, &opts);
 	r = paddock_exec_start(b->sb, &opts, exec_done, p, &ex, err);
 	if (r < 0) {
-		pd_proc_free(p);
+		pdd_proc_free(p);
 		return r;
 	}
 	p->ex = ex;
@@ -708,7 +708,7 @@ static int launch(struct box *b, struct exec_req *q, struct proc **ret, paddock_
 	paddock_exec_set_output_callback(ex, on_output, p);
 	p->exec_id = paddock_exec_id(ex);
 	snprintf(p->exec_str, sizeof(p->exec_str), "ex_%llu", (unsigned long long)p->exec_id);
-	p->started_ms = pd_now_ms();
+	p->started_ms = pdd_now_ms();
 	if (q->has_stdin) {
 		p->pending_stdin = q->stdin_data;
 		q->stdin_data = NULL;
@@ -719,7 +719,7 @@ static int launch(struct box *b, struct exec_req *q, struct proc **ret, paddock_
 	return 0;
 }
 
-int pd_exec_start(struct evhttp_request *req, struct box *b, json_t *body,
+int pdd_exec_start(struct evhttp_request *req, struct box *b, json_t *body,
 		  const struct watcher_ops *ops, void *ctx, struct proc **ret_proc,
 		  paddock_error *err)
 {
@@ -731,7 +731,7 @@ int pd_exec_start(struct evhttp_request *req, struct box *b, json_t *body,
 	r = check_runs(b, err);
 	if (r < 0)
 		return r;
-	r = pd_exec_parse(b, body, &q, err);
+	r = pdd_exec_parse(b, body, &q, err);
 	if (r >= 0)
 		r = check_room(b, err);
 	if (r >= 0)
@@ -739,8 +739,8 @@ int pd_exec_start(struct evhttp_request *req, struct box *b, json_t *body,
 	if (r < 0)
 		goto out;
 	/* the answer waits for init: a 201 with the pid, the stream's start, or the result */
-	w = ops ? pd_proc_hook(req, p, ops, ctx)
-		: pd_watcher_open(b->d, req,
+	w = ops ? pdd_proc_hook(req, p, ops, ctx)
+		: pdd_watcher_open(b->d, req,
 				  q.background ? W_START : q.stream ? W_OUTPUT : W_RESULT, p,
 				  &p->watchers);
 	if (!w) {
@@ -753,14 +753,14 @@ int pd_exec_start(struct evhttp_request *req, struct box *b, json_t *body,
 	if (ret_proc)
 		*ret_proc = p;
 out:
-	pd_exec_req_release(&q);
+	pdd_exec_req_release(&q);
 	return r;
 }
 
-struct watcher *pd_proc_hook(struct evhttp_request *req, struct proc *p,
+struct watcher *pdd_proc_hook(struct evhttp_request *req, struct proc *p,
 			     const struct watcher_ops *ops, void *ctx)
 {
-	struct watcher *w = pd_watcher_open(p->box->d, req, W_HOOK, p, &p->watchers);
+	struct watcher *w = pdd_watcher_open(p->box->d, req, W_HOOK, p, &p->watchers);
 
 	if (w) {
 		w->ops = ops;
@@ -769,7 +769,7 @@ struct watcher *pd_proc_hook(struct evhttp_request *req, struct proc *p,
 	return w;
 }
 
-int pd_proc_write_stdin(struct proc *p, const char *data, size_t len)
+int pdd_proc_write_stdin(struct proc *p, const char *data, size_t len)
 {
 	paddock_error err = { 0 };
 
@@ -778,7 +778,7 @@ int pd_proc_write_stdin(struct proc *p, const char *data, size_t len)
 	return write_stdin(p, data, len, &err);
 }
 
-void pd_proc_close_stdin(struct proc *p)
+void pdd_proc_close_stdin(struct proc *p)
 {
 	if (!p->exited && p->session)
 		(void)paddock_exec_close_stdin(p->session, NULL);
@@ -786,7 +786,7 @@ void pd_proc_close_stdin(struct proc *p)
 
 /* ---- adopt ------------------------------------------------------------------------------ */
 
-void pd_proc_adopt(struct box *b, paddock_exec *ex, const struct paddock_store_exec *row,
+void pdd_proc_adopt(struct box *b, paddock_exec *ex, const struct paddock_store_exec *row,
 		   bool end_it)
 {
 	struct proc *p = proc_new(b);
@@ -801,14 +801,14 @@ void pd_proc_adopt(struct box *b, paddock_exec *ex, const struct paddock_store_e
 	p->pid = row ? row->pid : paddock_exec_pid(ex);
 	p->background = row ? row->background : true;
 	p->pty = row ? row->pty : paddock_exec_pty_streams(ex) != 0;
-	p->started_ms = row ? row->started_ms : pd_now_ms();
-	p->t0 = pd_mono_s();
+	p->started_ms = row ? row->started_ms : pdd_now_ms();
+	p->t0 = pdd_mono_s();
 	if (row && row->tag)
 		snprintf(p->tag, sizeof(p->tag), "%s", row->tag);
 	if (!ex) {
 		/* ended while no paddockd listened, and its report went with the old one */
 		p->exited = true;
-		p->ended_ms = pd_now_ms();
+		p->ended_ms = pdd_now_ms();
 		p->result = json_pack("{s:s,s:{s:s}}", "reason", "error", "error", "message",
 				      "the command's report was lost when paddockd restarted");
 		(void)paddock_store_end_exec(b->d->store, b->id, p->exec_id, p->ended_ms,
@@ -844,17 +844,17 @@ static void wait_timeout(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	if (w->req) {
-		pd_watcher_detach(w);
-		pd_http_reply_json(p->box->d, w->req, 200, pd_proc_json(p));
+		pdd_watcher_detach(w);
+		pdd_http_reply_json(p->box->d, w->req, 200, pdd_proc_json(p));
 		w->req = NULL;
 	}
-	pd_watcher_free(w, &p->watchers);
+	pdd_watcher_free(w, &p->watchers);
 }
 
 /* ?since_stdout=N: a byte offset in the stream; absent: 0 */
 static bool parse_since(struct request *r, const char *key, uint64_t *ret)
 {
-	const char *s = pd_query(r, key);
+	const char *s = pdd_query(r, key);
 	char *end;
 
 	*ret = 0;
@@ -863,7 +863,7 @@ static bool parse_since(struct request *r, const char *key, uint64_t *ret)
 	errno = 0;
 	*ret = strtoull(s, &end, 10);
 	if (!*s || *end || *s < '0' || *s > '9' || errno) {
-		pd_reply_error(r, 400, "invalid", key, "expected a byte offset such as 4096");
+		pdd_reply_error(r, 400, "invalid", key, "expected a byte offset such as 4096");
 		return false;
 	}
 	return true;
@@ -891,33 +891,33 @@ static void ring_line(struct watcher *w, struct proc *p, int i, uint64_t since)
 	if (n > 0) {
 		o = json_pack("{s:s,s:I}", "type", stream_names[i], "offset",
 			      (json_int_t)(from - n));
-		pd_json_set_bytes(o, "data", (const char *)evbuffer_pullup(b, -1), n);
-		pd_stream_line(w, o);
+		pdd_json_set_bytes(o, "data", (const char *)evbuffer_pullup(b, -1), n);
+		pdd_stream_line(w, o);
 	}
 	evbuffer_free(b);
 }
 
 static void output(struct request *r, struct proc *p)
 {
-	const char *follow = pd_query(r, "follow");
+	const char *follow = pdd_query(r, "follow");
 	uint64_t since[2];
 	struct watcher *w;
 
 	if (!parse_since(r, "since_stdout", &since[0]) || !parse_since(r, "since_stderr", &since[1]))
 		return;
-	w = pd_watcher_new(r, W_OUTPUT, p, &p->watchers);
+	w = pdd_watcher_new(r, W_OUTPUT, p, &p->watchers);
 	if (!w)
-		return pd_reply_error(r, 500, "internal", NULL, "out of memory");
+		return pdd_reply_error(r, 500, "internal", NULL, "out of memory");
 	w->on_gone = watcher_gone; /* a background process's followers come and go */
-	pd_stream_start(w, "application/x-ndjson");
+	pdd_stream_start(w, "application/x-ndjson");
 	for (int i = 0; i < 2; i++)
 		ring_line(w, p, i, since[i]);
 	if (p->exited || !follow || strcmp(follow, "1") != 0) {
 		if (p->exited)
-			pd_stream_line(w, json_pack("{s:s,s:O?}", "type", "exit", "result",
+			pdd_stream_line(w, json_pack("{s:s,s:O?}", "type", "exit", "result",
 						    p->result));
-		pd_stream_end(w);
-		pd_watcher_free(w, &p->watchers);
+		pdd_stream_end(w);
+		pdd_watcher_free(w, &p->watchers);
 	}
 }
 
@@ -930,42 +930,42 @@ static void stdin_write(struct request *r, struct proc *p)
 	int w;
 
 	if (p->exited)
-		return pd_reply_error(r, 409, "conflict", NULL, "the process has ended");
+		return pdd_reply_error(r, 409, "conflict", NULL, "the process has ended");
 	if (!p->has_stdin)
-		return pd_reply_error(r, 409, "conflict", "stdin",
+		return pdd_reply_error(r, 409, "conflict", "stdin",
 				      "the process's stdin is closed (start it with keep_stdin or "
 				      "pty)");
-	if (n > PD_STDIN_WRITE_MAX)
-		return pd_reply_error(r, 413, "too_large", "body", "at most %d bytes per write",
-				      PD_STDIN_WRITE_MAX);
+	if (n > PDD_STDIN_WRITE_MAX)
+		return pdd_reply_error(r, 413, "too_large", "body", "at most %d bytes per write",
+				      PDD_STDIN_WRITE_MAX);
 	w = write_stdin(p, (const char *)evbuffer_pullup(in, -1), n, &err);
 	if (w == -EAGAIN)
-		return pd_reply_error(r, 429, "limit", "stdin",
+		return pdd_reply_error(r, 429, "limit", "stdin",
 				      "the process is not reading its stdin: %s; nothing of this "
 				      "write was taken",
 				      err.msg);
 	if (w < 0)
-		return pd_reply_error(r, 409, "conflict", "stdin",
+		return pdd_reply_error(r, 409, "conflict", "stdin",
 				      "the process's stdin is closed (%s)", err.msg);
-	pd_reply_empty(r, 204);
+	pdd_reply_empty(r, 204);
 }
 
 /* POST .../wait[?timeout_s=N]: the process object once it ended, or at the deadline */
 static void wait_end(struct request *r, struct proc *p)
 {
-	const char *t = pd_query(r, "timeout_s");
+	const char *t = pdd_query(r, "timeout_s");
 	char *end = NULL;
 	double s = t ? strtod(t, &end) : WAIT_DEFAULT_S;
 	struct watcher *w;
 
 	if (t && (*end || !(s >= 0 && s <= WAIT_MAX_S)))
-		return pd_reply_error(r, 400, "invalid", "timeout_s",
+		return pdd_reply_error(r, 400, "invalid", "timeout_s",
 				      "expected seconds from 0 to %d", WAIT_MAX_S);
 	if (p->exited || s == 0)
-		return pd_reply_json(r, 200, pd_proc_json(p));
-	w = pd_watcher_new(r, W_WAIT, p, &p->watchers);
+		return pdd_reply_json(r, 200, pdd_proc_json(p));
+	w = pdd_watcher_new(r, W_WAIT, p, &p->watchers);
 	if (!w)
-		return pd_reply_error(r, 500, "internal", NULL, "out of memory");
+		return pdd_reply_error(r, 500, "internal", NULL, "out of memory");
 	w->on_gone = watcher_gone;
 	struct timeval tv = { .tv_sec = (time_t)s,
 			      .tv_usec = (suseconds_t)((s - (double)(time_t)s) * 1e6) };
@@ -1002,18 +1002,18 @@ static void send_signal(struct request *r, struct proc *p, json_t *body)
 	paddock_error err = { 0 };
 	int sig;
 
-	if (!pd_check_fields(r, body, fields))
+	if (!pdd_check_fields(r, body, fields))
 		return;
 	sig = signal_of(json_object_get(body, "signal"));
 	if (!sig)
-		return pd_reply_error(r, 400, "invalid", "signal",
+		return pdd_reply_error(r, 400, "invalid", "signal",
 				      "expected a signal name (TERM, KILL, INT, HUP, QUIT, USR1, "
 				      "USR2, STOP, CONT) or number");
 	if (!p->ex)
-		return pd_reply_error(r, 409, "conflict", NULL, "the process has ended");
+		return pdd_reply_error(r, 409, "conflict", NULL, "the process has ended");
 	if (paddock_exec_signal(p->ex, sig, &err) < 0)
-		return pd_reply_paddock_error(r, &err);
-	pd_reply_empty(r, 204);
+		return pdd_reply_paddock_error(r, &err);
+	pdd_reply_empty(r, 204);
 }
 
 /* POST .../resize {"rows", "cols"}: a pty's window size */
@@ -1023,21 +1023,21 @@ static void resize(struct request *r, struct proc *p, json_t *body)
 	json_t *rows = json_object_get(body, "rows"), *cols = json_object_get(body, "cols");
 	paddock_error err = { 0 };
 
-	if (!pd_check_fields(r, body, fields))
+	if (!pdd_check_fields(r, body, fields))
 		return;
 	if (!json_is_integer(rows) || !json_is_integer(cols) || json_integer_value(rows) < 1 ||
 	    json_integer_value(rows) > 1000 || json_integer_value(cols) < 1 ||
 	    json_integer_value(cols) > 1000)
-		return pd_reply_error(r, 400, "invalid", "rows",
+		return pdd_reply_error(r, 400, "invalid", "rows",
 				      "expected rows and cols from 1 to 1000");
 	if (!p->ex || !p->pty)
-		return pd_reply_error(r, 409, "conflict", NULL, "%s",
+		return pdd_reply_error(r, 409, "conflict", NULL, "%s",
 				      p->ex ? "the process has no terminal"
 					    : "the process has ended");
 	if (paddock_exec_resize(p->ex, (unsigned short)json_integer_value(rows),
 				(unsigned short)json_integer_value(cols), &err) < 0)
-		return pd_reply_paddock_error(r, &err);
-	pd_reply_empty(r, 204);
+		return pdd_reply_paddock_error(r, &err);
+	pdd_reply_empty(r, 204);
 }
 
 /* POST .../processes/{key}/{what}[/{sub}] */
@@ -1046,18 +1046,18 @@ static void process_action(struct request *r, struct proc *p, const char *what, 
 	json_t *body;
 
 	if (r->method != EVHTTP_REQ_POST)
-		return pd_reply_error(r, 405, "method_not_allowed", NULL, "expected POST");
+		return pdd_reply_error(r, 405, "method_not_allowed", NULL, "expected POST");
 	if (strcmp(what, "stdin") == 0 && !sub)
 		return stdin_write(r, p);
 	if (strcmp(what, "stdin") == 0 && strcmp(sub, "close") == 0) {
-		pd_proc_close_stdin(p);
-		return pd_reply_empty(r, 204);
+		pdd_proc_close_stdin(p);
+		return pdd_reply_empty(r, 204);
 	}
 	if (sub)
-		return pd_reply_error(r, 404, "not_found", "path", "no such route");
+		return pdd_reply_error(r, 404, "not_found", "path", "no such route");
 	if (strcmp(what, "wait") == 0)
 		return wait_end(r, p);
-	body = pd_body_object(r, false);
+	body = pdd_body_object(r, false);
 	if (!body)
 		return;
 	if (strcmp(what, "signal") == 0)
@@ -1065,11 +1065,11 @@ static void process_action(struct request *r, struct proc *p, const char *what, 
 	else if (strcmp(what, "resize") == 0)
 		resize(r, p, body);
 	else
-		pd_reply_error(r, 404, "not_found", "path", "no such route");
+		pdd_reply_error(r, 404, "not_found", "path", "no such route");
 	json_decref(body);
 }
 
-void pd_api_processes(struct request *r, struct box *b)
+void pdd_api_processes(struct request *r, struct box *b)
 {
 	struct proc *p;
 
@@ -1077,25 +1077,25 @@ void pd_api_processes(struct request *r, struct box *b)
 		json_t *a = json_array();
 
 		if (r->method != EVHTTP_REQ_GET)
-			return pd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET");
+			return pdd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET");
 		for (p = b->procs; p; p = p->next)
-			json_array_append_new(a, pd_proc_json(p));
-		return pd_reply_json(r, 200, json_pack("{s:o}", "processes", a));
+			json_array_append_new(a, pdd_proc_json(p));
+		return pdd_reply_json(r, 200, json_pack("{s:o}", "processes", a));
 	}
-	p = pd_proc_find(b, r->seg[4]);
+	p = pdd_proc_find(b, r->seg[4]);
 	if (!p)
-		return pd_reply_error(r, 404, "not_found", "process", "no such process");
+		return pdd_reply_error(r, 404, "not_found", "process", "no such process");
 	if (r->n_seg == 5) {
 		if (r->method != EVHTTP_REQ_GET)
-			return pd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET");
-		return pd_reply_json(r, 200, pd_proc_json(p));
+			return pdd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET");
+		return pdd_reply_json(r, 200, pdd_proc_json(p));
 	}
 	if (r->n_seg == 6 && strcmp(r->seg[5], "output") == 0) {
 		if (r->method != EVHTTP_REQ_GET)
-			return pd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET");
+			return pdd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET");
 		return output(r, p);
 	}
 	if (r->n_seg > 7)
-		return pd_reply_error(r, 404, "not_found", "path", "no such route");
+		return pdd_reply_error(r, 404, "not_found", "path", "no such route");
 	process_action(r, p, r->seg[5], r->n_seg == 7 ? r->seg[6] : NULL);
 }

@@ -26,11 +26,11 @@ static json_t *entry_json(const struct paddock_file_info *f)
 	char mode[8];
 
 	snprintf(mode, sizeof(mode), "%04o", f->mode & 07777);
-	return json_pack("{s:o,s:o,s:s,s:I,s:s,s:I,s:I,s:o,s:o}", "name", pd_json_text(f->name),
-			 "path", pd_json_text(f->path), "type", paddock_file_type_to_string(f->type),
+	return json_pack("{s:o,s:o,s:s,s:I,s:s,s:I,s:I,s:o,s:o}", "name", pdd_json_text(f->name),
+			 "path", pdd_json_text(f->path), "type", paddock_file_type_to_string(f->type),
 			 "size", (json_int_t)f->size, "mode", mode, "uid", (json_int_t)f->uid, "gid",
-			 (json_int_t)f->gid, "mtime", pd_time_json(f->mtime_ns / 1000000),
-			 "symlink_target", pd_json_text(f->symlink_target));
+			 (json_int_t)f->gid, "mtime", pdd_time_json(f->mtime_ns / 1000000),
+			 "symlink_target", pdd_json_text(f->symlink_target));
 }
 
 static bool parse_mode(struct request *r, const char *s, unsigned def, unsigned *ret)
@@ -44,7 +44,7 @@ static bool parse_mode(struct request *r, const char *s, unsigned def, unsigned 
 	}
 	v = strtoul(s, &end, 8);
 	if (!*s || *end || v > 07777) {
-		pd_reply_error(r, 400, "invalid", "mode", "expected octal permission bits such as 0644");
+		pdd_reply_error(r, 400, "invalid", "mode", "expected octal permission bits such as 0644");
 		return false;
 	}
 	*ret = (unsigned)v;
@@ -57,8 +57,8 @@ static void reply_entry(struct request *r, struct box *b, const char *path, int 
 	paddock_error err = { 0 };
 
 	if (paddock_sandbox_stat(b->sb, path, &f, &err) < 0)
-		return pd_reply_paddock_error(r, &err);
-	pd_reply_json(r, status, entry_json(&f));
+		return pdd_reply_paddock_error(r, &err);
+	pdd_reply_json(r, status, entry_json(&f));
 	paddock_file_info_release(&f);
 }
 
@@ -108,14 +108,14 @@ static void read_file(struct request *r, struct box *b, const char *path)
 	int fd, rr;
 
 	if (paddock_sandbox_open_read(b->sb, path, 0, &fd, &size, &err) < 0)
-		return pd_reply_paddock_error(r, &err);
+		return pdd_reply_paddock_error(r, &err);
 	len = size;
 	rr = parse_range(range, size, &off, &len);
 	if (rr < 0) {
 		close(fd);
 		snprintf(hdr, sizeof(hdr), "bytes */%" PRIu64, size);
 		evhttp_add_header(evhttp_request_get_output_headers(r->req), "Content-Range", hdr);
-		return pd_reply_error(r, 416, "invalid", "Range", "expected a range within %" PRIu64
+		return pdd_reply_error(r, 416, "invalid", "Range", "expected a range within %" PRIu64
 				      " bytes", size);
 	}
 	out = evbuffer_new();
@@ -124,7 +124,7 @@ static void read_file(struct request *r, struct box *b, const char *path)
 		if (out)
 			evbuffer_free(out);
 		close(fd);
-		return pd_reply_error(r, 500, "internal", NULL, "read '%s'", path);
+		return pdd_reply_error(r, 500, "internal", NULL, "read '%s'", path);
 	}
 	if (len == 0)
 		close(fd);
@@ -150,12 +150,12 @@ static void write_file(struct request *r, struct box *b, const char *path)
 	int fd;
 
 	if (evbuffer_get_length(in) > r->d->max_upload)
-		return pd_reply_error(r, 413, "too_large", "max_upload",
+		return pdd_reply_error(r, 413, "too_large", "max_upload",
 				      "uploads are limited to %" PRIu64 " bytes", r->d->max_upload);
-	if (!parse_mode(r, pd_query(r, "mode"), 0644, &mode))
+	if (!parse_mode(r, pdd_query(r, "mode"), 0644, &mode))
 		return;
 	if (paddock_sandbox_open_write(b->sb, path, mode, true, &w, &err) < 0)
-		return pd_reply_paddock_error(r, &err);
+		return pdd_reply_paddock_error(r, &err);
 	fd = paddock_file_writer_fd(w);
 	while (evbuffer_get_length(in) > 0) {
 		int n = evbuffer_write(in, fd);
@@ -166,15 +166,15 @@ static void write_file(struct request *r, struct box *b, const char *path)
 			int e = n < 0 ? errno : EIO;
 			paddock_file_writer_free(w);
 			if (e == ENOSPC || e == EFBIG || e == EDQUOT)
-				return pd_reply_error(r, 413, "too_large", "disk",
+				return pdd_reply_error(r, 413, "too_large", "disk",
 						      "the sandbox's disk is full");
-			return pd_reply_error(r, 500, "internal", NULL, "write '%s': %s", path,
+			return pdd_reply_error(r, 500, "internal", NULL, "write '%s': %s", path,
 					      strerror(e));
 		}
 	}
 	if (paddock_file_writer_commit(w, &err) < 0) {
 		paddock_file_writer_free(w);
-		return pd_reply_paddock_error(r, &err);
+		return pdd_reply_paddock_error(r, &err);
 	}
 	paddock_file_writer_free(w);
 	reply_entry(r, b, path, 201);
@@ -182,7 +182,7 @@ static void write_file(struct request *r, struct box *b, const char *path)
 
 static void list(struct request *r, struct box *b, const char *path)
 {
-	const char *ds = pd_query(r, "depth");
+	const char *ds = pdd_query(r, "depth");
 	struct paddock_file_info *infos = NULL;
 	paddock_error err = { 0 };
 	size_t n = 0;
@@ -193,52 +193,52 @@ static void list(struct request *r, struct box *b, const char *path)
 	if (ds) {
 		depth = strtol(ds, &end, 10);
 		if (*end || depth < 1 || depth > DEPTH_MAX)
-			return pd_reply_error(r, 400, "invalid", "depth",
+			return pdd_reply_error(r, 400, "invalid", "depth",
 					      "expected a depth from 1 to %d", DEPTH_MAX);
 	}
 	if (paddock_sandbox_list_dir(b->sb, path, (unsigned)depth, LIST_MAX, &infos, &n, &err) < 0) {
 		if (err.code == E2BIG)
-			return pd_reply_error(r, 413, "too_large", "depth",
+			return pdd_reply_error(r, 413, "too_large", "depth",
 					      "more than %d entries: list a smaller tree", LIST_MAX);
-		return pd_reply_paddock_error(r, &err);
+		return pdd_reply_paddock_error(r, &err);
 	}
 	a = json_array();
 	for (size_t i = 0; i < n; i++)
 		json_array_append_new(a, entry_json(&infos[i]));
 	paddock_file_infos_free(infos, n);
-	pd_reply_json(r, 200, json_pack("{s:o}", "entries", a));
+	pdd_reply_json(r, 200, json_pack("{s:o}", "entries", a));
 }
 
 static void mkdir_(struct request *r, struct box *b)
 {
 	static const char *const fields[] = { "path", "parents", "mode", NULL };
-	json_t *body = pd_body_object(r, false), *path, *parents, *mode;
+	json_t *body = pdd_body_object(r, false), *path, *parents, *mode;
 	paddock_error err = { 0 };
 	unsigned m = 0755;
 
 	if (!body)
 		return;
-	if (!pd_check_fields(r, body, fields))
+	if (!pdd_check_fields(r, body, fields))
 		goto out;
 	path = json_object_get(body, "path");
 	parents = json_object_get(body, "parents");
 	mode = json_object_get(body, "mode");
 	if (!json_is_string(path)) {
-		pd_reply_error(r, 400, "invalid", "path", "expected a path");
+		pdd_reply_error(r, 400, "invalid", "path", "expected a path");
 		goto out;
 	}
 	if (parents && !json_is_boolean(parents)) {
-		pd_reply_error(r, 400, "invalid", "parents", "expected true or false");
+		pdd_reply_error(r, 400, "invalid", "parents", "expected true or false");
 		goto out;
 	}
 	if (mode && (!json_is_string(mode) || !parse_mode(r, json_string_value(mode), 0755, &m))) {
 		if (!json_is_string(mode))
-			pd_reply_error(r, 400, "invalid", "mode", "expected a string such as \"0755\"");
+			pdd_reply_error(r, 400, "invalid", "mode", "expected a string such as \"0755\"");
 		goto out;
 	}
 	if (paddock_sandbox_mkdir(b->sb, json_string_value(path), m,
 				  !parents || json_is_true(parents), &err) < 0) {
-		pd_reply_paddock_error(r, &err);
+		pdd_reply_paddock_error(r, &err);
 		goto out;
 	}
 	reply_entry(r, b, json_string_value(path), 201);
@@ -249,28 +249,28 @@ out:
 static void move(struct request *r, struct box *b)
 {
 	static const char *const fields[] = { "from", "to", "overwrite", NULL };
-	json_t *body = pd_body_object(r, false), *from, *to, *ow;
+	json_t *body = pdd_body_object(r, false), *from, *to, *ow;
 	paddock_error err = { 0 };
 
 	if (!body)
 		return;
-	if (!pd_check_fields(r, body, fields))
+	if (!pdd_check_fields(r, body, fields))
 		goto out;
 	from = json_object_get(body, "from");
 	to = json_object_get(body, "to");
 	ow = json_object_get(body, "overwrite");
 	if (!json_is_string(from) || !json_is_string(to)) {
-		pd_reply_error(r, 400, "invalid", json_is_string(from) ? "to" : "from",
+		pdd_reply_error(r, 400, "invalid", json_is_string(from) ? "to" : "from",
 			       "expected a path");
 		goto out;
 	}
 	if (ow && !json_is_boolean(ow)) {
-		pd_reply_error(r, 400, "invalid", "overwrite", "expected true or false");
+		pdd_reply_error(r, 400, "invalid", "overwrite", "expected true or false");
 		goto out;
 	}
 	if (paddock_sandbox_move(b->sb, json_string_value(from), json_string_value(to),
 				 json_is_true(ow), &err) < 0) {
-		pd_reply_paddock_error(r, &err);
+		pdd_reply_paddock_error(r, &err);
 		goto out;
 	}
 	reply_entry(r, b, json_string_value(to), 200);
@@ -302,8 +302,8 @@ static void watch_free(struct file_watch *fw)
 		event_free(fw->ev);
 	paddock_watch_free(fw->pw);
 	if (fw->w) {
-		pd_stream_end(fw->w);
-		pd_watcher_free(fw->w, &fw->list);
+		pdd_stream_end(fw->w);
+		pdd_watcher_free(fw->w, &fw->list);
 	}
 	free(fw);
 }
@@ -312,8 +312,8 @@ static void watch_event(const struct paddock_watch_event *ev, void *userdata)
 {
 	struct file_watch *fw = userdata;
 
-	pd_stream_line(fw->w, json_pack("{s:s,s:o,s:b}", "type", ev->type, "path",
-					pd_json_text(ev->path), "is_dir", ev->is_dir));
+	pdd_stream_line(fw->w, json_pack("{s:s,s:o,s:b}", "type", ev->type, "path",
+					pdd_json_text(ev->path), "is_dir", ev->is_dir));
 }
 
 static void watch_cb(evutil_socket_t fd, short what, void *arg)
@@ -336,52 +336,52 @@ static void watch_gone(struct watcher *w)
 
 static void watch(struct request *r, struct box *b, const char *path)
 {
-	const char *rec = pd_query(r, "recursive");
+	const char *rec = pdd_query(r, "recursive");
 	struct file_watch *fw = calloc(1, sizeof(*fw));
 	paddock_error err = { 0 };
 
 	if (!fw)
-		return pd_reply_error(r, 500, "internal", NULL, "out of memory");
+		return pdd_reply_error(r, 500, "internal", NULL, "out of memory");
 	fw->box = b;
 	fw->next = b->file_watches;
 	b->file_watches = fw;
 	if (paddock_sandbox_watch(b->sb, path, rec && strcmp(rec, "1") == 0, &fw->pw, &err) < 0) {
 		watch_free(fw);
-		return pd_reply_paddock_error(r, &err);
+		return pdd_reply_paddock_error(r, &err);
 	}
 	fw->ev = event_new(r->d->base, paddock_watch_fd(fw->pw), EV_READ | EV_PERSIST, watch_cb,
 			   fw);
-	fw->w = pd_watcher_new(r, W_EVENTS, fw, &fw->list);
+	fw->w = pdd_watcher_new(r, W_EVENTS, fw, &fw->list);
 	if (!fw->ev || !fw->w || event_add(fw->ev, NULL) < 0) {
 		watch_free(fw);
-		return pd_reply_error(r, 500, "internal", NULL, "out of memory");
+		return pdd_reply_error(r, 500, "internal", NULL, "out of memory");
 	}
 	fw->w->on_gone = watch_gone;
-	pd_stream_start(fw->w, "application/x-ndjson");
+	pdd_stream_start(fw->w, "application/x-ndjson");
 }
 
-void pd_files_release(struct box *b)
+void pdd_files_release(struct box *b)
 {
 	while (b->file_watches)
 		watch_free(b->file_watches);
 }
 
-void pd_api_files(struct request *r, struct box *b)
+void pdd_api_files(struct request *r, struct box *b)
 {
-	const char *path = pd_query(r, "path");
+	const char *path = pdd_query(r, "path");
 	const char *op = r->n_seg == 5 ? r->seg[4] : NULL;
 
 	if (r->n_seg > 5)
-		return pd_reply_error(r, 404, "not_found", "path", "no such route");
+		return pdd_reply_error(r, 404, "not_found", "path", "no such route");
 	if (!b->sb || !paddock_sandbox_running(b->sb))
-		return pd_reply_error(r, 409, "conflict", "id", "the sandbox is not running");
+		return pdd_reply_error(r, 409, "conflict", "id", "the sandbox is not running");
 	if (op && (strcmp(op, "mkdir") == 0 || strcmp(op, "move") == 0)) {
 		if (r->method != EVHTTP_REQ_POST)
-			return pd_reply_error(r, 405, "method_not_allowed", NULL, "expected POST");
+			return pdd_reply_error(r, 405, "method_not_allowed", NULL, "expected POST");
 		return op[0] == 'm' && op[1] == 'k' ? mkdir_(r, b) : move(r, b);
 	}
 	if (!path || !path[0])
-		return pd_reply_error(r, 400, "invalid", "path", "expected ?path=<path in the sandbox>");
+		return pdd_reply_error(r, 400, "invalid", "path", "expected ?path=<path in the sandbox>");
 	if (!op) {
 		switch (r->method) {
 		case EVHTTP_REQ_GET:
@@ -389,25 +389,25 @@ void pd_api_files(struct request *r, struct box *b)
 		case EVHTTP_REQ_PUT:
 			return write_file(r, b, path);
 		case EVHTTP_REQ_DELETE: {
-			const char *rec = pd_query(r, "recursive");
+			const char *rec = pdd_query(r, "recursive");
 			paddock_error err = { 0 };
 
 			if (paddock_sandbox_remove(b->sb, path, rec && strcmp(rec, "1") == 0, &err) < 0)
-				return pd_reply_paddock_error(r, &err);
-			return pd_reply_empty(r, 204);
+				return pdd_reply_paddock_error(r, &err);
+			return pdd_reply_empty(r, 204);
 		}
 		default:
-			return pd_reply_error(r, 405, "method_not_allowed", NULL,
+			return pdd_reply_error(r, 405, "method_not_allowed", NULL,
 					      "expected GET, PUT or DELETE");
 		}
 	}
 	if (r->method != EVHTTP_REQ_GET)
-		return pd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET");
+		return pdd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET");
 	if (strcmp(op, "stat") == 0)
 		return reply_entry(r, b, path, 200);
 	if (strcmp(op, "list") == 0)
 		return list(r, b, path);
 	if (strcmp(op, "watch") == 0)
 		return watch(r, b, path);
-	pd_reply_error(r, 404, "not_found", "path", "no such route");
+	pdd_reply_error(r, 404, "not_found", "path", "no such route");
 }

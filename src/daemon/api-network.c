@@ -20,7 +20,7 @@
 
 static const char *const net_modes[] = { "none", "allowlist", "open" };
 
-int pd_max_network_parse(const char *s)
+int pdd_max_network_parse(const char *s)
 {
 	for (int i = 0; i < 3; i++)
 		if (s && strcmp(s, net_modes[i]) == 0)
@@ -28,7 +28,7 @@ int pd_max_network_parse(const char *s)
 	return -1;
 }
 
-int pd_check_max_network(struct daemon *d, const char *spec_json, paddock_error *err)
+int pdd_check_max_network(struct daemon *d, const char *spec_json, paddock_error *err)
 {
 	paddock_policy *p = NULL;
 	paddock_spec *spec = NULL;
@@ -96,7 +96,7 @@ static json_t *network_json(struct box *b)
  * than a rule, keeps its value unless given. Returns how many open connections the new
  * policy closed, or -errno.
  */
-int pd_box_set_network(struct box *b, json_t *net, paddock_error *err)
+int pdd_box_set_network(struct box *b, json_t *net, paddock_error *err)
 {
 	json_t *doc = json_pack("{s:O}", "network", net);
 	char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL, *spec_json = NULL;
@@ -114,7 +114,7 @@ int pd_box_set_network(struct box *b, json_t *net, paddock_error *err)
 	if (k >= 0)
 		k = paddock_spec_to_json(spec, &spec_json, err);
 	if (k >= 0)
-		k = pd_check_max_network(b->d, spec_json, err);
+		k = pdd_check_max_network(b->d, spec_json, err);
 	if (k >= 0)
 		k = paddock_sandbox_set_network(b->sb, spec, err);
 	if (k >= 0) {
@@ -124,7 +124,7 @@ int pd_box_set_network(struct box *b, json_t *net, paddock_error *err)
 		b->spec_json = spec_json;
 		spec_json = NULL;
 		/* a restarted daemon re-adopts the sandbox with this policy */
-		k = pd_box_persist(b, err);
+		k = pdd_box_persist(b, err);
 		if (k >= 0)
 			k = closed;
 		if (k < 0) {
@@ -153,16 +153,16 @@ static void put_network(struct request *r, struct box *b)
 	static const char *const fields[] = { "mode",	       "allow",		"deny",
 					      "max_connections", "unlisted",	"ask_timeout_s",
 					      "ask_max_pending", NULL };
-	json_t *body = pd_body_object(r, false), *net = NULL, *v, *answer;
+	json_t *body = pdd_body_object(r, false), *net = NULL, *v, *answer;
 	paddock_error err = { 0 };
 	int closed;
 
 	if (!body)
 		return;
-	if (!pd_check_fields(r, body, fields))
+	if (!pdd_check_fields(r, body, fields))
 		goto out;
 	if (!json_is_string(json_object_get(body, "mode"))) {
-		pd_reply_error(r, 400, "invalid", "network.mode",
+		pdd_reply_error(r, 400, "invalid", "network.mode",
 			       "expected 'none', 'allowlist' or 'open' (the mode is required)");
 		goto out;
 	}
@@ -181,35 +181,35 @@ static void put_network(struct request *r, struct box *b)
 	v = json_object_get(body, "unlisted");
 	if (net)
 		json_object_set_new(net, "unlisted", v ? json_incref(v) : json_string("deny"));
-	closed = net ? pd_box_set_network(b, net, &err) : paddock_fail(&err, ENOMEM, "network policy");
+	closed = net ? pdd_box_set_network(b, net, &err) : paddock_fail(&err, ENOMEM, "network policy");
 	if (closed < 0) {
 		if (err.code == EPERM && strstr(err.msg, "--max-network"))
-			pd_reply_paddock_error(r, &err); /* 403 */
+			pdd_reply_paddock_error(r, &err); /* 403 */
 		else if (err.code == EPERM)
-			pd_reply_error(r, 409, "conflict", "network.mode", "%s", err.msg);
+			pdd_reply_error(r, 409, "conflict", "network.mode", "%s", err.msg);
 		else
-			pd_reply_paddock_error(r, &err);
+			pdd_reply_paddock_error(r, &err);
 		goto out;
 	}
 	/* lock means lock: the connections the new policy refused were closed, and how many */
 	answer = network_json(b);
 	if (answer)
 		json_object_set_new(answer, "connections_closed", json_integer(closed));
-	pd_reply_json(r, 200, answer);
+	pdd_reply_json(r, 200, answer);
 out:
 	json_decref(net);
 	json_decref(body);
 }
 
-void pd_api_network(struct request *r, struct box *b)
+void pdd_api_network(struct request *r, struct box *b)
 {
 	if (!b->sb || !paddock_sandbox_running(b->sb))
-		return pd_reply_error(r, 409, "conflict", "id", "the sandbox has stopped");
+		return pdd_reply_error(r, 409, "conflict", "id", "the sandbox has stopped");
 	if (r->method == EVHTTP_REQ_GET)
-		return pd_reply_json(r, 200, network_json(b));
+		return pdd_reply_json(r, 200, network_json(b));
 	if (r->method == EVHTTP_REQ_PUT)
 		return put_network(r, b);
-	pd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET or PUT");
+	pdd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET or PUT");
 }
 
 /* ---- asking a person: pending decisions ----------------------------------------------------- */
@@ -223,7 +223,7 @@ static json_t *decision_json(const struct paddock_ask *a)
 	return json_pack("{s:I, s:s, s:i, s:s, s:s, s:i, s:o, s:o, s:s?, s:s?, s:s?, s:b}", "id",
 			 (json_int_t)a->id, "host", a->host, "port", (int)a->port, "rule", a->rule,
 			 "via", a->via, "connections", (int)a->connections, "asked_at",
-			 pd_time_json(a->asked_ms), "expires_at", pd_time_json(a->expires_ms),
+			 pdd_time_json(a->asked_ms), "expires_at", pdd_time_json(a->expires_ms),
 			 "answer", a->decided ? paddock_ask_answer_to_string(a->answer) : NULL, "by",
 			 a->decided ? a->by : NULL, "who", a->decided ? a->who : NULL, "timed_out",
 			 a->decided && a->timed_out);
@@ -245,10 +245,10 @@ static void keep_rule(struct box *b, const char *rule)
 	paddock_spec_free(spec);
 	free(b->spec_json);
 	b->spec_json = json;
-	pd_box_persist_or_warn(b); /* a restarted daemon re-adopts the sandbox with the rule */
+	pdd_box_persist_or_warn(b); /* a restarted daemon re-adopts the sandbox with the rule */
 }
 
-void pd_network_ask(paddock_sandbox *sb, const struct paddock_ask *a, void *userdata)
+void pdd_network_ask(paddock_sandbox *sb, const struct paddock_ask *a, void *userdata)
 {
 	struct daemon *d = userdata;
 	struct box *b;
@@ -260,21 +260,21 @@ void pd_network_ask(paddock_sandbox *sb, const struct paddock_ask *a, void *user
 	if (a->decided && a->answer == PADDOCK_ASK_ALLOW_ALWAYS && strcmp(a->by, "policy") != 0)
 		keep_rule(b, a->rule);
 	for (struct watcher *w = b->ask_watchers; w; w = w->next)
-		pd_stream_line(w, decision_json(a));
+		pdd_stream_line(w, decision_json(a));
 }
 
 static void ask_follower_gone(struct watcher *w)
 {
 	struct box *b = w->owner;
 
-	pd_watcher_free(w, &b->ask_watchers);
+	pdd_watcher_free(w, &b->ask_watchers);
 }
 
-void pd_network_release(struct box *b)
+void pdd_network_release(struct box *b)
 {
 	while (b->ask_watchers) {
-		pd_stream_end(b->ask_watchers);
-		pd_watcher_free(b->ask_watchers, &b->ask_watchers);
+		pdd_stream_end(b->ask_watchers);
+		pdd_watcher_free(b->ask_watchers, &b->ask_watchers);
 	}
 }
 
@@ -282,27 +282,27 @@ static void get_pending(struct request *r, struct box *b)
 {
 	const struct paddock_ask *asks[ASKS_MAX];
 	size_t n = paddock_sandbox_asks(b->sb, asks, ASKS_MAX);
-	const char *follow = pd_query(r, "follow");
+	const char *follow = pdd_query(r, "follow");
 	struct watcher *w;
 	json_t *list;
 
 	if (follow && strcmp(follow, "0") != 0 && strcmp(follow, "1") != 0)
-		return pd_reply_error(r, 400, "invalid", "follow", "expected 1 or 0");
+		return pdd_reply_error(r, 400, "invalid", "follow", "expected 1 or 0");
 	if (!follow || strcmp(follow, "1") != 0) {
 		list = json_array();
 		for (size_t i = 0; list && i < n; i++)
 			json_array_append_new(list, decision_json(asks[i]));
-		return pd_reply_json(r, 200, json_pack("{s:o*}", "pending", list));
+		return pdd_reply_json(r, 200, json_pack("{s:o*}", "pending", list));
 	}
 	/* each decision as it is asked and again when it ends; those pending now first */
-	w = pd_watcher_new(r, W_EVENTS, b, &b->ask_watchers);
+	w = pdd_watcher_new(r, W_EVENTS, b, &b->ask_watchers);
 	if (!w)
-		return pd_reply_error(r, 500, "internal", NULL, "out of memory");
+		return pdd_reply_error(r, 500, "internal", NULL, "out of memory");
 	w->on_gone = ask_follower_gone;
-	pd_http_no_delay(r->req);
-	pd_stream_start(w, "application/x-ndjson");
+	pdd_http_no_delay(r->req);
+	pdd_stream_start(w, "application/x-ndjson");
 	for (size_t i = 0; i < n; i++)
-		pd_stream_line(w, decision_json(asks[i]));
+		pdd_stream_line(w, decision_json(asks[i]));
 }
 
 static bool printable(const char *s)
@@ -313,7 +313,7 @@ static bool printable(const char *s)
 	return true;
 }
 
-bool pd_decision_parse(struct request *r, json_t *body, struct decision_req *q)
+bool pdd_decision_parse(struct request *r, json_t *body, struct decision_req *q)
 {
 	static const char *const fields[] = { "id", "answer", "who", NULL };
 	json_t *id = json_object_get(body, "id"), *answer = json_object_get(body, "answer");
@@ -323,24 +323,24 @@ bool pd_decision_parse(struct request *r, json_t *body, struct decision_req *q)
 	if (json_is_null(who))
 		who = NULL; /* as if not given */
 
-	if (!pd_check_fields(r, body, fields))
+	if (!pdd_check_fields(r, body, fields))
 		return false;
 	if (!json_is_integer(id) || json_integer_value(id) < 1) {
-		pd_reply_error(r, 400, "invalid", "id",
+		pdd_reply_error(r, 400, "invalid", "id",
 			       "expected the id of a pending decision (GET .../network/pending)");
 		return false;
 	}
 	a = json_is_string(answer) ? paddock_ask_answer_from_string(json_string_value(answer))
 				   : -EINVAL;
 	if (a < 0) {
-		pd_reply_error(r, 400, "invalid", "answer",
+		pdd_reply_error(r, 400, "invalid", "answer",
 			       "expected 'allow_once', 'allow_always' or 'deny'");
 		return false;
 	}
 	if (who && (!json_is_string(who) || json_string_length(who) > WHO_MAX ||
 		    strlen(json_string_value(who)) != json_string_length(who) ||
 		    !printable(json_string_value(who)))) {
-		pd_reply_error(r, 400, "invalid", "who",
+		pdd_reply_error(r, 400, "invalid", "who",
 			       "expected printable ASCII of at most %d bytes: who answers", WHO_MAX);
 		return false;
 	}
@@ -353,17 +353,17 @@ bool pd_decision_parse(struct request *r, json_t *body, struct decision_req *q)
 /* POST .../network/decisions {"id": N, "answer": "allow_once"|"allow_always"|"deny", "who"} */
 static void post_decision(struct request *r, struct box *b)
 {
-	json_t *body = pd_body_object(r, false), *out = NULL;
+	json_t *body = pdd_body_object(r, false), *out = NULL;
 	const struct paddock_ask *asks[ASKS_MAX];
 	struct decision_req q;
 	paddock_error err = { 0 };
-	char by[8 + PD_MAX_TENANT];
+	char by[8 + PDD_MAX_TENANT];
 	size_t n;
 	int k;
 
 	if (!body)
 		return;
-	if (!pd_decision_parse(r, body, &q))
+	if (!pdd_decision_parse(r, body, &q))
 		goto out;
 	/* the answer as it will be recorded, made before the decision is gone */
 	n = paddock_sandbox_asks(b->sb, asks, ASKS_MAX);
@@ -375,9 +375,9 @@ static void post_decision(struct request *r, struct box *b)
 	k = paddock_sandbox_answer(b->sb, q.id, q.answer, by, q.who, &err);
 	if (k < 0) {
 		if (err.code == ENOSPC)
-			pd_reply_error(r, 409, "conflict", err.field, "%s", err.msg);
+			pdd_reply_error(r, 409, "conflict", err.field, "%s", err.msg);
 		else
-			pd_reply_paddock_error(r, &err);
+			pdd_reply_paddock_error(r, &err);
 		goto out;
 	}
 	if (out) {
@@ -386,26 +386,26 @@ static void post_decision(struct request *r, struct box *b)
 		json_object_set_new(out, "by", json_string(by));
 		json_object_set_new(out, "who", q.who ? json_string(q.who) : json_null());
 	}
-	pd_reply_json(r, 200, out);
+	pdd_reply_json(r, 200, out);
 	out = NULL;
 out:
 	json_decref(out);
 	json_decref(body);
 }
 
-void pd_api_network_asks(struct request *r, struct box *b)
+void pdd_api_network_asks(struct request *r, struct box *b)
 {
 	if (strcmp(r->seg[4], "pending") != 0 && strcmp(r->seg[4], "decisions") != 0)
-		return pd_reply_error(r, 404, "not_found", "path", "no such route");
+		return pdd_reply_error(r, 404, "not_found", "path", "no such route");
 	if (!b->sb || !paddock_sandbox_running(b->sb))
-		return pd_reply_error(r, 409, "conflict", "id", "the sandbox has stopped");
+		return pdd_reply_error(r, 409, "conflict", "id", "the sandbox has stopped");
 	if (strcmp(r->seg[4], "pending") == 0) {
 		if (r->method != EVHTTP_REQ_GET)
-			return pd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET");
+			return pdd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET");
 		return get_pending(r, b);
 	}
 	if (r->method != EVHTTP_REQ_POST)
-		return pd_reply_error(r, 405, "method_not_allowed", NULL, "expected POST");
+		return pdd_reply_error(r, 405, "method_not_allowed", NULL, "expected POST");
 	post_decision(r, b);
 }
 
@@ -419,7 +419,7 @@ static void metrics_asks(struct daemon *d, const char *tenant, struct evbuffer *
 	for (struct box *b = d->boxes; b; b = b->next) {
 		struct paddock_ask_stats s;
 
-		if (!pd_metrics_shows(tenant, b) || !b->sb ||
+		if (!pdd_metrics_shows(tenant, b) || !b->sb ||
 		    paddock_sandbox_ask_stats(b->sb, &s, NULL) < 0)
 			continue;
 		const uint64_t v[] = { s.allowed_once, s.allowed_always, s.denied, s.timed_out,
@@ -435,7 +435,7 @@ static void metrics_asks(struct daemon *d, const char *tenant, struct evbuffer *
 	for (struct box *b = d->boxes; b; b = b->next) {
 		struct paddock_ask_stats s;
 
-		if (pd_metrics_shows(tenant, b) && b->sb &&
+		if (pdd_metrics_shows(tenant, b) && b->sb &&
 		    paddock_sandbox_ask_stats(b->sb, &s, NULL) >= 0)
 			evbuffer_add_printf(out, "paddock_egress_asks_pending{sandbox=\"%s\"} %llu\n",
 					    b->id, (unsigned long long)s.pending);
@@ -467,7 +467,7 @@ static void series_values(size_t i, const struct paddock_egress_stats *s, uint64
 	v[1] = all[i][1];
 }
 
-void pd_metrics_egress(struct daemon *d, const char *tenant, struct evbuffer *out)
+void pdd_metrics_egress(struct daemon *d, const char *tenant, struct evbuffer *out)
 {
 	for (size_t i = 0; i < sizeof(series) / sizeof(series[0]); i++) {
 		evbuffer_add_printf(out, "# TYPE %s %s\n", series[i].name, series[i].type);
@@ -475,7 +475,7 @@ void pd_metrics_egress(struct daemon *d, const char *tenant, struct evbuffer *ou
 			struct paddock_egress_stats s;
 			uint64_t v[2];
 
-			if (!pd_metrics_shows(tenant, b) || !b->sb ||
+			if (!pdd_metrics_shows(tenant, b) || !b->sb ||
 			    paddock_sandbox_egress_stats(b->sb, &s, NULL) < 0)
 				continue;
 			series_values(i, &s, v);

@@ -120,7 +120,7 @@ static void start_splice(struct forward *f, struct evbuffer *head)
 		forward_free(f);
 		return;
 	}
-	pd_watcher_detach(f->w);
+	pdd_watcher_detach(f->w);
 	s->evcon = evcon;
 	s->client = client;
 	s->sandbox = f->bev;
@@ -146,7 +146,7 @@ static void forward_free(struct forward *f)
 	if (f->bev)
 		bufferevent_free(f->bev);
 	if (f->w)
-		pd_watcher_free(f->w, &f->list);
+		pdd_watcher_free(f->w, &f->list);
 	free(f);
 }
 
@@ -164,9 +164,9 @@ static bool hop_by_hop(const char *name)
 
 static void fail(struct forward *f, int status, const char *msg)
 {
-	pd_watcher_detach(f->w);
+	pdd_watcher_detach(f->w);
 	if (f->w->req) {
-		pd_http_reply_error(f->d, f->w->req, status,
+		pdd_http_reply_error(f->d, f->w->req, status,
 				    status == 504 ? "timeout" : "bad_gateway", "port", "%s", msg);
 		f->w->req = NULL;
 	}
@@ -319,7 +319,7 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 		/* the service closed: the answer is whole (an error mid-way cuts it short) */
 		if ((what & BEV_EVENT_EOF) && f->w->req) {
 			stream_body(f);
-			pd_watcher_detach(f->w);
+			pdd_watcher_detach(f->w);
 			evhttp_send_reply_end(f->w->req);
 			f->w->req = NULL;
 		}
@@ -331,7 +331,7 @@ static void event_cb(struct bufferevent *bev, short what, void *arg)
 		if (relay_head(f)) {
 			/* head and body came together with the close */
 			stream_body(f);
-			pd_watcher_detach(f->w);
+			pdd_watcher_detach(f->w);
 			evhttp_send_reply_end(f->w->req);
 			f->w->req = NULL;
 		} else if (f->w->req)
@@ -348,7 +348,7 @@ static void client_gone(struct watcher *w)
 	/* evhttp is closing the client's connection; ours to the sandbox goes with it */
 	if (f->asking) {
 		f->client_gone = true; /* init's answer frees it */
-		pd_watcher_free(f->w, &f->list);
+		pdd_watcher_free(f->w, &f->list);
 		f->w = NULL;
 		return;
 	}
@@ -372,18 +372,18 @@ static void socket_cb(paddock_sandbox *sb, int fd, const paddock_error *err, voi
 		return forward_free(f);
 	}
 	if (fd < 0) {
-		pd_watcher_detach(f->w);
+		pdd_watcher_detach(f->w);
 		if (f->w->req && f->code) {
 			int status = err->code == ENOENT || err->code == EIO ||
 						     err->code == ETIMEDOUT
 					     ? 503
 					     : 409;
 
-			pd_http_reply_error(f->d, f->w->req, status, "unavailable", "code", "%s",
+			pdd_http_reply_error(f->d, f->w->req, status, "unavailable", "code", "%s",
 					    err->msg);
 			f->w->req = NULL;
 		} else if (f->w->req) {
-			pd_http_reply_paddock_error(f->d, f->w->req, err);
+			pdd_http_reply_paddock_error(f->d, f->w->req, err);
 			f->w->req = NULL;
 		}
 		return forward_free(f);
@@ -407,50 +407,50 @@ static void socket_cb(paddock_sandbox *sb, int fd, const paddock_error *err, voi
 	bufferevent_enable(f->bev, EV_READ | EV_WRITE);
 }
 
-void pd_api_ports(struct request *r, struct box *b)
+void pdd_api_ports(struct request *r, struct box *b)
 {
 	const char *uri = evhttp_request_get_uri(r->req), *rest, *q;
 	char *end;
 	long port;
 
 	if (r->n_seg < 5)
-		return pd_reply_error(r, 404, "not_found", "port", "expected /ports/{port}/...");
+		return pdd_reply_error(r, 404, "not_found", "port", "expected /ports/{port}/...");
 	port = strtol(r->seg[4], &end, 10);
 	if (*end || port < 1 || port > 65535)
-		return pd_reply_error(r, 400, "invalid", "port", "expected a port from 1 to 65535");
+		return pdd_reply_error(r, 400, "invalid", "port", "expected a port from 1 to 65535");
 	/* the raw (still encoded) path after /ports/{port} */
 	rest = strstr(uri, "/ports/");
 	rest = rest ? strchr(rest + 7, '/') : NULL;
 	q = strchr(uri, '?');
 	if (!rest || (q && rest > q))
 		rest = q ? q : "";
-	pd_port_forward(r->req, b, port, rest);
+	pdd_port_forward(r->req, b, port, rest);
 }
 
 static void forward(struct evhttp_request *req, struct box *b, long port, const char *rest,
 		    bool code);
 
-void pd_port_forward(struct evhttp_request *req, struct box *b, long port, const char *rest)
+void pdd_port_forward(struct evhttp_request *req, struct box *b, long port, const char *rest)
 {
 	forward(req, b, port, rest, false);
 }
 
-void pd_code_forward(struct evhttp_request *req, struct box *b, const char *rest)
+void pdd_code_forward(struct evhttp_request *req, struct box *b, const char *rest)
 {
 	forward(req, b, PADDOCK_CODE_PORT, rest, true);
 }
 
 /* /v1/sandboxes/{id}/code/...: the code interpreter's own protocol (docs/code.md) */
-void pd_api_code(struct request *r, struct box *b)
+void pdd_api_code(struct request *r, struct box *b)
 {
 	const char *uri = evhttp_request_get_uri(r->req), *rest;
 
 	rest = strstr(uri, "/code");
 	rest = rest ? rest + 5 : "";
 	if (rest[0] != '/' && rest[0] != '?')
-		return pd_reply_error(r, 404, "not_found", "path",
+		return pdd_reply_error(r, 404, "not_found", "path",
 				      "expected /code/execute or /code/contexts[/{id}[/restart]]");
-	pd_code_forward(r->req, b, rest);
+	pdd_code_forward(r->req, b, rest);
 }
 
 /* The head forwarded for a request (into out): HTTP/1.0 and close, or an upgrade's 1.1. */
@@ -509,13 +509,13 @@ static void forward(struct evhttp_request *req, struct box *b, long port, const 
 	struct forward *f;
 
 	if (!b->sb || !paddock_sandbox_running(b->sb))
-		return pd_http_reply_error(d, req, 409, "conflict", "id",
+		return pdd_http_reply_error(d, req, 409, "conflict", "id",
 					   "the sandbox is not running");
 	/* a new connection to a paused sandbox is refused, not held until a resume */
-	if (pd_box_check_not_paused(b, &err) < 0)
-		return pd_http_reply_paddock_error(d, req, &err);
+	if (pdd_box_check_not_paused(b, &err) < 0)
+		return pdd_http_reply_paddock_error(d, req, &err);
 	if (!method)
-		return pd_http_reply_error(d, req, 405, "method_not_allowed", NULL,
+		return pdd_http_reply_error(d, req, 405, "method_not_allowed", NULL,
 					   "method not forwarded");
 	f = calloc(1, sizeof(*f));
 	out = evbuffer_new();
@@ -523,17 +523,17 @@ static void forward(struct evhttp_request *req, struct box *b, long port, const 
 		free(f);
 		if (out)
 			evbuffer_free(out);
-		return pd_http_reply_error(d, req, 500, "internal", NULL, "out of memory");
+		return pdd_http_reply_error(d, req, 500, "internal", NULL, "out of memory");
 	}
 	f->d = d;
 	f->port = port;
 	f->code = code;
 	f->body = evbuffer_new();
-	f->w = pd_watcher_open(d, req, W_OUTPUT, f, &f->list);
+	f->w = pdd_watcher_open(d, req, W_OUTPUT, f, &f->list);
 	if (!f->body || !f->w) {
 		evbuffer_free(out);
 		forward_free(f);
-		return pd_http_reply_error(d, req, 500, "internal", NULL, "out of memory");
+		return pdd_http_reply_error(d, req, 500, "internal", NULL, "out of memory");
 	}
 	f->w->on_gone = client_gone;
 	forward_head(f, req, method, rest, out);
@@ -549,11 +549,11 @@ static void forward(struct evhttp_request *req, struct box *b, long port, const 
 		  : paddock_sandbox_socket_async(b->sb, AF_INET, SOCK_STREAM, socket_cb, f,
 						 &err)) < 0) {
 		f->asking = false;
-		pd_watcher_detach(f->w);
+		pdd_watcher_detach(f->w);
 		if (f->request)
-			pd_http_reply_paddock_error(d, req, &err);
+			pdd_http_reply_paddock_error(d, req, &err);
 		else
-			pd_http_reply_error(d, req, 500, "internal", NULL, "out of memory");
+			pdd_http_reply_error(d, req, 500, "internal", NULL, "out of memory");
 		f->w->req = NULL;
 		forward_free(f);
 	}

@@ -25,7 +25,7 @@ static const char *const refused[] = { "background", "stream", "pty", "keep_stdi
 
 struct run {
 	struct daemon *d;
-	char tenant[PD_MAX_TENANT + 1];
+	char tenant[PDD_MAX_TENANT + 1];
 	char id[32];
 };
 
@@ -33,12 +33,12 @@ struct run {
 static void remove_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct run *run = arg;
-	struct box *b = pd_box_find(run->d, run->tenant, run->id);
+	struct box *b = pdd_box_find(run->d, run->tenant, run->id);
 
 	(void)fd;
 	(void)what;
 	if (b)
-		pd_box_destroy(b, "run", NULL);
+		pdd_box_destroy(b, "run", NULL);
 	free(run);
 }
 
@@ -67,14 +67,14 @@ static void run_data(struct watcher *w, struct proc *p, int stream, const char *
 static void run_ended(struct watcher *w, struct proc *p)
 {
 	struct run *run = w->ctx;
-	json_t *o = pd_proc_result_json(p);
+	json_t *o = pdd_proc_result_json(p);
 
 	if (w->req && o) {
 		struct request r = { .d = p->box->d, .req = w->req };
 
 		json_object_set_new(o, "sandbox", json_string(run->id));
-		pd_watcher_detach(w);
-		pd_reply_json(&r, 200, o);
+		pdd_watcher_detach(w);
+		pdd_reply_json(&r, 200, o);
 		w->req = NULL;
 	} else {
 		json_decref(o);
@@ -98,7 +98,7 @@ static const struct watcher_ops run_ops = {
 	.ended = run_ended,
 };
 
-void pd_api_run(struct request *r)
+void pdd_api_run(struct request *r)
 {
 	paddock_error err = { 0 };
 	json_t *body, *create, *exec;
@@ -107,25 +107,25 @@ void pd_api_run(struct request *r)
 	struct proc *p;
 
 	if (r->method != EVHTTP_REQ_POST)
-		return pd_reply_error(r, 405, "method_not_allowed", NULL, "expected POST");
-	body = pd_body_object(r, false);
+		return pdd_reply_error(r, 405, "method_not_allowed", NULL, "expected POST");
+	body = pdd_body_object(r, false);
 	if (!body)
 		return;
-	if (!pd_check_fields(r, body, run_fields))
+	if (!pdd_check_fields(r, body, run_fields))
 		goto out;
 	create = json_object_get(body, "sandbox");
 	exec = json_object_get(body, "exec");
 	if (create && !json_is_object(create)) {
-		pd_reply_error(r, 400, "invalid", "sandbox", "expected an object (a create body)");
+		pdd_reply_error(r, 400, "invalid", "sandbox", "expected an object (a create body)");
 		goto out;
 	}
 	if (!json_is_object(exec)) {
-		pd_reply_error(r, 400, "invalid", "exec", "expected an object (an exec body)");
+		pdd_reply_error(r, 400, "invalid", "exec", "expected an object (an exec body)");
 		goto out;
 	}
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
 		if (json_is_true(json_object_get(exec, refused[i]))) {
-			pd_reply_error(r, 400, "invalid", refused[i],
+			pdd_reply_error(r, 400, "invalid", refused[i],
 				       "a run's command ends before its answer: '%s' is for a "
 				       "sandbox of your own (POST /v1/sandboxes)",
 				       refused[i]);
@@ -133,7 +133,7 @@ void pd_api_run(struct request *r)
 		}
 	run = calloc(1, sizeof(*run));
 	if (!run) {
-		pd_reply_error(r, 500, "internal", NULL, "out of memory");
+		pdd_reply_error(r, 500, "internal", NULL, "out of memory");
 		goto out;
 	}
 	run->d = r->d;
@@ -142,17 +142,17 @@ void pd_api_run(struct request *r)
 		json_incref(create);
 	else
 		create = json_object();
-	if (pd_box_create(r->d, r->tenant, create, &b, &err) < 0) {
+	if (pdd_box_create(r->d, r->tenant, create, &b, &err) < 0) {
 		json_decref(create);
 		free(run);
-		pd_reply_paddock_error(r, &err);
+		pdd_reply_paddock_error(r, &err);
 		goto out;
 	}
 	json_decref(create);
 	snprintf(run->id, sizeof(run->id), "%s", b->id);
-	if (pd_exec_start(r->req, b, exec, &run_ops, run, &p, &err) < 0) {
+	if (pdd_exec_start(r->req, b, exec, &run_ops, run, &p, &err) < 0) {
 		/* a bad exec body, or init refused: the sandbox goes unused */
-		pd_reply_paddock_error(r, &err);
+		pdd_reply_paddock_error(r, &err);
 		remove_later(run);
 		goto out;
 	}

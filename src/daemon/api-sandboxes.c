@@ -19,23 +19,23 @@ static void create(struct request *r)
 	bool replayed = false;
 	json_t *body;
 
-	if (key && !pd_idempotency_key_valid(key))
-		return pd_reply_error(r, 400, "invalid", "Idempotency-Key",
+	if (key && !pdd_idempotency_key_valid(key))
+		return pdd_reply_error(r, 400, "invalid", "Idempotency-Key",
 				      "expected 1 to %d printable ASCII characters without spaces",
-				      PD_MAX_IDEM_KEY);
-	body = pd_body_object(r, true);
+				      PDD_MAX_IDEM_KEY);
+	body = pdd_body_object(r, true);
 	if (!body)
 		return;
-	if (pd_box_create_keyed(r->d, r->tenant, body, key, &b, &replayed, &err) < 0) {
+	if (pdd_box_create_keyed(r->d, r->tenant, body, key, &b, &replayed, &err) < 0) {
 		json_decref(body);
-		return pd_reply_paddock_error(r, &err);
+		return pdd_reply_paddock_error(r, &err);
 	}
 	json_decref(body);
 	/* a retry gets what the first create got: the same sandbox, and says it is a replay */
 	if (replayed)
 		evhttp_add_header(evhttp_request_get_output_headers(r->req), "Idempotent-Replayed",
 				  "true");
-	pd_reply_json(r, 201, pd_box_json(b));
+	pdd_reply_json(r, 201, pdd_box_json(b));
 }
 
 static void list(struct request *r)
@@ -44,85 +44,85 @@ static void list(struct request *r)
 
 	for (struct box *b = r->d->boxes; b; b = b->next)
 		if (strcmp(b->tenant, r->tenant) == 0)
-			json_array_append_new(a, pd_box_json(b));
-	pd_reply_json(r, 200, json_pack("{s:o}", "sandboxes", a));
+			json_array_append_new(a, pdd_box_json(b));
+	pdd_reply_json(r, 200, json_pack("{s:o}", "sandboxes", a));
 }
 
 static void set_ttl(struct request *r, struct box *b)
 {
 	static const char *const fields[] = { "ttl_s", NULL };
-	json_t *body = pd_body_object(r, false), *v;
+	json_t *body = pdd_body_object(r, false), *v;
 
 	if (!body)
 		return;
-	if (!pd_check_fields(r, body, fields)) {
+	if (!pdd_check_fields(r, body, fields)) {
 		json_decref(body);
 		return;
 	}
 	v = json_object_get(body, "ttl_s");
 	if (!json_is_integer(v) || json_integer_value(v) < 1 ||
-	    json_integer_value(v) > PD_MAX_TTL_S) {
+	    json_integer_value(v) > E2B_MAX_TTL_S) {
 		json_decref(body);
-		return pd_reply_error(r, 400, "invalid", "ttl_s",
-				      "expected whole seconds from 1 to %d", PD_MAX_TTL_S);
+		return pdd_reply_error(r, 400, "invalid", "ttl_s",
+				      "expected whole seconds from 1 to %d", E2B_MAX_TTL_S);
 	}
 	int64_t ttl = b->ttl_s, expires = b->expires_ms;
 	paddock_error err = { 0 };
 
 	b->ttl_s = json_integer_value(v);
-	b->expires_ms = pd_now_ms() + b->ttl_s * 1000;
+	b->expires_ms = pdd_now_ms() + b->ttl_s * 1000;
 	json_decref(body);
-	if (pd_box_persist(b, &err) < 0) {
+	if (pdd_box_persist(b, &err) < 0) {
 		b->ttl_s = ttl; /* a restart would bring the old expiry back: keep it now too */
 		b->expires_ms = expires;
-		return pd_reply_paddock_error(r, &err);
+		return pdd_reply_paddock_error(r, &err);
 	}
-	pd_reply_json(r, 200, pd_box_json(b));
+	pdd_reply_json(r, 200, pdd_box_json(b));
 }
 
 /* POST .../pause and .../resume: idempotent, 200 with the sandbox either way */
 static void pause_resume(struct request *r, struct box *b, bool pause)
 {
 	static const char *const no_fields[] = { NULL };
-	json_t *body = pd_body_object(r, true); /* none, or {} */
+	json_t *body = pdd_body_object(r, true); /* none, or {} */
 	paddock_error err = { 0 };
-	bool ok = body && pd_check_fields(r, body, no_fields);
+	bool ok = body && pdd_check_fields(r, body, no_fields);
 
 	json_decref(body);
 	if (!ok)
 		return;
-	if ((pause ? pd_box_pause(b, &err) : pd_box_resume(b, &err)) < 0) {
+	if ((pause ? pdd_box_pause(b, &err) : pdd_box_resume(b, &err)) < 0) {
 		/* the freezer did not settle in time (a task stuck in the kernel): undone, retry */
 		if (err.code == ETIMEDOUT)
-			return pd_reply_error(r, 503, "unavailable", "state",
+			return pdd_reply_error(r, 503, "unavailable", "state",
 					      "%s; nothing changed, a retry may work", err.msg);
-		return pd_reply_paddock_error(r, &err);
+		return pdd_reply_paddock_error(r, &err);
 	}
-	pd_reply_json(r, 200, pd_box_json(b));
+	pdd_reply_json(r, 200, pdd_box_json(b));
 }
 
 /* POST .../stop and .../start: idempotent, 200 with the sandbox either way */
 static void stop_start(struct request *r, struct box *b, bool stop)
 {
 	static const char *const no_fields[] = { NULL };
-	json_t *body = pd_body_object(r, true); /* none, or {} */
+	json_t *body = pdd_body_object(r, true); /* none, or {} */
 	paddock_error err = { 0 };
-	bool ok = body && pd_check_fields(r, body, no_fields);
+	bool ok = body && pdd_check_fields(r, body, no_fields);
 
 	json_decref(body);
 	if (!ok)
 		return;
-	if ((stop ? pd_box_stop(b, &err) : pd_box_start(b, &err)) < 0) {
+	if ((stop ? pdd_box_stop(b, &err) : pdd_box_start(b, &err)) < 0) {
 		/* the sandbox's state forbids it (not a request the server cannot do): 409 */
 		if (err.code == ESRCH || (err.code == EOPNOTSUPP && !strcmp(err.field, "image")))
-			return pd_reply_error(r, 409, "conflict", err.field[0] ? err.field : NULL,
+			return pdd_reply_error(r, 409, "conflict", err.field[0] ? err.field : NULL,
 					      "%s", err.msg);
-		return pd_reply_paddock_error(r, &err);
+		return pdd_reply_paddock_error(r, &err);
 	}
-	pd_reply_json(r, 200, pd_box_json(b));
+	pdd_reply_json(r, 200, pdd_box_json(b));
 }
 
-void pd_api_sandboxes(struct request *r)
+void pdd_api_sandboxes(struct request *r)
 {
 	struct box *b;
 
@@ -131,12 +131,12 @@ void pd_api_sandboxes(struct request *r)
 			return create(r);
 		if (r->method == EVHTTP_REQ_GET)
 			return list(r);
-		return pd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET or POST");
+		return pdd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET or POST");
 	}
-	b = pd_box_find(r->d, r->tenant, r->seg[2]);
+	b = pdd_box_find(r->d, r->tenant, r->seg[2]);
 	if (r->n_seg == 4) {
 		if (r->method != EVHTTP_REQ_POST)
-			return pd_reply_error(r, 405, "method_not_allowed", NULL, "expected POST");
+			return pdd_reply_error(r, 405, "method_not_allowed", NULL, "expected POST");
 		if (strcmp(r->seg[3], "pause") == 0 || strcmp(r->seg[3], "resume") == 0)
 			return pause_resume(r, b, strcmp(r->seg[3], "pause") == 0);
 		if (strcmp(r->seg[3], "stop") == 0 || strcmp(r->seg[3], "start") == 0)
@@ -144,12 +144,12 @@ void pd_api_sandboxes(struct request *r)
 		return set_ttl(r, b);
 	}
 	if (r->method == EVHTTP_REQ_GET)
-		return pd_reply_json(r, 200, pd_box_json(b));
+		return pdd_reply_json(r, 200, pdd_box_json(b));
 	if (r->method == EVHTTP_REQ_DELETE) {
-		const char *wait = pd_query(r, "wait");
+		const char *wait = pdd_query(r, "wait");
 
 		if (wait && strcmp(wait, "0") && strcmp(wait, "1"))
-			return pd_reply_error(r, 400, "invalid", "wait", "expected 0 or 1");
+			return pdd_reply_error(r, 400, "invalid", "wait", "expected 0 or 1");
 		/*
 		 * Teardown is off the request path: 204 once init is killed (nothing of the
 		 * sandbox can run again, its id is gone); ?wait=1 answers once every process of
@@ -159,11 +159,11 @@ void pd_api_sandboxes(struct request *r)
 		bool waiting = wait && !strcmp(wait, "1");
 
 		/* a removal the store cannot record fails: the sandbox stays, a retry may work */
-		if (pd_box_delete(b, "deleted", waiting ? r : NULL, false, &err) < 0)
-			return pd_reply_paddock_error(r, &err);
+		if (pdd_box_delete(b, "deleted", waiting ? r : NULL, false, &err) < 0)
+			return pdd_reply_paddock_error(r, &err);
 		if (!waiting)
-			pd_reply_empty(r, 204);
+			pdd_reply_empty(r, 204);
 		return;
 	}
-	pd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET or DELETE");
+	pdd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET or DELETE");
 }

@@ -27,13 +27,13 @@ static bool operator_only(struct request *r)
 {
 	if (!strcmp(r->tenant, "local"))
 		return true;
-	pd_reply_error(r, 403, "forbidden", NULL,
+	pdd_reply_error(r, 403, "forbidden", NULL,
 		       "snapshots and images are the local socket's: the image store is shared by "
 		       "every tenant");
 	return false;
 }
 
-int pd_images_open(struct daemon *d, paddock_image_store **ret, paddock_error *err)
+int pdd_images_open(struct daemon *d, paddock_image_store **ret, paddock_error *err)
 {
 	char dir[PATH_MAX];
 	int r = 0;
@@ -69,7 +69,7 @@ static json_t *image_json(const char *text)
 static bool live(struct request *r, struct box *b)
 {
 	if (b->removed_reason[0] || b->stopped || !b->sb || !paddock_sandbox_running(b->sb)) {
-		pd_reply_error(r, 409, "conflict", "id",
+		pdd_reply_error(r, 409, "conflict", "id",
 			       "sandbox '%s' has ended or is ending: there is nothing to snapshot",
 			       b->id);
 		return false;
@@ -80,9 +80,9 @@ static bool live(struct request *r, struct box *b)
 /* A name a snapshot may take: not one of the kept states of stopped sandboxes (stop.c). */
 static bool name_free(struct request *r, const char *name)
 {
-	if (!pd_stop_name_private(name))
+	if (!pdd_stop_name_private(name))
 		return true;
-	pd_reply_error(r, 400, "invalid", "name",
+	pdd_reply_error(r, 400, "invalid", "name",
 		       "names under 'paddock-stopped/' are paddockd's, for stopped sandboxes");
 	return false;
 }
@@ -93,7 +93,7 @@ static bool include_workspace(struct request *r, json_t *body, bool *ret)
 	json_t *v = json_object_get(body, "include_workspace");
 
 	if (v && !json_is_boolean(v)) {
-		pd_reply_error(r, 400, "invalid", "include_workspace", "expected true or false");
+		pdd_reply_error(r, 400, "invalid", "include_workspace", "expected true or false");
 		return false;
 	}
 	*ret = json_is_true(v);
@@ -107,28 +107,28 @@ static int snapshot(struct box *b, const char *name, bool workspace, char **ret_
 	int r = paddock_sandbox_snapshot(b->sb, name, &o, ret_json, err);
 
 	if (r >= 0)
-		pd_box_touch(b);
+		pdd_box_touch(b);
 	return r;
 }
 
 static void post_snapshot(struct request *r, struct box *b)
 {
 	static const char *const fields[] = { "name", "include_workspace", NULL };
-	json_t *body = pd_body_object(r, false), *name;
+	json_t *body = pdd_body_object(r, false), *name;
 	paddock_error err = { 0 };
 	char *json = NULL;
 	bool ws = false;
 
 	if (!body)
 		return;
-	if (!pd_check_fields(r, body, fields) || !include_workspace(r, body, &ws) || !live(r, b)) {
+	if (!pdd_check_fields(r, body, fields) || !include_workspace(r, body, &ws) || !live(r, b)) {
 		json_decref(body);
 		return;
 	}
 	name = json_object_get(body, "name");
 	if (!json_is_string(name)) {
 		json_decref(body);
-		return pd_reply_error(r, 400, "invalid", "name",
+		return pdd_reply_error(r, 400, "invalid", "name",
 				      "expected a string such as 'work:1' ([DOMAIN/]PATH[:TAG])");
 	}
 	if (!name_free(r, json_string_value(name))) {
@@ -137,10 +137,10 @@ static void post_snapshot(struct request *r, struct box *b)
 	}
 	if (snapshot(b, json_string_value(name), ws, &json, &err) < 0) {
 		json_decref(body);
-		return pd_reply_paddock_error(r, &err);
+		return pdd_reply_paddock_error(r, &err);
 	}
 	json_decref(body);
-	pd_reply_json(r, 201, image_json(json));
+	pdd_reply_json(r, 201, image_json(json));
 	free(json);
 }
 
@@ -151,7 +151,7 @@ static void post_snapshot(struct request *r, struct box *b)
  */
 static void post_fork(struct request *r, struct box *b)
 {
-	json_t *body = pd_body_object(r, true), *spec, *name, *img, *sj;
+	json_t *body = pdd_body_object(r, true), *spec, *name, *img, *sj;
 	paddock_error err = { 0 };
 	struct box *nb = NULL;
 	char *json = NULL, def[64];
@@ -168,17 +168,17 @@ static void post_fork(struct request *r, struct box *b)
 	name = json_object_get(body, "name");
 	if (name && !json_is_string(name)) {
 		json_decref(body);
-		return pd_reply_error(r, 400, "invalid", "name",
+		return pdd_reply_error(r, 400, "invalid", "name",
 				      "expected a string such as 'work:1' ([DOMAIN/]PATH[:TAG])");
 	}
 	if (name && !name_free(r, json_string_value(name))) {
 		json_decref(body);
 		return;
 	}
-	snprintf(def, sizeof(def), "fork/%s:%lld", b->id, (long long)pd_now_ms());
+	snprintf(def, sizeof(def), "fork/%s:%lld", b->id, (long long)pdd_now_ms());
 	if (snapshot(b, name ? json_string_value(name) : def, ws, &json, &err) < 0) {
 		json_decref(body);
-		return pd_reply_paddock_error(r, &err);
+		return pdd_reply_paddock_error(r, &err);
 	}
 	img = image_json(json);
 	free(json);
@@ -187,7 +187,7 @@ static void post_fork(struct request *r, struct box *b)
 		json_decref(spec);
 		json_decref(body);
 		json_decref(img);
-		return pd_reply_error(r, 500, "internal", NULL, "the parent's spec is unreadable");
+		return pdd_reply_error(r, 500, "internal", NULL, "the parent's spec is unreadable");
 	}
 	/* the parent's TTL and idle timeout unless the request says otherwise: a copy of it */
 	(void)json_object_set_new(spec, "ttl_s", json_integer(b->ttl_s));
@@ -197,7 +197,7 @@ static void post_fork(struct request *r, struct box *b)
 			(void)json_object_set(spec, key, v);
 	(void)json_object_set(spec, "image", json_object_get(img, "id"));
 	json_decref(body);
-	if (pd_box_create(r->d, r->tenant, spec, &nb, &err) < 0) {
+	if (pdd_box_create(r->d, r->tenant, spec, &nb, &err) < 0) {
 		json_decref(spec);
 		char msg[sizeof(err.msg) + 64];
 
@@ -205,20 +205,20 @@ static void post_fork(struct request *r, struct box *b)
 		snprintf(msg, sizeof(msg), "fork: create from the snapshot: %s", err.msg);
 		snprintf(err.msg, sizeof(err.msg), "%.*s", (int)sizeof(err.msg) - 1, msg);
 		json_decref(img);
-		return pd_reply_paddock_error(r, &err);
+		return pdd_reply_paddock_error(r, &err);
 	}
 	json_decref(spec);
-	sj = pd_box_json(nb);
+	sj = pdd_box_json(nb);
 	(void)json_object_set_new(sj, "snapshot", img);
-	pd_reply_json(r, 201, sj);
+	pdd_reply_json(r, 201, sj);
 }
 
-void pd_api_snapshots(struct request *r, struct box *b)
+void pdd_api_snapshots(struct request *r, struct box *b)
 {
 	if (!operator_only(r))
 		return;
 	if (r->method != EVHTTP_REQ_POST)
-		return pd_reply_error(r, 405, "method_not_allowed", NULL, "expected POST");
+		return pdd_reply_error(r, 405, "method_not_allowed", NULL, "expected POST");
 	if (!strcmp(r->seg[3], "snapshot"))
 		return post_snapshot(r, b);
 	post_fork(r, b);
@@ -233,7 +233,7 @@ static void list_images(struct request *r, paddock_image_store *s)
 
 	if (paddock_image_list(s, &text, &err) < 0) {
 		json_decref(out);
-		return pd_reply_paddock_error(r, &err);
+		return pdd_reply_paddock_error(r, &err);
 	}
 	all = json_loads(text, 0, NULL);
 	json_array_foreach(all, i, v) {
@@ -245,10 +245,10 @@ static void list_images(struct request *r, paddock_image_store *s)
 	}
 	json_decref(all);
 	free(text);
-	pd_reply_json(r, 200, json_pack("{s:o}", "images", out));
+	pdd_reply_json(r, 200, json_pack("{s:o}", "images", out));
 }
 
-void pd_api_images(struct request *r)
+void pdd_api_images(struct request *r)
 {
 	paddock_image_store *s = NULL;
 	paddock_error err = { 0 };
@@ -257,28 +257,28 @@ void pd_api_images(struct request *r)
 	if (!operator_only(r))
 		return;
 	if (r->n_seg > 3)
-		return pd_reply_error(r, 404, "not_found", "path",
+		return pdd_reply_error(r, 404, "not_found", "path",
 				      "no such route (URL-encode the '/' of a reference: %%2F)");
-	if (pd_images_open(r->d, &s, &err) < 0)
-		return pd_reply_paddock_error(r, &err);
+	if (pdd_images_open(r->d, &s, &err) < 0)
+		return pdd_reply_paddock_error(r, &err);
 	if (r->n_seg == 2) {
 		if (r->method == EVHTTP_REQ_GET)
 			list_images(r, s);
 		else
-			pd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET");
+			pdd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET");
 	} else if (r->method == EVHTTP_REQ_GET) {
 		if (paddock_image_inspect(s, r->seg[2], &text, &err) < 0)
-			pd_reply_paddock_error(r, &err);
+			pdd_reply_paddock_error(r, &err);
 		else
-			pd_reply_json(r, 200, image_json(text));
+			pdd_reply_json(r, 200, image_json(text));
 		free(text);
 	} else if (r->method == EVHTTP_REQ_DELETE) {
 		if (paddock_image_remove(s, r->seg[2], &err) < 0)
-			pd_reply_paddock_error(r, &err);
+			pdd_reply_paddock_error(r, &err);
 		else
-			pd_reply_empty(r, 204);
+			pdd_reply_empty(r, 204);
 	} else {
-		pd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET or DELETE");
+		pdd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET or DELETE");
 	}
 	paddock_image_store_free(s);
 }

@@ -10,7 +10,7 @@
  *   DELETE /v1/templates/{name}   204
  *
  * A create names one with "template": its spec is the base and the request's own fields
- * override it, section by section (pd_template_apply()). A tenant sees and uses its own
+ * override it, section by section (pdd_template_apply()). A tenant sees and uses its own
  * templates and the operator's (those made on the unix socket); its own win on a name both
  * have. A spec is checked when it is stored (it must be one paddock can create) and again,
  * with the request's fields and the tenant's host-path and network ceilings, at each create.
@@ -32,7 +32,7 @@
 
 #define TEMPLATE_NAME_MAX 63
 
-bool pd_template_name_valid(const char *s)
+bool pdd_template_name_valid(const char *s)
 {
 	size_t n = s ? strlen(s) : 0;
 
@@ -62,7 +62,7 @@ static json_t *template_json(const struct paddock_store_template *t)
 
 	return json_pack("{s:s,s:o,s:s,s:I}", "name", t->name, "spec",
 			 spec ? spec : json_object(), "owner",
-			 strcmp(t->tenant, PD_LOCAL_TENANT) == 0 ? "operator" : "tenant",
+			 strcmp(t->tenant, PDD_LOCAL_TENANT) == 0 ? "operator" : "tenant",
 			 "created_at", (json_int_t)(t->created_ms / 1000));
 }
 
@@ -99,8 +99,8 @@ static int lookup(struct daemon *d, const char *tenant, const char *name, json_t
 
 	*ret = NULL;
 	r = paddock_store_list_templates(d->store, tenant, name, collect, &f, err);
-	if (r == 0 && strcmp(tenant, PD_LOCAL_TENANT) != 0)
-		r = paddock_store_list_templates(d->store, PD_LOCAL_TENANT, name, collect, &f, err);
+	if (r == 0 && strcmp(tenant, PDD_LOCAL_TENANT) != 0)
+		r = paddock_store_list_templates(d->store, PDD_LOCAL_TENANT, name, collect, &f, err);
 	if (r < 0) {
 		json_decref(f.one);
 		return r;
@@ -132,12 +132,12 @@ static int merge_over(json_t *base, json_t *body)
 	return 0;
 }
 
-json_t *pd_template_spec(struct daemon *d, const char *tenant, const char *name)
+json_t *pdd_template_spec(struct daemon *d, const char *tenant, const char *name)
 {
 	paddock_error err = { 0 };
 	json_t *t = NULL, *spec = NULL;
 
-	if (!pd_template_name_valid(name) || lookup(d, tenant, name, &t, &err) <= 0)
+	if (!pdd_template_name_valid(name) || lookup(d, tenant, name, &t, &err) <= 0)
 		return NULL;
 	spec = json_deep_copy(json_object_get(t, "spec"));
 	json_decref(t);
@@ -145,7 +145,7 @@ json_t *pd_template_spec(struct daemon *d, const char *tenant, const char *name)
 }
 
 /* The create's field "template" at fault. */
-int pd_template_apply(struct daemon *d, const char *tenant, json_t *body, paddock_error *err)
+int pdd_template_apply(struct daemon *d, const char *tenant, json_t *body, paddock_error *err)
 {
 	json_t *name = json_object_get(body, "template"), *t = NULL, *spec;
 	paddock_error cause = { 0 };
@@ -153,12 +153,12 @@ int pd_template_apply(struct daemon *d, const char *tenant, json_t *body, paddoc
 
 	if (!name)
 		return 0;
-	if (!json_is_string(name) || !pd_template_name_valid(json_string_value(name)))
+	if (!json_is_string(name) || !pdd_template_name_valid(json_string_value(name)))
 		return paddock_fail_field(err, EINVAL, "template", "expected a template's name (1 to 63 of a-z, 0-9, "
 					     "'.', '_', '-', starting with a letter or digit)");
 	r = lookup(d, tenant, json_string_value(name), &t, &cause);
 	if (r < 0)
-		return pd_store_error(err, &cause);
+		return pdd_store_error(err, &cause);
 	if (r == 0)
 		return paddock_fail_field(err, ENOENT, "template", "no template '%s' (GET /v1/templates lists those "
 					     "you may use)", json_string_value(name));
@@ -183,7 +183,7 @@ static char *check_spec(struct request *r, json_t *spec)
 	int k;
 
 	if (!text) {
-		pd_reply_error(r, 500, "internal", "spec", "format the spec");
+		pdd_reply_error(r, 500, "internal", "spec", "format the spec");
 		return NULL;
 	}
 	k = paddock_spec_new(&s, &err);
@@ -195,7 +195,7 @@ static char *check_spec(struct request *r, json_t *spec)
 		k = paddock_spec_to_json(s, &canon, &err);
 	/* the operator's network ceiling, on the spec with its defaults (as a create checks) */
 	if (k >= 0)
-		k = pd_check_max_network(r->d, canon, &err);
+		k = pdd_check_max_network(r->d, canon, &err);
 	free(canon);
 	paddock_spec_free(s);
 	if (k < 0) {
@@ -205,7 +205,7 @@ static char *check_spec(struct request *r, json_t *spec)
 			snprintf(field, sizeof(field), "spec.%.58s", err.field);
 			snprintf(err.field, sizeof(err.field), "%s", field);
 		}
-		pd_reply_paddock_error(r, &err);
+		pdd_reply_paddock_error(r, &err);
 		free(text);
 		return NULL;
 	}
@@ -232,7 +232,7 @@ static int check_count(struct request *r, paddock_error *err)
 		return n;
 	if ((unsigned)n < r->d->max_templates)
 		return 0;
-	pd_reply_error(r, 429, "limit", "max_templates",
+	pdd_reply_error(r, 429, "limit", "max_templates",
 		       "tenant '%s' has %d templates, the most allowed (max_templates %u): "
 		       "DELETE one first, or PUT over one it has", r->tenant, n,
 		       r->d->max_templates);
@@ -243,26 +243,26 @@ static void put(struct request *r, const char *name, bool create)
 {
 	static const char *const post_fields[] = { "name", "spec", NULL };
 	static const char *const put_fields[] = { "spec", NULL };
-	json_t *body = pd_body_object(r, false), *spec, *answer;
+	json_t *body = pdd_body_object(r, false), *spec, *answer;
 	paddock_error err = { 0 };
 	char *text = NULL;
 	int k;
 
 	if (!body)
 		return;
-	if (!pd_check_fields(r, body, create ? post_fields : put_fields))
+	if (!pdd_check_fields(r, body, create ? post_fields : put_fields))
 		goto out;
 	if (create)
 		name = json_string_value(json_object_get(body, "name"));
-	if (!pd_template_name_valid(name)) {
-		pd_reply_error(r, 400, "invalid", "name",
+	if (!pdd_template_name_valid(name)) {
+		pdd_reply_error(r, 400, "invalid", "name",
 			       "expected 1 to 63 of a-z, 0-9, '.', '_', '-', starting with a "
 			       "letter or digit");
 		goto out;
 	}
 	spec = json_object_get(body, "spec");
 	if (!json_is_object(spec)) {
-		pd_reply_error(r, 400, "invalid", "spec", "expected a spec object (docs/spec.md)");
+		pdd_reply_error(r, 400, "invalid", "spec", "expected a spec object (docs/spec.md)");
 		goto out;
 	}
 	text = check_spec(r, spec);
@@ -270,7 +270,7 @@ static void put(struct request *r, const char *name, bool create)
 		goto out;
 	k = paddock_store_list_templates(r->d->store, r->tenant, name, count_only, NULL, &err);
 	if (k > 0 && create) {
-		pd_reply_error(r, 409, "conflict", "name",
+		pdd_reply_error(r, 409, "conflict", "name",
 			       "template '%s' exists: PUT /v1/templates/%s replaces it", name,
 			       name);
 		goto out;
@@ -282,8 +282,8 @@ static void put(struct request *r, const char *name, bool create)
 		if (k != -EAGAIN) {
 			paddock_error e = { 0 };
 
-			pd_store_error(&e, &err);
-			pd_reply_paddock_error(r, &e);
+			pdd_store_error(&e, &err);
+			pdd_reply_paddock_error(r, &e);
 		}
 		goto out;
 	}
@@ -294,18 +294,18 @@ static void put(struct request *r, const char *name, bool create)
 	if (k < 0) {
 		paddock_error e = { 0 };
 
-		pd_store_error(&e, &err);
-		pd_reply_paddock_error(r, &e);
+		pdd_store_error(&e, &err);
+		pdd_reply_paddock_error(r, &e);
 		goto out;
 	}
 	answer = template_json(&t);
-	pd_reply_json(r, create ? 201 : 200, answer);
+	pdd_reply_json(r, create ? 201 : 200, answer);
 out:
 	free(text);
 	json_decref(body);
 }
 
-void pd_api_templates(struct request *r)
+void pdd_api_templates(struct request *r)
 {
 	const char *name = r->n_seg == 3 ? r->seg[2] : NULL;
 	paddock_error err = { 0 };
@@ -313,9 +313,9 @@ void pd_api_templates(struct request *r)
 	int k;
 
 	if (r->n_seg > 3)
-		return pd_reply_error(r, 404, "not_found", "path", "no such route");
-	if (name && !pd_template_name_valid(name))
-		return pd_reply_error(r, 404, "not_found", "name", "no such template");
+		return pdd_reply_error(r, 404, "not_found", "path", "no such route");
+	if (name && !pdd_template_name_valid(name))
+		return pdd_reply_error(r, 404, "not_found", "name", "no such template");
 	if (!name && r->method == EVHTTP_REQ_POST)
 		return put(r, NULL, true);
 	if (name && r->method == EVHTTP_REQ_PUT)
@@ -326,30 +326,30 @@ void pd_api_templates(struct request *r)
 		k = f.list ? paddock_store_list_templates(r->d->store, r->tenant, NULL, collect, &f,
 							  &err)
 			   : paddock_fail(&err, ENOMEM, "templates");
-		if (k >= 0 && strcmp(r->tenant, PD_LOCAL_TENANT) != 0)
-			k = paddock_store_list_templates(r->d->store, PD_LOCAL_TENANT, NULL, collect,
+		if (k >= 0 && strcmp(r->tenant, PDD_LOCAL_TENANT) != 0)
+			k = paddock_store_list_templates(r->d->store, PDD_LOCAL_TENANT, NULL, collect,
 							 &f, &err);
 		if (k < 0) {
 			json_decref(f.list);
-			return pd_reply_paddock_error(r, &err);
+			return pdd_reply_paddock_error(r, &err);
 		}
-		return pd_reply_json(r, 200, json_pack("{s:o}", "templates", f.list));
+		return pdd_reply_json(r, 200, json_pack("{s:o}", "templates", f.list));
 	}
 	if (name && r->method == EVHTTP_REQ_GET) {
 		k = lookup(r->d, r->tenant, name, &one, &err);
 		if (k < 0)
-			return pd_reply_paddock_error(r, &err);
+			return pdd_reply_paddock_error(r, &err);
 		if (k == 0)
-			return pd_reply_error(r, 404, "not_found", "name", "no template '%s'", name);
-		return pd_reply_json(r, 200, one);
+			return pdd_reply_error(r, 404, "not_found", "name", "no template '%s'", name);
+		return pdd_reply_json(r, 200, one);
 	}
 	if (name && r->method == EVHTTP_REQ_DELETE) {
 		/* a tenant deletes its own only: the operator's are not its to remove */
 		k = paddock_store_delete_template(r->d->store, r->tenant, name, &err);
 		if (k < 0)
-			return pd_reply_paddock_error(r, &err);
-		return pd_reply_empty(r, 204);
+			return pdd_reply_paddock_error(r, &err);
+		return pdd_reply_empty(r, 204);
 	}
-	pd_reply_error(r, 405, "method_not_allowed", NULL,
+	pdd_reply_error(r, 405, "method_not_allowed", NULL,
 		       name ? "expected GET, PUT or DELETE" : "expected GET or POST");
 }

@@ -4,7 +4,7 @@
  * (ui-assets.h), so a name is looked up in a fixed table and never becomes a path: "..",
  * "%2e%2e" or "a/b" is simply no entry (404). The files are the same for everyone and hold
  * no data, so a TCP client needs no token to load them (the gate lets a bodiless GET or HEAD
- * of /ui through, pd_ui_path()); everything the page then shows comes from the API, with the
+ * of /ui through, pdd_ui_path()); everything the page then shows comes from the API, with the
  * token the user types in.
  *
  * GET /ui/session says which tenant the request's token names (null: none, or a wrong
@@ -27,15 +27,15 @@
 	"connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; "             \
 	"frame-ancestors 'none'"
 
-bool pd_ui_path(const char *path, size_t len)
+bool pdd_ui_path(const char *path, size_t len)
 {
 	return len >= 3 && memcmp(path, "/ui", 3) == 0 &&
 	       (len == 3 || path[3] == '/' || path[3] == '?');
 }
 
-static const struct pd_ui_asset *find(const char *name)
+static const struct pdd_ui_asset *find(const char *name)
 {
-	for (const struct pd_ui_asset *a = pd_ui_assets; a->name; a++)
+	for (const struct pdd_ui_asset *a = pdd_ui_assets; a->name; a++)
 		if (strcmp(a->name, name) == 0)
 			return a;
 	return NULL;
@@ -53,35 +53,35 @@ static void add_security_headers(struct evkeyvalq *h)
 	evhttp_add_header(h, "Cache-Control", "no-cache");
 }
 
-void pd_api_ui(struct request *r)
+void pdd_api_ui(struct request *r)
 {
-	const struct pd_ui_asset *a = NULL;
+	const struct pdd_ui_asset *a = NULL;
 	struct evkeyvalq *h = r->req ? evhttp_request_get_output_headers(r->req) : NULL;
 	struct evbuffer *b;
 
 	if (h)
 		add_security_headers(h);
 	if (r->method != EVHTTP_REQ_GET && r->method != EVHTTP_REQ_HEAD)
-		return pd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET");
+		return pdd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET");
 	/*
 	 * Who the request is, without a 401 (which a browser logs as an error): the page asks
 	 * this first to know whether to ask for a token. It says nothing a client does not know.
 	 */
 	if (r->n_seg == 2 && strcmp(r->seg[1], "session") == 0)
-		return pd_reply_json(r, 200, json_pack("{s:s?}", "tenant", r->tenant));
+		return pdd_reply_json(r, 200, json_pack("{s:s?}", "tenant", r->tenant));
 	if (r->n_seg == 1)
 		a = find("index.html");
 	else if (r->n_seg == 2)
 		a = find(r->seg[1]);
 	if (!a)
-		return pd_reply_error(r, 404, "not_found", "path", "no such file of the console");
+		return pdd_reply_error(r, 404, "not_found", "path", "no such file of the console");
 	if (!r->req) { /* a parser under test: the status is all that is kept */
 		r->status = 200;
 		return;
 	}
 	b = evbuffer_new();
 	if (!b)
-		return pd_reply_error(r, 500, "internal", NULL, "out of memory");
+		return pdd_reply_error(r, 500, "internal", NULL, "out of memory");
 	/* the table's bytes live as long as the program: no copy */
 	if (r->method == EVHTTP_REQ_GET) {
 		evbuffer_add_reference(b, a->data, a->len, NULL, NULL);

@@ -25,25 +25,25 @@ struct evhttp;
 struct evhttp_request;
 struct evhttp_connection;
 
-#define PD_MAX_TENANT 64
-#define PD_LOCAL_TENANT "local" /* every client of the unix socket; no token may name it */
-#define PD_MAX_TAG 64
-#define PD_MAX_BODY (1u << 20)	      /* JSON request bodies */
-#define PD_MAX_HEADERS (64u << 10)    /* the request line and headers */
-#define PD_STDIN_WRITE_MAX 65536      /* a body of POST .../stdin */
-#define PD_MAX_CONNECTIONS 1024	      /* per listener (--max-connections) */
-#define PD_MAX_PER_PEER 128	      /* per TCP peer address (--max-connections-per-peer) */
-#define PD_HEADER_TIMEOUT_S 20	      /* a head must be whole this long after the wait began */
-#define PD_DEFAULT_TTL_S 1800
-#define PD_MAX_TTL_S 86400
-#define PD_MAX_SANDBOXES 1024	      /* per tenant */
-#define PD_MAX_TEMPLATES 1024	      /* per tenant, by default (--max-templates) */
-#define PD_MAX_PROCS 256	      /* tracked processes per sandbox */
-#define PD_MAX_IDEM_KEY 255	      /* bytes of an Idempotency-Key */
-#define PD_IDEM_KEEP_S 86400	      /* how long a key is remembered */
-#define PD_EVENT_LOG_MAX (64u << 20)  /* events.jsonl rotates at this size... */
-#define PD_EVENT_LOG_KEEP 4	      /* ...keeping this many rotated files */
-#define PD_STREAM_BEHIND_MAX (1u << 20) /* unsent bytes an events follower may have */
+#define PDD_MAX_TENANT 64
+#define PDD_LOCAL_TENANT "local" /* every client of the unix socket; no token may name it */
+#define PDD_MAX_TAG 64
+#define PDD_MAX_BODY (1u << 20)	      /* JSON request bodies */
+#define PDD_MAX_HEADERS (64u << 10)    /* the request line and headers */
+#define PDD_STDIN_WRITE_MAX 65536      /* a body of POST .../stdin */
+#define PDD_MAX_CONNECTIONS 1024	      /* per listener (--max-connections) */
+#define PDD_MAX_PER_PEER 128	      /* per TCP peer address (--max-connections-per-peer) */
+#define PDD_HEADER_TIMEOUT_S 20	      /* a head must be whole this long after the wait began */
+#define PDD_DEFAULT_TTL_S 1800
+#define E2B_MAX_TTL_S 86400
+#define PDD_MAX_SANDBOXES 1024	      /* per tenant */
+#define PDD_MAX_TEMPLATES 1024	      /* per tenant, by default (--max-templates) */
+#define PDD_MAX_PROCS 256	      /* tracked processes per sandbox */
+#define PDD_MAX_IDEM_KEY 255	      /* bytes of an Idempotency-Key */
+#define PDD_IDEM_KEEP_S 86400	      /* how long a key is remembered */
+#define PDD_EVENT_LOG_MAX (64u << 20)  /* events.jsonl rotates at this size... */
+#define PDD_EVENT_LOG_KEEP 4	      /* ...keeping this many rotated files */
+#define PDD_STREAM_BEHIND_MAX (1u << 20) /* unsent bytes an events follower may have */
 
 struct daemon;
 struct box;
@@ -104,7 +104,7 @@ struct proc {
 	uint64_t exec_id;
 	char exec_str[24];
 	int pid;
-	char tag[PD_MAX_TAG + 1];
+	char tag[PDD_MAX_TAG + 1];
 	json_t *argv;
 	bool background, pty, exited;
 	bool started;	       /* init forked it: pid and fds known */
@@ -131,7 +131,7 @@ struct box {
 	struct daemon *d;
 	paddock_sandbox *sb; /* NULL once stopped */
 	char id[32];
-	char tenant[PD_MAX_TENANT + 1];
+	char tenant[PDD_MAX_TENANT + 1];
 	char *spec_json;
 	json_t *metadata;
 	int64_t created_ms, expires_ms, last_active_ms;
@@ -153,7 +153,7 @@ struct box {
 	struct watcher *deleters; /* DELETE requests waiting for the sandbox to be gone */
 	char removed_reason[16];  /* set when it is being torn down */
 	/* the Idempotency-Key that made it, "" for none (kept in its record for recovery) */
-	char idem_key[PD_MAX_IDEM_KEY + 1];
+	char idem_key[PDD_MAX_IDEM_KEY + 1];
 	char idem_fp[17];
 	int64_t idem_ms;
 	bool recovered; /* rebuilt from its init's record: its commands' past is unknown */
@@ -166,7 +166,7 @@ struct box {
 };
 
 struct tenant_token {
-	char tenant[PD_MAX_TENANT + 1];
+	char tenant[PDD_MAX_TENANT + 1];
 	char token[256];
 };
 
@@ -177,8 +177,8 @@ struct metrics {
 	double exec_sum;
 };
 
-#define PD_POOL_BUCKETS 11
-extern const double pd_pool_buckets[PD_POOL_BUCKETS];
+#define PDD_POOL_BUCKETS 11
+extern const double pdd_pool_buckets[PDD_POOL_BUCKETS];
 
 struct pool_tmpl;
 
@@ -193,14 +193,14 @@ struct pool {
 	double refill_wanted_s; /* when the pool first lacked one, 0: it does not */
 	struct pool_tmpl *templates;
 	struct event *refill_ev;
-	struct event *pressure_ev; /* the memory check, every PD_POOL_PRESSURE_MS */
+	struct event *pressure_ev; /* the memory check, every PDD_POOL_PRESSURE_MS */
 	/* --pool-min-available: MemAvailable below this is pressure (kB, or % of MemTotal) */
 	uint64_t min_avail_kb;
 	unsigned min_avail_pct;
 	struct {
 		uint64_t hits, misses, refills, low_memory, given_back;
 		double refill_s, claim_sum;
-		uint64_t claim_buckets[PD_POOL_BUCKETS];
+		uint64_t claim_buckets[PDD_POOL_BUCKETS];
 	} m;
 };
 
@@ -209,7 +209,7 @@ struct daemon {
 	paddock_ctx *ctx;
 	paddock_store *store;
 	struct evhttp *http_unix, *http_tcp;
-	struct pd_http_limits http_limits;
+	struct pdd_http_limits http_limits;
 	struct gate *gate; /* http-gate.c */
 	char state_dir[256];
 	const char *image_store; /* --image-store or $PADDOCK_IMAGE_STORE; NULL: the default */
@@ -237,7 +237,7 @@ struct daemon {
 	struct box *boxes;
 	struct box *dying; /* torn down: init killed, waiting for the kernel to finish */
 	struct watcher *event_watchers; /* GET /v1/events?follow=1: every sandbox's events */
-	uint64_t stream_behind_max; /* --stream-backlog-max: PD_STREAM_BEHIND_MAX */
+	uint64_t stream_behind_max; /* --stream-backlog-max: PDD_STREAM_BEHIND_MAX */
 	struct tenant_token *tokens;
 	size_t n_tokens;
 	struct metrics m;
@@ -261,26 +261,26 @@ struct daemon {
 };
 
 /* ---- warm pool (pool.c) ---- */
-int pd_pool_start(struct daemon *d, paddock_error *err);
-void pd_pool_stop(struct daemon *d);
+int pdd_pool_start(struct daemon *d, paddock_error *err);
+void pdd_pool_stop(struct daemon *d);
 /* A ready sandbox of spec's template, claimed for spec: 0, or -ENOENT (make one cold). */
-int pd_pool_claim(struct daemon *d, const paddock_spec *spec, paddock_sandbox **ret_sb);
+int pdd_pool_claim(struct daemon *d, const paddock_spec *spec, paddock_sandbox **ret_sb);
 /* Every request: a refill waits until they leave the loop alone for a moment. */
-void pd_pool_request(struct daemon *d);
+void pdd_pool_request(struct daemon *d);
 struct evbuffer;
-void pd_pool_metrics(struct daemon *d, struct evbuffer *b);
+void pdd_pool_metrics(struct daemon *d, struct evbuffer *b);
 
 /* ---- util ---- */
-int64_t pd_now_ms(void);
-double pd_mono_s(void);
-void pd_format_time(int64_t ms, char *buf, size_t size); /* RFC 3339 UTC with ms */
-json_t *pd_time_json(int64_t ms);		       /* string, or null for 0 */
+int64_t pdd_now_ms(void);
+double pdd_mono_s(void);
+void pdd_format_time(int64_t ms, char *buf, size_t size); /* RFC 3339 UTC with ms */
+json_t *pdd_time_json(int64_t ms);		       /* string, or null for 0 */
 /* a UTF-8 JSON string when the bytes are valid UTF-8, else base64 under key "<key>_b64" */
-void pd_json_set_bytes(json_t *o, const char *key, const void *data, size_t len);
+void pdd_json_set_bytes(json_t *o, const char *key, const void *data, size_t len);
 /* a JSON string of s; bytes that are not UTF-8 become \\xNN */
-json_t *pd_json_text(const char *s);
+json_t *pdd_json_text(const char *s);
 
-int pd_http_listen_tcp(struct daemon *d, const char *addr, unsigned short port, paddock_error *err);
+int pdd_http_listen_tcp(struct daemon *d, const char *addr, unsigned short port, paddock_error *err);
 
 /* ---- http (http.c) ---- */
 struct request {
@@ -297,15 +297,15 @@ struct request {
 
 /*
  * Answers in paddockd's JSON: a body, or {"error":{"code","field","message"[,"errno"]}}. The
- * pd_http_ ones answer an evhttp request directly (a forwarder, a stream, another front end's
- * request); the pd_reply_ ones a routed request, and keep the status in r->status.
+ * pdd_http_ ones answer an evhttp request directly (a forwarder, a stream, another front end's
+ * request); the pdd_reply_ ones a routed request, and keep the status in r->status.
  */
-void pd_http_reply_json(struct daemon *d, struct evhttp_request *req, int status,
+void pdd_http_reply_json(struct daemon *d, struct evhttp_request *req, int status,
 			json_t *body_take);
-void pd_http_reply_error(struct daemon *d, struct evhttp_request *req, int status,
+void pdd_http_reply_error(struct daemon *d, struct evhttp_request *req, int status,
 			 const char *code, const char *field, const char *fmt, ...)
 	__attribute__((format(printf, 6, 7)));
-void pd_http_reply_paddock_error(struct daemon *d, struct evhttp_request *req,
+void pdd_http_reply_paddock_error(struct daemon *d, struct evhttp_request *req,
 				 const paddock_error *err);
 /*
  * The HTTP status paddockd answers a paddock_error with (400 EINVAL, 404 ENOENT, 409
@@ -313,68 +313,68 @@ void pd_http_reply_paddock_error(struct daemon *d, struct evhttp_request *req,
  * (may be NULL) the API's name for it ("invalid", "not_found", ...). Another front end maps
  * the status to its own wire format.
  */
-int pd_http_status(const paddock_error *err, const char **ret_code);
-void pd_reply_json(struct request *r, int status, json_t *body_take);
-void pd_reply_error(struct request *r, int status, const char *code, const char *field,
+int pdd_http_status(const paddock_error *err, const char **ret_code);
+void pdd_reply_json(struct request *r, int status, json_t *body_take);
+void pdd_reply_error(struct request *r, int status, const char *code, const char *field,
 		    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
-void pd_reply_paddock_error(struct request *r, const paddock_error *err);
-void pd_reply_empty(struct request *r, int status);
+void pdd_reply_paddock_error(struct request *r, const paddock_error *err);
+void pdd_reply_empty(struct request *r, int status);
 /*
  * A request's body as a JSON object (an empty body is {} when empty_ok), or NULL with err
- * naming the field "body": EFBIG past PD_MAX_BODY (413), EBADMSG when it is not a JSON
+ * naming the field "body": EFBIG past PDD_MAX_BODY (413), EBADMSG when it is not a JSON
  * object (400 "malformed").
  */
-json_t *pd_json_body(struct evhttp_request *req, bool empty_ok, paddock_error *err);
-/* pd_json_body() for a routed request: the error is answered, NULL returned. */
-json_t *pd_body_object(struct request *r, bool empty_ok);
+json_t *pdd_json_body(struct evhttp_request *req, bool empty_ok, paddock_error *err);
+/* pdd_json_body() for a routed request: the error is answered, NULL returned. */
+json_t *pdd_body_object(struct request *r, bool empty_ok);
 /* Refuses fields not in the NULL-terminated list: -EINVAL, err names the field (400). */
-int pd_json_check_fields(json_t *o, const char *const *allowed, paddock_error *err);
-/* pd_json_check_fields() for a routed request: replies 400 and returns false. */
-bool pd_check_fields(struct request *r, json_t *o, const char *const *allowed);
-const char *pd_query(struct request *r, const char *key);
+int pdd_json_check_fields(json_t *o, const char *const *allowed, paddock_error *err);
+/* pdd_json_check_fields() for a routed request: replies 400 and returns false. */
+bool pdd_check_fields(struct request *r, json_t *o, const char *const *allowed);
+const char *pdd_query(struct request *r, const char *key);
 /* sb_ and 12 characters of [a-z2-9] but l, o: what paddock makes (anything else is 404) */
-bool pd_sandbox_id_valid(const char *s);
-int pd_http_setup(struct daemon *d, paddock_error *err);
+bool pdd_sandbox_id_valid(const char *s);
+int pdd_http_setup(struct daemon *d, paddock_error *err);
 /*
  * TCP_NODELAY on a request's connection: streams send small pieces one after another, and
  * without it each one after the first waits for the client's delayed ACK (40 ms on Linux).
  */
-void pd_http_no_delay(struct evhttp_request *req);
-void pd_http_stop(struct daemon *d);
+void pdd_http_no_delay(struct evhttp_request *req);
+void pdd_http_stop(struct daemon *d);
 /* The tenant a TCP request's Authorization header names ("Bearer <token>"), or NULL. */
-const char *pd_http_bearer_tenant(struct daemon *d, const char *authorization);
+const char *pdd_http_bearer_tenant(struct daemon *d, const char *authorization);
 
 /* NDJSON streaming to a watcher */
-void pd_stream_start(struct watcher *w, const char *content_type);
-void pd_stream_line(struct watcher *w, json_t *o_take);
-void pd_stream_end(struct watcher *w);
+void pdd_stream_start(struct watcher *w, const char *content_type);
+void pdd_stream_line(struct watcher *w, json_t *o_take);
+void pdd_stream_end(struct watcher *w);
 /*
  * An event line to a follower, unless it is more than d->stream_behind_max unsent bytes
  * behind: then it is closed instead (deferred to the loop, so a caller walking a list of
  * followers may go on) and counted; a client that reads too slowly cannot make paddockd
  * hold its events without bound. It reconnects and reads the stored events again.
  */
-void pd_stream_event(struct daemon *d, struct watcher *w, json_t *o_take);
+void pdd_stream_event(struct daemon *d, struct watcher *w, json_t *o_take);
 /* A client of req waits for `owner` (kind: enum watcher_kind), linked into *list. */
-struct watcher *pd_watcher_open(struct daemon *d, struct evhttp_request *req, int kind,
+struct watcher *pdd_watcher_open(struct daemon *d, struct evhttp_request *req, int kind,
 				void *owner, struct watcher **list);
-struct watcher *pd_watcher_new(struct request *r, int kind, void *owner,
+struct watcher *pdd_watcher_new(struct request *r, int kind, void *owner,
 			       struct watcher **list);
-void pd_watcher_free(struct watcher *w, struct watcher **list);
+void pdd_watcher_free(struct watcher *w, struct watcher **list);
 /*
  * Before a watcher's final answer: evhttp may free the connection from inside the reply
  * (a client that asked to close), and its close callback must not find the watcher then.
  */
-void pd_watcher_detach(struct watcher *w);
+void pdd_watcher_detach(struct watcher *w);
 
 /* ---- the event log (event-log.c) ---- */
-int pd_event_log_open(struct daemon *d, paddock_error *err);
+int pdd_event_log_open(struct daemon *d, paddock_error *err);
 /* One line (with its '\n'), one write(); rotates the file once it is past the bound. */
-void pd_event_log_write(struct daemon *d, const char *line, size_t len);
-void pd_event_log_close(struct daemon *d);
+void pdd_event_log_write(struct daemon *d, const char *line, size_t len);
+void pdd_event_log_close(struct daemon *d);
 
 /* ---- lifecycle (lifecycle.c, lifecycle-*.c: see lifecycle.h) ---- */
-struct box *pd_box_find(struct daemon *d, const char *tenant, const char *id);
+struct box *pdd_box_find(struct daemon *d, const char *tenant, const char *id);
 /*
  * Creates a sandbox from a create body and records it (the store's row, and the record its
  * init keeps) before it returns: "created" means kept. When it cannot be recorded the
@@ -383,38 +383,38 @@ struct box *pd_box_find(struct daemon *d, const char *tenant, const char *id);
  * body gets that sandbox again (*ret_replayed true); with another body, or once that
  * sandbox is gone, -EEXIST naming the field Idempotency-Key.
  */
-int pd_box_create_keyed(struct daemon *d, const char *tenant, json_t *body, const char *key,
+int pdd_box_create_keyed(struct daemon *d, const char *tenant, json_t *body, const char *key,
 			struct box **ret, bool *ret_replayed, paddock_error *err);
-int pd_box_create(struct daemon *d, const char *tenant, json_t *body, struct box **ret,
+int pdd_box_create(struct daemon *d, const char *tenant, json_t *body, struct box **ret,
 		  paddock_error *err);
 /* An Idempotency-Key header's value: 1 to 255 printable ASCII characters, no space. */
-bool pd_idempotency_key_valid(const char *key);
+bool pdd_idempotency_key_valid(const char *key);
 /* A store failure as the API answers it: err gets the field "store" (503); returns -code. */
-int pd_store_error(paddock_error *err, const paddock_error *cause);
+int pdd_store_error(paddock_error *err, const paddock_error *cause);
 /*
  * Removes a sandbox: at once from the API's view and the store; its processes are killed and
  * the kernel's teardown finishes off the loop's time. `deleter`: a DELETE request answered
  * 204 once nothing of the sandbox is left (may be NULL).
  */
-void pd_box_destroy(struct box *b, const char *reason, struct request *deleter);
+void pdd_box_destroy(struct box *b, const char *reason, struct request *deleter);
 /*
- * pd_box_destroy() for a request that must fail when the removal cannot be recorded: then
+ * pdd_box_destroy() for a request that must fail when the removal cannot be recorded: then
  * -errno (err names the field "store") and nothing changed, unless `force`.
  */
-int pd_box_delete(struct box *b, const char *reason, struct request *deleter, bool force,
+int pdd_box_delete(struct box *b, const char *reason, struct request *deleter, bool force,
 		  paddock_error *err);
-void pd_box_touch(struct box *b);
-json_t *pd_box_json(struct box *b);
+void pdd_box_touch(struct box *b);
+json_t *pdd_box_json(struct box *b);
 /* "running", "paused" or "stopped": the state the API shows and the store keeps */
-const char *pd_box_state(const struct box *b);
+const char *pdd_box_state(const struct box *b);
 
 /* A line of paddockd's own in the event log; `tenant`: whose GET /v1/events hears of it. */
-void pd_log_event(struct daemon *d, const char *tenant, const char *event, const char *sandbox,
+void pdd_log_event(struct daemon *d, const char *tenant, const char *event, const char *sandbox,
 		  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* The exit callback of a box's sandbox (its state becomes "stopped" when init dies). */
-void pd_box_watch_exit(struct box *b);
+void pdd_box_watch_exit(struct box *b);
 /* Ends what clients hold of a box's processes: processes, file watches, pending decisions. */
-void pd_box_release_clients(struct box *b);
+void pdd_box_release_clients(struct box *b);
 
 /* ---- stop and start (stop.c) ---- */
 /*
@@ -423,73 +423,73 @@ void pd_box_release_clients(struct box *b);
  * (field "image") for one on the host's /usr; -ESRCH (field "state") for one that ended on
  * its own; errors of the snapshot (the sandbox then runs on, nothing changed) or the store.
  */
-int pd_box_stop(struct box *b, paddock_error *err);
+int pdd_box_stop(struct box *b, paddock_error *err);
 /*
  * Starts a stopped sandbox again: a new sandbox with the same id and spec, on its kept image
  * (secrets read again). 0, also when it runs; -ESRCH (field "state") for one with nothing
  * kept; errors of the create (it then stays stopped).
  */
-int pd_box_start(struct box *b, paddock_error *err);
+int pdd_box_start(struct box *b, paddock_error *err);
 /* Adoption of a row that says "stopped": its kept image, and no init left listening. */
-void pd_box_adopt_stopped(struct box *b, const char *handle_json);
+void pdd_box_adopt_stopped(struct box *b, const char *handle_json);
 /*
  * Removes the images that kept b's states, once it is gone (any sandbox of an image: it may
  * have been stopped before a restart, which only the image store's names tell).
  */
-void pd_box_forget_kept(struct box *b);
+void pdd_box_forget_kept(struct box *b);
 /* Removes every image that kept a state of sandbox `id` but `keep` (may be NULL). */
-void pd_stop_forget_images(struct daemon *d, const char *id, const char *keep);
+void pdd_stop_forget_images(struct daemon *d, const char *id, const char *keep);
 /* -EPERM (field "image") for a create naming a kept image: those are paddockd's own. */
-int pd_stop_check_image(json_t *spec, paddock_error *err);
+int pdd_stop_check_image(json_t *spec, paddock_error *err);
 /* Whether an image name is among the kept states' (a snapshot may not take one). */
-bool pd_stop_name_private(const char *name);
+bool pdd_stop_name_private(const char *name);
 /* The image store paddockd uses (api-snapshots.c). */
 struct paddock_image_store;
-int pd_images_open(struct daemon *d, struct paddock_image_store **ret, paddock_error *err);
+int pdd_images_open(struct daemon *d, struct paddock_image_store **ret, paddock_error *err);
 
 /* ---- pause and resume (pause.c) ---- */
 /* How long a sandbox its timeout paused is kept paused before it is removed. */
-#define PD_PAUSED_KEEP_S PD_MAX_TTL_S
+#define PDD_PAUSED_KEEP_S E2B_MAX_TTL_S
 /*
  * Pauses (resumes) a sandbox and records it: 0, also when it already was; -ESRCH for one
  * that is stopped or ending; -errno with err naming the field "store" when it cannot be
  * recorded (then the sandbox is as it was).
  */
-int pd_box_pause(struct box *b, paddock_error *err);
-int pd_box_resume(struct box *b, paddock_error *err);
+int pdd_box_pause(struct box *b, paddock_error *err);
+int pdd_box_resume(struct box *b, paddock_error *err);
 /* An adopted sandbox the store says is paused (adoption thawed it) is paused again. */
-void pd_box_repause(struct box *b);
+void pdd_box_repause(struct box *b);
 /*
  * The reaper, at b's expiry: true when b's on_timeout is "pause" and it was paused now (kept
- * PD_PAUSED_KEEP_S more); false: it is to be removed (already paused, or "kill").
+ * PDD_PAUSED_KEEP_S more); false: it is to be removed (already paused, or "kill").
  */
-bool pd_box_pause_on_timeout(struct box *b);
+bool pdd_box_pause_on_timeout(struct box *b);
 /*
  * For a request that needs the sandbox's processes to answer (exec, ports, code): -EBUSY
  * naming the field "state" (409) when it is paused.
  */
-int pd_box_check_not_paused(const struct box *b, paddock_error *err);
+int pdd_box_check_not_paused(const struct box *b, paddock_error *err);
 /*
  * Records a change of the box (its row, and the record its init keeps): -errno with err
  * naming the field "store" when it cannot; the caller undoes the change and fails.
  */
-int pd_box_persist(struct box *b, paddock_error *err);
+int pdd_box_persist(struct box *b, paddock_error *err);
 /* The same for a change nobody waits for: a failure is logged, not answered. */
-void pd_box_persist_or_warn(struct box *b);
-int pd_lifecycle_start(struct daemon *d, paddock_error *err);
-void pd_lifecycle_stop(struct daemon *d);
-void pd_event_sink(const struct paddock_event *ev, void *userdata);
+void pdd_box_persist_or_warn(struct box *b);
+int pdd_lifecycle_start(struct daemon *d, paddock_error *err);
+void pdd_lifecycle_stop(struct daemon *d);
+void pdd_event_sink(const struct paddock_event *ev, void *userdata);
 
 /* ---- processes (api-exec.c) ---- */
-struct proc *pd_proc_find(struct box *b, const char *key);
-void pd_proc_free(struct proc *p);
+struct proc *pdd_proc_find(struct box *b, const char *key);
+void pdd_proc_free(struct proc *p);
 /*
  * A command of an adopted sandbox (ex NULL: recorded, but init no longer knows it). end_it:
  * kill it (a foreground command whose client is gone, one nobody was told of).
  */
-void pd_proc_adopt(struct box *b, paddock_exec *ex, const struct paddock_store_exec *row,
+void pdd_proc_adopt(struct box *b, paddock_exec *ex, const struct paddock_store_exec *row,
 		   bool end_it);
-json_t *pd_proc_json(struct proc *p);
+json_t *pdd_proc_json(struct proc *p);
 
 /* An exec request, parsed and checked (api-exec.c). */
 struct exec_req {
@@ -509,113 +509,113 @@ struct exec_req {
  * Starts the command an exec body asks for (the body of POST .../exec) as a process of b,
  * whose answer goes to req: paddockd's (a 201 with the pid, the stream, or the result), or
  * with `ops`, a W_HOOK watcher's (the front end answers req from ops). 0 and *ret_proc (may
- * be NULL), or -errno with err filled and nothing started; pd_http_status() gives the
+ * be NULL), or -errno with err filled and nothing started; pdd_http_status() gives the
  * status paddockd answers it with (400 a bad body, 409 a sandbox not running or paused or a
  * tag in use, 413 too much stdin, 429 too many processes, ...).
  */
-int pd_exec_start(struct evhttp_request *req, struct box *b, json_t *body,
+int pdd_exec_start(struct evhttp_request *req, struct box *b, json_t *body,
 		  const struct watcher_ops *ops, void *ctx, struct proc **ret_proc,
 		  paddock_error *err);
 /* A running process's stdin: 0, -EAGAIN (the queue is full: nothing taken), -EPIPE, -EBADF
  * (closed or none), -ESRCH (ended). */
-int pd_proc_write_stdin(struct proc *p, const char *data, size_t len);
-void pd_proc_close_stdin(struct proc *p);
+int pdd_proc_write_stdin(struct proc *p, const char *data, size_t len);
+void pdd_proc_close_stdin(struct proc *p);
 /* A foreground exec's answer: exec, pid, stdout, stderr (kept whole), result. */
-json_t *pd_proc_result_json(struct proc *p);
+json_t *pdd_proc_result_json(struct proc *p);
 /* Attaches a W_HOOK watcher for req to a process (re-attach: E2B's Connect); NULL: no memory. */
-struct watcher *pd_proc_hook(struct evhttp_request *req, struct proc *p,
+struct watcher *pdd_proc_hook(struct evhttp_request *req, struct proc *p,
 			     const struct watcher_ops *ops, void *ctx);
 /*
- * An exec body, checked, into q (pd_exec_req_release() it either way): 0, or -errno with err
+ * An exec body, checked, into q (pdd_exec_req_release() it either way): 0, or -errno with err
  * naming the field: -EINVAL (400), -EEXIST for a tag in use (409), -EFBIG for stdin over
  * 64 KiB (413), -ENOMEM.
  */
-int pd_exec_parse(struct box *b, json_t *body, struct exec_req *q, paddock_error *err);
-void pd_exec_req_release(struct exec_req *q);
+int pdd_exec_parse(struct box *b, json_t *body, struct exec_req *q, paddock_error *err);
+void pdd_exec_req_release(struct exec_req *q);
 /* the create body: spec fields plus ttl_s, idle_timeout_s, metadata (lifecycle.c) */
-int pd_create_parse(struct daemon *d, const char *tenant, json_t *body, paddock_spec **ret_spec,
+int pdd_create_parse(struct daemon *d, const char *tenant, json_t *body, paddock_spec **ret_spec,
 		    int64_t *ret_ttl, int64_t *ret_idle, paddock_error *err);
 
 /* ---- routes ---- */
-void pd_api_sandboxes(struct request *r);
-void pd_api_exec(struct request *r, struct box *b);
-void pd_api_run(struct request *r); /* POST /v1/run (api-run.c) */
+void pdd_api_sandboxes(struct request *r);
+void pdd_api_exec(struct request *r, struct box *b);
+void pdd_api_run(struct request *r); /* POST /v1/run (api-run.c) */
 /* POST /v1/sandboxes/{id}/snapshot|fork; /v1/images[/{ref}] (api-snapshots.c) */
-void pd_api_snapshots(struct request *r, struct box *b);
-void pd_api_images(struct request *r);
-void pd_api_processes(struct request *r, struct box *b);
-void pd_api_files(struct request *r, struct box *b);
+void pdd_api_snapshots(struct request *r, struct box *b);
+void pdd_api_images(struct request *r);
+void pdd_api_processes(struct request *r, struct box *b);
+void pdd_api_files(struct request *r, struct box *b);
 /* ends the file watches of a sandbox (destroy, shutdown) */
-void pd_files_release(struct box *b);
-void pd_api_events(struct request *r, struct box *b);
+void pdd_files_release(struct box *b);
+void pdd_api_events(struct request *r, struct box *b);
 /* GET /v1/events[?follow=1&sandbox=ID]: the live events of the tenant's sandboxes */
-void pd_api_events_all(struct request *r);
+void pdd_api_events_all(struct request *r);
 /*
  * An event of a sandbox of `tenant` (NULL: paddockd's own, or a sandbox whose tenant is
  * unknown: the operator's only) to the followers of GET /v1/events that may see it.
  */
-void pd_events_broadcast(struct daemon *d, const char *tenant, const char *sandbox,
+void pdd_events_broadcast(struct daemon *d, const char *tenant, const char *sandbox,
 			 json_t *o);
 /* Ends every GET /v1/events follower (shutdown). */
-void pd_events_release(struct daemon *d);
+void pdd_events_release(struct daemon *d);
 /* The web console's files (api-ui.c): GET /ui, /ui/<name> */
-void pd_api_ui(struct request *r);
+void pdd_api_ui(struct request *r);
 /* Whether a request path (or target, up to '?') is the console's: answered without a token. */
-bool pd_ui_path(const char *path, size_t len);
-void pd_api_ports(struct request *r, struct box *b);
+bool pdd_ui_path(const char *path, size_t len);
+void pdd_api_ports(struct request *r, struct box *b);
 /*
  * Forwards req to 127.0.0.1:port inside the sandbox and answers req with what the service
  * answers (or paddockd's JSON error); `target` is the raw (encoded) path and query to ask
  * for there. The E2B front end's `{port}-{id}` Hosts use it too.
  */
-void pd_port_forward(struct evhttp_request *req, struct box *b, long port, const char *target);
+void pdd_port_forward(struct evhttp_request *req, struct box *b, long port, const char *target);
 /* The same to the sandbox's code interpreter, started on first use (docs/code.md). */
-void pd_code_forward(struct evhttp_request *req, struct box *b, const char *target);
-void pd_api_code(struct request *r, struct box *b);
-void pd_api_metrics(struct request *r);
-void pd_api_network(struct request *r, struct box *b);
+void pdd_code_forward(struct evhttp_request *req, struct box *b, const char *target);
+void pdd_api_code(struct request *r, struct box *b);
+void pdd_api_metrics(struct request *r);
+void pdd_api_network(struct request *r, struct box *b);
 /*
  * Replaces a live sandbox's network section with `net` ({"mode", "allow", "deny", ...}):
  * validated as a spec, bounded by --max-network (-EPERM naming it), applied to the
  * sandbox's proxy at once (-EPERM for a sandbox made without egress), persisted.
  */
-int pd_box_set_network(struct box *b, json_t *net, paddock_error *err);
+int pdd_box_set_network(struct box *b, json_t *net, paddock_error *err);
 /* -EPERM (err names network.mode) when spec_json asks for more egress than --max-network. */
-int pd_check_max_network(struct daemon *d, const char *spec_json, paddock_error *err);
-int pd_max_network_parse(const char *s); /* 0..2, or -1 */
+int pdd_check_max_network(struct daemon *d, const char *spec_json, paddock_error *err);
+int pdd_max_network_parse(const char *s); /* 0..2, or -1 */
 /*
  * Whether /metrics asked by `tenant` lists sandbox b's series: a TCP tenant sees its own
  * sandboxes only; the unix socket's (the operator's) sees every sandbox.
  */
-bool pd_metrics_shows(const char *tenant, const struct box *b);
+bool pdd_metrics_shows(const char *tenant, const struct box *b);
 /* ---- templates (api-templates.c) ---- */
-void pd_api_templates(struct request *r);
-bool pd_template_name_valid(const char *s);
+void pdd_api_templates(struct request *r);
+bool pdd_template_name_valid(const char *s);
 /*
  * A create body naming "template": the template's spec (the tenant's own, else the
  * operator's) with the body's fields over it, in place; "template" itself goes. 0 when the
  * body names none; -ENOENT (field template) for an unknown one.
  */
-int pd_template_apply(struct daemon *d, const char *tenant, json_t *body, paddock_error *err);
+int pdd_template_apply(struct daemon *d, const char *tenant, json_t *body, paddock_error *err);
 /* A copy of the spec of the template `name` the tenant may use, or NULL (none, or no memory). */
-json_t *pd_template_spec(struct daemon *d, const char *tenant, const char *name);
+json_t *pdd_template_spec(struct daemon *d, const char *tenant, const char *name);
 
 /*
  * Pending decisions (network.unlisted "ask", docs/api.md): GET .../network/pending (?follow=1
  * streams them) and POST .../network/decisions (api-network.c).
  */
-void pd_api_network_asks(struct request *r, struct box *b);
+void pdd_api_network_asks(struct request *r, struct box *b);
 /* A decisions body, checked: false when it is not one (the error is answered on r). */
 struct decision_req {
 	uint64_t id;
 	enum paddock_ask_answer answer;
 	const char *who; /* borrowed from the body, or NULL */
 };
-bool pd_decision_parse(struct request *r, json_t *body, struct decision_req *q);
+bool pdd_decision_parse(struct request *r, json_t *body, struct decision_req *q);
 /* The context's ask handler: streams decisions to followers, keeps allow_always's rule. */
-void pd_network_ask(paddock_sandbox *sb, const struct paddock_ask *ask, void *userdata);
-/* Ends the follow streams of a box that goes (lifecycle-delete.c: pd_box_unlink()). */
-void pd_network_release(struct box *b);
+void pdd_network_ask(paddock_sandbox *sb, const struct paddock_ask *ask, void *userdata);
+/* Ends the follow streams of a box that goes (lifecycle-delete.c: pdd_box_unlink()). */
+void pdd_network_release(struct box *b);
 /* The per-sandbox egress counters of /metrics, of the sandboxes `tenant` sees (api-network.c). */
-void pd_metrics_egress(struct daemon *d, const char *tenant, struct evbuffer *out);
-void pd_metrics_exec(struct daemon *d, const struct paddock_result *res, double seconds);
+void pdd_metrics_egress(struct daemon *d, const char *tenant, struct evbuffer *out);
+void pdd_metrics_exec(struct daemon *d, const struct paddock_result *res, double seconds);

@@ -30,7 +30,7 @@ with open(out, "w") as f:
             f.write("\t" + ", ".join("0x%02x" % b for b in data[k:k + 16]) + ",\n")
         f.write("\t0x00\n};\n")
         names.append((name, TYPES[ext], i, len(data)))
-    f.write("\nconst struct pd_ui_asset pd_ui_assets[] = {\n")
+    f.write("\nconst struct pdd_ui_asset pdd_ui_assets[] = {\n")
     for name, ctype, i, n in names:
         f.write('\t{ "%s", "%s", a%d, %d },\n' % (name, ctype, i, n))
     f.write("\t{ NULL, NULL, NULL, 0 },\n};\n")

@@ -6,13 +6,13 @@
  * neither connections nor the time a head may take. The gate sits below evhttp as a filter
  * bufferevent (evhttp_set_bevcb()): it sees the bytes first.
  *
- * Per request it waits for the whole head (bounded: PD_MAX_HEADERS), parses it
+ * Per request it waits for the whole head (bounded: PDD_MAX_HEADERS), parses it
  * (http-head.c), authenticates it (TCP: the bearer token) and checks a body's
  * Content-Length against the route's limit; only then does evhttp get the head, and then the
  * body as framed (Content-Length, or chunked: decoded here to count it and to find its end).
  * A refused request never reaches evhttp: the gate drops what the client sends from then on
  * and hands evhttp a bodiless stand-in ("GET / ... Connection: close"), which
- * pd_http_gate_request() answers with the refusal as the API's JSON; evhttp then closes.
+ * pdd_http_gate_request() answers with the refusal as the API's JSON; evhttp then closes.
  * Memory per connection is thus the head and what the route allows, never more.
  *
  * Per connection a deadline: from accept, or from the end of the last answer, the next head
@@ -99,7 +99,7 @@ struct gate_conn {
 	size_t scan, line_start; /* G_HEAD: the search for the head's end goes on from here */
 	size_t trailer;		 /* G_TRAILER: bytes so far */
 	uint64_t passed;	 /* heads given to evhttp (the stand-in included) */
-	uint64_t dispatched;	 /* requests evhttp dispatched (pd_http_gate_request()) */
+	uint64_t dispatched;	 /* requests evhttp dispatched (pdd_http_gate_request()) */
 	uint64_t completed;	 /* requests answered (on_complete) */
 	uint64_t refused_at;	 /* the request (1-based) the stand-in is for, 0: none */
 	uint64_t raw_at;	 /* the upgrade request, 0: none */
@@ -120,7 +120,7 @@ struct gate_listener {
 	struct evconnlistener *lev;
 	bool tcp;
 	const char *name; /* "tcp", "unix", or the policy's */
-	const struct pd_gate_policy *policy; /* NULL: paddockd's API (bearer tokens, routes) */
+	const struct e2b_gate_policy *policy; /* NULL: paddockd's API (bearer tokens, routes) */
 	unsigned n;		/* connections open */
 	struct gate_conn *conns;
 	bool full;		/* accepting paused: n reached the cap */
@@ -157,7 +157,7 @@ static void gate_log(struct gate_listener *l, const char *fmt, ...)
 
 static void gate_log(struct gate_listener *l, const char *fmt, ...)
 {
-	double now = pd_mono_s();
+	double now = pdd_mono_s();
 	char msg[300];
 	va_list ap;
 
@@ -273,7 +273,7 @@ static void update_deadline(struct gate_conn *c)
 
 /*
  * Refuses the request whose head is being read: what the client sent and sends is dropped,
- * evhttp gets the stand-in, and pd_http_gate_request() answers it with this.
+ * evhttp gets the stand-in, and pdd_http_gate_request() answers it with this.
  */
 static void refuse(struct gate_conn *c, struct evbuffer *src, struct evbuffer *dst,
 		   enum refused_reason why, int status, const char *code, const char *field,
@@ -324,12 +324,12 @@ static void refuse_body(struct gate_conn *c, struct evbuffer *src, struct evbuff
 /* ---- a head ------------------------------------------------------------------------------ */
 
 /* The route's body limit, from the path's segments decoded as http.c's handle() does. */
-static uint64_t route_limit(struct daemon *d, const struct pd_gate_head *h, const char **field)
+static uint64_t route_limit(struct daemon *d, const struct pdd_gate_head *h, const char **field)
 {
 	char path[512], *seg[8] = { 0 }, *save = NULL;
 	size_t n = 0, len = h->target_len;
 	const char *q = memchr(h->target, '?', h->target_len);
-	uint64_t limit = PD_MAX_BODY;
+	uint64_t limit = PDD_MAX_BODY;
 
 	*field = "body";
 	if (q)
@@ -347,11 +347,11 @@ static uint64_t route_limit(struct daemon *d, const struct pd_gate_head *h, cons
 		n++;
 	}
 	if (n >= 4 && !strcmp(seg[0], "v1") && !strcmp(seg[1], "sandboxes")) {
-		if (!strcmp(seg[3], "files") && n == 4 && h->method == PD_M_PUT) {
+		if (!strcmp(seg[3], "files") && n == 4 && h->method == PDD_M_PUT) {
 			limit = d->max_upload;
 			*field = "max_upload";
 		} else if (!strcmp(seg[3], "processes") && n == 6 && !strcmp(seg[5], "stdin")) {
-			limit = PD_STDIN_WRITE_MAX;
+			limit = PDD_STDIN_WRITE_MAX;
 		} else if (!strcmp(seg[3], "ports")) {
 			limit = d->max_upload; /* what the service inside takes: an upload */
 		}
@@ -402,38 +402,38 @@ static int find_head(struct gate_conn *c, struct evbuffer *src, size_t *ret_len)
 	}
 }
 
-static bool console_file(const struct pd_gate_head *h)
+static bool console_file(const struct pdd_gate_head *h)
 {
 	const char *q = memchr(h->target, '?', h->target_len);
 	size_t len = q ? (size_t)(q - h->target) : h->target_len;
 
-	return (h->method == PD_M_GET || h->method == PD_M_HEAD) && !h->chunked &&
+	return (h->method == PDD_M_GET || h->method == PDD_M_HEAD) && !h->chunked &&
 	       (!h->has_length || h->content_length == 0) && !h->upgrade &&
-	       pd_ui_path(h->target, len);
+	       pdd_ui_path(h->target, len);
 }
 
 /* G_HEAD: 1 when the head was passed or refused, 0 when more is needed. */
 static int read_head(struct gate_conn *c, struct evbuffer *src, struct evbuffer *dst)
 {
 	struct daemon *d = c->l->d;
-	struct pd_gate_head h;
+	struct pdd_gate_head h;
 	const char *field;
 	uint64_t limit;
 	size_t len = 0;
 
 	if (!find_head(c, src, &len)) {
-		if (evbuffer_get_length(src) > PD_MAX_HEADERS) {
+		if (evbuffer_get_length(src) > PDD_MAX_HEADERS) {
 			refuse(c, src, dst, R_HEADERS, 413, "too_large", "headers",
-			       "the request line and headers may have %u bytes", PD_MAX_HEADERS);
+			       "the request line and headers may have %u bytes", PDD_MAX_HEADERS);
 			return 1;
 		}
 		return 0;
 	}
 	c->scan = c->line_start = 0;
 	c->shape = 0;
-	if (len > PD_MAX_HEADERS) {
+	if (len > PDD_MAX_HEADERS) {
 		refuse(c, src, dst, R_HEADERS, 413, "too_large", "headers",
-		       "the request line and headers may have %u bytes", PD_MAX_HEADERS);
+		       "the request line and headers may have %u bytes", PDD_MAX_HEADERS);
 		return 1;
 	}
 	const char *head = (const char *)evbuffer_pullup(src, (ev_ssize_t)len);
@@ -443,14 +443,14 @@ static int read_head(struct gate_conn *c, struct evbuffer *src, struct evbuffer 
 		       "no memory for a head of %zu bytes", len);
 		return 1;
 	}
-	if (pd_gate_head_parse(head, len, &h) < 0) {
+	if (pdd_gate_head_parse(head, len, &h) < 0) {
 		refuse(c, src, dst, h.status == 413 ? R_HEADERS : R_MALFORMED, h.status, h.code,
 		       h.field, "%s", h.msg);
 		return 1;
 	}
 	if (c->l->policy) {
-		const struct pd_gate_policy *p = c->l->policy;
-		struct pd_gate_verdict v = { 0 };
+		const struct e2b_gate_policy *p = c->l->policy;
+		struct pdd_gate_verdict v = { 0 };
 
 		/* SECURITY: the listener's own rules, before a byte of the body is read */
 		if (p->check(p->arg, &h, &v) < 0) {
@@ -479,7 +479,7 @@ static int read_head(struct gate_conn *c, struct evbuffer *src, struct evbuffer 
 			memcpy(auth, h.auth, h.auth_len);
 			auth[h.auth_len] = '\0';
 		}
-		if (!pd_http_bearer_tenant(d, auth)) {
+		if (!pdd_http_bearer_tenant(d, auth)) {
 			refuse(c, src, dst, R_UNAUTHORIZED, 401, "unauthorized", "Authorization",
 			       "expected 'Authorization: Bearer <token>' with a known token");
 			return 1;
@@ -503,7 +503,7 @@ pass:
 		c->state = G_BODY;
 		c->left = h.content_length;
 		c->big |= h.content_length >= BIG_BODY;
-	} else if (h.method == PD_M_GET && h.upgrade && h.conn_upgrade) {
+	} else if (h.method == PDD_M_GET && h.upgrade && h.conn_upgrade) {
 		/* the ports endpoint may splice this connection to a service: raw from here */
 		c->state = G_RAW;
 		c->raw_at = c->passed;
@@ -575,7 +575,7 @@ static enum bufferevent_filter_result gate_in(struct evbuffer *src, struct evbuf
 				produced |= more;
 				break;
 			}
-			if (text == 0 || pd_gate_chunk_size(line, text, &size) < 0) {
+			if (text == 0 || pdd_gate_chunk_size(line, text, &size) < 0) {
 				refuse_body(c, src, dst, R_MALFORMED, 400, "malformed",
 					    "expected a chunk size (hexadecimal digits)");
 				produced = true;
@@ -939,7 +939,7 @@ static void accept_error_cb(struct evconnlistener *lev, void *arg)
 /* ---- set-up, requests, metrics ----------------------------------------------------------- */
 
 static int gate_add(struct daemon *d, struct evhttp *http, bool tcp,
-		    const struct pd_gate_policy *policy)
+		    const struct e2b_gate_policy *policy)
 {
 	struct gate_listener *l;
 
@@ -966,22 +966,22 @@ static int gate_add(struct daemon *d, struct evhttp *http, bool tcp,
 	registry[n_registry++] = l;
 	evhttp_set_bevcb(http, gate_bev, l);
 	/* the gate bounds heads and bodies first; evhttp's own bounds stay as a second wall */
-	evhttp_set_max_headers_size(http, 2 * PD_MAX_HEADERS);
+	evhttp_set_max_headers_size(http, 2 * PDD_MAX_HEADERS);
 	return 0;
 }
 
-int pd_http_gate_add(struct daemon *d, struct evhttp *http, bool tcp)
+int pdd_http_gate_add(struct daemon *d, struct evhttp *http, bool tcp)
 {
 	return gate_add(d, http, tcp, NULL);
 }
 
-int pd_http_gate_add_policy(struct daemon *d, struct evhttp *http,
-			    const struct pd_gate_policy *policy)
+int pdd_http_gate_add_policy(struct daemon *d, struct evhttp *http,
+			    const struct e2b_gate_policy *policy)
 {
 	return gate_add(d, http, true, policy);
 }
 
-void pd_http_gate_listening(struct daemon *d, struct evhttp *http, struct evconnlistener *lev)
+void pdd_http_gate_listening(struct daemon *d, struct evhttp *http, struct evconnlistener *lev)
 {
 	(void)d;
 	for (size_t i = 0; i < n_registry; i++)
@@ -1017,7 +1017,7 @@ static void request_done(struct evhttp_request *req, void *arg)
 	update_deadline(c);
 }
 
-bool pd_http_gate_request(struct daemon *d, struct evhttp_request *req)
+bool pdd_http_gate_request(struct daemon *d, struct evhttp_request *req)
 {
 	struct gate_conn *c = conn_of(req);
 	uint64_t n;
@@ -1042,12 +1042,12 @@ bool pd_http_gate_request(struct daemon *d, struct evhttp_request *req)
 	if (c->refusal.status == 401)
 		evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
 				  "Bearer");
-	pd_reply_error(&r, c->refusal.status, c->refusal.code,
+	pdd_reply_error(&r, c->refusal.status, c->refusal.code,
 		       c->refusal.field[0] ? c->refusal.field : NULL, "%s", c->refusal.msg);
 	return true;
 }
 
-void pd_http_gate_metrics(struct daemon *d, struct evbuffer *out)
+void pdd_http_gate_metrics(struct daemon *d, struct evbuffer *out)
 {
 	(void)d;
 	evbuffer_add_printf(out, "# TYPE paddock_http_connections_open gauge\n");
@@ -1064,7 +1064,7 @@ void pd_http_gate_metrics(struct daemon *d, struct evbuffer *out)
 					    (unsigned long long)registry[i]->refused[k]);
 }
 
-void pd_http_gate_stop(struct daemon *d)
+void pdd_http_gate_stop(struct daemon *d)
 {
 	for (size_t i = 0; i < n_registry; i++) {
 		/* evhttp_free() freed its listening socket; its connections may still finalize */
@@ -1081,7 +1081,7 @@ void pd_http_gate_stop(struct daemon *d)
 	}
 }
 
-void pd_http_gate_free(struct daemon *d)
+void pdd_http_gate_free(struct daemon *d)
 {
 	(void)d;
 	for (size_t i = 0; i < n_registry; i++)
@@ -1089,7 +1089,7 @@ void pd_http_gate_free(struct daemon *d)
 	n_registry = 0;
 }
 
-bool pd_http_gate_owns(struct evhttp_connection *evcon)
+bool pdd_http_gate_owns(struct evhttp_connection *evcon)
 {
 	struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
 

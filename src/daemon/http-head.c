@@ -16,14 +16,14 @@
 
 static const struct {
 	const char *name;
-	enum pd_http_method m;
+	enum pdd_http_method m;
 } methods[] = {
-	{ "GET", PD_M_GET },	   { "POST", PD_M_POST },   { "PUT", PD_M_PUT },
-	{ "DELETE", PD_M_DELETE }, { "HEAD", PD_M_HEAD },   { "PATCH", PD_M_PATCH },
-	{ "OPTIONS", PD_M_OPTIONS },
+	{ "GET", PDD_M_GET },	   { "POST", PDD_M_POST },   { "PUT", PDD_M_PUT },
+	{ "DELETE", PDD_M_DELETE }, { "HEAD", PDD_M_HEAD },   { "PATCH", PDD_M_PATCH },
+	{ "OPTIONS", PDD_M_OPTIONS },
 };
 
-static int refuse(struct pd_gate_head *h, int status, const char *code, const char *field,
+static int refuse(struct pdd_gate_head *h, int status, const char *code, const char *field,
 		  const char *msg)
 {
 	h->status = status;
@@ -33,7 +33,7 @@ static int refuse(struct pd_gate_head *h, int status, const char *code, const ch
 	return -1;
 }
 
-static int malformed(struct pd_gate_head *h, const char *msg)
+static int malformed(struct pdd_gate_head *h, const char *msg)
 {
 	return refuse(h, 400, "malformed", "request", msg);
 }
@@ -81,7 +81,7 @@ static void trim(const char **p, size_t *n)
 		(*n)--;
 }
 
-static int request_line(const struct line *l, struct pd_gate_head *h)
+static int request_line(const struct line *l, struct pdd_gate_head *h)
 {
 	const char *sp1 = memchr(l->p, ' ', l->len), *sp2;
 	size_t mlen;
@@ -118,7 +118,7 @@ static int request_line(const struct line *l, struct pd_gate_head *h)
 	return 0;
 }
 
-static int content_length(const char *v, size_t n, struct pd_gate_head *h)
+static int content_length(const char *v, size_t n, struct pdd_gate_head *h)
 {
 	uint64_t x = 0;
 
@@ -137,7 +137,7 @@ static int content_length(const char *v, size_t n, struct pd_gate_head *h)
 }
 
 /* Connection: a comma-separated list of tokens */
-static void connection(const char *v, size_t n, struct pd_gate_head *h)
+static void connection(const char *v, size_t n, struct pdd_gate_head *h)
 {
 	while (n) {
 		const char *comma = memchr(v, ',', n);
@@ -155,8 +155,8 @@ static void connection(const char *v, size_t n, struct pd_gate_head *h)
 	}
 }
 
-/* The headers a policy reads (struct pd_gate_value fields of the head), by name. */
-static struct pd_gate_value *captured(struct pd_gate_head *h, const char *name, size_t n)
+/* The headers a policy reads (struct pdd_gate_value fields of the head), by name. */
+static struct pdd_gate_value *captured(struct pdd_gate_head *h, const char *name, size_t n)
 {
 	if (eq_ci(name, n, "Host"))
 		return &h->host;
@@ -171,9 +171,9 @@ static struct pd_gate_value *captured(struct pd_gate_head *h, const char *name, 
 	return NULL;
 }
 
-static int header_line(const struct line *l, struct pd_gate_head *h)
+static int header_line(const struct line *l, struct pdd_gate_head *h)
 {
-	struct pd_gate_value *cap;
+	struct pdd_gate_value *cap;
 	const char *colon, *v;
 	size_t nlen, vlen;
 
@@ -224,7 +224,7 @@ static int header_line(const struct line *l, struct pd_gate_head *h)
 	return 0;
 }
 
-int pd_gate_head_parse(const char *buf, size_t len, struct pd_gate_head *h)
+int pdd_gate_head_parse(const char *buf, size_t len, struct pdd_gate_head *h)
 {
 	struct line l;
 	size_t pos = 0;
@@ -253,16 +253,16 @@ int pd_gate_head_parse(const char *buf, size_t len, struct pd_gate_head *h)
 	if (h->has_length && h->chunked)
 		return malformed(h, "both Content-Length and Transfer-Encoding");
 	/* an upgrade turns the connection into a raw stream right after its head */
-	if (h->method == PD_M_GET && h->upgrade && h->conn_upgrade &&
+	if (h->method == PDD_M_GET && h->upgrade && h->conn_upgrade &&
 	    (h->chunked || h->content_length > 0))
 		return malformed(h, "an upgrade request has no body");
 	/* evhttp reads no body after HEAD: a body there would be read as the next request */
-	if (h->method == PD_M_HEAD && (h->chunked || h->content_length > 0))
+	if (h->method == PDD_M_HEAD && (h->chunked || h->content_length > 0))
 		return malformed(h, "a HEAD request has no body");
 	return 0;
 }
 
-int pd_gate_chunk_size(const char *line, size_t len, uint64_t *ret_size)
+int pdd_gate_chunk_size(const char *line, size_t len, uint64_t *ret_size)
 {
 	uint64_t x = 0;
 	size_t i = 0;

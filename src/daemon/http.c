@@ -34,7 +34,7 @@ static void count_status(struct daemon *d, int status)
 		d->m.http_by_class[status / 100]++;
 }
 
-void pd_http_reply_json(struct daemon *d, struct evhttp_request *req, int status, json_t *body)
+void pdd_http_reply_json(struct daemon *d, struct evhttp_request *req, int status, json_t *body)
 {
 	struct evbuffer *b = evbuffer_new();
 	char *s = body ? json_dumps(body, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
@@ -65,7 +65,7 @@ static json_t *error_json(const char *code, const char *field, const char *fmt, 
 			 "message", msg);
 }
 
-void pd_http_reply_error(struct daemon *d, struct evhttp_request *req, int status,
+void pdd_http_reply_error(struct daemon *d, struct evhttp_request *req, int status,
 			 const char *code, const char *field, const char *fmt, ...)
 {
 	va_list ap;
@@ -74,10 +74,10 @@ void pd_http_reply_error(struct daemon *d, struct evhttp_request *req, int statu
 	va_start(ap, fmt);
 	o = error_json(code, field, fmt, ap);
 	va_end(ap);
-	pd_http_reply_json(d, req, status, o);
+	pdd_http_reply_json(d, req, status, o);
 }
 
-int pd_http_status(const paddock_error *err, const char **ret_code)
+int pdd_http_status(const paddock_error *err, const char **ret_code)
 {
 	int status = 500;
 	const char *code = "internal";
@@ -124,10 +124,10 @@ int pd_http_status(const paddock_error *err, const char **ret_code)
 	}
 	if (status == 400 && strncmp(err->msg, "unknown field", 13) == 0)
 		code = "unknown_field";
-	/* pd_json_body(): EBADMSG elsewhere is a pulled blob's digest, paddockd's own failure */
+	/* pdd_json_body(): EBADMSG elsewhere is a pulled blob's digest, paddockd's own failure */
 	if (err->code == EBADMSG && strcmp(err->field, "body") == 0)
 		status = 400, code = "malformed";
-	/* the state store could not record it (pd_store_error()): nothing changed, retry */
+	/* the state store could not record it (pdd_store_error()): nothing changed, retry */
 	if (strcmp(err->field, "store") == 0)
 		status = 503, code = "unavailable";
 	if (ret_code)
@@ -135,29 +135,29 @@ int pd_http_status(const paddock_error *err, const char **ret_code)
 	return status;
 }
 
-void pd_http_reply_paddock_error(struct daemon *d, struct evhttp_request *req,
+void pdd_http_reply_paddock_error(struct daemon *d, struct evhttp_request *req,
 				 const paddock_error *err)
 {
 	const char *code;
-	int status = pd_http_status(err, &code);
+	int status = pdd_http_status(err, &code);
 
-	pd_http_reply_json(d, req, status,
+	pdd_http_reply_json(d, req, status,
 			   json_pack("{s:{s:s,s:s,s:s,s:s}}", "error", "code", code, "field",
 				     err->field, "message", err->msg, "errno",
 				     paddock_errno_name(err->code)));
 }
 
-void pd_reply_json(struct request *r, int status, json_t *body)
+void pdd_reply_json(struct request *r, int status, json_t *body)
 {
 	r->status = status;
 	if (!r->req) { /* a parser under test: the status is all that is kept */
 		json_decref(body);
 		return;
 	}
-	pd_http_reply_json(r->d, r->req, status, body);
+	pdd_http_reply_json(r->d, r->req, status, body);
 }
 
-void pd_reply_empty(struct request *r, int status)
+void pdd_reply_empty(struct request *r, int status)
 {
 	r->status = status;
 	if (!r->req)
@@ -166,7 +166,7 @@ void pd_reply_empty(struct request *r, int status)
 	evhttp_send_reply(r->req, status, NULL, NULL);
 }
 
-void pd_reply_error(struct request *r, int status, const char *code, const char *field,
+void pdd_reply_error(struct request *r, int status, const char *code, const char *field,
 		    const char *fmt, ...)
 {
 	va_list ap;
@@ -175,17 +175,17 @@ void pd_reply_error(struct request *r, int status, const char *code, const char 
 	va_start(ap, fmt);
 	o = error_json(code, field, fmt, ap);
 	va_end(ap);
-	pd_reply_json(r, status, o);
+	pdd_reply_json(r, status, o);
 }
 
-void pd_reply_paddock_error(struct request *r, const paddock_error *err)
+void pdd_reply_paddock_error(struct request *r, const paddock_error *err)
 {
-	r->status = pd_http_status(err, NULL);
+	r->status = pdd_http_status(err, NULL);
 	if (r->req)
-		pd_http_reply_paddock_error(r->d, r->req, err);
+		pdd_http_reply_paddock_error(r->d, r->req, err);
 }
 
-json_t *pd_json_body(struct evhttp_request *req, bool empty_ok, paddock_error *err)
+json_t *pdd_json_body(struct evhttp_request *req, bool empty_ok, paddock_error *err)
 {
 	struct evbuffer *in = evhttp_request_get_input_buffer(req);
 	size_t len = evbuffer_get_length(in);
@@ -194,8 +194,8 @@ json_t *pd_json_body(struct evhttp_request *req, bool empty_ok, paddock_error *e
 
 	if (len == 0 && empty_ok)
 		return json_object();
-	if (len > PD_MAX_BODY) {
-		(void)paddock_fail_field(err, EFBIG, "body", "a JSON body may have %u bytes", PD_MAX_BODY);
+	if (len > PDD_MAX_BODY) {
+		(void)paddock_fail_field(err, EFBIG, "body", "a JSON body may have %u bytes", PDD_MAX_BODY);
 		return NULL;
 	}
 	o = json_loadb((const char *)evbuffer_pullup(in, -1), len, JSON_REJECT_DUPLICATES, &jerr);
@@ -212,17 +212,17 @@ json_t *pd_json_body(struct evhttp_request *req, bool empty_ok, paddock_error *e
 	return o;
 }
 
-json_t *pd_body_object(struct request *r, bool empty_ok)
+json_t *pdd_body_object(struct request *r, bool empty_ok)
 {
 	paddock_error err = { 0 };
-	json_t *o = pd_json_body(r->req, empty_ok, &err);
+	json_t *o = pdd_json_body(r->req, empty_ok, &err);
 
 	if (!o)
-		pd_reply_paddock_error(r, &err);
+		pdd_reply_paddock_error(r, &err);
 	return o;
 }
 
-int pd_json_check_fields(json_t *o, const char *const *allowed, paddock_error *err)
+int pdd_json_check_fields(json_t *o, const char *const *allowed, paddock_error *err)
 {
 	const char *key;
 	json_t *v;
@@ -245,18 +245,18 @@ int pd_json_check_fields(json_t *o, const char *const *allowed, paddock_error *e
 	return 0;
 }
 
-bool pd_check_fields(struct request *r, json_t *o, const char *const *allowed)
+bool pdd_check_fields(struct request *r, json_t *o, const char *const *allowed)
 {
 	paddock_error err = { 0 };
 
-	if (pd_json_check_fields(o, allowed, &err) < 0) {
-		pd_reply_paddock_error(r, &err);
+	if (pdd_json_check_fields(o, allowed, &err) < 0) {
+		pdd_reply_paddock_error(r, &err);
 		return false;
 	}
 	return true;
 }
 
-const char *pd_query(struct request *r, const char *key)
+const char *pdd_query(struct request *r, const char *key)
 {
 	return r->query ? evhttp_find_header(r->query, key) : NULL;
 }
@@ -314,7 +314,7 @@ static void watch_hangup(struct daemon *d, struct watcher *w)
 	}
 }
 
-struct watcher *pd_watcher_open(struct daemon *d, struct evhttp_request *req, int kind,
+struct watcher *pdd_watcher_open(struct daemon *d, struct evhttp_request *req, int kind,
 				void *owner, struct watcher **list)
 {
 	struct watcher *w = calloc(1, sizeof(*w));
@@ -331,19 +331,19 @@ struct watcher *pd_watcher_open(struct daemon *d, struct evhttp_request *req, in
 	 * A stream may be quiet for long (a follow, a wait): an evhttp timeout would cut it. The
 	 * gate's connections have none (http-gate.c keeps their time); the E2B front end's do.
 	 */
-	if (kind != W_RESULT && !pd_http_gate_owns(w->evcon))
+	if (kind != W_RESULT && !pdd_http_gate_owns(w->evcon))
 		evhttp_connection_set_timeout(w->evcon, 7 * 24 * 3600);
 	w->next = *list;
 	*list = w;
 	return w;
 }
 
-struct watcher *pd_watcher_new(struct request *r, int kind, void *owner, struct watcher **list)
+struct watcher *pdd_watcher_new(struct request *r, int kind, void *owner, struct watcher **list)
 {
-	return pd_watcher_open(r->d, r->req, kind, owner, list);
+	return pdd_watcher_open(r->d, r->req, kind, owner, list);
 }
 
-void pd_watcher_detach(struct watcher *w)
+void pdd_watcher_detach(struct watcher *w)
 {
 	if (w->hup) {
 		event_free(w->hup);
@@ -355,7 +355,7 @@ void pd_watcher_detach(struct watcher *w)
 	w->on_gone = NULL;
 }
 
-void pd_watcher_free(struct watcher *w, struct watcher **list)
+void pdd_watcher_free(struct watcher *w, struct watcher **list)
 {
 	for (struct watcher **pp = list; *pp; pp = &(*pp)->next)
 		if (*pp == w) {
@@ -371,7 +371,7 @@ void pd_watcher_free(struct watcher *w, struct watcher **list)
 	free(w);
 }
 
-void pd_stream_start(struct watcher *w, const char *content_type)
+void pdd_stream_start(struct watcher *w, const char *content_type)
 {
 	if (!w->req)
 		return;
@@ -383,7 +383,7 @@ void pd_stream_start(struct watcher *w, const char *content_type)
 	evhttp_send_reply_start(w->req, 200, "OK");
 }
 
-void pd_stream_line(struct watcher *w, json_t *o)
+void pdd_stream_line(struct watcher *w, json_t *o)
 {
 	char *s;
 
@@ -405,10 +405,10 @@ void pd_stream_line(struct watcher *w, json_t *o)
 	free(s);
 }
 
-void pd_stream_event(struct daemon *d, struct watcher *w, json_t *o)
+void pdd_stream_event(struct daemon *d, struct watcher *w, json_t *o)
 {
 	struct bufferevent *bev = w->evcon ? evhttp_connection_get_bufferevent(w->evcon) : NULL;
-	uint64_t max = d->stream_behind_max ? d->stream_behind_max : PD_STREAM_BEHIND_MAX;
+	uint64_t max = d->stream_behind_max ? d->stream_behind_max : PDD_STREAM_BEHIND_MAX;
 
 	/* a follower still replaying reads this one from the store, in its order */
 	if (w->behind || !w->req || w->replaying) {
@@ -428,21 +428,21 @@ void pd_stream_event(struct daemon *d, struct watcher *w, json_t *o)
 			event_active(w->hup, EV_CLOSED, 0);
 		return;
 	}
-	pd_stream_line(w, o);
+	pdd_stream_line(w, o);
 }
 
-void pd_stream_end(struct watcher *w)
+void pdd_stream_end(struct watcher *w)
 {
 	if (!w->req)
 		return;
-	pd_watcher_detach(w);
+	pdd_watcher_detach(w);
 	evhttp_send_reply_end(w->req);
 	w->req = NULL;
 }
 
 /* ---- routing ----------------------------------------------------------------------------- */
 
-bool pd_sandbox_id_valid(const char *s)
+bool pdd_sandbox_id_valid(const char *s)
 {
 	size_t n = strlen(s);
 
@@ -460,80 +460,80 @@ static void route(struct request *r)
 	struct box *b;
 
 	if (r->n_seg >= 1 && strcmp(r->seg[0], "ui") == 0)
-		return pd_api_ui(r);
+		return pdd_api_ui(r);
 	/* SECURITY: past the console's files, every request has a tenant */
 	if (!r->tenant)
-		return pd_reply_error(r, 401, "unauthorized", "Authorization", "expected "
+		return pdd_reply_error(r, 401, "unauthorized", "Authorization", "expected "
 				      "'Authorization: Bearer <token>' with a known token");
 	if (r->n_seg == 1 && strcmp(r->seg[0], "healthz") == 0) {
 		/* SECURITY: a tenant counts its own sandboxes; the operator (unix socket) all */
-		bool all = strcmp(r->tenant, PD_LOCAL_TENANT) == 0;
+		bool all = strcmp(r->tenant, PDD_LOCAL_TENANT) == 0;
 		unsigned n = 0;
 
 		for (b = d->boxes; b; b = b->next)
 			n += all || strcmp(b->tenant, r->tenant) == 0;
-		return pd_reply_json(r, d->stopping ? 503 : 200,
+		return pdd_reply_json(r, d->stopping ? 503 : 200,
 				     json_pack("{s:s,s:i}", "status",
 					       d->stopping ? "stopping" : "ok", "sandboxes", n));
 	}
 	if (r->n_seg == 1 && strcmp(r->seg[0], "metrics") == 0)
-		return pd_api_metrics(r);
+		return pdd_api_metrics(r);
 	if (r->n_seg == 2 && strcmp(r->seg[0], "v1") == 0 && strcmp(r->seg[1], "run") == 0)
-		return pd_api_run(r);
+		return pdd_api_run(r);
 	if (r->n_seg >= 2 && strcmp(r->seg[0], "v1") == 0 && strcmp(r->seg[1], "templates") == 0)
-		return pd_api_templates(r);
+		return pdd_api_templates(r);
 	if (r->n_seg >= 2 && strcmp(r->seg[0], "v1") == 0 && strcmp(r->seg[1], "images") == 0)
-		return pd_api_images(r);
+		return pdd_api_images(r);
 	if (r->n_seg == 2 && strcmp(r->seg[0], "v1") == 0 && strcmp(r->seg[1], "events") == 0)
-		return pd_api_events_all(r);
+		return pdd_api_events_all(r);
 	if (r->n_seg < 2 || strcmp(r->seg[0], "v1") != 0 || strcmp(r->seg[1], "sandboxes") != 0)
-		return pd_reply_error(r, 404, "not_found", "path", "no such route");
+		return pdd_reply_error(r, 404, "not_found", "path", "no such route");
 	if (r->n_seg == 2)
-		return pd_api_sandboxes(r);
-	b = pd_sandbox_id_valid(r->seg[2]) ? pd_box_find(d, r->tenant, r->seg[2]) : NULL;
+		return pdd_api_sandboxes(r);
+	b = pdd_sandbox_id_valid(r->seg[2]) ? pdd_box_find(d, r->tenant, r->seg[2]) : NULL;
 	if (!b)
-		return pd_reply_error(r, 404, "not_found", "id", "no such sandbox");
+		return pdd_reply_error(r, 404, "not_found", "id", "no such sandbox");
 	if (r->n_seg == 3 ||
 	    (r->n_seg == 4 && (strcmp(r->seg[3], "ttl") == 0 || strcmp(r->seg[3], "pause") == 0 ||
 			       strcmp(r->seg[3], "resume") == 0 || strcmp(r->seg[3], "stop") == 0 ||
 			       strcmp(r->seg[3], "start") == 0)))
-		return pd_api_sandboxes(r);
-	pd_box_touch(b);
+		return pdd_api_sandboxes(r);
+	pdd_box_touch(b);
 	/* stopped by a request: nothing runs until its start; its events are history */
 	if (b->stopped && b->kept_image[0] && strcmp(r->seg[3], "events") != 0)
-		return pd_reply_error(r, 409, "conflict", "state",
+		return pdd_reply_error(r, 409, "conflict", "state",
 				      "sandbox '%s' is stopped: start it first (POST "
 				      "/v1/sandboxes/%s/start)",
 				      b->id, b->id);
 	if (strcmp(r->seg[3], "exec") == 0 && r->n_seg == 4)
-		return pd_api_exec(r, b);
+		return pdd_api_exec(r, b);
 	if (strcmp(r->seg[3], "processes") == 0)
-		return pd_api_processes(r, b);
+		return pdd_api_processes(r, b);
 	if (strcmp(r->seg[3], "files") == 0)
-		return pd_api_files(r, b);
+		return pdd_api_files(r, b);
 	if (strcmp(r->seg[3], "events") == 0 && r->n_seg == 4)
-		return pd_api_events(r, b);
+		return pdd_api_events(r, b);
 	if (strcmp(r->seg[3], "network") == 0 && r->n_seg == 4)
-		return pd_api_network(r, b);
+		return pdd_api_network(r, b);
 	if (strcmp(r->seg[3], "network") == 0 && r->n_seg == 5)
-		return pd_api_network_asks(r, b);
+		return pdd_api_network_asks(r, b);
 	if (strcmp(r->seg[3], "ports") == 0)
-		return pd_api_ports(r, b);
+		return pdd_api_ports(r, b);
 	if (strcmp(r->seg[3], "code") == 0 && r->n_seg >= 5)
-		return pd_api_code(r, b);
+		return pdd_api_code(r, b);
 	if ((strcmp(r->seg[3], "snapshot") == 0 || strcmp(r->seg[3], "fork") == 0) &&
 	    r->n_seg == 4)
-		return pd_api_snapshots(r, b);
-	pd_reply_error(r, 404, "not_found", "path", "no such route");
+		return pdd_api_snapshots(r, b);
+	pdd_reply_error(r, 404, "not_found", "path", "no such route");
 }
 
 static const char *bearer_tenant(struct daemon *d, struct evhttp_request *req)
 {
-	return pd_http_bearer_tenant(
+	return pdd_http_bearer_tenant(
 		d, evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization"));
 }
 
-const char *pd_http_bearer_tenant(struct daemon *d, const char *h)
+const char *pdd_http_bearer_tenant(struct daemon *d, const char *h)
 {
 	const char *tenant = NULL;
 
@@ -611,30 +611,30 @@ static void handle(struct evhttp_request *req, void *arg, bool tcp)
 	char *save = NULL;
 	bool bad = false;
 
-	pd_pool_request(d);
+	pdd_pool_request(d);
 	/* refused at its head (http-gate.c): answered there, as the API's JSON */
-	if (pd_http_gate_request(d, req))
+	if (pdd_http_gate_request(d, req))
 		return;
 	r.tenant = tcp ? bearer_tenant(d, req) : "local";
 	/* the console's files are no one's: the gate let them through without a token too */
-	if (!r.tenant && !(path && pd_ui_path(path, strlen(path)))) {
+	if (!r.tenant && !(path && pdd_ui_path(path, strlen(path)))) {
 		evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
 				  "Bearer");
-		return pd_reply_error(&r, 401, "unauthorized", "Authorization",
+		return pdd_reply_error(&r, 401, "unauthorized", "Authorization",
 				      "expected 'Authorization: Bearer <token>' with a known token");
 	}
 	if (!origin_allowed(req, tcp))
-		return pd_reply_error(&r, 403, "forbidden", "Origin",
+		return pdd_reply_error(&r, 403, "forbidden", "Origin",
 				      "expected no Origin or this server's own (a page of another "
 				      "site may not call the API)");
 	if (d->stopping)
-		return pd_reply_error(&r, 503, "unavailable", NULL, "paddockd is shutting down");
+		return pdd_reply_error(&r, 503, "unavailable", NULL, "paddockd is shutting down");
 	if (!path || !(r.path = strdup(path)))
-		return pd_reply_error(&r, 400, "malformed", "path", "bad request path");
+		return pdd_reply_error(&r, 400, "malformed", "path", "bad request path");
 	if (query) {
 		if (evhttp_parse_query_str(query, &q) < 0) {
 			free(r.path);
-			return pd_reply_error(&r, 400, "malformed", "query", "bad query string");
+			return pdd_reply_error(&r, 400, "malformed", "query", "bad query string");
 		}
 		r.query = &q;
 	}
@@ -654,7 +654,7 @@ static void handle(struct evhttp_request *req, void *arg, bool tcp)
 		r.seg[r.n_seg++] = dec;
 	}
 	if (bad)
-		pd_reply_error(&r, 400, "malformed", "path", "bad request path");
+		pdd_reply_error(&r, 400, "malformed", "path", "bad request path");
 	else
 		route(&r);
 	if (r.query)
@@ -669,7 +669,7 @@ static void handle_unix(struct evhttp_request *req, void *arg)
 	handle(req, arg, false);
 }
 
-void pd_http_no_delay(struct evhttp_request *req)
+void pdd_http_no_delay(struct evhttp_request *req)
 {
 	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
 	struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
@@ -682,7 +682,7 @@ void pd_http_no_delay(struct evhttp_request *req)
 
 static void handle_tcp(struct evhttp_request *req, void *arg)
 {
-	pd_http_no_delay(req);
+	pdd_http_no_delay(req);
 	handle(req, arg, true);
 }
 
@@ -693,13 +693,13 @@ static struct evhttp *new_http(struct daemon *d, void (*cb)(struct evhttp_reques
 
 	if (!h)
 		return NULL;
-	if (pd_http_gate_add(d, h, tcp) < 0) {
+	if (pdd_http_gate_add(d, h, tcp) < 0) {
 		evhttp_free(h);
 		return NULL;
 	}
 	evhttp_set_gencb(h, cb, d);
 	/* a second wall: the gate bounds heads and bodies before evhttp reads them */
-	evhttp_set_max_headers_size(h, 2 * PD_MAX_HEADERS);
+	evhttp_set_max_headers_size(h, 2 * PDD_MAX_HEADERS);
 	evhttp_set_max_body_size(h, (ev_ssize_t)(d->max_upload + 65536));
 	/*
 	 * No evhttp timeouts: the gate times heads, bodies and stalled answers itself
@@ -712,7 +712,7 @@ static struct evhttp *new_http(struct daemon *d, void (*cb)(struct evhttp_reques
 	return h;
 }
 
-int pd_http_setup(struct daemon *d, paddock_error *err)
+int pdd_http_setup(struct daemon *d, paddock_error *err)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	mode_t old;
@@ -741,11 +741,11 @@ int pd_http_setup(struct daemon *d, paddock_error *err)
 		close(fd);
 		return paddock_fail(err, EIO, "serve '%s'", d->socket_path);
 	}
-	pd_http_gate_listening(d, d->http_unix, evhttp_bound_socket_get_listener(bound));
+	pdd_http_gate_listening(d, d->http_unix, evhttp_bound_socket_get_listener(bound));
 	return 0;
 }
 
-int pd_http_listen_tcp(struct daemon *d, const char *addr, unsigned short port,
+int pdd_http_listen_tcp(struct daemon *d, const char *addr, unsigned short port,
 		       paddock_error *err)
 {
 	struct evhttp_bound_socket *bound;
@@ -756,17 +756,17 @@ int pd_http_listen_tcp(struct daemon *d, const char *addr, unsigned short port,
 	bound = evhttp_bind_socket_with_handle(d->http_tcp, addr, port);
 	if (!bound)
 		return paddock_fail(err, errno ? errno : EADDRINUSE, "listen on %s:%u", addr, port);
-	pd_http_gate_listening(d, d->http_tcp, evhttp_bound_socket_get_listener(bound));
+	pdd_http_gate_listening(d, d->http_tcp, evhttp_bound_socket_get_listener(bound));
 	return 0;
 }
 
-void pd_http_stop(struct daemon *d)
+void pdd_http_stop(struct daemon *d)
 {
 	if (d->http_unix)
 		evhttp_free(d->http_unix);
 	if (d->http_tcp)
 		evhttp_free(d->http_tcp);
 	d->http_unix = d->http_tcp = NULL;
-	pd_http_gate_stop(d);
+	pdd_http_gate_stop(d);
 	(void)unlink(d->socket_path);
 }

@@ -78,7 +78,7 @@ static int adopt_exec_row(const struct paddock_store_exec *row, void *userdata)
 	 * A foreground command's client went with the old paddockd: killed, as when a client
 	 * goes away (its result says so); a background one is followed on.
 	 */
-	pd_proc_adopt(b, ex, row, !row->background);
+	pdd_proc_adopt(b, ex, row, !row->background);
 	return 0;
 }
 
@@ -100,10 +100,10 @@ static void finished(struct finishing *f)
 {
 	struct daemon *d = f->d;
 
-	pd_log_event(d, NULL, "sandbox.exited", f->id, "\"reason\":\"killed\",\"after_restart\":true");
-	pd_log_event(d, NULL, "sandbox.destroyed", f->id, "\"after_restart\":true");
-	pd_box_forget(d, f->id);
-	pd_stop_forget_images(d, f->id, NULL);
+	pdd_log_event(d, NULL, "sandbox.exited", f->id, "\"reason\":\"killed\",\"after_restart\":true");
+	pdd_log_event(d, NULL, "sandbox.destroyed", f->id, "\"after_restart\":true");
+	pdd_box_forget(d, f->id);
+	pdd_stop_forget_images(d, f->id, NULL);
 	for (struct finishing **pp = &d->finishing; *pp; pp = &(*pp)->next)
 		if (*pp == f) {
 			*pp = f->next;
@@ -123,7 +123,7 @@ static void finishing_cb(evutil_socket_t fd, short what, void *arg)
 	finished(arg);
 }
 
-bool pd_lifecycle_finishing(struct daemon *d, const char *id)
+bool pdd_lifecycle_finishing(struct daemon *d, const char *id)
 {
 	for (struct finishing *f = d->finishing; f; f = f->next)
 		if (strcmp(f->id, id) == 0)
@@ -163,7 +163,7 @@ static int adopt_row(struct daemon *d, const struct paddock_store_sandbox *row)
 
 	if (strcmp(row->state, "deleting") == 0)
 		return finish_deleting(d, row->id);
-	b = pd_box_new(d, row->id, row->tenant);
+	b = pdd_box_new(d, row->id, row->tenant);
 	if (!b)
 		return -ENOMEM;
 	b->spec_json = strdup(row->spec_json);
@@ -176,7 +176,7 @@ static int adopt_row(struct daemon *d, const struct paddock_store_sandbox *row)
 	b->ttl_s = row->ttl_s;
 	b->idle_timeout_s = row->idle_timeout_s;
 	b->pause_on_timeout = row->on_timeout && strcmp(row->on_timeout, "pause") == 0;
-	/* adoption thaws a paused sandbox: adopt_all() pauses it again (pd_box_repause()) */
+	/* adoption thaws a paused sandbox: adopt_all() pauses it again (pdd_box_repause()) */
 	b->paused = strcmp(row->state, "paused") == 0;
 	b->stopped = !b->paused && strcmp(row->state, "running") != 0;
 	r = paddock_spec_new(&spec, &err);
@@ -189,24 +189,24 @@ static int adopt_row(struct daemon *d, const struct paddock_store_sandbox *row)
 	if (r >= 0 && !b->stopped)
 		r = paddock_sandbox_adopt(d->ctx, spec, row->handle_json, &b->sb, &err);
 	if (b->stopped)
-		pd_box_adopt_stopped(b, row->handle_json);
+		pdd_box_adopt_stopped(b, row->handle_json);
 	paddock_spec_free(spec);
-	pd_box_link(b);
+	pdd_box_link(b);
 	if (r < 0) {
 		char buf[600];
 		/* SECURITY: what cannot be supervised is ended (adopt killed it) and forgotten */
 		fprintf(stderr, "paddockd: sandbox %s cannot be adopted, removing it: %s\n",
 			row->id, paddock_error_format(&err, buf, sizeof(buf)));
-		pd_box_destroy(b, "adopt_failed", NULL);
+		pdd_box_destroy(b, "adopt_failed", NULL);
 		return 0;
 	}
 	if (b->sb)
-		pd_box_watch_exit(b);
+		pdd_box_watch_exit(b);
 	return 0;
 }
 
 /* The commands init knows of b that the records do not (or no records at all). */
-void pd_box_adopt_unknown_execs(struct box *b)
+void pdd_box_adopt_unknown_execs(struct box *b)
 {
 	for (paddock_exec *ex = paddock_sandbox_exec_next(b->sb, NULL); ex;
 	     ex = paddock_sandbox_exec_next(b->sb, ex)) {
@@ -220,7 +220,7 @@ void pd_box_adopt_unknown_execs(struct box *b)
 		 * as background commands, since nothing says which had a client waiting.
 		 */
 		if (!known)
-			pd_proc_adopt(b, ex, NULL, !b->recovered);
+			pdd_proc_adopt(b, ex, NULL, !b->recovered);
 	}
 }
 
@@ -242,17 +242,17 @@ static int adopt_all(struct daemon *d, paddock_error *err)
 		if (!b->sb)
 			continue;
 		if (paddock_store_list_execs(d->store, b->id, adopt_exec_row, b, &e) < 0) {
-			pd_store_warn(d, &e);
+			pdd_store_warn(d, &e);
 			b->recovered = true; /* its commands' records are unreadable */
 		}
-		pd_box_adopt_unknown_execs(b);
+		pdd_box_adopt_unknown_execs(b);
 		/* last: a command ended above is ended by a signal, which a pause would hold */
-		pd_box_repause(b);
+		pdd_box_repause(b);
 	}
 	return 0;
 }
 
-int pd_lifecycle_start(struct daemon *d, paddock_error *err)
+int pdd_lifecycle_start(struct daemon *d, paddock_error *err)
 {
 	char dir[300];
 	uint64_t max_exec = 0;
@@ -269,33 +269,33 @@ int pd_lifecycle_start(struct daemon *d, paddock_error *err)
 	r = adopt_all(d, err);
 	if (r < 0)
 		return r;
-	pd_lifecycle_sweep_orphans(d, dir);
-	r = pd_reaper_start(d, err);
+	pdd_lifecycle_sweep_orphans(d, dir);
+	r = pdd_reaper_start(d, err);
 	if (r < 0)
 		return r;
-	return pd_pool_start(d, err);
+	return pdd_pool_start(d, err);
 }
 
 /* SIGTERM: sandboxes stay for the next paddockd, unless told to destroy them. */
-void pd_lifecycle_stop(struct daemon *d)
+void pdd_lifecycle_stop(struct daemon *d)
 {
-	pd_pool_stop(d); /* pooled sandboxes have no tenant to keep them for: they end */
+	pdd_pool_stop(d); /* pooled sandboxes have no tenant to keep them for: they end */
 	while (d->boxes) {
 		struct box *b = d->boxes;
 
 		if (d->destroy_on_exit) {
-			pd_box_destroy(b, "shutdown", NULL);
+			pdd_box_destroy(b, "shutdown", NULL);
 			continue;
 		}
-		pd_box_persist_or_warn(b);
-		pd_box_unlink(b);
+		pdd_box_persist_or_warn(b);
+		pdd_box_unlink(b);
 		if (b->sb)
 			paddock_sandbox_release(b->sb);
 		json_decref(b->metadata);
 		free(b->spec_json);
 		free(b);
 	}
-	pd_box_finish_dying(d);
+	pdd_box_finish_dying(d);
 	/* a teardown not finished yet: the next start finishes it (the row says "deleting") */
 	while (d->finishing) {
 		struct finishing *f = d->finishing;
@@ -307,6 +307,6 @@ void pd_lifecycle_stop(struct daemon *d)
 			close(f->pidfd);
 		free(f);
 	}
-	pd_reaper_stop(d);
-	pd_events_flush_pending(d, "", NULL);
+	pdd_reaper_stop(d);
+	pdd_events_flush_pending(d, "", NULL);
 }

@@ -15,28 +15,28 @@
 #include "daemon.h"
 #include "lifecycle.h"
 
-void pd_box_release_clients(struct box *b)
+void pdd_box_release_clients(struct box *b)
 {
 	while (b->procs)
-		pd_proc_free(b->procs);
-	pd_files_release(b);
-	pd_network_release(b);
+		pdd_proc_free(b->procs);
+	pdd_files_release(b);
+	pdd_network_release(b);
 	if (b->d->box_gone)
 		b->d->box_gone(b->d, b);
 }
 
 /* Unlinks a box and ends what clients hold of it: processes, file watches, event streams. */
-void pd_box_unlink(struct box *b)
+void pdd_box_unlink(struct box *b)
 {
 	for (struct box **pp = &b->d->boxes; *pp; pp = &(*pp)->next)
 		if (*pp == b) {
 			*pp = b->next;
 			break;
 		}
-	pd_box_release_clients(b);
+	pdd_box_release_clients(b);
 	while (b->watchers) {
-		pd_stream_end(b->watchers);
-		pd_watcher_free(b->watchers, &b->watchers);
+		pdd_stream_end(b->watchers);
+		pdd_watcher_free(b->watchers, &b->watchers);
 	}
 }
 
@@ -46,13 +46,13 @@ void pd_box_unlink(struct box *b)
  * libpaddock removes only for a sandbox it still held (not one that had stopped before a
  * restart).
  */
-void pd_box_forget(struct daemon *d, const char *id)
+void pdd_box_forget(struct daemon *d, const char *id)
 {
 	paddock_error err = { 0 };
 	char path[300];
 
 	if (paddock_store_delete_sandbox(d->store, id, &err) < 0 && err.code != ENOENT)
-		pd_store_warn(d, &err); /* the row stays "deleting": the next start finishes it */
+		pdd_store_warn(d, &err); /* the row stays "deleting": the next start finishes it */
 	snprintf(path, sizeof(path), "%s/s/%s", d->state_dir, id);
 	(void)unlink(path); /* ENOENT: libpaddock removed it */
 }
@@ -62,19 +62,19 @@ static void box_free(struct box *b)
 	if (b->sb)
 		b->sb = paddock_sandbox_free(b->sb); /* init is gone: no wait */
 	if (b->removed_reason[0]) {
-		pd_box_forget(b->d, b->id);
-		pd_box_forget_kept(b); /* its init is gone: no kept image is in use */
+		pdd_box_forget(b->d, b->id);
+		pdd_box_forget_kept(b); /* its init is gone: no kept image is in use */
 	}
 	while (b->deleters) {
 		struct watcher *w = b->deleters;
 
 		if (w->req) {
 			struct request r = { .d = b->d, .req = w->req };
-			pd_watcher_detach(w);
-			pd_reply_empty(&r, 204);
+			pdd_watcher_detach(w);
+			pdd_reply_empty(&r, 204);
 			w->req = NULL;
 		}
-		pd_watcher_free(w, &b->deleters);
+		pdd_watcher_free(w, &b->deleters);
 	}
 	json_decref(b->metadata);
 	free(b->spec_json);
@@ -118,10 +118,10 @@ static void deleter_gone(struct watcher *w)
 {
 	struct box *b = w->owner;
 
-	pd_watcher_free(w, &b->deleters);
+	pdd_watcher_free(w, &b->deleters);
 }
 
-int pd_box_delete(struct box *b, const char *reason, struct request *deleter, bool force,
+int pdd_box_delete(struct box *b, const char *reason, struct request *deleter, bool force,
 		  paddock_error *err)
 {
 	struct daemon *d = b->d;
@@ -136,10 +136,10 @@ int pd_box_delete(struct box *b, const char *reason, struct request *deleter, bo
 	if (paddock_store_set_state(d->store, b->id, "deleting", &cause) < 0 &&
 	    cause.code != ENOENT) {
 		if (!force)
-			return pd_store_error(err, &cause);
-		pd_store_warn(d, &cause);
+			return pdd_store_error(err, &cause);
+		pdd_store_warn(d, &cause);
 	}
-	pd_box_unlink(b);
+	pdd_box_unlink(b);
 	if (strcmp(reason, "deleted") == 0)
 		d->m.destroyed_by[0]++;
 	else if (strcmp(reason, "ttl") == 0)
@@ -148,15 +148,15 @@ int pd_box_delete(struct box *b, const char *reason, struct request *deleter, bo
 		d->m.destroyed_by[2]++;
 	else
 		d->m.destroyed_by[3]++;
-	pd_log_event(d, b->tenant, "sandbox.removed", b->id, "\"reason\":\"%s\"", reason);
+	pdd_log_event(d, b->tenant, "sandbox.removed", b->id, "\"reason\":\"%s\"", reason);
 	snprintf(b->removed_reason, sizeof(b->removed_reason), "%s", reason);
 	if (deleter) {
-		struct watcher *w = pd_watcher_new(deleter, W_WAIT, b, &b->deleters);
+		struct watcher *w = pdd_watcher_new(deleter, W_WAIT, b, &b->deleters);
 
 		if (w)
 			w->on_gone = deleter_gone;
 		else
-			pd_reply_empty(deleter, 204);
+			pdd_reply_empty(deleter, 204);
 	}
 	/* a sandbox still running is ended, and freed when the kernel has finished with it */
 	if (b->sb && paddock_sandbox_running(b->sb) && !d->stopping) {
@@ -170,13 +170,13 @@ int pd_box_delete(struct box *b, const char *reason, struct request *deleter, bo
 	return 0;
 }
 
-void pd_box_destroy(struct box *b, const char *reason, struct request *deleter)
+void pdd_box_destroy(struct box *b, const char *reason, struct request *deleter)
 {
-	(void)pd_box_delete(b, reason, deleter, true, NULL);
+	(void)pdd_box_delete(b, reason, deleter, true, NULL);
 }
 
 /* Waits for every sandbox being torn down (shutdown). */
-void pd_box_finish_dying(struct daemon *d)
+void pdd_box_finish_dying(struct daemon *d)
 {
 	while (d->dying) {
 		struct box *b = d->dying;

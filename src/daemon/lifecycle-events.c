@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * paddockd's events: libpaddock's (the context's sink) and paddockd's own (pd_log_event), to
+ * paddockd's events: libpaddock's (the context's sink) and paddockd's own (pdd_log_event), to
  * the JSON-lines log, the store (a sandbox's, once it has a row: until then they wait in
  * d->pending) and the followers of GET /v1/events and of the sandbox's events.
  */
@@ -13,7 +13,7 @@
 #include "daemon.h"
 #include "lifecycle.h"
 
-void pd_event_sink(const struct paddock_event *ev, void *userdata)
+void pdd_event_sink(const struct paddock_event *ev, void *userdata)
 {
 	struct daemon *d = userdata;
 	json_t *o = json_loads(ev->json, 0, NULL);
@@ -27,12 +27,12 @@ void pd_event_sink(const struct paddock_event *ev, void *userdata)
 		if (line) {
 			memcpy(line, ev->json, len);
 			line[len] = '\n';
-			pd_event_log_write(d, line, len + 1);
+			pdd_event_log_write(d, line, len + 1);
 			free(line);
 		}
 	}
 	if (!sid && o && ev->level != PADDOCK_LEVEL_DEBUG)
-		pd_events_broadcast(d, NULL, NULL, o); /* paddockd's own: the operator's */
+		pdd_events_broadcast(d, NULL, NULL, o); /* paddockd's own: the operator's */
 	if (sid && ev->level != PADDOCK_LEVEL_DEBUG) {
 		struct box *b = NULL, *gone = NULL;
 		bool dying = false;
@@ -51,18 +51,18 @@ void pd_event_sink(const struct paddock_event *ev, void *userdata)
 			if (pe->json) {
 				snprintf(pe->sandbox, sizeof(pe->sandbox), "%s", sid);
 				snprintf(pe->name, sizeof(pe->name), "%s", ev->name);
-				pe->ts_ms = pd_now_ms();
+				pe->ts_ms = pdd_now_ms();
 				d->n_pending++;
 			}
 		} else if (b) {
-			(void)paddock_store_add_event(d->store, b->id, pd_now_ms(), ev->name,
+			(void)paddock_store_add_event(d->store, b->id, pdd_now_ms(), ev->name,
 						      ev->json, NULL, &err);
 		}
 		for (struct watcher *w = b ? b->watchers : NULL; w; w = w->next)
-			pd_stream_event(d, w, json_incref(o));
+			pdd_stream_event(d, w, json_incref(o));
 		/* one being created is told once it has a row, with its tenant (below) */
 		if (o && (b || gone))
-			pd_events_broadcast(d, (b ? b : gone)->tenant, sid, o);
+			pdd_events_broadcast(d, (b ? b : gone)->tenant, sid, o);
 	}
 	json_decref(o);
 }
@@ -71,7 +71,7 @@ void pd_event_sink(const struct paddock_event *ev, void *userdata)
  * Stores the events kept for `id` (now that it has a row), tells GET /v1/events of them
  * (`tenant`'s, or NULL: the operator's only), and drops every kept one.
  */
-void pd_events_flush_pending(struct daemon *d, const char *id, const char *tenant)
+void pdd_events_flush_pending(struct daemon *d, const char *id, const char *tenant)
 {
 	for (size_t i = 0; i < d->n_pending; i++) {
 		struct pending_event *pe = &d->pending[i];
@@ -82,7 +82,7 @@ void pd_events_flush_pending(struct daemon *d, const char *id, const char *tenan
 			(void)paddock_store_add_event(d->store, id, pe->ts_ms, pe->name, pe->json,
 						      NULL, NULL);
 			if (o)
-				pd_events_broadcast(d, tenant, id, o);
+				pdd_events_broadcast(d, tenant, id, o);
 			json_decref(o);
 		}
 		free(pe->json);
@@ -91,7 +91,7 @@ void pd_events_flush_pending(struct daemon *d, const char *id, const char *tenan
 }
 
 /* `tenant`: whose GET /v1/events hears of it (NULL: the operator's only) */
-void pd_log_event(struct daemon *d, const char *tenant, const char *event, const char *sandbox,
+void pdd_log_event(struct daemon *d, const char *tenant, const char *event, const char *sandbox,
 		  const char *fmt, ...)
 {
 	char line[512], ts[40], fields[320] = "";
@@ -103,18 +103,18 @@ void pd_log_event(struct daemon *d, const char *tenant, const char *event, const
 	va_start(ap, fmt);
 	vsnprintf(fields, sizeof(fields), fmt, ap);
 	va_end(ap);
-	pd_format_time(pd_now_ms(), ts, sizeof(ts));
+	pdd_format_time(pdd_now_ms(), ts, sizeof(ts));
 	n = snprintf(line, sizeof(line),
 		     "{\"ts\":\"%s\",\"level\":\"info\",\"event\":\"%s\",\"sandbox\":\"%s\"%s%s}\n",
 		     ts, event, sandbox, fields[0] ? "," : "", fields);
 	if (n <= 0 || (size_t)n >= sizeof(line))
 		return;
-	pd_event_log_write(d, line, (size_t)n);
+	pdd_event_log_write(d, line, (size_t)n);
 	if (d->event_watchers) {
 		json_t *o = json_loadb(line, (size_t)n, 0, NULL);
 
 		if (o)
-			pd_events_broadcast(d, tenant, sandbox, o);
+			pdd_events_broadcast(d, tenant, sandbox, o);
 		json_decref(o);
 	}
 }

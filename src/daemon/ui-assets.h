@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-struct pd_ui_asset {
+struct pdd_ui_asset {
 	const char *name; /* under /ui/, no slash: "console.js" */
 	const char *content_type;
 	const unsigned char *data;
@@ -15,4 +15,4 @@ struct pd_ui_asset {
 };
 
 /* ends with an entry whose name is NULL */
-extern const struct pd_ui_asset pd_ui_assets[];
+extern const struct pdd_ui_asset pdd_ui_assets[];

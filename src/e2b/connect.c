@@ -35,35 +35,35 @@
 static const struct {
 	const char *name;
 	int status;
-} codes[_PD_CONNECT_CODE_MAX] = {
-	[PD_CONNECT_CANCELED] = {"canceled", 499},
-	[PD_CONNECT_UNKNOWN] = {"unknown", 500},
-	[PD_CONNECT_INVALID_ARGUMENT] = {"invalid_argument", 400},
-	[PD_CONNECT_DEADLINE_EXCEEDED] = {"deadline_exceeded", 504},
-	[PD_CONNECT_NOT_FOUND] = {"not_found", 404},
-	[PD_CONNECT_ALREADY_EXISTS] = {"already_exists", 409},
-	[PD_CONNECT_PERMISSION_DENIED] = {"permission_denied", 403},
-	[PD_CONNECT_RESOURCE_EXHAUSTED] = {"resource_exhausted", 429},
-	[PD_CONNECT_FAILED_PRECONDITION] = {"failed_precondition", 400},
-	[PD_CONNECT_ABORTED] = {"aborted", 409},
-	[PD_CONNECT_OUT_OF_RANGE] = {"out_of_range", 400},
-	[PD_CONNECT_UNIMPLEMENTED] = {"unimplemented", 501},
-	[PD_CONNECT_INTERNAL] = {"internal", 500},
-	[PD_CONNECT_UNAVAILABLE] = {"unavailable", 503},
-	[PD_CONNECT_DATA_LOSS] = {"data_loss", 500},
-	[PD_CONNECT_UNAUTHENTICATED] = {"unauthenticated", 401},
+} codes[_E2B_CONNECT_CODE_MAX] = {
+	[E2B_CONNECT_CANCELED] = {"canceled", 499},
+	[E2B_CONNECT_UNKNOWN] = {"unknown", 500},
+	[E2B_CONNECT_INVALID_ARGUMENT] = {"invalid_argument", 400},
+	[E2B_CONNECT_DEADLINE_EXCEEDED] = {"deadline_exceeded", 504},
+	[E2B_CONNECT_NOT_FOUND] = {"not_found", 404},
+	[E2B_CONNECT_ALREADY_EXISTS] = {"already_exists", 409},
+	[E2B_CONNECT_PERMISSION_DENIED] = {"permission_denied", 403},
+	[E2B_CONNECT_RESOURCE_EXHAUSTED] = {"resource_exhausted", 429},
+	[E2B_CONNECT_FAILED_PRECONDITION] = {"failed_precondition", 400},
+	[E2B_CONNECT_ABORTED] = {"aborted", 409},
+	[E2B_CONNECT_OUT_OF_RANGE] = {"out_of_range", 400},
+	[E2B_CONNECT_UNIMPLEMENTED] = {"unimplemented", 501},
+	[E2B_CONNECT_INTERNAL] = {"internal", 500},
+	[E2B_CONNECT_UNAVAILABLE] = {"unavailable", 503},
+	[E2B_CONNECT_DATA_LOSS] = {"data_loss", 500},
+	[E2B_CONNECT_UNAUTHENTICATED] = {"unauthenticated", 401},
 };
 
-const char *pd_connect_code_name(enum pd_connect_code c)
+const char *e2b_connect_code_name(enum e2b_connect_code c)
 {
-	if ((unsigned)c >= _PD_CONNECT_CODE_MAX)
-		return codes[PD_CONNECT_UNKNOWN].name;
+	if ((unsigned)c >= _E2B_CONNECT_CODE_MAX)
+		return codes[E2B_CONNECT_UNKNOWN].name;
 	return codes[c].name;
 }
 
-int pd_connect_code_http_status(enum pd_connect_code c)
+int e2b_connect_code_http_status(enum e2b_connect_code c)
 {
-	if ((unsigned)c >= _PD_CONNECT_CODE_MAX)
+	if ((unsigned)c >= _E2B_CONNECT_CODE_MAX)
 		return 500; /* what the protocol answers for unknown */
 	return codes[c].status;
 }
@@ -76,22 +76,22 @@ int pd_connect_code_http_status(enum pd_connect_code c)
  * below follow google.rpc.Code's guidance: "rmdir of a non-empty directory" is its example
  * of failed_precondition.
  */
-enum pd_connect_code pd_connect_code_from_errno(int e)
+enum e2b_connect_code e2b_connect_code_from_errno(int e)
 {
 	if (e == INT_MIN)
-		return PD_CONNECT_INTERNAL;
+		return E2B_CONNECT_INTERNAL;
 	switch (e < 0 ? -e : e) {
 	case 0:
-		return PD_CONNECT_UNKNOWN; /* no error given: nothing to go by */
+		return E2B_CONNECT_UNKNOWN; /* no error given: nothing to go by */
 	case ENOENT:
 	case ESRCH:
-		return PD_CONNECT_NOT_FOUND;
+		return E2B_CONNECT_NOT_FOUND;
 	case EEXIST:
-		return PD_CONNECT_ALREADY_EXISTS;
+		return E2B_CONNECT_ALREADY_EXISTS;
 	case EACCES:
 	case EPERM:
 	case EROFS:
-		return PD_CONNECT_PERMISSION_DENIED;
+		return E2B_CONNECT_PERMISSION_DENIED;
 	case EINVAL:
 	case ENAMETOOLONG:
 	case ENOTDIR:
@@ -99,15 +99,15 @@ enum pd_connect_code pd_connect_code_from_errno(int e)
 	case ELOOP:
 	case E2BIG:
 	case ENOEXEC:
-		return PD_CONNECT_INVALID_ARGUMENT;
+		return E2B_CONNECT_INVALID_ARGUMENT;
 	case ENOTEMPTY:
 	case EBUSY:
 	case ETXTBSY:
 	case EXDEV:
-		return PD_CONNECT_FAILED_PRECONDITION;
+		return E2B_CONNECT_FAILED_PRECONDITION;
 	case ETIMEDOUT:
 	case ETIME:
-		return PD_CONNECT_DEADLINE_EXCEEDED;
+		return E2B_CONNECT_DEADLINE_EXCEEDED;
 	case ENOSPC:
 	case EDQUOT:
 	case EMFILE:
@@ -116,22 +116,22 @@ enum pd_connect_code pd_connect_code_from_errno(int e)
 	case ENOMEM:
 	case EFBIG:
 	case EMSGSIZE:
-		return PD_CONNECT_RESOURCE_EXHAUSTED;
+		return E2B_CONNECT_RESOURCE_EXHAUSTED;
 	case ERANGE:
 	case EOVERFLOW:
-		return PD_CONNECT_OUT_OF_RANGE;
+		return E2B_CONNECT_OUT_OF_RANGE;
 	case ECANCELED:
-		return PD_CONNECT_CANCELED;
+		return E2B_CONNECT_CANCELED;
 	case ENOSYS:
 	case EOPNOTSUPP:
-		return PD_CONNECT_UNIMPLEMENTED;
+		return E2B_CONNECT_UNIMPLEMENTED;
 	case ECONNREFUSED:
 	case ECONNRESET:
 	case ENOTCONN:
 	case EPIPE:
-		return PD_CONNECT_UNAVAILABLE;
+		return E2B_CONNECT_UNAVAILABLE;
 	default:
-		return PD_CONNECT_INTERNAL;
+		return E2B_CONNECT_INTERNAL;
 	}
 }
 
@@ -142,7 +142,7 @@ static uint32_t be32(const uint8_t *p)
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-long pd_connect_envelope_parse(const uint8_t *buf, size_t len, size_t max, uint8_t *ret_flags,
+long e2b_connect_envelope_parse(const uint8_t *buf, size_t len, size_t max, uint8_t *ret_flags,
 			       const uint8_t **ret_payload, size_t *ret_plen)
 {
 	size_t plen;
@@ -152,7 +152,7 @@ long pd_connect_envelope_parse(const uint8_t *buf, size_t len, size_t max, uint8
 	 * envelope. 0x03 (a compressed end of stream) is refused with the unknown flags: we
 	 * never negotiate compression, and only a server ends a stream.
 	 */
-	if (len >= 1 && buf[0] > PD_CONNECT_FLAG_END)
+	if (len >= 1 && buf[0] > E2B_CONNECT_FLAG_END)
 		return -EPROTO;
 	if (len < HEADER_SIZE)
 		return 0;
@@ -170,7 +170,7 @@ long pd_connect_envelope_parse(const uint8_t *buf, size_t len, size_t max, uint8
 	return (long)(HEADER_SIZE + plen);
 }
 
-int pd_connect_envelope_add(struct evbuffer *out, uint8_t flags, const void *payload, size_t plen)
+int e2b_connect_envelope_add(struct evbuffer *out, uint8_t flags, const void *payload, size_t plen)
 {
 	uint8_t h[HEADER_SIZE];
 
@@ -211,10 +211,10 @@ static const char *json_type_name(const json_t *v)
 	return "an unknown JSON value";
 }
 
-static json_t *refuse(enum pd_connect_code code, enum pd_connect_code *ret_code, char *msg,
+static json_t *refuse(enum e2b_connect_code code, enum e2b_connect_code *ret_code, char *msg,
 		      size_t msg_size, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
-static json_t *refuse(enum pd_connect_code code, enum pd_connect_code *ret_code, char *msg,
+static json_t *refuse(enum e2b_connect_code code, enum e2b_connect_code *ret_code, char *msg,
 		      size_t msg_size, const char *fmt, ...)
 {
 	va_list ap;
@@ -229,7 +229,7 @@ static json_t *refuse(enum pd_connect_code code, enum pd_connect_code *ret_code,
 }
 
 static json_t *decode_message(const uint8_t *p, size_t len, const char *what,
-			      enum pd_connect_code *ret_code, char *msg, size_t msg_size)
+			      enum e2b_connect_code *ret_code, char *msg, size_t msg_size)
 {
 	json_error_t jerr;
 	json_t *v;
@@ -237,20 +237,20 @@ static json_t *decode_message(const uint8_t *p, size_t len, const char *what,
 	/* any value, so a scalar is refused by its type rather than as a syntax error */
 	v = json_loadb((const char *)p, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY, &jerr);
 	if (!v)
-		return refuse(PD_CONNECT_INVALID_ARGUMENT, ret_code, msg, msg_size,
+		return refuse(E2B_CONNECT_INVALID_ARGUMENT, ret_code, msg, msg_size,
 			      "%s is not valid JSON (line %d, column %d): %s", what, jerr.line,
 			      jerr.column, jerr.text);
 	if (!json_is_object(v)) {
 		const char *t = json_type_name(v);
 
 		json_decref(v);
-		return refuse(PD_CONNECT_INVALID_ARGUMENT, ret_code, msg, msg_size,
+		return refuse(E2B_CONNECT_INVALID_ARGUMENT, ret_code, msg, msg_size,
 			      "%s must be a JSON object, got %s", what, t);
 	}
 	return v;
 }
 
-static json_t *decode_envelope(const uint8_t *body, size_t len, enum pd_connect_code *ret_code,
+static json_t *decode_envelope(const uint8_t *body, size_t len, enum e2b_connect_code *ret_code,
 			       char *msg, size_t msg_size)
 {
 	const uint8_t *payload = NULL;
@@ -258,65 +258,65 @@ static json_t *decode_envelope(const uint8_t *body, size_t len, enum pd_connect_
 	size_t plen = 0;
 	long n;
 
-	n = pd_connect_envelope_parse(body, len, PD_CONNECT_MAX_MESSAGE, &flags, &payload, &plen);
+	n = e2b_connect_envelope_parse(body, len, E2B_CONNECT_MAX_MESSAGE, &flags, &payload, &plen);
 	if (n == -EPROTO)
-		return refuse(PD_CONNECT_INVALID_ARGUMENT, ret_code, msg, msg_size,
+		return refuse(E2B_CONNECT_INVALID_ARGUMENT, ret_code, msg, msg_size,
 			      "the request envelope's flags are 0x%02x: expected 0x00 (an "
 			      "uncompressed message)",
 			      body[0]);
 	if (n == -EMSGSIZE)
-		return refuse(PD_CONNECT_RESOURCE_EXHAUSTED, ret_code, msg, msg_size,
+		return refuse(E2B_CONNECT_RESOURCE_EXHAUSTED, ret_code, msg, msg_size,
 			      "the request message is over the limit of %u bytes",
-			      PD_CONNECT_MAX_MESSAGE);
+			      E2B_CONNECT_MAX_MESSAGE);
 	if (n == 0 && len < HEADER_SIZE)
-		return refuse(PD_CONNECT_INVALID_ARGUMENT, ret_code, msg, msg_size,
+		return refuse(E2B_CONNECT_INVALID_ARGUMENT, ret_code, msg, msg_size,
 			      "expected one Connect envelope (5-byte header + JSON message), "
 			      "got %zu bytes",
 			      len);
 	if (n == 0)
-		return refuse(PD_CONNECT_INVALID_ARGUMENT, ret_code, msg, msg_size,
+		return refuse(E2B_CONNECT_INVALID_ARGUMENT, ret_code, msg, msg_size,
 			      "the envelope announces a %" PRIu32
 			      "-byte message but the body holds %zu",
 			      be32(body + 1), len - HEADER_SIZE);
 	if ((size_t)n != len)
-		return refuse(PD_CONNECT_INVALID_ARGUMENT, ret_code, msg, msg_size,
+		return refuse(E2B_CONNECT_INVALID_ARGUMENT, ret_code, msg, msg_size,
 			      "expected exactly one Connect envelope, found %zu more bytes after "
 			      "it (client streaming needs HTTP/2)",
 			      len - (size_t)n);
-	if (flags & PD_CONNECT_FLAG_END)
-		return refuse(PD_CONNECT_INVALID_ARGUMENT, ret_code, msg, msg_size,
+	if (flags & E2B_CONNECT_FLAG_END)
+		return refuse(E2B_CONNECT_INVALID_ARGUMENT, ret_code, msg, msg_size,
 			      "the request envelope has the end-of-stream flag (0x02), which only "
 			      "a server sends");
-	if (flags & PD_CONNECT_FLAG_COMPRESSED)
-		return refuse(PD_CONNECT_UNIMPLEMENTED, ret_code, msg, msg_size,
+	if (flags & E2B_CONNECT_FLAG_COMPRESSED)
+		return refuse(E2B_CONNECT_UNIMPLEMENTED, ret_code, msg, msg_size,
 			      "the request envelope is compressed (flag 0x01), but compression was "
 			      "not negotiated: send it uncompressed");
 	return decode_message(payload, plen, "the request message", ret_code, msg, msg_size);
 }
 
-json_t *pd_connect_decode_request(const uint8_t *body, size_t len, bool streaming,
-				  enum pd_connect_code *ret_code, char *msg, size_t msg_size)
+json_t *e2b_connect_decode_request(const uint8_t *body, size_t len, bool streaming,
+				  enum e2b_connect_code *ret_code, char *msg, size_t msg_size)
 {
 	assert(body || len == 0);
 	assert(ret_code);
 	if (streaming)
 		return decode_envelope(body, len, ret_code, msg, msg_size);
-	if (len > PD_CONNECT_MAX_MESSAGE)
-		return refuse(PD_CONNECT_RESOURCE_EXHAUSTED, ret_code, msg, msg_size,
+	if (len > E2B_CONNECT_MAX_MESSAGE)
+		return refuse(E2B_CONNECT_RESOURCE_EXHAUSTED, ret_code, msg, msg_size,
 			      "the request body (%zu bytes) is over the limit of %u bytes", len,
-			      PD_CONNECT_MAX_MESSAGE);
+			      E2B_CONNECT_MAX_MESSAGE);
 	if (len > 0)
 		return decode_message(body, len, "the request body", ret_code, msg, msg_size);
 	/* an empty unary body is the message with every field at its default */
 	json_t *v = json_object();
 
 	if (!v)
-		return refuse(PD_CONNECT_RESOURCE_EXHAUSTED, ret_code, msg, msg_size,
+		return refuse(E2B_CONNECT_RESOURCE_EXHAUSTED, ret_code, msg, msg_size,
 			      "out of memory");
 	return v;
 }
 
-double pd_connect_parse_timeout(const char *header)
+double e2b_connect_parse_timeout(const char *header)
 {
 	uint64_t ms = 0;
 	size_t n;
@@ -410,7 +410,7 @@ static bool number_in_range(const json_t *v, int64_t lo, int64_t hi, int64_t *re
 	return true;
 }
 
-bool pd_pbjson_int64(json_t *v, int64_t *ret)
+bool e2b_pbjson_int64(json_t *v, int64_t *ret)
 {
 	int64_t r;
 
@@ -428,7 +428,7 @@ bool pd_pbjson_int64(json_t *v, int64_t *ret)
 	return true;
 }
 
-bool pd_pbjson_uint32(json_t *v, uint32_t *ret)
+bool e2b_pbjson_uint32(json_t *v, uint32_t *ret)
 {
 	int64_t r;
 
@@ -446,7 +446,7 @@ bool pd_pbjson_uint32(json_t *v, uint32_t *ret)
 	return true;
 }
 
-bool pd_pbjson_bool(json_t *v, bool *ret)
+bool e2b_pbjson_bool(json_t *v, bool *ret)
 {
 	if (is_default(v)) {
 		*ret = false;
@@ -458,7 +458,7 @@ bool pd_pbjson_bool(json_t *v, bool *ret)
 	return true;
 }
 
-bool pd_pbjson_string(json_t *v, const char **ret)
+bool e2b_pbjson_string(json_t *v, const char **ret)
 {
 	if (is_default(v)) {
 		*ret = "";
@@ -519,7 +519,7 @@ static long b64_decode(const char *s, size_t len, uint8_t *out)
 	return (long)n;
 }
 
-bool pd_pbjson_bytes(json_t *v, uint8_t **ret, size_t *ret_len)
+bool e2b_pbjson_bytes(json_t *v, uint8_t **ret, size_t *ret_len)
 {
 	const char *s;
 	size_t len;
@@ -548,7 +548,7 @@ bool pd_pbjson_bytes(json_t *v, uint8_t **ret, size_t *ret_len)
 	return true;
 }
 
-json_t *pd_pbjson_bytes_new(const void *data, size_t len)
+json_t *e2b_pbjson_bytes_new(const void *data, size_t len)
 {
 	char *s = paddock_base64_encode(data, len);
 	json_t *v;
@@ -564,7 +564,7 @@ json_t *pd_pbjson_bytes_new(const void *data, size_t len)
 #define TIMESTAMP_MIN (-62135596800LL)
 #define TIMESTAMP_MAX 253402300799LL
 
-json_t *pd_pbjson_timestamp_new(int64_t sec, long nsec)
+json_t *e2b_pbjson_timestamp_new(int64_t sec, long nsec)
 {
 	char buf[96], frac[16] = ""; /* room for any int, so the compiler sees no truncation */
 	struct tm tm;
@@ -658,11 +658,11 @@ static void format_message(char *buf, size_t size, const char *fmt, va_list ap)
 }
 
 /* {"code":..,"message":..}; the client takes a missing message as "". */
-static json_t *error_json(enum pd_connect_code code, const char *message)
+static json_t *error_json(enum e2b_connect_code code, const char *message)
 {
 	json_t *o = json_object();
 
-	if (!o || json_object_set_new(o, "code", json_string(pd_connect_code_name(code))) < 0 ||
+	if (!o || json_object_set_new(o, "code", json_string(e2b_connect_code_name(code))) < 0 ||
 	    (message[0] && json_object_set_new(o, "message", json_string(message)) < 0)) {
 		json_decref(o);
 		return NULL;
@@ -698,18 +698,18 @@ static void send_json(struct evhttp_request *req, int status, json_t *v)
 		evbuffer_free(b);
 }
 
-void pd_connect_reply(struct evhttp_request *req, json_t *msg_take)
+void e2b_connect_reply(struct evhttp_request *req, json_t *msg_take)
 {
 	assert(req);
 	if (!msg_take) { /* the caller's json_pack() or json_object() ran out of memory */
-		pd_connect_reply_error(req, PD_CONNECT_RESOURCE_EXHAUSTED, "out of memory");
+		e2b_connect_reply_error(req, E2B_CONNECT_RESOURCE_EXHAUSTED, "out of memory");
 		return;
 	}
 	send_json(req, 200, msg_take);
 	json_decref(msg_take);
 }
 
-void pd_connect_reply_error(struct evhttp_request *req, enum pd_connect_code code, const char *fmt,
+void e2b_connect_reply_error(struct evhttp_request *req, enum e2b_connect_code code, const char *fmt,
 			    ...)
 {
 	char message[MSG_MAX];
@@ -721,11 +721,11 @@ void pd_connect_reply_error(struct evhttp_request *req, enum pd_connect_code cod
 	format_message(message, sizeof(message), fmt, ap);
 	va_end(ap);
 	e = error_json(code, message);
-	send_json(req, pd_connect_code_http_status(code), e);
+	send_json(req, e2b_connect_code_http_status(code), e);
 	json_decref(e);
 }
 
-void pd_connect_stream_start(struct evhttp_request *req, bool *started)
+void e2b_connect_stream_start(struct evhttp_request *req, bool *started)
 {
 	assert(req && started);
 	if (*started)
@@ -764,10 +764,10 @@ out:
 	return r;
 }
 
-void pd_connect_stream_send(struct evhttp_request *req, bool *started, json_t *msg_take)
+void e2b_connect_stream_send(struct evhttp_request *req, bool *started, json_t *msg_take)
 {
 	assert(req && started);
-	pd_connect_stream_start(req, started);
+	e2b_connect_stream_start(req, started);
 	/*
 	 * A message that cannot be encoded (out of memory) is dropped: the stream's end says
 	 * whether the call succeeded, and the caller decides that.
@@ -783,11 +783,11 @@ static json_t *end_stream_json(int code, const char *message)
 
 	if (code < 0)
 		return json_object();
-	e = error_json((enum pd_connect_code)code, message);
+	e = error_json((enum e2b_connect_code)code, message);
 	return e ? json_pack("{s:o}", "error", e) : NULL;
 }
 
-void pd_connect_stream_end(struct evhttp_request *req, bool *started, int code, const char *fmt,
+void e2b_connect_stream_end(struct evhttp_request *req, bool *started, int code, const char *fmt,
 			   ...)
 {
 	static const uint8_t internal_end[] = "{\"error\":{\"code\":\"internal\","
@@ -800,13 +800,13 @@ void pd_connect_stream_end(struct evhttp_request *req, bool *started, int code, 
 	va_start(ap, fmt);
 	format_message(message, sizeof(message), fmt, ap);
 	va_end(ap);
-	pd_connect_stream_start(req, started);
+	e2b_connect_stream_start(req, started);
 	end = end_stream_json(code, message);
-	if (!end || send_envelope(req, PD_CONNECT_FLAG_END, end) < 0) {
+	if (!end || send_envelope(req, E2B_CONNECT_FLAG_END, end) < 0) {
 		/* the end must go out, or the client takes the stream as cut short */
 		struct evbuffer *b = evbuffer_new();
 
-		if (b && pd_connect_envelope_add(b, PD_CONNECT_FLAG_END, internal_end,
+		if (b && e2b_connect_envelope_add(b, E2B_CONNECT_FLAG_END, internal_end,
 						 sizeof(internal_end) - 1) == 0)
 			evhttp_send_reply_chunk(req, b);
 		if (b)

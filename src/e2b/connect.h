@@ -26,37 +26,37 @@
 struct evhttp_request;
 struct evbuffer;
 
-#define PD_CONNECT_FLAG_COMPRESSED 0x01u
-#define PD_CONNECT_FLAG_END	   0x02u
-#define PD_CONNECT_MAX_MESSAGE	   (4u << 20) /* bytes of one request message */
+#define E2B_CONNECT_FLAG_COMPRESSED 0x01u
+#define E2B_CONNECT_FLAG_END	   0x02u
+#define E2B_CONNECT_MAX_MESSAGE	   (4u << 20) /* bytes of one request message */
 
 /* Connect error codes (the protocol's names, as on the wire). */
-enum pd_connect_code {
-	PD_CONNECT_CANCELED,
-	PD_CONNECT_UNKNOWN,
-	PD_CONNECT_INVALID_ARGUMENT,
-	PD_CONNECT_DEADLINE_EXCEEDED,
-	PD_CONNECT_NOT_FOUND,
-	PD_CONNECT_ALREADY_EXISTS,
-	PD_CONNECT_PERMISSION_DENIED,
-	PD_CONNECT_RESOURCE_EXHAUSTED,
-	PD_CONNECT_FAILED_PRECONDITION,
-	PD_CONNECT_ABORTED,
-	PD_CONNECT_OUT_OF_RANGE,
-	PD_CONNECT_UNIMPLEMENTED,
-	PD_CONNECT_INTERNAL,
-	PD_CONNECT_UNAVAILABLE,
-	PD_CONNECT_DATA_LOSS,
-	PD_CONNECT_UNAUTHENTICATED,
-	_PD_CONNECT_CODE_MAX,
+enum e2b_connect_code {
+	E2B_CONNECT_CANCELED,
+	E2B_CONNECT_UNKNOWN,
+	E2B_CONNECT_INVALID_ARGUMENT,
+	E2B_CONNECT_DEADLINE_EXCEEDED,
+	E2B_CONNECT_NOT_FOUND,
+	E2B_CONNECT_ALREADY_EXISTS,
+	E2B_CONNECT_PERMISSION_DENIED,
+	E2B_CONNECT_RESOURCE_EXHAUSTED,
+	E2B_CONNECT_FAILED_PRECONDITION,
+	E2B_CONNECT_ABORTED,
+	E2B_CONNECT_OUT_OF_RANGE,
+	E2B_CONNECT_UNIMPLEMENTED,
+	E2B_CONNECT_INTERNAL,
+	E2B_CONNECT_UNAVAILABLE,
+	E2B_CONNECT_DATA_LOSS,
+	E2B_CONNECT_UNAUTHENTICATED,
+	_E2B_CONNECT_CODE_MAX,
 };
 
 /* "not_found" etc. */
-const char *pd_connect_code_name(enum pd_connect_code c);
+const char *e2b_connect_code_name(enum e2b_connect_code c);
 /* The HTTP status a unary error answers with (the protocol's table: not_found 404, ...). */
-int pd_connect_code_http_status(enum pd_connect_code c);
+int e2b_connect_code_http_status(enum e2b_connect_code c);
 /* An errno (positive or negative) as the code a client should see: ENOENT not_found, ... */
-enum pd_connect_code pd_connect_code_from_errno(int e);
+enum e2b_connect_code e2b_connect_code_from_errno(int e);
 
 /*
  * One envelope at the start of buf: returns the bytes it takes (5 + payload), 0 when buf
@@ -64,10 +64,10 @@ enum pd_connect_code pd_connect_code_from_errno(int e);
  * than 0x00/0x01/0x02 (compressed payloads are refused by the caller: we never negotiate
  * compression).
  */
-long pd_connect_envelope_parse(const uint8_t *buf, size_t len, size_t max, uint8_t *ret_flags,
+long e2b_connect_envelope_parse(const uint8_t *buf, size_t len, size_t max, uint8_t *ret_flags,
 			       const uint8_t **ret_payload, size_t *ret_plen);
 /* Appends an envelope (flags, payload) to out. */
-int pd_connect_envelope_add(struct evbuffer *out, uint8_t flags, const void *payload,
+int e2b_connect_envelope_add(struct evbuffer *out, uint8_t flags, const void *payload,
 			    size_t plen);
 
 /*
@@ -76,14 +76,14 @@ int pd_connect_envelope_add(struct evbuffer *out, uint8_t flags, const void *pay
  * (an empty body is {} for unary). Returns the object, or NULL with *ret_code and msg (a
  * sentence naming what was wrong) filled.
  */
-json_t *pd_connect_decode_request(const uint8_t *body, size_t len, bool streaming,
-				  enum pd_connect_code *ret_code, char *msg, size_t msg_size);
+json_t *e2b_connect_decode_request(const uint8_t *body, size_t len, bool streaming,
+				  enum e2b_connect_code *ret_code, char *msg, size_t msg_size);
 
 /*
  * The timeout a client asked for with Connect-Timeout-Ms (1 to 10 digits, the protocol's
  * limit): seconds, 0 when the header is absent; -1 when it is malformed.
  */
-double pd_connect_parse_timeout(const char *header);
+double e2b_connect_parse_timeout(const char *header);
 
 /*
  * Protobuf JSON helpers for the messages' scalar fields: proto3 JSON writes int64/uint64 as
@@ -92,25 +92,25 @@ double pd_connect_parse_timeout(const char *header);
  * A missing field (NULL) or a JSON null is the proto3 default: 0, "", empty. A string
  * holding a NUL is refused (it would read as a shorter value).
  */
-bool pd_pbjson_int64(json_t *v, int64_t *ret);
-bool pd_pbjson_uint32(json_t *v, uint32_t *ret);
-bool pd_pbjson_bool(json_t *v, bool *ret);
-bool pd_pbjson_string(json_t *v, const char **ret);
+bool e2b_pbjson_int64(json_t *v, int64_t *ret);
+bool e2b_pbjson_uint32(json_t *v, uint32_t *ret);
+bool e2b_pbjson_bool(json_t *v, bool *ret);
+bool e2b_pbjson_string(json_t *v, const char **ret);
 /* *ret is malloc'ed (free it); an empty value gives NULL and *ret_len 0; false also when
  * out of memory */
-bool pd_pbjson_bytes(json_t *v, uint8_t **ret, size_t *ret_len);
+bool e2b_pbjson_bytes(json_t *v, uint8_t **ret, size_t *ret_len);
 /* a JSON string of the standard base64 of data */
-json_t *pd_pbjson_bytes_new(const void *data, size_t len);
+json_t *e2b_pbjson_bytes_new(const void *data, size_t len);
 /* a google.protobuf.Timestamp: RFC 3339 UTC with nanoseconds as needed ("...Z"), clamped
  * to its range (years 1 to 9999, nsec 0 to 999999999); NULL only when out of memory */
-json_t *pd_pbjson_timestamp_new(int64_t sec, long nsec);
+json_t *e2b_pbjson_timestamp_new(int64_t sec, long nsec);
 
 /* ---- answers ---------------------------------------------------------------------------- */
 
 /* Unary success: 200, application/json, the message (taken). */
-void pd_connect_reply(struct evhttp_request *req, json_t *msg_take);
+void e2b_connect_reply(struct evhttp_request *req, json_t *msg_take);
 /* Unary error: the code's HTTP status, application/json {"code","message"}. */
-void pd_connect_reply_error(struct evhttp_request *req, enum pd_connect_code code,
+void e2b_connect_reply_error(struct evhttp_request *req, enum e2b_connect_code code,
 			    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /*
@@ -118,12 +118,12 @@ void pd_connect_reply_error(struct evhttp_request *req, enum pd_connect_code cod
  * sends it first when it did not (and sets it), so an error before any message is still a
  * 200 with an end-of-stream envelope, as the protocol wants.
  */
-void pd_connect_stream_start(struct evhttp_request *req, bool *started);
+void e2b_connect_stream_start(struct evhttp_request *req, bool *started);
 /* One message (taken) in an envelope. */
-void pd_connect_stream_send(struct evhttp_request *req, bool *started, json_t *msg_take);
+void e2b_connect_stream_send(struct evhttp_request *req, bool *started, json_t *msg_take);
 /*
  * The end-of-stream envelope ({} when code < 0, else {"error":{"code","message"}}) and the
  * end of the reply (evhttp_send_reply_end).
  */
-void pd_connect_stream_end(struct evhttp_request *req, bool *started, int code,
+void e2b_connect_stream_end(struct evhttp_request *req, bool *started, int code,
 			   const char *fmt, ...) __attribute__((format(printf, 4, 5)));

@@ -3,8 +3,8 @@
  * The E2B control plane (`/sandboxes`, `/v2/sandboxes`; docs/e2b.md): create, connect, list,
  * get, kill, set the timeout, metrics and the network policy of paddockd's own sandboxes
  * (struct box), translated both ways. Nothing here makes or ends a sandbox by itself:
- * pd_box_create() and pd_box_destroy() do, the spec parser judges what a request asks for,
- * pd_check_max_network() bounds its egress.
+ * pdd_box_create() and pdd_box_destroy() do, the spec parser judges what a request asks for,
+ * pdd_check_max_network() bounds its egress.
  *
  * Mapping (E2B -> paddock):
  *  - templateID: a template of --e2b-templates (a paddock spec); its name is kept in the
@@ -12,7 +12,7 @@
  *  - timeout: ttl_s; envVars: the spec's env over the template's; metadata: metadata;
  *  - allow_internet_access, network.allowOut/denyOut: network.mode/allow/deny (map_network);
  *  - autoPause (lifecycle.onTimeout "pause"): on_timeout "pause"; pause, resume and connect
- *    of a paused sandbox: pd_box_pause() and pd_box_resume() (memory is always kept).
+ *    of a paused sandbox: pdd_box_pause() and pdd_box_resume() (memory is always kept).
  * What cannot be honoured (autoResume, volumes, MCP, egress proxies, ...) is refused by name
  * when asked for and ignored when it is the default.
  *
@@ -21,7 +21,7 @@
  * control-list.c's (control.h).
  *
  * Trust: r->tenant is the API key's tenant (e2b.c); every request is untrusted, bodies are
- * bounded (PD_MAX_BODY), and another tenant's sandbox answers exactly like an unknown one.
+ * bounded (PDD_MAX_BODY), and another tenant's sandbox answers exactly like an unknown one.
  */
 #include "control.h"
 
@@ -157,7 +157,7 @@ void e2b_ctl_reply_paddock_error(struct e2b_req *r, const paddock_error *err,
 
 /*
  * The body as a JSON object (empty: {} when empty_ok); NULL once an error is answered, with
- * the status paddockd's API answers it with (400, 413 past PD_MAX_BODY).
+ * the status paddockd's API answers it with (400, 413 past PDD_MAX_BODY).
  */
 json_t *e2b_ctl_body(struct e2b_req *r, bool empty_ok)
 {
@@ -168,14 +168,14 @@ json_t *e2b_ctl_body(struct e2b_req *r, bool empty_ok)
 		e2b_reply_error(r, 400, "body: expected a JSON object, got an empty body");
 		return NULL;
 	}
-	o = pd_json_body(r->req, empty_ok, &err);
+	o = pdd_json_body(r->req, empty_ok, &err);
 	if (!o)
-		e2b_reply_error(r, pd_http_status(&err, NULL), "%s: %s", err.field, err.msg);
+		e2b_reply_error(r, pdd_http_status(&err, NULL), "%s: %s", err.field, err.msg);
 	return o;
 }
 
 /*
- * A timeout in whole seconds, 0 to PD_MAX_TTL_S (absent or null: def). False once the
+ * A timeout in whole seconds, 0 to E2B_MAX_TTL_S (absent or null: def). False once the
  * error is answered.
  */
 bool e2b_ctl_seconds(struct e2b_req *r, json_t *o, const char *key, int64_t def,
@@ -189,8 +189,8 @@ bool e2b_ctl_seconds(struct e2b_req *r, json_t *o, const char *key, int64_t def,
 		return true;
 	}
 	x = json_is_number(v) ? json_number_value(v) : -1;
-	if (!json_is_number(v) || !isfinite(x) || x < 0 || x > PD_MAX_TTL_S || x != floor(x)) {
-		e2b_reply_error(r, 400, "%s: expected whole seconds from 0 to %d", key, PD_MAX_TTL_S);
+	if (!json_is_number(v) || !isfinite(x) || x < 0 || x > E2B_MAX_TTL_S || x != floor(x)) {
+		e2b_reply_error(r, 400, "%s: expected whole seconds from 0 to %d", key, E2B_MAX_TTL_S);
 		return false;
 	}
 	*ret = (int64_t)x;
@@ -276,7 +276,7 @@ json_t *e2b_ctl_listed_json(struct box *b)
 	box_size(b, &s);
 	o = json_pack("{s:s,s:s,s:s,s:o,s:o,s:i,s:I,s:I,s:o,s:s,s:s,s:[]}", "sandboxID", b->id,
 		      "templateID", tmpl ? tmpl : NO_TEMPLATE, "clientID", CLIENT_ID, "startedAt",
-		      pd_time_json(b->created_ms), "endAt", pd_time_json(b->expires_ms), "cpuCount",
+		      pdd_time_json(b->created_ms), "endAt", pdd_time_json(b->expires_ms), "cpuCount",
 		      cpu_count(&s), "memoryMB", (json_int_t)(s.memory / MIB), "diskSizeMB",
 		      (json_int_t)(s.disk / MIB), "metadata", client_metadata(b), "state",
 		      b->paused ? "paused" : "running", "envdVersion", E2B_ENVD_VERSION, "volumeMounts");
@@ -354,7 +354,7 @@ json_t *e2b_ctl_sandbox_json(struct e2b *e, struct box *b)
 /* The tenant's live sandbox `id`, or NULL with 404 answered. */
 struct box *e2b_ctl_find_live(struct e2b_req *r, const char *id)
 {
-	struct box *b = pd_box_find(r->d, r->tenant, id);
+	struct box *b = pdd_box_find(r->d, r->tenant, id);
 
 	if (!b || !e2b_ctl_live(b)) {
 		e2b_ctl_reply_not_found(r, id);
@@ -393,7 +393,7 @@ static void metrics(struct e2b_req *r, const char *id)
 	struct paddock_usage u = {0};
 	struct box_size s;
 	long start = 0, end = -1;
-	int64_t now = pd_now_ms();
+	int64_t now = pdd_now_ms();
 	double pct = 0, wall;
 	struct box *b;
 	json_t *a;
@@ -419,7 +419,7 @@ static void metrics(struct e2b_req *r, const char *id)
 				     (json_int_t)u.memory_bytes, "memTotal", (json_int_t)s.memory,
 				     "memCache", (json_int_t)0, "diskUsed", (json_int_t)0,
 				     "diskTotal", (json_int_t)s.disk, "timestamp",
-				     pd_time_json(now), "timestampUnix", (json_int_t)(now / 1000)));
+				     pdd_time_json(now), "timestampUnix", (json_int_t)(now / 1000)));
 	}
 	e2b_reply_json(r, 200, a);
 out:
@@ -435,7 +435,7 @@ static void template_alias(struct e2b_req *r, const char *name)
 
 	json_t *stored = json_is_object(json_object_get(r->e->templates, name))
 				 ? NULL
-				 : pd_template_spec(r->d, r->tenant, name);
+				 : pdd_template_spec(r->d, r->tenant, name);
 
 	if (!stored && !json_is_object(json_object_get(r->e->templates, name)))
 		return e2b_reply_error(r, 404, "template '%s' not found",

@@ -24,7 +24,7 @@ struct evkeyvalq;
 #define RESERVED_PREFIX	    "e2b."
 #define META_TEMPLATE	    "e2b.template"
 #define META_INTERNET	    "e2b.allow_internet_access"
-#define META_MAX	    32 /* pd_create_parse's bound on metadata entries */
+#define META_MAX	    32 /* pdd_create_parse's bound on metadata entries */
 #define CREATE_DEFAULT_V1_S 15 /* NewSandbox.timeout's default (and resume's) */
 
 /*
@@ -47,7 +47,7 @@ void e2b_ctl_reply_paddock_error(struct e2b_req *r, const paddock_error *err,
 /* ---- control.c: requests (each NULL or false once the error is answered) ---- */
 /* The body as a JSON object (empty: {} when empty_ok). */
 json_t *e2b_ctl_body(struct e2b_req *r, bool empty_ok);
-/* A timeout in whole seconds, 0 to PD_MAX_TTL_S (absent or null: def). */
+/* A timeout in whole seconds, 0 to E2B_MAX_TTL_S (absent or null: def). */
 bool e2b_ctl_seconds(struct e2b_req *r, json_t *o, const char *key, int64_t def,
 		     int64_t *ret);
 /* The query of the request, parsed (evhttp_clear_headers() it). */

@@ -61,7 +61,7 @@ static const char *api_key_tenant(struct e2b *e, const char *key)
 	if (!key || !*key)
 		return NULL;
 	if (e->open_keys)
-		return PD_LOCAL_TENANT;
+		return PDD_LOCAL_TENANT;
 	for (size_t i = 0; i < e->d->n_tokens; i++)
 		if (same_secret(e->d->tokens[i].token, key))
 			tenant = e->d->tokens[i].tenant;
@@ -143,7 +143,7 @@ void e2b_reply_paddock_error(struct e2b_req *r, const paddock_error *err)
 {
 	char buf[sizeof(err->msg) + 64];
 
-	pd_connect_reply_error(r->req, pd_connect_code_from_errno(err->code), "%s%s%s",
+	e2b_connect_reply_error(r->req, e2b_connect_code_from_errno(err->code), "%s%s%s",
 			       err->field[0] ? err->field : "", err->field[0] ? ": " : "",
 			       paddock_error_format(err, buf, sizeof(buf)));
 }
@@ -189,9 +189,9 @@ void e2b_reply_error(struct e2b_req *r, int status, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	/* pd_json_text: a message quoting the client may hold bytes that are not UTF-8 */
+	/* pdd_json_text: a message quoting the client may hold bytes that are not UTF-8 */
 	e2b_reply_json(r, status, json_pack("{s:i,s:o}", "code", status, "message",
-					    pd_json_text(msg)));
+					    pdd_json_text(msg)));
 }
 
 /* GET /envs: the environment a command starts with (the spec's env over the base) */
@@ -212,7 +212,7 @@ static void envd_envs(struct e2b_req *r)
 /* GET /metrics: the sandbox's usage in envd's shape */
 static void envd_metrics(struct e2b_req *r)
 {
-	json_t *o = pd_box_json(r->box), *u = json_object_get(o, "usage");
+	json_t *o = pdd_box_json(r->box), *u = json_object_get(o, "usage");
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	double mem_limit = 0, cpu_s = json_number_value(json_object_get(u, "cpu_s"));
 
@@ -222,7 +222,7 @@ static void envd_metrics(struct e2b_req *r)
 		(void)paddock_spec_get_limit(spec, "memory", &mem_limit, NULL);
 	paddock_spec_free(spec);
 	e2b_reply_json(r, 200,
-		   json_pack("{s:I,s:f,s:i,s:I,s:I,s:I,s:I}", "ts", (json_int_t)(pd_now_ms() / 1000),
+		   json_pack("{s:I,s:f,s:i,s:I,s:I,s:I,s:I}", "ts", (json_int_t)(pdd_now_ms() / 1000),
 			     "cpu_used_s", cpu_s, "cpu_count", (int)(ncpu > 0 ? ncpu : 1),
 			     "mem_used", (json_int_t)json_integer_value(
 				     json_object_get(u, "memory_bytes")),
@@ -290,7 +290,7 @@ static struct box *debug_box(struct e2b *e, paddock_error *err)
 	json_t *body;
 
 	for (b = e->d->boxes; b; b = b->next)
-		if (strcmp(b->tenant, PD_LOCAL_TENANT) == 0 && b->metadata &&
+		if (strcmp(b->tenant, PDD_LOCAL_TENANT) == 0 && b->metadata &&
 		    json_is_string(json_object_get(b->metadata, "e2b.debug")))
 			return b;
 	body = json_pack("{s:O,s:{s:s}}", "spec", json_object_get(e->templates, "base"),
@@ -301,7 +301,7 @@ static struct box *debug_box(struct e2b *e, paddock_error *err)
 	json_t *flat = json_deep_copy(json_object_get(body, "spec"));
 	json_object_set(flat, "metadata", json_object_get(body, "metadata"));
 	json_decref(body);
-	if (pd_box_create(e->d, PD_LOCAL_TENANT, flat, &b, err) < 0)
+	if (pdd_box_create(e->d, PDD_LOCAL_TENANT, flat, &b, err) < 0)
 		b = NULL;
 	json_decref(flat);
 	return b;
@@ -323,18 +323,18 @@ static void connect_call(struct e2b_req *r, const char *path)
 	bool process = strncmp(path, "/process.Process/", 17) == 0;
 	const char *method = strchr(path + 1, '/') + 1;
 	bool stream_method = is_stream_method(path);
-	enum pd_connect_code code;
+	enum e2b_connect_code code;
 	char msg[256];
 	json_t *m;
 	double t;
 
 	if (evhttp_request_get_command(r->req) != EVHTTP_REQ_POST) {
 		evhttp_add_header(evhttp_request_get_output_headers(r->req), "Allow", "POST");
-		return pd_connect_reply_error(r->req, PD_CONNECT_UNIMPLEMENTED,
+		return e2b_connect_reply_error(r->req, E2B_CONNECT_UNIMPLEMENTED,
 					      "expected POST (Connect over HTTP/1.1)");
 	}
 	if (process && strcmp(method, "StreamInput") == 0)
-		return pd_connect_reply_error(r->req, PD_CONNECT_UNIMPLEMENTED,
+		return e2b_connect_reply_error(r->req, E2B_CONNECT_UNIMPLEMENTED,
 					      "StreamInput is a client stream, which needs HTTP/2; "
 					      "use SendInput");
 	/* the protocol answers a codec it does not speak with 415 */
@@ -348,12 +348,12 @@ static void connect_call(struct e2b_req *r, const char *path)
 				  stream_method ? "expected Content-Type: application/connect+json\n"
 						: "expected Content-Type: application/json\n");
 	}
-	t = pd_connect_parse_timeout(evhttp_find_header(in, "Connect-Timeout-Ms"));
+	t = e2b_connect_parse_timeout(evhttp_find_header(in, "Connect-Timeout-Ms"));
 	if (t < 0)
-		return stream_method ? pd_connect_stream_end(r->req, &(bool){ false },
-							    PD_CONNECT_INVALID_ARGUMENT,
+		return stream_method ? e2b_connect_stream_end(r->req, &(bool){ false },
+							    E2B_CONNECT_INVALID_ARGUMENT,
 							    "Connect-Timeout-Ms: expected 1 to 10 digits")
-				     : pd_connect_reply_error(r->req, PD_CONNECT_INVALID_ARGUMENT,
+				     : e2b_connect_reply_error(r->req, E2B_CONNECT_INVALID_ARGUMENT,
 							      "Connect-Timeout-Ms: expected 1 to 10 digits");
 	r->timeout_s = t;
 	{
@@ -363,12 +363,12 @@ static void connect_call(struct e2b_req *r, const char *path)
 		r->keepalive_s = v > 0 && v <= 3600 ? (double)v : 0;
 	}
 	size_t len = evbuffer_get_length(body);
-	m = pd_connect_decode_request(len ? evbuffer_pullup(body, -1) : (const uint8_t *)"", len,
+	m = e2b_connect_decode_request(len ? evbuffer_pullup(body, -1) : (const uint8_t *)"", len,
 				      stream_method, &code, msg, sizeof(msg));
 	if (!m) {
 		r->e->m.errors++;
-		return stream_method ? pd_connect_stream_end(r->req, &(bool){ false }, (int)code, "%s", msg)
-				     : pd_connect_reply_error(r->req, code, "%s", msg);
+		return stream_method ? e2b_connect_stream_end(r->req, &(bool){ false }, (int)code, "%s", msg)
+				     : e2b_connect_reply_error(r->req, code, "%s", msg);
 	}
 	if (stream_method)
 		r->e->m.stream++;
@@ -414,7 +414,7 @@ static void handle_envd(struct e2b_req *r, const char *path, const char *id_from
 	}
 	if (!id || !*id) {
 		r->e->m.errors++;
-		return connect_rpc ? pd_connect_reply_error(r->req, PD_CONNECT_INVALID_ARGUMENT,
+		return connect_rpc ? e2b_connect_reply_error(r->req, E2B_CONNECT_INVALID_ARGUMENT,
 							    "E2b-Sandbox-Id: expected the sandbox's id")
 				   : e2b_reply_error(r, 400, "E2b-Sandbox-Id: expected the sandbox's id");
 	}
@@ -443,7 +443,7 @@ static void handle_envd(struct e2b_req *r, const char *path, const char *id_from
 		e2b_access_token(r->e, r->box->id, want);
 		if (token ? !same_secret(want, token) : strcmp(path, "/files") != 0) {
 			r->e->m.errors++;
-			return connect_rpc ? pd_connect_reply_error(r->req, PD_CONNECT_UNAUTHENTICATED,
+			return connect_rpc ? e2b_connect_reply_error(r->req, E2B_CONNECT_UNAUTHENTICATED,
 								    "X-Access-Token: missing or not this sandbox's")
 					   : e2b_reply_error(r, 401, "X-Access-Token: missing or not this sandbox's");
 		}
@@ -451,7 +451,7 @@ static void handle_envd(struct e2b_req *r, const char *path, const char *id_from
 	r->tenant = r->box->tenant;
 	if (!r->box->sb || !paddock_sandbox_running(r->box->sb)) {
 		r->e->m.errors++;
-		return connect_rpc ? pd_connect_reply_error(r->req, PD_CONNECT_UNAVAILABLE,
+		return connect_rpc ? e2b_connect_reply_error(r->req, E2B_CONNECT_UNAVAILABLE,
 							    "the sandbox is not running")
 				   : e2b_reply_error(r, 502, "the sandbox is not running");
 	}
@@ -459,12 +459,12 @@ static void handle_envd(struct e2b_req *r, const char *path, const char *id_from
 		r->e->m.errors++;
 		/* envd checks the user inside the call: a stream says why in its end envelope */
 		if (is_stream_method(path))
-			return pd_connect_stream_end(r->req, &(bool){ false },
-						     PD_CONNECT_UNAUTHENTICATED, "%s", msg);
-		return connect_rpc ? pd_connect_reply_error(r->req, PD_CONNECT_UNAUTHENTICATED, "%s", msg)
+			return e2b_connect_stream_end(r->req, &(bool){ false },
+						     E2B_CONNECT_UNAUTHENTICATED, "%s", msg);
+		return connect_rpc ? e2b_connect_reply_error(r->req, E2B_CONNECT_UNAUTHENTICATED, "%s", msg)
 				   : e2b_reply_error(r, 401, "%s", msg);
 	}
-	pd_box_touch(r->box);
+	pdd_box_touch(r->box);
 	if (strcmp(path, "/files") == 0) {
 		r->e->m.files++;
 		return e2b_files(r);
@@ -479,7 +479,7 @@ static void handle_envd(struct e2b_req *r, const char *path, const char *id_from
 not_found:
 	r->e->m.errors++;
 	if (connect_rpc)
-		return pd_connect_reply_error(r->req, PD_CONNECT_NOT_FOUND, "sandbox '%.64s' not found", id);
+		return e2b_connect_reply_error(r->req, E2B_CONNECT_NOT_FOUND, "sandbox '%.64s' not found", id);
 	snprintf(msg, sizeof(msg), "sandbox '%.64s' not found", id);
 	e2b_reply_error(r, 404, "%s", msg);
 }
@@ -523,10 +523,10 @@ static void proxy_port(struct e2b_req *r, const char *id, long port)
 		return e2b_reply_error(r, 404, "%s", msg);
 	}
 	r->e->m.proxied++;
-	pd_box_touch(b);
+	pdd_box_touch(b);
 	if (port == PADDOCK_CODE_PORT)
-		return pd_code_forward(r->req, b, uri && uri[0] == '/' ? uri : "/");
-	pd_port_forward(r->req, b, port, uri && uri[0] == '/' ? uri : "/");
+		return pdd_code_forward(r->req, b, uri && uri[0] == '/' ? uri : "/");
+	pdd_port_forward(r->req, b, port, uri && uri[0] == '/' ? uri : "/");
 }
 
 /* ---- the gate's policy: who a request is, from its head alone ------------------------------ */
@@ -535,7 +535,7 @@ static void proxy_port(struct e2b_req *r, const char *id, long port)
  * The HTTP gate (src/daemon/http-gate.c) reads each head before evhttp reads a body and asks
  * this policy: the same routing as handle() and the same checks as handle_envd() and
  * handle_control() where headers suffice, so that no unauthenticated body is read:
- * - control plane: X-API-Key of a tenant, bodies up to PD_MAX_BODY (JSON);
+ * - control plane: X-API-Key of a tenant, bodies up to PDD_MAX_BODY (JSON);
  * - envd: X-Access-Token, the HMAC of the sandbox id the Host or E2b-Sandbox-Id names; a
  *   request naming no live sandbox goes on with a body of E2B_UNAUTH_BODY_MAX at most (the
  *   handler answers invalid_argument or not_found, as envd does); /files without a token
@@ -550,7 +550,7 @@ enum { SHAPE_JSON, SHAPE_CONNECT };
 /* A request the handler will refuse (no such sandbox): a body that small is read first. */
 #define E2B_UNAUTH_BODY_MAX 4096
 
-static void value_str(const struct pd_gate_value *v, char *buf, size_t size)
+static void value_str(const struct pdd_gate_value *v, char *buf, size_t size)
 {
 	size_t n = v->p && v->len < size ? v->len : 0;
 
@@ -558,22 +558,22 @@ static void value_str(const struct pd_gate_value *v, char *buf, size_t size)
 	buf[n] = '\0';
 }
 
-static int gate_refuse(struct pd_gate_verdict *v, int status, const char *msg)
+static int gate_refuse(struct pdd_gate_verdict *v, int status, const char *msg)
 {
 	v->status = status;
 	snprintf(v->msg, sizeof(v->msg), "%s", msg);
 	return -1;
 }
 
-static int gate_envd(struct e2b *e, const struct pd_gate_head *h, const char *path,
-		     const char *query, const char *id, struct pd_gate_verdict *v)
+static int gate_envd(struct e2b *e, const struct pdd_gate_head *h, const char *path,
+		     const char *query, const char *id, struct pdd_gate_verdict *v)
 {
 	char token[E2B_TOKEN_LEN + 8], want[E2B_TOKEN_LEN + 1];
 	bool files = strcmp(path, "/files") == 0, ok;
 
 	v->shape = path[1] != 'f' || strncmp(path, "/filesystem.", 12) == 0 ? SHAPE_CONNECT
 									   : SHAPE_JSON;
-	v->limit = files ? e->d->max_upload + (64u << 10) : PD_CONNECT_MAX_MESSAGE + 64;
+	v->limit = files ? e->d->max_upload + (64u << 10) : E2B_CONNECT_MAX_MESSAGE + 64;
 	if (strcmp(path, "/health") == 0) {
 		v->limit = 0; /* a health check names no one and sends nothing */
 		v->shape = SHAPE_JSON;
@@ -583,7 +583,7 @@ static int gate_envd(struct e2b *e, const struct pd_gate_head *h, const char *pa
 		return 0; /* SECURITY: no --tokens, loopback only: every client is the local tenant */
 	if (files && !h->access_token.p && query) {
 		bool is_signed;
-		const char *op = h->method == PD_M_GET || h->method == PD_M_HEAD ? "read" : "write";
+		const char *op = h->method == PDD_M_GET || h->method == PDD_M_HEAD ? "read" : "write";
 
 		if (e2b_files_signed_query(e, query, op, &is_signed))
 			return 0; /* its expiry and path: envd-files.c checks them */
@@ -604,7 +604,7 @@ static int gate_envd(struct e2b *e, const struct pd_gate_head *h, const char *pa
 	return 0;
 }
 
-static int gate_check(void *arg, const struct pd_gate_head *h, struct pd_gate_verdict *v)
+static int gate_check(void *arg, const struct pdd_gate_head *h, struct pdd_gate_verdict *v)
 {
 	struct e2b *e = arg;
 	const char *q = memchr(h->target, '?', h->target_len);
@@ -643,7 +643,7 @@ static int gate_check(void *arg, const struct pd_gate_head *h, struct pd_gate_ve
 		r = gate_envd(e, h, path, query, id, v);
 	} else {
 		value_str(&h->api_key, key, sizeof(key));
-		v->limit = PD_MAX_BODY;
+		v->limit = PDD_MAX_BODY;
 		if (!api_key_tenant(e, key))
 			r = gate_refuse(v, 401, "X-API-Key: missing or unknown API key");
 	}
@@ -660,10 +660,10 @@ static void gate_reply(void *arg, struct evhttp_request *req, int shape, int sta
 	struct e2b_req r = { .d = e->d, .e = e, .req = req };
 
 	if (shape == SHAPE_CONNECT)
-		return pd_connect_reply_error(req,
-					      status == 401 ? PD_CONNECT_UNAUTHENTICATED
-					      : status == 413 ? PD_CONNECT_RESOURCE_EXHAUSTED
-							      : PD_CONNECT_INVALID_ARGUMENT,
+		return e2b_connect_reply_error(req,
+					      status == 401 ? E2B_CONNECT_UNAUTHENTICATED
+					      : status == 413 ? E2B_CONNECT_RESOURCE_EXHAUSTED
+							      : E2B_CONNECT_INVALID_ARGUMENT,
 					      "%s", msg);
 	e2b_reply_error(&r, status, "%s", msg);
 }
@@ -678,11 +678,11 @@ static void handle(struct evhttp_request *req, void *arg)
 	char id[64], *path;
 	long port;
 
-	pd_pool_request(e->d);
+	pdd_pool_request(e->d);
 	/* refused at its head (the gate, gate_check()): answered there, in E2B's shape */
-	if (pd_http_gate_request(e->d, req))
+	if (pdd_http_gate_request(e->d, req))
 		return;
-	pd_http_no_delay(req);
+	pdd_http_no_delay(req);
 	if (e->d->stopping)
 		return e2b_reply_error(&r, 503, "paddockd is shutting down");
 	path = raw ? evhttp_uridecode(raw, 0, NULL) : NULL;
@@ -814,7 +814,7 @@ static void box_gone(struct daemon *d, struct box *b)
 		e2b_fs_release(d->e2b, b);
 }
 
-int pd_e2b_start(struct daemon *d, const char *addr_port, const char *domain,
+int e2b_start(struct daemon *d, const char *addr_port, const char *domain,
 		 const char *templates_file, paddock_error *err)
 {
 	struct e2b *e = calloc(1, sizeof(*e));
@@ -850,16 +850,16 @@ int pd_e2b_start(struct daemon *d, const char *addr_port, const char *domain,
 	e->http = evhttp_new(d->base);
 	if (!e->http)
 		return paddock_fail(err, ENOMEM, "evhttp");
-	e->gate = (struct pd_gate_policy){ .name = "e2b", .check = gate_check,
+	e->gate = (struct e2b_gate_policy){ .name = "e2b", .check = gate_check,
 					   .reply = gate_reply, .arg = e };
-	if (pd_http_gate_add_policy(d, e->http, &e->gate) < 0)
+	if (pdd_http_gate_add_policy(d, e->http, &e->gate) < 0)
 		return paddock_fail(err, ENOMEM, "e2b: the HTTP gate");
 	/*
 	 * A second wall behind the gate, which bounds heads and bodies before evhttp reads them.
 	 * No evhttp timeouts: the gate times heads, stalled bodies and answers
 	 * (COMPAT(libevent 2.1.12): a filter's timeout timer can outlive the filter).
 	 */
-	evhttp_set_max_headers_size(e->http, 2 * PD_MAX_HEADERS);
+	evhttp_set_max_headers_size(e->http, 2 * PDD_MAX_HEADERS);
 	evhttp_set_max_body_size(e->http, (ev_ssize_t)(d->max_upload + (64u << 10)));
 	evhttp_set_allowed_methods(e->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
 						    EVHTTP_REQ_DELETE | EVHTTP_REQ_HEAD |
@@ -870,7 +870,7 @@ int pd_e2b_start(struct daemon *d, const char *addr_port, const char *domain,
 									   (unsigned short)port);
 	if (!bound)
 		return paddock_fail(err, errno ? errno : EADDRINUSE, "--e2b: listen on %s:%ld", addr, port);
-	pd_http_gate_listening(d, e->http, evhttp_bound_socket_get_listener(bound));
+	pdd_http_gate_listening(d, e->http, evhttp_bound_socket_get_listener(bound));
 	{
 		struct sockaddr_storage ss;
 		socklen_t sl = sizeof(ss);
@@ -904,7 +904,7 @@ int pd_e2b_start(struct daemon *d, const char *addr_port, const char *domain,
 	return 0;
 }
 
-void pd_e2b_stop(struct daemon *d)
+void e2b_stop(struct daemon *d)
 {
 	struct e2b *e = d->e2b;
 
@@ -914,7 +914,7 @@ void pd_e2b_stop(struct daemon *d)
 		e2b_fs_release(e, b);
 	if (e->http) {
 		/* the gate forgets the listening socket evhttp_free() frees */
-		pd_http_gate_listening(d, e->http, NULL);
+		pdd_http_gate_listening(d, e->http, NULL);
 		evhttp_free(e->http);
 	}
 	json_decref(e->templates);

@@ -31,9 +31,9 @@
  * stopped by the program (src/daemon/main.c), which wires its adapters; the daemon itself
  * calls E2B only through d->box_gone.
  */
-int pd_e2b_start(struct daemon *d, const char *addr_port, const char *domain,
+int e2b_start(struct daemon *d, const char *addr_port, const char *domain,
 		 const char *templates_file, paddock_error *err);
-void pd_e2b_stop(struct daemon *d);
+void e2b_stop(struct daemon *d);
 
 struct e2b_fswatch;
 
@@ -55,7 +55,7 @@ struct e2b {
 	struct {
 		uint64_t rpc, stream, files, control, proxied, errors;
 	} m;
-	struct pd_gate_policy gate; /* the HTTP gate's rules for this listener (e2b.c) */
+	struct e2b_gate_policy gate; /* the HTTP gate's rules for this listener (e2b.c) */
 };
 
 #define E2B_ENVD_PORT 49983
@@ -81,7 +81,7 @@ struct e2b_req {
 	bool debug;
 };
 
-/* ---- e2b.c: listener, routing, identity (pd_e2b_start/stop: daemon.h) ---- */
+/* ---- e2b.c: listener, routing, identity (e2b_start/stop: daemon.h) ---- */
 /* The envd access token of a sandbox: hex HMAC-SHA256(key, id), E2B_TOKEN_LEN + 1 bytes. */
 void e2b_access_token(const struct e2b *e, const char *sandbox_id, char out[E2B_TOKEN_LEN + 1]);
 /*

@@ -398,7 +398,7 @@ struct download {
 static void download_free(struct download *dl)
 {
 	if (dl->w)
-		pd_watcher_free(dl->w, &dl->wlist);
+		pdd_watcher_free(dl->w, &dl->wlist);
 	if (dl->z_ready)
 		deflateEnd(&dl->zs);
 	if (dl->fd >= 0)
@@ -444,7 +444,7 @@ static void download_end(struct download *dl, bool ok)
 {
 	struct evhttp_request *req = dl->w->req;
 
-	pd_watcher_detach(dl->w);
+	pdd_watcher_detach(dl->w);
 	dl->w->req = NULL;
 	if (!ok) {
 		/*
@@ -540,7 +540,7 @@ static void download_gzip(struct e2b_req *r, int fd)
 	}
 	dl->z_ready = true;
 	/* a client that leaves mid-download frees it (W_RESULT: evhttp's timeouts stay) */
-	dl->w = pd_watcher_open(r->d, r->req, W_RESULT, dl, &dl->wlist);
+	dl->w = pdd_watcher_open(r->d, r->req, W_RESULT, dl, &dl->wlist);
 	if (!dl->w) {
 		download_free(dl);
 		return e2b_reply_error(r, 500, "out of memory");
@@ -799,15 +799,15 @@ static bool write_one(struct e2b_req *r, const struct upload *u, struct evbuffer
 	/* the cleaned path libpaddock wrote, as envd answers with its resolved one */
 	if (paddock_sandbox_stat(r->box->sb, u->path, &fi, &err) == 0) {
 		json_array_append_new(out,
-				      json_pack("{s:o,s:s,s:o}", "name", pd_json_text(fi.name),
-						"type", "file", "path", pd_json_text(fi.path)));
+				      json_pack("{s:o,s:s,s:o}", "name", pdd_json_text(fi.name),
+						"type", "file", "path", pdd_json_text(fi.path)));
 		paddock_file_info_release(&fi);
 		return true;
 	}
 	slash = strrchr(u->path, '/');
 	json_array_append_new(out, json_pack("{s:o,s:s,s:o}", "name",
-					     pd_json_text(slash ? slash + 1 : u->path), "type",
-					     "file", "path", pd_json_text(u->path)));
+					     pdd_json_text(slash ? slash + 1 : u->path), "type",
+					     "file", "path", pdd_json_text(u->path)));
 	return true;
 }
 

@@ -56,7 +56,7 @@ struct e2b_fswatch {
 	char commit_dir[PADDOCK_FILES_MAX_PATH + 1];
 	size_t commit_dir_len; /* strlen(commit_dir) + 1, 0: none */
 	/* set while reading events (the watch must not be freed from inside its callback) */
-	int fail_code; /* enum pd_connect_code, -1: none */
+	int fail_code; /* enum e2b_connect_code, -1: none */
 	char fail_msg[256];
 	struct e2b_fswatch *next;
 };
@@ -156,13 +156,13 @@ json_t *e2b_entry_info(const struct paddock_file_info *fi)
 	snprintf(size, sizeof(size), "%" PRIu64, fi->size);
 	/* proto3 JSON: int64 as a string, uint32 as a number, enums by name */
 	o = json_pack("{s:o,s:s,s:o,s:s,s:I,s:s,s:s,s:s,s:o}", "name",
-		      pd_json_text(fi->name ? fi->name : ""), "type", file_type_name(fi->type),
-		      "path", pd_json_text(fi->path ? fi->path : ""), "size", size, "mode",
+		      pdd_json_text(fi->name ? fi->name : ""), "type", file_type_name(fi->type),
+		      "path", pdd_json_text(fi->path ? fi->path : ""), "size", size, "mode",
 		      (json_int_t)(fi->mode & 0777), "permissions", perms, "owner",
 		      owner_name(fi->uid, ob), "group", group_name(fi->gid, gb), "modifiedTime",
-		      pd_pbjson_timestamp_new(sec, (long)nsec));
+		      e2b_pbjson_timestamp_new(sec, (long)nsec));
 	if (o && fi->type == PADDOCK_FILE_SYMLINK && fi->symlink_target)
-		json_object_set_new(o, "symlinkTarget", pd_json_text(fi->symlink_target));
+		json_object_set_new(o, "symlinkTarget", pdd_json_text(fi->symlink_target));
 	return o;
 }
 
@@ -179,21 +179,21 @@ static char *path_field(struct e2b_req *r, json_t *msg, const char *field, bool 
 	const char *s = NULL;
 	char *p;
 
-	if (!pd_pbjson_string(json_object_get(msg, field), &s)) {
-		pd_connect_reply_error(r->req, PD_CONNECT_INVALID_ARGUMENT, "%s: expected a string",
+	if (!e2b_pbjson_string(json_object_get(msg, field), &s)) {
+		e2b_connect_reply_error(r->req, E2B_CONNECT_INVALID_ARGUMENT, "%s: expected a string",
 				       field);
 		return NULL;
 	}
 	if (!s)
 		s = "";
 	if (required && !*s) {
-		pd_connect_reply_error(r->req, PD_CONNECT_INVALID_ARGUMENT,
+		e2b_connect_reply_error(r->req, E2B_CONNECT_INVALID_ARGUMENT,
 				       "%s: expected a path in the sandbox", field);
 		return NULL;
 	}
 	p = e2b_path(r, s);
 	if (!p)
-		pd_connect_reply_error(r->req, PD_CONNECT_INVALID_ARGUMENT,
+		e2b_connect_reply_error(r->req, E2B_CONNECT_INVALID_ARGUMENT,
 				       "%s: expected at most %d bytes", field,
 				       PADDOCK_FILES_MAX_PATH);
 	return p;
@@ -202,7 +202,7 @@ static char *path_field(struct e2b_req *r, json_t *msg, const char *field, bool 
 static bool bool_field(json_t *msg, const char *field, bool *ret, char *why, size_t size)
 {
 	*ret = false;
-	if (!pd_pbjson_bool(json_object_get(msg, field), ret)) {
+	if (!e2b_pbjson_bool(json_object_get(msg, field), ret)) {
 		snprintf(why, size, "%s: expected true or false", field);
 		return false;
 	}
@@ -227,8 +227,8 @@ static void reply_entry(struct e2b_req *r, const char *path)
 	entry = e2b_entry_info(&fi);
 	paddock_file_info_release(&fi);
 	if (!entry)
-		return pd_connect_reply_error(r->req, PD_CONNECT_INTERNAL, "out of memory");
-	pd_connect_reply(r->req, json_pack("{s:o}", "entry", entry));
+		return e2b_connect_reply_error(r->req, E2B_CONNECT_INTERNAL, "out of memory");
+	e2b_connect_reply(r->req, json_pack("{s:o}", "entry", entry));
 }
 
 /* ---- unary calls ---------------------------------------------------------------------- */
@@ -266,11 +266,11 @@ static void fs_make_dir(struct e2b_req *r, json_t *msg)
 
 		if (paddock_sandbox_stat(r->box->sb, path, &fi, &serr) == 0 &&
 		    fi.type != PADDOCK_FILE_DIR && fi.type != PADDOCK_FILE_SYMLINK)
-			pd_connect_reply_error(
-				r->req, PD_CONNECT_INVALID_ARGUMENT,
+			e2b_connect_reply_error(
+				r->req, E2B_CONNECT_INVALID_ARGUMENT,
 				"path already exists but it is not a directory: '%s'", fi.path);
 		else
-			pd_connect_reply_error(r->req, PD_CONNECT_ALREADY_EXISTS,
+			e2b_connect_reply_error(r->req, E2B_CONNECT_ALREADY_EXISTS,
 					       "directory already exists: '%s'",
 					       fi.path ? fi.path : path);
 		paddock_file_info_release(&fi);
@@ -348,14 +348,14 @@ static void fs_list_dir(struct e2b_req *r, json_t *msg)
 	char *path;
 	json_t *a;
 
-	if (!pd_pbjson_uint32(json_object_get(msg, "depth"), &depth))
-		return pd_connect_reply_error(r->req, PD_CONNECT_INVALID_ARGUMENT,
+	if (!e2b_pbjson_uint32(json_object_get(msg, "depth"), &depth))
+		return e2b_connect_reply_error(r->req, E2B_CONNECT_INVALID_ARGUMENT,
 					      "depth: expected a number from 1 to %d",
 					      PADDOCK_FILES_MAX_DEPTH);
 	if (depth == 0)
 		depth = 1; /* proto3's default: the directory's own entries, as envd */
 	if (depth > PADDOCK_FILES_MAX_DEPTH)
-		return pd_connect_reply_error(r->req, PD_CONNECT_INVALID_ARGUMENT,
+		return e2b_connect_reply_error(r->req, E2B_CONNECT_INVALID_ARGUMENT,
 					      "depth: at most %d levels, got %" PRIu32,
 					      PADDOCK_FILES_MAX_DEPTH, depth);
 	path = path_field(r, msg, "path", false);
@@ -364,8 +364,8 @@ static void fs_list_dir(struct e2b_req *r, json_t *msg)
 	if (paddock_sandbox_list_dir(r->box->sb, path, depth, FS_LIST_MAX, &infos, &n, &err) < 0) {
 		free(path);
 		if (err.code == E2BIG)
-			return pd_connect_reply_error(
-				r->req, PD_CONNECT_INVALID_ARGUMENT,
+			return e2b_connect_reply_error(
+				r->req, E2B_CONNECT_INVALID_ARGUMENT,
 				"more than %d entries: list with a smaller depth", FS_LIST_MAX);
 		return e2b_reply_paddock_error(r, &err);
 	}
@@ -378,8 +378,8 @@ static void fs_list_dir(struct e2b_req *r, json_t *msg)
 		}
 	paddock_file_infos_free(infos, n);
 	if (!a)
-		return pd_connect_reply_error(r->req, PD_CONNECT_INTERNAL, "out of memory");
-	pd_connect_reply(r->req, json_pack("{s:o}", "entries", a));
+		return e2b_connect_reply_error(r->req, E2B_CONNECT_INTERNAL, "out of memory");
+	e2b_connect_reply(r->req, json_pack("{s:o}", "entries", a));
 }
 
 static void fs_remove(struct e2b_req *r, json_t *msg)
@@ -393,7 +393,7 @@ static void fs_remove(struct e2b_req *r, json_t *msg)
 	if (paddock_sandbox_remove(r->box->sb, path, true, &err) < 0 && err.code != ENOENT)
 		e2b_reply_paddock_error(r, &err);
 	else
-		pd_connect_reply(r->req, json_object());
+		e2b_connect_reply(r->req, json_object());
 	free(path);
 }
 
@@ -438,25 +438,25 @@ static void fswatch_free(struct e2b_fswatch *fw, int code, const char *msg)
 
 		if (req) {
 			/* evhttp may free the connection inside the reply's end: detach first */
-			pd_watcher_detach(fw->w);
+			pdd_watcher_detach(fw->w);
 			fw->w->req = NULL;
 			if (code < 0)
-				pd_connect_stream_end(req, &fw->started, -1, "%s", "");
+				e2b_connect_stream_end(req, &fw->started, -1, "%s", "");
 			else
-				pd_connect_stream_end(req, &fw->started, code, "%s",
+				e2b_connect_stream_end(req, &fw->started, code, "%s",
 						      msg ? msg : "");
 		}
-		pd_watcher_free(fw->w, &fw->wlist);
+		pdd_watcher_free(fw->w, &fw->wlist);
 	}
 	json_decref(fw->queue);
 	free(fw->root);
 	free(fw);
 }
 
-static void fswatch_fail(struct e2b_fswatch *fw, enum pd_connect_code code, const char *fmt, ...)
+static void fswatch_fail(struct e2b_fswatch *fw, enum e2b_connect_code code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-static void fswatch_fail(struct e2b_fswatch *fw, enum pd_connect_code code, const char *fmt, ...)
+static void fswatch_fail(struct e2b_fswatch *fw, enum e2b_connect_code code, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -502,7 +502,7 @@ static const char *event_type_name(const char *type)
 static json_t *event_message(struct e2b_fswatch *fw, const char *type, const char *path)
 {
 	json_t *o =
-		json_pack("{s:o,s:s}", "name", pd_json_text(relative_name(fw, path)), "type", type);
+		json_pack("{s:o,s:s}", "name", pdd_json_text(relative_name(fw, path)), "type", type);
 
 	/*
 	 * envd attaches the entry (best effort) to create, write and chmod only: after a remove
@@ -539,7 +539,7 @@ static void stream_send(struct e2b_fswatch *fw, json_t *msg_take)
 		json_decref(msg_take);
 		return;
 	}
-	pd_connect_stream_send(fw->w->req, &fw->started, msg_take);
+	e2b_connect_stream_send(fw->w->req, &fw->started, msg_take);
 	fw->sent = true;
 }
 
@@ -557,7 +557,7 @@ static void deliver(struct e2b_fswatch *fw, const char *type, const char *path)
 		/* SECURITY: a sandbox making events faster than the client reads them */
 		if (stream_pending(fw) > FS_STREAM_PENDING) {
 			json_decref(m);
-			return fswatch_fail(fw, PD_CONNECT_DATA_LOSS,
+			return fswatch_fail(fw, E2B_CONNECT_DATA_LOSS,
 					    "the client left more than %u bytes of events unread: "
 					    "events were lost",
 					    FS_STREAM_PENDING);
@@ -566,7 +566,7 @@ static void deliver(struct e2b_fswatch *fw, const char *type, const char *path)
 	}
 	if (json_array_size(fw->queue) >= FS_QUEUE_MAX) {
 		json_decref(m);
-		return fswatch_fail(fw, PD_CONNECT_DATA_LOSS,
+		return fswatch_fail(fw, E2B_CONNECT_DATA_LOSS,
 				    "more than %d events were not read: events were lost; poll "
 				    "more often or watch a smaller tree",
 				    FS_QUEUE_MAX);
@@ -603,7 +603,7 @@ static void watch_event(const struct paddock_watch_event *ev, void *userdata)
 	if (fw->fail_code >= 0)
 		return;
 	if (strcmp(ev->type, "overflow") == 0)
-		return fswatch_fail(fw, PD_CONNECT_DATA_LOSS,
+		return fswatch_fail(fw, E2B_CONNECT_DATA_LOSS,
 				    "events were lost below '%.200s' (too many at once, or too "
 				    "many directories to watch): list the directory again",
 				    fw->root);
@@ -653,7 +653,7 @@ static bool watch_read(struct e2b_fswatch *fw)
 	char buf[512];
 
 	if (fw->fail_code < 0 && paddock_watch_read(fw->pw, watch_event, fw, &err) < 0)
-		fswatch_fail(fw, pd_connect_code_from_errno(err.code), "%s",
+		fswatch_fail(fw, e2b_connect_code_from_errno(err.code), "%s",
 			     err_text(&err, buf, sizeof(buf)));
 	if (fw->fail_code < 0)
 		return true;
@@ -707,7 +707,7 @@ static void deadline_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	fswatch_free(fw, PD_CONNECT_DEADLINE_EXCEEDED,
+	fswatch_free(fw, E2B_CONNECT_DEADLINE_EXCEEDED,
 		     "the watch reached the deadline the client set (Connect-Timeout-Ms)");
 }
 
@@ -736,7 +736,7 @@ static bool watch_args_parse(struct e2b_req *r, json_t *msg, struct watch_args *
 	    /* no network mounts in a paddock sandbox: nothing to allow */
 	    !bool_field(msg, "allowNetworkMounts", &network, a->why, sizeof(a->why)))
 		return false;
-	if (!pd_pbjson_string(json_object_get(msg, "path"), &s)) {
+	if (!e2b_pbjson_string(json_object_get(msg, "path"), &s)) {
 		snprintf(a->why, sizeof(a->why), "path: expected a string");
 		return false;
 	}
@@ -802,16 +802,16 @@ static void fs_watch_dir(struct e2b_req *r, json_t *msg)
 
 	if (!watch_args_parse(r, msg, &a)) {
 		free(a.path);
-		return pd_connect_stream_end(r->req, &started, PD_CONNECT_INVALID_ARGUMENT, "%s",
+		return e2b_connect_stream_end(r->req, &started, E2B_CONNECT_INVALID_ARGUMENT, "%s",
 					     a.why);
 	}
 	fw = fswatch_new(r, &a, &err);
 	free(a.path);
 	if (!fw)
-		return pd_connect_stream_end(r->req, &started, pd_connect_code_from_errno(err.code),
+		return e2b_connect_stream_end(r->req, &started, e2b_connect_code_from_errno(err.code),
 					     "%s", err_text(&err, buf, sizeof(buf)));
 	/* the client going away (closecb, EPOLLRDHUP) ends the watch: daemon.h's watcher */
-	fw->w = pd_watcher_open(r->d, r->req, W_EVENTS, fw, &fw->wlist);
+	fw->w = pdd_watcher_open(r->d, r->req, W_EVENTS, fw, &fw->wlist);
 	if (fw->w)
 		fw->w->on_gone = client_gone;
 	if (fw->w && r->keepalive_s > 0)
@@ -823,9 +823,9 @@ static void fs_watch_dir(struct e2b_req *r, json_t *msg)
 	    (fw->keepalive && timer_add(fw->keepalive, r->keepalive_s) < 0) ||
 	    (fw->deadline && timer_add(fw->deadline, r->timeout_s) < 0)) {
 		if (!fw->w)
-			pd_connect_stream_end(r->req, &started, PD_CONNECT_INTERNAL,
+			e2b_connect_stream_end(r->req, &started, E2B_CONNECT_INTERNAL,
 					      "out of memory");
-		return fswatch_free(fw, PD_CONNECT_INTERNAL, "out of memory");
+		return fswatch_free(fw, E2B_CONNECT_INTERNAL, "out of memory");
 	}
 	stream_send(fw, json_pack("{s:{}}", "start"));
 	fw->sent = false;
@@ -839,7 +839,7 @@ static void fs_create_watcher(struct e2b_req *r, json_t *msg)
 
 	if (!watch_args_parse(r, msg, &a)) {
 		free(a.path);
-		return pd_connect_reply_error(r->req, PD_CONNECT_INVALID_ARGUMENT, "%s", a.why);
+		return e2b_connect_reply_error(r->req, E2B_CONNECT_INVALID_ARGUMENT, "%s", a.why);
 	}
 	fw = fswatch_new(r, &a, &err);
 	free(a.path);
@@ -848,10 +848,10 @@ static void fs_create_watcher(struct e2b_req *r, json_t *msg)
 	fw->queue = json_array();
 	if (!fw->queue || event_add(fw->ev, NULL) < 0) {
 		fswatch_free(fw, -1, NULL);
-		return pd_connect_reply_error(r->req, PD_CONNECT_INTERNAL, "out of memory");
+		return e2b_connect_reply_error(r->req, E2B_CONNECT_INTERNAL, "out of memory");
 	}
 	snprintf(fw->id, sizeof(fw->id), "w%" PRIu64, ++r->e->next_watch);
-	pd_connect_reply(r->req, json_pack("{s:s}", "watcherId", fw->id));
+	e2b_connect_reply(r->req, json_pack("{s:s}", "watcherId", fw->id));
 }
 
 /* The polling watcher a request names, or NULL with not_found answered. */
@@ -859,8 +859,8 @@ static struct e2b_fswatch *find_watcher(struct e2b_req *r, json_t *msg)
 {
 	const char *id = NULL;
 
-	if (!pd_pbjson_string(json_object_get(msg, "watcherId"), &id)) {
-		pd_connect_reply_error(r->req, PD_CONNECT_INVALID_ARGUMENT,
+	if (!e2b_pbjson_string(json_object_get(msg, "watcherId"), &id)) {
+		e2b_connect_reply_error(r->req, E2B_CONNECT_INVALID_ARGUMENT,
 				       "watcherId: expected a string");
 		return NULL;
 	}
@@ -868,7 +868,7 @@ static struct e2b_fswatch *find_watcher(struct e2b_req *r, json_t *msg)
 	for (struct e2b_fswatch *fw = r->e->fswatches; fw && id; fw = fw->next)
 		if (fw->box == r->box && fw->id[0] && strcmp(fw->id, id) == 0)
 			return fw;
-	pd_connect_reply_error(r->req, PD_CONNECT_NOT_FOUND, "watcher with id '%.32s' not found",
+	e2b_connect_reply_error(r->req, E2B_CONNECT_NOT_FOUND, "watcher with id '%.32s' not found",
 			       id ? id : "");
 	return NULL;
 }
@@ -889,15 +889,15 @@ static void fs_get_watcher_events(struct e2b_req *r, json_t *msg)
 	}
 	/* envd: once the watcher failed, every read reports it */
 	if (fw->fail_code >= 0)
-		return pd_connect_reply_error(r->req, (enum pd_connect_code)fw->fail_code, "%s",
+		return e2b_connect_reply_error(r->req, (enum e2b_connect_code)fw->fail_code, "%s",
 					      fw->fail_msg);
 	events = fw->queue;
 	fw->queue = json_array();
 	if (!fw->queue) {
 		fw->queue = events;
-		return pd_connect_reply_error(r->req, PD_CONNECT_INTERNAL, "out of memory");
+		return e2b_connect_reply_error(r->req, E2B_CONNECT_INTERNAL, "out of memory");
 	}
-	pd_connect_reply(r->req, json_pack("{s:o}", "events", events));
+	e2b_connect_reply(r->req, json_pack("{s:o}", "events", events));
 }
 
 static void fs_remove_watcher(struct e2b_req *r, json_t *msg)
@@ -907,7 +907,7 @@ static void fs_remove_watcher(struct e2b_req *r, json_t *msg)
 	if (!fw)
 		return;
 	fswatch_free(fw, -1, NULL);
-	pd_connect_reply(r->req, json_object());
+	e2b_connect_reply(r->req, json_object());
 }
 
 void e2b_fs_release(struct e2b *e, struct box *b)
@@ -922,7 +922,7 @@ void e2b_fs_release(struct e2b *e, struct box *b)
 			continue;
 		}
 		/* unlinks fw: *pp is the next one */
-		fswatch_free(fw, PD_CONNECT_UNAVAILABLE, "the sandbox was removed");
+		fswatch_free(fw, E2B_CONNECT_UNAVAILABLE, "the sandbox was removed");
 	}
 }
 
@@ -949,7 +949,7 @@ void e2b_filesystem(struct e2b_req *r, const char *method, json_t *msg, bool str
 
 		if (strcmp(method, "WatchDir") == 0)
 			return fs_watch_dir(r, msg);
-		return pd_connect_stream_end(r->req, &started, PD_CONNECT_UNIMPLEMENTED,
+		return e2b_connect_stream_end(r->req, &started, E2B_CONNECT_UNIMPLEMENTED,
 					     "filesystem.Filesystem/%.64s is not a server stream",
 					     method);
 	}
@@ -957,9 +957,9 @@ void e2b_filesystem(struct e2b_req *r, const char *method, json_t *msg, bool str
 		if (strcmp(method, unary[i].name) == 0)
 			return unary[i].fn(r, msg);
 	if (strcmp(method, "WatchDir") == 0)
-		return pd_connect_reply_error(r->req, PD_CONNECT_UNIMPLEMENTED,
+		return e2b_connect_reply_error(r->req, E2B_CONNECT_UNIMPLEMENTED,
 					      "WatchDir is a server stream: use Content-Type "
 					      "application/connect+json");
-	pd_connect_reply_error(r->req, PD_CONNECT_UNIMPLEMENTED,
+	e2b_connect_reply_error(r->req, E2B_CONNECT_UNIMPLEMENTED,
 			       "filesystem.Filesystem/%.64s is not implemented", method);
 }

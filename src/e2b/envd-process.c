@@ -44,7 +44,7 @@ static void send_event(struct pstream *ps, json_t *event_take)
 		json_decref(event_take);
 		return;
 	}
-	pd_connect_stream_send(ps->req, &ps->started, json_pack("{s:o}", "event", event_take));
+	e2b_connect_stream_send(ps->req, &ps->started, json_pack("{s:o}", "event", event_take));
 }
 
 static void keepalive_cb(evutil_socket_t fd, short what, void *arg)
@@ -73,7 +73,7 @@ static void hook_data(struct watcher *w, struct proc *p, int stream, const char 
 
 	if (!ps->sent_start) /* output before init's start report cannot happen, but be safe */
 		hook_started(w, p);
-	send_event(ps, json_pack("{s:{s:o}}", "data", name, pd_pbjson_bytes_new(buf, n)));
+	send_event(ps, json_pack("{s:{s:o}}", "data", name, e2b_pbjson_bytes_new(buf, n)));
 }
 
 /* Go's os.ProcessState.String() for a signal, which envd reports */
@@ -104,17 +104,17 @@ static void hook_ended(struct watcher *w, struct proc *p)
 	json_t *code = json_object_get(res, "exit_code");
 	int sig = (int)json_integer_value(json_object_get(res, "signal"));
 
-	pd_watcher_detach(w);
+	pdd_watcher_detach(w);
 	if (!ps->req)
 		goto out;
 	if (!res) {
-		pd_connect_stream_end(ps->req, &ps->started, PD_CONNECT_UNAVAILABLE,
+		e2b_connect_stream_end(ps->req, &ps->started, E2B_CONNECT_UNAVAILABLE,
 				      "the sandbox was deleted (or paddockd is stopping)");
 		goto out;
 	}
 	if (reason && strcmp(reason, "timeout") == 0) {
 		/* the SDK's timeoutMs: its TimeoutError comes from this code */
-		pd_connect_stream_end(ps->req, &ps->started, PD_CONNECT_DEADLINE_EXCEEDED,
+		e2b_connect_stream_end(ps->req, &ps->started, E2B_CONNECT_DEADLINE_EXCEEDED,
 				      "the command ran past its timeout (Connect-Timeout-Ms) and was "
 				      "killed");
 		goto out;
@@ -124,15 +124,15 @@ static void hook_ended(struct watcher *w, struct proc *p)
 		const char *name = json_string_value(json_object_get(e, "code"));
 		const char *m = json_string_value(json_object_get(e, "message"));
 		/* envd: a missing cwd or program is the request's fault (invalid_argument) */
-		enum pd_connect_code c = name && (strcmp(name, "EACCES") == 0 ||
+		enum e2b_connect_code c = name && (strcmp(name, "EACCES") == 0 ||
 						  strcmp(name, "EPERM") == 0)
-						 ? PD_CONNECT_PERMISSION_DENIED
+						 ? E2B_CONNECT_PERMISSION_DENIED
 					 : name && (strcmp(name, "EAGAIN") == 0 ||
 						    strcmp(name, "ENOMEM") == 0)
-						 ? PD_CONNECT_RESOURCE_EXHAUSTED
-						 : PD_CONNECT_INVALID_ARGUMENT;
+						 ? E2B_CONNECT_RESOURCE_EXHAUSTED
+						 : E2B_CONNECT_INVALID_ARGUMENT;
 
-		pd_connect_stream_end(ps->req, &ps->started, (int)c, "the command could not start: %s",
+		e2b_connect_stream_end(ps->req, &ps->started, (int)c, "the command could not start: %s",
 				      m ? m : "unknown error");
 		goto out;
 	}
@@ -164,7 +164,7 @@ static void hook_ended(struct watcher *w, struct proc *p)
 		json_object_set_new(end, "error", json_string(msg));
 	}
 	send_event(ps, json_pack("{s:o}", "end", end));
-	pd_connect_stream_end(ps->req, &ps->started, -1, "%s", "");
+	e2b_connect_stream_end(ps->req, &ps->started, -1, "%s", "");
 out:
 	ps->req = NULL;
 	pstream_free(ps);
@@ -185,7 +185,7 @@ static void hook_gone(struct watcher *w)
 	if (w->ctx)
 		pstream_free(w->ctx);
 	w->ctx = NULL;
-	pd_watcher_free(w, &p->watchers);
+	pdd_watcher_free(w, &p->watchers);
 }
 
 static struct pstream *pstream_new(struct e2b_req *r)
@@ -208,28 +208,28 @@ static struct pstream *pstream_new(struct e2b_req *r)
 /* ---- the daemon's errors, as Connect errors ------------------------------------------------ */
 
 /*
- * The Connect code of the status paddockd's API answers err with (pd_http_status()): an exec
+ * The Connect code of the status paddockd's API answers err with (pdd_http_status()): an exec
  * refused over E2B is refused for the same reason, and in the same class, as over the API.
  */
-static enum pd_connect_code code_of_status(int status)
+static enum e2b_connect_code code_of_status(int status)
 {
 	switch (status) {
-	case 400: return PD_CONNECT_INVALID_ARGUMENT;
-	case 403: return PD_CONNECT_PERMISSION_DENIED;
-	case 404: return PD_CONNECT_NOT_FOUND;
-	case 409: return PD_CONNECT_FAILED_PRECONDITION;
-	case 413: return PD_CONNECT_RESOURCE_EXHAUSTED;
-	case 422: return PD_CONNECT_UNIMPLEMENTED;
-	case 429: return PD_CONNECT_RESOURCE_EXHAUSTED;
-	case 503: return PD_CONNECT_UNAVAILABLE;
-	default: return PD_CONNECT_INTERNAL;
+	case 400: return E2B_CONNECT_INVALID_ARGUMENT;
+	case 403: return E2B_CONNECT_PERMISSION_DENIED;
+	case 404: return E2B_CONNECT_NOT_FOUND;
+	case 409: return E2B_CONNECT_FAILED_PRECONDITION;
+	case 413: return E2B_CONNECT_RESOURCE_EXHAUSTED;
+	case 422: return E2B_CONNECT_UNIMPLEMENTED;
+	case 429: return E2B_CONNECT_RESOURCE_EXHAUSTED;
+	case 503: return E2B_CONNECT_UNAVAILABLE;
+	default: return E2B_CONNECT_INTERNAL;
 	}
 }
 
-/* pd_exec_start's errors end the stream, named as paddockd names them ("tag: a running ...") */
+/* pdd_exec_start's errors end the stream, named as paddockd names them ("tag: a running ...") */
 static void start_failed(struct e2b_req *r, bool *started, const paddock_error *err)
 {
-	pd_connect_stream_end(r->req, started, (int)code_of_status(pd_http_status(err, NULL)),
+	e2b_connect_stream_end(r->req, started, (int)code_of_status(pdd_http_status(err, NULL)),
 			      "%s%s%s", err->field, err->field[0] ? ": " : "",
 			      err->msg[0] ? err->msg : "failed");
 }
@@ -237,13 +237,13 @@ static void start_failed(struct e2b_req *r, bool *started, const paddock_error *
 /* ---- selectors ------------------------------------------------------------------------------ */
 
 /* An error of a unary call, or the end of a stream */
-static void fail(struct e2b_req *r, bool stream, bool *started, enum pd_connect_code code,
+static void fail(struct e2b_req *r, bool stream, bool *started, enum e2b_connect_code code,
 		 const char *msg)
 {
 	if (stream)
-		pd_connect_stream_end(r->req, started, (int)code, "%s", msg);
+		e2b_connect_stream_end(r->req, started, (int)code, "%s", msg);
 	else
-		pd_connect_reply_error(r->req, code, "%s", msg);
+		e2b_connect_reply_error(r->req, code, "%s", msg);
 }
 
 /* A running process a ProcessSelector names, or NULL with the error answered. */
@@ -251,21 +251,21 @@ static struct proc *select_proc(struct e2b_req *r, json_t *msg, bool stream, boo
 {
 	json_t *sel = json_object_get(msg, "process");
 	json_t *pid = json_object_get(sel, "pid"), *tag = json_object_get(sel, "tag");
-	char key[PD_MAX_TAG + 24], why[PD_MAX_TAG + 64];
+	char key[PDD_MAX_TAG + 24], why[PDD_MAX_TAG + 64];
 	struct proc *p;
 	uint32_t n;
 
 	if (!json_is_object(sel) || (!pid && !tag) || (pid && tag)) {
-		fail(r, stream, started, PD_CONNECT_INVALID_ARGUMENT,
+		fail(r, stream, started, E2B_CONNECT_INVALID_ARGUMENT,
 		     "process: expected a selector with 'pid' or 'tag'");
 		return NULL;
 	}
-	if (pid && (!pd_pbjson_uint32(pid, &n) || n == 0)) {
-		fail(r, stream, started, PD_CONNECT_INVALID_ARGUMENT, "process.pid: expected a pid");
+	if (pid && (!e2b_pbjson_uint32(pid, &n) || n == 0)) {
+		fail(r, stream, started, E2B_CONNECT_INVALID_ARGUMENT, "process.pid: expected a pid");
 		return NULL;
 	}
-	if (!pid && (!json_is_string(tag) || json_string_length(tag) > PD_MAX_TAG)) {
-		fail(r, stream, started, PD_CONNECT_INVALID_ARGUMENT,
+	if (!pid && (!json_is_string(tag) || json_string_length(tag) > PDD_MAX_TAG)) {
+		fail(r, stream, started, E2B_CONNECT_INVALID_ARGUMENT,
 		     "process.tag: expected a string of at most 64 bytes");
 		return NULL;
 	}
@@ -273,10 +273,10 @@ static struct proc *select_proc(struct e2b_req *r, json_t *msg, bool stream, boo
 		snprintf(key, sizeof(key), "%u", n);
 	else
 		snprintf(key, sizeof(key), "%s", json_string_value(tag));
-	p = pd_proc_find(r->box, key);
+	p = pdd_proc_find(r->box, key);
 	if (!p || p->exited || !p->ex) {
 		snprintf(why, sizeof(why), "process with %s '%s' not found", pid ? "pid" : "tag", key);
-		fail(r, stream, started, PD_CONNECT_NOT_FOUND, why);
+		fail(r, stream, started, E2B_CONNECT_NOT_FOUND, why);
 		return NULL;
 	}
 	return p;
@@ -286,7 +286,7 @@ static struct proc *select_proc(struct e2b_req *r, json_t *msg, bool stream, boo
 
 static bool bad(struct e2b_req *r, bool *started, const char *msg)
 {
-	pd_connect_stream_end(r->req, started, PD_CONNECT_INVALID_ARGUMENT, "%s", msg);
+	e2b_connect_stream_end(r->req, started, E2B_CONNECT_INVALID_ARGUMENT, "%s", msg);
 	return false;
 }
 
@@ -352,8 +352,8 @@ static bool start_body(struct e2b_req *r, json_t *msg, json_t *body, bool *start
 		uint32_t rows = 24, cols = 80;
 
 		if (!json_is_object(v) || (size && !json_is_object(size)) ||
-		    !pd_pbjson_uint32(json_object_get(size, "rows"), &rows) ||
-		    !pd_pbjson_uint32(json_object_get(size, "cols"), &cols))
+		    !e2b_pbjson_uint32(json_object_get(size, "rows"), &rows) ||
+		    !e2b_pbjson_uint32(json_object_get(size, "cols"), &cols))
 			return bad(r, started, "pty.size: expected {\"cols\": N, \"rows\": N}");
 		json_object_set_new(body, "pty", json_pack("{s:i,s:i}", "rows", (int)(rows ? rows : 24),
 							   "cols", (int)(cols ? cols : 80)));
@@ -379,10 +379,10 @@ static void start(struct e2b_req *r, json_t *msg)
 		goto out;
 	ps = pstream_new(r);
 	if (!ps) {
-		pd_connect_stream_end(r->req, &started, PD_CONNECT_RESOURCE_EXHAUSTED, "out of memory");
+		e2b_connect_stream_end(r->req, &started, E2B_CONNECT_RESOURCE_EXHAUSTED, "out of memory");
 		goto out;
 	}
-	if (pd_exec_start(r->req, r->box, body, &hook_ops, ps, &p, &err) < 0) {
+	if (pdd_exec_start(r->req, r->box, body, &hook_ops, ps, &p, &err) < 0) {
 		pstream_free(ps);
 		start_failed(r, &started, &err);
 		goto out;
@@ -409,11 +409,11 @@ static void connect_proc(struct e2b_req *r, json_t *msg)
 	if (!p)
 		return;
 	ps = pstream_new(r);
-	w = ps ? pd_proc_hook(r->req, p, &hook_ops, ps) : NULL;
+	w = ps ? pdd_proc_hook(r->req, p, &hook_ops, ps) : NULL;
 	if (!w) {
 		if (ps)
 			pstream_free(ps);
-		pd_connect_stream_end(r->req, &started, PD_CONNECT_RESOURCE_EXHAUSTED, "out of memory");
+		e2b_connect_stream_end(r->req, &started, E2B_CONNECT_RESOURCE_EXHAUSTED, "out of memory");
 		return;
 	}
 	w->on_gone = hook_gone;
@@ -449,7 +449,7 @@ static void list(struct e2b_req *r)
 	for (struct proc *p = r->box->procs; p; p = p->next)
 		if (!p->exited && p->ex && p->started)
 			json_array_append_new(a, process_info(p));
-	pd_connect_reply(r->req, json_pack("{s:o}", "processes", a));
+	e2b_connect_reply(r->req, json_pack("{s:o}", "processes", a));
 }
 
 static void send_input(struct e2b_req *r, json_t *msg)
@@ -464,27 +464,27 @@ static void send_input(struct e2b_req *r, json_t *msg)
 
 	if (!p)
 		return;
-	if (!json_is_object(in) || !data || !pd_pbjson_bytes(data, &bytes, &len))
-		return pd_connect_reply_error(r->req, PD_CONNECT_INVALID_ARGUMENT,
+	if (!json_is_object(in) || !data || !e2b_pbjson_bytes(data, &bytes, &len))
+		return e2b_connect_reply_error(r->req, E2B_CONNECT_INVALID_ARGUMENT,
 					      "input: expected {\"stdin\": base64} or {\"pty\": base64}");
 	if (len > INPUT_MAX) {
 		free(bytes);
-		return pd_connect_reply_error(r->req, PD_CONNECT_RESOURCE_EXHAUSTED,
+		return e2b_connect_reply_error(r->req, E2B_CONNECT_RESOURCE_EXHAUSTED,
 					      "input: at most %u bytes per SendInput", INPUT_MAX);
 	}
-	w = len ? pd_proc_write_stdin(p, (const char *)bytes, len) : 0;
+	w = len ? pdd_proc_write_stdin(p, (const char *)bytes, len) : 0;
 	free(bytes);
 	if (w == -EAGAIN)
-		return pd_connect_reply_error(r->req, PD_CONNECT_RESOURCE_EXHAUSTED,
+		return e2b_connect_reply_error(r->req, E2B_CONNECT_RESOURCE_EXHAUSTED,
 					      "the process is not reading its stdin; nothing of this "
 					      "input was taken");
 	if (w == -EBADF)
-		return pd_connect_reply_error(r->req, PD_CONNECT_FAILED_PRECONDITION,
+		return e2b_connect_reply_error(r->req, E2B_CONNECT_FAILED_PRECONDITION,
 					      "the process's stdin is closed (start it with stdin: true)");
 	if (w < 0)
-		return pd_connect_reply_error(r->req, pd_connect_code_from_errno(w),
+		return e2b_connect_reply_error(r->req, e2b_connect_code_from_errno(w),
 					      "write to the process's stdin: %s", strerror(-w));
-	pd_connect_reply(r->req, json_object());
+	e2b_connect_reply(r->req, json_object());
 }
 
 static void send_signal(struct e2b_req *r, json_t *msg)
@@ -503,11 +503,11 @@ static void send_signal(struct e2b_req *r, json_t *msg)
 	else if (json_is_integer(v) && (json_integer_value(v) == 9 || json_integer_value(v) == 15))
 		sig = (int)json_integer_value(v);
 	if (!sig)
-		return pd_connect_reply_error(r->req, PD_CONNECT_INVALID_ARGUMENT,
+		return e2b_connect_reply_error(r->req, E2B_CONNECT_INVALID_ARGUMENT,
 					      "signal: expected SIGNAL_SIGKILL or SIGNAL_SIGTERM");
 	if (paddock_exec_signal(p->ex, sig, &err) < 0)
 		return e2b_reply_paddock_error(r, &err);
-	pd_connect_reply(r->req, json_object());
+	e2b_connect_reply(r->req, json_object());
 }
 
 static void close_stdin(struct e2b_req *r, json_t *msg)
@@ -517,10 +517,10 @@ static void close_stdin(struct e2b_req *r, json_t *msg)
 	if (!p)
 		return;
 	if (p->pty)
-		return pd_connect_reply_error(r->req, PD_CONNECT_FAILED_PRECONDITION,
+		return e2b_connect_reply_error(r->req, E2B_CONNECT_FAILED_PRECONDITION,
 					      "a pty has no stdin to close: send EOT (Ctrl-D) instead");
-	pd_proc_close_stdin(p);
-	pd_connect_reply(r->req, json_object());
+	pdd_proc_close_stdin(p);
+	e2b_connect_reply(r->req, json_object());
 }
 
 static void update(struct e2b_req *r, json_t *msg)
@@ -533,18 +533,18 @@ static void update(struct e2b_req *r, json_t *msg)
 	if (!p)
 		return;
 	if (!size)
-		return pd_connect_reply(r->req, json_object()); /* nothing to change */
-	if (!pd_pbjson_uint32(json_object_get(size, "rows"), &rows) ||
-	    !pd_pbjson_uint32(json_object_get(size, "cols"), &cols) || rows < 1 || rows > 1000 ||
+		return e2b_connect_reply(r->req, json_object()); /* nothing to change */
+	if (!e2b_pbjson_uint32(json_object_get(size, "rows"), &rows) ||
+	    !e2b_pbjson_uint32(json_object_get(size, "cols"), &cols) || rows < 1 || rows > 1000 ||
 	    cols < 1 || cols > 1000)
-		return pd_connect_reply_error(r->req, PD_CONNECT_INVALID_ARGUMENT,
+		return e2b_connect_reply_error(r->req, E2B_CONNECT_INVALID_ARGUMENT,
 					      "pty.size: expected rows and cols from 1 to 1000");
 	if (!p->pty)
-		return pd_connect_reply_error(r->req, PD_CONNECT_FAILED_PRECONDITION,
+		return e2b_connect_reply_error(r->req, E2B_CONNECT_FAILED_PRECONDITION,
 					      "the process has no pty");
 	if (paddock_exec_resize(p->ex, (unsigned short)rows, (unsigned short)cols, &err) < 0)
 		return e2b_reply_paddock_error(r, &err);
-	pd_connect_reply(r->req, json_object());
+	e2b_connect_reply(r->req, json_object());
 }
 
 void e2b_process(struct e2b_req *r, const char *method, json_t *msg, bool streaming)
@@ -564,6 +564,6 @@ void e2b_process(struct e2b_req *r, const char *method, json_t *msg, bool stream
 		return close_stdin(r, msg);
 	if (strcmp(method, "Update") == 0)
 		return update(r, msg);
-	pd_connect_reply_error(r->req, PD_CONNECT_UNIMPLEMENTED,
+	e2b_connect_reply_error(r->req, E2B_CONNECT_UNIMPLEMENTED,
 			       "process.Process has no method '%.64s'", method);
 }

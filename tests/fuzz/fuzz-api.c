@@ -30,26 +30,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct decision_req q;
 
 		/* POST .../network/decisions */
-		if (!pd_decision_parse(&r, o, &q) && (r.status < 400 || r.status > 499))
+		if (!pdd_decision_parse(&r, o, &q) && (r.status < 400 || r.status > 499))
 			abort();
 	} else if (data[0] & 1) {
 		struct exec_req q = { 0 };
 		paddock_error err = { 0 };
 
 		/* a refusal is always a client error (running out of memory is not a refusal) */
-		if (pd_exec_parse(&b, o, &q, &err) < 0 && err.code != ENOMEM) {
-			int status = pd_http_status(&err, NULL);
+		if (pdd_exec_parse(&b, o, &q, &err) < 0 && err.code != ENOMEM) {
+			int status = pdd_http_status(&err, NULL);
 
 			if (status < 400 || status > 499)
 				abort();
 		}
-		pd_exec_req_release(&q);
+		pdd_exec_req_release(&q);
 	} else {
 		paddock_spec *spec = NULL;
 		paddock_error err = { 0 };
 		int64_t ttl = 0, idle = 0;
 
-		if (pd_create_parse(&d, "tenant", o, &spec, &ttl, &idle, &err) >= 0) {
+		if (pdd_create_parse(&d, "tenant", o, &spec, &ttl, &idle, &err) >= 0) {
 			if (ttl < 0 || idle < 0 || !spec)
 				abort();
 			paddock_spec_free(spec);

@@ -3,12 +3,12 @@
  * Fuzzes the Connect codec of the E2B front end (src/e2b/connect.c) with what a hostile
  * client sends. The first byte is the mode: bit 0 picks streaming or unary decoding, bit 4
  * a small envelope limit; the rest is the input, fed to every parser:
- *  - pd_connect_envelope_parse, envelope after envelope;
- *  - pd_connect_decode_request, then every pbjson helper on each field it decoded;
- *  - pd_connect_parse_timeout on a NUL-terminated copy;
- *  - pd_pbjson_bytes / int64 / uint32 on a JSON string holding the input, checked against
+ *  - e2b_connect_envelope_parse, envelope after envelope;
+ *  - e2b_connect_decode_request, then every pbjson helper on each field it decoded;
+ *  - e2b_connect_parse_timeout on a NUL-terminated copy;
+ *  - e2b_pbjson_bytes / int64 / uint32 on a JSON string holding the input, checked against
  *    a re-encoding and strtoll();
- *  - pd_pbjson_timestamp_new and pd_connect_code_from_errno on numbers taken from it.
+ *  - e2b_pbjson_timestamp_new and e2b_connect_code_from_errno on numbers taken from it.
  * A parser must answer every input, keep its results inside the input, and never leak.
  */
 #include <errno.h>
@@ -37,7 +37,7 @@ static void envelopes(const uint8_t *in, size_t n, size_t max)
 		const uint8_t *payload = NULL;
 		uint8_t flags = 0xff;
 		size_t plen = SIZE_MAX;
-		long r = pd_connect_envelope_parse(in + off, n - off, max, &flags, &payload, &plen);
+		long r = e2b_connect_envelope_parse(in + off, n - off, max, &flags, &payload, &plen);
 
 		CHECK(r == 0 || r == -EPROTO || r == -EMSGSIZE || (r >= 5 && (size_t)r <= n - off));
 		if (r <= 0) {
@@ -45,7 +45,7 @@ static void envelopes(const uint8_t *in, size_t n, size_t max)
 			CHECK(flags == 0xff && payload == NULL && plen == SIZE_MAX);
 			return;
 		}
-		CHECK(flags <= PD_CONNECT_FLAG_END);
+		CHECK(flags <= E2B_CONNECT_FLAG_END);
 		CHECK(payload == in + off + 5 && plen == (size_t)r - 5 && plen <= max);
 		off += (size_t)r;
 	}
@@ -61,15 +61,15 @@ static void field(json_t *v)
 	uint32_t u = 1;
 	bool b = true;
 
-	if (!pd_pbjson_int64(v, &i))
+	if (!e2b_pbjson_int64(v, &i))
 		CHECK(i == 1);
-	if (!pd_pbjson_uint32(v, &u))
+	if (!e2b_pbjson_uint32(v, &u))
 		CHECK(u == 1);
-	if (pd_pbjson_bool(v, &b))
+	if (e2b_pbjson_bool(v, &b))
 		CHECK(b == json_is_true(v));
-	if (pd_pbjson_string(v, &s))
+	if (e2b_pbjson_string(v, &s))
 		CHECK(s != NULL);
-	if (pd_pbjson_bytes(v, &bytes, &blen)) {
+	if (e2b_pbjson_bytes(v, &bytes, &blen)) {
 		CHECK((bytes == NULL) == (blen == 0));
 		free(bytes);
 	} else {
@@ -79,20 +79,20 @@ static void field(json_t *v)
 
 static void decode(const uint8_t *in, size_t n, bool streaming)
 {
-	enum pd_connect_code code = _PD_CONNECT_CODE_MAX;
+	enum e2b_connect_code code = _E2B_CONNECT_CODE_MAX;
 	char msg[128];
 	const char *key;
 	json_t *v, *f;
 
 	memset(msg, 0, sizeof(msg));
-	v = pd_connect_decode_request(in, n, streaming, &code, msg, sizeof(msg));
+	v = e2b_connect_decode_request(in, n, streaming, &code, msg, sizeof(msg));
 	if (!v) {
 		/* a refusal always has a code and a sentence */
-		CHECK(code < _PD_CONNECT_CODE_MAX && msg[0] != '\0' &&
+		CHECK(code < _E2B_CONNECT_CODE_MAX && msg[0] != '\0' &&
 		      msg[sizeof(msg) - 1] == '\0');
 		return;
 	}
-	CHECK(json_is_object(v) && code == _PD_CONNECT_CODE_MAX);
+	CHECK(json_is_object(v) && code == _E2B_CONNECT_CODE_MAX);
 	CHECK(!streaming || (n >= 5 && in[0] == 0));
 	json_object_foreach(v, key, f) {
 		field(f);
@@ -108,7 +108,7 @@ static void timeout(const uint8_t *in, size_t n)
 	n = n < sizeof(s) - 1 ? n : sizeof(s) - 1;
 	memcpy(s, in, n);
 	s[n] = '\0';
-	t = pd_connect_parse_timeout(s);
+	t = e2b_connect_parse_timeout(s);
 	if (t == -1)
 		return;
 	/* accepted: 1 to 10 digits, nothing else */
@@ -123,12 +123,12 @@ static void bytes_round_trip(json_t *v)
 	size_t alen = 0, blen = 0;
 	json_t *again;
 
-	if (!pd_pbjson_bytes(v, &a, &alen))
+	if (!e2b_pbjson_bytes(v, &a, &alen))
 		return;
 	CHECK(alen <= json_string_length(v) / 4 * 3 + 2);
-	again = pd_pbjson_bytes_new(a, alen);
+	again = e2b_pbjson_bytes_new(a, alen);
 	CHECK(again != NULL);
-	CHECK(pd_pbjson_bytes(again, &b, &blen));
+	CHECK(e2b_pbjson_bytes(again, &b, &blen));
 	CHECK(alen == blen && (alen == 0 || memcmp(a, b, alen) == 0));
 	json_decref(again);
 	free(a);
@@ -155,10 +155,10 @@ static void integers(json_t *v, const char *s, size_t n)
 	errno = 0;
 	ll = strtoll(s, NULL, 10);
 	in_range = plain && errno == 0;
-	CHECK(pd_pbjson_int64(v, &i) == in_range);
+	CHECK(e2b_pbjson_int64(v, &i) == in_range);
 	CHECK(!in_range || i == ll);
 	in_range = in_range && s[0] != '-' && ll <= UINT32_MAX;
-	CHECK(pd_pbjson_uint32(v, &u) == in_range);
+	CHECK(e2b_pbjson_uint32(v, &u) == in_range);
 	CHECK(!in_range || u == ll);
 }
 
@@ -173,11 +173,11 @@ static void numbers(const uint8_t *in, size_t n)
 	memcpy(&sec, in, 8);
 	memcpy(&nsec, in + 8, 4);
 	memcpy(&e, in + 12, 4);
-	CHECK(pd_connect_code_from_errno(e) < _PD_CONNECT_CODE_MAX);
+	CHECK(e2b_connect_code_from_errno(e) < _E2B_CONNECT_CODE_MAX);
 	/* keep most of them in range, or nothing but clamping gets tested */
 	if (in[0] & 1)
 		sec %= 253402300799LL;
-	t = pd_pbjson_timestamp_new(sec, nsec);
+	t = e2b_pbjson_timestamp_new(sec, nsec);
 	CHECK(t != NULL); /* out of range is clamped */
 	const char *s = json_string_value(t);
 	size_t len = strlen(s);
@@ -198,7 +198,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 1 || size > (1u << 20))
 		return 0;
-	envelopes(in, n, data[0] & 0x10 ? 64 : PD_CONNECT_MAX_MESSAGE);
+	envelopes(in, n, data[0] & 0x10 ? 64 : E2B_CONNECT_MAX_MESSAGE);
 	decode(in, n, data[0] & 1);
 	timeout(in, n);
 	numbers(in, n);

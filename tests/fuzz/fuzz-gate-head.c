@@ -19,18 +19,18 @@ static bool inside(const char *p, size_t n, const uint8_t *data, size_t size)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct pd_gate_head h;
+	struct pdd_gate_head h;
 	uint64_t chunk;
 
 	if (size > (64u << 10) + 1024)
 		return 0;
-	if (pd_gate_head_parse((const char *)data, size, &h) == 0) {
+	if (pdd_gate_head_parse((const char *)data, size, &h) == 0) {
 		if (!h.method || !inside(h.target, h.target_len, data, size) || h.target_len == 0 ||
 		    h.target[0] != '/' || (h.auth && !inside(h.auth, h.auth_len, data, size)) ||
 		    (h.has_length && h.chunked) || (h.minor != 0 && h.minor != 1))
 			abort();
 		/* the values the E2B listener's policy reads */
-		const struct pd_gate_value *v[] = { &h.host, &h.api_key, &h.access_token,
+		const struct pdd_gate_value *v[] = { &h.host, &h.api_key, &h.access_token,
 						    &h.sandbox_id, &h.sandbox_port };
 		for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
 			if (v[i]->p && !inside(v[i]->p, v[i]->len, data, size))
@@ -38,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else if (h.status < 400 || h.status > 499 || !h.code || !h.msg || !h.field) {
 		abort();
 	}
-	if (pd_gate_chunk_size((const char *)data, size, &chunk) == 0 && chunk >> 60)
+	if (pdd_gate_chunk_size((const char *)data, size, &chunk) == 0 && chunk >> 60)
 		abort();
 	return 0;
 }

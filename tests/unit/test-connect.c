@@ -34,22 +34,22 @@ static void envelope_complete(void **state)
 	size_t plen = 99;
 
 	(void)state;
-	assert_int_equal(pd_connect_envelope_parse(buf, N(buf), 100, &flags, &payload, &plen), 7);
+	assert_int_equal(e2b_connect_envelope_parse(buf, N(buf), 100, &flags, &payload, &plen), 7);
 	assert_int_equal(flags, 0);
 	assert_ptr_equal(payload, buf + 5);
 	assert_int_equal(plen, 2);
 	/* the second one: end of stream, empty */
 	assert_int_equal(
-		pd_connect_envelope_parse(buf + 7, N(buf) - 7, 100, &flags, &payload, &plen), 5);
-	assert_int_equal(flags, PD_CONNECT_FLAG_END);
+		e2b_connect_envelope_parse(buf + 7, N(buf) - 7, 100, &flags, &payload, &plen), 5);
+	assert_int_equal(flags, E2B_CONNECT_FLAG_END);
 	assert_int_equal(plen, 0);
 	/* a length exactly at the limit is allowed */
-	assert_int_equal(pd_connect_envelope_parse(buf, N(buf), 2, NULL, NULL, NULL), 7);
+	assert_int_equal(e2b_connect_envelope_parse(buf, N(buf), 2, NULL, NULL, NULL), 7);
 	/* compressed is a flag the parser knows; the caller refuses it */
-	assert_int_equal(pd_connect_envelope_parse((const uint8_t *)"\x01\0\0\0\0", 5, 0, &flags,
+	assert_int_equal(e2b_connect_envelope_parse((const uint8_t *)"\x01\0\0\0\0", 5, 0, &flags,
 						   NULL, NULL),
 			 5);
-	assert_int_equal(flags, PD_CONNECT_FLAG_COMPRESSED);
+	assert_int_equal(flags, E2B_CONNECT_FLAG_COMPRESSED);
 }
 
 static void envelope_partial(void **state)
@@ -61,7 +61,7 @@ static void envelope_partial(void **state)
 
 	(void)state;
 	for (size_t len = 0; len < N(buf); len++)
-		assert_int_equal(pd_connect_envelope_parse(buf, len, 100, &flags, &payload, &plen),
+		assert_int_equal(e2b_connect_envelope_parse(buf, len, 100, &flags, &payload, &plen),
 				 0);
 	/* nothing written when nothing was found */
 	assert_int_equal(flags, 0x7f);
@@ -78,17 +78,17 @@ static void envelope_refused(void **state)
 	(void)state;
 	/* the length is judged as soon as the header is in, before any payload */
 	assert_int_equal(
-		pd_connect_envelope_parse(big, 5, PD_CONNECT_MAX_MESSAGE, NULL, NULL, NULL),
+		e2b_connect_envelope_parse(big, 5, E2B_CONNECT_MAX_MESSAGE, NULL, NULL, NULL),
 		-EMSGSIZE);
-	assert_int_equal(pd_connect_envelope_parse(over, 5, 256, NULL, NULL, NULL), -EMSGSIZE);
-	assert_int_equal(pd_connect_envelope_parse(over, 5, 257, NULL, NULL, NULL), 0);
+	assert_int_equal(e2b_connect_envelope_parse(over, 5, 256, NULL, NULL, NULL), -EMSGSIZE);
+	assert_int_equal(e2b_connect_envelope_parse(over, 5, 257, NULL, NULL, NULL), 0);
 	for (size_t i = 0; i < sizeof(flags_bad); i++) {
 		uint8_t b[6] = {flags_bad[i], 0, 0, 0, 1, '1'};
 
-		assert_int_equal(pd_connect_envelope_parse(b, sizeof(b), 10, NULL, NULL, NULL),
+		assert_int_equal(e2b_connect_envelope_parse(b, sizeof(b), 10, NULL, NULL, NULL),
 				 -EPROTO);
 		/* one byte is enough to know */
-		assert_int_equal(pd_connect_envelope_parse(b, 1, 10, NULL, NULL, NULL), -EPROTO);
+		assert_int_equal(e2b_connect_envelope_parse(b, 1, 10, NULL, NULL, NULL), -EPROTO);
 	}
 }
 
@@ -101,12 +101,12 @@ static void envelope_add(void **state)
 
 	(void)state;
 	assert_non_null(b);
-	assert_int_equal(pd_connect_envelope_add(b, 0, "{\"a\":1}", 7), 0);
-	assert_int_equal(pd_connect_envelope_add(b, PD_CONNECT_FLAG_END, NULL, 0), 0);
+	assert_int_equal(e2b_connect_envelope_add(b, 0, "{\"a\":1}", 7), 0);
+	assert_int_equal(e2b_connect_envelope_add(b, E2B_CONNECT_FLAG_END, NULL, 0), 0);
 	assert_int_equal(evbuffer_get_length(b), 17);
 	p = evbuffer_pullup(b, -1);
 	assert_memory_equal(p, "\x00\x00\x00\x00\x07{\"a\":1}\x02\x00\x00\x00\x00", 17);
-	assert_int_equal(pd_connect_envelope_parse(p, 17, 100, &flags, &payload, &plen), 12);
+	assert_int_equal(e2b_connect_envelope_parse(p, 17, 100, &flags, &payload, &plen), 12);
 	assert_memory_equal(payload, "{\"a\":1}", 7);
 	evbuffer_free(b);
 }
@@ -114,15 +114,15 @@ static void envelope_add(void **state)
 /* ---- requests ------------------------------------------------------------------------------- */
 
 /* Decodes and expects a refusal with `code` and a message holding `needle`. */
-static void expect_refused(const void *body, size_t len, bool streaming, enum pd_connect_code code,
+static void expect_refused(const void *body, size_t len, bool streaming, enum e2b_connect_code code,
 			   const char *needle)
 {
-	enum pd_connect_code got = _PD_CONNECT_CODE_MAX;
+	enum e2b_connect_code got = _E2B_CONNECT_CODE_MAX;
 	char msg[256] = "";
-	json_t *v = pd_connect_decode_request(body, len, streaming, &got, msg, sizeof(msg));
+	json_t *v = e2b_connect_decode_request(body, len, streaming, &got, msg, sizeof(msg));
 
 	assert_null(v);
-	assert_string_equal(pd_connect_code_name(got), pd_connect_code_name(code));
+	assert_string_equal(e2b_connect_code_name(got), e2b_connect_code_name(code));
 	if (!strstr(msg, needle))
 		fail_msg("message '%s' does not say '%s'", msg, needle);
 }
@@ -130,12 +130,12 @@ static void expect_refused(const void *body, size_t len, bool streaming, enum pd
 static void expect_object(const void *body, size_t len, bool streaming, const char *key,
 			  json_int_t value)
 {
-	enum pd_connect_code code = _PD_CONNECT_CODE_MAX;
+	enum e2b_connect_code code = _E2B_CONNECT_CODE_MAX;
 	char msg[256] = "";
-	json_t *v = pd_connect_decode_request(body, len, streaming, &code, msg, sizeof(msg));
+	json_t *v = e2b_connect_decode_request(body, len, streaming, &code, msg, sizeof(msg));
 
 	if (!v)
-		fail_msg("refused (%s): %s", pd_connect_code_name(code), msg);
+		fail_msg("refused (%s): %s", e2b_connect_code_name(code), msg);
 	assert_true(json_is_object(v));
 	if (key)
 		assert_int_equal(json_integer_value(json_object_get(v, key)), value);
@@ -152,26 +152,26 @@ static void decode_streaming(void **state)
 
 	(void)state;
 	expect_object(ok, N(ok), true, "a", 1);
-	expect_refused("", 0, true, PD_CONNECT_INVALID_ARGUMENT, "got 0 bytes");
-	expect_refused(ok, 3, true, PD_CONNECT_INVALID_ARGUMENT,
+	expect_refused("", 0, true, E2B_CONNECT_INVALID_ARGUMENT, "got 0 bytes");
+	expect_refused(ok, 3, true, E2B_CONNECT_INVALID_ARGUMENT,
 		       "expected one Connect envelope (5-byte header + JSON message), got 3 bytes");
-	expect_refused(ok, N(ok) - 1, true, PD_CONNECT_INVALID_ARGUMENT,
+	expect_refused(ok, N(ok) - 1, true, E2B_CONNECT_INVALID_ARGUMENT,
 		       "announces a 7-byte message but the body holds 6");
-	expect_refused(two, N(two), true, PD_CONNECT_INVALID_ARGUMENT, "found 7 more bytes");
-	expect_refused("\x00\x00\x00\x00\x02{}x", 8, true, PD_CONNECT_INVALID_ARGUMENT,
+	expect_refused(two, N(two), true, E2B_CONNECT_INVALID_ARGUMENT, "found 7 more bytes");
+	expect_refused("\x00\x00\x00\x00\x02{}x", 8, true, E2B_CONNECT_INVALID_ARGUMENT,
 		       "found 1 more bytes");
-	expect_refused("\x02\x00\x00\x00\x02{}", 7, true, PD_CONNECT_INVALID_ARGUMENT,
+	expect_refused("\x02\x00\x00\x00\x02{}", 7, true, E2B_CONNECT_INVALID_ARGUMENT,
 		       "end-of-stream");
-	expect_refused("\x01\x00\x00\x00\x02{}", 7, true, PD_CONNECT_UNIMPLEMENTED,
+	expect_refused("\x01\x00\x00\x00\x02{}", 7, true, E2B_CONNECT_UNIMPLEMENTED,
 		       "compression was not negotiated");
-	expect_refused("\x03\x00\x00\x00\x02{}", 7, true, PD_CONNECT_INVALID_ARGUMENT,
+	expect_refused("\x03\x00\x00\x00\x02{}", 7, true, E2B_CONNECT_INVALID_ARGUMENT,
 		       "flags are 0x03");
-	expect_refused("\x80", 1, true, PD_CONNECT_INVALID_ARGUMENT, "flags are 0x80");
-	expect_refused(big, sizeof(big), true, PD_CONNECT_RESOURCE_EXHAUSTED, "4194304 bytes");
+	expect_refused("\x80", 1, true, E2B_CONNECT_INVALID_ARGUMENT, "flags are 0x80");
+	expect_refused(big, sizeof(big), true, E2B_CONNECT_RESOURCE_EXHAUSTED, "4194304 bytes");
 	/* an empty payload is not a JSON object (connect-go says the same) */
-	expect_refused("\x00\x00\x00\x00\x00", 5, true, PD_CONNECT_INVALID_ARGUMENT,
+	expect_refused("\x00\x00\x00\x00\x00", 5, true, E2B_CONNECT_INVALID_ARGUMENT,
 		       "not valid JSON");
-	expect_refused("\x00\x00\x00\x00\x02[]", 7, true, PD_CONNECT_INVALID_ARGUMENT,
+	expect_refused("\x00\x00\x00\x00\x02[]", 7, true, E2B_CONNECT_INVALID_ARGUMENT,
 		       "must be a JSON object, got an array");
 }
 
@@ -184,42 +184,42 @@ static void decode_unary(void **state)
 	expect_object(NULL, 0, false, NULL, 0);
 	expect_object("{\"pid\":42}", 10, false, "pid", 42);
 	expect_object(" {} \n", 5, false, NULL, 0);
-	expect_refused("[]", 2, false, PD_CONNECT_INVALID_ARGUMENT,
+	expect_refused("[]", 2, false, E2B_CONNECT_INVALID_ARGUMENT,
 		       "the request body must be a JSON object, got an array");
-	expect_refused("\"x\"", 3, false, PD_CONNECT_INVALID_ARGUMENT, "got a string");
-	expect_refused("1", 1, false, PD_CONNECT_INVALID_ARGUMENT, "got a number");
-	expect_refused("null", 4, false, PD_CONNECT_INVALID_ARGUMENT, "got null");
-	expect_refused("{", 1, false, PD_CONNECT_INVALID_ARGUMENT, "not valid JSON");
-	expect_refused("{} {}", 5, false, PD_CONNECT_INVALID_ARGUMENT, "not valid JSON");
-	expect_refused("{\"a\":1,\"a\":2}", 13, false, PD_CONNECT_INVALID_ARGUMENT, "duplicate");
+	expect_refused("\"x\"", 3, false, E2B_CONNECT_INVALID_ARGUMENT, "got a string");
+	expect_refused("1", 1, false, E2B_CONNECT_INVALID_ARGUMENT, "got a number");
+	expect_refused("null", 4, false, E2B_CONNECT_INVALID_ARGUMENT, "got null");
+	expect_refused("{", 1, false, E2B_CONNECT_INVALID_ARGUMENT, "not valid JSON");
+	expect_refused("{} {}", 5, false, E2B_CONNECT_INVALID_ARGUMENT, "not valid JSON");
+	expect_refused("{\"a\":1,\"a\":2}", 13, false, E2B_CONNECT_INVALID_ARGUMENT, "duplicate");
 	/* the body is not NUL-terminated: the length is what counts */
 	expect_object("{}garbage", 2, false, NULL, 0);
 	/* over the limit: refused before it is parsed */
-	huge = malloc(PD_CONNECT_MAX_MESSAGE + 1);
+	huge = malloc(E2B_CONNECT_MAX_MESSAGE + 1);
 	assert_non_null(huge);
-	memset(huge, ' ', PD_CONNECT_MAX_MESSAGE + 1);
+	memset(huge, ' ', E2B_CONNECT_MAX_MESSAGE + 1);
 	huge[0] = '{';
-	huge[PD_CONNECT_MAX_MESSAGE] = '}';
-	expect_refused(huge, PD_CONNECT_MAX_MESSAGE + 1, false, PD_CONNECT_RESOURCE_EXHAUSTED,
+	huge[E2B_CONNECT_MAX_MESSAGE] = '}';
+	expect_refused(huge, E2B_CONNECT_MAX_MESSAGE + 1, false, E2B_CONNECT_RESOURCE_EXHAUSTED,
 		       "over the limit of 4194304 bytes");
-	huge[PD_CONNECT_MAX_MESSAGE - 1] = '}';
-	expect_object(huge, PD_CONNECT_MAX_MESSAGE, false, NULL, 0);
+	huge[E2B_CONNECT_MAX_MESSAGE - 1] = '}';
+	expect_object(huge, E2B_CONNECT_MAX_MESSAGE, false, NULL, 0);
 	free(huge);
 }
 
 static void decode_small_msg(void **state)
 {
-	enum pd_connect_code code;
+	enum e2b_connect_code code;
 	char msg[8];
 
 	(void)state;
 	/* a short buffer gets a truncated, terminated sentence */
-	assert_null(pd_connect_decode_request((const uint8_t *)"[]", 2, false, &code, msg,
+	assert_null(e2b_connect_decode_request((const uint8_t *)"[]", 2, false, &code, msg,
 					      sizeof(msg)));
 	assert_int_equal(strlen(msg), sizeof(msg) - 1);
-	assert_int_equal(code, PD_CONNECT_INVALID_ARGUMENT);
-	assert_null(pd_connect_decode_request((const uint8_t *)"[]", 2, false, &code, NULL, 0));
-	assert_int_equal(code, PD_CONNECT_INVALID_ARGUMENT);
+	assert_int_equal(code, E2B_CONNECT_INVALID_ARGUMENT);
+	assert_null(e2b_connect_decode_request((const uint8_t *)"[]", 2, false, &code, NULL, 0));
+	assert_int_equal(code, E2B_CONNECT_INVALID_ARGUMENT);
 }
 
 static void timeout_header(void **state)
@@ -229,27 +229,27 @@ static void timeout_header(void **state)
 	};
 
 	(void)state;
-	assert_true(pd_connect_parse_timeout(NULL) == 0);
-	assert_true(pd_connect_parse_timeout("1500") == 1.5);
-	assert_true(pd_connect_parse_timeout("1") == 0.001);
-	assert_true(pd_connect_parse_timeout("0") == 0);
-	assert_true(pd_connect_parse_timeout("0000000001") == 0.001);
-	assert_true(pd_connect_parse_timeout("9999999999") == 9999999.999);
+	assert_true(e2b_connect_parse_timeout(NULL) == 0);
+	assert_true(e2b_connect_parse_timeout("1500") == 1.5);
+	assert_true(e2b_connect_parse_timeout("1") == 0.001);
+	assert_true(e2b_connect_parse_timeout("0") == 0);
+	assert_true(e2b_connect_parse_timeout("0000000001") == 0.001);
+	assert_true(e2b_connect_parse_timeout("9999999999") == 9999999.999);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		if (pd_connect_parse_timeout(bad[i]) != -1)
+		if (e2b_connect_parse_timeout(bad[i]) != -1)
 			fail_msg("'%s' was accepted", bad[i]);
 }
 
 /* ---- protobuf JSON -------------------------------------------------------------------------- */
 
-/* pd_pbjson_int64 of the JSON text s: true and *ret, or false with *ret untouched. */
+/* e2b_pbjson_int64 of the JSON text s: true and *ret, or false with *ret untouched. */
 static bool int64_of(const char *s, int64_t *ret)
 {
 	json_t *v = json_loads(s, JSON_DECODE_ANY, NULL);
 	bool ok;
 
 	assert_non_null(v);
-	ok = pd_pbjson_int64(v, ret);
+	ok = e2b_pbjson_int64(v, ret);
 	json_decref(v);
 	return ok;
 }
@@ -260,7 +260,7 @@ static bool uint32_of(const char *s, uint32_t *ret)
 	bool ok;
 
 	assert_non_null(v);
-	ok = pd_pbjson_uint32(v, ret);
+	ok = e2b_pbjson_uint32(v, ret);
 	json_decref(v);
 	return ok;
 }
@@ -325,7 +325,7 @@ static void pbjson_int64(void **state)
 		assert_int_equal(r, 12345);
 	}
 	r = 12345;
-	assert_true(pd_pbjson_int64(NULL, &r));
+	assert_true(e2b_pbjson_int64(NULL, &r));
 	assert_int_equal(r, 0);
 }
 
@@ -343,11 +343,11 @@ static void pbjson_embedded_nul(void **state)
 	(void)state;
 	assert_non_null(num);
 	assert_non_null(path);
-	assert_false(pd_pbjson_int64(num, &i));
+	assert_false(e2b_pbjson_int64(num, &i));
 	assert_int_equal(i, 5);
-	assert_false(pd_pbjson_uint32(num, &u));
+	assert_false(e2b_pbjson_uint32(num, &u));
 	assert_int_equal(u, 5);
-	assert_false(pd_pbjson_string(path, &s));
+	assert_false(e2b_pbjson_string(path, &s));
 	assert_string_equal(s, "kept");
 	json_decref(num);
 	json_decref(path);
@@ -376,7 +376,7 @@ static void pbjson_uint32(void **state)
 	assert_true(uint32_of("null", &r));
 	assert_int_equal(r, 0);
 	r = 5;
-	assert_true(pd_pbjson_uint32(NULL, &r));
+	assert_true(e2b_pbjson_uint32(NULL, &r));
 	assert_int_equal(r, 0);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		r = 12345;
@@ -394,31 +394,31 @@ static void pbjson_bool_string(void **state)
 	bool b = false;
 
 	(void)state;
-	assert_true(pd_pbjson_bool(t, &b));
+	assert_true(e2b_pbjson_bool(t, &b));
 	assert_true(b);
-	assert_true(pd_pbjson_bool(f, &b));
+	assert_true(e2b_pbjson_bool(f, &b));
 	assert_false(b);
 	b = true;
-	assert_true(pd_pbjson_bool(NULL, &b));
+	assert_true(e2b_pbjson_bool(NULL, &b));
 	assert_false(b);
 	b = true;
-	assert_true(pd_pbjson_bool(n, &b));
+	assert_true(e2b_pbjson_bool(n, &b));
 	assert_false(b);
 	b = true;
-	assert_false(pd_pbjson_bool(i, &b));
-	assert_false(pd_pbjson_bool(str_true, &b));
+	assert_false(e2b_pbjson_bool(i, &b));
+	assert_false(e2b_pbjson_bool(str_true, &b));
 	assert_true(b);
 
-	assert_true(pd_pbjson_string(s, &str));
+	assert_true(e2b_pbjson_string(s, &str));
 	assert_string_equal(str, "hi");
-	assert_true(pd_pbjson_string(NULL, &str));
+	assert_true(e2b_pbjson_string(NULL, &str));
 	assert_string_equal(str, "");
 	str = NULL;
-	assert_true(pd_pbjson_string(n, &str));
+	assert_true(e2b_pbjson_string(n, &str));
 	assert_string_equal(str, "");
 	str = "kept";
-	assert_false(pd_pbjson_string(i, &str));
-	assert_false(pd_pbjson_string(t, &str));
+	assert_false(e2b_pbjson_string(i, &str));
+	assert_false(e2b_pbjson_string(t, &str));
 	assert_string_equal(str, "kept");
 	json_decref(t);
 	json_decref(f);
@@ -435,7 +435,7 @@ static void expect_bytes(const char *b64, const void *want, size_t want_len)
 	size_t len = 99;
 
 	assert_non_null(v);
-	if (!pd_pbjson_bytes(v, &got, &len))
+	if (!e2b_pbjson_bytes(v, &got, &len))
 		fail_msg("'%s' refused", b64);
 	assert_int_equal(len, want_len);
 	if (want_len == 0)
@@ -473,18 +473,18 @@ static void pbjson_bytes(void **state)
 		json_t *v = json_string(bad[k]);
 
 		assert_non_null(v);
-		if (pd_pbjson_bytes(v, &got, &len))
+		if (e2b_pbjson_bytes(v, &got, &len))
 			fail_msg("'%s' accepted", bad[k]);
 		json_decref(v);
 	}
-	assert_false(pd_pbjson_bytes(i, &got, &len));
+	assert_false(e2b_pbjson_bytes(i, &got, &len));
 	assert_ptr_equal(got, (uint8_t *)0x1);
 	assert_int_equal(len, 7);
-	assert_true(pd_pbjson_bytes(NULL, &got, &len));
+	assert_true(e2b_pbjson_bytes(NULL, &got, &len));
 	assert_null(got);
 	assert_int_equal(len, 0);
 	got = (uint8_t *)0x1;
-	assert_true(pd_pbjson_bytes(n, &got, &len));
+	assert_true(e2b_pbjson_bytes(n, &got, &len));
 	assert_null(got);
 	json_decref(i);
 	json_decref(n);
@@ -492,14 +492,14 @@ static void pbjson_bytes(void **state)
 
 static void pbjson_bytes_new(void **state)
 {
-	json_t *v = pd_pbjson_bytes_new("\x00\x01\xff\xfe", 4), *e = pd_pbjson_bytes_new("", 0);
+	json_t *v = e2b_pbjson_bytes_new("\x00\x01\xff\xfe", 4), *e = e2b_pbjson_bytes_new("", 0);
 	uint8_t *back = NULL;
 	size_t len = 0;
 
 	(void)state;
 	assert_string_equal(json_string_value(v), "AAH//g==");
 	assert_string_equal(json_string_value(e), "");
-	assert_true(pd_pbjson_bytes(v, &back, &len));
+	assert_true(e2b_pbjson_bytes(v, &back, &len));
 	assert_int_equal(len, 4);
 	assert_memory_equal(back, "\x00\x01\xff\xfe", 4);
 	free(back);
@@ -509,7 +509,7 @@ static void pbjson_bytes_new(void **state)
 
 static void expect_timestamp(int64_t sec, long nsec, const char *want)
 {
-	json_t *v = pd_pbjson_timestamp_new(sec, nsec);
+	json_t *v = e2b_pbjson_timestamp_new(sec, nsec);
 
 	if (!v)
 		fail_msg("(%lld, %ld) refused", (long long)sec, nsec);
@@ -545,102 +545,102 @@ static void pbjson_timestamp(void **state)
 static void code_table(void **state)
 {
 	static const struct {
-		enum pd_connect_code code;
+		enum e2b_connect_code code;
 		const char *name;
 		int status;
 	} want[] = {
-		{PD_CONNECT_CANCELED, "canceled", 499},
-		{PD_CONNECT_UNKNOWN, "unknown", 500},
-		{PD_CONNECT_INVALID_ARGUMENT, "invalid_argument", 400},
-		{PD_CONNECT_DEADLINE_EXCEEDED, "deadline_exceeded", 504},
-		{PD_CONNECT_NOT_FOUND, "not_found", 404},
-		{PD_CONNECT_ALREADY_EXISTS, "already_exists", 409},
-		{PD_CONNECT_PERMISSION_DENIED, "permission_denied", 403},
-		{PD_CONNECT_RESOURCE_EXHAUSTED, "resource_exhausted", 429},
-		{PD_CONNECT_FAILED_PRECONDITION, "failed_precondition", 400},
-		{PD_CONNECT_ABORTED, "aborted", 409},
-		{PD_CONNECT_OUT_OF_RANGE, "out_of_range", 400},
-		{PD_CONNECT_UNIMPLEMENTED, "unimplemented", 501},
-		{PD_CONNECT_INTERNAL, "internal", 500},
-		{PD_CONNECT_UNAVAILABLE, "unavailable", 503},
-		{PD_CONNECT_DATA_LOSS, "data_loss", 500},
-		{PD_CONNECT_UNAUTHENTICATED, "unauthenticated", 401},
+		{E2B_CONNECT_CANCELED, "canceled", 499},
+		{E2B_CONNECT_UNKNOWN, "unknown", 500},
+		{E2B_CONNECT_INVALID_ARGUMENT, "invalid_argument", 400},
+		{E2B_CONNECT_DEADLINE_EXCEEDED, "deadline_exceeded", 504},
+		{E2B_CONNECT_NOT_FOUND, "not_found", 404},
+		{E2B_CONNECT_ALREADY_EXISTS, "already_exists", 409},
+		{E2B_CONNECT_PERMISSION_DENIED, "permission_denied", 403},
+		{E2B_CONNECT_RESOURCE_EXHAUSTED, "resource_exhausted", 429},
+		{E2B_CONNECT_FAILED_PRECONDITION, "failed_precondition", 400},
+		{E2B_CONNECT_ABORTED, "aborted", 409},
+		{E2B_CONNECT_OUT_OF_RANGE, "out_of_range", 400},
+		{E2B_CONNECT_UNIMPLEMENTED, "unimplemented", 501},
+		{E2B_CONNECT_INTERNAL, "internal", 500},
+		{E2B_CONNECT_UNAVAILABLE, "unavailable", 503},
+		{E2B_CONNECT_DATA_LOSS, "data_loss", 500},
+		{E2B_CONNECT_UNAUTHENTICATED, "unauthenticated", 401},
 	};
 
 	(void)state;
-	assert_int_equal(sizeof(want) / sizeof(want[0]), _PD_CONNECT_CODE_MAX);
+	assert_int_equal(sizeof(want) / sizeof(want[0]), _E2B_CONNECT_CODE_MAX);
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		assert_int_equal(want[i].code, i); /* the table above is in enum order */
-		assert_string_equal(pd_connect_code_name(want[i].code), want[i].name);
-		assert_int_equal(pd_connect_code_http_status(want[i].code), want[i].status);
+		assert_string_equal(e2b_connect_code_name(want[i].code), want[i].name);
+		assert_int_equal(e2b_connect_code_http_status(want[i].code), want[i].status);
 	}
 	/* out of range: the protocol's unknown */
-	assert_string_equal(pd_connect_code_name(_PD_CONNECT_CODE_MAX), "unknown");
-	assert_int_equal(pd_connect_code_http_status(_PD_CONNECT_CODE_MAX), 500);
-	assert_string_equal(pd_connect_code_name((enum pd_connect_code) - 1), "unknown");
-	assert_int_equal(pd_connect_code_http_status((enum pd_connect_code) - 1), 500);
+	assert_string_equal(e2b_connect_code_name(_E2B_CONNECT_CODE_MAX), "unknown");
+	assert_int_equal(e2b_connect_code_http_status(_E2B_CONNECT_CODE_MAX), 500);
+	assert_string_equal(e2b_connect_code_name((enum e2b_connect_code) - 1), "unknown");
+	assert_int_equal(e2b_connect_code_http_status((enum e2b_connect_code) - 1), 500);
 }
 
 static void code_errno(void **state)
 {
 	static const struct {
 		int e;
-		enum pd_connect_code code;
+		enum e2b_connect_code code;
 	} want[] = {
-		{ENOENT, PD_CONNECT_NOT_FOUND},
-		{ESRCH, PD_CONNECT_NOT_FOUND},
-		{EEXIST, PD_CONNECT_ALREADY_EXISTS},
-		{EACCES, PD_CONNECT_PERMISSION_DENIED},
-		{EPERM, PD_CONNECT_PERMISSION_DENIED},
-		{EROFS, PD_CONNECT_PERMISSION_DENIED},
-		{EINVAL, PD_CONNECT_INVALID_ARGUMENT},
-		{ENAMETOOLONG, PD_CONNECT_INVALID_ARGUMENT},
-		{ENOTDIR, PD_CONNECT_INVALID_ARGUMENT},
-		{EISDIR, PD_CONNECT_INVALID_ARGUMENT},
-		{ELOOP, PD_CONNECT_INVALID_ARGUMENT},
-		{E2BIG, PD_CONNECT_INVALID_ARGUMENT},
-		{ENOEXEC, PD_CONNECT_INVALID_ARGUMENT},
-		{ENOTEMPTY, PD_CONNECT_FAILED_PRECONDITION},
-		{EBUSY, PD_CONNECT_FAILED_PRECONDITION},
-		{ETXTBSY, PD_CONNECT_FAILED_PRECONDITION},
-		{EXDEV, PD_CONNECT_FAILED_PRECONDITION},
-		{ETIMEDOUT, PD_CONNECT_DEADLINE_EXCEEDED},
-		{ETIME, PD_CONNECT_DEADLINE_EXCEEDED},
-		{ENOSPC, PD_CONNECT_RESOURCE_EXHAUSTED},
-		{EDQUOT, PD_CONNECT_RESOURCE_EXHAUSTED},
-		{EMFILE, PD_CONNECT_RESOURCE_EXHAUSTED},
-		{ENFILE, PD_CONNECT_RESOURCE_EXHAUSTED},
-		{EAGAIN, PD_CONNECT_RESOURCE_EXHAUSTED},
-		{ENOMEM, PD_CONNECT_RESOURCE_EXHAUSTED},
-		{EFBIG, PD_CONNECT_RESOURCE_EXHAUSTED},
-		{EMSGSIZE, PD_CONNECT_RESOURCE_EXHAUSTED},
-		{ERANGE, PD_CONNECT_OUT_OF_RANGE},
-		{EOVERFLOW, PD_CONNECT_OUT_OF_RANGE},
-		{ECANCELED, PD_CONNECT_CANCELED},
-		{ENOSYS, PD_CONNECT_UNIMPLEMENTED},
-		{EOPNOTSUPP, PD_CONNECT_UNIMPLEMENTED},
-		{ECONNREFUSED, PD_CONNECT_UNAVAILABLE},
-		{ECONNRESET, PD_CONNECT_UNAVAILABLE},
-		{ENOTCONN, PD_CONNECT_UNAVAILABLE},
-		{EPIPE, PD_CONNECT_UNAVAILABLE},
-		{EIO, PD_CONNECT_INTERNAL},
-		{EBADF, PD_CONNECT_INTERNAL},
-		{4095, PD_CONNECT_INTERNAL},
-		{0, PD_CONNECT_UNKNOWN},
-		{INT_MAX, PD_CONNECT_INTERNAL},
-		{INT_MIN, PD_CONNECT_INTERNAL},
+		{ENOENT, E2B_CONNECT_NOT_FOUND},
+		{ESRCH, E2B_CONNECT_NOT_FOUND},
+		{EEXIST, E2B_CONNECT_ALREADY_EXISTS},
+		{EACCES, E2B_CONNECT_PERMISSION_DENIED},
+		{EPERM, E2B_CONNECT_PERMISSION_DENIED},
+		{EROFS, E2B_CONNECT_PERMISSION_DENIED},
+		{EINVAL, E2B_CONNECT_INVALID_ARGUMENT},
+		{ENAMETOOLONG, E2B_CONNECT_INVALID_ARGUMENT},
+		{ENOTDIR, E2B_CONNECT_INVALID_ARGUMENT},
+		{EISDIR, E2B_CONNECT_INVALID_ARGUMENT},
+		{ELOOP, E2B_CONNECT_INVALID_ARGUMENT},
+		{E2BIG, E2B_CONNECT_INVALID_ARGUMENT},
+		{ENOEXEC, E2B_CONNECT_INVALID_ARGUMENT},
+		{ENOTEMPTY, E2B_CONNECT_FAILED_PRECONDITION},
+		{EBUSY, E2B_CONNECT_FAILED_PRECONDITION},
+		{ETXTBSY, E2B_CONNECT_FAILED_PRECONDITION},
+		{EXDEV, E2B_CONNECT_FAILED_PRECONDITION},
+		{ETIMEDOUT, E2B_CONNECT_DEADLINE_EXCEEDED},
+		{ETIME, E2B_CONNECT_DEADLINE_EXCEEDED},
+		{ENOSPC, E2B_CONNECT_RESOURCE_EXHAUSTED},
+		{EDQUOT, E2B_CONNECT_RESOURCE_EXHAUSTED},
+		{EMFILE, E2B_CONNECT_RESOURCE_EXHAUSTED},
+		{ENFILE, E2B_CONNECT_RESOURCE_EXHAUSTED},
+		{EAGAIN, E2B_CONNECT_RESOURCE_EXHAUSTED},
+		{ENOMEM, E2B_CONNECT_RESOURCE_EXHAUSTED},
+		{EFBIG, E2B_CONNECT_RESOURCE_EXHAUSTED},
+		{EMSGSIZE, E2B_CONNECT_RESOURCE_EXHAUSTED},
+		{ERANGE, E2B_CONNECT_OUT_OF_RANGE},
+		{EOVERFLOW, E2B_CONNECT_OUT_OF_RANGE},
+		{ECANCELED, E2B_CONNECT_CANCELED},
+		{ENOSYS, E2B_CONNECT_UNIMPLEMENTED},
+		{EOPNOTSUPP, E2B_CONNECT_UNIMPLEMENTED},
+		{ECONNREFUSED, E2B_CONNECT_UNAVAILABLE},
+		{ECONNRESET, E2B_CONNECT_UNAVAILABLE},
+		{ENOTCONN, E2B_CONNECT_UNAVAILABLE},
+		{EPIPE, E2B_CONNECT_UNAVAILABLE},
+		{EIO, E2B_CONNECT_INTERNAL},
+		{EBADF, E2B_CONNECT_INTERNAL},
+		{4095, E2B_CONNECT_INTERNAL},
+		{0, E2B_CONNECT_UNKNOWN},
+		{INT_MAX, E2B_CONNECT_INTERNAL},
+		{INT_MIN, E2B_CONNECT_INTERNAL},
 	};
 
 	(void)state;
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		int e = want[i].e;
 
-		if (pd_connect_code_from_errno(e) != want[i].code)
+		if (e2b_connect_code_from_errno(e) != want[i].code)
 			fail_msg("errno %d: %s, expected %s", e,
-				 pd_connect_code_name(pd_connect_code_from_errno(e)),
-				 pd_connect_code_name(want[i].code));
+				 e2b_connect_code_name(e2b_connect_code_from_errno(e)),
+				 e2b_connect_code_name(want[i].code));
 		if (e != INT_MIN)
-			assert_int_equal(pd_connect_code_from_errno(-e), want[i].code);
+			assert_int_equal(e2b_connect_code_from_errno(-e), want[i].code);
 	}
 }
 
@@ -723,7 +723,7 @@ static json_t *next_envelope(const struct response *r, size_t *off, uint8_t *ret
 	size_t plen;
 	long n;
 
-	n = pd_connect_envelope_parse(r->body + *off, r->len - *off, sizeof(r->body), ret_flags,
+	n = e2b_connect_envelope_parse(r->body + *off, r->len - *off, sizeof(r->body), ret_flags,
 				      &payload, &plen);
 	assert_true(n > 0);
 	*off += (size_t)n;
@@ -743,27 +743,27 @@ static void body_is(const struct response *r, const char *want)
 
 static void answer_unary(struct evhttp_request *req)
 {
-	pd_connect_reply(req, json_pack("{s:i}", "pid", 7));
+	e2b_connect_reply(req, json_pack("{s:i}", "pid", 7));
 }
 
 static void answer_unary_error(struct evhttp_request *req)
 {
-	pd_connect_reply_error(req, PD_CONNECT_NOT_FOUND, "file '%s' not found", "/x");
+	e2b_connect_reply_error(req, E2B_CONNECT_NOT_FOUND, "file '%s' not found", "/x");
 }
 
 static void answer_bad_utf8(struct evhttp_request *req)
 {
-	pd_connect_reply_error(req, PD_CONNECT_INVALID_ARGUMENT, "name '%s'", "a\xff\xc3");
+	e2b_connect_reply_error(req, E2B_CONNECT_INVALID_ARGUMENT, "name '%s'", "a\xff\xc3");
 }
 
 static void answer_stream(struct evhttp_request *req)
 {
 	bool started = false;
 
-	pd_connect_stream_send(req, &started, json_pack("{s:i}", "n", 1));
+	e2b_connect_stream_send(req, &started, json_pack("{s:i}", "n", 1));
 	assert_true(started);
-	pd_connect_stream_send(req, &started, json_pack("{s:i}", "n", 2));
-	pd_connect_stream_end(req, &started, -1, NULL);
+	e2b_connect_stream_send(req, &started, json_pack("{s:i}", "n", 2));
+	e2b_connect_stream_end(req, &started, -1, NULL);
 }
 
 static void answer_stream_error(struct evhttp_request *req)
@@ -771,7 +771,7 @@ static void answer_stream_error(struct evhttp_request *req)
 	bool started = false;
 
 	/* an error before any message is still a 200 and an end-of-stream */
-	pd_connect_stream_end(req, &started, PD_CONNECT_DEADLINE_EXCEEDED, "ran for %d s", 3);
+	e2b_connect_stream_end(req, &started, E2B_CONNECT_DEADLINE_EXCEEDED, "ran for %d s", 3);
 	assert_true(started);
 }
 
@@ -807,7 +807,7 @@ static void replies(void **state)
 		json_decref(m);
 	}
 	m = next_envelope(&r, &off, &flags);
-	assert_int_equal(flags, PD_CONNECT_FLAG_END);
+	assert_int_equal(flags, E2B_CONNECT_FLAG_END);
 	assert_int_equal(json_object_size(m), 0);
 	json_decref(m);
 	assert_int_equal(off, r.len);
@@ -818,7 +818,7 @@ static void replies(void **state)
 	assert_string_equal(r.type, "application/connect+json");
 	m = next_envelope(&r, &off, &flags);
 	assert_int_equal(off, r.len); /* one envelope, nothing else */
-	assert_int_equal(flags, PD_CONNECT_FLAG_END);
+	assert_int_equal(flags, E2B_CONNECT_FLAG_END);
 	assert_memory_equal(r.body, "\x02\x00\x00\x00\x3e", 5);
 	body_is_from(&r, 5,
 		     "{\"error\":{\"code\":\"deadline_exceeded\",\"message\":\"ran for 3 s\"}}");
