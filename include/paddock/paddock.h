@@ -63,6 +63,8 @@ PADDOCK_API const char *paddock_escape(const char *s, char *buf, size_t size);
 
 /* Base64 (RFC 4648, standard alphabet, padded) of `len` bytes; NULL when out of memory. */
 PADDOCK_API char *paddock_base64_encode(const void *data, size_t len);
+/* The value (0..63) of a character of the standard alphabet, -1 for any other. */
+PADDOCK_API int paddock_base64_value(unsigned char c);
 /*
  * Decodes `len` characters (whitespace ignored, '=' only at the end): -EINVAL for anything
  * else, -ENOMEM. Caller frees *ret (NUL-terminated, the NUL not counted in *ret_len).

@@ -473,17 +473,11 @@ bool e2b_pbjson_string(json_t *v, const char **ret)
 /* Both alphabets: protobuf's JSON parsers accept standard and URL-safe base64. */
 static int b64_value(unsigned char c)
 {
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+' || c == '-')
+	if (c == '-')
 		return 62;
-	if (c == '/' || c == '_')
+	if (c == '_')
 		return 63;
-	return -1;
+	return paddock_base64_value(c);
 }
 
 /* Decodes s (len > 0) into out, which holds len / 4 * 3 + 2 bytes; -1 when malformed. */

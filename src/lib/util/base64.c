@@ -111,5 +111,6 @@ bad:
 /* The public names (paddock.h): the front ends' JSON carries bytes as base64 too */
 extern __typeof__(pd_base64_encode) paddock_base64_encode
 	__attribute__((alias("pd_base64_encode")));
+extern __typeof__(pd_base64_value) paddock_base64_value __attribute__((alias("pd_base64_value")));
 extern __typeof__(pd_base64_decode) paddock_base64_decode
 	__attribute__((alias("pd_base64_decode")));
