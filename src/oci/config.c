@@ -657,14 +657,129 @@ static void warn_ignored(json_t *process, json_t *linux_)
  */
 static int root_layers(const char *root, char ***ret, paddock_error *err);
 
+/* root: its path (relative to the bundle unless absolute), its layers, read-only or not */
+static int map_root(struct oci_bundle *b, json_t *root, paddock_error *err)
+{
+	const char *rp = json_string_value(json_object_get(root, "path"));
+	char path[PATH_MAX], rootp[PATH_MAX];
+	char **layers = NULL;
+	int r;
+
+	if (!rp || !*rp)
+		return oci_error(err, EINVAL, "root.path", "expected the root filesystem's path");
+	snprintf(path, sizeof(path), "%s%s%s", rp[0] == '/' ? "" : b->dir,
+		 rp[0] == '/' ? "" : "/", rp);
+	if (!realpath(path, rootp))
+		return oci_error(err, errno, "root.path", "'%s'", path);
+	b->rootfs = strdup(rootp);
+	if (!b->rootfs)
+		return oci_error(err, ENOMEM, "", "out of memory");
+	r = root_layers(rootp, &layers, err);
+	if (r >= 0)
+		r = paddock_spec_set_root_layers(b->spec, (const char *const *)layers, err);
+	if (r >= 0)
+		r = paddock_spec_set_root_readonly(
+			b->spec, json_is_true(json_object_get(root, "readonly")), err);
+	strv_free(layers);
+	return r < 0 ? r : 0;
+}
+
+/* process: what runs, as whom, where, within which rlimits */
+static int map_process(struct oci_bundle *b, json_t *process, paddock_error *err)
+{
+	int r;
+
+	if (!process)
+		return oci_error(err, EINVAL, "process", "expected the container's process");
+	r = oci_process_load(process, "process", &b->process, err);
+	if (r < 0)
+		return r;
+	if (b->process.uid == 0) {
+		r = paddock_spec_set(b->spec, "user", "root", err);
+		if (r < 0)
+			return r;
+	}
+	r = paddock_spec_set(b->spec, "cwd", b->process.cwd, err);
+	if (r < 0) {
+		snprintf(err->field, sizeof(err->field), "process.cwd");
+		return r;
+	}
+	return map_rlimits(b, process, err);
+}
+
+static int map_hostname(struct oci_bundle *b, json_t *hostname, paddock_error *err)
+{
+	int r;
+
+	if (!json_is_string(hostname) || !*json_string_value(hostname))
+		return 0;
+	r = paddock_spec_set(b->spec, "hostname", json_string_value(hostname), err);
+	if (r < 0) {
+		snprintf(err->field, sizeof(err->field), "hostname");
+		return r;
+	}
+	return 0;
+}
+
+static int map_mounts(struct oci_bundle *b, json_t *mounts, paddock_error *err)
+{
+	json_t *m;
+	size_t i;
+	int r;
+
+	if (mounts && !json_is_array(mounts))
+		return oci_error(err, EINVAL, "mounts", "expected an array");
+	json_array_foreach(mounts, i, m) {
+		r = map_mount(b, m, i, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* linux: namespaces, resources, sysctls and the container's seccomp profile */
+static int map_linux(struct oci_bundle *b, json_t *linux_, json_t *process, paddock_error *err)
+{
+	int r;
+
+	if (!json_is_object(linux_))
+		return oci_error(err, EINVAL, "linux", "expected the linux section");
+	if (json_array_size(json_object_get(linux_, "uidMappings")) ||
+	    json_array_size(json_object_get(linux_, "gidMappings")))
+		return oci_error(
+			err, EINVAL, "linux.uidMappings",
+			"paddock maps every container's ids itself (a private range each): no "
+			"mappings are taken from the engine");
+	r = map_namespaces(b, linux_, err);
+	if (r >= 0)
+		r = map_resources(b, linux_, err);
+	if (r < 0)
+		return r;
+	r = map_sysctls(json_object_get(linux_, "sysctl"), err);
+	if (r < 0)
+		return r;
+	if (json_object_get(linux_, "devices") && json_array_size(json_object_get(linux_, "devices")))
+		oci_debug("linux.devices: paddock's /dev has null, zero, full, random, urandom, "
+			  "tty, pts and shm only");
+	warn_ignored(process, linux_);
+	return oci_seccomp_compile(json_object_get(linux_, "seccomp"), &b->filter, &b->filter_len,
+				   err);
+}
+
+/* annotations: dev.paddock.* */
+static int map_annotations(struct oci_bundle *b, json_t *annotations, paddock_error *err)
+{
+	if (annotations && !json_is_object(annotations))
+		return oci_error(err, EINVAL, "annotations", "expected an object of strings");
+	b->annotations = annotations ? json_incref(annotations) : json_object();
+	return oci_annotations_apply(b->annotations, &b->process, b->spec, err);
+}
+
 int oci_bundle_load(const char *dir, struct oci_bundle *ret, paddock_error *err)
 {
 	struct oci_bundle b = { 0 };
-	char path[PATH_MAX], rootp[PATH_MAX];
-	json_t *cfg = NULL, *root, *process, *linux_, *v;
-	char **layers = NULL;
-	const char *rp;
-	size_t i;
+	char path[PATH_MAX];
+	json_t *cfg = NULL, *v;
 	int r;
 
 	if (!realpath(dir, path))
@@ -682,119 +797,21 @@ int oci_bundle_load(const char *dir, struct oci_bundle *ret, paddock_error *err)
 		goto out;
 	}
 	r = paddock_spec_new(&b.spec, err);
-	if (r < 0)
-		goto out;
-	/* root */
-	root = json_object_get(cfg, "root");
-	rp = json_string_value(json_object_get(root, "path"));
-	if (!rp || !*rp) {
-		r = oci_error(err, EINVAL, "root.path", "expected the root filesystem's path");
-		goto out;
-	}
-	snprintf(path, sizeof(path), "%s%s%s", rp[0] == '/' ? "" : b.dir, rp[0] == '/' ? "" : "/",
-		 rp);
-	if (!realpath(path, rootp)) {
-		r = oci_error(err, errno, "root.path", "'%s'", path);
-		goto out;
-	}
-	b.rootfs = strdup(rootp);
-	if (!b.rootfs) {
-		r = oci_error(err, ENOMEM, "", "out of memory");
-		goto out;
-	}
-	r = root_layers(rootp, &layers, err);
 	if (r >= 0)
-		r = paddock_spec_set_root_layers(b.spec, (const char *const *)layers, err);
+		r = map_root(&b, json_object_get(cfg, "root"), err);
 	if (r >= 0)
-		r = paddock_spec_set_root_readonly(b.spec, json_is_true(json_object_get(root,
-											"readonly")),
-						   err);
-	strv_free(layers);
-	if (r < 0)
-		goto out;
-	/* process */
-	process = json_object_get(cfg, "process");
-	if (!process) {
-		r = oci_error(err, EINVAL, "process", "expected the container's process");
-		goto out;
-	}
-	r = oci_process_load(process, "process", &b.process, err);
-	if (r < 0)
-		goto out;
-	if (b.process.uid == 0) {
-		r = paddock_spec_set(b.spec, "user", "root", err);
-		if (r < 0)
-			goto out;
-	}
-	r = paddock_spec_set(b.spec, "cwd", b.process.cwd, err);
-	if (r < 0) {
-		snprintf(err->field, sizeof(err->field), "process.cwd");
-		goto out;
-	}
-	r = map_rlimits(&b, process, err);
-	if (r < 0)
-		goto out;
-	v = json_object_get(cfg, "hostname");
-	if (json_is_string(v) && *json_string_value(v)) {
-		r = paddock_spec_set(b.spec, "hostname", json_string_value(v), err);
-		if (r < 0) {
-			snprintf(err->field, sizeof(err->field), "hostname");
-			goto out;
-		}
-	}
-	/* mounts */
-	v = json_object_get(cfg, "mounts");
-	if (v && !json_is_array(v)) {
-		r = oci_error(err, EINVAL, "mounts", "expected an array");
-		goto out;
-	}
-	json_array_foreach(v, i, root) {
-		r = map_mount(&b, root, i, err);
-		if (r < 0)
-			goto out;
-	}
-	/* linux */
-	linux_ = json_object_get(cfg, "linux");
-	if (!json_is_object(linux_)) {
-		r = oci_error(err, EINVAL, "linux", "expected the linux section");
-		goto out;
-	}
-	if (json_array_size(json_object_get(linux_, "uidMappings")) ||
-	    json_array_size(json_object_get(linux_, "gidMappings"))) {
-		r = oci_error(
-			err, EINVAL, "linux.uidMappings",
-			"paddock maps every container's ids itself (a private range each): no "
-			"mappings are taken from the engine");
-		goto out;
-	}
-	r = map_namespaces(&b, linux_, err);
+		r = map_process(&b, json_object_get(cfg, "process"), err);
 	if (r >= 0)
-		r = map_resources(&b, linux_, err);
-	if (r < 0)
-		goto out;
-	r = map_sysctls(json_object_get(linux_, "sysctl"), err);
-	if (r < 0)
-		goto out;
-	if (json_object_get(linux_, "devices") && json_array_size(json_object_get(linux_, "devices")))
-		oci_debug("linux.devices: paddock's /dev has null, zero, full, random, urandom, "
-			  "tty, pts and shm only");
-	warn_ignored(process, linux_);
-	r = oci_seccomp_compile(json_object_get(linux_, "seccomp"), &b.filter, &b.filter_len,
-				err);
-	if (r < 0)
-		goto out;
-	/* hooks */
-	r = oci_hooks_load(json_object_get(cfg, "hooks"), &b.hooks, err);
-	if (r < 0)
-		goto out;
-	/* annotations: dev.paddock.* */
-	v = json_object_get(cfg, "annotations");
-	if (v && !json_is_object(v)) {
-		r = oci_error(err, EINVAL, "annotations", "expected an object of strings");
-		goto out;
-	}
-	b.annotations = v ? json_incref(v) : json_object();
-	r = oci_annotations_apply(b.annotations, &b.process, b.spec, err);
+		r = map_hostname(&b, json_object_get(cfg, "hostname"), err);
+	if (r >= 0)
+		r = map_mounts(&b, json_object_get(cfg, "mounts"), err);
+	if (r >= 0)
+		r = map_linux(&b, json_object_get(cfg, "linux"), json_object_get(cfg, "process"),
+			      err);
+	if (r >= 0)
+		r = oci_hooks_load(json_object_get(cfg, "hooks"), &b.hooks, err);
+	if (r >= 0)
+		r = map_annotations(&b, json_object_get(cfg, "annotations"), err);
 	if (r >= 0)
 		r = map_netns(&b, err);
 	if (r >= 0)
