@@ -290,77 +290,39 @@ static int resolve_in_root(const char *root, const char *dst, char *buf, size_t 
 	return 0;
 }
 
-/*
- * One mount. paddock builds /proc, /dev (null, zero, full, random, urandom, tty, a private
- * devpts, shm), and has no /sys: those the engine asks for are what paddock makes anyway.
- * Binds become the spec's binds (nosuid, nodev; read-write directories idmapped to their
- * owner as root). A tmpfs elsewhere is the sandbox's writable disk already (its root is).
- */
-static int map_mount(struct oci_bundle *b, json_t *m, size_t i, paddock_error *err)
+/* What paddock makes itself or leaves out, whatever the engine mounts there: said, and true. */
+static bool paddock_makes(size_t i, const char *dst)
 {
-	const char *dst = json_string_value(json_object_get(m, "destination"));
-	const char *type = json_string_value(json_object_get(m, "type"));
-	const char *src = json_string_value(json_object_get(m, "source"));
-	json_t *opts = json_object_get(m, "options");
-	char f[64], bind[PATH_MAX * 2 + 8], resolved[PATH_MAX];
-	bool is_bind;
-	int r;
-
-	snprintf(f, sizeof(f), "mounts[%zu].destination", i);
-	if (!dst || dst[0] != '/')
-		return oci_error(err, EINVAL, f, "expected an absolute path");
-	if (opts && !json_is_array(opts)) {
-		snprintf(f, sizeof(f), "mounts[%zu].options", i);
-		return oci_error(err, EINVAL, f, "expected an array of strings");
-	}
-	is_bind = (type && !strcmp(type, "bind")) || has_option(opts, "bind") ||
-		  has_option(opts, "rbind");
-	if (!type && !is_bind) {
-		snprintf(f, sizeof(f), "mounts[%zu].type", i);
-		return oci_error(err, EINVAL, f, "expected a type, or \"bind\" in options");
-	}
-	/* what paddock makes itself, whatever the engine mounts there */
 	if (!strcmp(dst, "/proc") || !strcmp(dst, "/dev") || !strcmp(dst, "/dev/pts") ||
 	    !strcmp(dst, "/dev/shm")) {
 		oci_debug("mounts[%zu] '%s': paddock's own", i, dst);
-		return 0;
+		return true;
 	}
 	if (!strcmp(dst, "/dev/mqueue")) {
 		oci_debug("mounts[%zu] '%s': not mounted; the IPC namespace is private and "
 			  "mq_open() works without it", i, dst);
-		return 0;
+		return true;
 	}
 	if (under(dst, "/sys")) {
 		oci_debug("mounts[%zu] '%s': paddock gives a container no /sys", i, dst);
-		return 0;
+		return true;
 	}
 	if (!strcmp(dst, "/dev/termination-log")) {
 		oci_warn("mounts[%zu] '%s': not mounted (paddock builds /dev itself); the kubelet "
 			 "reads no termination message: use terminationMessagePolicy "
 			 "FallbackToLogsOnError", i, dst);
-		return 0;
+		return true;
 	}
-	if (under(dst, "/proc") || under(dst, "/dev")) {
-		snprintf(f, sizeof(f), "mounts[%zu].destination", i);
-		return oci_error(
-			err, EINVAL, f,
-			"'%s': paddock builds /proc and /dev itself; nothing is mounted below "
-			"them",
-			dst);
-	}
-	if (!is_bind) {
-		if (!strcmp(type, "tmpfs")) {
-			/* the root is writable and on the sandbox's size-limited tmpfs already */
-			oci_debug("mounts[%zu] '%s': on the sandbox's own disk (tmpfs)", i, dst);
-			return 0;
-		}
-		snprintf(f, sizeof(f), "mounts[%zu].type", i);
-		return oci_error(
-			err, EINVAL, f,
-			"'%s' at '%s': paddock mounts binds; proc, sysfs, devpts, mqueue, tmpfs "
-			"and cgroup are its own",
-			type, dst);
-	}
+	return false;
+}
+
+/* A bind mount becomes one of the spec's binds, at `dst` resolved inside the root. */
+static int map_bind(struct oci_bundle *b, json_t *opts, const char *src, const char *dst,
+		    size_t i, paddock_error *err)
+{
+	char f[64], bind[PATH_MAX * 2 + 8], resolved[PATH_MAX];
+	int r;
+
 	snprintf(f, sizeof(f), "mounts[%zu].source", i);
 	if (!src || src[0] != '/')
 		return oci_error(err, EINVAL, f, "expected an absolute host path");
@@ -391,6 +353,60 @@ static int map_mount(struct oci_bundle *b, json_t *m, size_t i, paddock_error *e
 		return r;
 	}
 	return 0;
+}
+
+/*
+ * One mount. paddock builds /proc, /dev (null, zero, full, random, urandom, tty, a private
+ * devpts, shm), and has no /sys: those the engine asks for are what paddock makes anyway.
+ * Binds become the spec's binds (nosuid, nodev; read-write directories idmapped to their
+ * owner as root). A tmpfs elsewhere is the sandbox's writable disk already (its root is).
+ */
+static int map_mount(struct oci_bundle *b, json_t *m, size_t i, paddock_error *err)
+{
+	const char *dst = json_string_value(json_object_get(m, "destination"));
+	const char *type = json_string_value(json_object_get(m, "type"));
+	const char *src = json_string_value(json_object_get(m, "source"));
+	json_t *opts = json_object_get(m, "options");
+	char f[64];
+	bool is_bind;
+
+	snprintf(f, sizeof(f), "mounts[%zu].destination", i);
+	if (!dst || dst[0] != '/')
+		return oci_error(err, EINVAL, f, "expected an absolute path");
+	if (opts && !json_is_array(opts)) {
+		snprintf(f, sizeof(f), "mounts[%zu].options", i);
+		return oci_error(err, EINVAL, f, "expected an array of strings");
+	}
+	is_bind = (type && !strcmp(type, "bind")) || has_option(opts, "bind") ||
+		  has_option(opts, "rbind");
+	if (!type && !is_bind) {
+		snprintf(f, sizeof(f), "mounts[%zu].type", i);
+		return oci_error(err, EINVAL, f, "expected a type, or \"bind\" in options");
+	}
+	if (paddock_makes(i, dst))
+		return 0;
+	if (under(dst, "/proc") || under(dst, "/dev")) {
+		snprintf(f, sizeof(f), "mounts[%zu].destination", i);
+		return oci_error(
+			err, EINVAL, f,
+			"'%s': paddock builds /proc and /dev itself; nothing is mounted below "
+			"them",
+			dst);
+	}
+	if (!is_bind) {
+		if (!strcmp(type, "tmpfs")) {
+			/* the root is writable and on the sandbox's size-limited tmpfs already */
+			oci_debug("mounts[%zu] '%s': on the sandbox's own disk (tmpfs)", i, dst);
+			return 0;
+		}
+		snprintf(f, sizeof(f), "mounts[%zu].type", i);
+		return oci_error(
+			err, EINVAL, f,
+			"'%s' at '%s': paddock mounts binds; proc, sysfs, devpts, mqueue, tmpfs "
+			"and cgroup are its own",
+			type, dst);
+	}
+	return map_bind(b, opts, src, dst, i, err);
 }
 
 /* ---- namespaces, resources ----------------------------------------------------------- */
