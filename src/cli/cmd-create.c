@@ -321,10 +321,124 @@ static int add_metadata(json_t *req, const char *kv)
 	return 0;
 }
 
+/* How parsing the command line ended, when it did not end in a request to send. */
+enum parse_outcome {
+	PARSE_OK,
+	PARSE_FAILED, /* the message is printed */
+	PARSE_HELP,   /* usage is printed: exit 0 */
+};
+
+/* pass 1: the spec file, so the flags in pass 2 override it whatever their order */
+static bool load_spec_files(int argc, char **argv, paddock_spec *spec, json_t *req,
+			    json_t **file)
+{
+	int c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1)
+		if (c == SPEC_OPT_SPEC) {
+			json_decref(*file);
+			*file = load_spec_file(spec, optarg, req);
+			if (!*file)
+				return false;
+		}
+	return true;
+}
+
+/* One of create's own flags (pass 2), after spec_flag_apply() left it alone. */
+static enum parse_outcome apply_create_flag(struct api *api, json_t *req, int c,
+					    bool *print_request)
+{
+	if (api_option(api, c, optarg)) {
+		return PARSE_OK;
+	} else if (c == OPT_TTL || c == OPT_IDLE_TIMEOUT) {
+		if (set_seconds(req, c == OPT_TTL ? "ttl_s" : "idle_timeout_s",
+				c == OPT_TTL ? "--ttl" : "--idle-timeout", optarg) != 0)
+			return PARSE_FAILED;
+		return PARSE_OK;
+	} else if (c == OPT_METADATA) {
+		if (add_metadata(req, optarg) != 0)
+			return PARSE_FAILED;
+		return PARSE_OK;
+	} else if (c == OPT_TEMPLATE) {
+		api_set(req, "template", api_oom(json_string(optarg)));
+		return PARSE_OK;
+	} else if (c == OPT_PRINT_REQUEST) {
+		*print_request = true;
+		return PARSE_OK;
+	} else if (c == 'h') {
+		usage(stdout);
+		return PARSE_HELP;
+	} else {
+		fprintf(stderr, "paddock: see 'paddock create --help'\n");
+		return PARSE_FAILED;
+	}
+}
+
+/*
+ * pass 2: the flags. A spec flag sets its field in `spec` and is listed in `touched`, so
+ * that the request carries it even where it equals the default.
+ */
+static enum parse_outcome apply_flags(int argc, char **argv, paddock_spec *spec, struct api *api,
+				      json_t *req, const char **touched, size_t *n_touched,
+				      bool *print_request)
+{
+	paddock_error err = { 0 };
+	int c, r;
+
+	optind = 0;
+	opterr = 1;
+	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+		const char *field = NULL;
+		enum parse_outcome o;
+
+		r = spec_flag_apply(spec, c, optarg, &field, &err);
+		if (r < 0) {
+			spec_error(&err);
+			return PARSE_FAILED;
+		}
+		if (r > 0) {
+			if (field)
+				touched[(*n_touched)++] = field;
+			if (c == SPEC_OPT_NET) /* --net ask asks; any other mode does not */
+				touched[(*n_touched)++] = "network.unlisted";
+			continue;
+		}
+		o = apply_create_flag(api, req, c, print_request);
+		if (o != PARSE_OK)
+			return o;
+	}
+	return PARSE_OK;
+}
+
+/* POSTs the request and prints the new sandbox's id (or, with --json, paddockd's answer). */
+static int post_sandbox(struct api *api, json_t *req)
+{
+	struct api_reply reply = { 0 };
+	char *url = API_URL("sandboxes");
+	int status;
+
+	status = api_call(api, "POST", url, req, &reply);
+	free(url);
+	if (status != 0)
+		goto out;
+	if (api->json) {
+		status = api_print_raw(&reply);
+	} else {
+		const char *id = api_str(reply.json, "id", NULL);
+		if (!id)
+			status = api_failf("paddockd's answer has no sandbox id");
+		else
+			api_fput_escaped(stdout, id), fputc('\n', stdout);
+	}
+out:
+	api_reply_release(&reply);
+	return status;
+}
+
 int cmd_create(int argc, char **argv)
 {
 	struct api api = { 0 };
-	struct api_reply reply = { 0 };
 	paddock_error err = { 0 };
 	paddock_spec *spec = NULL;
 	json_t *req = api_oom(json_object()), *file = NULL;
@@ -332,63 +446,22 @@ int cmd_create(int argc, char **argv)
 	const char **touched = api_oom(calloc(2 * (size_t)argc + 1, sizeof(*touched)));
 	size_t n_touched = 0;
 	bool print_request = false;
-	int c, r, status = PADDOCK_EXIT_FAILURE;
+	int status = PADDOCK_EXIT_FAILURE;
 
 	if (paddock_spec_new(&spec, &err) < 0) {
 		spec_error(&err);
 		goto out;
 	}
-	/* pass 1: the spec file, so the flags in pass 2 override it whatever their order */
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1)
-		if (c == SPEC_OPT_SPEC) {
-			json_decref(file);
-			file = load_spec_file(spec, optarg, req);
-			if (!file)
-				goto out;
-		}
-	optind = 0;
-	opterr = 1;
-	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
-		const char *field = NULL;
-
-		r = spec_flag_apply(spec, c, optarg, &field, &err);
-		if (r < 0) {
-			spec_error(&err);
-			goto out;
-		}
-		if (r > 0) {
-			if (field)
-				touched[n_touched++] = field;
-			if (c == SPEC_OPT_NET) /* --net ask asks; any other mode does not */
-				touched[n_touched++] = "network.unlisted";
-			continue;
-		}
-		if (api_option(&api, c, optarg)) {
-			continue;
-		} else if (c == OPT_TTL || c == OPT_IDLE_TIMEOUT) {
-			if (set_seconds(req, c == OPT_TTL ? "ttl_s" : "idle_timeout_s",
-					c == OPT_TTL ? "--ttl" : "--idle-timeout", optarg) != 0)
-				goto out;
-			continue;
-		} else if (c == OPT_METADATA) {
-			if (add_metadata(req, optarg) != 0)
-				goto out;
-			continue;
-		} else if (c == OPT_TEMPLATE) {
-			api_set(req, "template", api_oom(json_string(optarg)));
-			continue;
-		} else if (c == OPT_PRINT_REQUEST) {
-			print_request = true;
-			continue;
-		} else if (c == 'h') {
-			usage(stdout);
-			status = 0;
-			goto out;
-		} else {
-			fprintf(stderr, "paddock: see 'paddock create --help'\n");
-			goto out;
-		}
+	if (!load_spec_files(argc, argv, spec, req, &file))
+		goto out;
+	switch (apply_flags(argc, argv, spec, &api, req, touched, &n_touched, &print_request)) {
+	case PARSE_OK:
+		break;
+	case PARSE_FAILED:
+		goto out;
+	case PARSE_HELP:
+		status = 0;
+		goto out;
 	}
 	if (optind < argc) {
 		api_failf("create: unexpected argument '%s'", argv[optind]);
@@ -407,26 +480,9 @@ int cmd_create(int argc, char **argv)
 		goto out;
 	}
 	status = read_secret_values(req, file);
-	if (status != 0)
-		goto out;
-	{
-		char *url = API_URL("sandboxes");
-		status = api_call(&api, "POST", url, req, &reply);
-		free(url);
-	}
-	if (status != 0)
-		goto out;
-	if (api.json) {
-		status = api_print_raw(&reply);
-	} else {
-		const char *id = api_str(reply.json, "id", NULL);
-		if (!id)
-			status = api_failf("paddockd's answer has no sandbox id");
-		else
-			api_fput_escaped(stdout, id), fputc('\n', stdout);
-	}
+	if (status == 0)
+		status = post_sandbox(&api, req);
 out:
-	api_reply_release(&reply);
 	json_decref(file);
 	json_decref(req);
 	free(touched);

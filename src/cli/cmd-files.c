@@ -171,13 +171,97 @@ static bool valid_mode(const char *m)
 	return (n == 3 || n == 4) && strspn(m, "01234567") == n;
 }
 
+/* Returned by parse_options() when the command goes on; anything else is its exit status. */
+#define GO_ON (-1)
+
+static int parse_options(int argc, char **argv, const char *sub, struct files_opts *o)
+{
+	int c;
+
+	while ((c = getopt_long(argc, argv, "prfh", options, NULL)) != -1) {
+		if (api_option(&o->api, c, optarg))
+			continue;
+		switch (c) {
+		case OPT_DEPTH: {
+			char *end;
+			long d = strtol(optarg, &end, 10);
+			if (strcmp(sub, "ls") || *end || d < 1 || d > 16 || optarg[0] == '+')
+				return api_failf("--depth: expected 1 to 16 with 'files ls', got "
+						 "'%s'",
+						 optarg);
+			o->depth = optarg;
+			break;
+		}
+		case OPT_MODE:
+			if (strcmp(sub, "mkdir") || !valid_mode(optarg))
+				return api_failf("--mode: expected octal permissions such as "
+						 "0755 with 'files mkdir', got '%s'",
+						 optarg);
+			o->mode = optarg;
+			break;
+		case 'p':
+			o->parents = true;
+			break;
+		case 'r':
+			o->recursive = true;
+			break;
+		case 'f':
+			o->force = true;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			fprintf(stderr, "paddock: see 'paddock files --help'\n");
+			return PADDOCK_EXIT_FAILURE;
+		}
+	}
+	if ((o->parents && strcmp(sub, "mkdir")) || (o->recursive && strcmp(sub, "rm")) ||
+	    (o->force && strcmp(sub, "mv")))
+		return api_failf("files %s: -p goes with mkdir, -r with rm, -f with mv", sub);
+	return GO_ON;
+}
+
+static int files_mv(struct files_opts *o, const char *id, const char *const *paths, int n_paths)
+{
+	json_t *body;
+	int r;
+
+	if (n_paths != 2)
+		return api_failf("files mv: expected FROM and TO after the sandbox id");
+	body = api_oom(json_pack("{s:s,s:s,s:b}", "from", paths[0], "to", paths[1], "overwrite",
+				 o->force));
+	r = call(o, "POST", files_url(id, "move", NULL), body, NULL);
+	json_decref(body);
+	return r;
+}
+
+/* ls, stat, mkdir, rm: one call per path; a failure to reach paddockd stops the rest. */
+static int files_each(struct files_opts *o, const char *sub, const char *id,
+		      const char *const *paths, int n_paths)
+{
+	int status = 0;
+
+	if (!o->api.json && (!strcmp(sub, "ls") || !strcmp(sub, "stat")))
+		print_header();
+	for (int i = 0; i < n_paths; i++) {
+		int r = files_one(o, sub, id, paths[i]);
+		fflush(stdout);
+		if (r == PADDOCK_EXIT_FAILURE)
+			return r;
+		if (r != 0)
+			status = r;
+	}
+	return status;
+}
+
 int cmd_files(int argc, char **argv)
 {
 	static const char *const subs[] = { "ls", "stat", "mkdir", "mv", "rm" };
 	struct files_opts o = { 0 };
 	const char *sub, *id, *ls_default[] = { "/workspace" };
 	const char *const *paths;
-	int n_paths, c, status = 0;
+	int n_paths, r;
 	bool known = false;
 
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
@@ -191,79 +275,22 @@ int cmd_files(int argc, char **argv)
 		return api_failf("files: unknown command '%s' (ls, stat, mkdir, mv or rm)", sub);
 	argc--;
 	argv++;
-	while ((c = getopt_long(argc, argv, "prfh", options, NULL)) != -1) {
-		if (api_option(&o.api, c, optarg))
-			continue;
-		switch (c) {
-		case OPT_DEPTH: {
-			char *end;
-			long d = strtol(optarg, &end, 10);
-			if (strcmp(sub, "ls") || *end || d < 1 || d > 16 || optarg[0] == '+')
-				return api_failf("--depth: expected 1 to 16 with 'files ls', got "
-						 "'%s'",
-						 optarg);
-			o.depth = optarg;
-			break;
-		}
-		case OPT_MODE:
-			if (strcmp(sub, "mkdir") || !valid_mode(optarg))
-				return api_failf("--mode: expected octal permissions such as "
-						 "0755 with 'files mkdir', got '%s'",
-						 optarg);
-			o.mode = optarg;
-			break;
-		case 'p':
-			o.parents = true;
-			break;
-		case 'r':
-			o.recursive = true;
-			break;
-		case 'f':
-			o.force = true;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			fprintf(stderr, "paddock: see 'paddock files --help'\n");
-			return PADDOCK_EXIT_FAILURE;
-		}
-	}
-	if ((o.parents && strcmp(sub, "mkdir")) || (o.recursive && strcmp(sub, "rm")) ||
-	    (o.force && strcmp(sub, "mv")))
-		return api_failf("files %s: -p goes with mkdir, -r with rm, -f with mv", sub);
+	r = parse_options(argc, argv, sub, &o);
+	if (r != GO_ON)
+		return r;
 	if (optind >= argc)
 		return api_failf("files %s: expected a sandbox id (see 'paddock files --help')",
 				 sub);
 	id = argv[optind++];
 	paths = (const char *const *)argv + optind;
 	n_paths = argc - optind;
-	if (!strcmp(sub, "mv")) {
-		json_t *body;
-		int r;
-		if (n_paths != 2)
-			return api_failf("files mv: expected FROM and TO after the sandbox id");
-		body = api_oom(json_pack("{s:s,s:s,s:b}", "from", paths[0], "to", paths[1],
-					 "overwrite", o.force));
-		r = call(&o, "POST", files_url(id, "move", NULL), body, NULL);
-		json_decref(body);
-		return r;
-	}
+	if (!strcmp(sub, "mv"))
+		return files_mv(&o, id, paths, n_paths);
 	if (n_paths == 0 && !strcmp(sub, "ls")) {
 		paths = ls_default;
 		n_paths = 1;
 	}
 	if (n_paths == 0)
 		return api_failf("files %s: expected a path after the sandbox id", sub);
-	if (!o.api.json && (!strcmp(sub, "ls") || !strcmp(sub, "stat")))
-		print_header();
-	for (int i = 0; i < n_paths; i++) {
-		int r = files_one(&o, sub, id, paths[i]);
-		fflush(stdout);
-		if (r == PADDOCK_EXIT_FAILURE)
-			return r;
-		if (r != 0)
-			status = r;
-	}
-	return status;
+	return files_each(&o, sub, id, paths, n_paths);
 }

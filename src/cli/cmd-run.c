@@ -567,6 +567,110 @@ static int image_command(const paddock_spec *spec, char **cmd, char *dir, size_t
 	return r;
 }
 
+/* How parsing the command line ended, when it did not end in a command to run. */
+enum parse_outcome {
+	PARSE_OK,
+	PARSE_SPEC_ERROR, /* err says why */
+	PARSE_FAILED,     /* the message is printed */
+	PARSE_HELP,       /* usage is printed: exit 0 */
+};
+
+/* One of run's own flags (pass 2), after spec_flag_apply() left it alone. */
+static enum parse_outcome apply_run_flag(int c, const char **report, bool *print_spec)
+{
+	switch (c) {
+	case OPT_REPORT:
+		*report = optarg;
+		break;
+	case OPT_PRINT_SPEC:
+		*print_spec = true;
+		break;
+	case OPT_RESOLVE_HOSTS:
+		arg_resolve_hosts = optarg;
+		break;
+	case OPT_IMAGE_STORE:
+		arg_image_store = optarg;
+		break;
+	case OPT_PULL:
+		if (strcmp(optarg, "missing") && strcmp(optarg, "never")) {
+			fprintf(stderr, "paddock: --pull: expected 'missing' or 'never', got "
+					"'%s'\n", optarg);
+			return PARSE_FAILED;
+		}
+		arg_pull = !strcmp(optarg, "missing");
+		break;
+	case OPT_UPSTREAM_CA:
+		if (arg_n_upstream_ca >= 8) {
+			fprintf(stderr, "paddock: --upstream-ca: at most 8 files\n");
+			return PARSE_FAILED;
+		}
+		arg_upstream_ca[arg_n_upstream_ca++] = optarg;
+		break;
+	case OPT_LOG_FORMAT:
+		if (!strcmp(optarg, "json"))
+			arg_json_log = true;
+		else if (strcmp(optarg, "text")) {
+			fprintf(stderr, "paddock: --log-format: expected 'text' or 'json', "
+					"got '%s'\n", optarg);
+			return PARSE_FAILED;
+		}
+		break;
+	case 'v':
+		arg_verbose = true;
+		break;
+	case 'h':
+		usage(stdout);
+		return PARSE_HELP;
+	default:
+		fprintf(stderr, "paddock: see 'paddock run --help'\n");
+		return PARSE_FAILED;
+	}
+	return PARSE_OK;
+}
+
+static enum parse_outcome parse_options(int argc, char **argv, paddock_spec *spec,
+					const char **report, bool *print_spec, paddock_error *err)
+{
+	int c, r;
+
+	/* pass 1: the spec file, so flags in pass 2 override it whatever their order */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+vh", options, NULL)) != -1)
+		if (c == SPEC_OPT_SPEC && load_spec_file(spec, optarg, err) < 0)
+			return PARSE_SPEC_ERROR;
+	optind = 0;
+	opterr = 1;
+	while ((c = getopt_long(argc, argv, "+vh", options, NULL)) != -1) {
+		const char *field = NULL;
+		enum parse_outcome o;
+
+		if (c == SPEC_OPT_OUTPUT_LIMIT)
+			arg_capture = true; /* relay stdout/stderr through pipes to enforce it */
+		r = spec_flag_apply(spec, c, optarg, &field, err);
+		if (r < 0)
+			return PARSE_SPEC_ERROR;
+		if (r > 0)
+			continue;
+		o = apply_run_flag(c, report, print_spec);
+		if (o != PARSE_OK)
+			return o;
+	}
+	return PARSE_OK;
+}
+
+static int print_spec_json(const paddock_spec *spec, paddock_error *err)
+{
+	char *json = NULL;
+	int r;
+
+	r = paddock_spec_to_json(spec, &json, err);
+	if (r < 0)
+		return r;
+	printf("%s\n", json);
+	free(json);
+	return 0;
+}
+
 int cmd_run(int argc, char **argv)
 {
 	char image_dir[4096] = "";
@@ -575,88 +679,28 @@ int cmd_run(int argc, char **argv)
 	paddock_spec *spec = NULL;
 	const char *report = NULL;
 	bool print_spec = false;
-	int c, r, status = PADDOCK_EXIT_FAILURE;
+	int r, status = PADDOCK_EXIT_FAILURE;
 
 	if (paddock_spec_new(&spec, &err) < 0) {
 		die_error(&err);
 		return PADDOCK_EXIT_FAILURE;
 	}
-	/* pass 1: the spec file, so flags in pass 2 override it whatever their order */
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+vh", options, NULL)) != -1)
-		if (c == SPEC_OPT_SPEC && load_spec_file(spec, optarg, &err) < 0)
-			goto fail;
-	optind = 0;
-	opterr = 1;
-	while ((c = getopt_long(argc, argv, "+vh", options, NULL)) != -1) {
-		const char *field = NULL;
-
-		if (c == SPEC_OPT_OUTPUT_LIMIT)
-			arg_capture = true; /* relay stdout/stderr through pipes to enforce it */
-		r = spec_flag_apply(spec, c, optarg, &field, &err);
-		if (r < 0)
-			goto fail;
-		if (r > 0)
-			continue;
-		switch (c) {
-		case OPT_REPORT:
-			report = optarg;
-			break;
-		case OPT_PRINT_SPEC:
-			print_spec = true;
-			break;
-		case OPT_RESOLVE_HOSTS:
-			arg_resolve_hosts = optarg;
-			break;
-		case OPT_IMAGE_STORE:
-			arg_image_store = optarg;
-			break;
-		case OPT_PULL:
-			if (strcmp(optarg, "missing") && strcmp(optarg, "never")) {
-				fprintf(stderr, "paddock: --pull: expected 'missing' or 'never', got "
-						"'%s'\n", optarg);
-				goto out;
-			}
-			arg_pull = !strcmp(optarg, "missing");
-			break;
-		case OPT_UPSTREAM_CA:
-			if (arg_n_upstream_ca >= 8) {
-				fprintf(stderr, "paddock: --upstream-ca: at most 8 files\n");
-				goto out;
-			}
-			arg_upstream_ca[arg_n_upstream_ca++] = optarg;
-			break;
-		case OPT_LOG_FORMAT:
-			if (!strcmp(optarg, "json"))
-				arg_json_log = true;
-			else if (strcmp(optarg, "text")) {
-				fprintf(stderr, "paddock: --log-format: expected 'text' or 'json', "
-						"got '%s'\n", optarg);
-				goto out;
-			}
-			break;
-		case 'v':
-			arg_verbose = true;
-			break;
-		case 'h':
-			usage(stdout);
-			status = 0;
-			goto out;
-		default:
-			fprintf(stderr, "paddock: see 'paddock run --help'\n");
-			goto out;
-		}
-		if (r < 0)
-			goto fail;
+	switch (parse_options(argc, argv, spec, &report, &print_spec, &err)) {
+	case PARSE_OK:
+		break;
+	case PARSE_SPEC_ERROR:
+		goto fail;
+	case PARSE_FAILED:
+		goto out;
+	case PARSE_HELP:
+		status = 0;
+		goto out;
 	}
 	if (paddock_spec_validate(spec, &err) < 0)
 		goto fail;
 	if (print_spec) {
-		char *json = NULL;
-		if (paddock_spec_to_json(spec, &json, &err) < 0)
+		if (print_spec_json(spec, &err) < 0)
 			goto fail;
-		printf("%s\n", json);
-		free(json);
 		status = 0;
 		goto out;
 	}

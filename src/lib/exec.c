@@ -651,6 +651,112 @@ int paddock_exec_start(paddock_sandbox *sb, const struct paddock_exec_opts *opts
 	return pd_exec_begin(sb, opts, 0, fn, userdata, ret_exec, err);
 }
 
+/*
+ * The command's stdin, stdout and stderr: a pty stream, a pipe of init's (captured or asked
+ * for), or the caller's fd, passed in `fds`.
+ */
+static void plan_streams(const struct paddock_exec_opts *opts, struct pd_ctl_exec *hdr,
+			 int fds[static 3], size_t *nfds)
+{
+	for (int i = 0; i < 3; i++) {
+		if (hdr->flags & (1u << i))
+			continue;
+		/* captured: libpaddock reads stdout and stderr from pipes of init's */
+		if ((opts->pipe_streams & (1u << i)) ||
+		    (opts->capture != PADDOCK_CAPTURE_NONE && i > 0)) {
+			hdr->flags |= PD_EXEC_PIPE_STDIN << i;
+			continue;
+		}
+		if (opts->fds[i] < 0)
+			continue;
+		hdr->flags |= PD_EXEC_FD_STDIN << i;
+		fds[(*nfds)++] = opts->fds[i];
+	}
+	if (opts->ctty && (hdr->flags & PD_EXEC_FD_STDIN))
+		hdr->flags |= PD_EXEC_CTTY;
+}
+
+/* The EXEC message's header from `opts`, checked; takes the next exec id even on failure. */
+static int fill_exec_header(paddock_sandbox *sb, const struct paddock_exec_opts *opts,
+			    uint32_t flags, size_t argc, size_t envc, struct pd_ctl_exec *hdr,
+			    int fds[static 3], size_t *nfds, paddock_error *err)
+{
+	int r;
+
+	hdr->id = sb->ctx->next_exec_id++;
+	hdr->argc = (uint32_t)argc;
+	hdr->envc = (uint32_t)envc;
+	hdr->rows = opts->pty_rows;
+	hdr->cols = opts->pty_cols;
+	hdr->flags = (opts->pty_streams & 7u) | (flags & PD_EXEC_CODE_SERVER);
+	if ((unsigned)opts->capture >= _PADDOCK_CAPTURE_MAX)
+		return pd_fail_field(err, EINVAL, "capture", "unknown capture mode %d",
+				     (int)opts->capture);
+	plan_streams(opts, hdr, fds, nfds);
+	if (opts->user_set) {
+		r = check_user(sb, opts->uid, opts->gid, err);
+		if (r < 0)
+			return r;
+		hdr->flags |= PD_EXEC_USER;
+		hdr->uid = opts->uid;
+		hdr->gid = opts->gid;
+	}
+	if (!(opts->timeout_s <= 1e7)) /* NaN too */
+		return pd_fail_field(err, EINVAL, "timeout_s",
+				     "expected seconds up to 10000000");
+	if (opts->filter_len) {
+		if (!opts->filter || opts->filter_len % 8 || opts->filter_len > PD_EXEC_FILTER_MAX)
+			return pd_fail_field(err, EINVAL, "filter",
+					     "expected a seccomp program of at most 4096 instructions");
+		hdr->filter_len = (uint32_t)opts->filter_len;
+	}
+	return 0;
+}
+
+/* The exec object for `hdr`, linked into `sb`; pd_exec_unlink_free() undoes it. */
+static int exec_new(paddock_sandbox *sb, const struct paddock_exec_opts *opts,
+		    const struct pd_ctl_exec *hdr, paddock_exec_fn fn, void *userdata,
+		    paddock_exec **ret_exec, paddock_error *err)
+{
+	paddock_exec *ex;
+
+	ex = pd_exec_new(sb, hdr->id, fn, userdata);
+	if (!ex)
+		return pd_fail(err, ENOMEM, "allocate exec");
+	ex->output_captured = opts->capture != PADDOCK_CAPTURE_NONE;
+	ex->io.want = opts->capture;
+	ex->io.want_bytes = opts->capture_bytes;
+	ex->flags = hdr->flags;
+	ex->started_fn = opts->on_started;
+	ex->argv0 = strdup(opts->argv[0]);
+	ex->cwd = strdup(opts->cwd ? opts->cwd : sb->spec->cwd);
+	if (!ex->argv0 || !ex->cwd) {
+		pd_exec_unlink_free(ex);
+		return pd_fail(err, ENOMEM, "allocate exec");
+	}
+	*ret_exec = ex;
+	return 0;
+}
+
+/* one meaning of limits.timeout_s for every front end: each command's wall clock */
+static int arm_timeout(paddock_sandbox *sb, paddock_exec *ex, double timeout_s,
+		       paddock_error *err)
+{
+	double timeout = timeout_s == 0 ? sb->spec->limits.timeout_s : timeout_s;
+
+	if (!ex->done && timeout > 0) {
+		struct timeval tv = { .tv_sec = (time_t)timeout };
+
+		tv.tv_usec = (suseconds_t)((timeout - (double)tv.tv_sec) * 1e6);
+		ex->timeout_ev = evtimer_new(sb->ctx->base, exec_timeout_cb, ex);
+		if (!ex->timeout_ev || evtimer_add(ex->timeout_ev, &tv) < 0) {
+			(void)paddock_exec_terminate(ex, PADDOCK_END_ERROR, NULL);
+			return pd_fail(err, ENOMEM, "arm the command's timeout");
+		}
+	}
+	return 0;
+}
+
 int pd_exec_begin(paddock_sandbox *sb, const struct paddock_exec_opts *opts, uint32_t flags,
 		  paddock_exec_fn fn, void *userdata, paddock_exec **ret_exec, paddock_error *err)
 {
@@ -658,7 +764,7 @@ int pd_exec_begin(paddock_sandbox *sb, const struct paddock_exec_opts *opts, uin
 	struct pd_ctl_exec hdr = { 0 };
 	int fds[3];
 	size_t nfds = 0, len = 0, argc = 0, envc = 0;
-	paddock_exec *ex;
+	paddock_exec *ex = NULL;
 	int r;
 
 	if (!sb || !opts)
@@ -672,67 +778,17 @@ int pd_exec_begin(paddock_sandbox *sb, const struct paddock_exec_opts *opts, uin
 	r = check_opts(opts, &argc, &envc, err);
 	if (r < 0)
 		return r;
-	hdr.id = sb->ctx->next_exec_id++;
-	hdr.argc = (uint32_t)argc;
-	hdr.envc = (uint32_t)envc;
-	hdr.rows = opts->pty_rows;
-	hdr.cols = opts->pty_cols;
-	hdr.flags = (opts->pty_streams & 7u) | (flags & PD_EXEC_CODE_SERVER);
-	if ((unsigned)opts->capture >= _PADDOCK_CAPTURE_MAX)
-		return pd_fail_field(err, EINVAL, "capture", "unknown capture mode %d",
-				     (int)opts->capture);
-	for (int i = 0; i < 3; i++) {
-		if (hdr.flags & (1u << i))
-			continue;
-		/* captured: libpaddock reads stdout and stderr from pipes of init's */
-		if ((opts->pipe_streams & (1u << i)) ||
-		    (opts->capture != PADDOCK_CAPTURE_NONE && i > 0)) {
-			hdr.flags |= PD_EXEC_PIPE_STDIN << i;
-			continue;
-		}
-		if (opts->fds[i] < 0)
-			continue;
-		hdr.flags |= PD_EXEC_FD_STDIN << i;
-		fds[nfds++] = opts->fds[i];
-	}
-	if (opts->ctty && (hdr.flags & PD_EXEC_FD_STDIN))
-		hdr.flags |= PD_EXEC_CTTY;
-	if (opts->user_set) {
-		r = check_user(sb, opts->uid, opts->gid, err);
-		if (r < 0)
-			return r;
-		hdr.flags |= PD_EXEC_USER;
-		hdr.uid = opts->uid;
-		hdr.gid = opts->gid;
-	}
-	if (!(opts->timeout_s <= 1e7)) /* NaN too */
-		return pd_fail_field(err, EINVAL, "timeout_s",
-				     "expected seconds up to 10000000");
-	if (opts->filter_len) {
-		if (!opts->filter || opts->filter_len % 8 || opts->filter_len > PD_EXEC_FILTER_MAX)
-			return pd_fail_field(err, EINVAL, "filter",
-					     "expected a seccomp program of at most 4096 instructions");
-		hdr.filter_len = (uint32_t)opts->filter_len;
-	}
+	r = fill_exec_header(sb, opts, flags, argc, envc, &hdr, fds, &nfds, err);
+	if (r < 0)
+		return r;
 	r = pack_exec(&hdr, opts->cwd ? opts->cwd : "", opts->argv, opts->env, opts->filter, &buf,
 		      &len, err);
 	if (r < 0)
 		return r;
 
-	ex = pd_exec_new(sb, hdr.id, fn, userdata);
-	if (!ex)
-		return pd_fail(err, ENOMEM, "allocate exec");
-	ex->output_captured = opts->capture != PADDOCK_CAPTURE_NONE;
-	ex->io.want = opts->capture;
-	ex->io.want_bytes = opts->capture_bytes;
-	ex->flags = hdr.flags;
-	ex->started_fn = opts->on_started;
-	ex->argv0 = strdup(opts->argv[0]);
-	ex->cwd = strdup(opts->cwd ? opts->cwd : sb->spec->cwd);
-	if (!ex->argv0 || !ex->cwd) {
-		pd_exec_unlink_free(ex);
-		return pd_fail(err, ENOMEM, "allocate exec");
-	}
+	r = exec_new(sb, opts, &hdr, fn, userdata, &ex, err);
+	if (r < 0)
+		return r;
 	/* the first command starts from the baselines pd_cgroup_open() took: zero */
 	if (sb->n_execs++ > 0 && sb->cg)
 		(void)pd_cgroup_stats(sb->cg, &ex->base, NULL);
@@ -755,19 +811,9 @@ int pd_exec_begin(paddock_sandbox *sb, const struct paddock_exec_opts *opts, uin
 			return r;
 		}
 	}
-	/* one meaning of limits.timeout_s for every front end: each command's wall clock */
-	double timeout = opts->timeout_s == 0 ? sb->spec->limits.timeout_s : opts->timeout_s;
-
-	if (!ex->done && timeout > 0) {
-		struct timeval tv = { .tv_sec = (time_t)timeout };
-
-		tv.tv_usec = (suseconds_t)((timeout - (double)tv.tv_sec) * 1e6);
-		ex->timeout_ev = evtimer_new(sb->ctx->base, exec_timeout_cb, ex);
-		if (!ex->timeout_ev || evtimer_add(ex->timeout_ev, &tv) < 0) {
-			(void)paddock_exec_terminate(ex, PADDOCK_END_ERROR, NULL);
-			return pd_fail(err, ENOMEM, "arm the command's timeout");
-		}
-	}
+	r = arm_timeout(sb, ex, opts->timeout_s, err);
+	if (r < 0)
+		return r;
 	if (ret_exec)
 		*ret_exec = ex;
 	return 0;

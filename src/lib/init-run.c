@@ -336,106 +336,147 @@ static void reply_error(struct pd_init_state *st, uint64_t id, enum pd_exec_step
 	(void)pd_ctl_send(st->ctl, PD_CTL_EXEC_ERROR, &e, sizeof(e), NULL, 0);
 }
 
-static void handle_exec(struct pd_init_state *st, const char *buf, size_t len, int *fds,
-			size_t nfds)
+/*
+ * The request after its header: the cwd, argv, the extra environment and the command's own
+ * filter. `cwd` and the filter point into the request.
+ */
+static int unpack_exec(const struct pd_ctl_exec *req, const char *pos, const char *end,
+		       const char **ret_cwd, char ***ret_argv, char ***ret_extra,
+		       struct sock_fprog *ret_filter)
 {
-	struct pd_ctl_exec req;
-	_cleanup_free_ char **argv = NULL, **extra = NULL, **envp = NULL;
-	_cleanup_close_ int master = -EBADF, slave = -EBADF;
-	_cleanup_(close_pipes) int pipes[3][2] = { { -EBADF, -EBADF }, { -EBADF, -EBADF },
-						   { -EBADF, -EBADF } };
+	_cleanup_free_ char **argv = NULL, **extra = NULL;
+	const char *cwd = pos;
+
+	if (!memchr(pos, '\0', (size_t)(end - pos)))
+		return -EPROTO;
+	pos += strlen(pos) + 1;
+	if (pd_strv_unpack(&pos, end, req->argc, PD_CTL_MAX_ARGS, NULL, &argv) < 0 ||
+	    pd_strv_unpack(&pos, end, req->envc, PD_CTL_MAX_ARGS, NULL, &extra) < 0 ||
+	    req->argc == 0 || !argv[0][0])
+		return -EPROTO;
+	/* what is left is the command's own filter, exactly as long as the header says */
+	if ((size_t)(end - pos) != req->filter_len ||
+	    req->filter_len % sizeof(struct sock_filter) || req->filter_len > PD_EXEC_FILTER_MAX)
+		return -EPROTO;
+	*ret_cwd = cwd;
+	*ret_argv = TAKE_PTR(argv);
+	*ret_extra = TAKE_PTR(extra);
+	*ret_filter = (struct sock_fprog){
+		.len = (unsigned short)(req->filter_len / sizeof(struct sock_filter)),
+		.filter = (struct sock_filter *)(uintptr_t)pos,
+	};
+	return 0;
+}
+
+/*
+ * The command's stdin, stdout and stderr: the supervisor's fds (borrowed), pipes of init's,
+ * or a new pseudo-terminal. On failure this replies EXEC_ERROR itself; what it opened is the
+ * caller's to close either way.
+ */
+static int open_streams(struct pd_init_state *st, const struct pd_ctl_exec *req, int *fds,
+			size_t nfds, struct child_plan *p, int pipes[3][2], int *master, int *slave)
+{
+	size_t k = 0;
+	int r;
+
+	for (int i = 0; i < 3; i++)
+		if ((req->flags & (PD_EXEC_FD_STDIN << i)) && k < nfds)
+			p->fds[i] = fds[k++];
+	for (int i = 0; i < 3; i++) {
+		if (!(req->flags & (PD_EXEC_PIPE_STDIN << i)) || (req->flags & (1u << i)))
+			continue;
+		if (pipe2(pipes[i], O_CLOEXEC) < 0) {
+			r = -errno;
+			reply_error(st, req->id, PD_STEP_SETUP, r, "pipe");
+			return r;
+		}
+		/* the command reads stdin's read end [0] and writes the others' write end [1] */
+		p->fds[i] = pipes[i][i == 0 ? 0 : 1];
+	}
+	if (req->flags & (PD_EXEC_PTY_STDIN | PD_EXEC_PTY_STDOUT | PD_EXEC_PTY_STDERR)) {
+		r = open_pty(req, &st->conf->idmap, master, slave);
+		if (r < 0) {
+			reply_error(st, req->id, PD_STEP_SETUP, r, "open a pseudo-terminal");
+			return r;
+		}
+		p->pty_slave = *slave;
+		p->pty_streams = req->flags & 7u;
+	}
+	return 0;
+}
+
+/* Who the command runs as, where, and with which argv, environment and PATH. */
+static void plan_command(struct child_plan *p, const struct pd_init_state *st,
+			 const struct pd_ctl_exec *req, char **argv, char **envp, const char *cwd)
+{
+	size_t idx;
+
+	p->ctty = (req->flags & PD_EXEC_CTTY) != 0;
+	/* the supervisor checked the ids exist here (exec.c); the sandbox user's otherwise */
+	p->uid = (req->flags & PD_EXEC_USER) ? req->uid : PD_SANDBOX_UID;
+	p->gid = (req->flags & PD_EXEC_USER) ? req->gid : PD_SANDBOX_GID;
+	p->argv = argv;
+	p->envp = envp;
+	p->cwd = cwd[0] ? cwd : st->conf->cwd;
+	p->path = pd_init_env_has(envp, pd_strv_length(envp), "PATH=", &idx) ? envp[idx] + 5
+									      : NULL;
+}
+
+/*
+ * Starts the command: returns its pid once it has exec'ed. When it could not be started
+ * this replies EXEC_ERROR (the failed step's, from the child) and returns -1. Closes the
+ * pty's slave end, which the command holds from then on.
+ */
+static pid_t spawn(struct pd_init_state *st, uint64_t id, struct child_plan *p, int *slave)
+{
 	int pipefd[2] = { -EBADF, -EBADF };
-	struct child_plan p = { .st = st, .pty_slave = -1, .fds = { -1, -1, -1 } };
 	struct pd_ctl_exec_error e;
-	const char *pos, *end = buf + len, *cwd;
-	size_t k = 0, idx;
 	ssize_t n;
 	pid_t pid;
 	int r;
 
-	if (len < sizeof(req))
-		return reply_error(st, 0, PD_STEP_SETUP, EPROTO, "malformed exec request");
-	memcpy(&req, buf, sizeof(req));
-	pos = buf + sizeof(req);
-	cwd = pos;
-	if (!memchr(pos, '\0', (size_t)(end - pos)))
-		return reply_error(st, req.id, PD_STEP_SETUP, EPROTO, "malformed exec request");
-	pos += strlen(pos) + 1;
-	if (pd_strv_unpack(&pos, end, req.argc, PD_CTL_MAX_ARGS, NULL, &argv) < 0 ||
-	    pd_strv_unpack(&pos, end, req.envc, PD_CTL_MAX_ARGS, NULL, &extra) < 0 ||
-	    req.argc == 0 || !argv[0][0])
-		return reply_error(st, req.id, PD_STEP_SETUP, EPROTO, "malformed exec request");
-	/* what is left is the command's own filter, exactly as long as the header says */
-	if ((size_t)(end - pos) != req.filter_len || req.filter_len % sizeof(struct sock_filter) ||
-	    req.filter_len > PD_EXEC_FILTER_MAX)
-		return reply_error(st, req.id, PD_STEP_SETUP, EPROTO, "malformed exec request");
-	p.filter = (struct sock_fprog){
-		.len = (unsigned short)(req.filter_len / sizeof(struct sock_filter)),
-		.filter = (struct sock_filter *)(uintptr_t)pos,
-	};
-	if (st->n_execs >= PD_INIT_MAX_EXECS)
-		return reply_error(st, req.id, PD_STEP_SETUP, EAGAIN, "too many commands running");
-	envp = pd_init_build_env(st, extra);
-	if (!envp)
-		return reply_error(st, req.id, PD_STEP_SETUP, ENOMEM, "build environment");
-	for (int i = 0; i < 3; i++)
-		if ((req.flags & (PD_EXEC_FD_STDIN << i)) && k < nfds)
-			p.fds[i] = fds[k++];
-	for (int i = 0; i < 3; i++) {
-		if (!(req.flags & (PD_EXEC_PIPE_STDIN << i)) || (req.flags & (1u << i)))
-			continue;
-		if (pipe2(pipes[i], O_CLOEXEC) < 0)
-			return reply_error(st, req.id, PD_STEP_SETUP, errno, "pipe");
-		/* the command reads stdin's read end [0] and writes the others' write end [1] */
-		p.fds[i] = pipes[i][i == 0 ? 0 : 1];
+	if (pipe2(pipefd, O_CLOEXEC) < 0) {
+		reply_error(st, id, PD_STEP_SETUP, errno, "pipe");
+		return -1;
 	}
-	if (req.flags & (PD_EXEC_PTY_STDIN | PD_EXEC_PTY_STDOUT | PD_EXEC_PTY_STDERR)) {
-		r = open_pty(&req, &st->conf->idmap, &master, &slave);
-		if (r < 0)
-			return reply_error(st, req.id, PD_STEP_SETUP, r, "open a pseudo-terminal");
-		p.pty_slave = slave;
-		p.pty_streams = req.flags & 7u;
-	}
-	if (pipe2(pipefd, O_CLOEXEC) < 0)
-		return reply_error(st, req.id, PD_STEP_SETUP, errno, "pipe");
-	p.ctty = (req.flags & PD_EXEC_CTTY) != 0;
-	/* the supervisor checked the ids exist here (exec.c); the sandbox user's otherwise */
-	p.uid = (req.flags & PD_EXEC_USER) ? req.uid : PD_SANDBOX_UID;
-	p.gid = (req.flags & PD_EXEC_USER) ? req.gid : PD_SANDBOX_GID;
-	p.argv = argv;
-	p.envp = envp;
-	p.cwd = cwd[0] ? cwd : st->conf->cwd;
-	p.errpipe = pipefd[1];
-	p.path = pd_init_env_has(envp, pd_strv_length(envp), "PATH=", &idx) ? envp[idx] + 5 : NULL;
-
+	p->errpipe = pipefd[1];
 	/*
 	 * posix_spawn's trick: the child borrows init's memory (no page tables to copy, nothing
 	 * to tear down at exec) and init sleeps until it has exec'ed or failed.
 	 */
 	pid = clone(exec_child, st->child_stack + CHILD_STACK_SIZE, CLONE_VM | CLONE_VFORK | SIGCHLD,
-		    &p);
+		    p);
 	if (pid < 0) {
 		r = -errno;
 		pd_close(pipefd[0]);
 		pd_close(pipefd[1]);
-		return reply_error(st, req.id, PD_STEP_SETUP, r, "spawn");
+		reply_error(st, id, PD_STEP_SETUP, r, "spawn");
+		return -1;
 	}
 	pd_close(pipefd[1]);
-	slave = pd_close(slave);
+	*slave = pd_close(*slave);
 	/* EOF means execve() succeeded (the pipe is close-on-exec); a record means a step failed */
 	n = pd_read_full(pipefd[0], &e, sizeof(e));
 	pd_close(pipefd[0]);
 	if (n == (ssize_t)sizeof(e)) {
 		(void)waitpid(pid, NULL, 0);
-		e.id = req.id;
+		e.id = id;
 		e.error.msg[sizeof(e.error.msg) - 1] = '\0';
 		(void)pd_ctl_send(st->ctl, PD_CTL_EXEC_ERROR, &e, sizeof(e), NULL, 0);
-		return;
+		return -1;
 	}
+	return pid;
+}
+
+/* Tracks the started command, keeps init's ends of its pty and pipes, and reports STARTED. */
+static void track_started(struct pd_init_state *st, const struct pd_ctl_exec *req, pid_t pid,
+			  int *master, int pipes[3][2])
+{
 	struct pd_init_tracked *t = &st->execs[st->n_execs++];
-	*t = (struct pd_init_tracked){ .id = req.id, .pid = pid, .flags = req.flags, .pty = -1,
-			       .keep = { -1, -1, -1 } };
-	t->pty = TAKE_FD(master);
+
+	*t = (struct pd_init_tracked){ .id = req->id, .pid = pid, .flags = req->flags, .pty = -1,
+				       .keep = { -1, -1, -1 } };
+	t->pty = TAKE_FD(*master);
 	for (int i = 0; i < 3; i++) {
 		int child_end = i == 0 ? 0 : 1;
 
@@ -444,8 +485,39 @@ static void handle_exec(struct pd_init_state *st, const char *buf, size_t len, i
 		pipes[i][child_end] = pd_close(pipes[i][child_end]);
 		t->keep[i] = TAKE_FD(pipes[i][1 - child_end]);
 	}
-	struct pd_ctl_started s = { .id = req.id, .pid = pid, .denied = st->denied_total };
+	struct pd_ctl_started s = { .id = req->id, .pid = pid, .denied = st->denied_total };
 	pd_init_send_with_fds(st, PD_CTL_STARTED, &s, sizeof(s), t);
+}
+
+static void handle_exec(struct pd_init_state *st, const char *buf, size_t len, int *fds,
+			size_t nfds)
+{
+	struct pd_ctl_exec req;
+	_cleanup_free_ char **argv = NULL, **extra = NULL, **envp = NULL;
+	_cleanup_close_ int master = -EBADF, slave = -EBADF;
+	_cleanup_(close_pipes) int pipes[3][2] = { { -EBADF, -EBADF }, { -EBADF, -EBADF },
+						   { -EBADF, -EBADF } };
+	struct child_plan p = { .st = st, .pty_slave = -1, .fds = { -1, -1, -1 } };
+	const char *cwd;
+	pid_t pid;
+
+	if (len < sizeof(req))
+		return reply_error(st, 0, PD_STEP_SETUP, EPROTO, "malformed exec request");
+	memcpy(&req, buf, sizeof(req));
+	if (unpack_exec(&req, buf + sizeof(req), buf + len, &cwd, &argv, &extra, &p.filter) < 0)
+		return reply_error(st, req.id, PD_STEP_SETUP, EPROTO, "malformed exec request");
+	if (st->n_execs >= PD_INIT_MAX_EXECS)
+		return reply_error(st, req.id, PD_STEP_SETUP, EAGAIN, "too many commands running");
+	envp = pd_init_build_env(st, extra);
+	if (!envp)
+		return reply_error(st, req.id, PD_STEP_SETUP, ENOMEM, "build environment");
+	if (open_streams(st, &req, fds, nfds, &p, pipes, &master, &slave) < 0)
+		return;
+	plan_command(&p, st, &req, argv, envp, cwd);
+	pid = spawn(st, req.id, &p, &slave);
+	if (pid < 0)
+		return;
+	track_started(st, &req, pid, &master, pipes);
 }
 
 /*

@@ -401,6 +401,88 @@ static int parse_files(int argc, char **argv, struct mcp_policy *p, struct args 
 	return 0;
 }
 
+/* The flags that bound something: 1 if `c` is one (applied), 0 if not, < 0 if its value is bad. */
+static int apply_limit_flag(int c, struct mcp_policy *p, struct args *a)
+{
+	int r;
+
+	switch (c) {
+	case OPT_MAX_SANDBOXES:
+		r = parse_count("--max-sandboxes", optarg, 1024, &p->max_sandboxes);
+		break;
+	case OPT_MAX_OUTPUT:
+		r = parse_size("--max-output", optarg, &p->max_output);
+		break;
+	case OPT_MAX_READ:
+		r = parse_size("--max-read", optarg, &p->max_read);
+		break;
+	case OPT_MAX_MESSAGE:
+		r = parse_size("--max-message", optarg, &a->max_message);
+		break;
+	case OPT_IDLE_TIMEOUT:
+		r = parse_count("--idle-timeout", optarg, 30 * 86400, &a->idle_timeout_s);
+		break;
+	case OPT_MAX_SESSIONS:
+		r = parse_count("--max-sessions", optarg, 1024, &a->max_sessions);
+		break;
+	case OPT_SESSION_IDLE:
+		r = parse_count("--session-idle", optarg, 30 * 86400, &a->session_idle_s);
+		break;
+	case OPT_SESSION_GONE:
+		r = parse_count("--session-gone", optarg, 86400, &a->session_gone_s);
+		break;
+	default:
+		return 0;
+	}
+	return r < 0 ? -EINVAL : 1;
+}
+
+/* One flag of pass 2 that is not a spec flag: as parse_args() returns. */
+static int apply_flag(int c, struct mcp_policy *p, struct args *a)
+{
+	paddock_error err = { 0 };
+	int r;
+
+	switch (c) {
+	case OPT_CONNECT:
+		a->connect = optarg;
+		break;
+	case OPT_CONFIG:
+		break; /* read in pass 1 */
+	case OPT_ALLOW_HOST_PATH:
+		if (mcp_policy_allow_host_path(p, optarg, &err) < 0) {
+			fprintf(stderr, "paddock mcp: --allow-host-path: %s\n", err.msg);
+			return -EINVAL;
+		}
+		break;
+	case OPT_EVENTS:
+		a->events = optarg;
+		break;
+	case OPT_RESOLVE_HOSTS:
+		a->resolve_hosts = optarg;
+		break;
+	case OPT_UPSTREAM_CA:
+		a->upstream_ca = optarg;
+		break;
+	case OPT_HTTP:
+		a->http = optarg;
+		break;
+	case OPT_HTTP_TOKEN_FILE:
+		a->http_token_file = optarg;
+		break;
+	case 'h':
+		usage(stdout);
+		return 0;
+	default:
+		r = apply_limit_flag(c, p, a);
+		if (r != 0)
+			return r;
+		fprintf(stderr, "paddock mcp: see 'paddock mcp --help'\n");
+		return -EINVAL;
+	}
+	return 1;
+}
+
 /* 1: continue; 0: exit 0 (--help); < 0: exit with an error (already printed) */
 static int parse_args(int argc, char **argv, struct mcp_policy *p, struct args *a)
 {
@@ -420,72 +502,9 @@ static int parse_args(int argc, char **argv, struct mcp_policy *p, struct args *
 		}
 		if (r > 0)
 			continue;
-		switch (c) {
-		case OPT_CONNECT:
-			a->connect = optarg;
-			break;
-		case OPT_CONFIG:
-			break; /* read in pass 1 */
-		case OPT_ALLOW_HOST_PATH:
-			if (mcp_policy_allow_host_path(p, optarg, &err) < 0) {
-				fprintf(stderr, "paddock mcp: --allow-host-path: %s\n", err.msg);
-				return -EINVAL;
-			}
-			break;
-		case OPT_MAX_SANDBOXES:
-			if (parse_count("--max-sandboxes", optarg, 1024, &p->max_sandboxes) < 0)
-				return -EINVAL;
-			break;
-		case OPT_MAX_OUTPUT:
-			if (parse_size("--max-output", optarg, &p->max_output) < 0)
-				return -EINVAL;
-			break;
-		case OPT_MAX_READ:
-			if (parse_size("--max-read", optarg, &p->max_read) < 0)
-				return -EINVAL;
-			break;
-		case OPT_MAX_MESSAGE:
-			if (parse_size("--max-message", optarg, &a->max_message) < 0)
-				return -EINVAL;
-			break;
-		case OPT_EVENTS:
-			a->events = optarg;
-			break;
-		case OPT_RESOLVE_HOSTS:
-			a->resolve_hosts = optarg;
-			break;
-		case OPT_UPSTREAM_CA:
-			a->upstream_ca = optarg;
-			break;
-		case OPT_IDLE_TIMEOUT:
-			if (parse_count("--idle-timeout", optarg, 30 * 86400, &a->idle_timeout_s) < 0)
-				return -EINVAL;
-			break;
-		case OPT_HTTP:
-			a->http = optarg;
-			break;
-		case OPT_HTTP_TOKEN_FILE:
-			a->http_token_file = optarg;
-			break;
-		case OPT_MAX_SESSIONS:
-			if (parse_count("--max-sessions", optarg, 1024, &a->max_sessions) < 0)
-				return -EINVAL;
-			break;
-		case OPT_SESSION_IDLE:
-			if (parse_count("--session-idle", optarg, 30 * 86400, &a->session_idle_s) < 0)
-				return -EINVAL;
-			break;
-		case OPT_SESSION_GONE:
-			if (parse_count("--session-gone", optarg, 86400, &a->session_gone_s) < 0)
-				return -EINVAL;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			fprintf(stderr, "paddock mcp: see 'paddock mcp --help'\n");
-			return -EINVAL;
-		}
+		r = apply_flag(c, p, a);
+		if (r <= 0)
+			return r;
 	}
 	if (optind < argc) {
 		fprintf(stderr, "paddock mcp: unexpected argument '%s'\n", argv[optind]);

@@ -290,77 +290,39 @@ static int resolve_in_root(const char *root, const char *dst, char *buf, size_t 
 	return 0;
 }
 
-/*
- * One mount. paddock builds /proc, /dev (null, zero, full, random, urandom, tty, a private
- * devpts, shm), and has no /sys: those the engine asks for are what paddock makes anyway.
- * Binds become the spec's binds (nosuid, nodev; read-write directories idmapped to their
- * owner as root). A tmpfs elsewhere is the sandbox's writable disk already (its root is).
- */
-static int map_mount(struct oci_bundle *b, json_t *m, size_t i, paddock_error *err)
+/* What paddock makes itself or leaves out, whatever the engine mounts there: said, and true. */
+static bool paddock_makes(size_t i, const char *dst)
 {
-	const char *dst = json_string_value(json_object_get(m, "destination"));
-	const char *type = json_string_value(json_object_get(m, "type"));
-	const char *src = json_string_value(json_object_get(m, "source"));
-	json_t *opts = json_object_get(m, "options");
-	char f[64], bind[PATH_MAX * 2 + 8], resolved[PATH_MAX];
-	bool is_bind;
-	int r;
-
-	snprintf(f, sizeof(f), "mounts[%zu].destination", i);
-	if (!dst || dst[0] != '/')
-		return oci_error(err, EINVAL, f, "expected an absolute path");
-	if (opts && !json_is_array(opts)) {
-		snprintf(f, sizeof(f), "mounts[%zu].options", i);
-		return oci_error(err, EINVAL, f, "expected an array of strings");
-	}
-	is_bind = (type && !strcmp(type, "bind")) || has_option(opts, "bind") ||
-		  has_option(opts, "rbind");
-	if (!type && !is_bind) {
-		snprintf(f, sizeof(f), "mounts[%zu].type", i);
-		return oci_error(err, EINVAL, f, "expected a type, or \"bind\" in options");
-	}
-	/* what paddock makes itself, whatever the engine mounts there */
 	if (!strcmp(dst, "/proc") || !strcmp(dst, "/dev") || !strcmp(dst, "/dev/pts") ||
 	    !strcmp(dst, "/dev/shm")) {
 		oci_debug("mounts[%zu] '%s': paddock's own", i, dst);
-		return 0;
+		return true;
 	}
 	if (!strcmp(dst, "/dev/mqueue")) {
 		oci_debug("mounts[%zu] '%s': not mounted; the IPC namespace is private and "
 			  "mq_open() works without it", i, dst);
-		return 0;
+		return true;
 	}
 	if (under(dst, "/sys")) {
 		oci_debug("mounts[%zu] '%s': paddock gives a container no /sys", i, dst);
-		return 0;
+		return true;
 	}
 	if (!strcmp(dst, "/dev/termination-log")) {
 		oci_warn("mounts[%zu] '%s': not mounted (paddock builds /dev itself); the kubelet "
 			 "reads no termination message: use terminationMessagePolicy "
 			 "FallbackToLogsOnError", i, dst);
-		return 0;
+		return true;
 	}
-	if (under(dst, "/proc") || under(dst, "/dev")) {
-		snprintf(f, sizeof(f), "mounts[%zu].destination", i);
-		return oci_error(
-			err, EINVAL, f,
-			"'%s': paddock builds /proc and /dev itself; nothing is mounted below "
-			"them",
-			dst);
-	}
-	if (!is_bind) {
-		if (!strcmp(type, "tmpfs")) {
-			/* the root is writable and on the sandbox's size-limited tmpfs already */
-			oci_debug("mounts[%zu] '%s': on the sandbox's own disk (tmpfs)", i, dst);
-			return 0;
-		}
-		snprintf(f, sizeof(f), "mounts[%zu].type", i);
-		return oci_error(
-			err, EINVAL, f,
-			"'%s' at '%s': paddock mounts binds; proc, sysfs, devpts, mqueue, tmpfs "
-			"and cgroup are its own",
-			type, dst);
-	}
+	return false;
+}
+
+/* A bind mount becomes one of the spec's binds, at `dst` resolved inside the root. */
+static int map_bind(struct oci_bundle *b, json_t *opts, const char *src, const char *dst,
+		    size_t i, paddock_error *err)
+{
+	char f[64], bind[PATH_MAX * 2 + 8], resolved[PATH_MAX];
+	int r;
+
 	snprintf(f, sizeof(f), "mounts[%zu].source", i);
 	if (!src || src[0] != '/')
 		return oci_error(err, EINVAL, f, "expected an absolute host path");
@@ -391,6 +353,60 @@ static int map_mount(struct oci_bundle *b, json_t *m, size_t i, paddock_error *e
 		return r;
 	}
 	return 0;
+}
+
+/*
+ * One mount. paddock builds /proc, /dev (null, zero, full, random, urandom, tty, a private
+ * devpts, shm), and has no /sys: those the engine asks for are what paddock makes anyway.
+ * Binds become the spec's binds (nosuid, nodev; read-write directories idmapped to their
+ * owner as root). A tmpfs elsewhere is the sandbox's writable disk already (its root is).
+ */
+static int map_mount(struct oci_bundle *b, json_t *m, size_t i, paddock_error *err)
+{
+	const char *dst = json_string_value(json_object_get(m, "destination"));
+	const char *type = json_string_value(json_object_get(m, "type"));
+	const char *src = json_string_value(json_object_get(m, "source"));
+	json_t *opts = json_object_get(m, "options");
+	char f[64];
+	bool is_bind;
+
+	snprintf(f, sizeof(f), "mounts[%zu].destination", i);
+	if (!dst || dst[0] != '/')
+		return oci_error(err, EINVAL, f, "expected an absolute path");
+	if (opts && !json_is_array(opts)) {
+		snprintf(f, sizeof(f), "mounts[%zu].options", i);
+		return oci_error(err, EINVAL, f, "expected an array of strings");
+	}
+	is_bind = (type && !strcmp(type, "bind")) || has_option(opts, "bind") ||
+		  has_option(opts, "rbind");
+	if (!type && !is_bind) {
+		snprintf(f, sizeof(f), "mounts[%zu].type", i);
+		return oci_error(err, EINVAL, f, "expected a type, or \"bind\" in options");
+	}
+	if (paddock_makes(i, dst))
+		return 0;
+	if (under(dst, "/proc") || under(dst, "/dev")) {
+		snprintf(f, sizeof(f), "mounts[%zu].destination", i);
+		return oci_error(
+			err, EINVAL, f,
+			"'%s': paddock builds /proc and /dev itself; nothing is mounted below "
+			"them",
+			dst);
+	}
+	if (!is_bind) {
+		if (!strcmp(type, "tmpfs")) {
+			/* the root is writable and on the sandbox's size-limited tmpfs already */
+			oci_debug("mounts[%zu] '%s': on the sandbox's own disk (tmpfs)", i, dst);
+			return 0;
+		}
+		snprintf(f, sizeof(f), "mounts[%zu].type", i);
+		return oci_error(
+			err, EINVAL, f,
+			"'%s' at '%s': paddock mounts binds; proc, sysfs, devpts, mqueue, tmpfs "
+			"and cgroup are its own",
+			type, dst);
+	}
+	return map_bind(b, opts, src, dst, i, err);
 }
 
 /* ---- namespaces, resources ----------------------------------------------------------- */
@@ -657,14 +673,129 @@ static void warn_ignored(json_t *process, json_t *linux_)
  */
 static int root_layers(const char *root, char ***ret, paddock_error *err);
 
+/* root: its path (relative to the bundle unless absolute), its layers, read-only or not */
+static int map_root(struct oci_bundle *b, json_t *root, paddock_error *err)
+{
+	const char *rp = json_string_value(json_object_get(root, "path"));
+	char path[PATH_MAX], rootp[PATH_MAX];
+	char **layers = NULL;
+	int r;
+
+	if (!rp || !*rp)
+		return oci_error(err, EINVAL, "root.path", "expected the root filesystem's path");
+	snprintf(path, sizeof(path), "%s%s%s", rp[0] == '/' ? "" : b->dir,
+		 rp[0] == '/' ? "" : "/", rp);
+	if (!realpath(path, rootp))
+		return oci_error(err, errno, "root.path", "'%s'", path);
+	b->rootfs = strdup(rootp);
+	if (!b->rootfs)
+		return oci_error(err, ENOMEM, "", "out of memory");
+	r = root_layers(rootp, &layers, err);
+	if (r >= 0)
+		r = paddock_spec_set_root_layers(b->spec, (const char *const *)layers, err);
+	if (r >= 0)
+		r = paddock_spec_set_root_readonly(
+			b->spec, json_is_true(json_object_get(root, "readonly")), err);
+	strv_free(layers);
+	return r < 0 ? r : 0;
+}
+
+/* process: what runs, as whom, where, within which rlimits */
+static int map_process(struct oci_bundle *b, json_t *process, paddock_error *err)
+{
+	int r;
+
+	if (!process)
+		return oci_error(err, EINVAL, "process", "expected the container's process");
+	r = oci_process_load(process, "process", &b->process, err);
+	if (r < 0)
+		return r;
+	if (b->process.uid == 0) {
+		r = paddock_spec_set(b->spec, "user", "root", err);
+		if (r < 0)
+			return r;
+	}
+	r = paddock_spec_set(b->spec, "cwd", b->process.cwd, err);
+	if (r < 0) {
+		snprintf(err->field, sizeof(err->field), "process.cwd");
+		return r;
+	}
+	return map_rlimits(b, process, err);
+}
+
+static int map_hostname(struct oci_bundle *b, json_t *hostname, paddock_error *err)
+{
+	int r;
+
+	if (!json_is_string(hostname) || !*json_string_value(hostname))
+		return 0;
+	r = paddock_spec_set(b->spec, "hostname", json_string_value(hostname), err);
+	if (r < 0) {
+		snprintf(err->field, sizeof(err->field), "hostname");
+		return r;
+	}
+	return 0;
+}
+
+static int map_mounts(struct oci_bundle *b, json_t *mounts, paddock_error *err)
+{
+	json_t *m;
+	size_t i;
+	int r;
+
+	if (mounts && !json_is_array(mounts))
+		return oci_error(err, EINVAL, "mounts", "expected an array");
+	json_array_foreach(mounts, i, m) {
+		r = map_mount(b, m, i, err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* linux: namespaces, resources, sysctls and the container's seccomp profile */
+static int map_linux(struct oci_bundle *b, json_t *linux_, json_t *process, paddock_error *err)
+{
+	int r;
+
+	if (!json_is_object(linux_))
+		return oci_error(err, EINVAL, "linux", "expected the linux section");
+	if (json_array_size(json_object_get(linux_, "uidMappings")) ||
+	    json_array_size(json_object_get(linux_, "gidMappings")))
+		return oci_error(
+			err, EINVAL, "linux.uidMappings",
+			"paddock maps every container's ids itself (a private range each): no "
+			"mappings are taken from the engine");
+	r = map_namespaces(b, linux_, err);
+	if (r >= 0)
+		r = map_resources(b, linux_, err);
+	if (r < 0)
+		return r;
+	r = map_sysctls(json_object_get(linux_, "sysctl"), err);
+	if (r < 0)
+		return r;
+	if (json_object_get(linux_, "devices") && json_array_size(json_object_get(linux_, "devices")))
+		oci_debug("linux.devices: paddock's /dev has null, zero, full, random, urandom, "
+			  "tty, pts and shm only");
+	warn_ignored(process, linux_);
+	return oci_seccomp_compile(json_object_get(linux_, "seccomp"), &b->filter, &b->filter_len,
+				   err);
+}
+
+/* annotations: dev.paddock.* */
+static int map_annotations(struct oci_bundle *b, json_t *annotations, paddock_error *err)
+{
+	if (annotations && !json_is_object(annotations))
+		return oci_error(err, EINVAL, "annotations", "expected an object of strings");
+	b->annotations = annotations ? json_incref(annotations) : json_object();
+	return oci_annotations_apply(b->annotations, &b->process, b->spec, err);
+}
+
 int oci_bundle_load(const char *dir, struct oci_bundle *ret, paddock_error *err)
 {
 	struct oci_bundle b = { 0 };
-	char path[PATH_MAX], rootp[PATH_MAX];
-	json_t *cfg = NULL, *root, *process, *linux_, *v;
-	char **layers = NULL;
-	const char *rp;
-	size_t i;
+	char path[PATH_MAX];
+	json_t *cfg = NULL, *v;
 	int r;
 
 	if (!realpath(dir, path))
@@ -682,119 +813,21 @@ int oci_bundle_load(const char *dir, struct oci_bundle *ret, paddock_error *err)
 		goto out;
 	}
 	r = paddock_spec_new(&b.spec, err);
-	if (r < 0)
-		goto out;
-	/* root */
-	root = json_object_get(cfg, "root");
-	rp = json_string_value(json_object_get(root, "path"));
-	if (!rp || !*rp) {
-		r = oci_error(err, EINVAL, "root.path", "expected the root filesystem's path");
-		goto out;
-	}
-	snprintf(path, sizeof(path), "%s%s%s", rp[0] == '/' ? "" : b.dir, rp[0] == '/' ? "" : "/",
-		 rp);
-	if (!realpath(path, rootp)) {
-		r = oci_error(err, errno, "root.path", "'%s'", path);
-		goto out;
-	}
-	b.rootfs = strdup(rootp);
-	if (!b.rootfs) {
-		r = oci_error(err, ENOMEM, "", "out of memory");
-		goto out;
-	}
-	r = root_layers(rootp, &layers, err);
 	if (r >= 0)
-		r = paddock_spec_set_root_layers(b.spec, (const char *const *)layers, err);
+		r = map_root(&b, json_object_get(cfg, "root"), err);
 	if (r >= 0)
-		r = paddock_spec_set_root_readonly(b.spec, json_is_true(json_object_get(root,
-											"readonly")),
-						   err);
-	strv_free(layers);
-	if (r < 0)
-		goto out;
-	/* process */
-	process = json_object_get(cfg, "process");
-	if (!process) {
-		r = oci_error(err, EINVAL, "process", "expected the container's process");
-		goto out;
-	}
-	r = oci_process_load(process, "process", &b.process, err);
-	if (r < 0)
-		goto out;
-	if (b.process.uid == 0) {
-		r = paddock_spec_set(b.spec, "user", "root", err);
-		if (r < 0)
-			goto out;
-	}
-	r = paddock_spec_set(b.spec, "cwd", b.process.cwd, err);
-	if (r < 0) {
-		snprintf(err->field, sizeof(err->field), "process.cwd");
-		goto out;
-	}
-	r = map_rlimits(&b, process, err);
-	if (r < 0)
-		goto out;
-	v = json_object_get(cfg, "hostname");
-	if (json_is_string(v) && *json_string_value(v)) {
-		r = paddock_spec_set(b.spec, "hostname", json_string_value(v), err);
-		if (r < 0) {
-			snprintf(err->field, sizeof(err->field), "hostname");
-			goto out;
-		}
-	}
-	/* mounts */
-	v = json_object_get(cfg, "mounts");
-	if (v && !json_is_array(v)) {
-		r = oci_error(err, EINVAL, "mounts", "expected an array");
-		goto out;
-	}
-	json_array_foreach(v, i, root) {
-		r = map_mount(&b, root, i, err);
-		if (r < 0)
-			goto out;
-	}
-	/* linux */
-	linux_ = json_object_get(cfg, "linux");
-	if (!json_is_object(linux_)) {
-		r = oci_error(err, EINVAL, "linux", "expected the linux section");
-		goto out;
-	}
-	if (json_array_size(json_object_get(linux_, "uidMappings")) ||
-	    json_array_size(json_object_get(linux_, "gidMappings"))) {
-		r = oci_error(
-			err, EINVAL, "linux.uidMappings",
-			"paddock maps every container's ids itself (a private range each): no "
-			"mappings are taken from the engine");
-		goto out;
-	}
-	r = map_namespaces(&b, linux_, err);
+		r = map_process(&b, json_object_get(cfg, "process"), err);
 	if (r >= 0)
-		r = map_resources(&b, linux_, err);
-	if (r < 0)
-		goto out;
-	r = map_sysctls(json_object_get(linux_, "sysctl"), err);
-	if (r < 0)
-		goto out;
-	if (json_object_get(linux_, "devices") && json_array_size(json_object_get(linux_, "devices")))
-		oci_debug("linux.devices: paddock's /dev has null, zero, full, random, urandom, "
-			  "tty, pts and shm only");
-	warn_ignored(process, linux_);
-	r = oci_seccomp_compile(json_object_get(linux_, "seccomp"), &b.filter, &b.filter_len,
-				err);
-	if (r < 0)
-		goto out;
-	/* hooks */
-	r = oci_hooks_load(json_object_get(cfg, "hooks"), &b.hooks, err);
-	if (r < 0)
-		goto out;
-	/* annotations: dev.paddock.* */
-	v = json_object_get(cfg, "annotations");
-	if (v && !json_is_object(v)) {
-		r = oci_error(err, EINVAL, "annotations", "expected an object of strings");
-		goto out;
-	}
-	b.annotations = v ? json_incref(v) : json_object();
-	r = oci_annotations_apply(b.annotations, &b.process, b.spec, err);
+		r = map_hostname(&b, json_object_get(cfg, "hostname"), err);
+	if (r >= 0)
+		r = map_mounts(&b, json_object_get(cfg, "mounts"), err);
+	if (r >= 0)
+		r = map_linux(&b, json_object_get(cfg, "linux"), json_object_get(cfg, "process"),
+			      err);
+	if (r >= 0)
+		r = oci_hooks_load(json_object_get(cfg, "hooks"), &b.hooks, err);
+	if (r >= 0)
+		r = map_annotations(&b, json_object_get(cfg, "annotations"), err);
 	if (r >= 0)
 		r = map_netns(&b, err);
 	if (r >= 0)
