@@ -33,20 +33,6 @@ static bool operator_only(struct request *r)
 	return false;
 }
 
-int pdd_images_open(struct daemon *d, paddock_image_store **ret, paddock_error *err)
-{
-	char dir[PATH_MAX];
-	int r = 0;
-
-	if (d->image_store)
-		snprintf(dir, sizeof(dir), "%s", d->image_store);
-	else
-		r = paddock_image_store_default_dir(dir, sizeof(dir), err);
-	if (r >= 0)
-		r = paddock_image_store_open(dir, ret, err);
-	return r;
-}
-
 /* An image's description for the API: what a client of snapshots wants first, then the rest. */
 static json_t *image_json(const char *text)
 {

@@ -770,3 +770,71 @@ void pdd_http_stop(struct daemon *d)
 	pdd_http_gate_stop(d);
 	(void)unlink(d->socket_path);
 }
+
+/*
+ * What the service core asks of paddockd's clients of a sandbox (service.h, struct svc_hooks):
+ * they are watchers bound to evhttp requests, which the core does not know.
+ */
+static void hook_release_clients(struct box *b)
+{
+	while (b->procs)
+		pdd_proc_free(b->procs);
+	pdd_files_release(b);
+	pdd_network_release(b);
+}
+
+static void hook_box_unlinked(struct box *b)
+{
+	while (b->watchers) {
+		pdd_stream_end(b->watchers);
+		pdd_watcher_free(b->watchers, &b->watchers);
+	}
+}
+
+static void deleter_gone(struct watcher *w)
+{
+	struct box *b = w->owner;
+
+	pdd_watcher_free(w, &b->deleters);
+}
+
+static void hook_deleter_wait(struct box *b, void *deleter)
+{
+	struct watcher *w = pdd_watcher_new(deleter, W_WAIT, b, &b->deleters);
+
+	if (w)
+		w->on_gone = deleter_gone;
+	else
+		pdd_reply_empty(deleter, 204);
+}
+
+static void hook_box_freed(struct box *b)
+{
+	while (b->deleters) {
+		struct watcher *w = b->deleters;
+
+		if (w->req) {
+			struct request r = { .d = b->d, .req = w->req };
+			pdd_watcher_detach(w);
+			pdd_reply_empty(&r, 204);
+			w->req = NULL;
+		}
+		pdd_watcher_free(w, &b->deleters);
+	}
+}
+
+static void hook_box_event(struct box *b, json_t *o)
+{
+	for (struct watcher *w = b->watchers; w; w = w->next)
+		pdd_stream_event(b->d, w, json_incref(o));
+}
+
+const struct svc_hooks pdd_service_hooks = {
+	.release_clients = hook_release_clients,
+	.box_unlinked = hook_box_unlinked,
+	.deleter_wait = hook_deleter_wait,
+	.box_freed = hook_box_freed,
+	.box_event = hook_box_event,
+	.event = pdd_events_broadcast,
+	.proc_adopt = pdd_proc_adopt,
+};

@@ -816,7 +816,7 @@ int main(int argc, char **argv)
 	struct daemon d = { .max_upload = 256u << 20, .orphan_timeout_s = 3600, .max_net = 2,
 			    .max_templates = PDD_MAX_TEMPLATES,
 			    .event_log_fd = -1, .state_fd = -1,
-			    .stream_behind_max = PDD_STREAM_BEHIND_MAX,
+			    .stream_behind_max = PDD_STREAM_BEHIND_MAX, .hooks = &pdd_service_hooks,
 			    .http_limits = { .max_per_peer = PDD_MAX_PER_PEER,
 					     .header_timeout_s = PDD_HEADER_TIMEOUT_S },
 			    .event_log_max = PDD_EVENT_LOG_MAX, .event_log_keep = PDD_EVENT_LOG_KEEP,

@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon.h"
+#include "service.h"
 
 #define LOG_NAME "events.jsonl"
 

@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "daemon.h"
+#include "service.h"
 
 static bool box_live(const struct box *b)
 {

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "daemon.h"
+#include "service.h"
 
 int64_t pdd_now_ms(void)
 {

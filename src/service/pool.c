@@ -20,7 +20,7 @@
 #include <event2/event.h>
 #include <jansson.h>
 
-#include "daemon.h"
+#include "service.h"
 
 #define PRESSURE_CHECK_MS 1000 /* how often the pool looks at MemAvailable */
 #define REFILL_QUIET_MS 20

@@ -7,7 +7,7 @@
  */
 #pragma once
 
-#include "daemon.h"
+#include "service.h"
 
 /* lifecycle.c */
 /* A store failure nobody waits for: logged (stderr), ignored. */

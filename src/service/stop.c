@@ -25,6 +25,7 @@
  * tenant could read another's stopped sandbox.
  */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +36,7 @@
 #include <unistd.h>
 
 #include "paddock/image.h"
-#include "daemon.h"
+#include "service.h"
 
 #define KEPT_PREFIX "paddock-stopped/"
 
@@ -344,4 +345,19 @@ int pdd_box_start(struct box *b, paddock_error *err)
 	pdd_box_watch_exit(b);
 	pdd_log_event(b->d, b->tenant, "sandbox.started", b->id, "\"image\":\"%s\"", b->kept_image);
 	return 0;
+}
+
+/* The image store paddockd uses: --image-store, or libpaddock's default. */
+int pdd_images_open(struct daemon *d, paddock_image_store **ret, paddock_error *err)
+{
+	char dir[PATH_MAX];
+	int r = 0;
+
+	if (d->image_store)
+		snprintf(dir, sizeof(dir), "%s", d->image_store);
+	else
+		r = paddock_image_store_default_dir(dir, sizeof(dir), err);
+	if (r >= 0)
+		r = paddock_image_store_open(dir, ret, err);
+	return r;
 }

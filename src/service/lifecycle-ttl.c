@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon.h"
+#include "service.h"
 #include "lifecycle.h"
 
 #define REAPER_PERIOD_S 1

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon.h"
+#include "service.h"
 #include "lifecycle.h"
 
 /* 1 to max printable ASCII characters, no space: a tenant (as the tokens file reads them) */

@@ -10,8 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon.h"
+#include "service.h"
 #include "lifecycle.h"
+
+/* To the adapter's followers of every sandbox's events (GET /v1/events), if it has any. */
+static void events_broadcast(struct daemon *d, const char *tenant, const char *sandbox, json_t *o)
+{
+	if (d->hooks && d->hooks->event)
+		d->hooks->event(d, tenant, sandbox, o);
+}
 
 void pdd_event_sink(const struct paddock_event *ev, void *userdata)
 {
@@ -32,7 +39,7 @@ void pdd_event_sink(const struct paddock_event *ev, void *userdata)
 		}
 	}
 	if (!sid && o && ev->level != PADDOCK_LEVEL_DEBUG)
-		pdd_events_broadcast(d, NULL, NULL, o); /* paddockd's own: the operator's */
+		events_broadcast(d, NULL, NULL, o); /* paddockd's own: the operator's */
 	if (sid && ev->level != PADDOCK_LEVEL_DEBUG) {
 		struct box *b = NULL, *gone = NULL;
 		bool dying = false;
@@ -58,11 +65,11 @@ void pdd_event_sink(const struct paddock_event *ev, void *userdata)
 			(void)paddock_store_add_event(d->store, b->id, pdd_now_ms(), ev->name,
 						      ev->json, NULL, &err);
 		}
-		for (struct watcher *w = b ? b->watchers : NULL; w; w = w->next)
-			pdd_stream_event(d, w, json_incref(o));
+		if (b && d->hooks && d->hooks->box_event)
+			d->hooks->box_event(b, o);
 		/* one being created is told once it has a row, with its tenant (below) */
 		if (o && (b || gone))
-			pdd_events_broadcast(d, (b ? b : gone)->tenant, sid, o);
+			events_broadcast(d, (b ? b : gone)->tenant, sid, o);
 	}
 	json_decref(o);
 }
@@ -82,7 +89,7 @@ void pdd_events_flush_pending(struct daemon *d, const char *id, const char *tena
 			(void)paddock_store_add_event(d->store, id, pe->ts_ms, pe->name, pe->json,
 						      NULL, NULL);
 			if (o)
-				pdd_events_broadcast(d, tenant, id, o);
+				events_broadcast(d, tenant, id, o);
 			json_decref(o);
 		}
 		free(pe->json);
@@ -114,7 +121,7 @@ void pdd_log_event(struct daemon *d, const char *tenant, const char *event, cons
 		json_t *o = json_loadb(line, (size_t)n, 0, NULL);
 
 		if (o)
-			pdd_events_broadcast(d, tenant, sandbox, o);
+			events_broadcast(d, tenant, sandbox, o);
 		json_decref(o);
 	}
 }

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon.h"
+#include "service.h"
 #include "lifecycle.h"
 
 /* A stored row, copied out of the walk (adoption starts only once the walk has ended). */
@@ -78,7 +78,8 @@ static int adopt_exec_row(const struct paddock_store_exec *row, void *userdata)
 	 * A foreground command's client went with the old paddockd: killed, as when a client
 	 * goes away (its result says so); a background one is followed on.
 	 */
-	pdd_proc_adopt(b, ex, row, !row->background);
+	if (b->d->hooks && b->d->hooks->proc_adopt)
+		b->d->hooks->proc_adopt(b, ex, row, !row->background);
 	return 0;
 }
 
@@ -220,7 +221,8 @@ void pdd_box_adopt_unknown_execs(struct box *b)
 		 * as background commands, since nothing says which had a client waiting.
 		 */
 		if (!known)
-			pdd_proc_adopt(b, ex, NULL, !b->recovered);
+			if (b->d->hooks && b->d->hooks->proc_adopt)
+				b->d->hooks->proc_adopt(b, ex, NULL, !b->recovered);
 	}
 }
 

@@ -12,15 +12,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "daemon.h"
+#include "service.h"
 #include "lifecycle.h"
 
 void pdd_box_release_clients(struct box *b)
 {
-	while (b->procs)
-		pdd_proc_free(b->procs);
-	pdd_files_release(b);
-	pdd_network_release(b);
+	if (b->d->hooks && b->d->hooks->release_clients)
+		b->d->hooks->release_clients(b);
 	if (b->d->box_gone)
 		b->d->box_gone(b->d, b);
 }
@@ -34,10 +32,8 @@ void pdd_box_unlink(struct box *b)
 			break;
 		}
 	pdd_box_release_clients(b);
-	while (b->watchers) {
-		pdd_stream_end(b->watchers);
-		pdd_watcher_free(b->watchers, &b->watchers);
-	}
+	if (b->d->hooks && b->d->hooks->box_unlinked)
+		b->d->hooks->box_unlinked(b);
 }
 
 /*
@@ -65,17 +61,8 @@ static void box_free(struct box *b)
 		pdd_box_forget(b->d, b->id);
 		pdd_box_forget_kept(b); /* its init is gone: no kept image is in use */
 	}
-	while (b->deleters) {
-		struct watcher *w = b->deleters;
-
-		if (w->req) {
-			struct request r = { .d = b->d, .req = w->req };
-			pdd_watcher_detach(w);
-			pdd_reply_empty(&r, 204);
-			w->req = NULL;
-		}
-		pdd_watcher_free(w, &b->deleters);
-	}
+	if (b->d->hooks && b->d->hooks->box_freed)
+		b->d->hooks->box_freed(b);
 	json_decref(b->metadata);
 	free(b->spec_json);
 	free(b);
@@ -114,14 +101,7 @@ static void box_dead(paddock_sandbox *sb, enum paddock_end_reason reason, void *
 	}
 }
 
-static void deleter_gone(struct watcher *w)
-{
-	struct box *b = w->owner;
-
-	pdd_watcher_free(w, &b->deleters);
-}
-
-int pdd_box_delete(struct box *b, const char *reason, struct request *deleter, bool force,
+int pdd_box_delete(struct box *b, const char *reason, void *deleter, bool force,
 		  paddock_error *err)
 {
 	struct daemon *d = b->d;
@@ -150,14 +130,8 @@ int pdd_box_delete(struct box *b, const char *reason, struct request *deleter, b
 		d->m.destroyed_by[3]++;
 	pdd_log_event(d, b->tenant, "sandbox.removed", b->id, "\"reason\":\"%s\"", reason);
 	snprintf(b->removed_reason, sizeof(b->removed_reason), "%s", reason);
-	if (deleter) {
-		struct watcher *w = pdd_watcher_new(deleter, W_WAIT, b, &b->deleters);
-
-		if (w)
-			w->on_gone = deleter_gone;
-		else
-			pdd_reply_empty(deleter, 204);
-	}
+	if (deleter && d->hooks && d->hooks->deleter_wait)
+		d->hooks->deleter_wait(b, deleter);
 	/* a sandbox still running is ended, and freed when the kernel has finished with it */
 	if (b->sb && paddock_sandbox_running(b->sb) && !d->stopping) {
 		paddock_sandbox_set_exit_callback(b->sb, box_dead, b);
@@ -170,7 +144,7 @@ int pdd_box_delete(struct box *b, const char *reason, struct request *deleter, b
 	return 0;
 }
 
-void pdd_box_destroy(struct box *b, const char *reason, struct request *deleter)
+void pdd_box_destroy(struct box *b, const char *reason, void *deleter)
 {
 	(void)pdd_box_delete(b, reason, deleter, true, NULL);
 }
