@@ -10,7 +10,7 @@
  *   DELETE /v1/templates/{name}   204
  *
  * A create names one with "template": its spec is the base and the request's own fields
- * override it, section by section (pdd_template_apply()). A tenant sees and uses its own
+ * override it, section by section (svc_template_apply()). A tenant sees and uses its own
  * templates and the operator's (those made on the unix socket); its own win on a name both
  * have. A spec is checked when it is stored (it must be one paddock can create) and again,
  * with the request's fields and the tenant's host-path and network ceilings, at each create.
@@ -59,7 +59,7 @@ static char *check_spec(struct request *r, json_t *spec)
 		k = paddock_spec_to_json(s, &canon, &err);
 	/* the operator's network ceiling, on the spec with its defaults (as a create checks) */
 	if (k >= 0)
-		k = pdd_check_max_network(r->d, canon, &err);
+		k = svc_check_max_network(r->d, canon, &err);
 	free(canon);
 	paddock_spec_free(s);
 	if (k < 0) {
@@ -118,7 +118,7 @@ static void put(struct request *r, const char *name, bool create)
 		goto out;
 	if (create)
 		name = json_string_value(json_object_get(body, "name"));
-	if (!pdd_template_name_valid(name)) {
+	if (!svc_template_name_valid(name)) {
 		pdd_reply_error(r, 400, "invalid", "name",
 			       "expected 1 to 63 of a-z, 0-9, '.', '_', '-', starting with a "
 			       "letter or digit");
@@ -146,7 +146,7 @@ static void put(struct request *r, const char *name, bool create)
 		if (k != -EAGAIN) {
 			paddock_error e = { 0 };
 
-			pdd_store_error(&e, &err);
+			svc_store_error(&e, &err);
 			pdd_reply_paddock_error(r, &e);
 		}
 		goto out;
@@ -158,11 +158,11 @@ static void put(struct request *r, const char *name, bool create)
 	if (k < 0) {
 		paddock_error e = { 0 };
 
-		pdd_store_error(&e, &err);
+		svc_store_error(&e, &err);
 		pdd_reply_paddock_error(r, &e);
 		goto out;
 	}
-	answer = pdd_template_json(&t);
+	answer = svc_template_json(&t);
 	pdd_reply_json(r, create ? 201 : 200, answer);
 out:
 	free(text);
@@ -178,21 +178,21 @@ void pdd_api_templates(struct request *r)
 
 	if (r->n_seg > 3)
 		return pdd_reply_error(r, 404, "not_found", "path", "no such route");
-	if (name && !pdd_template_name_valid(name))
+	if (name && !svc_template_name_valid(name))
 		return pdd_reply_error(r, 404, "not_found", "name", "no such template");
 	if (!name && r->method == EVHTTP_REQ_POST)
 		return put(r, NULL, true);
 	if (name && r->method == EVHTTP_REQ_PUT)
 		return put(r, name, false);
 	if (!name && r->method == EVHTTP_REQ_GET) {
-		struct template_found f = { .list = json_array() };
+		struct svc_template_found f = { .list = json_array() };
 
 		k = f.list ? paddock_store_list_templates(r->d->store, r->tenant, NULL,
-							  pdd_template_collect, &f, &err)
+							  svc_template_collect, &f, &err)
 			   : paddock_fail(&err, ENOMEM, "templates");
-		if (k >= 0 && strcmp(r->tenant, PDD_LOCAL_TENANT) != 0)
-			k = paddock_store_list_templates(r->d->store, PDD_LOCAL_TENANT, NULL,
-							 pdd_template_collect, &f, &err);
+		if (k >= 0 && strcmp(r->tenant, SVC_LOCAL_TENANT) != 0)
+			k = paddock_store_list_templates(r->d->store, SVC_LOCAL_TENANT, NULL,
+							 svc_template_collect, &f, &err);
 		if (k < 0) {
 			json_decref(f.list);
 			return pdd_reply_paddock_error(r, &err);
@@ -200,7 +200,7 @@ void pdd_api_templates(struct request *r)
 		return pdd_reply_json(r, 200, json_pack("{s:o}", "templates", f.list));
 	}
 	if (name && r->method == EVHTTP_REQ_GET) {
-		k = pdd_template_lookup(r->d, r->tenant, name, &one, &err);
+		k = svc_template_lookup(r->d, r->tenant, name, &one, &err);
 		if (k < 0)
 			return pdd_reply_paddock_error(r, &err);
 		if (k == 0)

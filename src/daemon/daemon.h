@@ -90,7 +90,7 @@ enum watcher_kind {
 
 
 struct tenant_token {
-	char tenant[PDD_MAX_TENANT + 1];
+	char tenant[SVC_MAX_TENANT + 1];
 	char token[256];
 };
 
@@ -303,7 +303,7 @@ struct decision_req {
 bool pdd_decision_parse(struct request *r, json_t *body, struct decision_req *q);
 /* The context's ask handler: streams decisions to followers, keeps allow_always's rule. */
 void pdd_network_ask(paddock_sandbox *sb, const struct paddock_ask *ask, void *userdata);
-/* Ends the follow streams of a box that goes (lifecycle-delete.c: pdd_box_unlink()). */
+/* Ends the follow streams of a box that goes (lifecycle-delete.c: svc_box_unlink()). */
 void pdd_network_release(struct box *b);
 /* The per-sandbox egress counters of /metrics, of the sandboxes `tenant` sees (api-network.c). */
 void pdd_metrics_egress(struct daemon *d, const char *tenant, struct evbuffer *out);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * paddockd's events: libpaddock's (the context's sink) and paddockd's own (pdd_log_event), to
+ * paddockd's events: libpaddock's (the context's sink) and paddockd's own (svc_log_event), to
  * the JSON-lines log, the store (a sandbox's, once it has a row: until then they wait in
  * d->pending) and the followers of GET /v1/events and of the sandbox's events.
  */
@@ -20,7 +20,7 @@ static void events_broadcast(struct daemon *d, const char *tenant, const char *s
 		d->hooks->event(d, tenant, sandbox, o);
 }
 
-void pdd_event_sink(const struct paddock_event *ev, void *userdata)
+void svc_event_sink(const struct paddock_event *ev, void *userdata)
 {
 	struct daemon *d = userdata;
 	json_t *o = json_loads(ev->json, 0, NULL);
@@ -34,7 +34,7 @@ void pdd_event_sink(const struct paddock_event *ev, void *userdata)
 		if (line) {
 			memcpy(line, ev->json, len);
 			line[len] = '\n';
-			pdd_event_log_write(d, line, len + 1);
+			svc_event_log_write(d, line, len + 1);
 			free(line);
 		}
 	}
@@ -58,11 +58,11 @@ void pdd_event_sink(const struct paddock_event *ev, void *userdata)
 			if (pe->json) {
 				snprintf(pe->sandbox, sizeof(pe->sandbox), "%s", sid);
 				snprintf(pe->name, sizeof(pe->name), "%s", ev->name);
-				pe->ts_ms = pdd_now_ms();
+				pe->ts_ms = svc_now_ms();
 				d->n_pending++;
 			}
 		} else if (b) {
-			(void)paddock_store_add_event(d->store, b->id, pdd_now_ms(), ev->name,
+			(void)paddock_store_add_event(d->store, b->id, svc_now_ms(), ev->name,
 						      ev->json, NULL, &err);
 		}
 		if (b && d->hooks && d->hooks->box_event)
@@ -78,7 +78,7 @@ void pdd_event_sink(const struct paddock_event *ev, void *userdata)
  * Stores the events kept for `id` (now that it has a row), tells GET /v1/events of them
  * (`tenant`'s, or NULL: the operator's only), and drops every kept one.
  */
-void pdd_events_flush_pending(struct daemon *d, const char *id, const char *tenant)
+void svc_events_flush_pending(struct daemon *d, const char *id, const char *tenant)
 {
 	for (size_t i = 0; i < d->n_pending; i++) {
 		struct pending_event *pe = &d->pending[i];
@@ -98,7 +98,7 @@ void pdd_events_flush_pending(struct daemon *d, const char *id, const char *tena
 }
 
 /* `tenant`: whose GET /v1/events hears of it (NULL: the operator's only) */
-void pdd_log_event(struct daemon *d, const char *tenant, const char *event, const char *sandbox,
+void svc_log_event(struct daemon *d, const char *tenant, const char *event, const char *sandbox,
 		  const char *fmt, ...)
 {
 	char line[512], ts[40], fields[320] = "";
@@ -110,13 +110,13 @@ void pdd_log_event(struct daemon *d, const char *tenant, const char *event, cons
 	va_start(ap, fmt);
 	vsnprintf(fields, sizeof(fields), fmt, ap);
 	va_end(ap);
-	pdd_format_time(pdd_now_ms(), ts, sizeof(ts));
+	svc_format_time(svc_now_ms(), ts, sizeof(ts));
 	n = snprintf(line, sizeof(line),
 		     "{\"ts\":\"%s\",\"level\":\"info\",\"event\":\"%s\",\"sandbox\":\"%s\"%s%s}\n",
 		     ts, event, sandbox, fields[0] ? "," : "", fields);
 	if (n <= 0 || (size_t)n >= sizeof(line))
 		return;
-	pdd_event_log_write(d, line, (size_t)n);
+	svc_event_log_write(d, line, (size_t)n);
 	if (d->event_watchers) {
 		json_t *o = json_loadb(line, (size_t)n, 0, NULL);
 

@@ -12,7 +12,7 @@
 
 static const char *const net_modes[] = { "none", "allowlist", "open" };
 
-int pdd_max_network_parse(const char *s)
+int svc_max_network_parse(const char *s)
 {
 	for (int i = 0; i < 3; i++)
 		if (s && strcmp(s, net_modes[i]) == 0)
@@ -20,7 +20,7 @@ int pdd_max_network_parse(const char *s)
 	return -1;
 }
 
-int pdd_check_max_network(struct daemon *d, const char *spec_json, paddock_error *err)
+int svc_check_max_network(struct daemon *d, const char *spec_json, paddock_error *err)
 {
 	paddock_policy *p = NULL;
 	paddock_spec *spec = NULL;

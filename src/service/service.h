@@ -54,7 +54,7 @@ struct svc_hooks {
 	void (*release_clients)(struct box *b);
 	/* b left the API's view: its event followers' streams end */
 	void (*box_unlinked)(struct box *b);
-	/* a delete's waiter (pdd_box_delete()'s `deleter`) waits for b to be gone */
+	/* a delete's waiter (svc_box_delete()'s `deleter`) waits for b to be gone */
 	void (*deleter_wait)(struct box *b, void *deleter);
 	/* nothing of b is left: its waiters are answered (b is freed next) */
 	void (*box_freed)(struct box *b);
@@ -67,18 +67,18 @@ struct svc_hooks {
 			   bool end_it);
 };
 
-#define PDD_MAX_TENANT 64
-#define PDD_LOCAL_TENANT "local" /* every client of the unix socket; no token may name it */
-#define PDD_MAX_TAG 64
-#define PDD_DEFAULT_TTL_S 1800
+#define SVC_MAX_TENANT 64
+#define SVC_LOCAL_TENANT "local" /* every client of the unix socket; no token may name it */
+#define SVC_MAX_TAG 64
+#define SVC_DEFAULT_TTL_S 1800
 #define E2B_MAX_TTL_S 86400
-#define PDD_MAX_SANDBOXES 1024	      /* per tenant */
-#define PDD_MAX_TEMPLATES 1024	      /* per tenant, by default (--max-templates) */
-#define PDD_MAX_PROCS 256	      /* tracked processes per sandbox */
-#define PDD_MAX_IDEM_KEY 255	      /* bytes of an Idempotency-Key */
-#define PDD_IDEM_KEEP_S 86400	      /* how long a key is remembered */
-#define PDD_EVENT_LOG_MAX (64u << 20)  /* events.jsonl rotates at this size... */
-#define PDD_EVENT_LOG_KEEP 4	      /* ...keeping this many rotated files */
+#define SVC_MAX_SANDBOXES 1024	      /* per tenant */
+#define SVC_MAX_TEMPLATES 1024	      /* per tenant, by default (--max-templates) */
+#define SVC_MAX_PROCS 256	      /* tracked processes per sandbox */
+#define SVC_MAX_IDEM_KEY 255	      /* bytes of an Idempotency-Key */
+#define SVC_IDEM_KEEP_S 86400	      /* how long a key is remembered */
+#define SVC_EVENT_LOG_MAX (64u << 20)  /* events.jsonl rotates at this size... */
+#define SVC_EVENT_LOG_KEEP 4	      /* ...keeping this many rotated files */
 /* A command of a sandbox: the process table (box->procs) an adapter's exec requests fill. */
 struct proc {
 	struct box *box;
@@ -86,7 +86,7 @@ struct proc {
 	uint64_t exec_id;
 	char exec_str[24];
 	int pid;
-	char tag[PDD_MAX_TAG + 1];
+	char tag[SVC_MAX_TAG + 1];
 	json_t *argv;
 	bool background, pty, exited;
 	bool started;	       /* init forked it: pid and fds known */
@@ -112,7 +112,7 @@ struct box {
 	struct daemon *d;
 	paddock_sandbox *sb; /* NULL once stopped */
 	char id[32];
-	char tenant[PDD_MAX_TENANT + 1];
+	char tenant[SVC_MAX_TENANT + 1];
 	char *spec_json;
 	json_t *metadata;
 	int64_t created_ms, expires_ms, last_active_ms;
@@ -134,7 +134,7 @@ struct box {
 	struct watcher *deleters; /* DELETE requests waiting for the sandbox to be gone */
 	char removed_reason[16];  /* set when it is being torn down */
 	/* the Idempotency-Key that made it, "" for none (kept in its record for recovery) */
-	char idem_key[PDD_MAX_IDEM_KEY + 1];
+	char idem_key[SVC_MAX_IDEM_KEY + 1];
 	char idem_fp[17];
 	int64_t idem_ms;
 	bool recovered; /* rebuilt from its init's record: its commands' past is unknown */
@@ -152,8 +152,8 @@ struct metrics {
 	double exec_sum;
 };
 
-#define PDD_POOL_BUCKETS 11
-extern const double pdd_pool_buckets[PDD_POOL_BUCKETS];
+#define SVC_POOL_BUCKETS 11
+extern const double svc_pool_buckets[SVC_POOL_BUCKETS];
 
 struct pool_tmpl;
 
@@ -175,7 +175,7 @@ struct pool {
 	struct {
 		uint64_t hits, misses, refills, low_memory, given_back;
 		double refill_s, claim_sum;
-		uint64_t claim_buckets[PDD_POOL_BUCKETS];
+		uint64_t claim_buckets[SVC_POOL_BUCKETS];
 	} m;
 };
 
@@ -237,33 +237,33 @@ struct daemon {
 	size_t n_pending;
 };
 /* ---- warm pool (pool.c) ---- */
-int pdd_pool_start(struct daemon *d, paddock_error *err);
-void pdd_pool_stop(struct daemon *d);
+int svc_pool_start(struct daemon *d, paddock_error *err);
+void svc_pool_stop(struct daemon *d);
 /* A ready sandbox of spec's template, claimed for spec: 0, or -ENOENT (make one cold). */
-int pdd_pool_claim(struct daemon *d, const paddock_spec *spec, paddock_sandbox **ret_sb);
+int svc_pool_claim(struct daemon *d, const paddock_spec *spec, paddock_sandbox **ret_sb);
 /* Every request: a refill waits until they leave the loop alone for a moment. */
-void pdd_pool_request(struct daemon *d);
+void svc_pool_request(struct daemon *d);
 struct evbuffer;
-void pdd_pool_metrics(struct daemon *d, struct evbuffer *b);
+void svc_pool_metrics(struct daemon *d, struct evbuffer *b);
 
 /* ---- util ---- */
-int64_t pdd_now_ms(void);
-double pdd_mono_s(void);
-void pdd_format_time(int64_t ms, char *buf, size_t size); /* RFC 3339 UTC with ms */
-json_t *pdd_time_json(int64_t ms);		       /* string, or null for 0 */
+int64_t svc_now_ms(void);
+double svc_mono_s(void);
+void svc_format_time(int64_t ms, char *buf, size_t size); /* RFC 3339 UTC with ms */
+json_t *svc_time_json(int64_t ms);		       /* string, or null for 0 */
 /* a UTF-8 JSON string when the bytes are valid UTF-8, else base64 under key "<key>_b64" */
-void pdd_json_set_bytes(json_t *o, const char *key, const void *data, size_t len);
+void svc_json_set_bytes(json_t *o, const char *key, const void *data, size_t len);
 /* a JSON string of s; bytes that are not UTF-8 become \\xNN */
-json_t *pdd_json_text(const char *s);
+json_t *svc_json_text(const char *s);
 
 /* ---- the event log (event-log.c) ---- */
-int pdd_event_log_open(struct daemon *d, paddock_error *err);
+int svc_event_log_open(struct daemon *d, paddock_error *err);
 /* One line (with its '\n'), one write(); rotates the file once it is past the bound. */
-void pdd_event_log_write(struct daemon *d, const char *line, size_t len);
-void pdd_event_log_close(struct daemon *d);
+void svc_event_log_write(struct daemon *d, const char *line, size_t len);
+void svc_event_log_close(struct daemon *d);
 
 /* ---- lifecycle (lifecycle.c, lifecycle-*.c: see lifecycle.h) ---- */
-struct box *pdd_box_find(struct daemon *d, const char *tenant, const char *id);
+struct box *svc_box_find(struct daemon *d, const char *tenant, const char *id);
 /*
  * Creates a sandbox from a create body and records it (the store's row, and the record its
  * init keeps) before it returns: "created" means kept. When it cannot be recorded the
@@ -272,39 +272,39 @@ struct box *pdd_box_find(struct daemon *d, const char *tenant, const char *id);
  * body gets that sandbox again (*ret_replayed true); with another body, or once that
  * sandbox is gone, -EEXIST naming the field Idempotency-Key.
  */
-int pdd_box_create_keyed(struct daemon *d, const char *tenant, json_t *body, const char *key,
+int svc_box_create_keyed(struct daemon *d, const char *tenant, json_t *body, const char *key,
 			struct box **ret, bool *ret_replayed, paddock_error *err);
-int pdd_box_create(struct daemon *d, const char *tenant, json_t *body, struct box **ret,
+int svc_box_create(struct daemon *d, const char *tenant, json_t *body, struct box **ret,
 		  paddock_error *err);
 /* An Idempotency-Key header's value: 1 to 255 printable ASCII characters, no space. */
-bool pdd_idempotency_key_valid(const char *key);
+bool svc_idempotency_key_valid(const char *key);
 /* A store failure as the API answers it: err gets the field "store" (503); returns -code. */
-int pdd_store_error(paddock_error *err, const paddock_error *cause);
+int svc_store_error(paddock_error *err, const paddock_error *cause);
 /*
  * Removes a sandbox: at once from the API's view and the store; its processes are killed and
  * the kernel's teardown finishes off the loop's time. `deleter`: an adapter's waiter (paddockd:
  * its DELETE request, answered 204 once nothing of the sandbox is left) handed to
  * hooks->deleter_wait and hooks->box_freed; may be NULL.
  */
-void pdd_box_destroy(struct box *b, const char *reason, void *deleter);
+void svc_box_destroy(struct box *b, const char *reason, void *deleter);
 /*
- * pdd_box_destroy() for a request that must fail when the removal cannot be recorded: then
+ * svc_box_destroy() for a request that must fail when the removal cannot be recorded: then
  * -errno (err names the field "store") and nothing changed, unless `force`.
  */
-int pdd_box_delete(struct box *b, const char *reason, void *deleter, bool force,
+int svc_box_delete(struct box *b, const char *reason, void *deleter, bool force,
 		  paddock_error *err);
-void pdd_box_touch(struct box *b);
-json_t *pdd_box_json(struct box *b);
+void svc_box_touch(struct box *b);
+json_t *svc_box_json(struct box *b);
 /* "running", "paused" or "stopped": the state the API shows and the store keeps */
-const char *pdd_box_state(const struct box *b);
+const char *svc_box_state(const struct box *b);
 
 /* A line of paddockd's own in the event log; `tenant`: whose GET /v1/events hears of it. */
-void pdd_log_event(struct daemon *d, const char *tenant, const char *event, const char *sandbox,
+void svc_log_event(struct daemon *d, const char *tenant, const char *event, const char *sandbox,
 		  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* The exit callback of a box's sandbox (its state becomes "stopped" when init dies). */
-void pdd_box_watch_exit(struct box *b);
+void svc_box_watch_exit(struct box *b);
 /* Ends what clients hold of a box's processes: processes, file watches, pending decisions. */
-void pdd_box_release_clients(struct box *b);
+void svc_box_release_clients(struct box *b);
 
 /* ---- stop and start (stop.c) ---- */
 /*
@@ -313,87 +313,87 @@ void pdd_box_release_clients(struct box *b);
  * (field "image") for one on the host's /usr; -ESRCH (field "state") for one that ended on
  * its own; errors of the snapshot (the sandbox then runs on, nothing changed) or the store.
  */
-int pdd_box_stop(struct box *b, paddock_error *err);
+int svc_box_stop(struct box *b, paddock_error *err);
 /*
  * Starts a stopped sandbox again: a new sandbox with the same id and spec, on its kept image
  * (secrets read again). 0, also when it runs; -ESRCH (field "state") for one with nothing
  * kept; errors of the create (it then stays stopped).
  */
-int pdd_box_start(struct box *b, paddock_error *err);
+int svc_box_start(struct box *b, paddock_error *err);
 /* Adoption of a row that says "stopped": its kept image, and no init left listening. */
-void pdd_box_adopt_stopped(struct box *b, const char *handle_json);
+void svc_box_adopt_stopped(struct box *b, const char *handle_json);
 /*
  * Removes the images that kept b's states, once it is gone (any sandbox of an image: it may
  * have been stopped before a restart, which only the image store's names tell).
  */
-void pdd_box_forget_kept(struct box *b);
+void svc_box_forget_kept(struct box *b);
 /* Removes every image that kept a state of sandbox `id` but `keep` (may be NULL). */
-void pdd_stop_forget_images(struct daemon *d, const char *id, const char *keep);
+void svc_stop_forget_images(struct daemon *d, const char *id, const char *keep);
 /* -EPERM (field "image") for a create naming a kept image: those are paddockd's own. */
-int pdd_stop_check_image(json_t *spec, paddock_error *err);
+int svc_stop_check_image(json_t *spec, paddock_error *err);
 /* Whether an image name is among the kept states' (a snapshot may not take one). */
-bool pdd_stop_name_private(const char *name);
+bool svc_stop_name_private(const char *name);
 /* The image store paddockd uses (api-snapshots.c). */
 struct paddock_image_store;
-int pdd_images_open(struct daemon *d, struct paddock_image_store **ret, paddock_error *err);
+int svc_images_open(struct daemon *d, struct paddock_image_store **ret, paddock_error *err);
 
 /* ---- pause and resume (pause.c) ---- */
 /* How long a sandbox its timeout paused is kept paused before it is removed. */
-#define PDD_PAUSED_KEEP_S E2B_MAX_TTL_S
+#define SVC_PAUSED_KEEP_S E2B_MAX_TTL_S
 /*
  * Pauses (resumes) a sandbox and records it: 0, also when it already was; -ESRCH for one
  * that is stopped or ending; -errno with err naming the field "store" when it cannot be
  * recorded (then the sandbox is as it was).
  */
-int pdd_box_pause(struct box *b, paddock_error *err);
-int pdd_box_resume(struct box *b, paddock_error *err);
+int svc_box_pause(struct box *b, paddock_error *err);
+int svc_box_resume(struct box *b, paddock_error *err);
 /* An adopted sandbox the store says is paused (adoption thawed it) is paused again. */
-void pdd_box_repause(struct box *b);
+void svc_box_repause(struct box *b);
 /*
  * The reaper, at b's expiry: true when b's on_timeout is "pause" and it was paused now (kept
- * PDD_PAUSED_KEEP_S more); false: it is to be removed (already paused, or "kill").
+ * SVC_PAUSED_KEEP_S more); false: it is to be removed (already paused, or "kill").
  */
-bool pdd_box_pause_on_timeout(struct box *b);
+bool svc_box_pause_on_timeout(struct box *b);
 /*
  * For a request that needs the sandbox's processes to answer (exec, ports, code): -EBUSY
  * naming the field "state" (409) when it is paused.
  */
-int pdd_box_check_not_paused(const struct box *b, paddock_error *err);
+int svc_box_check_not_paused(const struct box *b, paddock_error *err);
 /*
  * Records a change of the box (its row, and the record its init keeps): -errno with err
  * naming the field "store" when it cannot; the caller undoes the change and fails.
  */
-int pdd_box_persist(struct box *b, paddock_error *err);
+int svc_box_persist(struct box *b, paddock_error *err);
 /* The same for a change nobody waits for: a failure is logged, not answered. */
-void pdd_box_persist_or_warn(struct box *b);
-int pdd_lifecycle_start(struct daemon *d, paddock_error *err);
-void pdd_lifecycle_stop(struct daemon *d);
-void pdd_event_sink(const struct paddock_event *ev, void *userdata);
+void svc_box_persist_or_warn(struct box *b);
+int svc_lifecycle_start(struct daemon *d, paddock_error *err);
+void svc_lifecycle_stop(struct daemon *d);
+void svc_event_sink(const struct paddock_event *ev, void *userdata);
 
 /* the create body: spec fields plus ttl_s, idle_timeout_s, metadata (lifecycle.c) */
-int pdd_create_parse(struct daemon *d, const char *tenant, json_t *body, paddock_spec **ret_spec,
+int svc_create_parse(struct daemon *d, const char *tenant, json_t *body, paddock_spec **ret_spec,
 		    int64_t *ret_ttl, int64_t *ret_idle, paddock_error *err);
 /* -EPERM (err names network.mode) when spec_json asks for more egress than --max-network. */
-int pdd_check_max_network(struct daemon *d, const char *spec_json, paddock_error *err);
-int pdd_max_network_parse(const char *s); /* 0..2, or -1 */
-bool pdd_template_name_valid(const char *s);
-/* What a listing of templates (pdd_template_collect(), the store's callback) gathers. */
-struct template_found {
+int svc_check_max_network(struct daemon *d, const char *spec_json, paddock_error *err);
+int svc_max_network_parse(const char *s); /* 0..2, or -1 */
+bool svc_template_name_valid(const char *s);
+/* What a listing of templates (svc_template_collect(), the store's callback) gathers. */
+struct svc_template_found {
 	json_t *list; /* GET /v1/templates: each row's JSON is appended */
 	json_t *one;  /* a lookup by name: the row's JSON */
 	const char *skip_tenant; /* the operator's rows a tenant's own of the same name hide */
 };
 /* A template's row as the API shows it: name, spec, owner, created_at. */
-json_t *pdd_template_json(const struct paddock_store_template *t);
-int pdd_template_collect(const struct paddock_store_template *t, void *userdata);
+json_t *svc_template_json(const struct paddock_store_template *t);
+int svc_template_collect(const struct paddock_store_template *t, void *userdata);
 /* The template `name` this tenant may use (its own first): 1 with *ret, 0 when none. */
-int pdd_template_lookup(struct daemon *d, const char *tenant, const char *name, json_t **ret,
+int svc_template_lookup(struct daemon *d, const char *tenant, const char *name, json_t **ret,
 			paddock_error *err);
 /*
  * A create body naming "template": the template's spec (the tenant's own, else the
  * operator's) with the body's fields over it, in place; "template" itself goes. 0 when the
  * body names none; -ENOENT (field template) for an unknown one.
  */
-int pdd_template_apply(struct daemon *d, const char *tenant, json_t *body, paddock_error *err);
+int svc_template_apply(struct daemon *d, const char *tenant, json_t *body, paddock_error *err);
 /* A copy of the spec of the template `name` the tenant may use, or NULL (none, or no memory). */
-json_t *pdd_template_spec(struct daemon *d, const char *tenant, const char *name);
+json_t *svc_template_spec(struct daemon *d, const char *tenant, const char *name);

@@ -17,7 +17,7 @@
 
 #define TEMPLATE_NAME_MAX 63
 
-bool pdd_template_name_valid(const char *s)
+bool svc_template_name_valid(const char *s)
 {
 	size_t n = s ? strlen(s) : 0;
 
@@ -28,20 +28,20 @@ bool pdd_template_name_valid(const char *s)
 }
 
 
-json_t *pdd_template_json(const struct paddock_store_template *t)
+json_t *svc_template_json(const struct paddock_store_template *t)
 {
 	json_t *spec = json_loads(t->spec_json, 0, NULL);
 
 	return json_pack("{s:s,s:o,s:s,s:I}", "name", t->name, "spec",
 			 spec ? spec : json_object(), "owner",
-			 strcmp(t->tenant, PDD_LOCAL_TENANT) == 0 ? "operator" : "tenant",
+			 strcmp(t->tenant, SVC_LOCAL_TENANT) == 0 ? "operator" : "tenant",
 			 "created_at", (json_int_t)(t->created_ms / 1000));
 }
 
-int pdd_template_collect(const struct paddock_store_template *t, void *userdata)
+int svc_template_collect(const struct paddock_store_template *t, void *userdata)
 {
-	struct template_found *f = userdata;
-	json_t *o = pdd_template_json(t);
+	struct svc_template_found *f = userdata;
+	json_t *o = svc_template_json(t);
 
 	if (!o)
 		return -ENOMEM;
@@ -63,17 +63,17 @@ int pdd_template_collect(const struct paddock_store_template *t, void *userdata)
 }
 
 /* The template `name` this tenant may use (its own first): 1 with *ret, 0 when none. */
-int pdd_template_lookup(struct daemon *d, const char *tenant, const char *name, json_t **ret,
+int svc_template_lookup(struct daemon *d, const char *tenant, const char *name, json_t **ret,
 		  paddock_error *err)
 {
-	struct template_found f = { 0 };
+	struct svc_template_found f = { 0 };
 	int r;
 
 	*ret = NULL;
-	r = paddock_store_list_templates(d->store, tenant, name, pdd_template_collect, &f, err);
-	if (r == 0 && strcmp(tenant, PDD_LOCAL_TENANT) != 0)
-		r = paddock_store_list_templates(d->store, PDD_LOCAL_TENANT, name,
-						 pdd_template_collect, &f, err);
+	r = paddock_store_list_templates(d->store, tenant, name, svc_template_collect, &f, err);
+	if (r == 0 && strcmp(tenant, SVC_LOCAL_TENANT) != 0)
+		r = paddock_store_list_templates(d->store, SVC_LOCAL_TENANT, name,
+						 svc_template_collect, &f, err);
 	if (r < 0) {
 		json_decref(f.one);
 		return r;
@@ -105,12 +105,12 @@ static int merge_over(json_t *base, json_t *body)
 	return 0;
 }
 
-json_t *pdd_template_spec(struct daemon *d, const char *tenant, const char *name)
+json_t *svc_template_spec(struct daemon *d, const char *tenant, const char *name)
 {
 	paddock_error err = { 0 };
 	json_t *t = NULL, *spec = NULL;
 
-	if (!pdd_template_name_valid(name) || pdd_template_lookup(d, tenant, name, &t, &err) <= 0)
+	if (!svc_template_name_valid(name) || svc_template_lookup(d, tenant, name, &t, &err) <= 0)
 		return NULL;
 	spec = json_deep_copy(json_object_get(t, "spec"));
 	json_decref(t);
@@ -118,7 +118,7 @@ json_t *pdd_template_spec(struct daemon *d, const char *tenant, const char *name
 }
 
 /* The create's field "template" at fault. */
-int pdd_template_apply(struct daemon *d, const char *tenant, json_t *body, paddock_error *err)
+int svc_template_apply(struct daemon *d, const char *tenant, json_t *body, paddock_error *err)
 {
 	json_t *name = json_object_get(body, "template"), *t = NULL, *spec;
 	paddock_error cause = { 0 };
@@ -126,12 +126,12 @@ int pdd_template_apply(struct daemon *d, const char *tenant, json_t *body, paddo
 
 	if (!name)
 		return 0;
-	if (!json_is_string(name) || !pdd_template_name_valid(json_string_value(name)))
+	if (!json_is_string(name) || !svc_template_name_valid(json_string_value(name)))
 		return paddock_fail_field(err, EINVAL, "template", "expected a template's name (1 to 63 of a-z, 0-9, "
 					     "'.', '_', '-', starting with a letter or digit)");
-	r = pdd_template_lookup(d, tenant, json_string_value(name), &t, &cause);
+	r = svc_template_lookup(d, tenant, json_string_value(name), &t, &cause);
 	if (r < 0)
-		return pdd_store_error(err, &cause);
+		return svc_store_error(err, &cause);
 	if (r == 0)
 		return paddock_fail_field(err, ENOENT, "template", "no template '%s' (GET /v1/templates lists those "
 					     "you may use)", json_string_value(name));
