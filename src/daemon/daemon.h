@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * paddockd: sandboxes as a service. One libevent loop serves the HTTP API (evhttp on a unix
- * socket, optionally TCP with bearer tokens), every sandbox's control socket and timers
- * (libpaddock), command output, and the TTL reaper. State that must survive a crash lives in
- * SQLite (paddock/store.h); a restarted paddockd adopts the sandboxes it finds there.
+ * paddockd: sandboxes as a service, the HTTP/JSON adapter on the service core (service.h, which
+ * owns the sandboxes, their records in SQLite, TTLs, the pool, events). One libevent loop
+ * serves the HTTP API (evhttp on a unix socket, optionally TCP with bearer tokens), every
+ * sandbox's control socket and timers (libpaddock), command output, and the core's reaper.
+ * What is here is HTTP's: requests, watchers bound to them, replies, the routes, the gate.
  *
  * Trust: API clients are untrusted apart from the tenant their token names; everything a
  * sandbox produces (output, file names, exit reports) is hostile and bounded.

@@ -3,7 +3,7 @@
  * What the files of paddockd's sandbox lifecycle share among themselves and nobody else:
  * lifecycle.c (records, create), lifecycle-events.c, lifecycle-delete.c, lifecycle-ttl.c,
  * lifecycle-adopt.c (start and stop) and lifecycle-recover.c (reconnect sockets the store
- * does not know). The rest of paddockd uses daemon.h.
+ * does not know). The rest of the core and its adapters use service.h.
  */
 #pragma once
 
