@@ -162,7 +162,7 @@ void pdd_events_broadcast(struct daemon *d, const char *tenant, const char *sand
 {
 	for (struct watcher *w = d->event_watchers; w; w = w->next) {
 		/* SECURITY: a tenant sees its own sandboxes' events; the operator every one */
-		if (strcmp(w->tenant, PDD_LOCAL_TENANT) != 0 &&
+		if (strcmp(w->tenant, SVC_LOCAL_TENANT) != 0 &&
 		    (!tenant || strcmp(w->tenant, tenant) != 0))
 			continue;
 		if (w->sandbox[0] && (!sandbox || strcmp(w->sandbox, sandbox) != 0))
@@ -196,7 +196,7 @@ void pdd_metrics_exec(struct daemon *d, const struct paddock_result *res, double
 bool pdd_metrics_shows(const char *tenant, const struct box *b)
 {
 	/* SECURITY: a tenant's metrics name no other tenant's sandbox */
-	return strcmp(tenant, PDD_LOCAL_TENANT) == 0 || strcmp(tenant, b->tenant) == 0;
+	return strcmp(tenant, SVC_LOCAL_TENANT) == 0 || strcmp(tenant, b->tenant) == 0;
 }
 
 void pdd_api_metrics(struct request *r)
@@ -251,7 +251,7 @@ void pdd_api_metrics(struct request *r)
 					    x->id,
 					    (unsigned long long)paddock_sandbox_seccomp_denied(x->sb));
 	pdd_metrics_egress(d, r->tenant, b);
-	pdd_pool_metrics(d, b);
+	svc_pool_metrics(d, b);
 	pdd_http_gate_metrics(d, b);
 	evbuffer_add_printf(b, "# TYPE paddock_http_streams_dropped_total counter\n"
 			       "paddock_http_streams_dropped_total %llu\n",

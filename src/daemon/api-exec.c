@@ -44,8 +44,8 @@ json_t *pdd_proc_json(struct proc *p)
 	return json_pack("{s:s,s:i,s:s?,s:O,s:b,s:b,s:s,s:o,s:o,s:O?}", "exec", p->exec_str, "pid",
 			 p->pid, "tag", p->tag[0] ? p->tag : NULL, "argv", p->argv, "background",
 			 p->background, "pty", p->pty, "state", p->exited ? "exited" : "running",
-			 "started_at", pdd_time_json(p->started_ms), "ended_at",
-			 pdd_time_json(p->ended_ms), "result", p->result);
+			 "started_at", svc_time_json(p->started_ms), "ended_at",
+			 svc_time_json(p->ended_ms), "result", p->result);
 }
 
 struct proc *pdd_proc_find(struct box *b, const char *key)
@@ -124,7 +124,7 @@ static void prune_ended(struct box *b)
 
 /* ---- output ----------------------------------------------------------------------------- */
 
-/* All that libpaddock kept of stream (1, 2) from offset `from`, as bytes for pdd_json_set_bytes. */
+/* All that libpaddock kept of stream (1, 2) from offset `from`, as bytes for svc_json_set_bytes. */
 static size_t kept(struct proc *p, int stream, uint64_t *from, struct evbuffer *into)
 {
 	char buf[65536];
@@ -149,7 +149,7 @@ json_t *pdd_proc_result_json(struct proc *p)
 		uint64_t from = 0;
 		size_t n = b ? kept(p, i + 1, &from, b) : 0;
 
-		pdd_json_set_bytes(o, stream_names[i], b ? (const char *)evbuffer_pullup(b, -1) : "",
+		svc_json_set_bytes(o, stream_names[i], b ? (const char *)evbuffer_pullup(b, -1) : "",
 				  n);
 		if (b)
 			evbuffer_free(b);
@@ -255,7 +255,7 @@ static void on_output(paddock_exec *ex, int stream, const void *data, size_t n, 
 	for (struct watcher *w = p->watchers; w; w = w->next)
 		if (w->kind == W_OUTPUT) {
 			json_t *o = json_pack("{s:s}", "type", stream_names[stream - 1]);
-			pdd_json_set_bytes(o, "data", data, n);
+			svc_json_set_bytes(o, "data", data, n);
 			pdd_stream_line(w, o);
 		} else if (w->kind == W_HOOK) {
 			w->ops->data(w, p, stream - 1, data, n);
@@ -273,11 +273,11 @@ static void exec_done(paddock_exec *ex, const struct paddock_result *res, void *
 	(void)ex;
 	p->ex = NULL;
 	p->exited = true;
-	p->ended_ms = pdd_now_ms();
+	p->ended_ms = svc_now_ms();
 	/* output_truncated is libpaddock's: the stored copy and the answer are the same */
 	if (paddock_result_to_json(res, &json, NULL) >= 0)
 		p->result = json_loads(json, 0, NULL);
-	pdd_metrics_exec(d, res, pdd_mono_s() - p->t0);
+	pdd_metrics_exec(d, res, svc_mono_s() - p->t0);
 	if (paddock_store_end_exec(d->store, p->box->id, p->exec_id, p->ended_ms,
 				   json ? json : "null", &err) < 0)
 		fprintf(stderr, "paddockd: store: %s\n", err.msg);
@@ -311,7 +311,7 @@ static void unrecorded(struct proc *p, paddock_exec *ex, const paddock_error *ca
 	struct watcher *w, *next;
 	paddock_error err = { 0 };
 
-	pdd_store_error(&err, cause);
+	svc_store_error(&err, cause);
 	for (w = p->watchers; w; w = next) {
 		next = w->next;
 		if (!w->req || w->kind == W_HOOK || w->streaming)
@@ -425,7 +425,7 @@ static bool valid_tag(const char *t)
 {
 	size_t n = strlen(t);
 
-	if (n < 1 || n > PDD_MAX_TAG)
+	if (n < 1 || n > SVC_MAX_TAG)
 		return false;
 	for (size_t i = 0; i < n; i++)
 		if (!strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-", t[i]))
@@ -641,18 +641,18 @@ static int check_runs(const struct box *b, paddock_error *err)
 {
 	if (!b->sb || !paddock_sandbox_running(b->sb))
 		return paddock_fail_field(err, ESRCH, "id", "the sandbox is not running");
-	return pdd_box_check_not_paused(b, err);
+	return svc_box_check_not_paused(b, err);
 }
 
-/* -EAGAIN (429) when the sandbox tracks PDD_MAX_PROCS processes, also once ended ones went */
+/* -EAGAIN (429) when the sandbox tracks SVC_MAX_PROCS processes, also once ended ones went */
 static int check_room(struct box *b, paddock_error *err)
 {
-	if (b->n_procs < PDD_MAX_PROCS)
+	if (b->n_procs < SVC_MAX_PROCS)
 		return 0;
 	prune_ended(b);
-	if (b->n_procs < PDD_MAX_PROCS)
+	if (b->n_procs < SVC_MAX_PROCS)
 		return 0;
-	return paddock_fail(err, EAGAIN, "the sandbox has %d processes tracked", PDD_MAX_PROCS);
+	return paddock_fail(err, EAGAIN, "the sandbox has %d processes tracked", SVC_MAX_PROCS);
 }
 
 /* libpaddock's options for a parsed request (borrowing q's strings) */
@@ -694,7 +694,7 @@ static int launch(struct box *b, struct exec_req *q, struct proc **ret, paddock_
 	p->background = q->background;
 	p->pty = q->pty;
 	p->has_stdin = q->pty || q->has_stdin || q->keep_stdin;
-	p->t0 = pdd_mono_s();
+	p->t0 = svc_mono_s();
 	if (q->tag)
 		snprintf(p->tag, sizeof(p->tag), "%s", q->tag);
 	exec_opts(q, &opts);
@@ -708,7 +708,7 @@ static int launch(struct box *b, struct exec_req *q, struct proc **ret, paddock_
 	paddock_exec_set_output_callback(ex, on_output, p);
 	p->exec_id = paddock_exec_id(ex);
 	snprintf(p->exec_str, sizeof(p->exec_str), "ex_%llu", (unsigned long long)p->exec_id);
-	p->started_ms = pdd_now_ms();
+	p->started_ms = svc_now_ms();
 	if (q->has_stdin) {
 		p->pending_stdin = q->stdin_data;
 		q->stdin_data = NULL;
@@ -801,14 +801,14 @@ void pdd_proc_adopt(struct box *b, paddock_exec *ex, const struct paddock_store_
 	p->pid = row ? row->pid : paddock_exec_pid(ex);
 	p->background = row ? row->background : true;
 	p->pty = row ? row->pty : paddock_exec_pty_streams(ex) != 0;
-	p->started_ms = row ? row->started_ms : pdd_now_ms();
-	p->t0 = pdd_mono_s();
+	p->started_ms = row ? row->started_ms : svc_now_ms();
+	p->t0 = svc_mono_s();
 	if (row && row->tag)
 		snprintf(p->tag, sizeof(p->tag), "%s", row->tag);
 	if (!ex) {
 		/* ended while no paddockd listened, and its report went with the old one */
 		p->exited = true;
-		p->ended_ms = pdd_now_ms();
+		p->ended_ms = svc_now_ms();
 		p->result = json_pack("{s:s,s:{s:s}}", "reason", "error", "error", "message",
 				      "the command's report was lost when paddockd restarted");
 		(void)paddock_store_end_exec(b->d->store, b->id, p->exec_id, p->ended_ms,
@@ -891,7 +891,7 @@ static void ring_line(struct watcher *w, struct proc *p, int i, uint64_t since)
 	if (n > 0) {
 		o = json_pack("{s:s,s:I}", "type", stream_names[i], "offset",
 			      (json_int_t)(from - n));
-		pdd_json_set_bytes(o, "data", (const char *)evbuffer_pullup(b, -1), n);
+		svc_json_set_bytes(o, "data", (const char *)evbuffer_pullup(b, -1), n);
 		pdd_stream_line(w, o);
 	}
 	evbuffer_free(b);

@@ -26,11 +26,11 @@ static json_t *entry_json(const struct paddock_file_info *f)
 	char mode[8];
 
 	snprintf(mode, sizeof(mode), "%04o", f->mode & 07777);
-	return json_pack("{s:o,s:o,s:s,s:I,s:s,s:I,s:I,s:o,s:o}", "name", pdd_json_text(f->name),
-			 "path", pdd_json_text(f->path), "type", paddock_file_type_to_string(f->type),
+	return json_pack("{s:o,s:o,s:s,s:I,s:s,s:I,s:I,s:o,s:o}", "name", svc_json_text(f->name),
+			 "path", svc_json_text(f->path), "type", paddock_file_type_to_string(f->type),
 			 "size", (json_int_t)f->size, "mode", mode, "uid", (json_int_t)f->uid, "gid",
-			 (json_int_t)f->gid, "mtime", pdd_time_json(f->mtime_ns / 1000000),
-			 "symlink_target", pdd_json_text(f->symlink_target));
+			 (json_int_t)f->gid, "mtime", svc_time_json(f->mtime_ns / 1000000),
+			 "symlink_target", svc_json_text(f->symlink_target));
 }
 
 static bool parse_mode(struct request *r, const char *s, unsigned def, unsigned *ret)
@@ -313,7 +313,7 @@ static void watch_event(const struct paddock_watch_event *ev, void *userdata)
 	struct file_watch *fw = userdata;
 
 	pdd_stream_line(fw->w, json_pack("{s:s,s:o,s:b}", "type", ev->type, "path",
-					pdd_json_text(ev->path), "is_dir", ev->is_dir));
+					svc_json_text(ev->path), "is_dir", ev->is_dir));
 }
 
 static void watch_cb(evutil_socket_t fd, short what, void *arg)

@@ -18,42 +18,6 @@
 #include "daemon.h"
 #include "paddock/policy.h"
 
-static const char *const net_modes[] = { "none", "allowlist", "open" };
-
-int pdd_max_network_parse(const char *s)
-{
-	for (int i = 0; i < 3; i++)
-		if (s && strcmp(s, net_modes[i]) == 0)
-			return i;
-	return -1;
-}
-
-int pdd_check_max_network(struct daemon *d, const char *spec_json, paddock_error *err)
-{
-	paddock_policy *p = NULL;
-	paddock_spec *spec = NULL;
-	int r;
-
-	/* SECURITY: the operator's bound on egress holds for every tenant, at create and PUT */
-	r = paddock_policy_new(&p, err);
-	if (r >= 0)
-		r = paddock_policy_set_max_network(p, net_modes[d->max_net], err);
-	if (r >= 0)
-		r = paddock_spec_new(&spec, err);
-	if (r >= 0)
-		r = paddock_spec_load_json(spec, spec_json, strlen(spec_json), err);
-	if (r >= 0)
-		r = paddock_policy_check_network(p, spec, err);
-	if (r == -EPERM) {
-		size_t n = strlen(err->msg);
-
-		snprintf(err->msg + n, sizeof(err->msg) - n, " (--max-network)");
-	}
-	paddock_spec_free(spec);
-	paddock_policy_free(p);
-	return r;
-}
-
 static json_t *stats_json(const struct paddock_egress_stats *s)
 {
 	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "connections_allowed",
@@ -114,7 +78,7 @@ int pdd_box_set_network(struct box *b, json_t *net, paddock_error *err)
 	if (k >= 0)
 		k = paddock_spec_to_json(spec, &spec_json, err);
 	if (k >= 0)
-		k = pdd_check_max_network(b->d, spec_json, err);
+		k = svc_check_max_network(b->d, spec_json, err);
 	if (k >= 0)
 		k = paddock_sandbox_set_network(b->sb, spec, err);
 	if (k >= 0) {
@@ -124,7 +88,7 @@ int pdd_box_set_network(struct box *b, json_t *net, paddock_error *err)
 		b->spec_json = spec_json;
 		spec_json = NULL;
 		/* a restarted daemon re-adopts the sandbox with this policy */
-		k = pdd_box_persist(b, err);
+		k = svc_box_persist(b, err);
 		if (k >= 0)
 			k = closed;
 		if (k < 0) {
@@ -223,7 +187,7 @@ static json_t *decision_json(const struct paddock_ask *a)
 	return json_pack("{s:I, s:s, s:i, s:s, s:s, s:i, s:o, s:o, s:s?, s:s?, s:s?, s:b}", "id",
 			 (json_int_t)a->id, "host", a->host, "port", (int)a->port, "rule", a->rule,
 			 "via", a->via, "connections", (int)a->connections, "asked_at",
-			 pdd_time_json(a->asked_ms), "expires_at", pdd_time_json(a->expires_ms),
+			 svc_time_json(a->asked_ms), "expires_at", svc_time_json(a->expires_ms),
 			 "answer", a->decided ? paddock_ask_answer_to_string(a->answer) : NULL, "by",
 			 a->decided ? a->by : NULL, "who", a->decided ? a->who : NULL, "timed_out",
 			 a->decided && a->timed_out);
@@ -245,7 +209,7 @@ static void keep_rule(struct box *b, const char *rule)
 	paddock_spec_free(spec);
 	free(b->spec_json);
 	b->spec_json = json;
-	pdd_box_persist_or_warn(b); /* a restarted daemon re-adopts the sandbox with the rule */
+	svc_box_persist_or_warn(b); /* a restarted daemon re-adopts the sandbox with the rule */
 }
 
 void pdd_network_ask(paddock_sandbox *sb, const struct paddock_ask *a, void *userdata)
@@ -357,7 +321,7 @@ static void post_decision(struct request *r, struct box *b)
 	const struct paddock_ask *asks[ASKS_MAX];
 	struct decision_req q;
 	paddock_error err = { 0 };
-	char by[8 + PDD_MAX_TENANT];
+	char by[8 + SVC_MAX_TENANT];
 	size_t n;
 	int k;
 

@@ -512,7 +512,7 @@ static void forward(struct evhttp_request *req, struct box *b, long port, const 
 		return pdd_http_reply_error(d, req, 409, "conflict", "id",
 					   "the sandbox is not running");
 	/* a new connection to a paused sandbox is refused, not held until a resume */
-	if (pdd_box_check_not_paused(b, &err) < 0)
+	if (svc_box_check_not_paused(b, &err) < 0)
 		return pdd_http_reply_paddock_error(d, req, &err);
 	if (!method)
 		return pdd_http_reply_error(d, req, 405, "method_not_allowed", NULL,

@@ -25,7 +25,7 @@ static const char *const refused[] = { "background", "stream", "pty", "keep_stdi
 
 struct run {
 	struct daemon *d;
-	char tenant[PDD_MAX_TENANT + 1];
+	char tenant[SVC_MAX_TENANT + 1];
 	char id[32];
 };
 
@@ -33,12 +33,12 @@ struct run {
 static void remove_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct run *run = arg;
-	struct box *b = pdd_box_find(run->d, run->tenant, run->id);
+	struct box *b = svc_box_find(run->d, run->tenant, run->id);
 
 	(void)fd;
 	(void)what;
 	if (b)
-		pdd_box_destroy(b, "run", NULL);
+		svc_box_destroy(b, "run", NULL);
 	free(run);
 }
 
@@ -142,7 +142,7 @@ void pdd_api_run(struct request *r)
 		json_incref(create);
 	else
 		create = json_object();
-	if (pdd_box_create(r->d, r->tenant, create, &b, &err) < 0) {
+	if (svc_box_create(r->d, r->tenant, create, &b, &err) < 0) {
 		json_decref(create);
 		free(run);
 		pdd_reply_paddock_error(r, &err);

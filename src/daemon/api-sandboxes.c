@@ -19,14 +19,14 @@ static void create(struct request *r)
 	bool replayed = false;
 	json_t *body;
 
-	if (key && !pdd_idempotency_key_valid(key))
+	if (key && !svc_idempotency_key_valid(key))
 		return pdd_reply_error(r, 400, "invalid", "Idempotency-Key",
 				      "expected 1 to %d printable ASCII characters without spaces",
-				      PDD_MAX_IDEM_KEY);
+				      SVC_MAX_IDEM_KEY);
 	body = pdd_body_object(r, true);
 	if (!body)
 		return;
-	if (pdd_box_create_keyed(r->d, r->tenant, body, key, &b, &replayed, &err) < 0) {
+	if (svc_box_create_keyed(r->d, r->tenant, body, key, &b, &replayed, &err) < 0) {
 		json_decref(body);
 		return pdd_reply_paddock_error(r, &err);
 	}
@@ -35,7 +35,7 @@ static void create(struct request *r)
 	if (replayed)
 		evhttp_add_header(evhttp_request_get_output_headers(r->req), "Idempotent-Replayed",
 				  "true");
-	pdd_reply_json(r, 201, pdd_box_json(b));
+	pdd_reply_json(r, 201, svc_box_json(b));
 }
 
 static void list(struct request *r)
@@ -44,7 +44,7 @@ static void list(struct request *r)
 
 	for (struct box *b = r->d->boxes; b; b = b->next)
 		if (strcmp(b->tenant, r->tenant) == 0)
-			json_array_append_new(a, pdd_box_json(b));
+			json_array_append_new(a, svc_box_json(b));
 	pdd_reply_json(r, 200, json_pack("{s:o}", "sandboxes", a));
 }
 
@@ -70,14 +70,14 @@ static void set_ttl(struct request *r, struct box *b)
 	paddock_error err = { 0 };
 
 	b->ttl_s = json_integer_value(v);
-	b->expires_ms = pdd_now_ms() + b->ttl_s * 1000;
+	b->expires_ms = svc_now_ms() + b->ttl_s * 1000;
 	json_decref(body);
-	if (pdd_box_persist(b, &err) < 0) {
+	if (svc_box_persist(b, &err) < 0) {
 		b->ttl_s = ttl; /* a restart would bring the old expiry back: keep it now too */
 		b->expires_ms = expires;
 		return pdd_reply_paddock_error(r, &err);
 	}
-	pdd_reply_json(r, 200, pdd_box_json(b));
+	pdd_reply_json(r, 200, svc_box_json(b));
 }
 
 /* POST .../pause and .../resume: idempotent, 200 with the sandbox either way */
@@ -91,14 +91,14 @@ static void pause_resume(struct request *r, struct box *b, bool pause)
 	json_decref(body);
 	if (!ok)
 		return;
-	if ((pause ? pdd_box_pause(b, &err) : pdd_box_resume(b, &err)) < 0) {
+	if ((pause ? svc_box_pause(b, &err) : svc_box_resume(b, &err)) < 0) {
 		/* the freezer did not settle in time (a task stuck in the kernel): undone, retry */
 		if (err.code == ETIMEDOUT)
 			return pdd_reply_error(r, 503, "unavailable", "state",
 					      "%s; nothing changed, a retry may work", err.msg);
 		return pdd_reply_paddock_error(r, &err);
 	}
-	pdd_reply_json(r, 200, pdd_box_json(b));
+	pdd_reply_json(r, 200, svc_box_json(b));
 }
 
 /* POST .../stop and .../start: idempotent, 200 with the sandbox either way */
@@ -112,14 +112,14 @@ static void stop_start(struct request *r, struct box *b, bool stop)
 	json_decref(body);
 	if (!ok)
 		return;
-	if ((stop ? pdd_box_stop(b, &err) : pdd_box_start(b, &err)) < 0) {
+	if ((stop ? svc_box_stop(b, &err) : svc_box_start(b, &err)) < 0) {
 		/* the sandbox's state forbids it (not a request the server cannot do): 409 */
 		if (err.code == ESRCH || (err.code == EOPNOTSUPP && !strcmp(err.field, "image")))
 			return pdd_reply_error(r, 409, "conflict", err.field[0] ? err.field : NULL,
 					      "%s", err.msg);
 		return pdd_reply_paddock_error(r, &err);
 	}
-	pdd_reply_json(r, 200, pdd_box_json(b));
+	pdd_reply_json(r, 200, svc_box_json(b));
 }
 
 void pdd_api_sandboxes(struct request *r)
@@ -133,7 +133,7 @@ void pdd_api_sandboxes(struct request *r)
 			return list(r);
 		return pdd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET or POST");
 	}
-	b = pdd_box_find(r->d, r->tenant, r->seg[2]);
+	b = svc_box_find(r->d, r->tenant, r->seg[2]);
 	if (r->n_seg == 4) {
 		if (r->method != EVHTTP_REQ_POST)
 			return pdd_reply_error(r, 405, "method_not_allowed", NULL, "expected POST");
@@ -144,7 +144,7 @@ void pdd_api_sandboxes(struct request *r)
 		return set_ttl(r, b);
 	}
 	if (r->method == EVHTTP_REQ_GET)
-		return pdd_reply_json(r, 200, pdd_box_json(b));
+		return pdd_reply_json(r, 200, svc_box_json(b));
 	if (r->method == EVHTTP_REQ_DELETE) {
 		const char *wait = pdd_query(r, "wait");
 
@@ -159,7 +159,7 @@ void pdd_api_sandboxes(struct request *r)
 		bool waiting = wait && !strcmp(wait, "1");
 
 		/* a removal the store cannot record fails: the sandbox stays, a retry may work */
-		if (pdd_box_delete(b, "deleted", waiting ? r : NULL, false, &err) < 0)
+		if (svc_box_delete(b, "deleted", waiting ? r : NULL, false, &err) < 0)
 			return pdd_reply_paddock_error(r, &err);
 		if (!waiting)
 			pdd_reply_empty(r, 204);

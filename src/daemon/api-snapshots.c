@@ -33,20 +33,6 @@ static bool operator_only(struct request *r)
 	return false;
 }
 
-int pdd_images_open(struct daemon *d, paddock_image_store **ret, paddock_error *err)
-{
-	char dir[PATH_MAX];
-	int r = 0;
-
-	if (d->image_store)
-		snprintf(dir, sizeof(dir), "%s", d->image_store);
-	else
-		r = paddock_image_store_default_dir(dir, sizeof(dir), err);
-	if (r >= 0)
-		r = paddock_image_store_open(dir, ret, err);
-	return r;
-}
-
 /* An image's description for the API: what a client of snapshots wants first, then the rest. */
 static json_t *image_json(const char *text)
 {
@@ -80,7 +66,7 @@ static bool live(struct request *r, struct box *b)
 /* A name a snapshot may take: not one of the kept states of stopped sandboxes (stop.c). */
 static bool name_free(struct request *r, const char *name)
 {
-	if (!pdd_stop_name_private(name))
+	if (!svc_stop_name_private(name))
 		return true;
 	pdd_reply_error(r, 400, "invalid", "name",
 		       "names under 'paddock-stopped/' are paddockd's, for stopped sandboxes");
@@ -107,7 +93,7 @@ static int snapshot(struct box *b, const char *name, bool workspace, char **ret_
 	int r = paddock_sandbox_snapshot(b->sb, name, &o, ret_json, err);
 
 	if (r >= 0)
-		pdd_box_touch(b);
+		svc_box_touch(b);
 	return r;
 }
 
@@ -175,7 +161,7 @@ static void post_fork(struct request *r, struct box *b)
 		json_decref(body);
 		return;
 	}
-	snprintf(def, sizeof(def), "fork/%s:%lld", b->id, (long long)pdd_now_ms());
+	snprintf(def, sizeof(def), "fork/%s:%lld", b->id, (long long)svc_now_ms());
 	if (snapshot(b, name ? json_string_value(name) : def, ws, &json, &err) < 0) {
 		json_decref(body);
 		return pdd_reply_paddock_error(r, &err);
@@ -197,7 +183,7 @@ static void post_fork(struct request *r, struct box *b)
 			(void)json_object_set(spec, key, v);
 	(void)json_object_set(spec, "image", json_object_get(img, "id"));
 	json_decref(body);
-	if (pdd_box_create(r->d, r->tenant, spec, &nb, &err) < 0) {
+	if (svc_box_create(r->d, r->tenant, spec, &nb, &err) < 0) {
 		json_decref(spec);
 		char msg[sizeof(err.msg) + 64];
 
@@ -208,7 +194,7 @@ static void post_fork(struct request *r, struct box *b)
 		return pdd_reply_paddock_error(r, &err);
 	}
 	json_decref(spec);
-	sj = pdd_box_json(nb);
+	sj = svc_box_json(nb);
 	(void)json_object_set_new(sj, "snapshot", img);
 	pdd_reply_json(r, 201, sj);
 }
@@ -259,7 +245,7 @@ void pdd_api_images(struct request *r)
 	if (r->n_seg > 3)
 		return pdd_reply_error(r, 404, "not_found", "path",
 				      "no such route (URL-encode the '/' of a reference: %%2F)");
-	if (pdd_images_open(r->d, &s, &err) < 0)
+	if (svc_images_open(r->d, &s, &err) < 0)
 		return pdd_reply_paddock_error(r, &err);
 	if (r->n_seg == 2) {
 		if (r->method == EVHTTP_REQ_GET)

@@ -10,7 +10,7 @@
  *   DELETE /v1/templates/{name}   204
  *
  * A create names one with "template": its spec is the base and the request's own fields
- * override it, section by section (pdd_template_apply()). A tenant sees and uses its own
+ * override it, section by section (svc_template_apply()). A tenant sees and uses its own
  * templates and the operator's (those made on the unix socket); its own win on a name both
  * have. A spec is checked when it is stored (it must be one paddock can create) and again,
  * with the request's fields and the tenant's host-path and network ceilings, at each create.
@@ -30,148 +30,12 @@
 
 #include "daemon.h"
 
-#define TEMPLATE_NAME_MAX 63
-
-bool pdd_template_name_valid(const char *s)
-{
-	size_t n = s ? strlen(s) : 0;
-
-	if (n == 0 || n > TEMPLATE_NAME_MAX || !((s[0] >= 'a' && s[0] <= 'z') ||
-						   (s[0] >= '0' && s[0] <= '9')))
-		return false;
-	return strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789._-") == n;
-}
-
 static int64_t now_ms(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-struct found {
-	json_t *list; /* GET /v1/templates: each row's JSON is appended */
-	json_t *one;  /* a lookup by name: the row's JSON */
-	const char *skip_tenant; /* the operator's rows a tenant's own of the same name hide */
-};
-
-static json_t *template_json(const struct paddock_store_template *t)
-{
-	json_t *spec = json_loads(t->spec_json, 0, NULL);
-
-	return json_pack("{s:s,s:o,s:s,s:I}", "name", t->name, "spec",
-			 spec ? spec : json_object(), "owner",
-			 strcmp(t->tenant, PDD_LOCAL_TENANT) == 0 ? "operator" : "tenant",
-			 "created_at", (json_int_t)(t->created_ms / 1000));
-}
-
-static int collect(const struct paddock_store_template *t, void *userdata)
-{
-	struct found *f = userdata;
-	json_t *o = template_json(t);
-
-	if (!o)
-		return -ENOMEM;
-	if (f->list) {
-		/* the operator's templates a tenant's own of the same name hide */
-		size_t i;
-		json_t *v;
-
-		json_array_foreach(f->list, i, v)
-			if (strcmp(json_string_value(json_object_get(v, "name")), t->name) == 0) {
-				json_decref(o);
-				return 0;
-			}
-		return json_array_append_new(f->list, o) < 0 ? -ENOMEM : 0;
-	}
-	json_decref(f->one);
-	f->one = o;
-	return 0;
-}
-
-/* The template `name` this tenant may use (its own first): 1 with *ret, 0 when none. */
-static int lookup(struct daemon *d, const char *tenant, const char *name, json_t **ret,
-		  paddock_error *err)
-{
-	struct found f = { 0 };
-	int r;
-
-	*ret = NULL;
-	r = paddock_store_list_templates(d->store, tenant, name, collect, &f, err);
-	if (r == 0 && strcmp(tenant, PDD_LOCAL_TENANT) != 0)
-		r = paddock_store_list_templates(d->store, PDD_LOCAL_TENANT, name, collect, &f, err);
-	if (r < 0) {
-		json_decref(f.one);
-		return r;
-	}
-	*ret = f.one;
-	return f.one ? 1 : 0;
-}
-
-/*
- * The request's fields over the template's spec: a section the request gives replaces the
- * template's, but for objects (limits, network, env, ...) whose members are replaced one by
- * one, so {"limits": {"memory": "1G"}} keeps the template's other limits.
- */
-static int merge_over(json_t *base, json_t *body)
-{
-	const char *k;
-	json_t *v;
-
-	json_object_foreach(body, k, v) {
-		json_t *b = json_object_get(base, k);
-
-		if (json_is_object(v) && json_is_object(b)) {
-			if (json_object_update(b, v) < 0)
-				return -ENOMEM;
-		} else if (json_object_set(base, k, v) < 0) {
-			return -ENOMEM;
-		}
-	}
-	return 0;
-}
-
-json_t *pdd_template_spec(struct daemon *d, const char *tenant, const char *name)
-{
-	paddock_error err = { 0 };
-	json_t *t = NULL, *spec = NULL;
-
-	if (!pdd_template_name_valid(name) || lookup(d, tenant, name, &t, &err) <= 0)
-		return NULL;
-	spec = json_deep_copy(json_object_get(t, "spec"));
-	json_decref(t);
-	return spec;
-}
-
-/* The create's field "template" at fault. */
-int pdd_template_apply(struct daemon *d, const char *tenant, json_t *body, paddock_error *err)
-{
-	json_t *name = json_object_get(body, "template"), *t = NULL, *spec;
-	paddock_error cause = { 0 };
-	int r;
-
-	if (!name)
-		return 0;
-	if (!json_is_string(name) || !pdd_template_name_valid(json_string_value(name)))
-		return paddock_fail_field(err, EINVAL, "template", "expected a template's name (1 to 63 of a-z, 0-9, "
-					     "'.', '_', '-', starting with a letter or digit)");
-	r = lookup(d, tenant, json_string_value(name), &t, &cause);
-	if (r < 0)
-		return pdd_store_error(err, &cause);
-	if (r == 0)
-		return paddock_fail_field(err, ENOENT, "template", "no template '%s' (GET /v1/templates lists those "
-					     "you may use)", json_string_value(name));
-	spec = json_deep_copy(json_object_get(t, "spec"));
-	json_decref(t);
-	if (!spec)
-		return paddock_fail(err, ENOMEM, "template");
-	json_object_del(body, "template");
-	r = merge_over(spec, body);
-	if (r >= 0)
-		r = json_object_update(body, spec) < 0 ? -ENOMEM : 0;
-	json_decref(spec);
-	return r < 0 ? paddock_fail(err, ENOMEM, "template") : 0;
 }
 
 /* A spec that paddock can create, as JSON text (the caller frees it). */
@@ -195,7 +59,7 @@ static char *check_spec(struct request *r, json_t *spec)
 		k = paddock_spec_to_json(s, &canon, &err);
 	/* the operator's network ceiling, on the spec with its defaults (as a create checks) */
 	if (k >= 0)
-		k = pdd_check_max_network(r->d, canon, &err);
+		k = svc_check_max_network(r->d, canon, &err);
 	free(canon);
 	paddock_spec_free(s);
 	if (k < 0) {
@@ -254,7 +118,7 @@ static void put(struct request *r, const char *name, bool create)
 		goto out;
 	if (create)
 		name = json_string_value(json_object_get(body, "name"));
-	if (!pdd_template_name_valid(name)) {
+	if (!svc_template_name_valid(name)) {
 		pdd_reply_error(r, 400, "invalid", "name",
 			       "expected 1 to 63 of a-z, 0-9, '.', '_', '-', starting with a "
 			       "letter or digit");
@@ -282,7 +146,7 @@ static void put(struct request *r, const char *name, bool create)
 		if (k != -EAGAIN) {
 			paddock_error e = { 0 };
 
-			pdd_store_error(&e, &err);
+			svc_store_error(&e, &err);
 			pdd_reply_paddock_error(r, &e);
 		}
 		goto out;
@@ -294,11 +158,11 @@ static void put(struct request *r, const char *name, bool create)
 	if (k < 0) {
 		paddock_error e = { 0 };
 
-		pdd_store_error(&e, &err);
+		svc_store_error(&e, &err);
 		pdd_reply_paddock_error(r, &e);
 		goto out;
 	}
-	answer = template_json(&t);
+	answer = svc_template_json(&t);
 	pdd_reply_json(r, create ? 201 : 200, answer);
 out:
 	free(text);
@@ -314,21 +178,21 @@ void pdd_api_templates(struct request *r)
 
 	if (r->n_seg > 3)
 		return pdd_reply_error(r, 404, "not_found", "path", "no such route");
-	if (name && !pdd_template_name_valid(name))
+	if (name && !svc_template_name_valid(name))
 		return pdd_reply_error(r, 404, "not_found", "name", "no such template");
 	if (!name && r->method == EVHTTP_REQ_POST)
 		return put(r, NULL, true);
 	if (name && r->method == EVHTTP_REQ_PUT)
 		return put(r, name, false);
 	if (!name && r->method == EVHTTP_REQ_GET) {
-		struct found f = { .list = json_array() };
+		struct svc_template_found f = { .list = json_array() };
 
-		k = f.list ? paddock_store_list_templates(r->d->store, r->tenant, NULL, collect, &f,
-							  &err)
+		k = f.list ? paddock_store_list_templates(r->d->store, r->tenant, NULL,
+							  svc_template_collect, &f, &err)
 			   : paddock_fail(&err, ENOMEM, "templates");
-		if (k >= 0 && strcmp(r->tenant, PDD_LOCAL_TENANT) != 0)
-			k = paddock_store_list_templates(r->d->store, PDD_LOCAL_TENANT, NULL, collect,
-							 &f, &err);
+		if (k >= 0 && strcmp(r->tenant, SVC_LOCAL_TENANT) != 0)
+			k = paddock_store_list_templates(r->d->store, SVC_LOCAL_TENANT, NULL,
+							 svc_template_collect, &f, &err);
 		if (k < 0) {
 			json_decref(f.list);
 			return pdd_reply_paddock_error(r, &err);
@@ -336,7 +200,7 @@ void pdd_api_templates(struct request *r)
 		return pdd_reply_json(r, 200, json_pack("{s:o}", "templates", f.list));
 	}
 	if (name && r->method == EVHTTP_REQ_GET) {
-		k = lookup(r->d, r->tenant, name, &one, &err);
+		k = svc_template_lookup(r->d, r->tenant, name, &one, &err);
 		if (k < 0)
 			return pdd_reply_paddock_error(r, &err);
 		if (k == 0)

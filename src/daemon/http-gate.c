@@ -157,7 +157,7 @@ static void gate_log(struct gate_listener *l, const char *fmt, ...)
 
 static void gate_log(struct gate_listener *l, const char *fmt, ...)
 {
-	double now = pdd_mono_s();
+	double now = svc_mono_s();
 	char msg[300];
 	va_list ap;
 

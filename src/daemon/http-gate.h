@@ -77,12 +77,7 @@ int pdd_gate_chunk_size(const char *line, size_t len, uint64_t *ret_size);
 
 /* ---- the gate (http-gate.c) --------------------------------------------------------------- */
 
-struct pdd_http_limits {
-	unsigned max_conns;    /* per listener */
-	unsigned max_per_peer; /* per peer address, TCP only */
-	unsigned header_timeout_s;
-};
-
+/* struct pdd_http_limits (service.h): kept in struct daemon, which the core owns. */
 /*
  * Puts the gate in front of `http` (before it accepts anything): `tcp` listeners
  * authenticate by bearer token at the head. Returns 0 or -ENOMEM.

@@ -127,7 +127,7 @@ int pdd_http_status(const paddock_error *err, const char **ret_code)
 	/* pdd_json_body(): EBADMSG elsewhere is a pulled blob's digest, paddockd's own failure */
 	if (err->code == EBADMSG && strcmp(err->field, "body") == 0)
 		status = 400, code = "malformed";
-	/* the state store could not record it (pdd_store_error()): nothing changed, retry */
+	/* the state store could not record it (svc_store_error()): nothing changed, retry */
 	if (strcmp(err->field, "store") == 0)
 		status = 503, code = "unavailable";
 	if (ret_code)
@@ -467,7 +467,7 @@ static void route(struct request *r)
 				      "'Authorization: Bearer <token>' with a known token");
 	if (r->n_seg == 1 && strcmp(r->seg[0], "healthz") == 0) {
 		/* SECURITY: a tenant counts its own sandboxes; the operator (unix socket) all */
-		bool all = strcmp(r->tenant, PDD_LOCAL_TENANT) == 0;
+		bool all = strcmp(r->tenant, SVC_LOCAL_TENANT) == 0;
 		unsigned n = 0;
 
 		for (b = d->boxes; b; b = b->next)
@@ -490,7 +490,7 @@ static void route(struct request *r)
 		return pdd_reply_error(r, 404, "not_found", "path", "no such route");
 	if (r->n_seg == 2)
 		return pdd_api_sandboxes(r);
-	b = pdd_sandbox_id_valid(r->seg[2]) ? pdd_box_find(d, r->tenant, r->seg[2]) : NULL;
+	b = pdd_sandbox_id_valid(r->seg[2]) ? svc_box_find(d, r->tenant, r->seg[2]) : NULL;
 	if (!b)
 		return pdd_reply_error(r, 404, "not_found", "id", "no such sandbox");
 	if (r->n_seg == 3 ||
@@ -498,7 +498,7 @@ static void route(struct request *r)
 			       strcmp(r->seg[3], "resume") == 0 || strcmp(r->seg[3], "stop") == 0 ||
 			       strcmp(r->seg[3], "start") == 0)))
 		return pdd_api_sandboxes(r);
-	pdd_box_touch(b);
+	svc_box_touch(b);
 	/* stopped by a request: nothing runs until its start; its events are history */
 	if (b->stopped && b->kept_image[0] && strcmp(r->seg[3], "events") != 0)
 		return pdd_reply_error(r, 409, "conflict", "state",
@@ -611,7 +611,7 @@ static void handle(struct evhttp_request *req, void *arg, bool tcp)
 	char *save = NULL;
 	bool bad = false;
 
-	pdd_pool_request(d);
+	svc_pool_request(d);
 	/* refused at its head (http-gate.c): answered there, as the API's JSON */
 	if (pdd_http_gate_request(d, req))
 		return;
@@ -770,3 +770,71 @@ void pdd_http_stop(struct daemon *d)
 	pdd_http_gate_stop(d);
 	(void)unlink(d->socket_path);
 }
+
+/*
+ * What the service core asks of paddockd's clients of a sandbox (service.h, struct svc_hooks):
+ * they are watchers bound to evhttp requests, which the core does not know.
+ */
+static void hook_release_clients(struct box *b)
+{
+	while (b->procs)
+		pdd_proc_free(b->procs);
+	pdd_files_release(b);
+	pdd_network_release(b);
+}
+
+static void hook_box_unlinked(struct box *b)
+{
+	while (b->watchers) {
+		pdd_stream_end(b->watchers);
+		pdd_watcher_free(b->watchers, &b->watchers);
+	}
+}
+
+static void deleter_gone(struct watcher *w)
+{
+	struct box *b = w->owner;
+
+	pdd_watcher_free(w, &b->deleters);
+}
+
+static void hook_deleter_wait(struct box *b, void *deleter)
+{
+	struct watcher *w = pdd_watcher_new(deleter, W_WAIT, b, &b->deleters);
+
+	if (w)
+		w->on_gone = deleter_gone;
+	else
+		pdd_reply_empty(deleter, 204);
+}
+
+static void hook_box_freed(struct box *b)
+{
+	while (b->deleters) {
+		struct watcher *w = b->deleters;
+
+		if (w->req) {
+			struct request r = { .d = b->d, .req = w->req };
+			pdd_watcher_detach(w);
+			pdd_reply_empty(&r, 204);
+			w->req = NULL;
+		}
+		pdd_watcher_free(w, &b->deleters);
+	}
+}
+
+static void hook_box_event(struct box *b, json_t *o)
+{
+	for (struct watcher *w = b->watchers; w; w = w->next)
+		pdd_stream_event(b->d, w, json_incref(o));
+}
+
+const struct svc_hooks pdd_service_hooks = {
+	.release_clients = hook_release_clients,
+	.box_unlinked = hook_box_unlinked,
+	.deleter_wait = hook_deleter_wait,
+	.box_freed = hook_box_freed,
+	.box_event = hook_box_event,
+	.event = pdd_events_broadcast,
+	.proc_adopt = pdd_proc_adopt,
+};

@@ -57,13 +57,13 @@ static int load_tokens(struct daemon *d, const char *path)
 		return -1;
 	}
 	while (fgets(line, sizeof(line), f)) {
-		char tenant[PDD_MAX_TENANT + 1], token[256];
+		char tenant[SVC_MAX_TENANT + 1], token[256];
 		struct tenant_token *t;
 
 		if (line[0] == '#' || line[0] == '\n')
 			continue;
 		if (sscanf(line, "%64s %255s", tenant, token) != 2 || strlen(token) < 16 ||
-		    strcmp(tenant, PDD_LOCAL_TENANT) == 0) {
+		    strcmp(tenant, SVC_LOCAL_TENANT) == 0) {
 			fprintf(stderr, "paddockd: tokens '%s': expected 'TENANT TOKEN' lines with "
 					"tokens of at least 16 characters (and no tenant named 'local': the unix "
 					"socket's)\n",
@@ -250,8 +250,8 @@ static int load_config(struct daemon *d, const char *path, const char **listen_a
 		else if (strcmp(k, "destroy_on_exit") == 0 && json_is_boolean(v))
 			d->destroy_on_exit = json_is_true(v);
 		else if (strcmp(k, "max_network") == 0 && json_is_string(v) &&
-			 pdd_max_network_parse(json_string_value(v)) >= 0)
-			d->max_net = pdd_max_network_parse(json_string_value(v));
+			 svc_max_network_parse(json_string_value(v)) >= 0)
+			d->max_net = svc_max_network_parse(json_string_value(v));
 		else if (strcmp(k, "event_log_max") == 0 && str && parse_log_max(d, s) == 0)
 			;
 		else if ((strcmp(k, "max_connections") == 0 ||
@@ -577,7 +577,7 @@ static int parse_option(struct daemon *d, struct options *o, int c, const char *
 		o->upstream_ca[o->n_upstream_ca++] = arg;
 		return 0;
 	case 'N':
-		d->max_net = pdd_max_network_parse(arg);
+		d->max_net = svc_max_network_parse(arg);
 		if (d->max_net < 0) {
 			fprintf(stderr, "paddockd: --max-network: expected none, allowlist or "
 					"open, got '%s'\n",
@@ -723,14 +723,14 @@ static int start(struct daemon *d, const struct options *o, paddock_error *err)
 	for (size_t i = 0; i < o->n_upstream_ca; i++)
 		if ((r = paddock_ctx_add_upstream_ca(d->ctx, o->upstream_ca[i], err)) < 0)
 			return r;
-	r = pdd_event_log_open(d, err);
+	r = svc_event_log_open(d, err);
 	if (r >= 0)
 		r = open_store(d, err);
 	if (r < 0)
 		return r;
-	paddock_ctx_set_event_sink(d->ctx, pdd_event_sink, d);
+	paddock_ctx_set_event_sink(d->ctx, svc_event_sink, d);
 	paddock_ctx_set_ask_handler(d->ctx, pdd_network_ask, d);
-	r = pdd_lifecycle_start(d, err);
+	r = svc_lifecycle_start(d, err);
 	if (r == -EUCLEAN && !d->store_rebuilt) {
 		/* damage quick_check did not see, found by the walk (which adopted nothing) */
 		paddock_error why = *err;
@@ -740,7 +740,7 @@ static int start(struct daemon *d, const struct options *o, paddock_error *err)
 		snprintf(path, sizeof(path), "%s/paddockd.db", d->state_dir);
 		r = store_move_aside(d, path, &why, err);
 		if (r >= 0)
-			r = pdd_lifecycle_start(d, err);
+			r = svc_lifecycle_start(d, err);
 	}
 	return r;
 }
@@ -795,7 +795,7 @@ static void stop(struct daemon *d)
 	pdd_events_release(d);
 	pdd_http_stop(d);
 	if (d->ctx)
-		pdd_lifecycle_stop(d);
+		svc_lifecycle_stop(d);
 	for (int i = 0; i < 3; i++)
 		if (d->sig_ev[i])
 			event_free(d->sig_ev[i]);
@@ -804,7 +804,7 @@ static void stop(struct daemon *d)
 	if (d->base)
 		event_base_free(d->base);
 	pdd_http_gate_free(d);
-	pdd_event_log_close(d);
+	svc_event_log_close(d);
 	free(d->tokens);
 	for (size_t i = 0; i < d->n_host_paths; i++)
 		free(d->host_paths[i]);
@@ -814,12 +814,12 @@ static void stop(struct daemon *d)
 int main(int argc, char **argv)
 {
 	struct daemon d = { .max_upload = 256u << 20, .orphan_timeout_s = 3600, .max_net = 2,
-			    .max_templates = PDD_MAX_TEMPLATES,
+			    .max_templates = SVC_MAX_TEMPLATES,
 			    .event_log_fd = -1, .state_fd = -1,
-			    .stream_behind_max = PDD_STREAM_BEHIND_MAX,
+			    .stream_behind_max = PDD_STREAM_BEHIND_MAX, .hooks = &pdd_service_hooks,
 			    .http_limits = { .max_per_peer = PDD_MAX_PER_PEER,
 					     .header_timeout_s = PDD_HEADER_TIMEOUT_S },
-			    .event_log_max = PDD_EVENT_LOG_MAX, .event_log_keep = PDD_EVENT_LOG_KEEP,
+			    .event_log_max = SVC_EVENT_LOG_MAX, .event_log_keep = SVC_EVENT_LOG_KEEP,
 			    .pool = { .max_templates = 4, .min_avail_pct = 10 } };
 	struct options o = { .pool_max = -1 };
 	paddock_error err = { 0 };

@@ -159,7 +159,7 @@ static bool parse_list_query(struct e2b_req *r, struct evkeyvalq *q, bool v2, st
 	const char *order = evhttp_find_header(q, "order");
 	const char *token = evhttp_find_header(q, "nextToken");
 
-	lq->limit = v2 ? LIST_LIMIT_MAX : PDD_MAX_SANDBOXES;
+	lq->limit = v2 ? LIST_LIMIT_MAX : SVC_MAX_SANDBOXES;
 	if (meta && *meta && !parse_metadata_filter(r, meta, lq->metadata))
 		return false;
 	if (!parse_states(r, q, lq))

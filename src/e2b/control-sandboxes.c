@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The E2B control plane's sandbox lifecycle (docs/e2b.md): create, connect, pause, resume,
- * set the timeout, kill. Each is the paddockd call of the same meaning (pdd_box_create(),
- * pdd_box_pause(), pdd_box_resume(), pdd_box_start(), pdd_box_persist(), pdd_box_delete()) on the
+ * set the timeout, kill. Each is the paddockd call of the same meaning (svc_box_create(),
+ * svc_box_pause(), svc_box_resume(), svc_box_start(), svc_box_persist(), svc_box_delete()) on the
  * tenant's own sandboxes; the spec parser judges what a create asks for.
  *
  * Trust: r->tenant is the API key's tenant (e2b.c); every request is untrusted (control.c).
@@ -140,7 +140,7 @@ void e2b_ctl_create(struct e2b_req *r, bool v2)
 	/* --e2b-templates first, then the tenant's templates in paddockd (POST /v1/templates) */
 	spec = json_is_object(json_object_get(r->e->templates, tmpl))
 		       ? json_deep_copy(json_object_get(r->e->templates, tmpl))
-		       : pdd_template_spec(r->d, r->tenant, tmpl);
+		       : svc_template_spec(r->d, r->tenant, tmpl);
 	if (!spec) {
 		e2b_reply_error(r, 404, "template '%s' not found", e2b_ctl_esc(tmpl, e, sizeof(e)));
 		goto out;
@@ -166,7 +166,7 @@ void e2b_ctl_create(struct e2b_req *r, bool v2)
 	/* paused with its memory whatever autoPauseMemory says: a freezer keeps it all */
 	if (json_is_true(json_object_get(body, "autoPause")))
 		json_object_set_new(spec, "on_timeout", json_string("pause"));
-	if (pdd_box_create(r->d, r->tenant, spec, &b, &err) < 0) {
+	if (svc_box_create(r->d, r->tenant, spec, &b, &err) < 0) {
 		e2b_ctl_reply_paddock_error(r, &err, &nm);
 		goto out;
 	}
@@ -185,8 +185,8 @@ static bool set_expiry(struct e2b_req *r, struct box *b, int64_t seconds)
 	paddock_error err = { 0 };
 
 	b->ttl_s = seconds;
-	b->expires_ms = pdd_now_ms() + seconds * 1000;
-	if (pdd_box_persist(b, &err) < 0) {
+	b->expires_ms = svc_now_ms() + seconds * 1000;
+	if (svc_box_persist(b, &err) < 0) {
 		b->ttl_s = ttl;
 		b->expires_ms = expires;
 		e2b_ctl_reply_paddock_error(r, &err, NULL);
@@ -203,7 +203,7 @@ static bool resume_for(struct e2b_req *r, struct box *b, int64_t t)
 {
 	paddock_error err = { 0 };
 
-	if (pdd_box_resume(b, &err) < 0) {
+	if (svc_box_resume(b, &err) < 0) {
 		e2b_ctl_reply_paddock_error(r, &err, NULL);
 		return false;
 	}
@@ -218,7 +218,7 @@ static bool start_for(struct e2b_req *r, struct box *b, int64_t t)
 {
 	paddock_error err = { 0 };
 
-	if (pdd_box_start(b, &err) < 0) {
+	if (svc_box_start(b, &err) < 0) {
 		e2b_ctl_reply_paddock_error(r, &err, NULL);
 		return false;
 	}
@@ -241,7 +241,7 @@ void e2b_ctl_connect(struct e2b_req *r, const char *id)
 		return;
 	if (!e2b_ctl_seconds(r, body, "timeout", CONNECT_DEFAULT_S, &t))
 		goto out;
-	b = pdd_box_find(r->d, r->tenant, id);
+	b = svc_box_find(r->d, r->tenant, id);
 	if (b && b->stopped && b->kept_image[0]) {
 		if (!start_for(r, b, t))
 			goto out;
@@ -251,12 +251,12 @@ void e2b_ctl_connect(struct e2b_req *r, const char *id)
 	b = e2b_ctl_find_live(r, id);
 	if (!b)
 		goto out;
-	pdd_box_touch(b);
+	svc_box_touch(b);
 	if (b->paused) {
 		if (!resume_for(r, b, t))
 			goto out;
 		resumed = true;
-	} else if (pdd_now_ms() + t * 1000 > b->expires_ms && !set_expiry(r, b, t)) {
+	} else if (svc_now_ms() + t * 1000 > b->expires_ms && !set_expiry(r, b, t)) {
 		goto out;
 	}
 	e2b_reply_json(r, resumed ? 201 : 200, e2b_ctl_sandbox_json(r->e, b));
@@ -281,7 +281,7 @@ void e2b_ctl_pause(struct e2b_req *r, const char *id)
 	if (b->paused)
 		return e2b_reply_error(r, 409, "sandbox '%s' is already paused",
 				       e2b_ctl_esc(id, e, sizeof(e)));
-	if (pdd_box_pause(b, &err) < 0)
+	if (svc_box_pause(b, &err) < 0)
 		return e2b_ctl_reply_paddock_error(r, &err, NULL);
 	e2b_ctl_reply_empty(r, 204);
 }
@@ -338,14 +338,14 @@ out:
 
 void e2b_ctl_kill(struct e2b_req *r, const char *id)
 {
-	struct box *b = pdd_box_find(r->d, r->tenant, id);
+	struct box *b = svc_box_find(r->d, r->tenant, id);
 
 	if (!b)
 		return e2b_ctl_reply_not_found(r, id);
 	paddock_error err = { 0 };
 
 	/* 204 once init is killed; the kernel's teardown finishes off the request path */
-	if (pdd_box_delete(b, "deleted", NULL, false, &err) < 0)
+	if (svc_box_delete(b, "deleted", NULL, false, &err) < 0)
 		return e2b_ctl_reply_paddock_error(r, &err, NULL);
 	e2b_ctl_reply_empty(r, 204);
 }

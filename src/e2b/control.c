@@ -3,8 +3,8 @@
  * The E2B control plane (`/sandboxes`, `/v2/sandboxes`; docs/e2b.md): create, connect, list,
  * get, kill, set the timeout, metrics and the network policy of paddockd's own sandboxes
  * (struct box), translated both ways. Nothing here makes or ends a sandbox by itself:
- * pdd_box_create() and pdd_box_destroy() do, the spec parser judges what a request asks for,
- * pdd_check_max_network() bounds its egress.
+ * svc_box_create() and svc_box_destroy() do, the spec parser judges what a request asks for,
+ * svc_check_max_network() bounds its egress.
  *
  * Mapping (E2B -> paddock):
  *  - templateID: a template of --e2b-templates (a paddock spec); its name is kept in the
@@ -12,7 +12,7 @@
  *  - timeout: ttl_s; envVars: the spec's env over the template's; metadata: metadata;
  *  - allow_internet_access, network.allowOut/denyOut: network.mode/allow/deny (map_network);
  *  - autoPause (lifecycle.onTimeout "pause"): on_timeout "pause"; pause, resume and connect
- *    of a paused sandbox: pdd_box_pause() and pdd_box_resume() (memory is always kept).
+ *    of a paused sandbox: svc_box_pause() and svc_box_resume() (memory is always kept).
  * What cannot be honoured (autoResume, volumes, MCP, egress proxies, ...) is refused by name
  * when asked for and ignored when it is the default.
  *
@@ -276,7 +276,7 @@ json_t *e2b_ctl_listed_json(struct box *b)
 	box_size(b, &s);
 	o = json_pack("{s:s,s:s,s:s,s:o,s:o,s:i,s:I,s:I,s:o,s:s,s:s,s:[]}", "sandboxID", b->id,
 		      "templateID", tmpl ? tmpl : NO_TEMPLATE, "clientID", CLIENT_ID, "startedAt",
-		      pdd_time_json(b->created_ms), "endAt", pdd_time_json(b->expires_ms), "cpuCount",
+		      svc_time_json(b->created_ms), "endAt", svc_time_json(b->expires_ms), "cpuCount",
 		      cpu_count(&s), "memoryMB", (json_int_t)(s.memory / MIB), "diskSizeMB",
 		      (json_int_t)(s.disk / MIB), "metadata", client_metadata(b), "state",
 		      b->paused ? "paused" : "running", "envdVersion", E2B_ENVD_VERSION, "volumeMounts");
@@ -354,7 +354,7 @@ json_t *e2b_ctl_sandbox_json(struct e2b *e, struct box *b)
 /* The tenant's live sandbox `id`, or NULL with 404 answered. */
 struct box *e2b_ctl_find_live(struct e2b_req *r, const char *id)
 {
-	struct box *b = pdd_box_find(r->d, r->tenant, id);
+	struct box *b = svc_box_find(r->d, r->tenant, id);
 
 	if (!b || !e2b_ctl_live(b)) {
 		e2b_ctl_reply_not_found(r, id);
@@ -393,7 +393,7 @@ static void metrics(struct e2b_req *r, const char *id)
 	struct paddock_usage u = {0};
 	struct box_size s;
 	long start = 0, end = -1;
-	int64_t now = pdd_now_ms();
+	int64_t now = svc_now_ms();
 	double pct = 0, wall;
 	struct box *b;
 	json_t *a;
@@ -419,7 +419,7 @@ static void metrics(struct e2b_req *r, const char *id)
 				     (json_int_t)u.memory_bytes, "memTotal", (json_int_t)s.memory,
 				     "memCache", (json_int_t)0, "diskUsed", (json_int_t)0,
 				     "diskTotal", (json_int_t)s.disk, "timestamp",
-				     pdd_time_json(now), "timestampUnix", (json_int_t)(now / 1000)));
+				     svc_time_json(now), "timestampUnix", (json_int_t)(now / 1000)));
 	}
 	e2b_reply_json(r, 200, a);
 out:
@@ -435,7 +435,7 @@ static void template_alias(struct e2b_req *r, const char *name)
 
 	json_t *stored = json_is_object(json_object_get(r->e->templates, name))
 				 ? NULL
-				 : pdd_template_spec(r->d, r->tenant, name);
+				 : svc_template_spec(r->d, r->tenant, name);
 
 	if (!stored && !json_is_object(json_object_get(r->e->templates, name)))
 		return e2b_reply_error(r, 404, "template '%s' not found",

@@ -24,7 +24,7 @@ struct evkeyvalq;
 #define RESERVED_PREFIX	    "e2b."
 #define META_TEMPLATE	    "e2b.template"
 #define META_INTERNET	    "e2b.allow_internet_access"
-#define META_MAX	    32 /* pdd_create_parse's bound on metadata entries */
+#define META_MAX	    32 /* svc_create_parse's bound on metadata entries */
 #define CREATE_DEFAULT_V1_S 15 /* NewSandbox.timeout's default (and resume's) */
 
 /*

@@ -61,7 +61,7 @@ static const char *api_key_tenant(struct e2b *e, const char *key)
 	if (!key || !*key)
 		return NULL;
 	if (e->open_keys)
-		return PDD_LOCAL_TENANT;
+		return SVC_LOCAL_TENANT;
 	for (size_t i = 0; i < e->d->n_tokens; i++)
 		if (same_secret(e->d->tokens[i].token, key))
 			tenant = e->d->tokens[i].tenant;
@@ -189,9 +189,9 @@ void e2b_reply_error(struct e2b_req *r, int status, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	/* pdd_json_text: a message quoting the client may hold bytes that are not UTF-8 */
+	/* svc_json_text: a message quoting the client may hold bytes that are not UTF-8 */
 	e2b_reply_json(r, status, json_pack("{s:i,s:o}", "code", status, "message",
-					    pdd_json_text(msg)));
+					    svc_json_text(msg)));
 }
 
 /* GET /envs: the environment a command starts with (the spec's env over the base) */
@@ -212,7 +212,7 @@ static void envd_envs(struct e2b_req *r)
 /* GET /metrics: the sandbox's usage in envd's shape */
 static void envd_metrics(struct e2b_req *r)
 {
-	json_t *o = pdd_box_json(r->box), *u = json_object_get(o, "usage");
+	json_t *o = svc_box_json(r->box), *u = json_object_get(o, "usage");
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	double mem_limit = 0, cpu_s = json_number_value(json_object_get(u, "cpu_s"));
 
@@ -222,7 +222,7 @@ static void envd_metrics(struct e2b_req *r)
 		(void)paddock_spec_get_limit(spec, "memory", &mem_limit, NULL);
 	paddock_spec_free(spec);
 	e2b_reply_json(r, 200,
-		   json_pack("{s:I,s:f,s:i,s:I,s:I,s:I,s:I}", "ts", (json_int_t)(pdd_now_ms() / 1000),
+		   json_pack("{s:I,s:f,s:i,s:I,s:I,s:I,s:I}", "ts", (json_int_t)(svc_now_ms() / 1000),
 			     "cpu_used_s", cpu_s, "cpu_count", (int)(ncpu > 0 ? ncpu : 1),
 			     "mem_used", (json_int_t)json_integer_value(
 				     json_object_get(u, "memory_bytes")),
@@ -290,7 +290,7 @@ static struct box *debug_box(struct e2b *e, paddock_error *err)
 	json_t *body;
 
 	for (b = e->d->boxes; b; b = b->next)
-		if (strcmp(b->tenant, PDD_LOCAL_TENANT) == 0 && b->metadata &&
+		if (strcmp(b->tenant, SVC_LOCAL_TENANT) == 0 && b->metadata &&
 		    json_is_string(json_object_get(b->metadata, "e2b.debug")))
 			return b;
 	body = json_pack("{s:O,s:{s:s}}", "spec", json_object_get(e->templates, "base"),
@@ -301,7 +301,7 @@ static struct box *debug_box(struct e2b *e, paddock_error *err)
 	json_t *flat = json_deep_copy(json_object_get(body, "spec"));
 	json_object_set(flat, "metadata", json_object_get(body, "metadata"));
 	json_decref(body);
-	if (pdd_box_create(e->d, PDD_LOCAL_TENANT, flat, &b, err) < 0)
+	if (svc_box_create(e->d, SVC_LOCAL_TENANT, flat, &b, err) < 0)
 		b = NULL;
 	json_decref(flat);
 	return b;
@@ -464,7 +464,7 @@ static void handle_envd(struct e2b_req *r, const char *path, const char *id_from
 		return connect_rpc ? e2b_connect_reply_error(r->req, E2B_CONNECT_UNAUTHENTICATED, "%s", msg)
 				   : e2b_reply_error(r, 401, "%s", msg);
 	}
-	pdd_box_touch(r->box);
+	svc_box_touch(r->box);
 	if (strcmp(path, "/files") == 0) {
 		r->e->m.files++;
 		return e2b_files(r);
@@ -523,7 +523,7 @@ static void proxy_port(struct e2b_req *r, const char *id, long port)
 		return e2b_reply_error(r, 404, "%s", msg);
 	}
 	r->e->m.proxied++;
-	pdd_box_touch(b);
+	svc_box_touch(b);
 	if (port == PADDOCK_CODE_PORT)
 		return pdd_code_forward(r->req, b, uri && uri[0] == '/' ? uri : "/");
 	pdd_port_forward(r->req, b, port, uri && uri[0] == '/' ? uri : "/");
@@ -678,7 +678,7 @@ static void handle(struct evhttp_request *req, void *arg)
 	char id[64], *path;
 	long port;
 
-	pdd_pool_request(e->d);
+	svc_pool_request(e->d);
 	/* refused at its head (the gate, gate_check()): answered there, in E2B's shape */
 	if (pdd_http_gate_request(e->d, req))
 		return;

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * paddockd's E2B-compatible front end (`paddockd --e2b ADDR:PORT`, docs/e2b.md): the official
- * E2B SDKs drive paddock sandboxes unchanged. A translation onto the daemon's own sandboxes,
- * processes and files (struct box, struct proc, libpaddock's file API); nothing is
- * implemented twice.
+ * E2B SDKs drive paddock sandboxes unchanged. An adapter on the service core (service.h: struct
+ * box, struct proc, lifecycle, pause, TTLs) and libpaddock's file API, parallel to paddockd's
+ * HTTP API; nothing is implemented twice.
  *
  * One evhttp listener serves:
  *  - envd, the in-sandbox API: Connect-RPC `process.Process/{Method}`, `filesystem.Filesystem/{Method}`,
@@ -24,12 +24,21 @@
 #include <jansson.h>
 
 #include "connect.h"
+#include "service.h"
+/*
+ * The pieces of paddockd's HTTP adapter E2B shares, being HTTP too: the gate in front of its
+ * listener (pdd_gate_*, pdd_http_gate_*), bounds of a request (PDD_MAX_BODY, PDD_MAX_HEADERS),
+ * pdd_json_body(), pdd_http_status() (a paddock_error's status), pdd_http_no_delay(), port and
+ * code forwarding (pdd_port_forward(), pdd_code_forward()), watchers bound to a request
+ * (pdd_watcher_*), commands started for a request (pdd_exec_start(), pdd_proc_*()) and
+ * pdd_box_set_network() (api-network.c).
+ */
 #include "daemon.h"
 
 /*
  * The E2B endpoint on the daemon d, listening on addr_port (paddockd's --e2b): started and
- * stopped by the program (src/daemon/main.c), which wires its adapters; the daemon itself
- * calls E2B only through d->box_gone.
+ * stopped by the program (src/daemon/main.c), which wires its adapters; the core calls E2B
+ * only through d->box_gone.
  */
 int e2b_start(struct daemon *d, const char *addr_port, const char *domain,
 		 const char *templates_file, paddock_error *err);

@@ -799,15 +799,15 @@ static bool write_one(struct e2b_req *r, const struct upload *u, struct evbuffer
 	/* the cleaned path libpaddock wrote, as envd answers with its resolved one */
 	if (paddock_sandbox_stat(r->box->sb, u->path, &fi, &err) == 0) {
 		json_array_append_new(out,
-				      json_pack("{s:o,s:s,s:o}", "name", pdd_json_text(fi.name),
-						"type", "file", "path", pdd_json_text(fi.path)));
+				      json_pack("{s:o,s:s,s:o}", "name", svc_json_text(fi.name),
+						"type", "file", "path", svc_json_text(fi.path)));
 		paddock_file_info_release(&fi);
 		return true;
 	}
 	slash = strrchr(u->path, '/');
 	json_array_append_new(out, json_pack("{s:o,s:s,s:o}", "name",
-					     pdd_json_text(slash ? slash + 1 : u->path), "type",
-					     "file", "path", pdd_json_text(u->path)));
+					     svc_json_text(slash ? slash + 1 : u->path), "type",
+					     "file", "path", svc_json_text(u->path)));
 	return true;
 }
 

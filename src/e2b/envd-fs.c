@@ -156,13 +156,13 @@ json_t *e2b_entry_info(const struct paddock_file_info *fi)
 	snprintf(size, sizeof(size), "%" PRIu64, fi->size);
 	/* proto3 JSON: int64 as a string, uint32 as a number, enums by name */
 	o = json_pack("{s:o,s:s,s:o,s:s,s:I,s:s,s:s,s:s,s:o}", "name",
-		      pdd_json_text(fi->name ? fi->name : ""), "type", file_type_name(fi->type),
-		      "path", pdd_json_text(fi->path ? fi->path : ""), "size", size, "mode",
+		      svc_json_text(fi->name ? fi->name : ""), "type", file_type_name(fi->type),
+		      "path", svc_json_text(fi->path ? fi->path : ""), "size", size, "mode",
 		      (json_int_t)(fi->mode & 0777), "permissions", perms, "owner",
 		      owner_name(fi->uid, ob), "group", group_name(fi->gid, gb), "modifiedTime",
 		      e2b_pbjson_timestamp_new(sec, (long)nsec));
 	if (o && fi->type == PADDOCK_FILE_SYMLINK && fi->symlink_target)
-		json_object_set_new(o, "symlinkTarget", pdd_json_text(fi->symlink_target));
+		json_object_set_new(o, "symlinkTarget", svc_json_text(fi->symlink_target));
 	return o;
 }
 
@@ -502,7 +502,7 @@ static const char *event_type_name(const char *type)
 static json_t *event_message(struct e2b_fswatch *fw, const char *type, const char *path)
 {
 	json_t *o =
-		json_pack("{s:o,s:s}", "name", pdd_json_text(relative_name(fw, path)), "type", type);
+		json_pack("{s:o,s:s}", "name", svc_json_text(relative_name(fw, path)), "type", type);
 
 	/*
 	 * envd attaches the entry (best effort) to create, write and chmod only: after a remove

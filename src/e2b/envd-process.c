@@ -251,7 +251,7 @@ static struct proc *select_proc(struct e2b_req *r, json_t *msg, bool stream, boo
 {
 	json_t *sel = json_object_get(msg, "process");
 	json_t *pid = json_object_get(sel, "pid"), *tag = json_object_get(sel, "tag");
-	char key[PDD_MAX_TAG + 24], why[PDD_MAX_TAG + 64];
+	char key[SVC_MAX_TAG + 24], why[SVC_MAX_TAG + 64];
 	struct proc *p;
 	uint32_t n;
 
@@ -264,7 +264,7 @@ static struct proc *select_proc(struct e2b_req *r, json_t *msg, bool stream, boo
 		fail(r, stream, started, E2B_CONNECT_INVALID_ARGUMENT, "process.pid: expected a pid");
 		return NULL;
 	}
-	if (!pid && (!json_is_string(tag) || json_string_length(tag) > PDD_MAX_TAG)) {
+	if (!pid && (!json_is_string(tag) || json_string_length(tag) > SVC_MAX_TAG)) {
 		fail(r, stream, started, E2B_CONNECT_INVALID_ARGUMENT,
 		     "process.tag: expected a string of at most 64 bytes");
 		return NULL;

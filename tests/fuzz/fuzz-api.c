@@ -49,7 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		paddock_error err = { 0 };
 		int64_t ttl = 0, idle = 0;
 
-		if (pdd_create_parse(&d, "tenant", o, &spec, &ttl, &idle, &err) >= 0) {
+		if (svc_create_parse(&d, "tenant", o, &spec, &ttl, &idle, &err) >= 0) {
 			if (ttl < 0 || idle < 0 || !spec)
 				abort();
 			paddock_spec_free(spec);

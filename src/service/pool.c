@@ -20,7 +20,7 @@
 #include <event2/event.h>
 #include <jansson.h>
 
-#include "daemon.h"
+#include "service.h"
 
 #define PRESSURE_CHECK_MS 1000 /* how often the pool looks at MemAvailable */
 #define REFILL_QUIET_MS 20
@@ -103,7 +103,7 @@ static void tmpl_free(struct pool_tmpl *t)
  */
 static void schedule_refill(struct daemon *d)
 {
-	double now = pdd_mono_s(), wait_ms;
+	double now = svc_mono_s(), wait_ms;
 	struct timeval tv;
 
 	if (!d->pool.size || !d->pool.refill_ev || d->stopping)
@@ -120,7 +120,7 @@ static void schedule_refill(struct daemon *d)
 	evtimer_add(d->pool.refill_ev, &tv);
 }
 
-void pdd_pool_request(struct daemon *d)
+void svc_pool_request(struct daemon *d)
 {
 	/* a request came: the refill waits for quiet (or its deadline) */
 	if (d->pool.refill_wanted_s && d->pool.refill_ev &&
@@ -143,7 +143,7 @@ static void made_cb(paddock_sandbox *sb, const paddock_error *err, void *userdat
 		paddock_sandbox_free(sb);
 	} else {
 		d->pool.m.refills++;
-		d->pool.m.refill_s += pdd_mono_s() - t->making_t0;
+		d->pool.m.refill_s += svc_mono_s() - t->making_t0;
 		p->sb = sb;
 		p->next = t->ready;
 		t->ready = p;
@@ -180,7 +180,7 @@ static void refill_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	snprintf(dir, sizeof(dir), "%s/s", d->state_dir);
 	opts.reconnect_dir = dir;
-	want->making_t0 = pdd_mono_s();
+	want->making_t0 = svc_mono_s();
 	if (paddock_sandbox_create_async(d->ctx, want->spec, &opts, made_cb, want, &want->making,
 					 &err) < 0) {
 		fprintf(stderr, "paddockd: pool: %s\n", err.msg);
@@ -269,12 +269,12 @@ static struct pool_tmpl *find_tmpl(struct daemon *d, const char *key, const padd
 	return t;
 }
 
-int pdd_pool_claim(struct daemon *d, const paddock_spec *spec, paddock_sandbox **ret_sb)
+int svc_pool_claim(struct daemon *d, const paddock_spec *spec, paddock_sandbox **ret_sb)
 {
 	paddock_error err = { 0 };
 	struct pool_tmpl *t;
 	char *key = NULL;
-	double t0 = pdd_mono_s();
+	double t0 = svc_mono_s();
 	int r = -ENOENT;
 
 	if (!d->pool.size || paddock_spec_template_json(spec, &key, &err) < 0)
@@ -320,11 +320,11 @@ int pdd_pool_claim(struct daemon *d, const paddock_spec *spec, paddock_sandbox *
 			break;
 	}
 	if (r >= 0) {
-		double s = pdd_mono_s() - t0;
+		double s = svc_mono_s() - t0;
 
 		d->pool.m.hits++;
-		for (int i = 0; i < PDD_POOL_BUCKETS; i++)
-			if (s <= pdd_pool_buckets[i] || i == PDD_POOL_BUCKETS - 1)
+		for (int i = 0; i < SVC_POOL_BUCKETS; i++)
+			if (s <= svc_pool_buckets[i] || i == SVC_POOL_BUCKETS - 1)
 				d->pool.m.claim_buckets[i]++;
 		d->pool.m.claim_sum += s;
 	} else {
@@ -384,10 +384,10 @@ static void pool_shrink(struct daemon *d)
 	}
 }
 
-const double pdd_pool_buckets[PDD_POOL_BUCKETS] = { 0.0005, 0.001, 0.002, 0.005, 0.01,
+const double svc_pool_buckets[SVC_POOL_BUCKETS] = { 0.0005, 0.001, 0.002, 0.005, 0.01,
 						  0.02,	  0.05,	 0.1,	0.5,   1 };
 
-void pdd_pool_metrics(struct daemon *d, struct evbuffer *b)
+void svc_pool_metrics(struct daemon *d, struct evbuffer *b)
 {
 	unsigned i;
 
@@ -409,13 +409,13 @@ void pdd_pool_metrics(struct daemon *d, struct evbuffer *b)
 			    (unsigned long long)d->pool.m.low_memory,
 			    (unsigned long long)d->pool.m.given_back, d->pool.m.refill_s,
 			    (unsigned long long)d->pool.m.refills);
-	for (i = 0; i < PDD_POOL_BUCKETS; i++) {
+	for (i = 0; i < SVC_POOL_BUCKETS; i++) {
 		char le[32];
 
-		if (i == PDD_POOL_BUCKETS - 1)
+		if (i == SVC_POOL_BUCKETS - 1)
 			snprintf(le, sizeof(le), "+Inf");
 		else
-			snprintf(le, sizeof(le), "%g", pdd_pool_buckets[i]);
+			snprintf(le, sizeof(le), "%g", svc_pool_buckets[i]);
 		evbuffer_add_printf(b, "paddock_pool_claim_seconds_bucket{le=\"%s\"} %llu\n", le,
 				    (unsigned long long)d->pool.m.claim_buckets[i]);
 	}
@@ -424,7 +424,7 @@ void pdd_pool_metrics(struct daemon *d, struct evbuffer *b)
 			    d->pool.m.claim_sum, (unsigned long long)d->pool.m.hits);
 }
 
-int pdd_pool_start(struct daemon *d, paddock_error *err)
+int svc_pool_start(struct daemon *d, paddock_error *err)
 {
 	paddock_spec *spec = NULL;
 	char *key = NULL;
@@ -453,7 +453,7 @@ int pdd_pool_start(struct daemon *d, paddock_error *err)
 	return 0;
 }
 
-void pdd_pool_stop(struct daemon *d)
+void svc_pool_stop(struct daemon *d)
 {
 	while (d->pool.templates) {
 		struct pool_tmpl *t = d->pool.templates;

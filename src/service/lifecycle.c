@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon.h"
+#include "service.h"
 #include "paddock/policy.h"
 #include "lifecycle.h"
 
@@ -24,7 +24,7 @@ static const char *const create_fields[] = {
 	"ttl_s", "idle_timeout_s", "metadata", "on_timeout", NULL,
 };
 
-struct box *pdd_box_find(struct daemon *d, const char *tenant, const char *id)
+struct box *svc_box_find(struct daemon *d, const char *tenant, const char *id)
 {
 	for (struct box *b = d->boxes; b; b = b->next)
 		/* SECURITY: another tenant's sandbox is exactly as absent as an unknown one */
@@ -33,12 +33,12 @@ struct box *pdd_box_find(struct daemon *d, const char *tenant, const char *id)
 	return NULL;
 }
 
-void pdd_box_touch(struct box *b)
+void svc_box_touch(struct box *b)
 {
-	b->last_active_ms = pdd_now_ms();
+	b->last_active_ms = svc_now_ms();
 }
 
-void pdd_store_warn(struct daemon *d, const paddock_error *err)
+void svc_store_warn(struct daemon *d, const paddock_error *err)
 {
 	char buf[600];
 
@@ -46,7 +46,7 @@ void pdd_store_warn(struct daemon *d, const paddock_error *err)
 	(void)d;
 }
 
-int pdd_store_error(paddock_error *err, const paddock_error *cause)
+int svc_store_error(paddock_error *err, const paddock_error *cause)
 {
 	char msg[sizeof(err->msg)];
 	int code = cause->code ? cause->code : EIO;
@@ -60,7 +60,7 @@ int pdd_store_error(paddock_error *err, const paddock_error *cause)
 	return -code;
 }
 
-const char *pdd_box_state(const struct box *b)
+const char *svc_box_state(const struct box *b)
 {
 	if (b->stopped)
 		return "stopped";
@@ -80,7 +80,7 @@ static char *box_record(struct box *b)
 {
 	json_t *spec = json_loads(b->spec_json, 0, NULL);
 	json_t *o = json_pack("{s:i,s:s,s:s,s:s,s:o,s:O,s:I,s:I,s:I,s:I,s:I}", "v", 1, "tenant",
-			      b->tenant, "state", pdd_box_state(b), "on_timeout",
+			      b->tenant, "state", svc_box_state(b), "on_timeout",
 			      on_timeout_name(b), "spec",
 			      spec ? spec : json_object(), "metadata", b->metadata, "created_ms",
 			      (json_int_t)b->created_ms, "expires_ms", (json_int_t)b->expires_ms,
@@ -104,7 +104,7 @@ static int box_store(struct box *b, paddock_error *err)
 	struct paddock_store_sandbox row = {
 		.id = b->id,
 		.tenant = b->tenant,
-		.state = pdd_box_state(b),
+		.state = svc_box_state(b),
 		.spec_json = b->spec_json,
 		.metadata_json = meta ? meta : "{}",
 		.created_ms = b->created_ms,
@@ -119,7 +119,7 @@ static int box_store(struct box *b, paddock_error *err)
 	if (b->stopped && b->kept_image[0]) {
 		/*
 		 * A stopped sandbox's handle is what starts it again: the image of its state
-		 * (recorded before its init is ended: pdd_box_stop()).
+		 * (recorded before its init is ended: svc_box_stop()).
 		 */
 		json_t *h = json_pack("{s:s}", "kept_image", b->kept_image);
 
@@ -153,7 +153,7 @@ static int box_give_record(struct box *b, paddock_error *err)
 	return r;
 }
 
-int pdd_box_persist(struct box *b, paddock_error *err)
+int svc_box_persist(struct box *b, paddock_error *err)
 {
 	paddock_error cause = { 0 };
 	int r;
@@ -163,20 +163,20 @@ int pdd_box_persist(struct box *b, paddock_error *err)
 	if (r >= 0)
 		r = box_store(b, &cause);
 	if (r < 0)
-		return pdd_store_error(err, &cause);
+		return svc_store_error(err, &cause);
 	return 0;
 }
 
 /* A change nobody waits for (a sandbox that stopped, shutdown): a failure is logged. */
-void pdd_box_persist_or_warn(struct box *b)
+void svc_box_persist_or_warn(struct box *b)
 {
 	paddock_error err = { 0 };
 
-	if (pdd_box_persist(b, &err) < 0)
-		pdd_store_warn(b->d, &err);
+	if (svc_box_persist(b, &err) < 0)
+		svc_store_warn(b->d, &err);
 }
 
-json_t *pdd_box_json(struct box *b)
+json_t *svc_box_json(struct box *b)
 {
 	struct paddock_usage u = { 0 };
 	json_t *spec = json_loads(b->spec_json, 0, NULL);
@@ -188,12 +188,12 @@ json_t *pdd_box_json(struct box *b)
 	if (b->sb)
 		(void)paddock_sandbox_usage(b->sb, &u, NULL);
 	o = json_pack("{s:s,s:s,s:s,s:o,s:o,s:I,s:s,s:I,s:o,s:O,s:o,s:{s:I,s:I,s:f,s:I,s:i,s:i}}",
-		      "id", b->id, "tenant", b->tenant, "state", pdd_box_state(b), "created_at",
-		      pdd_time_json(b->created_ms), "expires_at", pdd_time_json(b->expires_ms),
+		      "id", b->id, "tenant", b->tenant, "state", svc_box_state(b), "created_at",
+		      svc_time_json(b->created_ms), "expires_at", svc_time_json(b->expires_ms),
 		      "ttl_s", (json_int_t)b->ttl_s, "on_timeout", on_timeout_name(b),
 		      "idle_timeout_s",
 		      (json_int_t)b->idle_timeout_s, "last_active_at",
-		      pdd_time_json(b->last_active_ms), "metadata", b->metadata, "spec",
+		      svc_time_json(b->last_active_ms), "metadata", b->metadata, "spec",
 		      spec ? spec : json_object(), "usage", "memory_bytes",
 		      (json_int_t)u.memory_bytes, "memory_peak_bytes",
 		      (json_int_t)u.memory_peak_bytes, "cpu_s", u.cpu_s, "pids",
@@ -245,7 +245,7 @@ static int get_on_timeout(json_t *body, bool *ret_pause, paddock_error *err)
 	return 0;
 }
 
-int pdd_check_metadata(json_t *m, paddock_error *err)
+int svc_check_metadata(json_t *m, paddock_error *err)
 {
 	const char *k;
 	json_t *v;
@@ -284,15 +284,15 @@ static void box_exited(paddock_sandbox *sb, enum paddock_end_reason reason, void
 	(void)reason;
 	b->stopped = true;
 	b->paused = false;
-	pdd_box_persist_or_warn(b);
+	svc_box_persist_or_warn(b);
 }
 
-void pdd_box_watch_exit(struct box *b)
+void svc_box_watch_exit(struct box *b)
 {
 	paddock_sandbox_set_exit_callback(b->sb, box_exited, b);
 }
 
-struct box *pdd_box_new(struct daemon *d, const char *id, const char *tenant)
+struct box *svc_box_new(struct daemon *d, const char *id, const char *tenant)
 {
 	struct box *b = calloc(1, sizeof(*b));
 
@@ -304,7 +304,7 @@ struct box *pdd_box_new(struct daemon *d, const char *id, const char *tenant)
 	return b;
 }
 
-void pdd_box_link(struct box *b)
+void svc_box_link(struct box *b)
 {
 	b->next = b->d->boxes;
 	b->d->boxes = b;
@@ -361,7 +361,7 @@ static int check_host_paths(struct daemon *d, const char *tenant, json_t *spec,
 	size_t i;
 	int r;
 
-	if (strcmp(tenant, PDD_LOCAL_TENANT) == 0)
+	if (strcmp(tenant, SVC_LOCAL_TENANT) == 0)
 		return 0;
 	r = check_host_path(d, spec, "workspace", "workspace", err);
 	if (r >= 0)
@@ -393,7 +393,7 @@ static int check_secret_sources(const char *tenant, json_t *spec, paddock_error 
 	json_t *sec;
 	size_t i;
 
-	if (strcmp(tenant, PDD_LOCAL_TENANT) == 0)
+	if (strcmp(tenant, SVC_LOCAL_TENANT) == 0)
 		return 0;
 	json_array_foreach(json_object_get(spec, "secrets"), i, sec) {
 		const char *src = json_string_value(json_object_get(sec, "source"));
@@ -410,7 +410,7 @@ static int check_secret_sources(const char *tenant, json_t *spec, paddock_error 
 	return 0;
 }
 
-int pdd_create_parse(struct daemon *d, const char *tenant, json_t *body, paddock_spec **ret_spec,
+int svc_create_parse(struct daemon *d, const char *tenant, json_t *body, paddock_spec **ret_spec,
 		    int64_t *ret_ttl, int64_t *ret_idle, paddock_error *err)
 {
 	paddock_spec *spec = NULL;
@@ -421,7 +421,7 @@ int pdd_create_parse(struct daemon *d, const char *tenant, json_t *body, paddock
 	if (!specj)
 		return paddock_fail(err, ENOMEM, "copy request");
 	/* a named template is the base the request's own fields go over */
-	r = pdd_template_apply(d, tenant, specj, err);
+	r = svc_template_apply(d, tenant, specj, err);
 	if (r < 0) {
 		json_decref(specj);
 		return r;
@@ -429,20 +429,20 @@ int pdd_create_parse(struct daemon *d, const char *tenant, json_t *body, paddock
 	for (const char *const *f = create_fields; *f; f++)
 		json_object_del(specj, *f);
 	/* a sandbox that is expired when it is made is no sandbox: ttl_s 0 is refused */
-	r = get_seconds(body, "ttl_s", PDD_DEFAULT_TTL_S, 1, E2B_MAX_TTL_S, ret_ttl, err);
+	r = get_seconds(body, "ttl_s", SVC_DEFAULT_TTL_S, 1, E2B_MAX_TTL_S, ret_ttl, err);
 	if (r >= 0) /* 0: no idle timeout */
 		r = get_seconds(body, "idle_timeout_s", 0, 0, E2B_MAX_TTL_S, ret_idle, err);
 	if (r >= 0 && meta)
-		r = pdd_check_metadata(meta, err);
+		r = svc_check_metadata(meta, err);
 	if (r >= 0)
 		r = check_host_paths(d, tenant, specj, err);
 	if (r >= 0)
 		r = check_secret_sources(tenant, specj, err);
 	if (r >= 0)
-		r = pdd_stop_check_image(specj, err);
-	if (r >= 0 && tenant_count(d, tenant) >= PDD_MAX_SANDBOXES)
+		r = svc_stop_check_image(specj, err);
+	if (r >= 0 && tenant_count(d, tenant) >= SVC_MAX_SANDBOXES)
 		r = paddock_fail(err, EAGAIN, "tenant '%s' has %u sandboxes, the most allowed", tenant,
-			  PDD_MAX_SANDBOXES);
+			  SVC_MAX_SANDBOXES);
 	s = r >= 0 ? json_dumps(specj, JSON_COMPACT) : NULL;
 	json_decref(specj);
 	if (r < 0)
@@ -510,7 +510,7 @@ static int key_replay(struct daemon *d, const char *tenant, const char *key, con
 	*ret_b = NULL;
 	r = paddock_store_get_idempotency(d->store, tenant, key, key_found, &l, &cause);
 	if (r < 0)
-		return pdd_store_error(err, &cause);
+		return svc_store_error(err, &cause);
 	if (!l.found)
 		return 0;
 	if (strcmp(l.fingerprint, fp) != 0) {
@@ -519,7 +519,7 @@ static int key_replay(struct daemon *d, const char *tenant, const char *key, con
 		snprintf(err->field, sizeof(err->field), "Idempotency-Key");
 		return r;
 	}
-	*ret_b = pdd_box_find(d, tenant, l.sandbox_id);
+	*ret_b = svc_box_find(d, tenant, l.sandbox_id);
 	if (!*ret_b) {
 		r = paddock_fail(err, EEXIST, "the sandbox Idempotency-Key '%s' made, %s, is gone "
 			  "(deleted or expired)", key, l.sandbox_id);
@@ -530,7 +530,7 @@ static int key_replay(struct daemon *d, const char *tenant, const char *key, con
 }
 
 /* The new box's row and its key, together or not at all. */
-int pdd_box_store_new(struct box *b, paddock_error *err)
+int svc_box_store_new(struct box *b, paddock_error *err)
 {
 	paddock_store *st = b->d->store;
 	int r;
@@ -555,7 +555,7 @@ int pdd_box_store_new(struct box *b, paddock_error *err)
 	return r;
 }
 
-int pdd_box_create_keyed(struct daemon *d, const char *tenant, json_t *body, const char *key,
+int svc_box_create_keyed(struct daemon *d, const char *tenant, json_t *body, const char *key,
 			struct box **ret, bool *ret_replayed, paddock_error *err)
 {
 	paddock_spec *spec = NULL;
@@ -585,7 +585,7 @@ int pdd_box_create_keyed(struct daemon *d, const char *tenant, json_t *body, con
 	}
 	r = get_on_timeout(body, &pause_on_timeout, err);
 	if (r >= 0)
-		r = pdd_create_parse(d, tenant, body, &spec, &ttl, &idle, err);
+		r = svc_create_parse(d, tenant, body, &spec, &ttl, &idle, err);
 	if (r < 0)
 		return r;
 	{
@@ -593,14 +593,14 @@ int pdd_box_create_keyed(struct daemon *d, const char *tenant, json_t *body, con
 
 		r = paddock_spec_to_json(spec, &sj, err);
 		if (r >= 0)
-			r = pdd_check_max_network(d, sj, err);
+			r = svc_check_max_network(d, sj, err);
 		free(sj);
 		if (r < 0) {
 			paddock_spec_free(spec);
 			return r;
 		}
 	}
-	b = pdd_box_new(d, "sb_pending", tenant);
+	b = svc_box_new(d, "sb_pending", tenant);
 	if (!b) {
 		paddock_spec_free(spec);
 		return paddock_fail(err, ENOMEM, "allocate sandbox");
@@ -608,12 +608,12 @@ int pdd_box_create_keyed(struct daemon *d, const char *tenant, json_t *body, con
 	snprintf(path, sizeof(path), "%s/s", d->state_dir);
 	opts.reconnect_dir = path;
 	/* a ready sandbox of this template if the pool has one, else one made now */
-	r = pdd_pool_claim(d, spec, &sb);
+	r = svc_pool_claim(d, spec, &sb);
 	if (r < 0)
 		r = paddock_sandbox_create_with(d->ctx, spec, &opts, &sb, err);
 	if (r < 0) {
 		/* the failure is in the log; no row to keep it with */
-		pdd_events_flush_pending(d, "", NULL);
+		svc_events_flush_pending(d, "", NULL);
 		paddock_spec_free(spec);
 		free(b);
 		return r;
@@ -630,7 +630,7 @@ int pdd_box_create_keyed(struct daemon *d, const char *tenant, json_t *body, con
 	snprintf(b->id, sizeof(b->id), "%s", paddock_sandbox_id(sb));
 	b->sb = sb;
 	b->metadata = meta ? json_incref(meta) : json_object();
-	b->created_ms = b->last_active_ms = pdd_now_ms();
+	b->created_ms = b->last_active_ms = svc_now_ms();
 	b->ttl_s = ttl;
 	b->idle_timeout_s = idle;
 	b->pause_on_timeout = pause_on_timeout;
@@ -647,11 +647,11 @@ int pdd_box_create_keyed(struct daemon *d, const char *tenant, json_t *body, con
 	 */
 	r = box_give_record(b, &cause);
 	if (r >= 0)
-		r = pdd_box_store_new(b, &cause);
+		r = svc_box_store_new(b, &cause);
 	if (r < 0) {
-		pdd_store_error(err, &cause);
-		pdd_log_event(d, NULL, "sandbox.removed", b->id, "\"reason\":\"store_failed\"");
-		pdd_events_flush_pending(d, "", NULL);
+		svc_store_error(err, &cause);
+		svc_log_event(d, NULL, "sandbox.removed", b->id, "\"reason\":\"store_failed\"");
+		svc_events_flush_pending(d, "", NULL);
 		b->sb = paddock_sandbox_free(sb); /* SIGKILL, and wait: nothing of it is left */
 		json_decref(b->metadata);
 		free(b->spec_json);
@@ -659,15 +659,15 @@ int pdd_box_create_keyed(struct daemon *d, const char *tenant, json_t *body, con
 		return -err->code;
 	}
 	paddock_sandbox_set_exit_callback(sb, box_exited, b);
-	pdd_box_link(b);
+	svc_box_link(b);
 	d->m.created++;
-	pdd_events_flush_pending(d, b->id, b->tenant);
+	svc_events_flush_pending(d, b->id, b->tenant);
 	*ret = b;
 	return 0;
 }
 
-int pdd_box_create(struct daemon *d, const char *tenant, json_t *body, struct box **ret,
+int svc_box_create(struct daemon *d, const char *tenant, json_t *body, struct box **ret,
 		  paddock_error *err)
 {
-	return pdd_box_create_keyed(d, tenant, body, NULL, ret, NULL, err);
+	return svc_box_create_keyed(d, tenant, body, NULL, ret, NULL, err);
 }

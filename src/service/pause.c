@@ -9,7 +9,7 @@
  *  - the TTL keeps running while paused (a paused sandbox still holds its memory and disk);
  *    the idle timeout does not (reaper_cb), and a resume counts as activity;
  *  - on_timeout "pause": the expiry of a running sandbox pauses it and keeps it paused
- *    PDD_PAUSED_KEEP_S more; the expiry of a paused one removes it;
+ *    SVC_PAUSED_KEEP_S more; the expiry of a paused one removes it;
  *  - while paused, a request that needs its processes (exec, ports, code) is answered 409
  *    naming the state at once; nothing is held waiting for a resume.
  */
@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "daemon.h"
+#include "service.h"
 
 static bool box_live(const struct box *b)
 {
@@ -41,7 +41,7 @@ static int not_live(struct box *b, paddock_error *err)
 	return r;
 }
 
-int pdd_box_pause(struct box *b, paddock_error *err)
+int svc_box_pause(struct box *b, paddock_error *err)
 {
 	int r;
 
@@ -53,18 +53,18 @@ int pdd_box_pause(struct box *b, paddock_error *err)
 	if (r < 0)
 		return r;
 	b->paused = true;
-	r = pdd_box_persist(b, err);
+	r = svc_box_persist(b, err);
 	if (r < 0) {
 		/* what cannot be recorded is undone: a restart would find it running */
 		(void)paddock_sandbox_resume(b->sb, NULL);
 		b->paused = false;
-		pdd_box_persist_or_warn(b); /* the record init keeps said paused a moment ago */
+		svc_box_persist_or_warn(b); /* the record init keeps said paused a moment ago */
 		return r;
 	}
 	return 0;
 }
 
-int pdd_box_resume(struct box *b, paddock_error *err)
+int svc_box_resume(struct box *b, paddock_error *err)
 {
 	int64_t active = b->last_active_ms;
 	int r;
@@ -77,19 +77,19 @@ int pdd_box_resume(struct box *b, paddock_error *err)
 	if (r < 0)
 		return r;
 	b->paused = false;
-	pdd_box_touch(b); /* the idle timeout starts again from the resume */
-	r = pdd_box_persist(b, err);
+	svc_box_touch(b); /* the idle timeout starts again from the resume */
+	r = svc_box_persist(b, err);
 	if (r < 0) {
 		(void)paddock_sandbox_pause(b->sb, NULL);
 		b->paused = true;
 		b->last_active_ms = active;
-		pdd_box_persist_or_warn(b);
+		svc_box_persist_or_warn(b);
 		return r;
 	}
 	return 0;
 }
 
-void pdd_box_repause(struct box *b)
+void svc_box_repause(struct box *b)
 {
 	paddock_error err = { 0 };
 
@@ -100,10 +100,10 @@ void pdd_box_repause(struct box *b)
 	/* it runs, and is served as running: the store is told so */
 	warn(b, "cannot pause it again after the restart, ignoring (it runs)", &err);
 	b->paused = false;
-	pdd_box_persist_or_warn(b);
+	svc_box_persist_or_warn(b);
 }
 
-bool pdd_box_pause_on_timeout(struct box *b)
+bool svc_box_pause_on_timeout(struct box *b)
 {
 	paddock_error err = { 0 };
 
@@ -114,16 +114,16 @@ bool pdd_box_pause_on_timeout(struct box *b)
 		return false;
 	}
 	b->paused = true;
-	b->expires_ms = pdd_now_ms() + (int64_t)PDD_PAUSED_KEEP_S * 1000;
+	b->expires_ms = svc_now_ms() + (int64_t)SVC_PAUSED_KEEP_S * 1000;
 	/*
 	 * Unrecorded, a restart finds it running and past its expiry: the reaper pauses it
 	 * again then, so a warning is enough.
 	 */
-	pdd_box_persist_or_warn(b);
+	svc_box_persist_or_warn(b);
 	return true;
 }
 
-int pdd_box_check_not_paused(const struct box *b, paddock_error *err)
+int svc_box_check_not_paused(const struct box *b, paddock_error *err)
 {
 	if (!b->paused)
 		return 0;

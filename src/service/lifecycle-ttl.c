@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon.h"
+#include "service.h"
 #include "lifecycle.h"
 
 #define REAPER_PERIOD_S 1
@@ -17,7 +17,7 @@
 static void reaper_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct daemon *d = arg;
-	int64_t now = pdd_now_ms();
+	int64_t now = svc_now_ms();
 	struct box *b, *next;
 
 	(void)fd;
@@ -26,9 +26,9 @@ static void reaper_cb(evutil_socket_t fd, short what, void *arg)
 	if (++d->reaper_ticks % 60 == 1) {
 		paddock_error err = { 0 };
 
-		if (paddock_store_prune_idempotency(d->store, now - PDD_IDEM_KEEP_S * 1000LL,
+		if (paddock_store_prune_idempotency(d->store, now - SVC_IDEM_KEEP_S * 1000LL,
 						    &err) < 0)
-			pdd_store_warn(d, &err);
+			svc_store_warn(d, &err);
 	}
 	for (b = d->boxes; b; b = next) {
 		next = b->next;
@@ -37,17 +37,17 @@ static void reaper_cb(evutil_socket_t fd, short what, void *arg)
 			if (!p->exited)
 				b->last_active_ms = now;
 		if (now >= b->expires_ms) {
-			if (!pdd_box_pause_on_timeout(b))
-				pdd_box_destroy(b, "ttl", NULL);
+			if (!svc_box_pause_on_timeout(b))
+				svc_box_destroy(b, "ttl", NULL);
 		} else if (b->idle_timeout_s > 0 && !b->paused && !b->stopped &&
 			   now - b->last_active_ms >= b->idle_timeout_s * 1000) {
 			/* a paused sandbox is idle by intent: its idle timeout waits for the resume */
-			pdd_box_destroy(b, "idle", NULL);
+			svc_box_destroy(b, "idle", NULL);
 		}
 	}
 }
 
-int pdd_reaper_start(struct daemon *d, paddock_error *err)
+int svc_reaper_start(struct daemon *d, paddock_error *err)
 {
 	struct timeval tv = { .tv_sec = REAPER_PERIOD_S };
 
@@ -57,7 +57,7 @@ int pdd_reaper_start(struct daemon *d, paddock_error *err)
 	return 0;
 }
 
-void pdd_reaper_stop(struct daemon *d)
+void svc_reaper_stop(struct daemon *d)
 {
 	if (d->reaper_ev)
 		event_free(d->reaper_ev);

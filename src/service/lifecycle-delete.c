@@ -12,32 +12,28 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "daemon.h"
+#include "service.h"
 #include "lifecycle.h"
 
-void pdd_box_release_clients(struct box *b)
+void svc_box_release_clients(struct box *b)
 {
-	while (b->procs)
-		pdd_proc_free(b->procs);
-	pdd_files_release(b);
-	pdd_network_release(b);
+	if (b->d->hooks && b->d->hooks->release_clients)
+		b->d->hooks->release_clients(b);
 	if (b->d->box_gone)
 		b->d->box_gone(b->d, b);
 }
 
 /* Unlinks a box and ends what clients hold of it: processes, file watches, event streams. */
-void pdd_box_unlink(struct box *b)
+void svc_box_unlink(struct box *b)
 {
 	for (struct box **pp = &b->d->boxes; *pp; pp = &(*pp)->next)
 		if (*pp == b) {
 			*pp = b->next;
 			break;
 		}
-	pdd_box_release_clients(b);
-	while (b->watchers) {
-		pdd_stream_end(b->watchers);
-		pdd_watcher_free(b->watchers, &b->watchers);
-	}
+	svc_box_release_clients(b);
+	if (b->d->hooks && b->d->hooks->box_unlinked)
+		b->d->hooks->box_unlinked(b);
 }
 
 /*
@@ -46,13 +42,13 @@ void pdd_box_unlink(struct box *b)
  * libpaddock removes only for a sandbox it still held (not one that had stopped before a
  * restart).
  */
-void pdd_box_forget(struct daemon *d, const char *id)
+void svc_box_forget(struct daemon *d, const char *id)
 {
 	paddock_error err = { 0 };
 	char path[300];
 
 	if (paddock_store_delete_sandbox(d->store, id, &err) < 0 && err.code != ENOENT)
-		pdd_store_warn(d, &err); /* the row stays "deleting": the next start finishes it */
+		svc_store_warn(d, &err); /* the row stays "deleting": the next start finishes it */
 	snprintf(path, sizeof(path), "%s/s/%s", d->state_dir, id);
 	(void)unlink(path); /* ENOENT: libpaddock removed it */
 }
@@ -62,20 +58,11 @@ static void box_free(struct box *b)
 	if (b->sb)
 		b->sb = paddock_sandbox_free(b->sb); /* init is gone: no wait */
 	if (b->removed_reason[0]) {
-		pdd_box_forget(b->d, b->id);
-		pdd_box_forget_kept(b); /* its init is gone: no kept image is in use */
+		svc_box_forget(b->d, b->id);
+		svc_box_forget_kept(b); /* its init is gone: no kept image is in use */
 	}
-	while (b->deleters) {
-		struct watcher *w = b->deleters;
-
-		if (w->req) {
-			struct request r = { .d = b->d, .req = w->req };
-			pdd_watcher_detach(w);
-			pdd_reply_empty(&r, 204);
-			w->req = NULL;
-		}
-		pdd_watcher_free(w, &b->deleters);
-	}
+	if (b->d->hooks && b->d->hooks->box_freed)
+		b->d->hooks->box_freed(b);
 	json_decref(b->metadata);
 	free(b->spec_json);
 	free(b);
@@ -114,14 +101,7 @@ static void box_dead(paddock_sandbox *sb, enum paddock_end_reason reason, void *
 	}
 }
 
-static void deleter_gone(struct watcher *w)
-{
-	struct box *b = w->owner;
-
-	pdd_watcher_free(w, &b->deleters);
-}
-
-int pdd_box_delete(struct box *b, const char *reason, struct request *deleter, bool force,
+int svc_box_delete(struct box *b, const char *reason, void *deleter, bool force,
 		  paddock_error *err)
 {
 	struct daemon *d = b->d;
@@ -136,10 +116,10 @@ int pdd_box_delete(struct box *b, const char *reason, struct request *deleter, b
 	if (paddock_store_set_state(d->store, b->id, "deleting", &cause) < 0 &&
 	    cause.code != ENOENT) {
 		if (!force)
-			return pdd_store_error(err, &cause);
-		pdd_store_warn(d, &cause);
+			return svc_store_error(err, &cause);
+		svc_store_warn(d, &cause);
 	}
-	pdd_box_unlink(b);
+	svc_box_unlink(b);
 	if (strcmp(reason, "deleted") == 0)
 		d->m.destroyed_by[0]++;
 	else if (strcmp(reason, "ttl") == 0)
@@ -148,16 +128,10 @@ int pdd_box_delete(struct box *b, const char *reason, struct request *deleter, b
 		d->m.destroyed_by[2]++;
 	else
 		d->m.destroyed_by[3]++;
-	pdd_log_event(d, b->tenant, "sandbox.removed", b->id, "\"reason\":\"%s\"", reason);
+	svc_log_event(d, b->tenant, "sandbox.removed", b->id, "\"reason\":\"%s\"", reason);
 	snprintf(b->removed_reason, sizeof(b->removed_reason), "%s", reason);
-	if (deleter) {
-		struct watcher *w = pdd_watcher_new(deleter, W_WAIT, b, &b->deleters);
-
-		if (w)
-			w->on_gone = deleter_gone;
-		else
-			pdd_reply_empty(deleter, 204);
-	}
+	if (deleter && d->hooks && d->hooks->deleter_wait)
+		d->hooks->deleter_wait(b, deleter);
 	/* a sandbox still running is ended, and freed when the kernel has finished with it */
 	if (b->sb && paddock_sandbox_running(b->sb) && !d->stopping) {
 		paddock_sandbox_set_exit_callback(b->sb, box_dead, b);
@@ -170,13 +144,13 @@ int pdd_box_delete(struct box *b, const char *reason, struct request *deleter, b
 	return 0;
 }
 
-void pdd_box_destroy(struct box *b, const char *reason, struct request *deleter)
+void svc_box_destroy(struct box *b, const char *reason, void *deleter)
 {
-	(void)pdd_box_delete(b, reason, deleter, true, NULL);
+	(void)svc_box_delete(b, reason, deleter, true, NULL);
 }
 
 /* Waits for every sandbox being torn down (shutdown). */
-void pdd_box_finish_dying(struct daemon *d)
+void svc_box_finish_dying(struct daemon *d)
 {
 	while (d->dying) {
 		struct box *b = d->dying;

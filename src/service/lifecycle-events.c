@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * paddockd's events: libpaddock's (the context's sink) and paddockd's own (pdd_log_event), to
+ * paddockd's events: libpaddock's (the context's sink) and paddockd's own (svc_log_event), to
  * the JSON-lines log, the store (a sandbox's, once it has a row: until then they wait in
  * d->pending) and the followers of GET /v1/events and of the sandbox's events.
  */
@@ -10,10 +10,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon.h"
+#include "service.h"
 #include "lifecycle.h"
 
-void pdd_event_sink(const struct paddock_event *ev, void *userdata)
+/* To the adapter's followers of every sandbox's events (GET /v1/events), if it has any. */
+static void events_broadcast(struct daemon *d, const char *tenant, const char *sandbox, json_t *o)
+{
+	if (d->hooks && d->hooks->event)
+		d->hooks->event(d, tenant, sandbox, o);
+}
+
+void svc_event_sink(const struct paddock_event *ev, void *userdata)
 {
 	struct daemon *d = userdata;
 	json_t *o = json_loads(ev->json, 0, NULL);
@@ -27,12 +34,12 @@ void pdd_event_sink(const struct paddock_event *ev, void *userdata)
 		if (line) {
 			memcpy(line, ev->json, len);
 			line[len] = '\n';
-			pdd_event_log_write(d, line, len + 1);
+			svc_event_log_write(d, line, len + 1);
 			free(line);
 		}
 	}
 	if (!sid && o && ev->level != PADDOCK_LEVEL_DEBUG)
-		pdd_events_broadcast(d, NULL, NULL, o); /* paddockd's own: the operator's */
+		events_broadcast(d, NULL, NULL, o); /* paddockd's own: the operator's */
 	if (sid && ev->level != PADDOCK_LEVEL_DEBUG) {
 		struct box *b = NULL, *gone = NULL;
 		bool dying = false;
@@ -51,18 +58,18 @@ void pdd_event_sink(const struct paddock_event *ev, void *userdata)
 			if (pe->json) {
 				snprintf(pe->sandbox, sizeof(pe->sandbox), "%s", sid);
 				snprintf(pe->name, sizeof(pe->name), "%s", ev->name);
-				pe->ts_ms = pdd_now_ms();
+				pe->ts_ms = svc_now_ms();
 				d->n_pending++;
 			}
 		} else if (b) {
-			(void)paddock_store_add_event(d->store, b->id, pdd_now_ms(), ev->name,
+			(void)paddock_store_add_event(d->store, b->id, svc_now_ms(), ev->name,
 						      ev->json, NULL, &err);
 		}
-		for (struct watcher *w = b ? b->watchers : NULL; w; w = w->next)
-			pdd_stream_event(d, w, json_incref(o));
+		if (b && d->hooks && d->hooks->box_event)
+			d->hooks->box_event(b, o);
 		/* one being created is told once it has a row, with its tenant (below) */
 		if (o && (b || gone))
-			pdd_events_broadcast(d, (b ? b : gone)->tenant, sid, o);
+			events_broadcast(d, (b ? b : gone)->tenant, sid, o);
 	}
 	json_decref(o);
 }
@@ -71,7 +78,7 @@ void pdd_event_sink(const struct paddock_event *ev, void *userdata)
  * Stores the events kept for `id` (now that it has a row), tells GET /v1/events of them
  * (`tenant`'s, or NULL: the operator's only), and drops every kept one.
  */
-void pdd_events_flush_pending(struct daemon *d, const char *id, const char *tenant)
+void svc_events_flush_pending(struct daemon *d, const char *id, const char *tenant)
 {
 	for (size_t i = 0; i < d->n_pending; i++) {
 		struct pending_event *pe = &d->pending[i];
@@ -82,7 +89,7 @@ void pdd_events_flush_pending(struct daemon *d, const char *id, const char *tena
 			(void)paddock_store_add_event(d->store, id, pe->ts_ms, pe->name, pe->json,
 						      NULL, NULL);
 			if (o)
-				pdd_events_broadcast(d, tenant, id, o);
+				events_broadcast(d, tenant, id, o);
 			json_decref(o);
 		}
 		free(pe->json);
@@ -91,7 +98,7 @@ void pdd_events_flush_pending(struct daemon *d, const char *id, const char *tena
 }
 
 /* `tenant`: whose GET /v1/events hears of it (NULL: the operator's only) */
-void pdd_log_event(struct daemon *d, const char *tenant, const char *event, const char *sandbox,
+void svc_log_event(struct daemon *d, const char *tenant, const char *event, const char *sandbox,
 		  const char *fmt, ...)
 {
 	char line[512], ts[40], fields[320] = "";
@@ -103,18 +110,18 @@ void pdd_log_event(struct daemon *d, const char *tenant, const char *event, cons
 	va_start(ap, fmt);
 	vsnprintf(fields, sizeof(fields), fmt, ap);
 	va_end(ap);
-	pdd_format_time(pdd_now_ms(), ts, sizeof(ts));
+	svc_format_time(svc_now_ms(), ts, sizeof(ts));
 	n = snprintf(line, sizeof(line),
 		     "{\"ts\":\"%s\",\"level\":\"info\",\"event\":\"%s\",\"sandbox\":\"%s\"%s%s}\n",
 		     ts, event, sandbox, fields[0] ? "," : "", fields);
 	if (n <= 0 || (size_t)n >= sizeof(line))
 		return;
-	pdd_event_log_write(d, line, (size_t)n);
+	svc_event_log_write(d, line, (size_t)n);
 	if (d->event_watchers) {
 		json_t *o = json_loadb(line, (size_t)n, 0, NULL);
 
 		if (o)
-			pdd_events_broadcast(d, tenant, sandbox, o);
+			events_broadcast(d, tenant, sandbox, o);
 		json_decref(o);
 	}
 }

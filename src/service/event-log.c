@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon.h"
+#include "service.h"
 
 #define LOG_NAME "events.jsonl"
 
@@ -38,7 +38,7 @@ static int open_log(struct daemon *d)
 	return 0;
 }
 
-int pdd_event_log_open(struct daemon *d, paddock_error *err)
+int svc_event_log_open(struct daemon *d, paddock_error *err)
 {
 	int r;
 
@@ -83,7 +83,7 @@ static void rotate(struct daemon *d)
 		d->event_log_size = 0;
 }
 
-void pdd_event_log_write(struct daemon *d, const char *line, size_t len)
+void svc_event_log_write(struct daemon *d, const char *line, size_t len)
 {
 	ssize_t n;
 
@@ -96,7 +96,7 @@ void pdd_event_log_write(struct daemon *d, const char *line, size_t len)
 		rotate(d);
 }
 
-void pdd_event_log_close(struct daemon *d)
+void svc_event_log_close(struct daemon *d)
 {
 	if (d->event_log_fd >= 0)
 		close(d->event_log_fd);

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon.h"
+#include "service.h"
 #include "lifecycle.h"
 
 /* A stored row, copied out of the walk (adoption starts only once the walk has ended). */
@@ -78,7 +78,8 @@ static int adopt_exec_row(const struct paddock_store_exec *row, void *userdata)
 	 * A foreground command's client went with the old paddockd: killed, as when a client
 	 * goes away (its result says so); a background one is followed on.
 	 */
-	pdd_proc_adopt(b, ex, row, !row->background);
+	if (b->d->hooks && b->d->hooks->proc_adopt)
+		b->d->hooks->proc_adopt(b, ex, row, !row->background);
 	return 0;
 }
 
@@ -100,10 +101,10 @@ static void finished(struct finishing *f)
 {
 	struct daemon *d = f->d;
 
-	pdd_log_event(d, NULL, "sandbox.exited", f->id, "\"reason\":\"killed\",\"after_restart\":true");
-	pdd_log_event(d, NULL, "sandbox.destroyed", f->id, "\"after_restart\":true");
-	pdd_box_forget(d, f->id);
-	pdd_stop_forget_images(d, f->id, NULL);
+	svc_log_event(d, NULL, "sandbox.exited", f->id, "\"reason\":\"killed\",\"after_restart\":true");
+	svc_log_event(d, NULL, "sandbox.destroyed", f->id, "\"after_restart\":true");
+	svc_box_forget(d, f->id);
+	svc_stop_forget_images(d, f->id, NULL);
 	for (struct finishing **pp = &d->finishing; *pp; pp = &(*pp)->next)
 		if (*pp == f) {
 			*pp = f->next;
@@ -123,7 +124,7 @@ static void finishing_cb(evutil_socket_t fd, short what, void *arg)
 	finished(arg);
 }
 
-bool pdd_lifecycle_finishing(struct daemon *d, const char *id)
+bool svc_lifecycle_finishing(struct daemon *d, const char *id)
 {
 	for (struct finishing *f = d->finishing; f; f = f->next)
 		if (strcmp(f->id, id) == 0)
@@ -163,7 +164,7 @@ static int adopt_row(struct daemon *d, const struct paddock_store_sandbox *row)
 
 	if (strcmp(row->state, "deleting") == 0)
 		return finish_deleting(d, row->id);
-	b = pdd_box_new(d, row->id, row->tenant);
+	b = svc_box_new(d, row->id, row->tenant);
 	if (!b)
 		return -ENOMEM;
 	b->spec_json = strdup(row->spec_json);
@@ -176,7 +177,7 @@ static int adopt_row(struct daemon *d, const struct paddock_store_sandbox *row)
 	b->ttl_s = row->ttl_s;
 	b->idle_timeout_s = row->idle_timeout_s;
 	b->pause_on_timeout = row->on_timeout && strcmp(row->on_timeout, "pause") == 0;
-	/* adoption thaws a paused sandbox: adopt_all() pauses it again (pdd_box_repause()) */
+	/* adoption thaws a paused sandbox: adopt_all() pauses it again (svc_box_repause()) */
 	b->paused = strcmp(row->state, "paused") == 0;
 	b->stopped = !b->paused && strcmp(row->state, "running") != 0;
 	r = paddock_spec_new(&spec, &err);
@@ -189,24 +190,24 @@ static int adopt_row(struct daemon *d, const struct paddock_store_sandbox *row)
 	if (r >= 0 && !b->stopped)
 		r = paddock_sandbox_adopt(d->ctx, spec, row->handle_json, &b->sb, &err);
 	if (b->stopped)
-		pdd_box_adopt_stopped(b, row->handle_json);
+		svc_box_adopt_stopped(b, row->handle_json);
 	paddock_spec_free(spec);
-	pdd_box_link(b);
+	svc_box_link(b);
 	if (r < 0) {
 		char buf[600];
 		/* SECURITY: what cannot be supervised is ended (adopt killed it) and forgotten */
 		fprintf(stderr, "paddockd: sandbox %s cannot be adopted, removing it: %s\n",
 			row->id, paddock_error_format(&err, buf, sizeof(buf)));
-		pdd_box_destroy(b, "adopt_failed", NULL);
+		svc_box_destroy(b, "adopt_failed", NULL);
 		return 0;
 	}
 	if (b->sb)
-		pdd_box_watch_exit(b);
+		svc_box_watch_exit(b);
 	return 0;
 }
 
 /* The commands init knows of b that the records do not (or no records at all). */
-void pdd_box_adopt_unknown_execs(struct box *b)
+void svc_box_adopt_unknown_execs(struct box *b)
 {
 	for (paddock_exec *ex = paddock_sandbox_exec_next(b->sb, NULL); ex;
 	     ex = paddock_sandbox_exec_next(b->sb, ex)) {
@@ -220,7 +221,8 @@ void pdd_box_adopt_unknown_execs(struct box *b)
 		 * as background commands, since nothing says which had a client waiting.
 		 */
 		if (!known)
-			pdd_proc_adopt(b, ex, NULL, !b->recovered);
+			if (b->d->hooks && b->d->hooks->proc_adopt)
+				b->d->hooks->proc_adopt(b, ex, NULL, !b->recovered);
 	}
 }
 
@@ -242,17 +244,17 @@ static int adopt_all(struct daemon *d, paddock_error *err)
 		if (!b->sb)
 			continue;
 		if (paddock_store_list_execs(d->store, b->id, adopt_exec_row, b, &e) < 0) {
-			pdd_store_warn(d, &e);
+			svc_store_warn(d, &e);
 			b->recovered = true; /* its commands' records are unreadable */
 		}
-		pdd_box_adopt_unknown_execs(b);
+		svc_box_adopt_unknown_execs(b);
 		/* last: a command ended above is ended by a signal, which a pause would hold */
-		pdd_box_repause(b);
+		svc_box_repause(b);
 	}
 	return 0;
 }
 
-int pdd_lifecycle_start(struct daemon *d, paddock_error *err)
+int svc_lifecycle_start(struct daemon *d, paddock_error *err)
 {
 	char dir[300];
 	uint64_t max_exec = 0;
@@ -269,33 +271,33 @@ int pdd_lifecycle_start(struct daemon *d, paddock_error *err)
 	r = adopt_all(d, err);
 	if (r < 0)
 		return r;
-	pdd_lifecycle_sweep_orphans(d, dir);
-	r = pdd_reaper_start(d, err);
+	svc_lifecycle_sweep_orphans(d, dir);
+	r = svc_reaper_start(d, err);
 	if (r < 0)
 		return r;
-	return pdd_pool_start(d, err);
+	return svc_pool_start(d, err);
 }
 
 /* SIGTERM: sandboxes stay for the next paddockd, unless told to destroy them. */
-void pdd_lifecycle_stop(struct daemon *d)
+void svc_lifecycle_stop(struct daemon *d)
 {
-	pdd_pool_stop(d); /* pooled sandboxes have no tenant to keep them for: they end */
+	svc_pool_stop(d); /* pooled sandboxes have no tenant to keep them for: they end */
 	while (d->boxes) {
 		struct box *b = d->boxes;
 
 		if (d->destroy_on_exit) {
-			pdd_box_destroy(b, "shutdown", NULL);
+			svc_box_destroy(b, "shutdown", NULL);
 			continue;
 		}
-		pdd_box_persist_or_warn(b);
-		pdd_box_unlink(b);
+		svc_box_persist_or_warn(b);
+		svc_box_unlink(b);
 		if (b->sb)
 			paddock_sandbox_release(b->sb);
 		json_decref(b->metadata);
 		free(b->spec_json);
 		free(b);
 	}
-	pdd_box_finish_dying(d);
+	svc_box_finish_dying(d);
 	/* a teardown not finished yet: the next start finishes it (the row says "deleting") */
 	while (d->finishing) {
 		struct finishing *f = d->finishing;
@@ -307,6 +309,6 @@ void pdd_lifecycle_stop(struct daemon *d)
 			close(f->pidfd);
 		free(f);
 	}
-	pdd_reaper_stop(d);
-	pdd_events_flush_pending(d, "", NULL);
+	svc_reaper_stop(d);
+	svc_events_flush_pending(d, "", NULL);
 }

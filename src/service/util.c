@@ -10,9 +10,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "daemon.h"
+#include "service.h"
 
-int64_t pdd_now_ms(void)
+int64_t svc_now_ms(void)
 {
 	struct timespec ts;
 
@@ -20,7 +20,7 @@ int64_t pdd_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-double pdd_mono_s(void)
+double svc_mono_s(void)
 {
 	struct timespec ts;
 
@@ -28,7 +28,7 @@ double pdd_mono_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-void pdd_format_time(int64_t ms, char *buf, size_t size)
+void svc_format_time(int64_t ms, char *buf, size_t size)
 {
 	time_t s = (time_t)(ms / 1000);
 	struct tm tm;
@@ -38,17 +38,17 @@ void pdd_format_time(int64_t ms, char *buf, size_t size)
 		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ms % 1000));
 }
 
-json_t *pdd_time_json(int64_t ms)
+json_t *svc_time_json(int64_t ms)
 {
 	char buf[40];
 
 	if (ms <= 0)
 		return json_null();
-	pdd_format_time(ms, buf, sizeof(buf));
+	svc_format_time(ms, buf, sizeof(buf));
 	return json_string(buf);
 }
 
-void pdd_json_set_bytes(json_t *o, const char *key, const void *data, size_t len)
+void svc_json_set_bytes(json_t *o, const char *key, const void *data, size_t len)
 {
 	json_t *s = json_stringn(len ? data : "", len); /* NULL when not valid UTF-8 */
 	char k[32];
@@ -63,7 +63,7 @@ void pdd_json_set_bytes(json_t *o, const char *key, const void *data, size_t len
 	free(b);
 }
 
-json_t *pdd_json_text(const char *s)
+json_t *svc_json_text(const char *s)
 {
 	json_t *j;
 	char *buf, *o;

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon.h"
+#include "service.h"
 #include "lifecycle.h"
 
 /* 1 to max printable ASCII characters, no space: a tenant (as the tokens file reads them) */
@@ -29,15 +29,15 @@ static bool printable_word(const char *k, size_t max)
 
 static bool valid_tenant(const char *t)
 {
-	return printable_word(t, PDD_MAX_TENANT);
+	return printable_word(t, SVC_MAX_TENANT);
 }
 
 static bool valid_idem_key(const char *k)
 {
-	return printable_word(k, PDD_MAX_IDEM_KEY);
+	return printable_word(k, SVC_MAX_IDEM_KEY);
 }
 
-bool pdd_idempotency_key_valid(const char *key)
+bool svc_idempotency_key_valid(const char *key)
 {
 	return valid_idem_key(key);
 }
@@ -68,11 +68,11 @@ static int box_from_record(struct daemon *d, paddock_sandbox *sb, struct box **r
 	    (strcmp(state, "running") != 0 && strcmp(state, "paused") != 0) ||
 	    (on_timeout && strcmp(on_timeout, "kill") != 0 && strcmp(on_timeout, "pause") != 0) ||
 	    ttl > E2B_MAX_TTL_S || idle < 0 || idle > E2B_MAX_TTL_S || created <= 0 ||
-	    expires <= 0 || pdd_check_metadata(meta, err) < 0) {
+	    expires <= 0 || svc_check_metadata(meta, err) < 0) {
 		json_decref(o);
 		return paddock_fail(err, EPROTO, "its record does not parse");
 	}
-	b = pdd_box_new(d, paddock_sandbox_id(sb), tenant);
+	b = svc_box_new(d, paddock_sandbox_id(sb), tenant);
 	if (!b) {
 		json_decref(o);
 		return paddock_fail(err, ENOMEM, "allocate sandbox");
@@ -137,12 +137,12 @@ static int recover_socket(struct daemon *d, const char *path, paddock_error *err
 		return r;
 	}
 	b->sb = sb;
-	pdd_box_link(b);
-	pdd_box_watch_exit(b);
-	if (pdd_box_store_new(b, &serr) < 0)
-		pdd_store_warn(d, &serr); /* it runs and is served; the next change tries again */
-	pdd_box_adopt_unknown_execs(b);
-	pdd_box_repause(b);
+	svc_box_link(b);
+	svc_box_watch_exit(b);
+	if (svc_box_store_new(b, &serr) < 0)
+		svc_store_warn(d, &serr); /* it runs and is served; the next change tries again */
+	svc_box_adopt_unknown_execs(b);
+	svc_box_repause(b);
 	return 0;
 }
 
@@ -158,7 +158,7 @@ static void report_rebuilt(struct daemon *d, unsigned recovered, json_t *lost)
 		"the keys of deleted sandboxes are not recovered\n",
 		d->store_rebuilt ? "was damaged and was rebuilt" : "was missing",
 		recovered, json_array_size(lost));
-	pdd_format_time(pdd_now_ms(), ts, sizeof(ts));
+	svc_format_time(svc_now_ms(), ts, sizeof(ts));
 	o = json_pack("{s:s,s:s,s:s,s:s?,s:I,s:O}", "ts", ts, "level", "warn", "event",
 		      "store.rebuilt", "moved_to", d->store_moved[0] ? d->store_moved : NULL,
 		      "recovered", (json_int_t)recovered, "lost", lost);
@@ -167,7 +167,7 @@ static void report_rebuilt(struct daemon *d, unsigned recovered, json_t *lost)
 		size_t n = strlen(s);
 
 		s[n] = '\n'; /* json_dumps' NUL becomes the line's end */
-		pdd_event_log_write(d, s, n + 1);
+		svc_event_log_write(d, s, n + 1);
 	}
 	free(s);
 	json_decref(o);
@@ -197,7 +197,7 @@ static bool sweep_keep(const char *id, const char *path, void *userdata)
 	for (struct box *b = d->boxes; b; b = b->next)
 		if (strcmp(b->id, id) == 0)
 			return true;
-	if (pdd_lifecycle_finishing(d, id))
+	if (svc_lifecycle_finishing(d, id))
 		return true;
 	if (!s->recovering)
 		return false;
@@ -225,7 +225,7 @@ static void sweep_ended(const char *id, void *userdata)
 		fprintf(stderr, "paddockd: ending sandbox %s, which no record names\n", id);
 }
 
-void pdd_lifecycle_sweep_orphans(struct daemon *d, const char *dir)
+void svc_lifecycle_sweep_orphans(struct daemon *d, const char *dir)
 {
 	struct sweep s = { .d = d, .recovering = d->store_rebuilt || d->store_fresh,
 			   .lost = json_array() };

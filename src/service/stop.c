@@ -21,10 +21,11 @@
  * for the layer's writing and then for init's end (a few ms, more for a big layer).
  *
  * Trust: the layer is the sandbox's and hostile; the snapshot code reads it frozen, by fd.
- * The kept images are paddockd's: no create may name one (pdd_stop_check_image()), or a
+ * The kept images are paddockd's: no create may name one (svc_stop_check_image()), or a
  * tenant could read another's stopped sandbox.
  */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,7 +36,7 @@
 #include <unistd.h>
 
 #include "paddock/image.h"
-#include "daemon.h"
+#include "service.h"
 
 #define KEPT_PREFIX "paddock-stopped/"
 
@@ -50,7 +51,7 @@ static int state_field(paddock_error *err, int r)
 	return r;
 }
 
-int pdd_stop_check_image(json_t *spec, paddock_error *err)
+int svc_stop_check_image(json_t *spec, paddock_error *err)
 {
 	const char *img = json_string_value(json_object_get(spec, "image"));
 	int r;
@@ -70,7 +71,7 @@ static bool ends_with(const char *s, const char *tail)
 	return n >= t && strcmp(s + n - t, tail) == 0;
 }
 
-bool pdd_stop_name_private(const char *name)
+bool svc_stop_name_private(const char *name)
 {
 	return name && strstr(name, KEPT_PREFIX);
 }
@@ -92,7 +93,7 @@ static bool kept_of(json_t *rec, const char *id, const char *keep)
 	return false;
 }
 
-void pdd_stop_forget_images(struct daemon *d, const char *id, const char *keep)
+void svc_stop_forget_images(struct daemon *d, const char *id, const char *keep)
 {
 	paddock_image_store *s = NULL;
 	paddock_error err = { 0 };
@@ -100,7 +101,7 @@ void pdd_stop_forget_images(struct daemon *d, const char *id, const char *keep)
 	json_t *all, *rec;
 	size_t i;
 
-	if (pdd_images_open(d, &s, &err) < 0 || paddock_image_list(s, &text, &err) < 0) {
+	if (svc_images_open(d, &s, &err) < 0 || paddock_image_list(s, &text, &err) < 0) {
 		paddock_image_store_free(s);
 		return; /* no store, nothing kept in it */
 	}
@@ -120,7 +121,7 @@ void pdd_stop_forget_images(struct daemon *d, const char *id, const char *keep)
 	paddock_image_store_free(s);
 }
 
-void pdd_box_forget_kept(struct box *b)
+void svc_box_forget_kept(struct box *b)
 {
 	json_t *spec = json_loads(b->spec_json ? b->spec_json : "", 0, NULL);
 	bool image = json_is_string(json_object_get(spec, "image"));
@@ -128,7 +129,7 @@ void pdd_box_forget_kept(struct box *b)
 	json_decref(spec);
 	/* only a sandbox of an image can have been stopped: the others cost no store listing */
 	if (image || b->kept_image[0])
-		pdd_stop_forget_images(b->d, b->id, NULL);
+		svc_stop_forget_images(b->d, b->id, NULL);
 }
 
 /*
@@ -156,7 +157,7 @@ static void end_leftover_init(struct box *b)
 	(void)unlink(sa.sun_path);
 }
 
-void pdd_box_adopt_stopped(struct box *b, const char *handle_json)
+void svc_box_adopt_stopped(struct box *b, const char *handle_json)
 {
 	json_t *h = handle_json ? json_loads(handle_json, 0, NULL) : NULL;
 	const char *img = json_string_value(json_object_get(h, "kept_image"));
@@ -183,7 +184,7 @@ static int spec_shape(struct box *b, bool *ret_image, bool *ret_host_ws, paddock
 /* The processes' records: ended by the stop, so a later adoption finds none running. */
 static void end_exec_rows(struct box *b)
 {
-	int64_t now = pdd_now_ms();
+	int64_t now = svc_now_ms();
 
 	for (struct proc *p = b->procs; p; p = p->next)
 		if (!p->exited)
@@ -193,7 +194,7 @@ static void end_exec_rows(struct box *b)
 						     NULL);
 }
 
-int pdd_box_stop(struct box *b, paddock_error *err)
+int svc_box_stop(struct box *b, paddock_error *err)
 {
 	struct paddock_snapshot_opts o = { 0 };
 	char name[sizeof(b->kept_image)], prev[sizeof(b->kept_image)];
@@ -218,7 +219,7 @@ int pdd_box_stop(struct box *b, paddock_error *err)
 	}
 	/* a host directory as /workspace stays where it is; the sandbox's own is kept */
 	o.workspace = !host_ws;
-	snprintf(name, sizeof(name), KEPT_PREFIX "%s:%lld", b->id, (long long)pdd_now_ms());
+	snprintf(name, sizeof(name), KEPT_PREFIX "%s:%lld", b->id, (long long)svc_now_ms());
 	/* frozen from the snapshot to the end: nothing written after it is lost unseen */
 	was_paused = b->paused;
 	r = paddock_sandbox_pause(b->sb, err);
@@ -237,24 +238,24 @@ int pdd_box_stop(struct box *b, paddock_error *err)
 	b->stopped = true;
 	b->paused = false;
 	/* the store first: a restart must find it stopped (and ends an init left running) */
-	r = pdd_box_persist(b, err);
+	r = svc_box_persist(b, err);
 	if (r < 0) {
 		b->stopped = false;
 		b->paused = was_paused;
 		snprintf(b->kept_image, sizeof(b->kept_image), "%s", prev);
 		if (!was_paused)
 			(void)paddock_sandbox_resume(b->sb, NULL);
-		pdd_box_persist_or_warn(b); /* init's record said stopped a moment ago */
-		pdd_stop_forget_images(b->d, b->id, prev[0] ? prev : NULL); /* the new one */
+		svc_box_persist_or_warn(b); /* init's record said stopped a moment ago */
+		svc_stop_forget_images(b->d, b->id, prev[0] ? prev : NULL); /* the new one */
 		return r;
 	}
 	end_exec_rows(b);
-	pdd_box_release_clients(b);
+	svc_box_release_clients(b);
 	paddock_sandbox_set_exit_callback(b->sb, NULL, NULL);
 	b->sb = paddock_sandbox_free(b->sb); /* SIGKILL, and wait: nothing of it is left */
 	/* the kept states before this one: the new one has their layers */
-	pdd_stop_forget_images(b->d, b->id, name);
-	pdd_log_event(b->d, b->tenant, "sandbox.stopped", b->id, "\"image\":\"%s\"", name);
+	svc_stop_forget_images(b->d, b->id, name);
+	svc_log_event(b->d, b->tenant, "sandbox.stopped", b->id, "\"image\":\"%s\"", name);
 	return 0;
 }
 
@@ -275,7 +276,7 @@ static int start_spec(struct box *b, paddock_spec **ret, paddock_error *err)
 	if (!text)
 		return paddock_fail(err, ENOMEM, "format spec");
 	/* the operator may have narrowed --max-network since the create */
-	r = pdd_check_max_network(b->d, text, err);
+	r = svc_check_max_network(b->d, text, err);
 	if (r >= 0)
 		r = paddock_spec_new(&ps, err);
 	if (r >= 0)
@@ -301,7 +302,7 @@ static bool id_free(struct box *b)
 	return true;
 }
 
-int pdd_box_start(struct box *b, paddock_error *err)
+int svc_box_start(struct box *b, paddock_error *err)
 {
 	char dir[300];
 	struct paddock_sandbox_opts opts = { .orphan_timeout_s = b->d->orphan_timeout_s,
@@ -332,8 +333,8 @@ int pdd_box_start(struct box *b, paddock_error *err)
 	b->sb = sb;
 	b->stopped = false;
 	b->paused = false;
-	pdd_box_touch(b);
-	r = pdd_box_persist(b, err);
+	svc_box_touch(b);
+	r = svc_box_persist(b, err);
 	if (r < 0) {
 		/* unrecorded, a restart would not know it runs: ended, it stays stopped */
 		b->sb = paddock_sandbox_free(sb);
@@ -341,7 +342,22 @@ int pdd_box_start(struct box *b, paddock_error *err)
 		b->last_active_ms = active;
 		return r;
 	}
-	pdd_box_watch_exit(b);
-	pdd_log_event(b->d, b->tenant, "sandbox.started", b->id, "\"image\":\"%s\"", b->kept_image);
+	svc_box_watch_exit(b);
+	svc_log_event(b->d, b->tenant, "sandbox.started", b->id, "\"image\":\"%s\"", b->kept_image);
 	return 0;
+}
+
+/* The image store paddockd uses: --image-store, or libpaddock's default. */
+int svc_images_open(struct daemon *d, paddock_image_store **ret, paddock_error *err)
+{
+	char dir[PATH_MAX];
+	int r = 0;
+
+	if (d->image_store)
+		snprintf(dir, sizeof(dir), "%s", d->image_store);
+	else
+		r = paddock_image_store_default_dir(dir, sizeof(dir), err);
+	if (r >= 0)
+		r = paddock_image_store_open(dir, ret, err);
+	return r;
 }
