@@ -32,7 +32,7 @@
 
 static int conn = -1, cold_conn = -1;
 static const char *sock_path, *cold_path;
-static int *use_conn = &conn;	       /* the connection request() uses */
+static int *use_conn = &conn;		   /* the connection request() uses */
 static const char **use_path = &sock_path; /* and its socket */
 
 static int dial(const char *path)
@@ -49,8 +49,7 @@ static int dial(const char *path)
 }
 
 /* One request on the keep-alive connection; the body into buf (NUL-terminated). */
-static int request(const char *method, const char *path, const char *body, char *buf,
-		   size_t size)
+static int request(const char *method, const char *path, const char *body, char *buf, size_t size)
 {
 	char req[1024], head[8192];
 	size_t have = 0, blen = body ? strlen(body) : 0;
@@ -242,8 +241,7 @@ static double run_run(char *buf, size_t size)
 {
 	double t0 = bench_now();
 
-	if (request("POST", "/v1/run", "{\"exec\":{\"argv\":[\"/bin/true\"]}}", buf, size) !=
-		    200 ||
+	if (request("POST", "/v1/run", "{\"exec\":{\"argv\":[\"/bin/true\"]}}", buf, size) != 200 ||
 	    !strstr(buf, "\"exit_code\":0")) {
 		fprintf(stderr, "run failed: %.300s\n", buf);
 		exit(1);
@@ -296,13 +294,13 @@ int main(int argc, char **argv)
 	for (int r = 0; r < rounds; r++)
 		for (int j = 0; j < n; j++) {
 			int k = cases[(r + j) % n];
-			s[k][r] = k == C_BARE	   ? run_bare(bare)
-				: k == C_FLOOR	   ? run_bare(floor_cmd)
-				: k == C_EXEC	   ? run_exec(id, buf, sizeof(buf))
-				: k == C_RUN	   ? run_run(buf, sizeof(buf))
-				: k == C_LIFECYCLE ? run_lifecycle(buf, sizeof(buf))
-				: k == C_BWRAP	   ? run_bare(argv + 3)
-						   : run_cold(buf, sizeof(buf));
+			s[k][r] = k == C_BARE	     ? run_bare(bare)
+				  : k == C_FLOOR     ? run_bare(floor_cmd)
+				  : k == C_EXEC	     ? run_exec(id, buf, sizeof(buf))
+				  : k == C_RUN	     ? run_run(buf, sizeof(buf))
+				  : k == C_LIFECYCLE ? run_lifecycle(buf, sizeof(buf))
+				  : k == C_BWRAP     ? run_bare(argv + 3)
+						     : run_cold(buf, sizeof(buf));
 		}
 	snprintf(path, sizeof(path), "/v1/sandboxes/%s", id);
 	request("DELETE", path, NULL, buf, sizeof(buf));
@@ -319,7 +317,8 @@ int main(int argc, char **argv)
 		int i = cases[j];
 
 		printf("%-10s %10.3f %10.3f %8.2f %8.2f", names[i], p50[i],
-		       s[i][(rounds * 99) / 100] * 1e3, p50[i] / p50[C_BARE], p50[i] / p50[C_FLOOR]);
+		       s[i][(rounds * 99) / 100] * 1e3, p50[i] / p50[C_BARE],
+		       p50[i] / p50[C_FLOOR]);
 		if (on[C_BWRAP])
 			printf(" %8.2f", p50[i] / p50[C_BWRAP]);
 		printf("\n");

@@ -21,7 +21,6 @@
 
 #include "timing.h"
 
-
 /* Runs argv once; returns its wall time and counts a failure when it did not exit 0. */
 static double run_once(char **argv, int *failures)
 {
@@ -96,7 +95,8 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		if (runs >= 10 && (i + 1) % (runs / 10) == 0)
-			fprintf(stderr, "churn: %d/%d runs, %.1f s\n", i + 1, runs, bench_now() - t0);
+			fprintf(stderr, "churn: %d/%d runs, %.1f s\n", i + 1, runs,
+				bench_now() - t0);
 	}
 	percentiles(samples, window, &f50, &f90);
 	percentiles(samples + runs - window, window, &l50, &l90);

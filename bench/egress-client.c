@@ -135,9 +135,9 @@ static int proxy_connect(int fd, const struct tls_opts *o)
 			break;
 	}
 	head[got] = '\0';
-	return strncmp(head, "HTTP/1.1 200", 12) == 0 || strncmp(head, "HTTP/1.0 200", 12) == 0 ?
-		       0 :
-		       -1;
+	return strncmp(head, "HTTP/1.1 200", 12) == 0 || strncmp(head, "HTTP/1.0 200", 12) == 0
+		       ? 0
+		       : -1;
 }
 
 /* A connected, handshaken TLS connection to NAME, or NULL. */
@@ -257,7 +257,9 @@ static int tls_main(int n, int warmup, bool keep, const char *label, const char 
 			samples[done] = (bench_now() - t1) * 1e3;
 			sum += samples[done];
 			if (r == -2) {
-				fprintf(stderr, "egress-client: %s: the connection broke after %d requests\n",
+				fprintf(stderr,
+					"egress-client: %s: the connection broke after %d "
+					"requests\n",
 					label, done);
 				break;
 			}

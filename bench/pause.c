@@ -109,8 +109,10 @@ int main(int argc, char **argv)
 	const char *floor_dir = argc > 3 ? argv[3] : NULL;
 	const char *spin[] = { "sh", "-c", "while :; do :; done", NULL };
 	struct event_base *base = event_base_new();
-	double *p = calloc((size_t)rounds, sizeof(double)), *r = calloc((size_t)rounds, sizeof(double));
-	double *fp = calloc((size_t)rounds, sizeof(double)), *fr = calloc((size_t)rounds, sizeof(double));
+	double *p = calloc((size_t)rounds, sizeof(double)),
+	       *r = calloc((size_t)rounds, sizeof(double));
+	double *fp = calloc((size_t)rounds, sizeof(double)),
+	       *fr = calloc((size_t)rounds, sizeof(double));
 	paddock_ctx *ctx = NULL;
 	paddock_spec *spec = NULL;
 	paddock_sandbox *sb = NULL;
@@ -127,7 +129,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	for (int i = 0; i < procs; i++) {
-		struct paddock_exec_opts o = { .argv = spin, .fds = { -1, -1, -1 }, .timeout_s = -1 };
+		struct paddock_exec_opts o = { .argv = spin,
+					       .fds = { -1, -1, -1 },
+					       .timeout_s = -1 };
 
 		if (paddock_exec_start(sb, &o, on_exit_cb, NULL, NULL, &err) < 0) {
 			fprintf(stderr, "pause: exec: %s\n", err.msg);

@@ -28,7 +28,6 @@ struct cmd {
 	int failures;
 };
 
-
 static double run_once(struct cmd *c)
 {
 	double t0 = bench_now();
@@ -71,7 +70,8 @@ int main(int argc, char **argv)
 			return 2;
 		*eq = '\0';
 		cmds[n].name = argv[i];
-		for (char *tok = strtok(eq + 1, " "); tok && k < MAX_ARGS - 1; tok = strtok(NULL, " "))
+		for (char *tok = strtok(eq + 1, " "); tok && k < MAX_ARGS - 1;
+		     tok = strtok(NULL, " "))
 			cmds[n].argv[k++] = tok;
 		cmds[n].samples = calloc((size_t)rounds, sizeof(double));
 	}

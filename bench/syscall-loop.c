@@ -46,6 +46,7 @@ int main(int argc, char **argv)
 			(void)syscall(SYS_getppid);
 	}
 	t1 = now_ns();
-	printf("{\"what\":\"%s\",\"calls\":%ld,\"ns_per_call\":%.1f}\n", argv[1], n, (t1 - t0) / (double)n);
+	printf("{\"what\":\"%s\",\"calls\":%ld,\"ns_per_call\":%.1f}\n", argv[1], n,
+	       (t1 - t0) / (double)n);
 	return 0;
 }

@@ -130,7 +130,8 @@ static int answer(struct conn *c)
 		if (want_host && (host = header(c->buf, "Host", &hl)) && hl == strlen(want_host) &&
 		    strncasecmp(host, want_host, hl) == 0) {
 			auth = header(c->buf, "Authorization", &al);
-			good = auth && al == 7 + strlen(want_auth) && strncmp(auth, "Bearer ", 7) == 0 &&
+			good = auth && al == 7 + strlen(want_auth) &&
+			       strncmp(auth, "Bearer ", 7) == 0 &&
 			       memcmp(auth + 7, want_auth, al - 7) == 0;
 		}
 		if (!good)
@@ -247,17 +248,20 @@ int main(int argc, char **argv)
 			return 1;
 		for (int i = 0; i < n; i++) {
 			if (evs[i].data.ptr == &sfd) {
-				fprintf(stderr, "tls-server handshakes=%lu requests=%lu forbidden=%lu\n",
+				fprintf(stderr,
+					"tls-server handshakes=%lu requests=%lu forbidden=%lu\n",
 					handshakes, requests, forbidden);
 				return 0;
 			}
 			if (evs[i].data.ptr == &lfd) {
 				int fd;
 
-				while ((fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
+				while ((fd = accept4(lfd, NULL, NULL,
+						     SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
 					struct conn *c = calloc(1, sizeof(*c));
 
-					(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+					(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
+							 sizeof(one));
 					if (!c || !(c->ssl = SSL_new(ctx))) {
 						free(c);
 						close(fd);

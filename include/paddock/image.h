@@ -56,16 +56,15 @@ PADDOCK_API int paddock_image_pull(paddock_image_store *store, const char *ref,
  * save`, `podman save`, `skopeo copy ... docker-archive:`). `name` (may be NULL) names it;
  * without, the archive's own name, if it has one.
  */
-PADDOCK_API int paddock_image_import(paddock_image_store *store, const char *path,
-				     const char *name, char **ret_json, paddock_error *err);
+PADDOCK_API int paddock_image_import(paddock_image_store *store, const char *path, const char *name,
+				     char **ret_json, paddock_error *err);
 
 /* Every image, as a JSON array of descriptions. */
-PADDOCK_API int paddock_image_list(paddock_image_store *store, char **ret_json,
-				   paddock_error *err);
+PADDOCK_API int paddock_image_list(paddock_image_store *store, char **ret_json, paddock_error *err);
 
 /* One image, by name, id ("sha256:..."), or a unique prefix of the id's hex (12 or more). */
-PADDOCK_API int paddock_image_inspect(paddock_image_store *store, const char *ref,
-				      char **ret_json, paddock_error *err);
+PADDOCK_API int paddock_image_inspect(paddock_image_store *store, const char *ref, char **ret_json,
+				      paddock_error *err);
 
 /*
  * Removes an image's record, and its layers and blobs that no other image uses. -EBUSY
@@ -93,11 +92,12 @@ struct paddock_snapshot_opts {
  * Snapshot: pauses `sb` (made from an image), captures its writable layer (everything its
  * commands wrote to its root, /home/user included; /workspace only with opts->workspace; never
  * /tmp and /dev/shm, which are its disk's own mounts, nor the /etc files every create writes) as
- * a new layer of the context's store, and adds an image of the sandbox's image's layers and it, with that image's config,
- * named `name` (a reference: "work", "work:2", "registry.local/team/work:1"; a name another
- * image had moves to this one). Then resumes it, unless it was paused already, whether the
- * snapshot was made or not. *ret_json (may be NULL) describes the image as
- * paddock_image_inspect() does, with "snapshot": {"sandbox", "layer", "layer_size", "base"}.
+ * a new layer of the context's store, and adds an image of the sandbox's image's layers and it,
+ * with that image's config, named `name` (a reference: "work", "work:2",
+ * "registry.local/team/work:1"; a name another image had moves to this one). Then resumes it,
+ * unless it was paused already, whether the snapshot was made or not. *ret_json (may be NULL)
+ * describes the image as paddock_image_inspect() does, with "snapshot": {"sandbox", "layer",
+ * "layer_size", "base"}.
  *
  * opts may be NULL. Errors: -EINVAL (field "name") for a bad name; -ESRCH for a sandbox that
  * is ending; -EOPNOTSUPP (field "workspace") for opts->workspace when the workspace is a host
@@ -110,8 +110,7 @@ PADDOCK_API int paddock_sandbox_snapshot(paddock_sandbox *sb, const char *name,
 					 paddock_error *err);
 
 /* The store sandboxes of this context take their "image" from; default: the default dir. */
-PADDOCK_API int paddock_ctx_set_image_store(paddock_ctx *ctx, const char *dir,
-					    paddock_error *err);
+PADDOCK_API int paddock_ctx_set_image_store(paddock_ctx *ctx, const char *dir, paddock_error *err);
 
 #ifdef __cplusplus
 }

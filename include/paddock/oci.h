@@ -41,8 +41,7 @@ PADDOCK_API int paddock_spec_set_root_readonly(paddock_spec *spec, bool readonly
  * paddock's egress proxy cannot govern a namespace it does not own. As root only (the
  * supervisor enters it to clone init). NULL clears it.
  */
-PADDOCK_API int paddock_spec_set_netns(paddock_spec *spec, const char *path,
-				       paddock_error *err);
+PADDOCK_API int paddock_spec_set_netns(paddock_spec *spec, const char *path, paddock_error *err);
 
 /*
  * A new pseudo-terminal of the sandbox's own devpts (the same as a command's pty), its slave

@@ -21,9 +21,9 @@ extern "C" {
 #define PADDOCK_API __attribute__((visibility("default")))
 
 /* Exit statuses of `paddock run`, following docker and podman. */
-#define PADDOCK_EXIT_FAILURE 125 /* paddock itself failed */
+#define PADDOCK_EXIT_FAILURE	 125 /* paddock itself failed */
 #define PADDOCK_EXIT_CANNOT_EXEC 126
-#define PADDOCK_EXIT_NOT_FOUND 127
+#define PADDOCK_EXIT_NOT_FOUND	 127
 
 typedef struct paddock_error {
 	int code;	/* positive errno value; 0 means no error */
@@ -45,8 +45,8 @@ PADDOCK_API int paddock_errno_from_name(const char *name);
  */
 PADDOCK_API int paddock_fail(paddock_error *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-PADDOCK_API int paddock_fail_field(paddock_error *err, int code, const char *field,
-				   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+PADDOCK_API int paddock_fail_field(paddock_error *err, int code, const char *field, const char *fmt,
+				   ...) __attribute__((format(printf, 4, 5)));
 /* "prefix: <old message>"; keeps code and field. */
 PADDOCK_API void paddock_error_prefix(paddock_error *err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
@@ -115,11 +115,9 @@ typedef void (*paddock_event_fn)(const struct paddock_event *ev, void *userdata)
  * A context owns the process-wide pieces: the event loop the sandboxes' timers and fds are
  * served from (borrowed; it must outlive the context) and the event sink.
  */
-PADDOCK_API int paddock_ctx_new(struct event_base *base, paddock_ctx **ret_ctx,
-				paddock_error *err);
+PADDOCK_API int paddock_ctx_new(struct event_base *base, paddock_ctx **ret_ctx, paddock_error *err);
 PADDOCK_API paddock_ctx *paddock_ctx_free(paddock_ctx *ctx);
-PADDOCK_API void paddock_ctx_set_event_sink(paddock_ctx *ctx, paddock_event_fn fn,
-					    void *userdata);
+PADDOCK_API void paddock_ctx_set_event_sink(paddock_ctx *ctx, paddock_event_fn fn, void *userdata);
 /*
  * Exec ids the context hands out from now on are above `used` (a supervisor that restarts
  * tells it the highest id its records hold, so a new command never takes an earlier one's
@@ -168,15 +166,13 @@ PADDOCK_API int paddock_spec_dup(const paddock_spec *spec, paddock_spec **ret_co
  * (explicit_bzero) and frees *ret_value (NUL-terminated, the NUL not counted).
  */
 PADDOCK_API int paddock_spec_secret_value(const paddock_spec *spec, const char *name,
-					  uint8_t **ret_value, size_t *ret_len,
-					  paddock_error *err);
+					  uint8_t **ret_value, size_t *ret_len, paddock_error *err);
 
 /* Checks cross-field rules; the create call does it again. */
 PADDOCK_API int paddock_spec_validate(const paddock_spec *spec, paddock_error *err);
 
 /* The effective spec as JSON (every field, defaults included). Caller frees *ret_json. */
-PADDOCK_API int paddock_spec_to_json(const paddock_spec *spec, char **ret_json,
-				     paddock_error *err);
+PADDOCK_API int paddock_spec_to_json(const paddock_spec *spec, char **ret_json, paddock_error *err);
 
 /* ---- sandbox -------------------------------------------------------------------------- */
 
@@ -196,7 +192,6 @@ enum paddock_end_reason {
 };
 
 PADDOCK_API const char *paddock_end_reason_to_string(enum paddock_end_reason r);
-
 
 /*
  * Creates a sandbox: namespaces, root filesystem, init as PID 1 waiting for commands.
@@ -243,8 +238,7 @@ PADDOCK_API int paddock_sandbox_create_with(paddock_ctx *ctx, const paddock_spec
  * the same sandbox, or with NULL and why not (the sandbox is freed then). For a supervisor
  * that must not wait on sandboxes being made (a warm pool's refill).
  */
-typedef void (*paddock_create_fn)(paddock_sandbox *sb, const paddock_error *err,
-				  void *userdata);
+typedef void (*paddock_create_fn)(paddock_sandbox *sb, const paddock_error *err, void *userdata);
 PADDOCK_API int paddock_sandbox_create_async(paddock_ctx *ctx, const paddock_spec *spec,
 					     const struct paddock_sandbox_opts *opts,
 					     paddock_create_fn fn, void *userdata,
@@ -380,8 +374,8 @@ struct paddock_usage {
 	int64_t memory_peak_bytes;
 	double cpu_s;
 	int64_t pids;
-	unsigned execs; /* commands started */
-	bool cgroup;	/* the numbers come from a cgroup */
+	unsigned execs;		 /* commands started */
+	bool cgroup;		 /* the numbers come from a cgroup */
 	uint64_t seccomp_denied; /* calls the seccomp filter denied (seccomp.denied events) */
 };
 PADDOCK_API int paddock_sandbox_usage(paddock_sandbox *sb, struct paddock_usage *ret_usage,
@@ -460,8 +454,7 @@ PADDOCK_API int paddock_ctx_set_resolve_hosts(paddock_ctx *ctx, const char *path
  * and verified against the system's trust store and each CA file (PEM) added here: an
  * internal CA, or a test's. Call before the first sandbox with secrets.
  */
-PADDOCK_API int paddock_ctx_add_upstream_ca(paddock_ctx *ctx, const char *path,
-					    paddock_error *err);
+PADDOCK_API int paddock_ctx_add_upstream_ca(paddock_ctx *ctx, const char *path, paddock_error *err);
 
 /* ---- asking a person: network.unlisted "ask" (docs/network.md) ------------------------ */
 
@@ -473,7 +466,7 @@ PADDOCK_API int paddock_ctx_add_upstream_ca(paddock_ctx *ctx, const char *path,
  * decisions wait at once; a connection beyond them is refused at once.
  */
 enum paddock_ask_answer {
-	PADDOCK_ASK_ALLOW_ONCE,	  /* the connections waiting now go ahead; the next ones ask again */
+	PADDOCK_ASK_ALLOW_ONCE, /* the connections waiting now go ahead; the next ones ask again */
 	PADDOCK_ASK_ALLOW_ALWAYS, /* as once, and an allow rule "host:port" joins the policy */
 	PADDOCK_ASK_DENY,	  /* the connections waiting now are refused (403) */
 	_PADDOCK_ASK_MAX,
@@ -494,11 +487,11 @@ struct paddock_ask {
 	 */
 	const char *host;
 	uint16_t port;
-	const char *rule;	/* the rule PADDOCK_ASK_ALLOW_ALWAYS adds: "api.example.com:443" */
-	const char *via;	/* how the first connection came: "proxy", "socks5", "transparent" */
-	unsigned connections;	/* held waiting for the answer now */
-	int64_t asked_ms;	/* when it was asked (ms since the epoch) */
-	int64_t expires_ms;	/* when it is denied if nobody answers */
+	const char *rule;     /* the rule PADDOCK_ASK_ALLOW_ALWAYS adds: "api.example.com:443" */
+	const char *via;      /* how the first connection came: "proxy", "socks5", "transparent" */
+	unsigned connections; /* held waiting for the answer now */
+	int64_t asked_ms;     /* when it was asked (ms since the epoch) */
+	int64_t expires_ms;   /* when it is denied if nobody answers */
 	/* once decided: */
 	bool decided;
 	enum paddock_ask_answer answer;
@@ -514,13 +507,12 @@ struct paddock_ask {
  * sandbox ending (also from paddock_sandbox_free()). The handler may answer at once
  * (paddock_sandbox_answer() from the first call), or later. One handler per context.
  */
-typedef void (*paddock_ask_fn)(paddock_sandbox *sb, const struct paddock_ask *ask,
-			       void *userdata);
+typedef void (*paddock_ask_fn)(paddock_sandbox *sb, const struct paddock_ask *ask, void *userdata);
 PADDOCK_API void paddock_ctx_set_ask_handler(paddock_ctx *ctx, paddock_ask_fn fn, void *userdata);
 
 /* The decisions pending now, oldest first: up to `max` pointers into ret; returns how many. */
-PADDOCK_API size_t paddock_sandbox_asks(const paddock_sandbox *sb,
-					const struct paddock_ask **ret, size_t max);
+PADDOCK_API size_t paddock_sandbox_asks(const paddock_sandbox *sb, const struct paddock_ask **ret,
+					size_t max);
 
 /*
  * Answers pending decision `id`: its connections go ahead or are refused at once, and the
@@ -535,12 +527,12 @@ PADDOCK_API int paddock_sandbox_answer(paddock_sandbox *sb, uint64_t id,
 
 /* What a sandbox asked so far. */
 struct paddock_ask_stats {
-	uint64_t asked;			      /* decisions asked */
+	uint64_t asked;			       /* decisions asked */
 	uint64_t allowed_once, allowed_always; /* answered so */
-	uint64_t denied;		      /* answered deny */
-	uint64_t timed_out;		      /* nobody answered in time */
-	uint64_t refused_busy;		      /* connections refused: too many pending */
-	uint64_t pending;		      /* decisions waiting now */
+	uint64_t denied;		       /* answered deny */
+	uint64_t timed_out;		       /* nobody answered in time */
+	uint64_t refused_busy;		       /* connections refused: too many pending */
+	uint64_t pending;		       /* decisions waiting now */
 };
 /* -ENOENT when the sandbox has no egress. */
 PADDOCK_API int paddock_sandbox_ask_stats(const paddock_sandbox *sb,
@@ -589,8 +581,6 @@ PADDOCK_API bool paddock_host_root(void);
 
 /* ---- exec ----------------------------------------------------------------------------- */
 
-
-
 struct paddock_result {
 	enum paddock_end_reason reason;
 	int exit_code;	   /* when reason is EXITED, else -1 */
@@ -601,11 +591,11 @@ struct paddock_result {
 	int64_t peak_rss_bytes; /* largest RSS of the command or a waited-for child */
 	/* from the sandbox's cgroup when it has one, else peak_rss_bytes */
 	int64_t peak_memory_bytes;
-	int64_t oom_kills; /* OOM kills in the sandbox while the command ran (cgroup only) */
-	int64_t pids_peak; /* most processes at once, -1 when the kernel does not say */
+	int64_t oom_kills;	/* OOM kills in the sandbox while the command ran (cgroup only) */
+	int64_t pids_peak;	/* most processes at once, -1 when the kernel does not say */
 	int64_t seccomp_denied; /* calls the seccomp filter denied in the sandbox meanwhile */
-	bool output_truncated; /* output went over the limit and the rest was dropped */
-	bool disk_full;	       /* the sandbox's disk had no space left when it ended */
+	bool output_truncated;	/* output went over the limit and the rest was dropped */
+	bool disk_full;		/* the sandbox's disk had no space left when it ended */
 	/* how each limit was enforced, as JSON (see docs/report.md); owned by the library */
 	const char *limits_json;
 	paddock_error error; /* when reason is ERROR: why it could not start */
@@ -713,13 +703,12 @@ struct paddock_exec_opts {
 };
 
 /* Called once when the exec ends; `res` is valid during the call. */
-typedef void (*paddock_exec_fn)(paddock_exec *ex, const struct paddock_result *res,
-				void *userdata);
+typedef void (*paddock_exec_fn)(paddock_exec *ex, const struct paddock_result *res, void *userdata);
 
 /*
  * Starts a command in the sandbox. Returns once init has forked it (or refused), or at once
- * with opts->on_started; the callback runs from the event loop when it ends. The exec belongs to the sandbox: it is
- * freed after its callback returns, or with the sandbox.
+ * with opts->on_started; the callback runs from the event loop when it ends. The exec belongs to
+ * the sandbox: it is freed after its callback returns, or with the sandbox.
  */
 PADDOCK_API int paddock_exec_start(paddock_sandbox *sb, const struct paddock_exec_opts *opts,
 				   paddock_exec_fn fn, void *userdata, paddock_exec **ret_exec,
@@ -810,7 +799,7 @@ PADDOCK_API int paddock_exec_write_stdin(paddock_exec *ex, const void *data, siz
  * sandbox (the sandbox user, every limit and rule) and needs python3 with ipykernel and
  * jupyter_client in the sandbox's root.
  */
-#define PADDOCK_CODE_PORT 49999
+#define PADDOCK_CODE_PORT     49999
 #define PADDOCK_CODE_PORT_STR "49999"
 
 /* Starts the server unless it runs or is starting; returns without waiting for it. */
@@ -821,8 +810,8 @@ PADDOCK_API int paddock_code_start(paddock_sandbox *sb, paddock_error *err);
  * when the server cannot start (ENOENT: no python3; EIO: it ended, with the end of its
  * stderr; ETIMEDOUT) or the sandbox ends. From the loop, or from paddock_sandbox_free().
  */
-PADDOCK_API int paddock_code_socket_async(paddock_sandbox *sb, paddock_socket_fn fn,
-					  void *userdata, paddock_error *err);
+PADDOCK_API int paddock_code_socket_async(paddock_sandbox *sb, paddock_socket_fn fn, void *userdata,
+					  paddock_error *err);
 /* Whether the server runs (or is starting). */
 PADDOCK_API bool paddock_code_running(const paddock_sandbox *sb);
 /* Ends the server and every context it holds; the next use starts a new one. */

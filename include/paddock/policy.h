@@ -67,8 +67,8 @@ PADDOCK_API int paddock_policy_check(const paddock_policy *policy, const paddock
  * paddock_policy_check() does: for a change that touches nothing else (a live sandbox's new
  * egress policy) or a front end that checks its other fields elsewhere.
  */
-PADDOCK_API int paddock_policy_check_network(const paddock_policy *policy,
-					     const paddock_spec *spec, paddock_error *err);
+PADDOCK_API int paddock_policy_check_network(const paddock_policy *policy, const paddock_spec *spec,
+					     paddock_error *err);
 
 /*
  * Checks one host path a spec would name, as `field` ("workspace", "binds[0].source"):

@@ -53,7 +53,7 @@ struct paddock_store_sandbox {
 	int64_t created_ms, expires_ms, last_active_ms; /* unix epoch ms */
 	int64_t ttl_s, idle_timeout_s;
 	const char *on_timeout; /* "kill" or "pause"; NULL is stored as "kill" */
-	int64_t next_seq; /* not stored by put: reading side only, see list_sandboxes */
+	int64_t next_seq;	/* not stored by put: reading side only, see list_sandboxes */
 };
 
 /*
@@ -161,8 +161,7 @@ PADDOCK_API int paddock_store_prune_events(paddock_store *st, const char *sandbo
 					   paddock_error *err);
 
 /* The highest exec id stored, of any sandbox (0 when none): a restart hands out ids above. */
-PADDOCK_API int paddock_store_max_exec_id(paddock_store *st, uint64_t *ret_id,
-					  paddock_error *err);
+PADDOCK_API int paddock_store_max_exec_id(paddock_store *st, uint64_t *ret_id, paddock_error *err);
 
 /* ---- idempotency keys ------------------------------------------------------------------ */
 
@@ -183,11 +182,10 @@ PADDOCK_API int paddock_store_put_idempotency(paddock_store *st,
  * Looks (tenant, key) up: 1 with fn called once with the row (valid during the call only), 0
  * when it is not recorded. A callback returning < 0 is handed back as for the walks.
  */
-PADDOCK_API int paddock_store_get_idempotency(paddock_store *st, const char *tenant,
-					      const char *key,
-					      int (*fn)(const struct paddock_store_idempotency *k,
-							void *userdata),
-					      void *userdata, paddock_error *err);
+PADDOCK_API int
+paddock_store_get_idempotency(paddock_store *st, const char *tenant, const char *key,
+			      int (*fn)(const struct paddock_store_idempotency *k, void *userdata),
+			      void *userdata, paddock_error *err);
 /* Deletes the keys recorded before before_ms: how many went. */
 PADDOCK_API int paddock_store_prune_idempotency(paddock_store *st, int64_t before_ms,
 						paddock_error *err);
@@ -209,11 +207,10 @@ PADDOCK_API int paddock_store_put_template(paddock_store *st,
  * Calls fn for each template of `tenant` (name NULL) or the one named, by name: how many, or
  * a callback's < 0 handed back as for the walks. Rows are valid during the call only.
  */
-PADDOCK_API int paddock_store_list_templates(paddock_store *st, const char *tenant,
-					     const char *name,
-					     int (*fn)(const struct paddock_store_template *t,
-						       void *userdata),
-					     void *userdata, paddock_error *err);
+PADDOCK_API int
+paddock_store_list_templates(paddock_store *st, const char *tenant, const char *name,
+			     int (*fn)(const struct paddock_store_template *t, void *userdata),
+			     void *userdata, paddock_error *err);
 /* Deletes a template: -ENOENT (field name) when the tenant has none of that name. */
 PADDOCK_API int paddock_store_delete_template(paddock_store *st, const char *tenant,
 					      const char *name, paddock_error *err);

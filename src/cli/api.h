@@ -22,9 +22,9 @@
 #define API_EXIT_REFUSED 1
 
 /* Bounds on what paddockd may send back. */
-#define API_ANSWER_MAX (64u << 20)   /* a whole JSON answer */
-#define API_LINE_MAX (16u << 20)     /* one NDJSON line (an output chunk, escaped) */
-#define API_ERROR_BODY_MAX (1u << 20) /* an error answer */
+#define API_ANSWER_MAX	   (64u << 20) /* a whole JSON answer */
+#define API_LINE_MAX	   (16u << 20) /* one NDJSON line (an output chunk, escaped) */
+#define API_ERROR_BODY_MAX (1u << 20)  /* an error answer */
 
 /* Options every client subcommand takes; put API_LONG_OPTIONS in its option table. */
 enum {
@@ -125,7 +125,6 @@ void api_fput_escaped(FILE *f, const char *s);
 char *api_escape(const char *s);
 /* A member's string value, or `fallback` when it is missing or not a string. */
 const char *api_str(const json_t *obj, const char *key, const char *fallback);
-
 
 /* A number of seconds from the command line: decimal, no sign or exponent; -EINVAL if not. */
 int api_parse_seconds(const char *s, double *ret);

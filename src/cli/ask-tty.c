@@ -44,7 +44,7 @@ struct ask_tty {
 	void *ud;
 	int fd; /* /dev/tty, opened at the first question; -1: none */
 	bool opened;
-	char who[80]; /* the terminal's name, recorded with each answer */
+	char who[80];		/* the terminal's name, recorded with each answer */
 	struct question *queue; /* oldest first: the head is on the terminal while asking */
 	bool asking, in_next;
 	struct termios saved;
@@ -94,9 +94,9 @@ static void open_tty(struct ask_tty *t)
 	if (t->fd < 0)
 		return;
 	/* who answers: this user, at the terminal by its name where stdin or stderr is it */
-	name = isatty(STDIN_FILENO) ? ttyname(STDIN_FILENO)
+	name = isatty(STDIN_FILENO)    ? ttyname(STDIN_FILENO)
 	       : isatty(STDERR_FILENO) ? ttyname(STDERR_FILENO)
-				      : NULL;
+				       : NULL;
 	snprintf(t->who, sizeof(t->who), "uid %u on %.60s", (unsigned)getuid(),
 		 name ? name : "/dev/tty");
 	t->rd = event_new(t->base, t->fd, EV_READ | EV_PERSIST, on_read, t);
@@ -202,8 +202,9 @@ static void start_next(struct ask_tty *t)
 		if (t->fd < 0)
 			answer(t, q, PADDOCK_ASK_DENY, "no terminal to ask on");
 		else if (!foreground(t))
-			answer(t, q, PADDOCK_ASK_DENY, "paddock run is not in the foreground of its "
-						       "terminal");
+			answer(t, q, PADDOCK_ASK_DENY,
+			       "paddock run is not in the foreground of its "
+			       "terminal");
 		else
 			prompt(t, q);
 	}
@@ -313,8 +314,8 @@ static void on_ask(paddock_sandbox *sb, const struct paddock_ask *ask, void *use
 			if (ask->timed_out)
 				say(t, "\npaddock: no answer in time: %s denied\n", q->target);
 			else
-				say(t, "\npaddock: %s was decided elsewhere (%s by %s)\n", q->target,
-				    paddock_ask_answer_to_string(ask->answer), ask->by);
+				say(t, "\npaddock: %s was decided elsewhere (%s by %s)\n",
+				    q->target, paddock_ask_answer_to_string(ask->answer), ask->by);
 			end_prompt(t);
 		}
 		remove_question(t, q);

@@ -18,7 +18,7 @@
 #include "api.h"
 #include "cli.h"
 
-#define CODE_MAX (4u << 20) /* the code of one run */
+#define CODE_MAX      (4u << 20) /* the code of one run */
 #define CODE_LINE_MAX (64u << 20)
 
 enum { OPT_IMAGES = 0x400, OPT_CWD };
@@ -193,9 +193,12 @@ static int run(struct api *api, const char *id, const char *code, const char *la
 		json_object_set(body, "env_vars", env);
 	text = api_oom(json_dumps(body, JSON_COMPACT));
 	json_decref(body);
-	struct http_request req = { .method = "POST", .target = url,
-				    .content_type = "application/json", .body = text,
-				    .body_len = strlen(text), .body_fd = -1 };
+	struct http_request req = { .method = "POST",
+				    .target = url,
+				    .content_type = "application/json",
+				    .body = text,
+				    .body_len = strlen(text),
+				    .body_fd = -1 };
 	r = api_open(api, &req, &c, &resp);
 	free(url);
 	free(text);
@@ -238,8 +241,10 @@ static int contexts(struct api *api, const char *id)
 		return r;
 	}
 	printf("%-36s  %-8s  %s\n", "CONTEXT", "LANGUAGE", "CWD");
-	json_array_foreach(reply.json, i, c) {
-		char *cid = api_escape(api_str(c, "id", "-")), *lang = api_escape(api_str(c, "language", "-"));
+	json_array_foreach(reply.json, i, c)
+	{
+		char *cid = api_escape(api_str(c, "id", "-")),
+		     *lang = api_escape(api_str(c, "language", "-"));
 
 		printf("%-36s  %-8s  ", cid, lang);
 		api_fput_escaped(stdout, api_str(c, "cwd", "-"));
@@ -255,13 +260,14 @@ static int context_call(struct api *api, const char *method, const char *id, con
 			const char *what, const json_t *body)
 {
 	struct api_reply reply = { 0 };
-	char *url = what ? API_URL("sandboxes", id, "code", "contexts", ctx, what)
-			 : ctx ? API_URL("sandboxes", id, "code", "contexts", ctx)
-			       : API_URL("sandboxes", id, "code", "contexts");
+	char *url = what  ? API_URL("sandboxes", id, "code", "contexts", ctx, what)
+		    : ctx ? API_URL("sandboxes", id, "code", "contexts", ctx)
+			  : API_URL("sandboxes", id, "code", "contexts");
 	int r = api_call(api, method, url, body, &reply);
 
 	free(url);
-	if (r == 0 && reply.json && (api->json || !json_is_string(json_object_get(reply.json, "id"))))
+	if (r == 0 && reply.json &&
+	    (api->json || !json_is_string(json_object_get(reply.json, "id"))))
 		r = api_print_raw(&reply);
 	else if (r == 0 && reply.json)
 		printf("%s\n", json_string_value(json_object_get(reply.json, "id")));
@@ -315,9 +321,9 @@ int cmd_code(int argc, char **argv)
 		}
 	}
 	/* `paddock code contexts ID`: the first word names a subcommand (ids start with sb_) */
-	if (optind < argc && (!strcmp(argv[optind], "contexts") ||
-			      !strcmp(argv[optind], "new-context") ||
-			      !strcmp(argv[optind], "restart") || !strcmp(argv[optind], "rm")))
+	if (optind < argc &&
+	    (!strcmp(argv[optind], "contexts") || !strcmp(argv[optind], "new-context") ||
+	     !strcmp(argv[optind], "restart") || !strcmp(argv[optind], "rm")))
 		sub = argv[optind++];
 	rest = argc - optind;
 	if (sub && !strcmp(sub, "contexts")) {

@@ -120,7 +120,8 @@ static int remote_is_dir(struct api *api, const char *id, const char *path, bool
 static int upload(struct api *api, const char *src, const char *id, const char *path,
 		  const char *mode)
 {
-	struct http_request req = { .method = "PUT", .content_type = "application/octet-stream",
+	struct http_request req = { .method = "PUT",
+				    .content_type = "application/octet-stream",
 				    .expect_continue = true };
 	struct api_reply reply = { 0 };
 	struct http_response resp;
@@ -226,9 +227,10 @@ static int download(struct api *api, const char *id, const char *path, const cha
 	if (r != 0)
 		return r;
 	if (dir)
-		return api_failf("'%s' in the sandbox is a directory: paddock cp copies single files "
-				 "(directories are not supported yet)",
-				 path);
+		return api_failf(
+			"'%s' in the sandbox is a directory: paddock cp copies single files "
+			"(directories are not supported yet)",
+			path);
 	if (!is_stdout && stat(dst, &st) == 0 && S_ISDIR(st.st_mode)) {
 		char *name = last_name(path);
 		if (!name)

@@ -92,9 +92,8 @@ static void usage(FILE *f)
 	      "                       real value (this process's $NAME, or NAME=file:PATH@HOST)\n"
 	      "                       into requests to HOST only (docs/secrets.md)\n"
 	      "\n"
-	      "  --print-request      print the request body (JSON); nothing is sent\n"
-	      API_OPTIONS_HELP
-	      "  -h, --help           this text\n"
+	      "  --print-request      print the request body (JSON); nothing is "
+	      "sent\n" API_OPTIONS_HELP "  -h, --help           this text\n"
 	      "\n"
 	      "Output: the new sandbox's id and a newline; with --json, the sandbox object.\n"
 	      "Exit status: 0; 1 if paddockd refused; 125 if paddock failed.\n",
@@ -204,7 +203,8 @@ static int read_secret_values(json_t *req, const json_t *file)
 	json_t *list = json_object_get(req, "secrets"), *sec, *fsec;
 	size_t i, j;
 
-	json_array_foreach(list, i, sec) {
+	json_array_foreach(list, i, sec)
+	{
 		const char *src = json_string_value(json_object_get(sec, "source"));
 		const char *name = json_string_value(json_object_get(sec, "name"));
 		char *val = NULL;
@@ -212,12 +212,16 @@ static int read_secret_values(json_t *req, const json_t *file)
 
 		if (src && !strcmp(src, "value")) {
 			/* given in the --spec file: the spec library never writes a value back */
-			json_array_foreach(json_object_get(file, "secrets"), j, fsec)
-				if (name && json_is_string(json_object_get(fsec, "value")) &&
-				    !strcmp(name, json_string_value(json_object_get(fsec, "name")) ?: "")) {
-					json_object_del(sec, "source");
-					json_object_set(sec, "value", json_object_get(fsec, "value"));
-				}
+			json_array_foreach(
+				json_object_get(file, "secrets"), j,
+				fsec) if (name && json_is_string(json_object_get(fsec, "value")) &&
+					  !strcmp(name,
+						  json_string_value(json_object_get(fsec, "name"))
+							  ?: ""))
+			{
+				json_object_del(sec, "source");
+				json_object_set(sec, "value", json_object_get(fsec, "value"));
+			}
 			continue;
 		}
 		if (!src)
@@ -272,11 +276,13 @@ static json_t *build_request(const paddock_spec *spec, const json_t *file, const
 	}
 	full = api_oom(json_loads(text, 0, NULL));
 	free(text);
-	json_object_foreach((json_t *)file, key, v) {
+	json_object_foreach((json_t *)file, key, v)
+	{
 		if (is_section(key) && json_is_object(v)) {
 			const char *sub;
 			json_t *sv;
-			json_object_foreach(v, sub, sv) {
+			json_object_foreach(v, sub, sv)
+			{
 				char field[128];
 				(void)sv;
 				snprintf(field, sizeof(field), "%s.%s", key, sub);
@@ -329,8 +335,7 @@ enum parse_outcome {
 };
 
 /* pass 1: the spec file, so the flags in pass 2 override it whatever their order */
-static bool load_spec_files(int argc, char **argv, paddock_spec *spec, json_t *req,
-			    json_t **file)
+static bool load_spec_files(int argc, char **argv, paddock_spec *spec, json_t *req, json_t **file)
 {
 	int c;
 

@@ -50,7 +50,7 @@
  * at most PIPE_BUF bytes is all or nothing, so a 429 means none of it went in and the retry
  * cannot duplicate bytes.
  */
-#define STDIN_CHUNK 4096
+#define STDIN_CHUNK  4096
 #define RETRY_MAX_MS 500
 
 enum {
@@ -94,9 +94,8 @@ static void usage(FILE *f)
 	      "      --timeout SECONDS  kill it after this long (default: the sandbox's\n"
 	      "                       limits.timeout_s; 0: none, background only)\n"
 	      "      --no-stdin       give it an empty stdin whatever ours is\n"
-	      "                       (-d and --json take at most 64 KiB of stdin)\n"
-	      API_OPTIONS_HELP
-	      "  -h, --help           this text\n"
+	      "                       (-d and --json take at most 64 KiB of "
+	      "stdin)\n" API_OPTIONS_HELP "  -h, --help           this text\n"
 	      "\n"
 	      "SIGINT, SIGTERM, SIGHUP and SIGQUIT are passed on to the command; a second one\n"
 	      "makes paddock exit at once with 128+N (the command may go on).\n"
@@ -204,7 +203,7 @@ struct session {
 	size_t pend_off, pend_len;
 	int retry_ms; /* paddockd said 429: try again after this long */
 	bool stdout_gone, stderr_gone;
-	int forwarded; /* signals passed on */
+	int forwarded;	/* signals passed on */
 	bool exited;	/* the exit event came */
 	json_t *result; /* its result */
 };
@@ -259,8 +258,7 @@ static void handle_event(struct session *s, const struct exec_event *ev)
 }
 
 /* A short request about the process (.../WHAT[/SUB]), errors not shown: 0 on success. */
-static int process_post(struct session *s, const char *what, const char *sub,
-			const json_t *body)
+static int process_post(struct session *s, const char *what, const char *sub, const json_t *body)
 {
 	struct api quiet = *s->api;
 	struct api_reply reply = { 0 };
@@ -303,8 +301,8 @@ static int handle_signal(struct session *s)
 		if (!s->tty || s->pid < 0)
 			return -1;
 		window_size(&rows, &cols);
-		body = api_oom(json_pack("{s:I,s:I}", "rows", (json_int_t)rows, "cols",
-					 (json_int_t)cols));
+		body = api_oom(
+			json_pack("{s:I,s:I}", "rows", (json_int_t)rows, "cols", (json_int_t)cols));
 		(void)process_post(s, "resize", NULL, body); /* a lost resize only looks odd */
 		json_decref(body);
 		return -1;
@@ -583,7 +581,8 @@ static int exec_stream(struct api *api, const char *id, json_t *body)
 {
 	struct session s = { .api = api, .id = id, .pid = -1, .sfd = -1 };
 	char *text, *url;
-	struct http_request req = { .method = "POST", .content_type = "application/json",
+	struct http_request req = { .method = "POST",
+				    .content_type = "application/json",
 				    .body_fd = -1 };
 	struct http_response resp;
 	int r;
@@ -615,11 +614,16 @@ static int exec_stream(struct api *api, const char *id, json_t *body)
  * background:true, then the output followed: -i, -t, or stdin too large for a request, of
  * which `prefix` (taken, may be NULL) was read already.
  */
-static int exec_attached(struct api *api, const char *id, json_t *body,
-			 const struct exec_opts *o, char *prefix, size_t prefix_len)
+static int exec_attached(struct api *api, const char *id, json_t *body, const struct exec_opts *o,
+			 char *prefix, size_t prefix_len)
 {
-	struct session s = { .api = api, .id = id, .pid = -1, .sfd = -1, .tty = o->tty,
-			     .pend = prefix, .pend_len = prefix_len };
+	struct session s = { .api = api,
+			     .id = id,
+			     .pid = -1,
+			     .sfd = -1,
+			     .tty = o->tty,
+			     .pend = prefix,
+			     .pend_len = prefix_len };
 	struct api_reply reply = { 0 };
 	struct http_request req = { .method = "GET", .body_fd = -1 };
 	struct http_response resp;

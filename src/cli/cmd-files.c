@@ -121,14 +121,13 @@ static void show_list(const json_t *json)
 	size_t i;
 	json_t *e;
 
-	json_array_foreach(json_object_get(json, "entries"), i, e)
-		print_entry(e);
+	json_array_foreach(json_object_get(json, "entries"), i, e) print_entry(e);
 }
 
 static char *files_url(const char *id, const char *what, const char *path)
 {
-	char *url = what ? API_URL("sandboxes", id, "files", what)
-			 : API_URL("sandboxes", id, "files");
+	char *url =
+		what ? API_URL("sandboxes", id, "files", what) : API_URL("sandboxes", id, "files");
 
 	if (path)
 		api_url_query(&url, "path", path);

@@ -17,7 +17,8 @@ int cmd_gc(int argc, char **argv)
 
 	if (argc > 1) {
 		if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
-			printf("usage: paddock gc\n\nRemoves the idle cgroups paddock keeps for reuse "
+			printf("usage: paddock gc\n\nRemoves the idle cgroups paddock keeps for "
+			       "reuse "
 			       "(those of live sandboxes stay).\n");
 			return 0;
 		}

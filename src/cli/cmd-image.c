@@ -124,8 +124,8 @@ static void print_summary(const char *verb, const char *json)
 	json_t *names = json_object_get(rec, "names");
 	const char *id = json_string_value(json_object_get(rec, "id"));
 
-	printf("%s %s", verb, json_array_size(names) ? json_string_value(json_array_get(names, 0))
-						       : "(no name)");
+	printf("%s %s", verb,
+	       json_array_size(names) ? json_string_value(json_array_get(names, 0)) : "(no name)");
 	printf(" (%s, %zu layers)\n", id ? id : "?",
 	       json_array_size(json_object_get(rec, "layers")));
 	json_decref(rec);
@@ -149,7 +149,8 @@ static int list(paddock_image_store *s, bool json, bool quiet)
 	free(text);
 	if (!quiet)
 		printf("%-48s  %-12s  %8s  %s\n", "NAME", "ID", "SIZE", "ADDED");
-	json_array_foreach(all, i, rec) {
+	json_array_foreach(all, i, rec)
+	{
 		const char *id = json_string_value(json_object_get(rec, "id"));
 		json_t *names = json_object_get(rec, "names");
 		char sz[32];
@@ -183,8 +184,7 @@ static void print_strv(const char *label, json_t *v)
 	if (!json_is_array(v) || json_array_size(v) == 0)
 		return;
 	printf("%-12s", label);
-	json_array_foreach(v, i, s)
-		printf(" %s", json_string_value(s) ?: "?");
+	json_array_foreach(v, i, s) printf(" %s", json_string_value(s) ?: "?");
 	printf("\n");
 }
 
@@ -209,7 +209,8 @@ static int inspect(paddock_image_store *s, const char *ref, bool json)
 	json_array_foreach(json_object_get(rec, "names"), i, v)
 		printf("%-12s %s\n", "name", json_string_value(v) ?: "?");
 	if (json_is_string(json_object_get(rec, "manifest")))
-		printf("%-12s %s\n", "manifest", json_string_value(json_object_get(rec, "manifest")));
+		printf("%-12s %s\n", "manifest",
+		       json_string_value(json_object_get(rec, "manifest")));
 	printf("%-12s %s/%s\n", "platform", json_string_value(json_object_get(rec, "os")) ?: "?",
 	       json_string_value(json_object_get(rec, "architecture")) ?: "?");
 	printf("%-12s %s\n", "size",
@@ -220,7 +221,8 @@ static int inspect(paddock_image_store *s, const char *ref, bool json)
 	print_strv("entrypoint", json_object_get(cfg, "Entrypoint"));
 	print_strv("cmd", json_object_get(cfg, "Cmd"));
 	if (json_is_string(json_object_get(cfg, "WorkingDir")))
-		printf("%-12s %s\n", "workdir", json_string_value(json_object_get(cfg, "WorkingDir")));
+		printf("%-12s %s\n", "workdir",
+		       json_string_value(json_object_get(cfg, "WorkingDir")));
 	if (json_is_string(json_object_get(cfg, "User")))
 		printf("%-12s %s\n", "user", json_string_value(json_object_get(cfg, "User")));
 	json_array_foreach(json_object_get(cfg, "Env"), i, v)
@@ -310,8 +312,9 @@ int cmd_image(int argc, char **argv)
 		}
 		free(text);
 	} else {
-		fprintf(stderr, "paddock: image: expected pull REF, import FILE, ls, inspect REF or "
-				"rm REF... (see 'paddock image --help')\n");
+		fprintf(stderr,
+			"paddock: image: expected pull REF, import FILE, ls, inspect REF or "
+			"rm REF... (see 'paddock image --help')\n");
 		status = PADDOCK_EXIT_FAILURE;
 	}
 	paddock_image_store_free(s);

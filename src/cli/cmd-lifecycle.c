@@ -30,8 +30,7 @@ static const struct action actions[] = {
 	  "As root the cgroup freezer does it, invisibly; rootless, SIGSTOP and SIGCONT.\n",
 	  "Exit status: 0 (also when it was paused already); 1 if paddockd refused (no such\n"
 	  "sandbox, or it has stopped); 125 if paddock failed.\n" },
-	{ "resume",
-	  "Resumes a paused sandbox: its processes go on where they stopped.\n",
+	{ "resume", "Resumes a paused sandbox: its processes go on where they stopped.\n",
 	  "Exit status: 0 (also when it was running already); 1 if paddockd refused (no such\n"
 	  "sandbox, or it has stopped); 125 if paddock failed.\n" },
 	{ "stop",

@@ -29,9 +29,8 @@ static void usage(FILE *f)
 	      "\n"
 	      "Prints the events of a sandbox (docs/events.md), oldest first.\n"
 	      "\n"
-	      "  -f, --follow         then wait for new ones, until the sandbox is gone\n"
-	      API_OPTIONS_HELP
-	      "  -h, --help           this text\n"
+	      "  -f, --follow         then wait for new ones, until the sandbox is "
+	      "gone\n" API_OPTIONS_HELP "  -h, --help           this text\n"
 	      "\n"
 	      "Output: one line per event:\n"
 	      "  TS LEVEL EVENT KEY=VALUE...\n"
@@ -62,7 +61,7 @@ static void print_value(const json_t *v)
 		return;
 	}
 	text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT | JSON_ENSURE_ASCII |
-				      JSON_REAL_PRECISION(15));
+				     JSON_REAL_PRECISION(15));
 	fputs(text ? text : "?", stdout);
 	free(text);
 }
@@ -77,7 +76,8 @@ static void print_event(const json_t *ev)
 	print_value(json_object_get(ev, "level"));
 	fputc(' ', stdout);
 	print_value(json_object_get(ev, "event"));
-	json_object_foreach((json_t *)ev, key, v) {
+	json_object_foreach((json_t *)ev, key, v)
+	{
 		if (!strcmp(key, "ts") || !strcmp(key, "level") || !strcmp(key, "event") ||
 		    !strcmp(key, "sandbox"))
 			continue;

@@ -41,7 +41,8 @@ static void print_metadata(const json_t *md)
 	json_t *v;
 	bool first = true;
 
-	json_object_foreach((json_t *)md, key, v) {
+	json_object_foreach((json_t *)md, key, v)
+	{
 		if (!first)
 			fputc(',', stdout);
 		api_fput_escaped(stdout, key);
@@ -86,7 +87,8 @@ int cmd_ls(int argc, char **argv)
 	if (!quiet)
 		printf("%-15s  %-8s  %-24s  %-24s  %s\n", "ID", "STATE", "CREATED", "EXPIRES",
 		       "METADATA");
-	json_array_foreach(list, i, sb) {
+	json_array_foreach(list, i, sb)
+	{
 		char *id = api_escape(api_str(sb, "id", "-"));
 		char *state = api_escape(api_str(sb, "state", "-"));
 		char *created = api_escape(api_str(sb, "created_at", "-"));

@@ -37,7 +37,8 @@ static void print_argv(const json_t *argv)
 	size_t i;
 	json_t *a;
 
-	json_array_foreach((json_t *)argv, i, a) {
+	json_array_foreach((json_t *)argv, i, a)
+	{
 		if (i > 0)
 			fputc(' ', stdout);
 		api_fput_escaped(stdout, json_is_string(a) ? json_string_value(a) : "?");
@@ -66,7 +67,8 @@ int cmd_ps(int argc, char **argv)
 	free(url);
 	if (r != 0 || !list)
 		return r;
-	json_array_foreach(list, i, p) {
+	json_array_foreach(list, i, p)
+	{
 		char *tag = api_escape(api_str(p, "tag", "-"));
 		if ((int)strlen(tag) > tag_width)
 			tag_width = strlen(tag) > 64 ? 64 : (int)strlen(tag);
@@ -74,7 +76,8 @@ int cmd_ps(int argc, char **argv)
 	}
 	printf("%-7s  %-*s  %-7s  %-24s  %-4s  %s\n", "PID", tag_width, "TAG", "STATE", "STARTED",
 	       "EXIT", "COMMAND");
-	json_array_foreach(list, i, p) {
+	json_array_foreach(list, i, p)
+	{
 		char *tag = api_escape(api_str(p, "tag", "-"));
 		char *state = api_escape(api_str(p, "state", "-"));
 		char *started = api_escape(api_str(p, "started_at", "-"));

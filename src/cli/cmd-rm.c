@@ -23,9 +23,8 @@ static void usage(FILE *f)
 	      "Deletes sandboxes: every process, mount and cgroup of each is gone when it is\n"
 	      "printed. Goes on after a failure.\n"
 	      "\n"
-	      "  -f, --force          a sandbox that does not exist is not an error\n"
-	      API_OPTIONS_HELP
-	      "  -h, --help           this text\n"
+	      "  -f, --force          a sandbox that does not exist is not an "
+	      "error\n" API_OPTIONS_HELP "  -h, --help           this text\n"
 	      "\n"
 	      "Output: the id of each deleted sandbox, one a line (--json changes nothing).\n"
 	      "Exit status: 0; 1 if paddockd refused any; 125 if paddock failed.\n",

@@ -101,7 +101,8 @@ static void usage(FILE *f)
 	      "                       real value (this process's $NAME, or NAME=file:PATH@HOST)\n"
 	      "                       into requests to HOST only (docs/secrets.md)\n"
 	      "  --resolve-hosts FILE resolve names only from this hosts-style file (tests)\n"
-	      "  --upstream-ca FILE   also trust this CA for hosts whose HTTPS a secret intercepts\n"
+	      "  --upstream-ca FILE   also trust this CA for hosts whose HTTPS a secret "
+	      "intercepts\n"
 	      "\n"
 	      "images (docs/images.md):\n"
 	      "  --image REF          the root is this image's layers, writable (pulled when\n"
@@ -480,8 +481,7 @@ static void run_release(struct run *run)
 	event_base_free(run->base);
 }
 
-static int run_command(paddock_spec *spec, char **cmd, const char *report,
-		       const char *image_dir)
+static int run_command(paddock_spec *spec, char **cmd, const char *report, const char *image_dir)
 {
 	struct run run = { .pipe_rd = { -1, -1 }, .want_report = report != NULL };
 	struct paddock_exec_opts opts = { .argv = (const char *const *)cmd, .fds = { 0, 1, 2 } };
@@ -571,8 +571,8 @@ static int image_command(const paddock_spec *spec, char **cmd, char *dir, size_t
 enum parse_outcome {
 	PARSE_OK,
 	PARSE_SPEC_ERROR, /* err says why */
-	PARSE_FAILED,     /* the message is printed */
-	PARSE_HELP,       /* usage is printed: exit 0 */
+	PARSE_FAILED,	  /* the message is printed */
+	PARSE_HELP,	  /* usage is printed: exit 0 */
 };
 
 /* One of run's own flags (pass 2), after spec_flag_apply() left it alone. */
@@ -593,8 +593,10 @@ static enum parse_outcome apply_run_flag(int c, const char **report, bool *print
 		break;
 	case OPT_PULL:
 		if (strcmp(optarg, "missing") && strcmp(optarg, "never")) {
-			fprintf(stderr, "paddock: --pull: expected 'missing' or 'never', got "
-					"'%s'\n", optarg);
+			fprintf(stderr,
+				"paddock: --pull: expected 'missing' or 'never', got "
+				"'%s'\n",
+				optarg);
 			return PARSE_FAILED;
 		}
 		arg_pull = !strcmp(optarg, "missing");
@@ -610,8 +612,10 @@ static enum parse_outcome apply_run_flag(int c, const char **report, bool *print
 		if (!strcmp(optarg, "json"))
 			arg_json_log = true;
 		else if (strcmp(optarg, "text")) {
-			fprintf(stderr, "paddock: --log-format: expected 'text' or 'json', "
-					"got '%s'\n", optarg);
+			fprintf(stderr,
+				"paddock: --log-format: expected 'text' or 'json', "
+				"got '%s'\n",
+				optarg);
 			return PARSE_FAILED;
 		}
 		break;

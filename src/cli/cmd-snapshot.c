@@ -60,8 +60,8 @@ static void fork_usage(FILE *f)
 	      "\n"
 	      "  --name NAME          the snapshot's name (default: fork/ID:MILLISECONDS)\n"
 	      "  --ttl SECONDS        the new sandbox's TTL (default: the parent's)\n"
-	      "  --workspace          copy /workspace too\n"
-	      API_OPTIONS_HELP "  -h, --help           this text\n"
+	      "  --workspace          copy /workspace too\n" API_OPTIONS_HELP
+	      "  -h, --help           this text\n"
 	      "\n"
 	      "Output: the new sandbox's id; with --json, the sandbox object (and its snapshot).\n"
 	      "Exit status: 0; 1 if paddockd refused; 125 if paddock failed.\n",
@@ -134,9 +134,10 @@ int cmd_fork(int argc, char **argv)
 			break;
 		case OPT_TTL:
 			if (api_parse_seconds(optarg, &ttl) < 0)
-				return api_failf("fork: --ttl: expected a number of seconds such as "
-						 "'3600', got '%s'",
-						 optarg);
+				return api_failf(
+					"fork: --ttl: expected a number of seconds such as "
+					"'3600', got '%s'",
+					optarg);
 			break;
 		case 'h':
 			fork_usage(stdout);

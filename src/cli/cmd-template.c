@@ -43,7 +43,8 @@ static void usage(FILE *f)
 	      "command that fails stops it (its output is shown); the sandbox is removed either\n"
 	      "way (exit 1). Snapshots are the operator's: on paddockd's unix socket only.\n"
 	      "\n"
-	      "  --setup CMD          a build command, in order (repeatable, at most 32)\n" API_OPTIONS_HELP "  -h, --help           this text\n"
+	      "  --setup CMD          a build command, in order (repeatable, at most "
+	      "32)\n" API_OPTIONS_HELP "  -h, --help           this text\n"
 	      "\n"
 	      "Output: ls, a table (NAME OWNER CREATED); show, the spec as JSON; with --json,\n"
 	      "paddockd's answer.\n"
@@ -78,7 +79,8 @@ static int list(struct api *api, struct api_reply *reply)
 	if (r != 0 || api->json)
 		return r != 0 ? r : api_print_raw(reply);
 	printf("%-24s %-9s %s\n", "NAME", "OWNER", "CREATED");
-	json_array_foreach(json_object_get(reply->json, "templates"), i, t) {
+	json_array_foreach(json_object_get(reply->json, "templates"), i, t)
+	{
 		api_fput_escaped(stdout, api_str(t, "name", "-"));
 		printf(" %s %lld\n", api_str(t, "owner", "-"),
 		       (long long)json_integer_value(json_object_get(t, "created_at")));
@@ -138,7 +140,8 @@ static int build(struct api *api, const char *name, json_t *spec, char **setup, 
 		if (!json_is_object(res) || status != 0) {
 			fprintf(stderr, "%s", tail_of(api_str(reply.json, "stdout", ""), 2000));
 			fprintf(stderr, "%s", tail_of(api_str(reply.json, "stderr", ""), 2000));
-			fprintf(stderr, "paddock: template build: --setup %zu ('%s') ended with "
+			fprintf(stderr,
+				"paddock: template build: --setup %zu ('%s') ended with "
 				"status %d (%s): nothing was stored\n",
 				i + 1, setup[i], status, api_str(res, "reason", "no report"));
 			r = API_EXIT_REFUSED; /* the build failed, as a refusal does: 1 */
@@ -157,8 +160,8 @@ static int build(struct api *api, const char *name, json_t *spec, char **setup, 
 		if (r == 0)
 			fprintf(stderr, "paddock: template %s: image %s (%s), layer %lld bytes\n",
 				name, ref, api_str(reply.json, "id", "?"),
-				(long long)json_integer_value(json_object_get(reply.json,
-									      "layer_size")));
+				(long long)json_integer_value(
+					json_object_get(reply.json, "layer_size")));
 		api_reply_release(&reply);
 	}
 	if (r == 0) {
@@ -210,7 +213,8 @@ int cmd_template(int argc, char **argv)
 		return PADDOCK_EXIT_FAILURE;
 	}
 	if (optind >= argc)
-		return api_failf("template: expected ls, show, put or rm (paddock template --help)");
+		return api_failf(
+			"template: expected ls, show, put or rm (paddock template --help)");
 	verb = argv[optind];
 	name = optind + 1 < argc ? argv[optind + 1] : NULL;
 	if (strcmp(verb, "ls") == 0 && argc - optind == 1) {
@@ -237,8 +241,9 @@ int cmd_template(int argc, char **argv)
 			return PADDOCK_EXIT_FAILURE;
 		if (n_setup == 0) {
 			json_decref(spec);
-			return api_failf("template build: expected at least one --setup CMD (without, "
-					 "'template put' stores the spec as it is)");
+			return api_failf(
+				"template build: expected at least one --setup CMD (without, "
+				"'template put' stores the spec as it is)");
 		}
 		r = build(&api, name, spec, setup, n_setup);
 		json_decref(spec);

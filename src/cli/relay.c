@@ -8,7 +8,7 @@
 #include <sys/select.h>
 #include <unistd.h>
 
-#define RELAY_CHUNK 65536
+#define RELAY_CHUNK		    65536
 #define RELAY_MAX_CHUNKS_PER_WAKEUP 16
 
 struct relay {

@@ -42,34 +42,36 @@ enum {
 };
 
 /* getopt_long entries of the spec flags, for a command's option table */
-#define SPEC_LONG_OPTIONS                                                                    \
-	{ "spec", required_argument, NULL, SPEC_OPT_SPEC },                                  \
-	{ "workspace", required_argument, NULL, SPEC_OPT_WORKSPACE },                        \
-	{ "rootfs", required_argument, NULL, SPEC_OPT_ROOTFS },                              \
-	{ "ro-bind", required_argument, NULL, SPEC_OPT_RO_BIND },                            \
-	{ "bind", required_argument, NULL, SPEC_OPT_BIND },                                  \
-	{ "env", required_argument, NULL, SPEC_OPT_ENV },                                    \
-	{ "cwd", required_argument, NULL, SPEC_OPT_CWD },                                    \
-	{ "hostname", required_argument, NULL, SPEC_OPT_HOSTNAME },                          \
-	{ "timeout", required_argument, NULL, SPEC_OPT_TIMEOUT },                            \
-	{ "disk", required_argument, NULL, SPEC_OPT_DISK },                                  \
-	{ "landlock", required_argument, NULL, SPEC_OPT_LANDLOCK },                          \
-	{ "memory", required_argument, NULL, SPEC_OPT_MEMORY },                              \
-	{ "pids", required_argument, NULL, SPEC_OPT_PIDS },                                  \
-	{ "cpus", required_argument, NULL, SPEC_OPT_CPUS },                                  \
-	{ "cpu-time", required_argument, NULL, SPEC_OPT_CPU_TIME },                          \
-	{ "file-size", required_argument, NULL, SPEC_OPT_FILE_SIZE },                        \
-	{ "nofile", required_argument, NULL, SPEC_OPT_NOFILE },                              \
-	{ "output-limit", required_argument, NULL, SPEC_OPT_OUTPUT_LIMIT },                  \
-	{ "require", required_argument, NULL, SPEC_OPT_REQUIRE },                            \
-	{ "net", required_argument, NULL, SPEC_OPT_NET },                                    \
-	{ "allow", required_argument, NULL, SPEC_OPT_ALLOW },                                \
-	{ "deny", required_argument, NULL, SPEC_OPT_DENY },                                  \
-	{ "no-transparent", no_argument, NULL, SPEC_OPT_NO_TRANSPARENT },                    \
-	{ "secret", required_argument, NULL, SPEC_OPT_SECRET },                              \
-	{ "image", required_argument, NULL, SPEC_OPT_IMAGE },                                \
-	{ "user", required_argument, NULL, SPEC_OPT_USER },                                  \
-	{ "ask-timeout", required_argument, NULL, SPEC_OPT_ASK_TIMEOUT }
+#define SPEC_LONG_OPTIONS                                                                          \
+	{ "spec", required_argument, NULL, SPEC_OPT_SPEC },                                        \
+		{ "workspace", required_argument, NULL, SPEC_OPT_WORKSPACE },                      \
+		{ "rootfs", required_argument, NULL, SPEC_OPT_ROOTFS },                            \
+		{ "ro-bind", required_argument, NULL, SPEC_OPT_RO_BIND },                          \
+		{ "bind", required_argument, NULL, SPEC_OPT_BIND },                                \
+		{ "env", required_argument, NULL, SPEC_OPT_ENV },                                  \
+		{ "cwd", required_argument, NULL, SPEC_OPT_CWD },                                  \
+		{ "hostname", required_argument, NULL, SPEC_OPT_HOSTNAME },                        \
+		{ "timeout", required_argument, NULL, SPEC_OPT_TIMEOUT },                          \
+		{ "disk", required_argument, NULL, SPEC_OPT_DISK },                                \
+		{ "landlock", required_argument, NULL, SPEC_OPT_LANDLOCK },                        \
+		{ "memory", required_argument, NULL, SPEC_OPT_MEMORY },                            \
+		{ "pids", required_argument, NULL, SPEC_OPT_PIDS },                                \
+		{ "cpus", required_argument, NULL, SPEC_OPT_CPUS },                                \
+		{ "cpu-time", required_argument, NULL, SPEC_OPT_CPU_TIME },                        \
+		{ "file-size", required_argument, NULL, SPEC_OPT_FILE_SIZE },                      \
+		{ "nofile", required_argument, NULL, SPEC_OPT_NOFILE },                            \
+		{ "output-limit", required_argument, NULL, SPEC_OPT_OUTPUT_LIMIT },                \
+		{ "require", required_argument, NULL, SPEC_OPT_REQUIRE },                          \
+		{ "net", required_argument, NULL, SPEC_OPT_NET },                                  \
+		{ "allow", required_argument, NULL, SPEC_OPT_ALLOW },                              \
+		{ "deny", required_argument, NULL, SPEC_OPT_DENY },                                \
+		{ "no-transparent", no_argument, NULL, SPEC_OPT_NO_TRANSPARENT },                  \
+		{ "secret", required_argument, NULL, SPEC_OPT_SECRET },                            \
+		{ "image", required_argument, NULL, SPEC_OPT_IMAGE },                              \
+		{ "user", required_argument, NULL, SPEC_OPT_USER },                                \
+	{                                                                                          \
+		"ask-timeout", required_argument, NULL, SPEC_OPT_ASK_TIMEOUT                       \
+	}
 
 /*
  * Applies spec flag `opt` with its argument: 1 when it was one (*ret_field: the spec field it

@@ -29,24 +29,24 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#define RBUF_SIZE (HTTP_HEAD_MAX + 1024)
+#define RBUF_SIZE  (HTTP_HEAD_MAX + 1024)
 #define SEND_CHUNK 65536
 
 enum body_state {
-	BODY_NONE,	  /* before the head is read */
-	BODY_LENGTH,	  /* Content-Length: `left` bytes to go */
-	BODY_UNTIL_EOF,	  /* neither length nor chunked: until the peer closes */
-	BODY_CHUNK_SIZE,  /* expecting a chunk-size line */
-	BODY_CHUNK_DATA,  /* `left` bytes of the current chunk to go */
-	BODY_CHUNK_CRLF,  /* the CRLF after a chunk's data */
-	BODY_TRAILER,	  /* trailer lines until an empty one */
+	BODY_NONE,	 /* before the head is read */
+	BODY_LENGTH,	 /* Content-Length: `left` bytes to go */
+	BODY_UNTIL_EOF,	 /* neither length nor chunked: until the peer closes */
+	BODY_CHUNK_SIZE, /* expecting a chunk-size line */
+	BODY_CHUNK_DATA, /* `left` bytes of the current chunk to go */
+	BODY_CHUNK_CRLF, /* the CRLF after a chunk's data */
+	BODY_TRAILER,	 /* trailer lines until an empty one */
 	BODY_DONE,
 };
 
 struct http_conn {
 	int fd;
 	bool nonblocking;
-	int send_errno; /* the peer stopped reading our request (EPIPE, ECONNRESET) */
+	int send_errno;	 /* the peer stopped reading our request (EPIPE, ECONNRESET) */
 	bool have_early; /* `early` is the final answer, given before the request's body */
 	struct http_response early;
 	enum body_state state;
@@ -62,8 +62,8 @@ struct http_conn {
 	size_t line_used;    /* the line returned last time, with its "\n", to drop */
 };
 
-__attribute__((format(printf, 3, 4))) static int fail(paddock_error *err, int code,
-						      const char *fmt, ...)
+__attribute__((format(printf, 3, 4))) static int fail(paddock_error *err, int code, const char *fmt,
+						      ...)
 {
 	va_list ap;
 
@@ -286,8 +286,9 @@ int http_send_request(struct http_conn *c, const struct http_request *req, paddo
 	f = open_memstream(&head, &len);
 	if (!f)
 		return fail(err, ENOMEM, "allocate the request");
-	fprintf(f, "%s %s HTTP/1.1\r\nHost: paddockd\r\nConnection: close\r\n"
-		   "User-Agent: paddock/%s\r\n",
+	fprintf(f,
+		"%s %s HTTP/1.1\r\nHost: paddockd\r\nConnection: close\r\n"
+		"User-Agent: paddock/%s\r\n",
 		req->method, req->target, PADDOCK_VERSION);
 	if (req->content_type)
 		fprintf(f, "Content-Type: %s\r\n", req->content_type);
@@ -624,8 +625,9 @@ ssize_t http_read_body(struct http_conn *c, void *buf, size_t size, paddock_erro
 				return 0;
 			n = take(c, buf, size, c->left);
 			if (n == 0)
-				return fail(err, EPROTO, "the connection closed before the end of "
-							 "the answer");
+				return fail(err, EPROTO,
+					    "the connection closed before the end of "
+					    "the answer");
 			if (n == -EAGAIN)
 				return n;
 			if (n < 0)
@@ -737,7 +739,7 @@ int http_read_line(struct http_conn *c, size_t max_line, const char **ret_line, 
 	for (;;) {
 		char *nl = c->line_len > c->line_scanned ? memchr(c->line + c->line_scanned, '\n',
 								  c->line_len - c->line_scanned)
-						       : NULL;
+							 : NULL;
 		ssize_t n;
 
 		if (nl) {

@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 static int fail(paddock_error *err, int code, const char *msg)
 {
 	if (err) {
@@ -59,7 +58,8 @@ static int output_bytes(struct exec_event *ev, paddock_error *err)
 	}
 	if (!json_is_string(b))
 		return fail(err, EPROTO, "an output event without data");
-	r = paddock_base64_decode(json_string_value(b), json_string_length(b), &ev->decoded, &ev->len);
+	r = paddock_base64_decode(json_string_value(b), json_string_length(b), &ev->decoded,
+				  &ev->len);
 	if (r == -ENOMEM)
 		return fail(err, ENOMEM, "out of memory");
 	if (r < 0)

@@ -20,7 +20,7 @@
  * --stream-backlog-max, pdd_stream_event).
  */
 #define EVENTS_REPLAY_MAX 10000
-#define REPLAY_PAGE 64
+#define REPLAY_PAGE	  64
 
 struct page {
 	struct watcher *w;
@@ -60,8 +60,8 @@ static bool replay_page(struct watcher *w)
 	if (want > REPLAY_PAGE)
 		want = REPLAY_PAGE;
 	if (pg.out && want > 0)
-		(void)paddock_store_list_events(w->replay_store, b->id, w->replay_seq, want, add_stored,
-						&pg, &err);
+		(void)paddock_store_list_events(w->replay_store, b->id, w->replay_seq, want,
+						add_stored, &pg, &err);
 	w->replay_sent += pg.n;
 	last = !pg.out || pg.n < want || w->replay_sent >= EVENTS_REPLAY_MAX;
 	/* the last page goes with no callback: evhttp keeps a connection's until replaced */
@@ -143,11 +143,11 @@ void pdd_api_events_all(struct request *r)
 		return pdd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET");
 	if (!follow || strcmp(follow, "1") != 0)
 		return pdd_reply_error(r, 400, "invalid", "follow",
-				      "expected follow=1 (this route streams live events; a "
-				      "sandbox's stored ones are at /v1/sandboxes/{id}/events)");
+				       "expected follow=1 (this route streams live events; a "
+				       "sandbox's stored ones are at /v1/sandboxes/{id}/events)");
 	if (sandbox && !pdd_sandbox_id_valid(sandbox))
 		return pdd_reply_error(r, 400, "invalid", "sandbox",
-				      "expected a sandbox id (sb_ and 12 characters)");
+				       "expected a sandbox id (sb_ and 12 characters)");
 	w = pdd_watcher_new(r, W_EVENTS, r->d, &r->d->event_watchers);
 	if (!w)
 		return pdd_reply_error(r, 500, "internal", NULL, "out of memory");
@@ -180,7 +180,7 @@ void pdd_events_release(struct daemon *d)
 }
 
 static const double buckets[12] = { 0.001, 0.002, 0.005, 0.01, 0.025, 0.05,
-				     0.1,   0.25,  0.5,   1,    5,	 1e300 };
+				    0.1,   0.25,  0.5,	 1,    5,     1e300 };
 
 void pdd_metrics_exec(struct daemon *d, const struct paddock_result *res, double seconds)
 {
@@ -214,11 +214,13 @@ void pdd_api_metrics(struct request *r)
 	}
 	evbuffer_add_printf(b, "# TYPE paddock_sandboxes_live gauge\npaddock_sandboxes_live %u\n",
 			    live);
-	evbuffer_add_printf(b, "# TYPE paddock_sandboxes_paused gauge\n"
-			       "paddock_sandboxes_paused %u\n",
+	evbuffer_add_printf(b,
+			    "# TYPE paddock_sandboxes_paused gauge\n"
+			    "paddock_sandboxes_paused %u\n",
 			    paused);
-	evbuffer_add_printf(b, "# TYPE paddock_sandboxes_created_total counter\n"
-			       "paddock_sandboxes_created_total %llu\n",
+	evbuffer_add_printf(b,
+			    "# TYPE paddock_sandboxes_created_total counter\n"
+			    "paddock_sandboxes_created_total %llu\n",
 			    (unsigned long long)d->m.created);
 	evbuffer_add_printf(b, "# TYPE paddock_sandboxes_destroyed_total counter\n");
 	for (int i = 0; i < 4; i++)
@@ -247,14 +249,15 @@ void pdd_api_metrics(struct request *r)
 	evbuffer_add_printf(b, "# TYPE paddock_seccomp_denied_total counter\n");
 	for (struct box *x = d->boxes; x; x = x->next)
 		if (x->sb && pdd_metrics_shows(r->tenant, x))
-			evbuffer_add_printf(b, "paddock_seccomp_denied_total{sandbox=\"%s\"} %llu\n",
-					    x->id,
-					    (unsigned long long)paddock_sandbox_seccomp_denied(x->sb));
+			evbuffer_add_printf(
+				b, "paddock_seccomp_denied_total{sandbox=\"%s\"} %llu\n", x->id,
+				(unsigned long long)paddock_sandbox_seccomp_denied(x->sb));
 	pdd_metrics_egress(d, r->tenant, b);
 	svc_pool_metrics(d, b);
 	pdd_http_gate_metrics(d, b);
-	evbuffer_add_printf(b, "# TYPE paddock_http_streams_dropped_total counter\n"
-			       "paddock_http_streams_dropped_total %llu\n",
+	evbuffer_add_printf(b,
+			    "# TYPE paddock_http_streams_dropped_total counter\n"
+			    "paddock_http_streams_dropped_total %llu\n",
 			    (unsigned long long)d->m.streams_dropped);
 	evhttp_add_header(evhttp_request_get_output_headers(r->req), "Content-Type",
 			  "text/plain; version=0.0.4");

@@ -23,19 +23,18 @@
 
 #include "daemon.h"
 
-#define ENDED_KEPT 64		 /* ended processes listed per sandbox */
-#define STDIN_REQUEST_MAX 65536 /* stdin in an exec request: what libpaddock queues at once */
+#define ENDED_KEPT	   64	      /* ended processes listed per sandbox */
+#define STDIN_REQUEST_MAX  65536      /* stdin in an exec request: what libpaddock queues at once */
 #define STREAM_PENDING_MAX (4u << 20) /* unsent output a following client may have */
-#define WAIT_DEFAULT_S 30
-#define WAIT_MAX_S 300
+#define WAIT_DEFAULT_S	   30
+#define WAIT_MAX_S	   300
 
 static const char *const exec_fields[] = {
-	"argv", "cmd", "env", "cwd", "stdin", "stdin_b64", "timeout_s", "stream",
-	"background", "tag", "pty", "keep_stdin", NULL,
+	"argv",	  "cmd",	"env", "cwd", "stdin",	    "stdin_b64", "timeout_s",
+	"stream", "background", "tag", "pty", "keep_stdin", NULL,
 };
 
 static const char *const stream_names[2] = { "stdout", "stderr" };
-
 
 /* ---- process objects -------------------------------------------------------------------- */
 
@@ -62,7 +61,8 @@ struct proc *pdd_proc_find(struct box *b, const char *key)
 	}
 	/* an ended one: the newest with that pid or tag */
 	for (struct proc *p = b->procs; p; p = p->next)
-		if ((numeric && p->pid == pid) || (!numeric && p->tag[0] && strcmp(p->tag, key) == 0))
+		if ((numeric && p->pid == pid) ||
+		    (!numeric && p->tag[0] && strcmp(p->tag, key) == 0))
 			return p;
 	return NULL;
 }
@@ -84,7 +84,7 @@ void pdd_proc_free(struct proc *p)
 		if (w->req && (w->kind == W_RESULT || w->kind == W_WAIT)) {
 			pdd_watcher_detach(w);
 			pdd_http_reply_error(b->d, w->req, 409, "conflict", "id",
-					    "the sandbox was deleted or paddockd is stopping");
+					     "the sandbox was deleted or paddockd is stopping");
 			w->req = NULL;
 		}
 		w->on_gone = NULL;
@@ -130,8 +130,8 @@ static size_t kept(struct proc *p, int stream, uint64_t *from, struct evbuffer *
 	char buf[65536];
 	size_t n, all = 0;
 
-	while (p->session && (n = paddock_exec_read_output(p->session, stream, from, buf,
-							      sizeof(buf))) > 0) {
+	while (p->session &&
+	       (n = paddock_exec_read_output(p->session, stream, from, buf, sizeof(buf))) > 0) {
 		evbuffer_add(into, buf, n);
 		all += n;
 	}
@@ -149,8 +149,8 @@ json_t *pdd_proc_result_json(struct proc *p)
 		uint64_t from = 0;
 		size_t n = b ? kept(p, i + 1, &from, b) : 0;
 
-		svc_json_set_bytes(o, stream_names[i], b ? (const char *)evbuffer_pullup(b, -1) : "",
-				  n);
+		svc_json_set_bytes(o, stream_names[i],
+				   b ? (const char *)evbuffer_pullup(b, -1) : "", n);
 		if (b)
 			evbuffer_free(b);
 	}
@@ -179,8 +179,8 @@ static void notify_end(struct proc *p)
 		next = w->next;
 		if (w->kind == W_OUTPUT) {
 			pdd_stream_start(w, "application/x-ndjson"); /* one that never started */
-			pdd_stream_line(w, json_pack("{s:s,s:O?}", "type", "exit", "result",
-						    p->result));
+			pdd_stream_line(
+				w, json_pack("{s:s,s:O?}", "type", "exit", "result", p->result));
 			pdd_stream_end(w);
 		} else if (w->kind == W_START && w->req) {
 			pdd_watcher_detach(w);
@@ -336,8 +336,7 @@ static void proc_started(paddock_exec *ex, void *userdata)
 	if (record(p, &err) < 0)
 		return unrecorded(p, ex, &err);
 	if (p->pending_stdin) {
-		if (write_stdin(p, p->pending_stdin, p->pending_len, &err) < 0 &&
-		    err.code != EPIPE)
+		if (write_stdin(p, p->pending_stdin, p->pending_len, &err) < 0 && err.code != EPIPE)
 			fprintf(stderr, "paddockd: stdin of %s: %s\n", p->exec_str, err.msg);
 		free(p->pending_stdin);
 		p->pending_stdin = NULL;
@@ -356,7 +355,7 @@ static void proc_started(paddock_exec *ex, void *userdata)
 		} else if (w->kind == W_OUTPUT && !w->streaming) {
 			pdd_stream_start(w, "application/x-ndjson");
 			pdd_stream_line(w, json_pack("{s:s,s:s,s:i}", "type", "start", "exec",
-						    p->exec_str, "pid", p->pid));
+						     p->exec_str, "pid", p->pid));
 		} else if (w->kind == W_HOOK) {
 			w->ops->started(w, p);
 		}
@@ -428,7 +427,8 @@ static bool valid_tag(const char *t)
 	if (n < 1 || n > SVC_MAX_TAG)
 		return false;
 	for (size_t i = 0; i < n; i++)
-		if (!strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-", t[i]))
+		if (!strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-",
+			    t[i]))
 			return false;
 	/* a tag is never all digits: those name pids */
 	return strspn(t, "0123456789") != n;
@@ -444,27 +444,28 @@ static int parse_argv(json_t *body, struct exec_req *q, paddock_error *err)
 		return paddock_fail_field(err, EINVAL, "argv", "expected either 'argv' or 'cmd'");
 	if (cmd) {
 		if (!json_is_string(cmd) || json_string_length(cmd) == 0)
-			return paddock_fail_field(err, EINVAL, "cmd", "expected a non-empty string");
+			return paddock_fail_field(err, EINVAL, "cmd",
+						  "expected a non-empty string");
 		q->argv = json_pack("[s,s,O]", "/bin/sh", "-c", cmd);
 	} else {
 		if (!json_is_array(argv) || json_array_size(argv) == 0 ||
 		    json_array_size(argv) > 4096)
 			return paddock_fail_field(err, EINVAL, "argv",
-					   "expected an array of 1 to 4096 strings");
-		json_array_foreach(argv, i, v) {
+						  "expected an array of 1 to 4096 strings");
+		json_array_foreach(argv, i, v)
+		{
 			if (!json_is_string(v) ||
 			    strlen(json_string_value(v)) != json_string_length(v))
-				return paddock_fail_field(err, EINVAL, "argv",
-						   "expected strings without NUL bytes (item %zu)",
-						   i);
+				return paddock_fail_field(
+					err, EINVAL, "argv",
+					"expected strings without NUL bytes (item %zu)", i);
 		}
 		q->argv = json_incref(argv);
 	}
 	q->argv_c = q->argv ? calloc(json_array_size(q->argv) + 1, sizeof(char *)) : NULL;
 	if (!q->argv_c)
 		return paddock_fail(err, ENOMEM, "out of memory");
-	json_array_foreach(q->argv, i, v)
-		q->argv_c[i] = json_string_value(v);
+	json_array_foreach(q->argv, i, v) q->argv_c[i] = json_string_value(v);
 	return 0;
 }
 
@@ -480,13 +481,15 @@ static int parse_env(json_t *body, struct exec_req *q, paddock_error *err)
 	q->env_c = calloc((v ? json_object_size(v) : 0) + 1, sizeof(char *));
 	if (!q->env_c)
 		return paddock_fail(err, ENOMEM, "out of memory");
-	json_object_foreach(v, k, val) {
+	json_object_foreach(v, k, val)
+	{
 		char *e;
 
 		if (!json_is_string(val) || !k[0] || strchr(k, '=') ||
 		    strlen(json_string_value(val)) != json_string_length(val))
-			return paddock_fail_field(err, EINVAL, "env",
-					   "expected NAME: \"value\" pairs (NAME without '=')");
+			return paddock_fail_field(
+				err, EINVAL, "env",
+				"expected NAME: \"value\" pairs (NAME without '=')");
 		if (asprintf(&e, "%s=%s", k, json_string_value(val)) < 0)
 			return paddock_fail(err, ENOMEM, "out of memory");
 		q->env_c[i++] = e;
@@ -511,17 +514,18 @@ static int parse_stdin(json_t *body, struct exec_req *q, paddock_error *err)
 	}
 	if ((v = json_object_get(body, "stdin_b64"))) {
 		if (q->has_stdin || !json_is_string(v) ||
-		    paddock_base64_decode(json_string_value(v), json_string_length(v), &q->stdin_data,
-				     &q->stdin_len) < 0)
-			return paddock_fail_field(err, EINVAL, "stdin_b64",
-					   "expected base64 (and not together with 'stdin')");
+		    paddock_base64_decode(json_string_value(v), json_string_length(v),
+					  &q->stdin_data, &q->stdin_len) < 0)
+			return paddock_fail_field(
+				err, EINVAL, "stdin_b64",
+				"expected base64 (and not together with 'stdin')");
 		q->has_stdin = true;
 	}
 	/* more than a pipe holds would block: bounded to what fits */
 	if (q->stdin_len > STDIN_REQUEST_MAX)
 		return paddock_fail_field(err, EFBIG, "stdin",
-				   "at most 65536 bytes of stdin in the request; write more "
-				   "through a background process's stdin");
+					  "at most 65536 bytes of stdin in the request; write more "
+					  "through a background process's stdin");
 	return 0;
 }
 
@@ -535,7 +539,7 @@ static int parse_mode(struct box *b, json_t *body, struct exec_req *q, paddock_e
 	if ((v = json_object_get(body, "timeout_s"))) {
 		if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) > 86400)
 			return paddock_fail_field(err, EINVAL, "timeout_s",
-					   "expected seconds from 0 to 86400");
+						  "expected seconds from 0 to 86400");
 		q->timeout_s = json_number_value(v);
 	}
 	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
@@ -547,8 +551,9 @@ static int parse_mode(struct box *b, json_t *body, struct exec_req *q, paddock_e
 	q->background = json_is_true(json_object_get(body, "background"));
 	q->keep_stdin = json_is_true(json_object_get(body, "keep_stdin"));
 	if (q->stream && q->background)
-		return paddock_fail_field(err, EINVAL, "stream",
-				   "a background process is followed through its output endpoint");
+		return paddock_fail_field(
+			err, EINVAL, "stream",
+			"a background process is followed through its output endpoint");
 	return 0;
 }
 
@@ -561,12 +566,12 @@ static int parse_tag(struct box *b, json_t *body, struct exec_req *q, paddock_er
 		return 0;
 	if (!json_is_string(v) || !valid_tag(json_string_value(v)))
 		return paddock_fail_field(err, EINVAL, "tag",
-				   "expected 1 to 64 of [A-Za-z0-9_.-], not all digits");
+					  "expected 1 to 64 of [A-Za-z0-9_.-], not all digits");
 	q->tag = json_string_value(v);
 	for (struct proc *p = b->procs; p; p = p->next)
 		if (!p->exited && strcmp(p->tag, q->tag) == 0)
 			return paddock_fail_field(err, EEXIST, "tag",
-					   "a running process already has tag '%s'", q->tag);
+						  "a running process already has tag '%s'", q->tag);
 	return 0;
 }
 
@@ -583,7 +588,7 @@ static int parse_pty(json_t *body, struct exec_req *q, paddock_error *err)
 	    json_integer_value(rows) > 1000 || json_integer_value(cols) < 0 ||
 	    json_integer_value(cols) > 1000)
 		return paddock_fail_field(err, EINVAL, "pty",
-				   "expected {\"rows\": 1..1000, \"cols\": 1..1000}");
+					  "expected {\"rows\": 1..1000, \"cols\": 1..1000}");
 	q->pty = true;
 	q->rows = (unsigned)json_integer_value(rows);
 	q->cols = (unsigned)json_integer_value(cols);
@@ -662,7 +667,7 @@ static void exec_opts(const struct exec_req *q, struct paddock_exec_opts *opts)
 	 * The API's timeout_s: absent, the sandbox's limits.timeout_s (libpaddock's default,
 	 * 0) for a foreground command and none for a background one; 0, none.
 	 */
-	opts->timeout_s = q->timeout_s < 0 ? (q->background ? -1 : 0)
+	opts->timeout_s = q->timeout_s < 0    ? (q->background ? -1 : 0)
 			  : q->timeout_s == 0 ? -1
 					      : q->timeout_s;
 	opts->argv = q->argv_c;
@@ -720,8 +725,8 @@ static int launch(struct box *b, struct exec_req *q, struct proc **ret, paddock_
 }
 
 int pdd_exec_start(struct evhttp_request *req, struct box *b, json_t *body,
-		  const struct watcher_ops *ops, void *ctx, struct proc **ret_proc,
-		  paddock_error *err)
+		   const struct watcher_ops *ops, void *ctx, struct proc **ret_proc,
+		   paddock_error *err)
 {
 	struct exec_req q = { 0 };
 	struct proc *p = NULL;
@@ -741,8 +746,10 @@ int pdd_exec_start(struct evhttp_request *req, struct box *b, json_t *body,
 	/* the answer waits for init: a 201 with the pid, the stream's start, or the result */
 	w = ops ? pdd_proc_hook(req, p, ops, ctx)
 		: pdd_watcher_open(b->d, req,
-				  q.background ? W_START : q.stream ? W_OUTPUT : W_RESULT, p,
-				  &p->watchers);
+				   q.background ? W_START
+				   : q.stream	? W_OUTPUT
+						: W_RESULT,
+				   p, &p->watchers);
 	if (!w) {
 		(void)paddock_exec_terminate(p->ex, PADDOCK_END_ERROR, NULL);
 		r = paddock_fail(err, ENOMEM, "out of memory");
@@ -758,7 +765,7 @@ out:
 }
 
 struct watcher *pdd_proc_hook(struct evhttp_request *req, struct proc *p,
-			     const struct watcher_ops *ops, void *ctx)
+			      const struct watcher_ops *ops, void *ctx)
 {
 	struct watcher *w = pdd_watcher_open(p->box->d, req, W_HOOK, p, &p->watchers);
 
@@ -787,7 +794,7 @@ void pdd_proc_close_stdin(struct proc *p)
 /* ---- adopt ------------------------------------------------------------------------------ */
 
 void pdd_proc_adopt(struct box *b, paddock_exec *ex, const struct paddock_store_exec *row,
-		   bool end_it)
+		    bool end_it)
 {
 	struct proc *p = proc_new(b);
 
@@ -903,7 +910,8 @@ static void output(struct request *r, struct proc *p)
 	uint64_t since[2];
 	struct watcher *w;
 
-	if (!parse_since(r, "since_stdout", &since[0]) || !parse_since(r, "since_stderr", &since[1]))
+	if (!parse_since(r, "since_stdout", &since[0]) ||
+	    !parse_since(r, "since_stderr", &since[1]))
 		return;
 	w = pdd_watcher_new(r, W_OUTPUT, p, &p->watchers);
 	if (!w)
@@ -914,8 +922,8 @@ static void output(struct request *r, struct proc *p)
 		ring_line(w, p, i, since[i]);
 	if (p->exited || !follow || strcmp(follow, "1") != 0) {
 		if (p->exited)
-			pdd_stream_line(w, json_pack("{s:s,s:O?}", "type", "exit", "result",
-						    p->result));
+			pdd_stream_line(
+				w, json_pack("{s:s,s:O?}", "type", "exit", "result", p->result));
 		pdd_stream_end(w);
 		pdd_watcher_free(w, &p->watchers);
 	}
@@ -933,20 +941,20 @@ static void stdin_write(struct request *r, struct proc *p)
 		return pdd_reply_error(r, 409, "conflict", NULL, "the process has ended");
 	if (!p->has_stdin)
 		return pdd_reply_error(r, 409, "conflict", "stdin",
-				      "the process's stdin is closed (start it with keep_stdin or "
-				      "pty)");
+				       "the process's stdin is closed (start it with keep_stdin or "
+				       "pty)");
 	if (n > PDD_STDIN_WRITE_MAX)
 		return pdd_reply_error(r, 413, "too_large", "body", "at most %d bytes per write",
-				      PDD_STDIN_WRITE_MAX);
+				       PDD_STDIN_WRITE_MAX);
 	w = write_stdin(p, (const char *)evbuffer_pullup(in, -1), n, &err);
 	if (w == -EAGAIN)
 		return pdd_reply_error(r, 429, "limit", "stdin",
-				      "the process is not reading its stdin: %s; nothing of this "
-				      "write was taken",
-				      err.msg);
+				       "the process is not reading its stdin: %s; nothing of this "
+				       "write was taken",
+				       err.msg);
 	if (w < 0)
 		return pdd_reply_error(r, 409, "conflict", "stdin",
-				      "the process's stdin is closed (%s)", err.msg);
+				       "the process's stdin is closed (%s)", err.msg);
 	pdd_reply_empty(r, 204);
 }
 
@@ -960,7 +968,7 @@ static void wait_end(struct request *r, struct proc *p)
 
 	if (t && (*end || !(s >= 0 && s <= WAIT_MAX_S)))
 		return pdd_reply_error(r, 400, "invalid", "timeout_s",
-				      "expected seconds from 0 to %d", WAIT_MAX_S);
+				       "expected seconds from 0 to %d", WAIT_MAX_S);
 	if (p->exited || s == 0)
 		return pdd_reply_json(r, 200, pdd_proc_json(p));
 	w = pdd_watcher_new(r, W_WAIT, p, &p->watchers);
@@ -1007,8 +1015,8 @@ static void send_signal(struct request *r, struct proc *p, json_t *body)
 	sig = signal_of(json_object_get(body, "signal"));
 	if (!sig)
 		return pdd_reply_error(r, 400, "invalid", "signal",
-				      "expected a signal name (TERM, KILL, INT, HUP, QUIT, USR1, "
-				      "USR2, STOP, CONT) or number");
+				       "expected a signal name (TERM, KILL, INT, HUP, QUIT, USR1, "
+				       "USR2, STOP, CONT) or number");
 	if (!p->ex)
 		return pdd_reply_error(r, 409, "conflict", NULL, "the process has ended");
 	if (paddock_exec_signal(p->ex, sig, &err) < 0)
@@ -1029,11 +1037,11 @@ static void resize(struct request *r, struct proc *p, json_t *body)
 	    json_integer_value(rows) > 1000 || json_integer_value(cols) < 1 ||
 	    json_integer_value(cols) > 1000)
 		return pdd_reply_error(r, 400, "invalid", "rows",
-				      "expected rows and cols from 1 to 1000");
+				       "expected rows and cols from 1 to 1000");
 	if (!p->ex || !p->pty)
 		return pdd_reply_error(r, 409, "conflict", NULL, "%s",
-				      p->ex ? "the process has no terminal"
-					    : "the process has ended");
+				       p->ex ? "the process has no terminal"
+					     : "the process has ended");
 	if (paddock_exec_resize(p->ex, (unsigned short)json_integer_value(rows),
 				(unsigned short)json_integer_value(cols), &err) < 0)
 		return pdd_reply_paddock_error(r, &err);

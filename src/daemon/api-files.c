@@ -18,7 +18,7 @@
 #include "daemon.h"
 #include "paddock/files.h"
 
-#define LIST_MAX 10000
+#define LIST_MAX  10000
 #define DEPTH_MAX 16
 
 static json_t *entry_json(const struct paddock_file_info *f)
@@ -27,10 +27,11 @@ static json_t *entry_json(const struct paddock_file_info *f)
 
 	snprintf(mode, sizeof(mode), "%04o", f->mode & 07777);
 	return json_pack("{s:o,s:o,s:s,s:I,s:s,s:I,s:I,s:o,s:o}", "name", svc_json_text(f->name),
-			 "path", svc_json_text(f->path), "type", paddock_file_type_to_string(f->type),
-			 "size", (json_int_t)f->size, "mode", mode, "uid", (json_int_t)f->uid, "gid",
-			 (json_int_t)f->gid, "mtime", svc_time_json(f->mtime_ns / 1000000),
-			 "symlink_target", svc_json_text(f->symlink_target));
+			 "path", svc_json_text(f->path), "type",
+			 paddock_file_type_to_string(f->type), "size", (json_int_t)f->size, "mode",
+			 mode, "uid", (json_int_t)f->uid, "gid", (json_int_t)f->gid, "mtime",
+			 svc_time_json(f->mtime_ns / 1000000), "symlink_target",
+			 svc_json_text(f->symlink_target));
 }
 
 static bool parse_mode(struct request *r, const char *s, unsigned def, unsigned *ret)
@@ -44,7 +45,8 @@ static bool parse_mode(struct request *r, const char *s, unsigned def, unsigned 
 	}
 	v = strtoul(s, &end, 8);
 	if (!*s || *end || v > 07777) {
-		pdd_reply_error(r, 400, "invalid", "mode", "expected octal permission bits such as 0644");
+		pdd_reply_error(r, 400, "invalid", "mode",
+				"expected octal permission bits such as 0644");
 		return false;
 	}
 	*ret = (unsigned)v;
@@ -115,8 +117,8 @@ static void read_file(struct request *r, struct box *b, const char *path)
 		close(fd);
 		snprintf(hdr, sizeof(hdr), "bytes */%" PRIu64, size);
 		evhttp_add_header(evhttp_request_get_output_headers(r->req), "Content-Range", hdr);
-		return pdd_reply_error(r, 416, "invalid", "Range", "expected a range within %" PRIu64
-				      " bytes", size);
+		return pdd_reply_error(r, 416, "invalid", "Range",
+				       "expected a range within %" PRIu64 " bytes", size);
 	}
 	out = evbuffer_new();
 	/* the file's pages go out by sendfile, not through our memory */
@@ -151,7 +153,8 @@ static void write_file(struct request *r, struct box *b, const char *path)
 
 	if (evbuffer_get_length(in) > r->d->max_upload)
 		return pdd_reply_error(r, 413, "too_large", "max_upload",
-				      "uploads are limited to %" PRIu64 " bytes", r->d->max_upload);
+				       "uploads are limited to %" PRIu64 " bytes",
+				       r->d->max_upload);
 	if (!parse_mode(r, pdd_query(r, "mode"), 0644, &mode))
 		return;
 	if (paddock_sandbox_open_write(b->sb, path, mode, true, &w, &err) < 0)
@@ -167,9 +170,9 @@ static void write_file(struct request *r, struct box *b, const char *path)
 			paddock_file_writer_free(w);
 			if (e == ENOSPC || e == EFBIG || e == EDQUOT)
 				return pdd_reply_error(r, 413, "too_large", "disk",
-						      "the sandbox's disk is full");
+						       "the sandbox's disk is full");
 			return pdd_reply_error(r, 500, "internal", NULL, "write '%s': %s", path,
-					      strerror(e));
+					       strerror(e));
 		}
 	}
 	if (paddock_file_writer_commit(w, &err) < 0) {
@@ -194,12 +197,14 @@ static void list(struct request *r, struct box *b, const char *path)
 		depth = strtol(ds, &end, 10);
 		if (*end || depth < 1 || depth > DEPTH_MAX)
 			return pdd_reply_error(r, 400, "invalid", "depth",
-					      "expected a depth from 1 to %d", DEPTH_MAX);
+					       "expected a depth from 1 to %d", DEPTH_MAX);
 	}
-	if (paddock_sandbox_list_dir(b->sb, path, (unsigned)depth, LIST_MAX, &infos, &n, &err) < 0) {
+	if (paddock_sandbox_list_dir(b->sb, path, (unsigned)depth, LIST_MAX, &infos, &n, &err) <
+	    0) {
 		if (err.code == E2BIG)
 			return pdd_reply_error(r, 413, "too_large", "depth",
-					      "more than %d entries: list a smaller tree", LIST_MAX);
+					       "more than %d entries: list a smaller tree",
+					       LIST_MAX);
 		return pdd_reply_paddock_error(r, &err);
 	}
 	a = json_array();
@@ -233,7 +238,8 @@ static void mkdir_(struct request *r, struct box *b)
 	}
 	if (mode && (!json_is_string(mode) || !parse_mode(r, json_string_value(mode), 0755, &m))) {
 		if (!json_is_string(mode))
-			pdd_reply_error(r, 400, "invalid", "mode", "expected a string such as \"0755\"");
+			pdd_reply_error(r, 400, "invalid", "mode",
+					"expected a string such as \"0755\"");
 		goto out;
 	}
 	if (paddock_sandbox_mkdir(b->sb, json_string_value(path), m,
@@ -261,7 +267,7 @@ static void move(struct request *r, struct box *b)
 	ow = json_object_get(body, "overwrite");
 	if (!json_is_string(from) || !json_is_string(to)) {
 		pdd_reply_error(r, 400, "invalid", json_is_string(from) ? "to" : "from",
-			       "expected a path");
+				"expected a path");
 		goto out;
 	}
 	if (ow && !json_is_boolean(ow)) {
@@ -313,7 +319,7 @@ static void watch_event(const struct paddock_watch_event *ev, void *userdata)
 	struct file_watch *fw = userdata;
 
 	pdd_stream_line(fw->w, json_pack("{s:s,s:o,s:b}", "type", ev->type, "path",
-					svc_json_text(ev->path), "is_dir", ev->is_dir));
+					 svc_json_text(ev->path), "is_dir", ev->is_dir));
 }
 
 static void watch_cb(evutil_socket_t fd, short what, void *arg)
@@ -349,8 +355,8 @@ static void watch(struct request *r, struct box *b, const char *path)
 		watch_free(fw);
 		return pdd_reply_paddock_error(r, &err);
 	}
-	fw->ev = event_new(r->d->base, paddock_watch_fd(fw->pw), EV_READ | EV_PERSIST, watch_cb,
-			   fw);
+	fw->ev =
+		event_new(r->d->base, paddock_watch_fd(fw->pw), EV_READ | EV_PERSIST, watch_cb, fw);
 	fw->w = pdd_watcher_new(r, W_EVENTS, fw, &fw->list);
 	if (!fw->ev || !fw->w || event_add(fw->ev, NULL) < 0) {
 		watch_free(fw);
@@ -381,7 +387,8 @@ void pdd_api_files(struct request *r, struct box *b)
 		return op[0] == 'm' && op[1] == 'k' ? mkdir_(r, b) : move(r, b);
 	}
 	if (!path || !path[0])
-		return pdd_reply_error(r, 400, "invalid", "path", "expected ?path=<path in the sandbox>");
+		return pdd_reply_error(r, 400, "invalid", "path",
+				       "expected ?path=<path in the sandbox>");
 	if (!op) {
 		switch (r->method) {
 		case EVHTTP_REQ_GET:
@@ -392,13 +399,14 @@ void pdd_api_files(struct request *r, struct box *b)
 			const char *rec = pdd_query(r, "recursive");
 			paddock_error err = { 0 };
 
-			if (paddock_sandbox_remove(b->sb, path, rec && strcmp(rec, "1") == 0, &err) < 0)
+			if (paddock_sandbox_remove(b->sb, path, rec && strcmp(rec, "1") == 0,
+						   &err) < 0)
 				return pdd_reply_paddock_error(r, &err);
 			return pdd_reply_empty(r, 204);
 		}
 		default:
 			return pdd_reply_error(r, 405, "method_not_allowed", NULL,
-					      "expected GET, PUT or DELETE");
+					       "expected GET, PUT or DELETE");
 		}
 	}
 	if (r->method != EVHTTP_REQ_GET)

@@ -32,11 +32,10 @@ static json_t *stats_json(const struct paddock_egress_stats *s)
 static json_t *ask_stats_json(const struct paddock_ask_stats *s)
 {
 	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "pending", (json_int_t)s->pending,
-			 "asked", (json_int_t)s->asked, "allowed_once",
-			 (json_int_t)s->allowed_once, "allowed_always",
-			 (json_int_t)s->allowed_always, "denied", (json_int_t)s->denied,
-			 "timed_out", (json_int_t)s->timed_out, "refused_busy",
-			 (json_int_t)s->refused_busy);
+			 "asked", (json_int_t)s->asked, "allowed_once", (json_int_t)s->allowed_once,
+			 "allowed_always", (json_int_t)s->allowed_always, "denied",
+			 (json_int_t)s->denied, "timed_out", (json_int_t)s->timed_out,
+			 "refused_busy", (json_int_t)s->refused_busy);
 }
 
 static json_t *network_json(struct box *b)
@@ -114,9 +113,10 @@ int pdd_box_set_network(struct box *b, json_t *net, paddock_error *err)
 
 static void put_network(struct request *r, struct box *b)
 {
-	static const char *const fields[] = { "mode",	       "allow",		"deny",
-					      "max_connections", "unlisted",	"ask_timeout_s",
-					      "ask_max_pending", NULL };
+	static const char *const fields[] = {
+		"mode",		 "allow",	    "deny", "max_connections", "unlisted",
+		"ask_timeout_s", "ask_max_pending", NULL
+	};
 	json_t *body = pdd_body_object(r, false), *net = NULL, *v, *answer;
 	paddock_error err = { 0 };
 	int closed;
@@ -127,7 +127,7 @@ static void put_network(struct request *r, struct box *b)
 		goto out;
 	if (!json_is_string(json_object_get(body, "mode"))) {
 		pdd_reply_error(r, 400, "invalid", "network.mode",
-			       "expected 'none', 'allowlist' or 'open' (the mode is required)");
+				"expected 'none', 'allowlist' or 'open' (the mode is required)");
 		goto out;
 	}
 	if (!json_object_get(body, "allow"))
@@ -138,14 +138,15 @@ static void put_network(struct request *r, struct box *b)
 			json_object_get(body, "allow"), "deny", json_object_get(body, "deny"));
 	/* bounds keep their values unless given; what decides (unlisted) is replaced */
 	for (const char *const *k = (const char *const[]){ "max_connections", "ask_timeout_s",
-							    "ask_max_pending", NULL };
+							   "ask_max_pending", NULL };
 	     net && *k; k++)
 		if ((v = json_object_get(body, *k)))
 			json_object_set(net, *k, v);
 	v = json_object_get(body, "unlisted");
 	if (net)
 		json_object_set_new(net, "unlisted", v ? json_incref(v) : json_string("deny"));
-	closed = net ? pdd_box_set_network(b, net, &err) : paddock_fail(&err, ENOMEM, "network policy");
+	closed = net ? pdd_box_set_network(b, net, &err)
+		     : paddock_fail(&err, ENOMEM, "network policy");
 	if (closed < 0) {
 		if (err.code == EPERM && strstr(err.msg, "--max-network"))
 			pdd_reply_paddock_error(r, &err); /* 403 */
@@ -179,7 +180,7 @@ void pdd_api_network(struct request *r, struct box *b)
 /* ---- asking a person: pending decisions ----------------------------------------------------- */
 
 #define ASKS_MAX 64 /* network.ask_max_pending's ceiling: every pending decision fits */
-#define WHO_MAX 128
+#define WHO_MAX	 128
 
 /* A decision as the API shows it: "answer", "by" and "who" are null while it is pending. */
 static json_t *decision_json(const struct paddock_ask *a)
@@ -188,9 +189,9 @@ static json_t *decision_json(const struct paddock_ask *a)
 			 (json_int_t)a->id, "host", a->host, "port", (int)a->port, "rule", a->rule,
 			 "via", a->via, "connections", (int)a->connections, "asked_at",
 			 svc_time_json(a->asked_ms), "expires_at", svc_time_json(a->expires_ms),
-			 "answer", a->decided ? paddock_ask_answer_to_string(a->answer) : NULL, "by",
-			 a->decided ? a->by : NULL, "who", a->decided ? a->who : NULL, "timed_out",
-			 a->decided && a->timed_out);
+			 "answer", a->decided ? paddock_ask_answer_to_string(a->answer) : NULL,
+			 "by", a->decided ? a->by : NULL, "who", a->decided ? a->who : NULL,
+			 "timed_out", a->decided && a->timed_out);
 }
 
 /* allow_always added a rule to the sandbox's policy: its spec says so, and so does its row. */
@@ -291,21 +292,22 @@ bool pdd_decision_parse(struct request *r, json_t *body, struct decision_req *q)
 		return false;
 	if (!json_is_integer(id) || json_integer_value(id) < 1) {
 		pdd_reply_error(r, 400, "invalid", "id",
-			       "expected the id of a pending decision (GET .../network/pending)");
+				"expected the id of a pending decision (GET .../network/pending)");
 		return false;
 	}
 	a = json_is_string(answer) ? paddock_ask_answer_from_string(json_string_value(answer))
 				   : -EINVAL;
 	if (a < 0) {
 		pdd_reply_error(r, 400, "invalid", "answer",
-			       "expected 'allow_once', 'allow_always' or 'deny'");
+				"expected 'allow_once', 'allow_always' or 'deny'");
 		return false;
 	}
 	if (who && (!json_is_string(who) || json_string_length(who) > WHO_MAX ||
 		    strlen(json_string_value(who)) != json_string_length(who) ||
 		    !printable(json_string_value(who)))) {
 		pdd_reply_error(r, 400, "invalid", "who",
-			       "expected printable ASCII of at most %d bytes: who answers", WHO_MAX);
+				"expected printable ASCII of at most %d bytes: who answers",
+				WHO_MAX);
 		return false;
 	}
 	q->id = (uint64_t)json_integer_value(id);
@@ -390,10 +392,11 @@ static void metrics_asks(struct daemon *d, const char *tenant, struct evbuffer *
 				       s.refused_busy };
 
 		for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
-			evbuffer_add_printf(out,
-					    "paddock_egress_asks_total{sandbox=\"%s\",answer=\"%s\"} "
-					    "%llu\n",
-					    b->id, answers[i], (unsigned long long)v[i]);
+			evbuffer_add_printf(
+				out,
+				"paddock_egress_asks_total{sandbox=\"%s\",answer=\"%s\"} "
+				"%llu\n",
+				b->id, answers[i], (unsigned long long)v[i]);
 	}
 	evbuffer_add_printf(out, "# TYPE paddock_egress_asks_pending gauge\n");
 	for (struct box *b = d->boxes; b; b = b->next) {
@@ -401,7 +404,8 @@ static void metrics_asks(struct daemon *d, const char *tenant, struct evbuffer *
 
 		if (pdd_metrics_shows(tenant, b) && b->sb &&
 		    paddock_sandbox_ask_stats(b->sb, &s, NULL) >= 0)
-			evbuffer_add_printf(out, "paddock_egress_asks_pending{sandbox=\"%s\"} %llu\n",
+			evbuffer_add_printf(out,
+					    "paddock_egress_asks_pending{sandbox=\"%s\"} %llu\n",
 					    b->id, (unsigned long long)s.pending);
 	}
 }
@@ -444,8 +448,9 @@ void pdd_metrics_egress(struct daemon *d, const char *tenant, struct evbuffer *o
 				continue;
 			series_values(i, &s, v);
 			if (!series[i].label) {
-				evbuffer_add_printf(out, "%s{sandbox=\"%s\"} %llu\n", series[i].name,
-						    b->id, (unsigned long long)v[0]);
+				evbuffer_add_printf(out, "%s{sandbox=\"%s\"} %llu\n",
+						    series[i].name, b->id,
+						    (unsigned long long)v[0]);
 				continue;
 			}
 			evbuffer_add_printf(out,
@@ -453,7 +458,8 @@ void pdd_metrics_egress(struct daemon *d, const char *tenant, struct evbuffer *o
 					    "%s{sandbox=\"%s\",%s=\"%s\"} %llu\n",
 					    series[i].name, b->id, series[i].label, series[i].first,
 					    (unsigned long long)v[0], series[i].name, b->id,
-					    series[i].label, series[i].second, (unsigned long long)v[1]);
+					    series[i].label, series[i].second,
+					    (unsigned long long)v[1]);
 		}
 	}
 	metrics_asks(d, tenant, out);

@@ -40,9 +40,9 @@
 
 #include "daemon.h"
 
-#define PORT_HEAD_MAX (64u << 10)
-#define PORT_TIMEOUT_S 30
-#define CODE_TIMEOUT_S 120 /* a context's kernel starts before its answer */
+#define PORT_HEAD_MAX	  (64u << 10)
+#define PORT_TIMEOUT_S	  30
+#define CODE_TIMEOUT_S	  120 /* a context's kernel starts before its answer */
 #define STREAM_BUFFER_MAX (1u << 20)
 
 #define SPLICE_BUFFER_MAX (1u << 20)
@@ -52,13 +52,13 @@ struct forward {
 	struct bufferevent *bev;
 	struct watcher *w;
 	struct watcher *list;
-	bool upgrade;	   /* the client asked to switch protocols */
-	bool asking;	   /* waiting for init's socket */
-	bool client_gone;  /* ... and the client left meanwhile */
-	bool code;	   /* to the code interpreter (started on first use) */
-	bool streaming;	   /* the head went to the client; the body follows as it comes */
+	bool upgrade;	  /* the client asked to switch protocols */
+	bool asking;	  /* waiting for init's socket */
+	bool client_gone; /* ... and the client left meanwhile */
+	bool code;	  /* to the code interpreter (started on first use) */
+	bool streaming;	  /* the head went to the client; the body follows as it comes */
 	long port;
-	char *request;	   /* the head to send (built while the request was at hand) */
+	char *request; /* the head to send (built while the request was at hand) */
 	struct evbuffer *body;
 };
 
@@ -111,8 +111,8 @@ static void splice_event(struct bufferevent *bev, short what, void *arg)
 /* The service switched protocols: hand the client its 101 and splice the sockets. */
 static void start_splice(struct forward *f, struct evbuffer *head)
 {
-	struct evhttp_connection *evcon = f->w->req ? evhttp_request_get_connection(f->w->req)
-						      : NULL;
+	struct evhttp_connection *evcon =
+		f->w->req ? evhttp_request_get_connection(f->w->req) : NULL;
 	struct bufferevent *client = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
 	struct splice *s = client ? calloc(1, sizeof(*s)) : NULL;
 
@@ -152,9 +152,9 @@ static void forward_free(struct forward *f)
 
 static bool hop_by_hop(const char *name)
 {
-	static const char *const hop[] = { "connection", "keep-alive", "transfer-encoding",
-					   "upgrade", "proxy-connection", "te", "trailer",
-					   "content-length", NULL };
+	static const char *const hop[] = { "connection", "keep-alive",	     "transfer-encoding",
+					   "upgrade",	 "proxy-connection", "te",
+					   "trailer",	 "content-length",   NULL };
 
 	for (const char *const *h = hop; *h; h++)
 		if (strcasecmp(*h, name) == 0)
@@ -167,7 +167,7 @@ static void fail(struct forward *f, int status, const char *msg)
 	pdd_watcher_detach(f->w);
 	if (f->w->req) {
 		pdd_http_reply_error(f->d, f->w->req, status,
-				    status == 504 ? "timeout" : "bad_gateway", "port", "%s", msg);
+				     status == 504 ? "timeout" : "bad_gateway", "port", "%s", msg);
 		f->w->req = NULL;
 	}
 }
@@ -359,7 +359,8 @@ static void client_gone(struct watcher *w)
 static void socket_cb(paddock_sandbox *sb, int fd, const paddock_error *err, void *userdata)
 {
 	struct forward *f = userdata;
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
 				  .sin_port = htons((uint16_t)f->port) };
 	struct timeval tv = { .tv_sec = f->code ? CODE_TIMEOUT_S : PORT_TIMEOUT_S };
 	struct evbuffer *out;
@@ -374,13 +375,13 @@ static void socket_cb(paddock_sandbox *sb, int fd, const paddock_error *err, voi
 	if (fd < 0) {
 		pdd_watcher_detach(f->w);
 		if (f->w->req && f->code) {
-			int status = err->code == ENOENT || err->code == EIO ||
-						     err->code == ETIMEDOUT
-					     ? 503
-					     : 409;
+			int status =
+				err->code == ENOENT || err->code == EIO || err->code == ETIMEDOUT
+					? 503
+					: 409;
 
 			pdd_http_reply_error(f->d, f->w->req, status, "unavailable", "code", "%s",
-					    err->msg);
+					     err->msg);
 			f->w->req = NULL;
 		} else if (f->w->req) {
 			pdd_http_reply_paddock_error(f->d, f->w->req, err);
@@ -417,7 +418,8 @@ void pdd_api_ports(struct request *r, struct box *b)
 		return pdd_reply_error(r, 404, "not_found", "port", "expected /ports/{port}/...");
 	port = strtol(r->seg[4], &end, 10);
 	if (*end || port < 1 || port > 65535)
-		return pdd_reply_error(r, 400, "invalid", "port", "expected a port from 1 to 65535");
+		return pdd_reply_error(r, 400, "invalid", "port",
+				       "expected a port from 1 to 65535");
 	/* the raw (still encoded) path after /ports/{port} */
 	rest = strstr(uri, "/ports/");
 	rest = rest ? strchr(rest + 7, '/') : NULL;
@@ -449,7 +451,7 @@ void pdd_api_code(struct request *r, struct box *b)
 	rest = rest ? rest + 5 : "";
 	if (rest[0] != '/' && rest[0] != '?')
 		return pdd_reply_error(r, 404, "not_found", "path",
-				      "expected /code/execute or /code/contexts[/{id}[/restart]]");
+				       "expected /code/execute or /code/contexts[/{id}[/restart]]");
 	pdd_code_forward(r->req, b, rest);
 }
 
@@ -488,14 +490,22 @@ static void forward_head(struct forward *f, struct evhttp_request *req, const ch
 static const char *method_name(int m)
 {
 	switch (m) {
-	case EVHTTP_REQ_GET: return "GET";
-	case EVHTTP_REQ_POST: return "POST";
-	case EVHTTP_REQ_PUT: return "PUT";
-	case EVHTTP_REQ_DELETE: return "DELETE";
-	case EVHTTP_REQ_HEAD: return "HEAD";
-	case EVHTTP_REQ_PATCH: return "PATCH";
-	case EVHTTP_REQ_OPTIONS: return "OPTIONS";
-	default: return NULL;
+	case EVHTTP_REQ_GET:
+		return "GET";
+	case EVHTTP_REQ_POST:
+		return "POST";
+	case EVHTTP_REQ_PUT:
+		return "PUT";
+	case EVHTTP_REQ_DELETE:
+		return "DELETE";
+	case EVHTTP_REQ_HEAD:
+		return "HEAD";
+	case EVHTTP_REQ_PATCH:
+		return "PATCH";
+	case EVHTTP_REQ_OPTIONS:
+		return "OPTIONS";
+	default:
+		return NULL;
 	}
 }
 
@@ -510,13 +520,13 @@ static void forward(struct evhttp_request *req, struct box *b, long port, const 
 
 	if (!b->sb || !paddock_sandbox_running(b->sb))
 		return pdd_http_reply_error(d, req, 409, "conflict", "id",
-					   "the sandbox is not running");
+					    "the sandbox is not running");
 	/* a new connection to a paused sandbox is refused, not held until a resume */
 	if (svc_box_check_not_paused(b, &err) < 0)
 		return pdd_http_reply_paddock_error(d, req, &err);
 	if (!method)
 		return pdd_http_reply_error(d, req, 405, "method_not_allowed", NULL,
-					   "method not forwarded");
+					    "method not forwarded");
 	f = calloc(1, sizeof(*f));
 	out = evbuffer_new();
 	if (!f || !out) {
@@ -544,10 +554,9 @@ static void forward(struct evhttp_request *req, struct box *b, long port, const 
 	evbuffer_free(out);
 	/* the socket comes from init, asynchronously: a busy sandbox delays only this request */
 	f->asking = true;
-	if (!f->request ||
-	    (code ? paddock_code_socket_async(b->sb, socket_cb, f, &err)
-		  : paddock_sandbox_socket_async(b->sb, AF_INET, SOCK_STREAM, socket_cb, f,
-						 &err)) < 0) {
+	if (!f->request || (code ? paddock_code_socket_async(b->sb, socket_cb, f, &err)
+				 : paddock_sandbox_socket_async(b->sb, AF_INET, SOCK_STREAM,
+								socket_cb, f, &err)) < 0) {
 		f->asking = false;
 		pdd_watcher_detach(f->w);
 		if (f->request)

@@ -126,9 +126,9 @@ void pdd_api_run(struct request *r)
 	for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
 		if (json_is_true(json_object_get(exec, refused[i]))) {
 			pdd_reply_error(r, 400, "invalid", refused[i],
-				       "a run's command ends before its answer: '%s' is for a "
-				       "sandbox of your own (POST /v1/sandboxes)",
-				       refused[i]);
+					"a run's command ends before its answer: '%s' is for a "
+					"sandbox of your own (POST /v1/sandboxes)",
+					refused[i]);
 			goto out;
 		}
 	run = calloc(1, sizeof(*run));

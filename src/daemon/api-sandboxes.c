@@ -21,8 +21,8 @@ static void create(struct request *r)
 
 	if (key && !svc_idempotency_key_valid(key))
 		return pdd_reply_error(r, 400, "invalid", "Idempotency-Key",
-				      "expected 1 to %d printable ASCII characters without spaces",
-				      SVC_MAX_IDEM_KEY);
+				       "expected 1 to %d printable ASCII characters without spaces",
+				       SVC_MAX_IDEM_KEY);
 	body = pdd_body_object(r, true);
 	if (!body)
 		return;
@@ -64,7 +64,7 @@ static void set_ttl(struct request *r, struct box *b)
 	    json_integer_value(v) > E2B_MAX_TTL_S) {
 		json_decref(body);
 		return pdd_reply_error(r, 400, "invalid", "ttl_s",
-				      "expected whole seconds from 1 to %d", E2B_MAX_TTL_S);
+				       "expected whole seconds from 1 to %d", E2B_MAX_TTL_S);
 	}
 	int64_t ttl = b->ttl_s, expires = b->expires_ms;
 	paddock_error err = { 0 };
@@ -95,7 +95,7 @@ static void pause_resume(struct request *r, struct box *b, bool pause)
 		/* the freezer did not settle in time (a task stuck in the kernel): undone, retry */
 		if (err.code == ETIMEDOUT)
 			return pdd_reply_error(r, 503, "unavailable", "state",
-					      "%s; nothing changed, a retry may work", err.msg);
+					       "%s; nothing changed, a retry may work", err.msg);
 		return pdd_reply_paddock_error(r, &err);
 	}
 	pdd_reply_json(r, 200, svc_box_json(b));
@@ -116,7 +116,7 @@ static void stop_start(struct request *r, struct box *b, bool stop)
 		/* the sandbox's state forbids it (not a request the server cannot do): 409 */
 		if (err.code == ESRCH || (err.code == EOPNOTSUPP && !strcmp(err.field, "image")))
 			return pdd_reply_error(r, 409, "conflict", err.field[0] ? err.field : NULL,
-					      "%s", err.msg);
+					       "%s", err.msg);
 		return pdd_reply_paddock_error(r, &err);
 	}
 	pdd_reply_json(r, 200, svc_box_json(b));

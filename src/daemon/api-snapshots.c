@@ -28,8 +28,8 @@ static bool operator_only(struct request *r)
 	if (!strcmp(r->tenant, "local"))
 		return true;
 	pdd_reply_error(r, 403, "forbidden", NULL,
-		       "snapshots and images are the local socket's: the image store is shared by "
-		       "every tenant");
+			"snapshots and images are the local socket's: the image store is shared by "
+			"every tenant");
 	return false;
 }
 
@@ -41,8 +41,8 @@ static json_t *image_json(const char *text)
 
 	if (!rec)
 		return json_pack("{}");
-	out = json_pack("{s:O?,s:O?,s:O?,s:O?,s:O?,s:O?}", "id", json_object_get(rec, "id"),
-			"name", json_array_get(names, 0), "names", names, "size",
+	out = json_pack("{s:O?,s:O?,s:O?,s:O?,s:O?,s:O?}", "id", json_object_get(rec, "id"), "name",
+			json_array_get(names, 0), "names", names, "size",
 			json_object_get(rec, "size"), "created_at", json_object_get(rec, "added"),
 			"layers", json_object_get(rec, "layers"));
 	if (out && snap)
@@ -56,8 +56,8 @@ static bool live(struct request *r, struct box *b)
 {
 	if (b->removed_reason[0] || b->stopped || !b->sb || !paddock_sandbox_running(b->sb)) {
 		pdd_reply_error(r, 409, "conflict", "id",
-			       "sandbox '%s' has ended or is ending: there is nothing to snapshot",
-			       b->id);
+				"sandbox '%s' has ended or is ending: there is nothing to snapshot",
+				b->id);
 		return false;
 	}
 	return true;
@@ -69,7 +69,7 @@ static bool name_free(struct request *r, const char *name)
 	if (!svc_stop_name_private(name))
 		return true;
 	pdd_reply_error(r, 400, "invalid", "name",
-		       "names under 'paddock-stopped/' are paddockd's, for stopped sandboxes");
+			"names under 'paddock-stopped/' are paddockd's, for stopped sandboxes");
 	return false;
 }
 
@@ -115,7 +115,7 @@ static void post_snapshot(struct request *r, struct box *b)
 	if (!json_is_string(name)) {
 		json_decref(body);
 		return pdd_reply_error(r, 400, "invalid", "name",
-				      "expected a string such as 'work:1' ([DOMAIN/]PATH[:TAG])");
+				       "expected a string such as 'work:1' ([DOMAIN/]PATH[:TAG])");
 	}
 	if (!name_free(r, json_string_value(name))) {
 		json_decref(body);
@@ -155,7 +155,7 @@ static void post_fork(struct request *r, struct box *b)
 	if (name && !json_is_string(name)) {
 		json_decref(body);
 		return pdd_reply_error(r, 400, "invalid", "name",
-				      "expected a string such as 'work:1' ([DOMAIN/]PATH[:TAG])");
+				       "expected a string such as 'work:1' ([DOMAIN/]PATH[:TAG])");
 	}
 	if (name && !name_free(r, json_string_value(name))) {
 		json_decref(body);
@@ -178,9 +178,9 @@ static void post_fork(struct request *r, struct box *b)
 	/* the parent's TTL and idle timeout unless the request says otherwise: a copy of it */
 	(void)json_object_set_new(spec, "ttl_s", json_integer(b->ttl_s));
 	(void)json_object_set_new(spec, "idle_timeout_s", json_integer(b->idle_timeout_s));
-	json_object_foreach(body, key, v)
-		if (strcmp(key, "name") && strcmp(key, "include_workspace"))
-			(void)json_object_set(spec, key, v);
+	json_object_foreach(body, key,
+			    v) if (strcmp(key, "name") && strcmp(key, "include_workspace"))(void)
+		json_object_set(spec, key, v);
 	(void)json_object_set(spec, "image", json_object_get(img, "id"));
 	json_decref(body);
 	if (svc_box_create(r->d, r->tenant, spec, &nb, &err) < 0) {
@@ -222,7 +222,8 @@ static void list_images(struct request *r, paddock_image_store *s)
 		return pdd_reply_paddock_error(r, &err);
 	}
 	all = json_loads(text, 0, NULL);
-	json_array_foreach(all, i, v) {
+	json_array_foreach(all, i, v)
+	{
 		char *one = json_dumps(v, 0);
 
 		if (one)
@@ -244,7 +245,7 @@ void pdd_api_images(struct request *r)
 		return;
 	if (r->n_seg > 3)
 		return pdd_reply_error(r, 404, "not_found", "path",
-				      "no such route (URL-encode the '/' of a reference: %%2F)");
+				       "no such route (URL-encode the '/' of a reference: %%2F)");
 	if (svc_images_open(r->d, &s, &err) < 0)
 		return pdd_reply_paddock_error(r, &err);
 	if (r->n_seg == 2) {

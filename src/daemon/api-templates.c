@@ -97,9 +97,9 @@ static int check_count(struct request *r, paddock_error *err)
 	if ((unsigned)n < r->d->max_templates)
 		return 0;
 	pdd_reply_error(r, 429, "limit", "max_templates",
-		       "tenant '%s' has %d templates, the most allowed (max_templates %u): "
-		       "DELETE one first, or PUT over one it has", r->tenant, n,
-		       r->d->max_templates);
+			"tenant '%s' has %d templates, the most allowed (max_templates %u): "
+			"DELETE one first, or PUT over one it has",
+			r->tenant, n, r->d->max_templates);
 	return -EAGAIN;
 }
 
@@ -120,8 +120,8 @@ static void put(struct request *r, const char *name, bool create)
 		name = json_string_value(json_object_get(body, "name"));
 	if (!svc_template_name_valid(name)) {
 		pdd_reply_error(r, 400, "invalid", "name",
-			       "expected 1 to 63 of a-z, 0-9, '.', '_', '-', starting with a "
-			       "letter or digit");
+				"expected 1 to 63 of a-z, 0-9, '.', '_', '-', starting with a "
+				"letter or digit");
 		goto out;
 	}
 	spec = json_object_get(body, "spec");
@@ -135,8 +135,8 @@ static void put(struct request *r, const char *name, bool create)
 	k = paddock_store_list_templates(r->d->store, r->tenant, name, count_only, NULL, &err);
 	if (k > 0 && create) {
 		pdd_reply_error(r, 409, "conflict", "name",
-			       "template '%s' exists: PUT /v1/templates/%s replaces it", name,
-			       name);
+				"template '%s' exists: PUT /v1/templates/%s replaces it", name,
+				name);
 		goto out;
 	}
 	/* a new one counts against the tenant's bound; one replaced does not */
@@ -151,8 +151,9 @@ static void put(struct request *r, const char *name, bool create)
 		}
 		goto out;
 	}
-	struct paddock_store_template t = { .tenant = r->tenant, .name = name,
-					    .spec_json = text, .created_ms = now_ms() };
+	struct paddock_store_template t = {
+		.tenant = r->tenant, .name = name, .spec_json = text, .created_ms = now_ms()
+	};
 
 	k = paddock_store_put_template(r->d->store, &t, &err);
 	if (k < 0) {
@@ -204,7 +205,8 @@ void pdd_api_templates(struct request *r)
 		if (k < 0)
 			return pdd_reply_paddock_error(r, &err);
 		if (k == 0)
-			return pdd_reply_error(r, 404, "not_found", "name", "no template '%s'", name);
+			return pdd_reply_error(r, 404, "not_found", "name", "no template '%s'",
+					       name);
 		return pdd_reply_json(r, 200, one);
 	}
 	if (name && r->method == EVHTTP_REQ_DELETE) {
@@ -215,5 +217,5 @@ void pdd_api_templates(struct request *r)
 		return pdd_reply_empty(r, 204);
 	}
 	pdd_reply_error(r, 405, "method_not_allowed", NULL,
-		       name ? "expected GET, PUT or DELETE" : "expected GET or POST");
+			name ? "expected GET, PUT or DELETE" : "expected GET or POST");
 }

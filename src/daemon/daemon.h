@@ -27,13 +27,13 @@ struct evhttp;
 struct evhttp_request;
 struct evhttp_connection;
 
-#define PDD_MAX_BODY (1u << 20)	      /* JSON request bodies */
-#define PDD_MAX_HEADERS (64u << 10)    /* the request line and headers */
-#define PDD_STDIN_WRITE_MAX 65536      /* a body of POST .../stdin */
-#define PDD_MAX_CONNECTIONS 1024	      /* per listener (--max-connections) */
-#define PDD_MAX_PER_PEER 128	      /* per TCP peer address (--max-connections-per-peer) */
-#define PDD_HEADER_TIMEOUT_S 20	      /* a head must be whole this long after the wait began */
-#define PDD_STREAM_BEHIND_MAX (1u << 20) /* unsent bytes an events follower may have */
+#define PDD_MAX_BODY	      (1u << 20)  /* JSON request bodies */
+#define PDD_MAX_HEADERS	      (64u << 10) /* the request line and headers */
+#define PDD_STDIN_WRITE_MAX   65536	  /* a body of POST .../stdin */
+#define PDD_MAX_CONNECTIONS   1024	  /* per listener (--max-connections) */
+#define PDD_MAX_PER_PEER      128	  /* per TCP peer address (--max-connections-per-peer) */
+#define PDD_HEADER_TIMEOUT_S  20	  /* a head must be whole this long after the wait began */
+#define PDD_STREAM_BEHIND_MAX (1u << 20)  /* unsent bytes an events follower may have */
 
 struct daemon;
 struct box;
@@ -63,7 +63,7 @@ struct watcher {
 	 * took the last (api-events.c); live ones wait in the store meanwhile.
 	 */
 	bool replaying, replay_follow, replay_pumping, replay_again;
-	int64_t replay_seq; /* the last stored event sent */
+	int64_t replay_seq;   /* the last stored event sent */
 	unsigned replay_sent; /* how many, up to EVENTS_REPLAY_MAX */
 	paddock_store *replay_store;
 };
@@ -88,27 +88,25 @@ enum watcher_kind {
 	W_HOOK,	  /* the process's start, output and end, through watcher->ops */
 };
 
-
-
 struct tenant_token {
 	char tenant[SVC_MAX_TENANT + 1];
 	char token[256];
 };
 
-
-int pdd_http_listen_tcp(struct daemon *d, const char *addr, unsigned short port, paddock_error *err);
+int pdd_http_listen_tcp(struct daemon *d, const char *addr, unsigned short port,
+			paddock_error *err);
 
 /* ---- http (http.c) ---- */
 struct request {
 	struct daemon *d;
 	struct evhttp_request *req;
 	const char *tenant;
-	char *path;		/* decoded path */
-	char *seg[8];		/* path segments */
+	char *path;   /* decoded path */
+	char *seg[8]; /* path segments */
 	size_t n_seg;
 	struct evkeyvalq *query; /* parsed query */
-	int method;		/* EVHTTP_REQ_* */
-	int status;		/* the status answered (also when req is NULL: parsers under test) */
+	int method;		 /* EVHTTP_REQ_* */
+	int status; /* the status answered (also when req is NULL: parsers under test) */
 };
 
 /*
@@ -117,12 +115,12 @@ struct request {
  * request); the pdd_reply_ ones a routed request, and keep the status in r->status.
  */
 void pdd_http_reply_json(struct daemon *d, struct evhttp_request *req, int status,
-			json_t *body_take);
+			 json_t *body_take);
 void pdd_http_reply_error(struct daemon *d, struct evhttp_request *req, int status,
-			 const char *code, const char *field, const char *fmt, ...)
+			  const char *code, const char *field, const char *fmt, ...)
 	__attribute__((format(printf, 6, 7)));
 void pdd_http_reply_paddock_error(struct daemon *d, struct evhttp_request *req,
-				 const paddock_error *err);
+				  const paddock_error *err);
 /*
  * The HTTP status paddockd answers a paddock_error with (400 EINVAL, 404 ENOENT, 409
  * EEXIST/ESRCH/EBUSY, 413 EFBIG, 429 EAGAIN, 503 the field "store", ...), and in *ret_code
@@ -132,7 +130,7 @@ void pdd_http_reply_paddock_error(struct daemon *d, struct evhttp_request *req,
 int pdd_http_status(const paddock_error *err, const char **ret_code);
 void pdd_reply_json(struct request *r, int status, json_t *body_take);
 void pdd_reply_error(struct request *r, int status, const char *code, const char *field,
-		    const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+		     const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 void pdd_reply_paddock_error(struct request *r, const paddock_error *err);
 void pdd_reply_empty(struct request *r, int status);
 /*
@@ -175,9 +173,8 @@ void pdd_stream_end(struct watcher *w);
 void pdd_stream_event(struct daemon *d, struct watcher *w, json_t *o_take);
 /* A client of req waits for `owner` (kind: enum watcher_kind), linked into *list. */
 struct watcher *pdd_watcher_open(struct daemon *d, struct evhttp_request *req, int kind,
-				void *owner, struct watcher **list);
-struct watcher *pdd_watcher_new(struct request *r, int kind, void *owner,
-			       struct watcher **list);
+				 void *owner, struct watcher **list);
+struct watcher *pdd_watcher_new(struct request *r, int kind, void *owner, struct watcher **list);
 void pdd_watcher_free(struct watcher *w, struct watcher **list);
 /*
  * Before a watcher's final answer: evhttp may free the connection from inside the reply
@@ -193,7 +190,7 @@ void pdd_proc_free(struct proc *p);
  * kill it (a foreground command whose client is gone, one nobody was told of).
  */
 void pdd_proc_adopt(struct box *b, paddock_exec *ex, const struct paddock_store_exec *row,
-		   bool end_it);
+		    bool end_it);
 json_t *pdd_proc_json(struct proc *p);
 
 /* An exec request, parsed and checked (api-exec.c). */
@@ -219,8 +216,8 @@ struct exec_req {
  * tag in use, 413 too much stdin, 429 too many processes, ...).
  */
 int pdd_exec_start(struct evhttp_request *req, struct box *b, json_t *body,
-		  const struct watcher_ops *ops, void *ctx, struct proc **ret_proc,
-		  paddock_error *err);
+		   const struct watcher_ops *ops, void *ctx, struct proc **ret_proc,
+		   paddock_error *err);
 /* A running process's stdin: 0, -EAGAIN (the queue is full: nothing taken), -EPIPE, -EBADF
  * (closed or none), -ESRCH (ended). */
 int pdd_proc_write_stdin(struct proc *p, const char *data, size_t len);
@@ -229,7 +226,7 @@ void pdd_proc_close_stdin(struct proc *p);
 json_t *pdd_proc_result_json(struct proc *p);
 /* Attaches a W_HOOK watcher for req to a process (re-attach: E2B's Connect); NULL: no memory. */
 struct watcher *pdd_proc_hook(struct evhttp_request *req, struct proc *p,
-			     const struct watcher_ops *ops, void *ctx);
+			      const struct watcher_ops *ops, void *ctx);
 /*
  * An exec body, checked, into q (pdd_exec_req_release() it either way): 0, or -errno with err
  * naming the field: -EINVAL (400), -EEXIST for a tag in use (409), -EFBIG for stdin over
@@ -256,8 +253,7 @@ void pdd_api_events_all(struct request *r);
  * An event of a sandbox of `tenant` (NULL: paddockd's own, or a sandbox whose tenant is
  * unknown: the operator's only) to the followers of GET /v1/events that may see it.
  */
-void pdd_events_broadcast(struct daemon *d, const char *tenant, const char *sandbox,
-			 json_t *o);
+void pdd_events_broadcast(struct daemon *d, const char *tenant, const char *sandbox, json_t *o);
 /* Ends every GET /v1/events follower (shutdown). */
 void pdd_events_release(struct daemon *d);
 /* The web console's files (api-ui.c): GET /ui, /ui/<name> */

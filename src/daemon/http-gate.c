@@ -46,14 +46,14 @@
 
 #include "daemon.h"
 
-#define CHUNK_LINE_MAX 256	/* a chunk-size line: hex digits and spaces */
-#define TRAILER_MAX (8u << 10)	/* trailer lines after the last chunk */
-#define BIG_BODY (1u << 20)	/* after a body this large, memory goes back to the system */
-#define IO_IDLE_S 600		/* a body that stops coming, an answer nobody reads */
+#define CHUNK_LINE_MAX 256	  /* a chunk-size line: hex digits and spaces */
+#define TRAILER_MAX    (8u << 10) /* trailer lines after the last chunk */
+#define BIG_BODY       (1u << 20) /* after a body this large, memory goes back to the system */
+#define IO_IDLE_S      600	  /* a body that stops coming, an answer nobody reads */
 #define BACKOFF_MIN_MS 50
 #define BACKOFF_MAX_MS 2000
-#define LOG_EVERY_S 10
-#define STAND_IN "GET / HTTP/1.1\r\nConnection: close\r\n\r\n"
+#define LOG_EVERY_S    10
+#define STAND_IN       "GET / HTTP/1.1\r\nConnection: close\r\n\r\n"
 
 enum gate_state {
 	G_HEAD,	      /* waiting for (or reading) a request's head */
@@ -79,8 +79,8 @@ enum refused_reason {
 };
 
 static const char *const reason_names[_R_MAX] = {
-	"per_peer", "header_timeout", "idle_timeout", "headers_too_large", "unauthorized",
-	"too_large", "malformed", "accept_error",
+	"per_peer",	"header_timeout", "idle_timeout", "headers_too_large",
+	"unauthorized", "too_large",	  "malformed",	  "accept_error",
 };
 
 struct gate_listener;
@@ -104,9 +104,9 @@ struct gate_conn {
 	uint64_t refused_at;	 /* the request (1-based) the stand-in is for, 0: none */
 	uint64_t raw_at;	 /* the upgrade request, 0: none */
 	struct refusal refusal;
-	int shape;		 /* a policy's: how the request being read answers errors */
-	bool big;		 /* a large body went through: trim memory afterwards */
-	bool tcp_peer;		 /* peer has an address (TCP) */
+	int shape;     /* a policy's: how the request being read answers errors */
+	bool big;      /* a large body went through: trim memory afterwards */
+	bool tcp_peer; /* peer has an address (TCP) */
 	struct sockaddr_storage peer;
 	struct event *deadline, *admit;
 	struct event *kick; /* move the answer out once evhttp enabled writing */
@@ -119,12 +119,12 @@ struct gate_listener {
 	struct evhttp *http;
 	struct evconnlistener *lev;
 	bool tcp;
-	const char *name; /* "tcp", "unix", or the policy's */
+	const char *name;		      /* "tcp", "unix", or the policy's */
 	const struct e2b_gate_policy *policy; /* NULL: paddockd's API (bearer tokens, routes) */
-	unsigned n;		/* connections open */
+	unsigned n;			      /* connections open */
 	struct gate_conn *conns;
-	bool full;		/* accepting paused: n reached the cap */
-	bool backing_off;	/* accepting paused: accept() failed for want of fds */
+	bool full;	  /* accepting paused: n reached the cap */
+	bool backing_off; /* accepting paused: accept() failed for want of fds */
 	unsigned backoff_ms;
 	struct event *resume;
 	uint64_t refused[_R_MAX];
@@ -169,8 +169,10 @@ static void gate_log(struct gate_listener *l, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	if (l->log_dropped)
-		fprintf(stderr, "paddockd: %s listener: %s (and %u more like it in the last %d s, "
-			"not logged)\n", l->name, msg, l->log_dropped, LOG_EVERY_S);
+		fprintf(stderr,
+			"paddockd: %s listener: %s (and %u more like it in the last %d s, "
+			"not logged)\n",
+			l->name, msg, l->log_dropped, LOG_EVERY_S);
 	else
 		fprintf(stderr, "paddockd: %s listener: %s\n", l->name, msg);
 	l->log_at = now;
@@ -455,8 +457,10 @@ static int read_head(struct gate_conn *c, struct evbuffer *src, struct evbuffer 
 		/* SECURITY: the listener's own rules, before a byte of the body is read */
 		if (p->check(p->arg, &h, &v) < 0) {
 			c->shape = v.shape;
-			refuse(c, src, dst, v.status == 401 ? R_UNAUTHORIZED :
-					    v.status == 413 ? R_TOO_LARGE : R_MALFORMED,
+			refuse(c, src, dst,
+			       v.status == 401	 ? R_UNAUTHORIZED
+			       : v.status == 413 ? R_TOO_LARGE
+						 : R_MALFORMED,
 			       v.status, "refused", NULL, "%s", v.msg);
 			return 1;
 		}
@@ -584,7 +588,8 @@ static enum bufferevent_filter_result gate_in(struct evbuffer *src, struct evbuf
 			if (size > c->limit - c->body) {
 				char msg[120];
 
-				snprintf(msg, sizeof(msg), "this request's body may have %llu bytes",
+				snprintf(msg, sizeof(msg),
+					 "this request's body may have %llu bytes",
 					 (unsigned long long)c->limit);
 				refuse_body(c, src, dst, R_TOO_LARGE, 413, "too_large", msg);
 				produced = true;
@@ -624,7 +629,8 @@ static enum bufferevent_filter_result gate_in(struct evbuffer *src, struct evbuf
 			break;
 		}
 		case G_TRAILER:
-			if (!take_line(src, line, sizeof(line) - 1, &n, &text) && have <= CHUNK_LINE_MAX) {
+			if (!take_line(src, line, sizeof(line) - 1, &n, &text) &&
+			    have <= CHUNK_LINE_MAX) {
 				more = false;
 				break;
 			}
@@ -752,8 +758,10 @@ static void listener_update(struct gate_listener *l)
 	if (!want && !l->full) {
 		l->full = true;
 		evconnlistener_disable(l->lev);
-		gate_log(l, "%u connections open, the most allowed (--max-connections): accepting "
-			 "pauses", l->n);
+		gate_log(l,
+			 "%u connections open, the most allowed (--max-connections): accepting "
+			 "pauses",
+			 l->n);
 	} else if (want && l->full) {
 		l->full = false;
 		if (!l->backing_off)
@@ -843,8 +851,10 @@ static void admit_cb(evutil_socket_t fd, short what, void *arg)
 	else
 		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&c->peer)->sin6_addr, addr,
 			  sizeof(addr));
-	gate_log(l, "closed a connection from %s, which has %u open, the most allowed per peer "
-		 "(--max-connections-per-peer)", addr, same - 1);
+	gate_log(l,
+		 "closed a connection from %s, which has %u open, the most allowed per peer "
+		 "(--max-connections-per-peer)",
+		 addr, same - 1);
 	close_conn(c);
 }
 
@@ -976,7 +986,7 @@ int pdd_http_gate_add(struct daemon *d, struct evhttp *http, bool tcp)
 }
 
 int pdd_http_gate_add_policy(struct daemon *d, struct evhttp *http,
-			    const struct e2b_gate_policy *policy)
+			     const struct e2b_gate_policy *policy)
 {
 	return gate_add(d, http, true, policy);
 }
@@ -1043,7 +1053,7 @@ bool pdd_http_gate_request(struct daemon *d, struct evhttp_request *req)
 		evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
 				  "Bearer");
 	pdd_reply_error(&r, c->refusal.status, c->refusal.code,
-		       c->refusal.field[0] ? c->refusal.field : NULL, "%s", c->refusal.msg);
+			c->refusal.field[0] ? c->refusal.field : NULL, "%s", c->refusal.msg);
 	return true;
 }
 
@@ -1057,11 +1067,12 @@ void pdd_http_gate_metrics(struct daemon *d, struct evbuffer *out)
 	evbuffer_add_printf(out, "# TYPE paddock_http_refused_total counter\n");
 	for (size_t i = 0; i < n_registry; i++)
 		for (int k = 0; k < _R_MAX; k++)
-			evbuffer_add_printf(out,
-					    "paddock_http_refused_total{listener=\"%s\",reason=\"%s\"}"
-					    " %llu\n",
-					    registry[i]->name, reason_names[k],
-					    (unsigned long long)registry[i]->refused[k]);
+			evbuffer_add_printf(
+				out,
+				"paddock_http_refused_total{listener=\"%s\",reason=\"%s\"}"
+				" %llu\n",
+				registry[i]->name, reason_names[k],
+				(unsigned long long)registry[i]->refused[k]);
 }
 
 void pdd_http_gate_stop(struct daemon *d)

@@ -109,7 +109,7 @@ struct e2b_gate_policy {
 
 /* As pdd_http_gate_add() for a TCP listener, under `policy` (borrowed: it outlives `http`). */
 int pdd_http_gate_add_policy(struct daemon *d, struct evhttp *http,
-			    const struct e2b_gate_policy *policy);
+			     const struct e2b_gate_policy *policy);
 /*
  * The listening socket evhttp made for it (accept back-off hooks into its listener); NULL
  * before evhttp_free() of a listener that goes before the others (it frees the socket first).

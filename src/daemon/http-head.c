@@ -18,8 +18,8 @@ static const struct {
 	const char *name;
 	enum pdd_http_method m;
 } methods[] = {
-	{ "GET", PDD_M_GET },	   { "POST", PDD_M_POST },   { "PUT", PDD_M_PUT },
-	{ "DELETE", PDD_M_DELETE }, { "HEAD", PDD_M_HEAD },   { "PATCH", PDD_M_PATCH },
+	{ "GET", PDD_M_GET },	      { "POST", PDD_M_POST }, { "PUT", PDD_M_PUT },
+	{ "DELETE", PDD_M_DELETE },   { "HEAD", PDD_M_HEAD }, { "PATCH", PDD_M_PATCH },
 	{ "OPTIONS", PDD_M_OPTIONS },
 };
 
@@ -104,13 +104,12 @@ static int request_line(const struct line *l, struct pdd_gate_head *h)
 	h->target = sp1 + 1;
 	h->target_len = (size_t)(sp2 - h->target);
 	/* origin-form only: "/path?query", never "//authority" nor an absolute URI */
-	if (h->target_len == 0 || h->target[0] != '/' ||
-	    (h->target_len > 1 && h->target[1] == '/'))
+	if (h->target_len == 0 || h->target[0] != '/' || (h->target_len > 1 && h->target[1] == '/'))
 		return malformed(h, "expected a request target '/path'");
 	for (size_t i = 0; i < h->target_len; i++)
 		if ((unsigned char)h->target[i] < 0x21 || (unsigned char)h->target[i] > 0x7e)
 			return malformed(h, "the request target holds a byte that is not printable "
-					 "ASCII (percent-encode it)");
+					    "ASCII (percent-encode it)");
 	if ((size_t)(l->p + l->len - (sp2 + 1)) != 8 || memcmp(sp2 + 1, "HTTP/1.", 7) != 0 ||
 	    (sp2[8] != '0' && sp2[8] != '1'))
 		return malformed(h, "expected HTTP/1.0 or HTTP/1.1");

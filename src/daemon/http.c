@@ -66,7 +66,7 @@ static json_t *error_json(const char *code, const char *field, const char *fmt, 
 }
 
 void pdd_http_reply_error(struct daemon *d, struct evhttp_request *req, int status,
-			 const char *code, const char *field, const char *fmt, ...)
+			  const char *code, const char *field, const char *fmt, ...)
 {
 	va_list ap;
 	json_t *o;
@@ -136,15 +136,15 @@ int pdd_http_status(const paddock_error *err, const char **ret_code)
 }
 
 void pdd_http_reply_paddock_error(struct daemon *d, struct evhttp_request *req,
-				 const paddock_error *err)
+				  const paddock_error *err)
 {
 	const char *code;
 	int status = pdd_http_status(err, &code);
 
 	pdd_http_reply_json(d, req, status,
-			   json_pack("{s:{s:s,s:s,s:s,s:s}}", "error", "code", code, "field",
-				     err->field, "message", err->msg, "errno",
-				     paddock_errno_name(err->code)));
+			    json_pack("{s:{s:s,s:s,s:s,s:s}}", "error", "code", code, "field",
+				      err->field, "message", err->msg, "errno",
+				      paddock_errno_name(err->code)));
 }
 
 void pdd_reply_json(struct request *r, int status, json_t *body)
@@ -167,7 +167,7 @@ void pdd_reply_empty(struct request *r, int status)
 }
 
 void pdd_reply_error(struct request *r, int status, const char *code, const char *field,
-		    const char *fmt, ...)
+		     const char *fmt, ...)
 {
 	va_list ap;
 	json_t *o;
@@ -195,13 +195,15 @@ json_t *pdd_json_body(struct evhttp_request *req, bool empty_ok, paddock_error *
 	if (len == 0 && empty_ok)
 		return json_object();
 	if (len > PDD_MAX_BODY) {
-		(void)paddock_fail_field(err, EFBIG, "body", "a JSON body may have %u bytes", PDD_MAX_BODY);
+		(void)paddock_fail_field(err, EFBIG, "body", "a JSON body may have %u bytes",
+					 PDD_MAX_BODY);
 		return NULL;
 	}
 	o = json_loadb((const char *)evbuffer_pullup(in, -1), len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!o) {
-		(void)paddock_fail_field(err, EBADMSG, "body", "expected a JSON object: %s (line %d)",
-				  jerr.text, jerr.line);
+		(void)paddock_fail_field(err, EBADMSG, "body",
+					 "expected a JSON object: %s (line %d)", jerr.text,
+					 jerr.line);
 		return NULL;
 	}
 	if (!json_is_object(o)) {
@@ -227,7 +229,8 @@ int pdd_json_check_fields(json_t *o, const char *const *allowed, paddock_error *
 	const char *key;
 	json_t *v;
 
-	json_object_foreach(o, key, v) {
+	json_object_foreach(o, key, v)
+	{
 		bool ok = false;
 
 		for (const char *const *a = allowed; *a && !ok; a++)
@@ -315,7 +318,7 @@ static void watch_hangup(struct daemon *d, struct watcher *w)
 }
 
 struct watcher *pdd_watcher_open(struct daemon *d, struct evhttp_request *req, int kind,
-				void *owner, struct watcher **list)
+				 void *owner, struct watcher **list)
 {
 	struct watcher *w = calloc(1, sizeof(*w));
 
@@ -378,8 +381,7 @@ void pdd_stream_start(struct watcher *w, const char *content_type)
 	if (w->streaming)
 		return;
 	w->streaming = true;
-	evhttp_add_header(evhttp_request_get_output_headers(w->req), "Content-Type",
-			  content_type);
+	evhttp_add_header(evhttp_request_get_output_headers(w->req), "Content-Type", content_type);
 	evhttp_send_reply_start(w->req, 200, "OK");
 }
 
@@ -463,8 +465,9 @@ static void route(struct request *r)
 		return pdd_api_ui(r);
 	/* SECURITY: past the console's files, every request has a tenant */
 	if (!r->tenant)
-		return pdd_reply_error(r, 401, "unauthorized", "Authorization", "expected "
-				      "'Authorization: Bearer <token>' with a known token");
+		return pdd_reply_error(r, 401, "unauthorized", "Authorization",
+				       "expected "
+				       "'Authorization: Bearer <token>' with a known token");
 	if (r->n_seg == 1 && strcmp(r->seg[0], "healthz") == 0) {
 		/* SECURITY: a tenant counts its own sandboxes; the operator (unix socket) all */
 		bool all = strcmp(r->tenant, SVC_LOCAL_TENANT) == 0;
@@ -473,8 +476,8 @@ static void route(struct request *r)
 		for (b = d->boxes; b; b = b->next)
 			n += all || strcmp(b->tenant, r->tenant) == 0;
 		return pdd_reply_json(r, d->stopping ? 503 : 200,
-				     json_pack("{s:s,s:i}", "status",
-					       d->stopping ? "stopping" : "ok", "sandboxes", n));
+				      json_pack("{s:s,s:i}", "status",
+						d->stopping ? "stopping" : "ok", "sandboxes", n));
 	}
 	if (r->n_seg == 1 && strcmp(r->seg[0], "metrics") == 0)
 		return pdd_api_metrics(r);
@@ -502,9 +505,9 @@ static void route(struct request *r)
 	/* stopped by a request: nothing runs until its start; its events are history */
 	if (b->stopped && b->kept_image[0] && strcmp(r->seg[3], "events") != 0)
 		return pdd_reply_error(r, 409, "conflict", "state",
-				      "sandbox '%s' is stopped: start it first (POST "
-				      "/v1/sandboxes/%s/start)",
-				      b->id, b->id);
+				       "sandbox '%s' is stopped: start it first (POST "
+				       "/v1/sandboxes/%s/start)",
+				       b->id, b->id);
 	if (strcmp(r->seg[3], "exec") == 0 && r->n_seg == 4)
 		return pdd_api_exec(r, b);
 	if (strcmp(r->seg[3], "processes") == 0)
@@ -521,8 +524,7 @@ static void route(struct request *r)
 		return pdd_api_ports(r, b);
 	if (strcmp(r->seg[3], "code") == 0 && r->n_seg >= 5)
 		return pdd_api_code(r, b);
-	if ((strcmp(r->seg[3], "snapshot") == 0 || strcmp(r->seg[3], "fork") == 0) &&
-	    r->n_seg == 4)
+	if ((strcmp(r->seg[3], "snapshot") == 0 || strcmp(r->seg[3], "fork") == 0) && r->n_seg == 4)
 		return pdd_api_snapshots(r, b);
 	pdd_reply_error(r, 404, "not_found", "path", "no such route");
 }
@@ -620,13 +622,14 @@ static void handle(struct evhttp_request *req, void *arg, bool tcp)
 	if (!r.tenant && !(path && pdd_ui_path(path, strlen(path)))) {
 		evhttp_add_header(evhttp_request_get_output_headers(req), "WWW-Authenticate",
 				  "Bearer");
-		return pdd_reply_error(&r, 401, "unauthorized", "Authorization",
-				      "expected 'Authorization: Bearer <token>' with a known token");
+		return pdd_reply_error(
+			&r, 401, "unauthorized", "Authorization",
+			"expected 'Authorization: Bearer <token>' with a known token");
 	}
 	if (!origin_allowed(req, tcp))
 		return pdd_reply_error(&r, 403, "forbidden", "Origin",
-				      "expected no Origin or this server's own (a page of another "
-				      "site may not call the API)");
+				       "expected no Origin or this server's own (a page of another "
+				       "site may not call the API)");
 	if (d->stopping)
 		return pdd_reply_error(&r, 503, "unavailable", NULL, "paddockd is shutting down");
 	if (!path || !(r.path = strdup(path)))
@@ -745,8 +748,7 @@ int pdd_http_setup(struct daemon *d, paddock_error *err)
 	return 0;
 }
 
-int pdd_http_listen_tcp(struct daemon *d, const char *addr, unsigned short port,
-		       paddock_error *err)
+int pdd_http_listen_tcp(struct daemon *d, const char *addr, unsigned short port, paddock_error *err)
 {
 	struct evhttp_bound_socket *bound;
 

@@ -33,7 +33,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: paddockd [--config FILE] [--socket PATH] [--state-dir DIR]\n"
 		   "                [--listen ADDR:PORT --tokens FILE]\n"
-		   "                [--max-upload BYTES] [--orphan-timeout SECONDS] [--destroy-on-exit]\n"
+		   "                [--max-upload BYTES] [--orphan-timeout SECONDS] "
+		   "[--destroy-on-exit]\n"
 		   "                [--resolve-hosts FILE] [--max-network none|allowlist|open]\n"
 		   "                [--pool N] [--pool-max N] [--pool-templates N]\n"
 		   "                [--pool-min-available SIZE|N%%]\n"
@@ -64,9 +65,11 @@ static int load_tokens(struct daemon *d, const char *path)
 			continue;
 		if (sscanf(line, "%64s %255s", tenant, token) != 2 || strlen(token) < 16 ||
 		    strcmp(tenant, SVC_LOCAL_TENANT) == 0) {
-			fprintf(stderr, "paddockd: tokens '%s': expected 'TENANT TOKEN' lines with "
-					"tokens of at least 16 characters (and no tenant named 'local': the unix "
-					"socket's)\n",
+			fprintf(stderr,
+				"paddockd: tokens '%s': expected 'TENANT TOKEN' lines with "
+				"tokens of at least 16 characters (and no tenant named 'local': "
+				"the unix "
+				"socket's)\n",
 				path);
 			fclose(f);
 			return -1;
@@ -135,8 +138,10 @@ static int parse_log_max(struct daemon *d, const char *s)
 	uint64_t v = 0;
 
 	if (paddock_parse_size(s, &v) < 0 || (v > 0 && v < 4096)) {
-		fprintf(stderr, "paddockd: --event-log-max: expected a size such as '64M' (at least "
-				"4K; 0: never rotate), got '%s'\n", s);
+		fprintf(stderr,
+			"paddockd: --event-log-max: expected a size such as '64M' (at least "
+			"4K; 0: never rotate), got '%s'\n",
+			s);
 		return -1;
 	}
 	d->event_log_max = v;
@@ -162,7 +167,8 @@ static int parse_http_limit(struct daemon *d, int which, const char *s)
 		if (limits[i].c != which)
 			continue;
 		if (!*s || *end || v < limits[i].min || v > limits[i].max) {
-			fprintf(stderr, "paddockd: %s: expected a number from %ld to %ld, got '%s'\n",
+			fprintf(stderr,
+				"paddockd: %s: expected a number from %ld to %ld, got '%s'\n",
 				limits[i].name, limits[i].min, limits[i].max, s);
 			return -1;
 		}
@@ -184,8 +190,10 @@ static int parse_max_templates(struct daemon *d, const char *s)
 	long v = strtol(s, &end, 10);
 
 	if (!*s || *end || v < 1 || v > MAX_TEMPLATES_MAX) {
-		fprintf(stderr, "paddockd: --max-templates: expected a number from 1 to %d, got "
-				"'%s'\n", MAX_TEMPLATES_MAX, s);
+		fprintf(stderr,
+			"paddockd: --max-templates: expected a number from 1 to %d, got "
+			"'%s'\n",
+			MAX_TEMPLATES_MAX, s);
 		return -1;
 	}
 	d->max_templates = (unsigned)v;
@@ -199,8 +207,10 @@ static int parse_log_keep(struct daemon *d, const char *s)
 	long v = strtol(s, &end, 10);
 
 	if (!*s || *end || v < 0 || v > 100) {
-		fprintf(stderr, "paddockd: --event-log-keep: expected a number from 0 to 100, got "
-				"'%s'\n", s);
+		fprintf(stderr,
+			"paddockd: --event-log-keep: expected a number from 0 to 100, got "
+			"'%s'\n",
+			s);
 		return -1;
 	}
 	d->event_log_keep = (unsigned)v;
@@ -225,12 +235,13 @@ static int load_config(struct daemon *d, const char *path, const char **listen_a
 	const char *k;
 
 	if (!json_is_object(o)) {
-		fprintf(stderr, "paddockd: config '%s': expected a JSON object: %s (line %d)\n", path,
-			jerr.text, jerr.line);
+		fprintf(stderr, "paddockd: config '%s': expected a JSON object: %s (line %d)\n",
+			path, jerr.text, jerr.line);
 		json_decref(o);
 		return -1;
 	}
-	json_object_foreach(o, k, v) {
+	json_object_foreach(o, k, v)
+	{
 		bool str = json_is_string(v);
 		const char *s = json_string_value(v);
 
@@ -242,7 +253,8 @@ static int load_config(struct daemon *d, const char *path, const char **listen_a
 			*listen_addr = s;
 		else if (strcmp(k, "tokens") == 0 && str)
 			*tokens = s;
-		else if (strcmp(k, "max_upload") == 0 && json_is_integer(v) && json_integer_value(v) > 0)
+		else if (strcmp(k, "max_upload") == 0 && json_is_integer(v) &&
+			 json_integer_value(v) > 0)
 			d->max_upload = (uint64_t)json_integer_value(v);
 		else if (strcmp(k, "orphan_timeout_s") == 0 && json_is_integer(v) &&
 			 json_integer_value(v) > 0 && json_integer_value(v) < INT32_MAX)
@@ -262,9 +274,9 @@ static int load_config(struct daemon *d, const char *path, const char **listen_a
 			char num[24];
 
 			snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(v));
-			int which = strcmp(k, "header_timeout_s") == 0	     ? 'H'
+			int which = strcmp(k, "header_timeout_s") == 0	? 'H'
 				    : strcmp(k, "max_connections") == 0 ? 'C'
-									 : 'Q';
+									: 'Q';
 
 			if (parse_http_limit(d, which, num) < 0) {
 				json_decref(o);
@@ -280,16 +292,18 @@ static int load_config(struct daemon *d, const char *path, const char **listen_a
 			size_t i;
 			json_t *e;
 
-			json_array_foreach(v, i, e) {
-				if (!json_is_string(e) || add_host_path(d, json_string_value(e)) < 0) {
+			json_array_foreach(v, i, e)
+			{
+				if (!json_is_string(e) ||
+				    add_host_path(d, json_string_value(e)) < 0) {
 					json_decref(o);
 					return -1;
 				}
 			}
-		}
-		else {
-			fprintf(stderr, "paddockd: config '%s': '%s' is unknown or has a bad value\n",
-				path, k);
+		} else {
+			fprintf(stderr,
+				"paddockd: config '%s': '%s' is unknown or has a bad value\n", path,
+				k);
 			json_decref(o);
 			return -1;
 		}
@@ -357,7 +371,8 @@ static int store_move_aside(struct daemon *d, const char *path, const paddock_er
 	(void)unlink(from); /* the WAL's index: rebuilt from the WAL by whoever opens it */
 	d->store_rebuilt = true;
 	snprintf(d->store_moved, sizeof(d->store_moved), "%s", moved);
-	fprintf(stderr, "paddockd: the store is damaged (%s): kept as '%s'; starting a new one "
+	fprintf(stderr,
+		"paddockd: the store is damaged (%s): kept as '%s'; starting a new one "
 		"and recovering the live sandboxes from their own records\n",
 		paddock_error_format(why, buf, sizeof(buf)), moved);
 	return paddock_store_open(path, &d->store, err);
@@ -454,7 +469,10 @@ static int parse_pool_count(struct daemon *d, struct options *o, int c, const ch
 
 	if (*end || end == s || v < (c == 'T') || v > 4096) {
 		fprintf(stderr, "paddockd: --%s: expected a number from %d to 4096\n",
-			c == 'P' ? "pool" : c == 'M' ? "pool-max" : "pool-templates", c == 'T');
+			c == 'P'   ? "pool"
+			: c == 'M' ? "pool-max"
+				   : "pool-templates",
+			c == 'T');
 		return -1;
 	}
 	if (c == 'P')
@@ -479,8 +497,9 @@ static int parse_min_available(struct daemon *d, const char *s)
 		pct = strtol(s, &end, 10);
 	if (share ? end != s + n - 1 || pct < 0 || pct > 99
 		  : paddock_parse_size(s, &v) < 0 || v / 1024 == 0) {
-		fprintf(stderr, "paddockd: --pool-min-available: expected a share of memory from "
-				"0%% to 99%% or a size (\"2G\"), got '%s'\n",
+		fprintf(stderr,
+			"paddockd: --pool-min-available: expected a share of memory from "
+			"0%% to 99%% or a size (\"2G\"), got '%s'\n",
 			s);
 		return -1;
 	}
@@ -495,8 +514,9 @@ static int parse_backlog_max(struct daemon *d, const char *s)
 	uint64_t v = 0;
 
 	if (paddock_parse_size(s, &v) < 0 || v < 4096 || v > (1ull << 30)) {
-		fprintf(stderr, "paddockd: --stream-backlog-max: expected a size such as '1M' "
-				"(4K to 1G), got '%s'\n",
+		fprintf(stderr,
+			"paddockd: --stream-backlog-max: expected a size such as '1M' "
+			"(4K to 1G), got '%s'\n",
 			s);
 		return -1;
 	}
@@ -579,8 +599,9 @@ static int parse_option(struct daemon *d, struct options *o, int c, const char *
 	case 'N':
 		d->max_net = svc_max_network_parse(arg);
 		if (d->max_net < 0) {
-			fprintf(stderr, "paddockd: --max-network: expected none, allowlist or "
-					"open, got '%s'\n",
+			fprintf(stderr,
+				"paddockd: --max-network: expected none, allowlist or "
+				"open, got '%s'\n",
 				arg);
 			return -1;
 		}
@@ -656,8 +677,8 @@ static int parse_options(struct daemon *d, struct options *o, int argc, char **a
 		if (parse_option(d, o, c, optarg) < 0)
 			return 2;
 	}
-	d->pool.max = o->pool_max >= 0 ? (unsigned)o->pool_max
-				       : d->pool.size * d->pool.max_templates;
+	d->pool.max =
+		o->pool_max >= 0 ? (unsigned)o->pool_max : d->pool.size * d->pool.max_templates;
 	if ((o->listen_addr && !o->tokens) || (o->tokens && !o->listen_addr && !o->e2b_addr)) {
 		fprintf(stderr, "paddockd: --listen needs --tokens (every TCP client is a tenant), "
 				"and --tokens needs --listen or --e2b\n");
@@ -813,13 +834,18 @@ static void stop(struct daemon *d)
 
 int main(int argc, char **argv)
 {
-	struct daemon d = { .max_upload = 256u << 20, .orphan_timeout_s = 3600, .max_net = 2,
+	struct daemon d = { .max_upload = 256u << 20,
+			    .orphan_timeout_s = 3600,
+			    .max_net = 2,
 			    .max_templates = SVC_MAX_TEMPLATES,
-			    .event_log_fd = -1, .state_fd = -1,
-			    .stream_behind_max = PDD_STREAM_BEHIND_MAX, .hooks = &pdd_service_hooks,
+			    .event_log_fd = -1,
+			    .state_fd = -1,
+			    .stream_behind_max = PDD_STREAM_BEHIND_MAX,
+			    .hooks = &pdd_service_hooks,
 			    .http_limits = { .max_per_peer = PDD_MAX_PER_PEER,
 					     .header_timeout_s = PDD_HEADER_TIMEOUT_S },
-			    .event_log_max = SVC_EVENT_LOG_MAX, .event_log_keep = SVC_EVENT_LOG_KEEP,
+			    .event_log_max = SVC_EVENT_LOG_MAX,
+			    .event_log_keep = SVC_EVENT_LOG_KEEP,
 			    .pool = { .max_templates = 4, .min_avail_pct = 10 } };
 	struct options o = { .pool_max = -1 };
 	paddock_error err = { 0 };

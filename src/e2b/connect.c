@@ -36,22 +36,22 @@ static const struct {
 	const char *name;
 	int status;
 } codes[_E2B_CONNECT_CODE_MAX] = {
-	[E2B_CONNECT_CANCELED] = {"canceled", 499},
-	[E2B_CONNECT_UNKNOWN] = {"unknown", 500},
-	[E2B_CONNECT_INVALID_ARGUMENT] = {"invalid_argument", 400},
-	[E2B_CONNECT_DEADLINE_EXCEEDED] = {"deadline_exceeded", 504},
-	[E2B_CONNECT_NOT_FOUND] = {"not_found", 404},
-	[E2B_CONNECT_ALREADY_EXISTS] = {"already_exists", 409},
-	[E2B_CONNECT_PERMISSION_DENIED] = {"permission_denied", 403},
-	[E2B_CONNECT_RESOURCE_EXHAUSTED] = {"resource_exhausted", 429},
-	[E2B_CONNECT_FAILED_PRECONDITION] = {"failed_precondition", 400},
-	[E2B_CONNECT_ABORTED] = {"aborted", 409},
-	[E2B_CONNECT_OUT_OF_RANGE] = {"out_of_range", 400},
-	[E2B_CONNECT_UNIMPLEMENTED] = {"unimplemented", 501},
-	[E2B_CONNECT_INTERNAL] = {"internal", 500},
-	[E2B_CONNECT_UNAVAILABLE] = {"unavailable", 503},
-	[E2B_CONNECT_DATA_LOSS] = {"data_loss", 500},
-	[E2B_CONNECT_UNAUTHENTICATED] = {"unauthenticated", 401},
+	[E2B_CONNECT_CANCELED] = { "canceled", 499 },
+	[E2B_CONNECT_UNKNOWN] = { "unknown", 500 },
+	[E2B_CONNECT_INVALID_ARGUMENT] = { "invalid_argument", 400 },
+	[E2B_CONNECT_DEADLINE_EXCEEDED] = { "deadline_exceeded", 504 },
+	[E2B_CONNECT_NOT_FOUND] = { "not_found", 404 },
+	[E2B_CONNECT_ALREADY_EXISTS] = { "already_exists", 409 },
+	[E2B_CONNECT_PERMISSION_DENIED] = { "permission_denied", 403 },
+	[E2B_CONNECT_RESOURCE_EXHAUSTED] = { "resource_exhausted", 429 },
+	[E2B_CONNECT_FAILED_PRECONDITION] = { "failed_precondition", 400 },
+	[E2B_CONNECT_ABORTED] = { "aborted", 409 },
+	[E2B_CONNECT_OUT_OF_RANGE] = { "out_of_range", 400 },
+	[E2B_CONNECT_UNIMPLEMENTED] = { "unimplemented", 501 },
+	[E2B_CONNECT_INTERNAL] = { "internal", 500 },
+	[E2B_CONNECT_UNAVAILABLE] = { "unavailable", 503 },
+	[E2B_CONNECT_DATA_LOSS] = { "data_loss", 500 },
+	[E2B_CONNECT_UNAUTHENTICATED] = { "unauthenticated", 401 },
 };
 
 const char *e2b_connect_code_name(enum e2b_connect_code c)
@@ -143,7 +143,7 @@ static uint32_t be32(const uint8_t *p)
 }
 
 long e2b_connect_envelope_parse(const uint8_t *buf, size_t len, size_t max, uint8_t *ret_flags,
-			       const uint8_t **ret_payload, size_t *ret_plen)
+				const uint8_t **ret_payload, size_t *ret_plen)
 {
 	size_t plen;
 
@@ -295,7 +295,7 @@ static json_t *decode_envelope(const uint8_t *body, size_t len, enum e2b_connect
 }
 
 json_t *e2b_connect_decode_request(const uint8_t *body, size_t len, bool streaming,
-				  enum e2b_connect_code *ret_code, char *msg, size_t msg_size)
+				   enum e2b_connect_code *ret_code, char *msg, size_t msg_size)
 {
 	assert(body || len == 0);
 	assert(ret_code);
@@ -703,8 +703,8 @@ void e2b_connect_reply(struct evhttp_request *req, json_t *msg_take)
 	json_decref(msg_take);
 }
 
-void e2b_connect_reply_error(struct evhttp_request *req, enum e2b_connect_code code, const char *fmt,
-			    ...)
+void e2b_connect_reply_error(struct evhttp_request *req, enum e2b_connect_code code,
+			     const char *fmt, ...)
 {
 	char message[MSG_MAX];
 	json_t *e;
@@ -734,7 +734,7 @@ void e2b_connect_stream_start(struct evhttp_request *req, bool *started)
 static int send_envelope(struct evhttp_request *req, uint8_t flags, const json_t *v)
 {
 	struct evbuffer *b = evbuffer_new();
-	uint8_t h[HEADER_SIZE] = {flags};
+	uint8_t h[HEADER_SIZE] = { flags };
 	size_t len;
 	int r = -1;
 
@@ -782,7 +782,7 @@ static json_t *end_stream_json(int code, const char *message)
 }
 
 void e2b_connect_stream_end(struct evhttp_request *req, bool *started, int code, const char *fmt,
-			   ...)
+			    ...)
 {
 	static const uint8_t internal_end[] = "{\"error\":{\"code\":\"internal\","
 					      "\"message\":\"out of memory\"}}";
@@ -801,7 +801,7 @@ void e2b_connect_stream_end(struct evhttp_request *req, bool *started, int code,
 		struct evbuffer *b = evbuffer_new();
 
 		if (b && e2b_connect_envelope_add(b, E2B_CONNECT_FLAG_END, internal_end,
-						 sizeof(internal_end) - 1) == 0)
+						  sizeof(internal_end) - 1) == 0)
 			evhttp_send_reply_chunk(req, b);
 		if (b)
 			evbuffer_free(b);

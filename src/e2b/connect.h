@@ -27,8 +27,8 @@ struct evhttp_request;
 struct evbuffer;
 
 #define E2B_CONNECT_FLAG_COMPRESSED 0x01u
-#define E2B_CONNECT_FLAG_END	   0x02u
-#define E2B_CONNECT_MAX_MESSAGE	   (4u << 20) /* bytes of one request message */
+#define E2B_CONNECT_FLAG_END	    0x02u
+#define E2B_CONNECT_MAX_MESSAGE	    (4u << 20) /* bytes of one request message */
 
 /* Connect error codes (the protocol's names, as on the wire). */
 enum e2b_connect_code {
@@ -65,10 +65,9 @@ enum e2b_connect_code e2b_connect_code_from_errno(int e);
  * compression).
  */
 long e2b_connect_envelope_parse(const uint8_t *buf, size_t len, size_t max, uint8_t *ret_flags,
-			       const uint8_t **ret_payload, size_t *ret_plen);
+				const uint8_t **ret_payload, size_t *ret_plen);
 /* Appends an envelope (flags, payload) to out. */
-int e2b_connect_envelope_add(struct evbuffer *out, uint8_t flags, const void *payload,
-			    size_t plen);
+int e2b_connect_envelope_add(struct evbuffer *out, uint8_t flags, const void *payload, size_t plen);
 
 /*
  * A request's message. `streaming`: the body must be exactly one uncompressed, not
@@ -77,7 +76,7 @@ int e2b_connect_envelope_add(struct evbuffer *out, uint8_t flags, const void *pa
  * sentence naming what was wrong) filled.
  */
 json_t *e2b_connect_decode_request(const uint8_t *body, size_t len, bool streaming,
-				  enum e2b_connect_code *ret_code, char *msg, size_t msg_size);
+				   enum e2b_connect_code *ret_code, char *msg, size_t msg_size);
 
 /*
  * The timeout a client asked for with Connect-Timeout-Ms (1 to 10 digits, the protocol's
@@ -111,7 +110,7 @@ json_t *e2b_pbjson_timestamp_new(int64_t sec, long nsec);
 void e2b_connect_reply(struct evhttp_request *req, json_t *msg_take);
 /* Unary error: the code's HTTP status, application/json {"code","message"}. */
 void e2b_connect_reply_error(struct evhttp_request *req, enum e2b_connect_code code,
-			    const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+			     const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /*
  * Server streaming. `*started` is the caller's record of whether the 200 went out: each call
@@ -125,5 +124,5 @@ void e2b_connect_stream_send(struct evhttp_request *req, bool *started, json_t *
  * The end-of-stream envelope ({} when code < 0, else {"error":{"code","message"}}) and the
  * end of the reply (evhttp_send_reply_end).
  */
-void e2b_connect_stream_end(struct evhttp_request *req, bool *started, int code,
-			   const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void e2b_connect_stream_end(struct evhttp_request *req, bool *started, int code, const char *fmt,
+			    ...) __attribute__((format(printf, 4, 5)));

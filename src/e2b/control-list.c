@@ -74,16 +74,16 @@ static bool parse_metadata_filter(struct e2b_req *r, const char *s, json_t *ret)
 	free(copy);
 	if (!ok)
 		e2b_reply_error(r, 400,
-			    "metadata: expected URL-encoded key=value pairs joined by '&' "
-			    "(at most %d)",
-			    META_MAX);
+				"metadata: expected URL-encoded key=value pairs joined by '&' "
+				"(at most %d)",
+				META_MAX);
 	return ok;
 }
 
 /* RFC 3339 ("2025-06-01T09:14:03.512Z", "...+02:00") to ms since the epoch */
 static bool parse_time(const char *s, int64_t *ret)
 {
-	struct tm tm = {0};
+	struct tm tm = { 0 };
 	const char *p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
 	int64_t ms = 0, off = 0;
 	time_t t;
@@ -171,8 +171,8 @@ static bool parse_list_query(struct e2b_req *r, struct evkeyvalq *q, bool v2, st
 		lq->tmpl = NULL;
 	if (after && *after && !parse_time(after, &lq->after_ms)) {
 		e2b_reply_error(r, 400,
-			    "startedAfter: expected an RFC 3339 time such as "
-			    "'2025-06-01T09:14:03.512Z'");
+				"startedAfter: expected an RFC 3339 time such as "
+				"'2025-06-01T09:14:03.512Z'");
 		return false;
 	}
 	if (order && strcmp(order, "asc") != 0 && strcmp(order, "desc") != 0) {
@@ -190,8 +190,9 @@ static bool parse_list_query(struct e2b_req *r, struct evkeyvalq *q, bool v2, st
 		ms = strtoll(token, &end, 10);
 		if (errno || end == token || *end != '-' || ms < 0 ||
 		    strlen(end + 1) >= sizeof(lq->tok_id) || !end[1]) {
-			e2b_reply_error(r, 400,
-				    "nextToken: expected the X-Next-Token of the previous page");
+			e2b_reply_error(
+				r, 400,
+				"nextToken: expected the X-Next-Token of the previous page");
 			return false;
 		}
 		lq->has_token = true;
@@ -239,7 +240,8 @@ static bool list_match(struct e2b_req *r, struct box *b, const struct list_query
 		if (lq->asc ? c < 0 : c > 0)
 			return false;
 	}
-	json_object_foreach(lq->metadata, k, v) {
+	json_object_foreach(lq->metadata, k, v)
+	{
 		json_t *have = e2b_ctl_reserved(k) ? NULL : json_object_get(b->metadata, k);
 
 		if (!json_equal(have, v))
@@ -251,7 +253,7 @@ static bool list_match(struct e2b_req *r, struct box *b, const struct list_query
 /* GET /v2/sandboxes (paged, X-Next-Token) and GET /sandboxes (v1: every match) */
 void e2b_ctl_list(struct e2b_req *r, bool v2)
 {
-	struct list_query lq = {.metadata = json_object()};
+	struct list_query lq = { .metadata = json_object() };
 	struct box **v = NULL;
 	size_t n = 0, cap = 0;
 	struct evkeyvalq q;
@@ -296,4 +298,3 @@ out:
 	json_decref(lq.metadata);
 	evhttp_clear_headers(&q);
 }
-

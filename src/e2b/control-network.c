@@ -32,13 +32,12 @@ static bool string_list(struct e2b_req *r, json_t *o, const char *key, const cha
 		return true;
 	if (!json_is_array(v))
 		goto bad;
-	json_array_foreach(v, i, m)
-		if (!json_is_string(m))
-			goto bad;
+	json_array_foreach(v, i, m) if (!json_is_string(m)) goto bad;
 	*ret = v;
 	return true;
 bad:
-	e2b_reply_error(r, 400, "%s: expected an array of CIDR blocks, addresses or host names", field);
+	e2b_reply_error(r, 400, "%s: expected an array of CIDR blocks, addresses or host names",
+			field);
 	return false;
 }
 
@@ -66,20 +65,20 @@ static bool check_network_extras(struct e2b_req *r, json_t *net)
 
 	if (e2b_ctl_asks(json_object_get(net, "egressProxy"))) {
 		e2b_reply_error(r, 400,
-			    "network.egressProxy: a SOCKS5 egress proxy is not supported "
-			    "by paddock");
+				"network.egressProxy: a SOCKS5 egress proxy is not supported "
+				"by paddock");
 		return false;
 	}
 	if (e2b_ctl_asks(json_object_get(net, "rules"))) {
 		e2b_reply_error(r, 400,
-			    "network.rules: request transforms are not supported by "
-			    "paddock (a template's spec can bind secrets to hosts)");
+				"network.rules: request transforms are not supported by "
+				"paddock (a template's spec can bind secrets to hosts)");
 		return false;
 	}
 	if (json_is_false(apt)) {
 		e2b_reply_error(r, 400,
-			    "network.allowPublicTraffic: paddock's sandbox URLs take no "
-			    "traffic token; false is not supported");
+				"network.allowPublicTraffic: paddock's sandbox URLs take no "
+				"traffic token; false is not supported");
 		return false;
 	}
 	if (e2b_ctl_asks(json_object_get(net, "maskRequestHost"))) {
@@ -88,8 +87,8 @@ static bool check_network_extras(struct e2b_req *r, json_t *net)
 	}
 	if (e2b_ctl_asks(json_object_get(net, "httpsPorts"))) {
 		e2b_reply_error(r, 400,
-			    "network.httpsPorts: paddock reaches a sandbox's ports over "
-			    "plain HTTP only");
+				"network.httpsPorts: paddock reaches a sandbox's ports over "
+				"plain HTTP only");
 		return false;
 	}
 	return true;
@@ -114,14 +113,14 @@ static json_t *map_network(int aia, json_t *allow_out, json_t *deny_out, struct 
 	const char *mode;
 	size_t i;
 
-	json_array_foreach(allow_out, i, v) {
+	json_array_foreach(allow_out, i, v)
+	{
 		if (e2b_ctl_all_traffic(json_string_value(v)))
 			allow_all = true;
 		else
 			json_array_append(allow, v);
 	}
-	json_array_foreach(deny_out, i, v)
-		deny_all |= e2b_ctl_all_traffic(json_string_value(v));
+	json_array_foreach(deny_out, i, v) deny_all |= e2b_ctl_all_traffic(json_string_value(v));
 	if (allow_all)
 		mode = "open";
 	else if (deny_all)
@@ -201,8 +200,8 @@ bool e2b_ctl_create_network(struct e2b_req *r, json_t *body, json_t *spec, struc
 void e2b_ctl_put_network(struct e2b_req *r, const char *id)
 {
 	json_t *body = e2b_ctl_body(r, false), *allow_out, *deny_out, *net = NULL, *old_aia;
-	paddock_error err = {0};
-	struct netmap nm = {0};
+	paddock_error err = { 0 };
+	struct netmap nm = { 0 };
 	struct box *b;
 	int aia, k;
 
@@ -234,8 +233,8 @@ void e2b_ctl_put_network(struct e2b_req *r, const char *id)
 	json_decref(old_aia);
 	if (k < 0 && err.code == EPERM && !strstr(err.msg, "--max-network")) {
 		e2b_reply_error(r, 409,
-			    "network: this sandbox was created without internet access "
-			    "(mode 'none'), which cannot be opened later");
+				"network: this sandbox was created without internet access "
+				"(mode 'none'), which cannot be opened later");
 		goto out;
 	}
 	if (k < 0) {
@@ -247,4 +246,3 @@ out:
 	json_decref(net);
 	json_decref(body);
 }
-

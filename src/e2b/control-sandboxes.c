@@ -23,7 +23,8 @@
 /* the create fields paddock cannot honour, refused by name when they ask for something */
 static bool check_unsupported(struct e2b_req *r, json_t *body)
 {
-	json_t *resume = json_object_get(body, "autoResume"), *ap = json_object_get(body, "autoPause");
+	json_t *resume = json_object_get(body, "autoResume"),
+	       *ap = json_object_get(body, "autoPause");
 
 	if (ap && !json_is_null(ap) && !json_is_boolean(ap)) {
 		e2b_reply_error(r, 400, "autoPause: expected true or false");
@@ -31,14 +32,14 @@ static bool check_unsupported(struct e2b_req *r, json_t *body)
 	}
 	if (json_is_true(json_object_get(resume, "enabled"))) {
 		e2b_reply_error(r, 400,
-			    "autoResume: traffic does not resume a paused paddock sandbox; "
-			    "Sandbox.connect() does");
+				"autoResume: traffic does not resume a paused paddock sandbox; "
+				"Sandbox.connect() does");
 		return false;
 	}
 	if (e2b_ctl_asks(json_object_get(body, "volumeMounts"))) {
 		e2b_reply_error(r, 400,
-			    "volumeMounts: volumes are not supported by paddock (a "
-			    "template's spec can bind host directories)");
+				"volumeMounts: volumes are not supported by paddock (a "
+				"template's spec can bind host directories)");
 		return false;
 	}
 	if (e2b_ctl_asks(json_object_get(body, "mcp"))) {
@@ -47,8 +48,8 @@ static bool check_unsupported(struct e2b_req *r, json_t *body)
 	}
 	if (e2b_ctl_asks(json_object_get(json_object_get(body, "iam"), "tokens"))) {
 		e2b_reply_error(r, 400,
-			    "iam.tokens: workload identity tokens are not supported by "
-			    "paddock");
+				"iam.tokens: workload identity tokens are not supported by "
+				"paddock");
 		return false;
 	}
 	return true;
@@ -70,14 +71,15 @@ static bool check_metadata(struct e2b_req *r, json_t *meta)
 		e2b_reply_error(r, 400, "metadata: expected at most %d entries", META_MAX - 2);
 		return false;
 	}
-	json_object_foreach(meta, k, v) {
+	json_object_foreach(meta, k, v)
+	{
 		char e[72];
 
 		if (e2b_ctl_reserved(k)) {
 			e2b_reply_error(r, 400,
-				    "metadata.%s: keys starting '" RESERVED_PREFIX
-				    "' are reserved for paddock",
-				    e2b_ctl_esc(k, e, sizeof(e)));
+					"metadata.%s: keys starting '" RESERVED_PREFIX
+					"' are reserved for paddock",
+					e2b_ctl_esc(k, e, sizeof(e)));
 			return false;
 		}
 		if (!json_is_string(v)) {
@@ -105,7 +107,8 @@ static bool merge_env(struct e2b_req *r, json_t *spec, json_t *env_vars)
 		env = json_object();
 		json_object_set_new(spec, "env", env);
 	}
-	json_object_foreach(env_vars, k, v) {
+	json_object_foreach(env_vars, k, v)
+	{
 		char e[72];
 
 		if (!json_is_string(v)) {
@@ -121,8 +124,8 @@ static bool merge_env(struct e2b_req *r, json_t *spec, json_t *env_vars)
 void e2b_ctl_create(struct e2b_req *r, bool v2)
 {
 	json_t *body = e2b_ctl_body(r, true), *tmpl_v, *spec = NULL, *meta, *cmeta;
-	struct netmap nm = {0};
-	paddock_error err = {0};
+	struct netmap nm = { 0 };
+	paddock_error err = { 0 };
 	const char *tmpl;
 	struct box *b = NULL;
 	int64_t ttl;
@@ -147,7 +150,7 @@ void e2b_ctl_create(struct e2b_req *r, bool v2)
 	}
 	cmeta = json_object_get(body, "metadata");
 	if (!e2b_ctl_seconds(r, body, "timeout", v2 ? CREATE_DEFAULT_V2_S : CREATE_DEFAULT_V1_S,
-			 &ttl) ||
+			     &ttl) ||
 	    !check_unsupported(r, body) || !check_metadata(r, cmeta))
 		goto out;
 	if (!merge_env(r, spec, json_object_get(body, "envVars")) ||
@@ -322,7 +325,8 @@ void e2b_ctl_set_timeout(struct e2b_req *r, const char *id)
 	if (!body)
 		return;
 	if (!json_is_number(json_object_get(body, "timeout"))) {
-		e2b_reply_error(r, 400, "timeout: expected whole seconds from 0 to %d", E2B_MAX_TTL_S);
+		e2b_reply_error(r, 400, "timeout: expected whole seconds from 0 to %d",
+				E2B_MAX_TTL_S);
 		goto out;
 	}
 	if (!e2b_ctl_seconds(r, body, "timeout", 0, &t))
@@ -349,4 +353,3 @@ void e2b_ctl_kill(struct e2b_req *r, const char *id)
 		return e2b_ctl_reply_paddock_error(r, &err, NULL);
 	e2b_ctl_reply_empty(r, 204);
 }
-

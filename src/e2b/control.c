@@ -89,7 +89,8 @@ static void e2b_field(const char *f, const struct netmap *nm, char *out, size_t 
 		size_t j, seen = 0, at = 0;
 		json_t *v;
 
-		json_array_foreach(nm->allow_out, j, v) {
+		json_array_foreach(nm->allow_out, j, v)
+		{
 			if (e2b_ctl_all_traffic(json_string_value(v)))
 				continue;
 			if (seen++ == i) {
@@ -150,7 +151,7 @@ void e2b_ctl_reply_paddock_error(struct e2b_req *r, const paddock_error *err,
 		e2b_reply_error(r, status_from_errno(code), "%s: %s", field, err->msg);
 	else
 		e2b_reply_error(r, status_from_errno(code), "%s",
-			    err->msg[0] ? err->msg : strerror(code));
+				err->msg[0] ? err->msg : strerror(code));
 }
 
 /* ---- requests ---------------------------------------------------------------------------- */
@@ -178,8 +179,7 @@ json_t *e2b_ctl_body(struct e2b_req *r, bool empty_ok)
  * A timeout in whole seconds, 0 to E2B_MAX_TTL_S (absent or null: def). False once the
  * error is answered.
  */
-bool e2b_ctl_seconds(struct e2b_req *r, json_t *o, const char *key, int64_t def,
-		     int64_t *ret)
+bool e2b_ctl_seconds(struct e2b_req *r, json_t *o, const char *key, int64_t def, int64_t *ret)
 {
 	json_t *v = json_object_get(o, key);
 	double x;
@@ -190,7 +190,8 @@ bool e2b_ctl_seconds(struct e2b_req *r, json_t *o, const char *key, int64_t def,
 	}
 	x = json_is_number(v) ? json_number_value(v) : -1;
 	if (!json_is_number(v) || !isfinite(x) || x < 0 || x > E2B_MAX_TTL_S || x != floor(x)) {
-		e2b_reply_error(r, 400, "%s: expected whole seconds from 0 to %d", key, E2B_MAX_TTL_S);
+		e2b_reply_error(r, 400, "%s: expected whole seconds from 0 to %d", key,
+				E2B_MAX_TTL_S);
 		return false;
 	}
 	*ret = (int64_t)x;
@@ -235,9 +236,8 @@ static json_t *client_metadata(const struct box *b)
 	json_t *o = json_object(), *v;
 	const char *k;
 
-	json_object_foreach(b->metadata, k, v)
-		if (!e2b_ctl_reserved(k) && json_is_string(v))
-			json_object_set(o, k, v);
+	json_object_foreach(b->metadata, k, v) if (!e2b_ctl_reserved(k) && json_is_string(v))
+		json_object_set(o, k, v);
 	return o;
 }
 
@@ -276,10 +276,11 @@ json_t *e2b_ctl_listed_json(struct box *b)
 	box_size(b, &s);
 	o = json_pack("{s:s,s:s,s:s,s:o,s:o,s:i,s:I,s:I,s:o,s:s,s:s,s:[]}", "sandboxID", b->id,
 		      "templateID", tmpl ? tmpl : NO_TEMPLATE, "clientID", CLIENT_ID, "startedAt",
-		      svc_time_json(b->created_ms), "endAt", svc_time_json(b->expires_ms), "cpuCount",
-		      cpu_count(&s), "memoryMB", (json_int_t)(s.memory / MIB), "diskSizeMB",
-		      (json_int_t)(s.disk / MIB), "metadata", client_metadata(b), "state",
-		      b->paused ? "paused" : "running", "envdVersion", E2B_ENVD_VERSION, "volumeMounts");
+		      svc_time_json(b->created_ms), "endAt", svc_time_json(b->expires_ms),
+		      "cpuCount", cpu_count(&s), "memoryMB", (json_int_t)(s.memory / MIB),
+		      "diskSizeMB", (json_int_t)(s.disk / MIB), "metadata", client_metadata(b),
+		      "state", b->paused ? "paused" : "running", "envdVersion", E2B_ENVD_VERSION,
+		      "volumeMounts");
 	if (o && tmpl)
 		json_object_set_new(o, "alias", json_string(tmpl));
 	return o;
@@ -323,8 +324,8 @@ json_t *e2b_sandbox_json(struct e2b *e, struct box *b)
 	json_object_set_new(o, "domain", json_string(e->sdk_domain));
 	json_object_set_new(o, "network", network_info(b));
 	json_object_set_new(o, "lifecycle",
-			    json_pack("{s:s,s:b}", "onTimeout", b->pause_on_timeout ? "pause" : "kill",
-				      "autoResume", 0));
+			    json_pack("{s:s,s:b}", "onTimeout",
+				      b->pause_on_timeout ? "pause" : "kill", "autoResume", 0));
 	if (internet)
 		json_object_set_new(o, "allowInternetAccess",
 				    json_boolean(strcmp(internet, "true") == 0));
@@ -364,8 +365,8 @@ struct box *e2b_ctl_find_live(struct e2b_req *r, const char *id)
 }
 
 /* a query number from min to max; false once the error is answered */
-bool e2b_ctl_query_long(struct e2b_req *r, struct evkeyvalq *q, const char *key, long min,
-			long max, long *ret)
+bool e2b_ctl_query_long(struct e2b_req *r, struct evkeyvalq *q, const char *key, long min, long max,
+			long *ret)
 {
 	const char *s = evhttp_find_header(q, key);
 	char *end;
@@ -376,7 +377,8 @@ bool e2b_ctl_query_long(struct e2b_req *r, struct evkeyvalq *q, const char *key,
 	errno = 0;
 	v = strtol(s, &end, 10);
 	if (errno || end == s || *end || v < min || v > max) {
-		e2b_reply_error(r, 400, "%s: expected a whole number from %ld to %ld", key, min, max);
+		e2b_reply_error(r, 400, "%s: expected a whole number from %ld to %ld", key, min,
+				max);
 		return false;
 	}
 	*ret = v;
@@ -390,7 +392,7 @@ bool e2b_ctl_query_long(struct e2b_req *r, struct evkeyvalq *q, const char *key,
 static void metrics(struct e2b_req *r, const char *id)
 {
 	struct evkeyvalq q;
-	struct paddock_usage u = {0};
+	struct paddock_usage u = { 0 };
 	struct box_size s;
 	long start = 0, end = -1;
 	int64_t now = svc_now_ms();
@@ -413,13 +415,14 @@ static void metrics(struct e2b_req *r, const char *id)
 		wall = (double)(now - b->created_ms) / 1000.0;
 		if (wall > 0 && s.cpus > 0)
 			pct = fmin(100.0, 100.0 * u.cpu_s / wall / s.cpus);
-		json_array_append_new(
-			a, json_pack("{s:i,s:f,s:I,s:I,s:I,s:I,s:I,s:o,s:I}", "cpuCount",
-				     cpu_count(&s), "cpuUsedPct", round(pct * 100) / 100, "memUsed",
-				     (json_int_t)u.memory_bytes, "memTotal", (json_int_t)s.memory,
-				     "memCache", (json_int_t)0, "diskUsed", (json_int_t)0,
-				     "diskTotal", (json_int_t)s.disk, "timestamp",
-				     svc_time_json(now), "timestampUnix", (json_int_t)(now / 1000)));
+		json_array_append_new(a,
+				      json_pack("{s:i,s:f,s:I,s:I,s:I,s:I,s:I,s:o,s:I}", "cpuCount",
+						cpu_count(&s), "cpuUsedPct", round(pct * 100) / 100,
+						"memUsed", (json_int_t)u.memory_bytes, "memTotal",
+						(json_int_t)s.memory, "memCache", (json_int_t)0,
+						"diskUsed", (json_int_t)0, "diskTotal",
+						(json_int_t)s.disk, "timestamp", svc_time_json(now),
+						"timestampUnix", (json_int_t)(now / 1000)));
 	}
 	e2b_reply_json(r, 200, a);
 out:
@@ -460,12 +463,12 @@ static void sandbox_action(struct e2b_req *r, const char *id, const char *action
 	struct {
 		const char *name, *msg;
 	} unsupported_actions[] = {
-		{"snapshots", "snapshots are not supported by paddock"},
-		{"fork", "fork is not supported by paddock"},
-		{"logs", "sandbox logs are not supported by paddock (paddock's own API has "
-			 "the sandbox's events)"},
-		{"refreshes", "refreshes are not supported by paddock; use POST "
-			      "/sandboxes/{id}/timeout"},
+		{ "snapshots", "snapshots are not supported by paddock" },
+		{ "fork", "fork is not supported by paddock" },
+		{ "logs", "sandbox logs are not supported by paddock (paddock's own API has "
+			  "the sandbox's events)" },
+		{ "refreshes", "refreshes are not supported by paddock; use POST "
+			       "/sandboxes/{id}/timeout" },
 	};
 
 	if (v2 && strcmp(action, "connect") == 0) {

@@ -48,13 +48,12 @@ void e2b_ctl_reply_paddock_error(struct e2b_req *r, const paddock_error *err,
 /* The body as a JSON object (empty: {} when empty_ok). */
 json_t *e2b_ctl_body(struct e2b_req *r, bool empty_ok);
 /* A timeout in whole seconds, 0 to E2B_MAX_TTL_S (absent or null: def). */
-bool e2b_ctl_seconds(struct e2b_req *r, json_t *o, const char *key, int64_t def,
-		     int64_t *ret);
+bool e2b_ctl_seconds(struct e2b_req *r, json_t *o, const char *key, int64_t def, int64_t *ret);
 /* The query of the request, parsed (evhttp_clear_headers() it). */
 struct evkeyvalq *e2b_ctl_query(struct e2b_req *r, struct evkeyvalq *q);
 /* A query number from min to max; *ret unchanged when absent. */
-bool e2b_ctl_query_long(struct e2b_req *r, struct evkeyvalq *q, const char *key, long min,
-			long max, long *ret);
+bool e2b_ctl_query_long(struct e2b_req *r, struct evkeyvalq *q, const char *key, long min, long max,
+			long *ret);
 /* The tenant's live sandbox `id`, or NULL with 404 answered. */
 struct box *e2b_ctl_find_live(struct e2b_req *r, const char *id);
 
@@ -74,7 +73,7 @@ json_t *e2b_ctl_sandbox_json(struct e2b *e, struct box *b);
 void e2b_ctl_create(struct e2b_req *r, bool v2);	     /* POST /sandboxes, /v2/sandboxes */
 void e2b_ctl_connect(struct e2b_req *r, const char *id);     /* POST /v2/sandboxes/{id}/connect */
 void e2b_ctl_pause(struct e2b_req *r, const char *id);	     /* POST /sandboxes/{id}/pause */
-void e2b_ctl_resume(struct e2b_req *r, const char *id);      /* POST /sandboxes/{id}/resume */
+void e2b_ctl_resume(struct e2b_req *r, const char *id);	     /* POST /sandboxes/{id}/resume */
 void e2b_ctl_set_timeout(struct e2b_req *r, const char *id); /* POST /sandboxes/{id}/timeout */
 void e2b_ctl_kill(struct e2b_req *r, const char *id);	     /* DELETE /sandboxes/{id} */
 

@@ -83,8 +83,8 @@ static struct box *box_any_tenant(struct daemon *d, const char *id)
  */
 static int request_user(struct e2b_req *r, char *msg, size_t size)
 {
-	const char *h = evhttp_find_header(evhttp_request_get_input_headers(r->req),
-					   "Authorization");
+	const char *h =
+		evhttp_find_header(evhttp_request_get_input_headers(r->req), "Authorization");
 	char *dec = NULL, *colon;
 	size_t len;
 
@@ -109,8 +109,9 @@ static int request_user(struct e2b_req *r, char *msg, size_t size)
 		r->user = "user";
 	} else if (strcmp(dec, "root") == 0) {
 		/* refused, not quietly run as uid 1000: code asking for root expects root */
-		snprintf(msg, size, "user 'root': this sandbox runs commands and files as 'user' "
-				    "(uid 1000) only; leave user unset (docs/e2b.md)");
+		snprintf(msg, size,
+			 "user 'root': this sandbox runs commands and files as 'user' "
+			 "(uid 1000) only; leave user unset (docs/e2b.md)");
 		free(dec);
 		return -1;
 	} else if (dec[0] != '\0') {
@@ -144,8 +145,8 @@ void e2b_reply_paddock_error(struct e2b_req *r, const paddock_error *err)
 	char buf[sizeof(err->msg) + 64];
 
 	e2b_connect_reply_error(r->req, e2b_connect_code_from_errno(err->code), "%s%s%s",
-			       err->field[0] ? err->field : "", err->field[0] ? ": " : "",
-			       paddock_error_format(err, buf, sizeof(buf)));
+				err->field[0] ? err->field : "", err->field[0] ? ": " : "",
+				paddock_error_format(err, buf, sizeof(buf)));
 }
 
 /* ---- plain envd endpoints ------------------------------------------------------------------ */
@@ -190,8 +191,8 @@ void e2b_reply_error(struct e2b_req *r, int status, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	/* svc_json_text: a message quoting the client may hold bytes that are not UTF-8 */
-	e2b_reply_json(r, status, json_pack("{s:i,s:o}", "code", status, "message",
-					    svc_json_text(msg)));
+	e2b_reply_json(r, status,
+		       json_pack("{s:i,s:o}", "code", status, "message", svc_json_text(msg)));
 }
 
 /* GET /envs: the environment a command starts with (the spec's env over the base) */
@@ -202,9 +203,7 @@ static void envd_envs(struct e2b_req *r)
 	const char *k;
 	json_t *v;
 
-	json_object_foreach(env, k, v)
-		if (json_is_string(v))
-			json_object_set(out, k, v);
+	json_object_foreach(env, k, v) if (json_is_string(v)) json_object_set(out, k, v);
 	json_decref(spec);
 	e2b_reply_json(r, 200, out);
 }
@@ -222,12 +221,12 @@ static void envd_metrics(struct e2b_req *r)
 		(void)paddock_spec_get_limit(spec, "memory", &mem_limit, NULL);
 	paddock_spec_free(spec);
 	e2b_reply_json(r, 200,
-		   json_pack("{s:I,s:f,s:i,s:I,s:I,s:I,s:I}", "ts", (json_int_t)(svc_now_ms() / 1000),
-			     "cpu_used_s", cpu_s, "cpu_count", (int)(ncpu > 0 ? ncpu : 1),
-			     "mem_used", (json_int_t)json_integer_value(
-				     json_object_get(u, "memory_bytes")),
-			     "mem_total", (json_int_t)mem_limit, "disk_used", (json_int_t)0,
-			     "disk_total", (json_int_t)0));
+		       json_pack("{s:I,s:f,s:i,s:I,s:I,s:I,s:I}", "ts",
+				 (json_int_t)(svc_now_ms() / 1000), "cpu_used_s", cpu_s,
+				 "cpu_count", (int)(ncpu > 0 ? ncpu : 1), "mem_used",
+				 (json_int_t)json_integer_value(json_object_get(u, "memory_bytes")),
+				 "mem_total", (json_int_t)mem_limit, "disk_used", (json_int_t)0,
+				 "disk_total", (json_int_t)0));
 	json_decref(o);
 }
 
@@ -264,7 +263,8 @@ static bool parse_host(struct e2b *e, const char *host, long *ret_port, char *id
 /* E2b-Sandbox-Port: a port from 1 to 65535, when the header is there */
 static bool header_port(struct evhttp_request *req, long *ret_port)
 {
-	const char *v = evhttp_find_header(evhttp_request_get_input_headers(req), "E2b-Sandbox-Port");
+	const char *v =
+		evhttp_find_header(evhttp_request_get_input_headers(req), "E2b-Sandbox-Port");
 	char *end;
 
 	if (!v || !*v)
@@ -279,8 +279,8 @@ static bool is_envd_path(const char *p)
 {
 	return strncmp(p, "/process.Process/", 17) == 0 ||
 	       strncmp(p, "/filesystem.Filesystem/", 23) == 0 || strcmp(p, "/files") == 0 ||
-	       strcmp(p, "/health") == 0 || strcmp(p, "/metrics") == 0 ||
-	       strcmp(p, "/envs") == 0 || strcmp(p, "/init") == 0;
+	       strcmp(p, "/health") == 0 || strcmp(p, "/metrics") == 0 || strcmp(p, "/envs") == 0 ||
+	       strcmp(p, "/init") == 0;
 }
 
 /* the tenant "local"'s default sandbox for the SDK's debug mode, made on first use */
@@ -293,8 +293,8 @@ static struct box *debug_box(struct e2b *e, paddock_error *err)
 		if (strcmp(b->tenant, SVC_LOCAL_TENANT) == 0 && b->metadata &&
 		    json_is_string(json_object_get(b->metadata, "e2b.debug")))
 			return b;
-	body = json_pack("{s:O,s:{s:s}}", "spec", json_object_get(e->templates, "base"),
-			 "metadata", "e2b.debug", "true");
+	body = json_pack("{s:O,s:{s:s}}", "spec", json_object_get(e->templates, "base"), "metadata",
+			 "e2b.debug", "true");
 	if (!body)
 		return NULL;
 	/* the base template's spec with the debug marker; a create body has spec fields flat */
@@ -331,30 +331,35 @@ static void connect_call(struct e2b_req *r, const char *path)
 	if (evhttp_request_get_command(r->req) != EVHTTP_REQ_POST) {
 		evhttp_add_header(evhttp_request_get_output_headers(r->req), "Allow", "POST");
 		return e2b_connect_reply_error(r->req, E2B_CONNECT_UNIMPLEMENTED,
-					      "expected POST (Connect over HTTP/1.1)");
+					       "expected POST (Connect over HTTP/1.1)");
 	}
 	if (process && strcmp(method, "StreamInput") == 0)
-		return e2b_connect_reply_error(r->req, E2B_CONNECT_UNIMPLEMENTED,
-					      "StreamInput is a client stream, which needs HTTP/2; "
-					      "use SendInput");
+		return e2b_connect_reply_error(
+			r->req, E2B_CONNECT_UNIMPLEMENTED,
+			"StreamInput is a client stream, which needs HTTP/2; "
+			"use SendInput");
 	/* the protocol answers a codec it does not speak with 415 */
-	if (!ct || (strcasecmp(ct, stream_method ? "application/connect+json" : "application/json") != 0 &&
-		    strncasecmp(ct, stream_method ? "application/connect+json;" : "application/json;",
-				stream_method ? 25 : 17) != 0)) {
+	if (!ct ||
+	    (strcasecmp(ct, stream_method ? "application/connect+json" : "application/json") != 0 &&
+	     strncasecmp(ct, stream_method ? "application/connect+json;" : "application/json;",
+			 stream_method ? 25 : 17) != 0)) {
 		evhttp_add_header(evhttp_request_get_output_headers(r->req), "Accept-Post",
 				  stream_method ? "application/connect+json" : "application/json");
 		r->e->m.errors++;
 		return reply_text(r->req, 415, "text/plain",
-				  stream_method ? "expected Content-Type: application/connect+json\n"
-						: "expected Content-Type: application/json\n");
+				  stream_method
+					  ? "expected Content-Type: application/connect+json\n"
+					  : "expected Content-Type: application/json\n");
 	}
 	t = e2b_connect_parse_timeout(evhttp_find_header(in, "Connect-Timeout-Ms"));
 	if (t < 0)
-		return stream_method ? e2b_connect_stream_end(r->req, &(bool){ false },
-							    E2B_CONNECT_INVALID_ARGUMENT,
-							    "Connect-Timeout-Ms: expected 1 to 10 digits")
-				     : e2b_connect_reply_error(r->req, E2B_CONNECT_INVALID_ARGUMENT,
-							      "Connect-Timeout-Ms: expected 1 to 10 digits");
+		return stream_method
+			       ? e2b_connect_stream_end(
+					 r->req, &(bool){ false }, E2B_CONNECT_INVALID_ARGUMENT,
+					 "Connect-Timeout-Ms: expected 1 to 10 digits")
+			       : e2b_connect_reply_error(
+					 r->req, E2B_CONNECT_INVALID_ARGUMENT,
+					 "Connect-Timeout-Ms: expected 1 to 10 digits");
 	r->timeout_s = t;
 	{
 		const char *k = evhttp_find_header(in, "Keepalive-Ping-Interval");
@@ -364,10 +369,11 @@ static void connect_call(struct e2b_req *r, const char *path)
 	}
 	size_t len = evbuffer_get_length(body);
 	m = e2b_connect_decode_request(len ? evbuffer_pullup(body, -1) : (const uint8_t *)"", len,
-				      stream_method, &code, msg, sizeof(msg));
+				       stream_method, &code, msg, sizeof(msg));
 	if (!m) {
 		r->e->m.errors++;
-		return stream_method ? e2b_connect_stream_end(r->req, &(bool){ false }, (int)code, "%s", msg)
+		return stream_method ? e2b_connect_stream_end(r->req, &(bool){ false }, (int)code,
+							      "%s", msg)
 				     : e2b_connect_reply_error(r->req, code, "%s", msg);
 	}
 	if (stream_method)
@@ -414,9 +420,11 @@ static void handle_envd(struct e2b_req *r, const char *path, const char *id_from
 	}
 	if (!id || !*id) {
 		r->e->m.errors++;
-		return connect_rpc ? e2b_connect_reply_error(r->req, E2B_CONNECT_INVALID_ARGUMENT,
-							    "E2b-Sandbox-Id: expected the sandbox's id")
-				   : e2b_reply_error(r, 400, "E2b-Sandbox-Id: expected the sandbox's id");
+		return connect_rpc ? e2b_connect_reply_error(
+					     r->req, E2B_CONNECT_INVALID_ARGUMENT,
+					     "E2b-Sandbox-Id: expected the sandbox's id")
+				   : e2b_reply_error(r, 400,
+						     "E2b-Sandbox-Id: expected the sandbox's id");
 	}
 	if (strcmp(id, DEBUG_SANDBOX_ID) == 0) {
 		/* SECURITY: debug mode has no keys: only where every client is the local tenant */
@@ -443,16 +451,20 @@ static void handle_envd(struct e2b_req *r, const char *path, const char *id_from
 		e2b_access_token(r->e, r->box->id, want);
 		if (token ? !same_secret(want, token) : strcmp(path, "/files") != 0) {
 			r->e->m.errors++;
-			return connect_rpc ? e2b_connect_reply_error(r->req, E2B_CONNECT_UNAUTHENTICATED,
-								    "X-Access-Token: missing or not this sandbox's")
-					   : e2b_reply_error(r, 401, "X-Access-Token: missing or not this sandbox's");
+			return connect_rpc
+				       ? e2b_connect_reply_error(
+						 r->req, E2B_CONNECT_UNAUTHENTICATED,
+						 "X-Access-Token: missing or not this sandbox's")
+				       : e2b_reply_error(
+						 r, 401,
+						 "X-Access-Token: missing or not this sandbox's");
 		}
 	}
 	r->tenant = r->box->tenant;
 	if (!r->box->sb || !paddock_sandbox_running(r->box->sb)) {
 		r->e->m.errors++;
 		return connect_rpc ? e2b_connect_reply_error(r->req, E2B_CONNECT_UNAVAILABLE,
-							    "the sandbox is not running")
+							     "the sandbox is not running")
 				   : e2b_reply_error(r, 502, "the sandbox is not running");
 	}
 	if (request_user(r, msg, sizeof(msg)) < 0) {
@@ -460,8 +472,9 @@ static void handle_envd(struct e2b_req *r, const char *path, const char *id_from
 		/* envd checks the user inside the call: a stream says why in its end envelope */
 		if (is_stream_method(path))
 			return e2b_connect_stream_end(r->req, &(bool){ false },
-						     E2B_CONNECT_UNAUTHENTICATED, "%s", msg);
-		return connect_rpc ? e2b_connect_reply_error(r->req, E2B_CONNECT_UNAUTHENTICATED, "%s", msg)
+						      E2B_CONNECT_UNAUTHENTICATED, "%s", msg);
+		return connect_rpc ? e2b_connect_reply_error(r->req, E2B_CONNECT_UNAUTHENTICATED,
+							     "%s", msg)
 				   : e2b_reply_error(r, 401, "%s", msg);
 	}
 	svc_box_touch(r->box);
@@ -479,7 +492,8 @@ static void handle_envd(struct e2b_req *r, const char *path, const char *id_from
 not_found:
 	r->e->m.errors++;
 	if (connect_rpc)
-		return e2b_connect_reply_error(r->req, E2B_CONNECT_NOT_FOUND, "sandbox '%.64s' not found", id);
+		return e2b_connect_reply_error(r->req, E2B_CONNECT_NOT_FOUND,
+					       "sandbox '%.64s' not found", id);
 	snprintf(msg, sizeof(msg), "sandbox '%.64s' not found", id);
 	e2b_reply_error(r, 404, "%s", msg);
 }
@@ -572,7 +586,7 @@ static int gate_envd(struct e2b *e, const struct pdd_gate_head *h, const char *p
 	bool files = strcmp(path, "/files") == 0, ok;
 
 	v->shape = path[1] != 'f' || strncmp(path, "/filesystem.", 12) == 0 ? SHAPE_CONNECT
-									   : SHAPE_JSON;
+									    : SHAPE_JSON;
 	v->limit = files ? e->d->max_upload + (64u << 10) : E2B_CONNECT_MAX_MESSAGE + 64;
 	if (strcmp(path, "/health") == 0) {
 		v->limit = 0; /* a health check names no one and sends nothing */
@@ -580,10 +594,12 @@ static int gate_envd(struct e2b *e, const struct pdd_gate_head *h, const char *p
 		return 0;
 	}
 	if (strcmp(id, DEBUG_SANDBOX_ID) == 0 && e->open_keys)
-		return 0; /* SECURITY: no --tokens, loopback only: every client is the local tenant */
+		return 0; /* SECURITY: no --tokens, loopback only: every client is the local tenant
+			   */
 	if (files && !h->access_token.p && query) {
 		bool is_signed;
-		const char *op = h->method == PDD_M_GET || h->method == PDD_M_HEAD ? "read" : "write";
+		const char *op =
+			h->method == PDD_M_GET || h->method == PDD_M_HEAD ? "read" : "write";
 
 		if (e2b_files_signed_query(e, query, op, &is_signed))
 			return 0; /* its expiry and path: envd-files.c checks them */
@@ -661,10 +677,10 @@ static void gate_reply(void *arg, struct evhttp_request *req, int shape, int sta
 
 	if (shape == SHAPE_CONNECT)
 		return e2b_connect_reply_error(req,
-					      status == 401 ? E2B_CONNECT_UNAUTHENTICATED
-					      : status == 413 ? E2B_CONNECT_RESOURCE_EXHAUSTED
-							      : E2B_CONNECT_INVALID_ARGUMENT,
-					      "%s", msg);
+					       status == 401   ? E2B_CONNECT_UNAUTHENTICATED
+					       : status == 413 ? E2B_CONNECT_RESOURCE_EXHAUSTED
+							       : E2B_CONNECT_INVALID_ARGUMENT,
+					       "%s", msg);
 	e2b_reply_error(&r, status, "%s", msg);
 }
 
@@ -696,9 +712,10 @@ static void handle(struct evhttp_request *req, void *arg)
 		else
 			handle_envd(&r, path, id);
 	} else if (header_port(req, &port) && port != E2B_ENVD_PORT) {
-		/* E2B_SANDBOX_URL: the SDK names sandbox and port in headers (the code interpreter) */
-		const char *sid = evhttp_find_header(evhttp_request_get_input_headers(req),
-						     "E2b-Sandbox-Id");
+		/* E2B_SANDBOX_URL: the SDK names sandbox and port in headers (the code interpreter)
+		 */
+		const char *sid =
+			evhttp_find_header(evhttp_request_get_input_headers(req), "E2b-Sandbox-Id");
 
 		if (!sid || !*sid || strlen(sid) >= sizeof(id))
 			e2b_reply_error(&r, 400, "E2b-Sandbox-Id: expected the sandbox's id");
@@ -755,7 +772,8 @@ static int add_code_template(struct e2b *e, paddock_error *err)
 {
 	if (json_object_get(e->templates, E2B_CODE_TEMPLATE))
 		return 0;
-	if (json_object_set(e->templates, E2B_CODE_TEMPLATE, json_object_get(e->templates, "base")) < 0)
+	if (json_object_set(e->templates, E2B_CODE_TEMPLATE,
+			    json_object_get(e->templates, "base")) < 0)
 		return paddock_fail(err, ENOMEM, "templates");
 	return 0;
 }
@@ -769,22 +787,28 @@ static int load_templates(struct e2b *e, const char *file, paddock_error *err)
 
 	if (!file) {
 		e->templates = json_pack("{s:{}}", "base");
-		return e->templates ? add_code_template(e, err) : paddock_fail(err, ENOMEM, "templates");
+		return e->templates ? add_code_template(e, err)
+				    : paddock_fail(err, ENOMEM, "templates");
 	}
 	e->templates = json_load_file(file, JSON_REJECT_DUPLICATES, &jerr);
 	if (!e->templates)
-		return paddock_fail(err, EINVAL, "--e2b-templates %s: %s (line %d)", file, jerr.text,
-			     jerr.line);
+		return paddock_fail(err, EINVAL, "--e2b-templates %s: %s (line %d)", file,
+				    jerr.text, jerr.line);
 	if (!json_is_object(e->templates))
-		return paddock_fail(err, EINVAL, "--e2b-templates %s: expected an object of template "
-					  "name to spec", file);
-	json_object_foreach(e->templates, k, v) {
+		return paddock_fail(err, EINVAL,
+				    "--e2b-templates %s: expected an object of template "
+				    "name to spec",
+				    file);
+	json_object_foreach(e->templates, k, v)
+	{
 		paddock_spec *spec = NULL;
 		char *s;
 
 		if (!json_is_object(v))
-			return paddock_fail(err, EINVAL, "--e2b-templates %s: template '%s': expected a spec object",
-				     file, k);
+			return paddock_fail(
+				err, EINVAL,
+				"--e2b-templates %s: template '%s': expected a spec object", file,
+				k);
 		s = json_dumps(v, JSON_COMPACT);
 		r = s ? paddock_spec_new(&spec, err) : -ENOMEM;
 		if (r >= 0)
@@ -798,8 +822,8 @@ static int load_templates(struct e2b *e, const char *file, paddock_error *err)
 
 			snprintf(why, sizeof(why), "%s%s%s", err->field, err->field[0] ? ": " : "",
 				 err->msg);
-			return paddock_fail(err, EINVAL, "--e2b-templates %s: template '%s': %s", file, k,
-				     why);
+			return paddock_fail(err, EINVAL, "--e2b-templates %s: template '%s': %s",
+					    file, k, why);
 		}
 	}
 	if (!json_object_get(e->templates, "base"))
@@ -815,7 +839,7 @@ static void box_gone(struct daemon *d, struct box *b)
 }
 
 int e2b_start(struct daemon *d, const char *addr_port, const char *domain,
-		 const char *templates_file, paddock_error *err)
+	      const char *templates_file, paddock_error *err)
 {
 	struct e2b *e = calloc(1, sizeof(*e));
 	char addr[128], *colon;
@@ -843,15 +867,18 @@ int e2b_start(struct daemon *d, const char *addr_port, const char *domain,
 	e->open_keys = d->n_tokens == 0;
 	if (e->open_keys && strcmp(addr, "127.0.0.1") != 0 && strcmp(addr, "::1") != 0 &&
 	    strcmp(addr, "localhost") != 0)
-		return paddock_fail(err, EPERM, "--e2b on %s needs --tokens (API keys); without them "
-					 "only a loopback address is allowed", addr);
+		return paddock_fail(err, EPERM,
+				    "--e2b on %s needs --tokens (API keys); without them "
+				    "only a loopback address is allowed",
+				    addr);
 	if ((r = load_key(e, err)) < 0 || (r = load_templates(e, templates_file, err)) < 0)
 		return r;
 	e->http = evhttp_new(d->base);
 	if (!e->http)
 		return paddock_fail(err, ENOMEM, "evhttp");
-	e->gate = (struct e2b_gate_policy){ .name = "e2b", .check = gate_check,
-					   .reply = gate_reply, .arg = e };
+	e->gate = (struct e2b_gate_policy){
+		.name = "e2b", .check = gate_check, .reply = gate_reply, .arg = e
+	};
 	if (pdd_http_gate_add_policy(d, e->http, &e->gate) < 0)
 		return paddock_fail(err, ENOMEM, "e2b: the HTTP gate");
 	/*
@@ -866,10 +893,11 @@ int e2b_start(struct daemon *d, const char *addr_port, const char *domain,
 						    EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS);
 	evhttp_set_gencb(e->http, handle, e);
 	/* port 0: the kernel picks one, and the log says which (tests use that) */
-	struct evhttp_bound_socket *bound = evhttp_bind_socket_with_handle(e->http, addr,
-									   (unsigned short)port);
+	struct evhttp_bound_socket *bound =
+		evhttp_bind_socket_with_handle(e->http, addr, (unsigned short)port);
 	if (!bound)
-		return paddock_fail(err, errno ? errno : EADDRINUSE, "--e2b: listen on %s:%ld", addr, port);
+		return paddock_fail(err, errno ? errno : EADDRINUSE, "--e2b: listen on %s:%ld",
+				    addr, port);
 	pdd_http_gate_listening(d, e->http, evhttp_bound_socket_get_listener(bound));
 	{
 		struct sockaddr_storage ss;
@@ -877,7 +905,8 @@ int e2b_start(struct daemon *d, const char *addr_port, const char *domain,
 		char host[64] = "?";
 		unsigned p = (unsigned)port;
 
-		if (getsockname(evhttp_bound_socket_get_fd(bound), (struct sockaddr *)&ss, &sl) == 0) {
+		if (getsockname(evhttp_bound_socket_get_fd(bound), (struct sockaddr *)&ss, &sl) ==
+		    0) {
 			if (ss.ss_family == AF_INET) {
 				struct sockaddr_in *a = (struct sockaddr_in *)&ss;
 				inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
@@ -895,7 +924,8 @@ int e2b_start(struct daemon *d, const char *addr_port, const char *domain,
 				    (dl > 10 && strcasecmp(e->domain + dl - 10, ".localhost") == 0);
 
 			if (loop)
-				snprintf(e->sdk_domain, sizeof(e->sdk_domain), "%s:%u", e->domain, p);
+				snprintf(e->sdk_domain, sizeof(e->sdk_domain), "%s:%u", e->domain,
+					 p);
 			else
 				snprintf(e->sdk_domain, sizeof(e->sdk_domain), "%s", e->domain);
 		}

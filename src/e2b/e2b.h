@@ -6,9 +6,10 @@
  * HTTP API; nothing is implemented twice.
  *
  * One evhttp listener serves:
- *  - envd, the in-sandbox API: Connect-RPC `process.Process/{Method}`, `filesystem.Filesystem/{Method}`,
- *    and plain HTTP `/files`, `/health`, `/metrics`, `/envs`. The sandbox is the one the
- *    `E2b-Sandbox-Id` header names; `X-Access-Token` must be the sandbox's envd access token.
+ *  - envd, the in-sandbox API: Connect-RPC `process.Process/{Method}`,
+ * `filesystem.Filesystem/{Method}`, and plain HTTP `/files`, `/health`, `/metrics`, `/envs`. The
+ * sandbox is the one the `E2b-Sandbox-Id` header names; `X-Access-Token` must be the sandbox's envd
+ * access token.
  *  - the control plane subset (`/sandboxes`, `/v2/sandboxes`), `X-API-Key` naming a tenant.
  *  - `{port}-{id}.{domain}` Hosts: proxied to that port inside the sandbox.
  *
@@ -41,7 +42,7 @@
  * only through d->box_gone.
  */
 int e2b_start(struct daemon *d, const char *addr_port, const char *domain,
-		 const char *templates_file, paddock_error *err);
+	      const char *templates_file, paddock_error *err);
 void e2b_stop(struct daemon *d);
 
 struct e2b_fswatch;
@@ -49,16 +50,16 @@ struct e2b_fswatch;
 struct e2b {
 	struct daemon *d;
 	struct evhttp *http;
-	char domain[128];    /* `{port}-{id}.{domain}` Hosts (--e2b-domain, default localhost) */
+	char domain[128]; /* `{port}-{id}.{domain}` Hosts (--e2b-domain, default localhost) */
 	/*
 	 * what the SDK is told (the "domain" of create and connect), so that getHost() names a
 	 * URL that reaches this listener: a loopback name gets the listener's port ("localhost"
 	 * becomes "localhost:3000"), any other domain is told as it is (a DNS name of a proxy)
 	 */
 	char sdk_domain[160];
-	json_t *templates;   /* template name -> spec object (--e2b-templates); always has "base" */
+	json_t *templates; /* template name -> spec object (--e2b-templates); always has "base" */
 	unsigned char key[32]; /* HMAC key: envd access tokens, file URL signatures */
-	bool open_keys;	     /* no --tokens: every API key is the tenant "local" (loopback only) */
+	bool open_keys; /* no --tokens: every API key is the tenant "local" (loopback only) */
 	struct e2b_fswatch *fswatches; /* CreateWatcher / WatchDir state, every sandbox's */
 	uint64_t next_watch;
 	struct {
@@ -67,22 +68,23 @@ struct e2b {
 	struct e2b_gate_policy gate; /* the HTTP gate's rules for this listener (e2b.c) */
 };
 
-#define E2B_ENVD_PORT 49983
+/* the envd version paddock answers as (the SDK checks features by it) */
+#define E2B_ENVD_VERSION  "0.6.4"
+#define E2B_ENVD_PORT	  49983
 #define E2B_CODE_TEMPLATE "code-interpreter-v1" /* @e2b/code-interpreter's default */
-#define E2B_ENVD_VERSION "0.6.4" /* the envd version paddock answers as (features the SDK checks) */
-#define E2B_TOKEN_LEN 64	 /* hex characters of an envd access token */
+#define E2B_TOKEN_LEN	  64			/* hex characters of an envd access token */
 
 /* One request to the front end, once routed. */
 struct e2b_req {
 	struct daemon *d;
 	struct e2b *e;
 	struct evhttp_request *req;
-	const char *tenant;   /* control plane: the API key's tenant; envd: the sandbox's */
-	struct box *box;      /* envd: the sandbox; control plane: NULL */
-	const char *user;     /* envd: "user" or "root" (Authorization: Basic), default "user" */
-	const char *home;     /* that user's home, where relative paths resolve */
-	double timeout_s;     /* Connect-Timeout-Ms, 0: none */
-	double keepalive_s;   /* Keepalive-Ping-Interval (seconds), 0: none */
+	const char *tenant; /* control plane: the API key's tenant; envd: the sandbox's */
+	struct box *box;    /* envd: the sandbox; control plane: NULL */
+	const char *user;   /* envd: "user" or "root" (Authorization: Basic), default "user" */
+	const char *home;   /* that user's home, where relative paths resolve */
+	double timeout_s;   /* Connect-Timeout-Ms, 0: none */
+	double keepalive_s; /* Keepalive-Ping-Interval (seconds), 0: none */
 	/*
 	 * The SDK's debug mode reached the local tenant's debug sandbox (no --tokens): it has
 	 * no access token, so /files has no signatures to check either.

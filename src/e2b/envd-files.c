@@ -44,8 +44,8 @@
 #include "multipart.h"
 #include "paddock/files.h"
 
-#define FILES_CHUNK	      (256u << 10) /* bytes read per gzip chunk of a download */
-#define FILES_GZIP_LEVEL      1		   /* speed over ratio: the loop waits for it */
+#define FILES_CHUNK	 (256u << 10) /* bytes read per gzip chunk of a download */
+#define FILES_GZIP_LEVEL 1	      /* speed over ratio: the loop waits for it */
 
 /* ---- answers -------------------------------------------------------------------------- */
 
@@ -81,7 +81,8 @@ static void reply_paddock_error(struct e2b_req *r, const paddock_error *err)
 {
 	char buf[512];
 
-	e2b_reply_error(r, errno_status(err->code), "%s", paddock_error_format(err, buf, sizeof(buf)));
+	e2b_reply_error(r, errno_status(err->code), "%s",
+			paddock_error_format(err, buf, sizeof(buf)));
 }
 
 /* ---- query, user, signature ----------------------------------------------------------- */
@@ -184,8 +185,8 @@ const char *e2b_files_signed_box(struct e2b_req *r, bool *ret_signed)
 {
 	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(r->req);
 
-	return e2b_files_signed_query(r->e, uri ? evhttp_uri_get_query(uri) : NULL,
-				      files_op(r), ret_signed);
+	return e2b_files_signed_query(r->e, uri ? evhttp_uri_get_query(uri) : NULL, files_op(r),
+				      ret_signed);
 }
 
 const char *e2b_files_signed_query(struct e2b *e, const char *query, const char *op,
@@ -225,8 +226,8 @@ static bool signature_ok(struct e2b_req *r, const struct files_query *fq, const 
 
 	if (!fq->signature) {
 		e2b_reply_error(r, 401,
-			    "unauthorized access, please provide a valid access token or "
-			    "method signing if supported");
+				"unauthorized access, please provide a valid access token or "
+				"method signing if supported");
 		return false;
 	}
 	if (!expiration_part(fq, &exp, exp_s)) {
@@ -261,15 +262,16 @@ static bool files_access(struct e2b_req *r, const struct files_query *fq, const 
 		return false;
 	/* paddock runs everything as the sandbox user; root is refused saying so (docs/e2b.md) */
 	if (fq->username && strcmp(fq->username, "root") == 0) {
-		e2b_reply_error(r, 401,
-			    "user 'root': this sandbox runs commands and files as 'user' (uid 1000) "
-			    "only; leave user unset");
+		e2b_reply_error(
+			r, 401,
+			"user 'root': this sandbox runs commands and files as 'user' (uid 1000) "
+			"only; leave user unset");
 		return false;
 	}
 	if (fq->username && *fq->username && strcmp(fq->username, "user") != 0) {
 		e2b_reply_error(r, 401,
-			    "error looking up user '%.64s': unknown user (expected 'user')",
-			    fq->username);
+				"error looking up user '%.64s': unknown user (expected 'user')",
+				fq->username);
 		return false;
 	}
 	return true;
@@ -554,8 +556,8 @@ static void download_gzip(struct e2b_req *r, int fd)
 static void files_get(struct e2b_req *r, const struct files_query *fq)
 {
 	struct evkeyvalq *out = evhttp_request_get_output_headers(r->req);
-	struct paddock_file_info fi = {0};
-	paddock_error err = {0};
+	struct paddock_file_info fi = { 0 };
+	paddock_error err = { 0 };
 	uint64_t size = 0;
 	char *path;
 	int fd, gz;
@@ -564,16 +566,17 @@ static void files_get(struct e2b_req *r, const struct files_query *fq)
 	if (!path)
 		return;
 	if (paddock_sandbox_open_read(r->box->sb, path, 0, &fd, &size, &err) < 0) {
-		paddock_error serr = {0};
+		paddock_error serr = { 0 };
 
 		if (err.code == ENOENT || err.code == ENOTDIR)
 			e2b_reply_error(r, 404, "path '%s' does not exist", path);
 		else if (err.code == EINVAL &&
 			 paddock_sandbox_stat(r->box->sb, path, &fi, &serr) == 0)
 			e2b_reply_error(r, 400,
-				    fi.type == PADDOCK_FILE_DIR ? "path '%s' is a directory"
-								: "path '%s' is not a regular file",
-				    fi.path);
+					fi.type == PADDOCK_FILE_DIR
+						? "path '%s' is a directory"
+						: "path '%s' is not a regular file",
+					fi.path);
 		else
 			reply_paddock_error(r, &err);
 		paddock_file_info_release(&fi);
@@ -585,7 +588,7 @@ static void files_get(struct e2b_req *r, const struct files_query *fq)
 		close(fd);
 		free(path);
 		return e2b_reply_error(r, 406,
-				   "no acceptable encoding found, supported: [identity, gzip]");
+				       "no acceptable encoding found, supported: [identity, gzip]");
 	}
 	/* an empty file: Content-Length 0, which the SDK looks for */
 	if (size == 0)
@@ -667,7 +670,7 @@ static int gunzip(struct evbuffer *in, struct sink *s)
 {
 	unsigned char ib[64u << 10], ob[64u << 10];
 	bool need_input = true, in_member = false, any = false;
-	z_stream zs = {0};
+	z_stream zs = { 0 };
 	int z = Z_OK, k = 0;
 
 	if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK)
@@ -739,9 +742,9 @@ struct upload {
 static bool write_one(struct e2b_req *r, const struct upload *u, struct evbuffer *body, bool gzip,
 		      json_t *out)
 {
-	struct paddock_file_info fi = {0};
+	struct paddock_file_info fi = { 0 };
 	paddock_file_writer *w = NULL;
-	paddock_error err = {0};
+	paddock_error err = { 0 };
 	const char *slash;
 	int k, fd;
 
@@ -753,20 +756,20 @@ static bool write_one(struct e2b_req *r, const struct upload *u, struct evbuffer
 		return false;
 	}
 	paddock_file_info_release(&fi);
-	err = (paddock_error){0};
+	err = (paddock_error){ 0 };
 	if (paddock_sandbox_open_write(r->box->sb, u->path, 0644, true, &w, &err) < 0) {
 		reply_paddock_error(r, &err);
 		return false;
 	}
 	fd = paddock_file_writer_fd(w);
 	if (body && gzip) {
-		struct sink s = {.fd = fd, .max = r->d->max_upload};
+		struct sink s = { .fd = fd, .max = r->d->max_upload };
 
 		k = gunzip(body, &s);
 	} else if (body) {
 		k = write_body(body, fd);
 	} else {
-		struct sink s = {.fd = fd, .max = UINT64_MAX};
+		struct sink s = { .fd = fd, .max = UINT64_MAX };
 
 		k = sink_add(&s, u->data, u->len);
 	}
@@ -774,17 +777,18 @@ static bool write_one(struct e2b_req *r, const struct upload *u, struct evbuffer
 		paddock_file_writer_free(w); /* the target is as it was */
 		if (k == -EFBIG && body)
 			e2b_reply_error(r, 413,
-				    "the body inflates to more than %" PRIu64
-				    " bytes (paddockd's max upload)",
-				    r->d->max_upload);
+					"the body inflates to more than %" PRIu64
+					" bytes (paddockd's max upload)",
+					r->d->max_upload);
 		else if (k == -EBADMSG)
 			e2b_reply_error(r, 400,
-				    "error decompressing request body: not gzip, or cut short");
+					"error decompressing request body: not gzip, or cut short");
 		else if (k == -ENOSPC || k == -EDQUOT || k == -EFBIG)
 			e2b_reply_error(r, 507, "not enough disk space available: writing '%s': %s",
-				    u->path, strerror(-k));
+					u->path, strerror(-k));
 		else
-			e2b_reply_error(r, 500, "error writing file '%s': %s", u->path, strerror(-k));
+			e2b_reply_error(r, 500, "error writing file '%s': %s", u->path,
+					strerror(-k));
 		return false;
 	}
 	if (paddock_file_writer_commit(w, &err) < 0) {
@@ -815,7 +819,7 @@ static void files_post_multipart(struct e2b_req *r, const struct files_query *fq
 				 bool gzip)
 {
 	struct evbuffer *in = evhttp_request_get_input_buffer(r->req);
-	struct sink s = {.fd = -1, .max = r->d->max_upload};
+	struct sink s = { .fd = -1, .max = r->d->max_upload };
 	struct upload *ups = NULL;
 	struct e2b_part *parts = NULL;
 	size_t n_parts = 0, n_ups = 0;
@@ -827,21 +831,21 @@ static void files_post_multipart(struct e2b_req *r, const struct files_query *fq
 
 	if (!boundary)
 		return e2b_reply_error(r, 400,
-				   "Content-Type: expected multipart/form-data with a "
-				   "boundary of 1 to %d characters",
-				   FILES_MAX_BOUNDARY);
+				       "Content-Type: expected multipart/form-data with a "
+				       "boundary of 1 to %d characters",
+				       FILES_MAX_BOUNDARY);
 	if (gzip) {
 		k = gunzip(in, &s);
 		if (k == -EFBIG) {
 			e2b_reply_error(r, 413,
-				    "the body inflates to more than %" PRIu64
-				    " bytes (paddockd's max upload)",
-				    r->d->max_upload);
+					"the body inflates to more than %" PRIu64
+					" bytes (paddockd's max upload)",
+					r->d->max_upload);
 			goto out;
 		}
 		if (k < 0) {
 			e2b_reply_error(r, k == -ENOMEM ? 500 : 400,
-				    "error decompressing request body: not gzip, or cut short");
+					"error decompressing request body: not gzip, or cut short");
 			goto out;
 		}
 		body = s.buf ? s.buf : "";
@@ -872,8 +876,8 @@ static void files_post_multipart(struct e2b_req *r, const struct files_query *fq
 			continue; /* envd ignores other fields */
 		if (!name) {
 			e2b_reply_error(r, 400,
-				    "error getting multipart custom part file name: "
-				    "filename not found in Content-Disposition header");
+					"error getting multipart custom part file name: "
+					"filename not found in Content-Disposition header");
 			goto out;
 		}
 		ups[n_ups].path = files_path(r, name);
@@ -884,9 +888,9 @@ static void files_post_multipart(struct e2b_req *r, const struct files_query *fq
 		for (size_t j = 0; j < n_ups; j++)
 			if (strcmp(ups[j].path, ups[n_ups].path) == 0) {
 				e2b_reply_error(r, 400,
-					    "you cannot upload multiple files to the same "
-					    "path '%s' in one upload request",
-					    ups[n_ups].path);
+						"you cannot upload multiple files to the same "
+						"path '%s' in one upload request",
+						ups[n_ups].path);
 				n_ups++;
 				goto out;
 			}
@@ -926,11 +930,12 @@ out:
 static void files_post_raw(struct e2b_req *r, const struct files_query *fq, bool gzip)
 {
 	struct evbuffer *in = evhttp_request_get_input_buffer(r->req);
-	struct upload u = {0};
+	struct upload u = { 0 };
 	json_t *out;
 
 	if (!fq->path)
-		return e2b_reply_error(r, 400, "path query parameter is required for raw body upload");
+		return e2b_reply_error(r, 400,
+				       "path query parameter is required for raw body upload");
 	u.path = files_path(r, fq->path);
 	if (!u.path)
 		return;
@@ -984,9 +989,9 @@ static void files_post(struct e2b_req *r, const struct files_query *fq)
 	TAILQ_FOREACH(h, in, next)
 	if (strncasecmp(h->key, "X-Metadata-", 11) == 0)
 		return e2b_reply_error(r, 400,
-				   "%.80s: file metadata (extended attributes) is "
-				   "not supported by paddock",
-				   h->key);
+				       "%.80s: file metadata (extended attributes) is "
+				       "not supported by paddock",
+				       h->key);
 	if (evbuffer_get_length(evhttp_request_get_input_buffer(r->req)) > r->d->max_upload)
 		return e2b_reply_error(
 			r, 413, "uploads are limited to %" PRIu64 " bytes (paddockd's max upload)",
@@ -996,18 +1001,18 @@ static void files_post(struct e2b_req *r, const struct files_query *fq)
 		gzip = true;
 	else if (enc[0] && strcasecmp(enc, "identity") != 0)
 		return e2b_reply_error(r, 400,
-				   "error decompressing request body: unsupported "
-				   "Content-Encoding: %.32s, supported: [gzip]",
-				   enc);
+				       "error decompressing request body: unsupported "
+				       "Content-Encoding: %.32s, supported: [gzip]",
+				       enc);
 	media_type(ct ? ct : "", type, sizeof(type));
 	if (strcasecmp(type, "application/octet-stream") == 0)
 		return files_post_raw(r, fq, gzip);
 	if (strncasecmp(type, "multipart/", 10) == 0)
 		return files_post_multipart(r, fq, ct, gzip);
 	e2b_reply_error(r, 400,
-		    "unsupported content type: %.64s, expected multipart/form-data or "
-		    "application/octet-stream",
-		    ct ? ct : "");
+			"unsupported content type: %.64s, expected multipart/form-data or "
+			"application/octet-stream",
+			ct ? ct : "");
 }
 
 /* ---- entry ---------------------------------------------------------------------------- */

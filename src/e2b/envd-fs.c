@@ -180,22 +180,22 @@ static char *path_field(struct e2b_req *r, json_t *msg, const char *field, bool 
 	char *p;
 
 	if (!e2b_pbjson_string(json_object_get(msg, field), &s)) {
-		e2b_connect_reply_error(r->req, E2B_CONNECT_INVALID_ARGUMENT, "%s: expected a string",
-				       field);
+		e2b_connect_reply_error(r->req, E2B_CONNECT_INVALID_ARGUMENT,
+					"%s: expected a string", field);
 		return NULL;
 	}
 	if (!s)
 		s = "";
 	if (required && !*s) {
 		e2b_connect_reply_error(r->req, E2B_CONNECT_INVALID_ARGUMENT,
-				       "%s: expected a path in the sandbox", field);
+					"%s: expected a path in the sandbox", field);
 		return NULL;
 	}
 	p = e2b_path(r, s);
 	if (!p)
 		e2b_connect_reply_error(r->req, E2B_CONNECT_INVALID_ARGUMENT,
-				       "%s: expected at most %d bytes", field,
-				       PADDOCK_FILES_MAX_PATH);
+					"%s: expected at most %d bytes", field,
+					PADDOCK_FILES_MAX_PATH);
 	return p;
 }
 
@@ -218,8 +218,8 @@ static const char *err_text(const paddock_error *err, char *buf, size_t size)
 /* {"entry": EntryInfo of path} */
 static void reply_entry(struct e2b_req *r, const char *path)
 {
-	struct paddock_file_info fi = {0};
-	paddock_error err = {0};
+	struct paddock_file_info fi = { 0 };
+	paddock_error err = { 0 };
 	json_t *entry;
 
 	if (paddock_sandbox_stat(r->box->sb, path, &fi, &err) < 0)
@@ -246,8 +246,8 @@ static void fs_stat(struct e2b_req *r, json_t *msg)
 static void fs_make_dir(struct e2b_req *r, json_t *msg)
 {
 	char *path = path_field(r, msg, "path", false);
-	struct paddock_file_info fi = {0};
-	paddock_error err = {0};
+	struct paddock_file_info fi = { 0 };
+	paddock_error err = { 0 };
 	int k;
 
 	if (!path)
@@ -258,11 +258,11 @@ static void fs_make_dir(struct e2b_req *r, json_t *msg)
 	 */
 	k = paddock_sandbox_mkdir(r->box->sb, path, 0755, false, &err);
 	if (k == -ENOENT) {
-		err = (paddock_error){0};
+		err = (paddock_error){ 0 };
 		k = paddock_sandbox_mkdir(r->box->sb, path, 0755, true, &err);
 	}
 	if (k == -EEXIST) {
-		paddock_error serr = {0};
+		paddock_error serr = { 0 };
 
 		if (paddock_sandbox_stat(r->box->sb, path, &fi, &serr) == 0 &&
 		    fi.type != PADDOCK_FILE_DIR && fi.type != PADDOCK_FILE_SYMLINK)
@@ -271,8 +271,8 @@ static void fs_make_dir(struct e2b_req *r, json_t *msg)
 				"path already exists but it is not a directory: '%s'", fi.path);
 		else
 			e2b_connect_reply_error(r->req, E2B_CONNECT_ALREADY_EXISTS,
-					       "directory already exists: '%s'",
-					       fi.path ? fi.path : path);
+						"directory already exists: '%s'",
+						fi.path ? fi.path : path);
 		paddock_file_info_release(&fi);
 	} else if (k < 0) {
 		e2b_reply_paddock_error(r, &err);
@@ -304,7 +304,7 @@ static char *parent_of(const char *path)
 static void fs_move(struct e2b_req *r, json_t *msg)
 {
 	char *from = path_field(r, msg, "source", true), *to = NULL, *parent = NULL;
-	paddock_error err = {0};
+	paddock_error err = { 0 };
 	int k;
 
 	if (!from)
@@ -315,8 +315,8 @@ static void fs_move(struct e2b_req *r, json_t *msg)
 	/* envd renames over what is there (rename(2)) and creates the destination's parents */
 	k = paddock_sandbox_move(r->box->sb, from, to, true, &err);
 	if (k == -ENOENT) {
-		struct paddock_file_info fi = {0};
-		paddock_error serr = {0};
+		struct paddock_file_info fi = { 0 };
+		paddock_error serr = { 0 };
 
 		/* only when the source is there: a failed move leaves nothing behind */
 		parent = parent_of(to);
@@ -324,7 +324,7 @@ static void fs_move(struct e2b_req *r, json_t *msg)
 			err = serr; /* the source is what is missing: say so, as envd */
 		} else if (parent &&
 			   paddock_sandbox_mkdir(r->box->sb, parent, 0755, true, &serr) == 0) {
-			err = (paddock_error){0};
+			err = (paddock_error){ 0 };
 			k = paddock_sandbox_move(r->box->sb, from, to, true, &err);
 		}
 		paddock_file_info_release(&fi);
@@ -342,7 +342,7 @@ out:
 static void fs_list_dir(struct e2b_req *r, json_t *msg)
 {
 	struct paddock_file_info *infos = NULL;
-	paddock_error err = {0};
+	paddock_error err = { 0 };
 	uint32_t depth = 0;
 	size_t n = 0;
 	char *path;
@@ -350,14 +350,14 @@ static void fs_list_dir(struct e2b_req *r, json_t *msg)
 
 	if (!e2b_pbjson_uint32(json_object_get(msg, "depth"), &depth))
 		return e2b_connect_reply_error(r->req, E2B_CONNECT_INVALID_ARGUMENT,
-					      "depth: expected a number from 1 to %d",
-					      PADDOCK_FILES_MAX_DEPTH);
+					       "depth: expected a number from 1 to %d",
+					       PADDOCK_FILES_MAX_DEPTH);
 	if (depth == 0)
 		depth = 1; /* proto3's default: the directory's own entries, as envd */
 	if (depth > PADDOCK_FILES_MAX_DEPTH)
 		return e2b_connect_reply_error(r->req, E2B_CONNECT_INVALID_ARGUMENT,
-					      "depth: at most %d levels, got %" PRIu32,
-					      PADDOCK_FILES_MAX_DEPTH, depth);
+					       "depth: at most %d levels, got %" PRIu32,
+					       PADDOCK_FILES_MAX_DEPTH, depth);
 	path = path_field(r, msg, "path", false);
 	if (!path)
 		return;
@@ -385,7 +385,7 @@ static void fs_list_dir(struct e2b_req *r, json_t *msg)
 static void fs_remove(struct e2b_req *r, json_t *msg)
 {
 	char *path = path_field(r, msg, "path", true);
-	paddock_error err = {0};
+	paddock_error err = { 0 };
 
 	if (!path)
 		return;
@@ -444,7 +444,7 @@ static void fswatch_free(struct e2b_fswatch *fw, int code, const char *msg)
 				e2b_connect_stream_end(req, &fw->started, -1, "%s", "");
 			else
 				e2b_connect_stream_end(req, &fw->started, code, "%s",
-						      msg ? msg : "");
+						       msg ? msg : "");
 		}
 		pdd_watcher_free(fw->w, &fw->wlist);
 	}
@@ -487,9 +487,9 @@ static const char *event_type_name(const char *type)
 	static const struct {
 		const char *paddock, *envd;
 	} map[] = {
-		{"create", "EVENT_TYPE_CREATE"}, {"write", "EVENT_TYPE_WRITE"},
-		{"remove", "EVENT_TYPE_REMOVE"}, {"rename", "EVENT_TYPE_RENAME"},
-		{"chmod", "EVENT_TYPE_CHMOD"},
+		{ "create", "EVENT_TYPE_CREATE" }, { "write", "EVENT_TYPE_WRITE" },
+		{ "remove", "EVENT_TYPE_REMOVE" }, { "rename", "EVENT_TYPE_RENAME" },
+		{ "chmod", "EVENT_TYPE_CHMOD" },
 	};
 
 	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
@@ -501,8 +501,8 @@ static const char *event_type_name(const char *type)
 /* The FilesystemEvent message of an event at path (envd's type name). */
 static json_t *event_message(struct e2b_fswatch *fw, const char *type, const char *path)
 {
-	json_t *o =
-		json_pack("{s:o,s:s}", "name", svc_json_text(relative_name(fw, path)), "type", type);
+	json_t *o = json_pack("{s:o,s:s}", "name", svc_json_text(relative_name(fw, path)), "type",
+			      type);
 
 	/*
 	 * envd attaches the entry (best effort) to create, write and chmod only: after a remove
@@ -510,8 +510,8 @@ static json_t *event_message(struct e2b_fswatch *fw, const char *type, const cha
 	 */
 	if (o && fw->include_entry && strcmp(type, "EVENT_TYPE_REMOVE") != 0 &&
 	    strcmp(type, "EVENT_TYPE_RENAME") != 0 && fw->box->sb) {
-		struct paddock_file_info fi = {0};
-		paddock_error err = {0};
+		struct paddock_file_info fi = { 0 };
+		paddock_error err = { 0 };
 
 		if (paddock_sandbox_stat(fw->box->sb, path, &fi, &err) == 0) {
 			json_t *entry = e2b_entry_info(&fi);
@@ -649,7 +649,7 @@ static void watch_event(const struct paddock_watch_event *ev, void *userdata)
  */
 static bool watch_read(struct e2b_fswatch *fw)
 {
-	paddock_error err = {0};
+	paddock_error err = { 0 };
 	char buf[512];
 
 	if (fw->fail_code < 0 && paddock_watch_read(fw->pw, watch_event, fw, &err) < 0)
@@ -713,8 +713,8 @@ static void deadline_cb(evutil_socket_t fd, short what, void *arg)
 
 static int timer_add(struct event *ev, double s)
 {
-	struct timeval tv = {.tv_sec = (time_t)s,
-			     .tv_usec = (suseconds_t)((s - (double)(time_t)s) * 1e6)};
+	struct timeval tv = { .tv_sec = (time_t)s,
+			      .tv_usec = (suseconds_t)((s - (double)(time_t)s) * 1e6) };
 
 	return event_add(ev, &tv);
 }
@@ -730,7 +730,7 @@ static bool watch_args_parse(struct e2b_req *r, json_t *msg, struct watch_args *
 	const char *s = NULL;
 	bool network = false;
 
-	*a = (struct watch_args){0};
+	*a = (struct watch_args){ 0 };
 	if (!bool_field(msg, "recursive", &a->recursive, a->why, sizeof(a->why)) ||
 	    !bool_field(msg, "includeEntry", &a->include_entry, a->why, sizeof(a->why)) ||
 	    /* no network mounts in a paddock sandbox: nothing to allow */
@@ -753,12 +753,13 @@ static bool watch_args_parse(struct e2b_req *r, json_t *msg, struct watch_args *
 static struct e2b_fswatch *fswatch_new(struct e2b_req *r, const struct watch_args *a,
 				       paddock_error *err)
 {
-	struct paddock_file_info fi = {0};
+	struct paddock_file_info fi = { 0 };
 	struct e2b_fswatch *fw;
 
 	if (box_watches(r->e, r->box) >= FS_WATCHES_PER_BOX) {
-		(void)paddock_fail(err, EMFILE, "more than %d watches of this sandbox: remove one first",
-			    FS_WATCHES_PER_BOX);
+		(void)paddock_fail(err, EMFILE,
+				   "more than %d watches of this sandbox: remove one first",
+				   FS_WATCHES_PER_BOX);
 		return NULL;
 	}
 	fw = calloc(1, sizeof(*fw));
@@ -795,7 +796,7 @@ fail:
 static void fs_watch_dir(struct e2b_req *r, json_t *msg)
 {
 	struct e2b_fswatch *fw = NULL;
-	paddock_error err = {0};
+	paddock_error err = { 0 };
 	struct watch_args a;
 	bool started = false;
 	char buf[512];
@@ -803,13 +804,14 @@ static void fs_watch_dir(struct e2b_req *r, json_t *msg)
 	if (!watch_args_parse(r, msg, &a)) {
 		free(a.path);
 		return e2b_connect_stream_end(r->req, &started, E2B_CONNECT_INVALID_ARGUMENT, "%s",
-					     a.why);
+					      a.why);
 	}
 	fw = fswatch_new(r, &a, &err);
 	free(a.path);
 	if (!fw)
-		return e2b_connect_stream_end(r->req, &started, e2b_connect_code_from_errno(err.code),
-					     "%s", err_text(&err, buf, sizeof(buf)));
+		return e2b_connect_stream_end(r->req, &started,
+					      e2b_connect_code_from_errno(err.code), "%s",
+					      err_text(&err, buf, sizeof(buf)));
 	/* the client going away (closecb, EPOLLRDHUP) ends the watch: daemon.h's watcher */
 	fw->w = pdd_watcher_open(r->d, r->req, W_EVENTS, fw, &fw->wlist);
 	if (fw->w)
@@ -824,7 +826,7 @@ static void fs_watch_dir(struct e2b_req *r, json_t *msg)
 	    (fw->deadline && timer_add(fw->deadline, r->timeout_s) < 0)) {
 		if (!fw->w)
 			e2b_connect_stream_end(r->req, &started, E2B_CONNECT_INTERNAL,
-					      "out of memory");
+					       "out of memory");
 		return fswatch_free(fw, E2B_CONNECT_INTERNAL, "out of memory");
 	}
 	stream_send(fw, json_pack("{s:{}}", "start"));
@@ -834,7 +836,7 @@ static void fs_watch_dir(struct e2b_req *r, json_t *msg)
 static void fs_create_watcher(struct e2b_req *r, json_t *msg)
 {
 	struct e2b_fswatch *fw = NULL;
-	paddock_error err = {0};
+	paddock_error err = { 0 };
 	struct watch_args a;
 
 	if (!watch_args_parse(r, msg, &a)) {
@@ -861,7 +863,7 @@ static struct e2b_fswatch *find_watcher(struct e2b_req *r, json_t *msg)
 
 	if (!e2b_pbjson_string(json_object_get(msg, "watcherId"), &id)) {
 		e2b_connect_reply_error(r->req, E2B_CONNECT_INVALID_ARGUMENT,
-				       "watcherId: expected a string");
+					"watcherId: expected a string");
 		return NULL;
 	}
 	/* SECURITY: another sandbox's watcher is as absent as one that never was */
@@ -869,7 +871,7 @@ static struct e2b_fswatch *find_watcher(struct e2b_req *r, json_t *msg)
 		if (fw->box == r->box && fw->id[0] && strcmp(fw->id, id) == 0)
 			return fw;
 	e2b_connect_reply_error(r->req, E2B_CONNECT_NOT_FOUND, "watcher with id '%.32s' not found",
-			       id ? id : "");
+				id ? id : "");
 	return NULL;
 }
 
@@ -890,7 +892,7 @@ static void fs_get_watcher_events(struct e2b_req *r, json_t *msg)
 	/* envd: once the watcher failed, every read reports it */
 	if (fw->fail_code >= 0)
 		return e2b_connect_reply_error(r->req, (enum e2b_connect_code)fw->fail_code, "%s",
-					      fw->fail_msg);
+					       fw->fail_msg);
 	events = fw->queue;
 	fw->queue = json_array();
 	if (!fw->queue) {
@@ -934,14 +936,14 @@ void e2b_filesystem(struct e2b_req *r, const char *method, json_t *msg, bool str
 		const char *name;
 		void (*fn)(struct e2b_req *r, json_t *msg);
 	} unary[] = {
-		{"Stat", fs_stat},
-		{"MakeDir", fs_make_dir},
-		{"Move", fs_move},
-		{"ListDir", fs_list_dir},
-		{"Remove", fs_remove},
-		{"CreateWatcher", fs_create_watcher},
-		{"GetWatcherEvents", fs_get_watcher_events},
-		{"RemoveWatcher", fs_remove_watcher},
+		{ "Stat", fs_stat },
+		{ "MakeDir", fs_make_dir },
+		{ "Move", fs_move },
+		{ "ListDir", fs_list_dir },
+		{ "Remove", fs_remove },
+		{ "CreateWatcher", fs_create_watcher },
+		{ "GetWatcherEvents", fs_get_watcher_events },
+		{ "RemoveWatcher", fs_remove_watcher },
 	};
 
 	if (streaming) {
@@ -950,16 +952,16 @@ void e2b_filesystem(struct e2b_req *r, const char *method, json_t *msg, bool str
 		if (strcmp(method, "WatchDir") == 0)
 			return fs_watch_dir(r, msg);
 		return e2b_connect_stream_end(r->req, &started, E2B_CONNECT_UNIMPLEMENTED,
-					     "filesystem.Filesystem/%.64s is not a server stream",
-					     method);
+					      "filesystem.Filesystem/%.64s is not a server stream",
+					      method);
 	}
 	for (size_t i = 0; i < sizeof(unary) / sizeof(unary[0]); i++)
 		if (strcmp(method, unary[i].name) == 0)
 			return unary[i].fn(r, msg);
 	if (strcmp(method, "WatchDir") == 0)
 		return e2b_connect_reply_error(r->req, E2B_CONNECT_UNIMPLEMENTED,
-					      "WatchDir is a server stream: use Content-Type "
-					      "application/connect+json");
+					       "WatchDir is a server stream: use Content-Type "
+					       "application/connect+json");
 	e2b_connect_reply_error(r->req, E2B_CONNECT_UNIMPLEMENTED,
-			       "filesystem.Filesystem/%.64s is not implemented", method);
+				"filesystem.Filesystem/%.64s is not implemented", method);
 }

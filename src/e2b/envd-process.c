@@ -80,19 +80,32 @@ static void hook_data(struct watcher *w, struct proc *p, int stream, const char 
 static const char *signal_status(int sig)
 {
 	switch (sig) {
-	case SIGKILL: return "signal: killed";
-	case SIGTERM: return "signal: terminated";
-	case SIGINT: return "signal: interrupt";
-	case SIGHUP: return "signal: hangup";
-	case SIGQUIT: return "signal: quit";
-	case SIGSEGV: return "signal: segmentation fault";
-	case SIGABRT: return "signal: aborted";
-	case SIGPIPE: return "signal: broken pipe";
-	case SIGBUS: return "signal: bus error";
-	case SIGFPE: return "signal: floating point exception";
-	case SIGUSR1: return "signal: user defined signal 1";
-	case SIGUSR2: return "signal: user defined signal 2";
-	default: return "signal: killed";
+	case SIGKILL:
+		return "signal: killed";
+	case SIGTERM:
+		return "signal: terminated";
+	case SIGINT:
+		return "signal: interrupt";
+	case SIGHUP:
+		return "signal: hangup";
+	case SIGQUIT:
+		return "signal: quit";
+	case SIGSEGV:
+		return "signal: segmentation fault";
+	case SIGABRT:
+		return "signal: aborted";
+	case SIGPIPE:
+		return "signal: broken pipe";
+	case SIGBUS:
+		return "signal: bus error";
+	case SIGFPE:
+		return "signal: floating point exception";
+	case SIGUSR1:
+		return "signal: user defined signal 1";
+	case SIGUSR2:
+		return "signal: user defined signal 2";
+	default:
+		return "signal: killed";
 	}
 }
 
@@ -109,14 +122,15 @@ static void hook_ended(struct watcher *w, struct proc *p)
 		goto out;
 	if (!res) {
 		e2b_connect_stream_end(ps->req, &ps->started, E2B_CONNECT_UNAVAILABLE,
-				      "the sandbox was deleted (or paddockd is stopping)");
+				       "the sandbox was deleted (or paddockd is stopping)");
 		goto out;
 	}
 	if (reason && strcmp(reason, "timeout") == 0) {
 		/* the SDK's timeoutMs: its TimeoutError comes from this code */
-		e2b_connect_stream_end(ps->req, &ps->started, E2B_CONNECT_DEADLINE_EXCEEDED,
-				      "the command ran past its timeout (Connect-Timeout-Ms) and was "
-				      "killed");
+		e2b_connect_stream_end(
+			ps->req, &ps->started, E2B_CONNECT_DEADLINE_EXCEEDED,
+			"the command ran past its timeout (Connect-Timeout-Ms) and was "
+			"killed");
 		goto out;
 	}
 	if (reason && strcmp(reason, "error") == 0 && !ps->sent_start) {
@@ -124,16 +138,15 @@ static void hook_ended(struct watcher *w, struct proc *p)
 		const char *name = json_string_value(json_object_get(e, "code"));
 		const char *m = json_string_value(json_object_get(e, "message"));
 		/* envd: a missing cwd or program is the request's fault (invalid_argument) */
-		enum e2b_connect_code c = name && (strcmp(name, "EACCES") == 0 ||
-						  strcmp(name, "EPERM") == 0)
-						 ? E2B_CONNECT_PERMISSION_DENIED
-					 : name && (strcmp(name, "EAGAIN") == 0 ||
-						    strcmp(name, "ENOMEM") == 0)
-						 ? E2B_CONNECT_RESOURCE_EXHAUSTED
-						 : E2B_CONNECT_INVALID_ARGUMENT;
+		enum e2b_connect_code c =
+			name && (strcmp(name, "EACCES") == 0 || strcmp(name, "EPERM") == 0)
+				? E2B_CONNECT_PERMISSION_DENIED
+			: name && (strcmp(name, "EAGAIN") == 0 || strcmp(name, "ENOMEM") == 0)
+				? E2B_CONNECT_RESOURCE_EXHAUSTED
+				: E2B_CONNECT_INVALID_ARGUMENT;
 
-		e2b_connect_stream_end(ps->req, &ps->started, (int)c, "the command could not start: %s",
-				      m ? m : "unknown error");
+		e2b_connect_stream_end(ps->req, &ps->started, (int)c,
+				       "the command could not start: %s", m ? m : "unknown error");
 		goto out;
 	}
 	if (!ps->sent_start)
@@ -214,15 +227,24 @@ static struct pstream *pstream_new(struct e2b_req *r)
 static enum e2b_connect_code code_of_status(int status)
 {
 	switch (status) {
-	case 400: return E2B_CONNECT_INVALID_ARGUMENT;
-	case 403: return E2B_CONNECT_PERMISSION_DENIED;
-	case 404: return E2B_CONNECT_NOT_FOUND;
-	case 409: return E2B_CONNECT_FAILED_PRECONDITION;
-	case 413: return E2B_CONNECT_RESOURCE_EXHAUSTED;
-	case 422: return E2B_CONNECT_UNIMPLEMENTED;
-	case 429: return E2B_CONNECT_RESOURCE_EXHAUSTED;
-	case 503: return E2B_CONNECT_UNAVAILABLE;
-	default: return E2B_CONNECT_INTERNAL;
+	case 400:
+		return E2B_CONNECT_INVALID_ARGUMENT;
+	case 403:
+		return E2B_CONNECT_PERMISSION_DENIED;
+	case 404:
+		return E2B_CONNECT_NOT_FOUND;
+	case 409:
+		return E2B_CONNECT_FAILED_PRECONDITION;
+	case 413:
+		return E2B_CONNECT_RESOURCE_EXHAUSTED;
+	case 422:
+		return E2B_CONNECT_UNIMPLEMENTED;
+	case 429:
+		return E2B_CONNECT_RESOURCE_EXHAUSTED;
+	case 503:
+		return E2B_CONNECT_UNAVAILABLE;
+	default:
+		return E2B_CONNECT_INTERNAL;
 	}
 }
 
@@ -230,8 +252,8 @@ static enum e2b_connect_code code_of_status(int status)
 static void start_failed(struct e2b_req *r, bool *started, const paddock_error *err)
 {
 	e2b_connect_stream_end(r->req, started, (int)code_of_status(pdd_http_status(err, NULL)),
-			      "%s%s%s", err->field, err->field[0] ? ": " : "",
-			      err->msg[0] ? err->msg : "failed");
+			       "%s%s%s", err->field, err->field[0] ? ": " : "",
+			       err->msg[0] ? err->msg : "failed");
 }
 
 /* ---- selectors ------------------------------------------------------------------------------ */
@@ -261,7 +283,8 @@ static struct proc *select_proc(struct e2b_req *r, json_t *msg, bool stream, boo
 		return NULL;
 	}
 	if (pid && (!e2b_pbjson_uint32(pid, &n) || n == 0)) {
-		fail(r, stream, started, E2B_CONNECT_INVALID_ARGUMENT, "process.pid: expected a pid");
+		fail(r, stream, started, E2B_CONNECT_INVALID_ARGUMENT,
+		     "process.pid: expected a pid");
 		return NULL;
 	}
 	if (!pid && (!json_is_string(tag) || json_string_length(tag) > SVC_MAX_TAG)) {
@@ -275,7 +298,8 @@ static struct proc *select_proc(struct e2b_req *r, json_t *msg, bool stream, boo
 		snprintf(key, sizeof(key), "%s", json_string_value(tag));
 	p = pdd_proc_find(r->box, key);
 	if (!p || p->exited || !p->ex) {
-		snprintf(why, sizeof(why), "process with %s '%s' not found", pid ? "pid" : "tag", key);
+		snprintf(why, sizeof(why), "process with %s '%s' not found", pid ? "pid" : "tag",
+			 key);
 		fail(r, stream, started, E2B_CONNECT_NOT_FOUND, why);
 		return NULL;
 	}
@@ -308,7 +332,8 @@ static bool start_body(struct e2b_req *r, json_t *msg, json_t *body, bool *start
 	v = json_object_get(proc, "args");
 	if (v && !json_is_array(v))
 		return bad(r, started, "process.args: expected an array of strings");
-	json_array_foreach(v, i, proc) {
+	json_array_foreach(v, i, proc)
+	{
 		if (!json_is_string(proc))
 			return bad(r, started, "process.args: expected an array of strings");
 		json_array_append(argv, proc);
@@ -320,7 +345,8 @@ static bool start_body(struct e2b_req *r, json_t *msg, json_t *body, bool *start
 	env = json_object();
 	json_object_set_new(body, "env", env);
 	json_t *val;
-	json_object_foreach(v, k, val) {
+	json_object_foreach(v, k, val)
+	{
 		if (!json_is_string(val))
 			return bad(r, started, "process.envs: expected an object of strings");
 		json_object_set(env, k, val);
@@ -355,8 +381,9 @@ static bool start_body(struct e2b_req *r, json_t *msg, json_t *body, bool *start
 		    !e2b_pbjson_uint32(json_object_get(size, "rows"), &rows) ||
 		    !e2b_pbjson_uint32(json_object_get(size, "cols"), &cols))
 			return bad(r, started, "pty.size: expected {\"cols\": N, \"rows\": N}");
-		json_object_set_new(body, "pty", json_pack("{s:i,s:i}", "rows", (int)(rows ? rows : 24),
-							   "cols", (int)(cols ? cols : 80)));
+		json_object_set_new(body, "pty",
+				    json_pack("{s:i,s:i}", "rows", (int)(rows ? rows : 24), "cols",
+					      (int)(cols ? cols : 80)));
 		if (!json_object_get(env, "TERM"))
 			json_object_set_new(env, "TERM", json_string("xterm-256color"));
 	}
@@ -379,7 +406,8 @@ static void start(struct e2b_req *r, json_t *msg)
 		goto out;
 	ps = pstream_new(r);
 	if (!ps) {
-		e2b_connect_stream_end(r->req, &started, E2B_CONNECT_RESOURCE_EXHAUSTED, "out of memory");
+		e2b_connect_stream_end(r->req, &started, E2B_CONNECT_RESOURCE_EXHAUSTED,
+				       "out of memory");
 		goto out;
 	}
 	if (pdd_exec_start(r->req, r->box, body, &hook_ops, ps, &p, &err) < 0) {
@@ -413,7 +441,8 @@ static void connect_proc(struct e2b_req *r, json_t *msg)
 	if (!w) {
 		if (ps)
 			pstream_free(ps);
-		e2b_connect_stream_end(r->req, &started, E2B_CONNECT_RESOURCE_EXHAUSTED, "out of memory");
+		e2b_connect_stream_end(r->req, &started, E2B_CONNECT_RESOURCE_EXHAUSTED,
+				       "out of memory");
 		return;
 	}
 	w->on_gone = hook_gone;
@@ -430,9 +459,7 @@ static json_t *process_info(struct proc *p)
 		size_t i;
 		json_t *v;
 
-		json_array_foreach(p->argv, i, v)
-			if (i > 0)
-				json_array_append(args, v);
+		json_array_foreach(p->argv, i, v) if (i > 0) json_array_append(args, v);
 		cfg = json_pack("{s:O?,s:o,s:{}}", "cmd", json_array_get(p->argv, 0), "args", args,
 				"envs");
 	}
@@ -457,7 +484,7 @@ static void send_input(struct e2b_req *r, json_t *msg)
 	struct proc *p = select_proc(r, msg, false, NULL);
 	json_t *in = json_object_get(msg, "input");
 	json_t *data = json_object_get(in, "stdin") ? json_object_get(in, "stdin")
-						     : json_object_get(in, "pty");
+						    : json_object_get(in, "pty");
 	uint8_t *bytes = NULL;
 	size_t len = 0;
 	int w;
@@ -465,25 +492,28 @@ static void send_input(struct e2b_req *r, json_t *msg)
 	if (!p)
 		return;
 	if (!json_is_object(in) || !data || !e2b_pbjson_bytes(data, &bytes, &len))
-		return e2b_connect_reply_error(r->req, E2B_CONNECT_INVALID_ARGUMENT,
-					      "input: expected {\"stdin\": base64} or {\"pty\": base64}");
+		return e2b_connect_reply_error(
+			r->req, E2B_CONNECT_INVALID_ARGUMENT,
+			"input: expected {\"stdin\": base64} or {\"pty\": base64}");
 	if (len > INPUT_MAX) {
 		free(bytes);
 		return e2b_connect_reply_error(r->req, E2B_CONNECT_RESOURCE_EXHAUSTED,
-					      "input: at most %u bytes per SendInput", INPUT_MAX);
+					       "input: at most %u bytes per SendInput", INPUT_MAX);
 	}
 	w = len ? pdd_proc_write_stdin(p, (const char *)bytes, len) : 0;
 	free(bytes);
 	if (w == -EAGAIN)
-		return e2b_connect_reply_error(r->req, E2B_CONNECT_RESOURCE_EXHAUSTED,
-					      "the process is not reading its stdin; nothing of this "
-					      "input was taken");
+		return e2b_connect_reply_error(
+			r->req, E2B_CONNECT_RESOURCE_EXHAUSTED,
+			"the process is not reading its stdin; nothing of this "
+			"input was taken");
 	if (w == -EBADF)
-		return e2b_connect_reply_error(r->req, E2B_CONNECT_FAILED_PRECONDITION,
-					      "the process's stdin is closed (start it with stdin: true)");
+		return e2b_connect_reply_error(
+			r->req, E2B_CONNECT_FAILED_PRECONDITION,
+			"the process's stdin is closed (start it with stdin: true)");
 	if (w < 0)
 		return e2b_connect_reply_error(r->req, e2b_connect_code_from_errno(w),
-					      "write to the process's stdin: %s", strerror(-w));
+					       "write to the process's stdin: %s", strerror(-w));
 	e2b_connect_reply(r->req, json_object());
 }
 
@@ -504,7 +534,7 @@ static void send_signal(struct e2b_req *r, json_t *msg)
 		sig = (int)json_integer_value(v);
 	if (!sig)
 		return e2b_connect_reply_error(r->req, E2B_CONNECT_INVALID_ARGUMENT,
-					      "signal: expected SIGNAL_SIGKILL or SIGNAL_SIGTERM");
+					       "signal: expected SIGNAL_SIGKILL or SIGNAL_SIGTERM");
 	if (paddock_exec_signal(p->ex, sig, &err) < 0)
 		return e2b_reply_paddock_error(r, &err);
 	e2b_connect_reply(r->req, json_object());
@@ -517,8 +547,9 @@ static void close_stdin(struct e2b_req *r, json_t *msg)
 	if (!p)
 		return;
 	if (p->pty)
-		return e2b_connect_reply_error(r->req, E2B_CONNECT_FAILED_PRECONDITION,
-					      "a pty has no stdin to close: send EOT (Ctrl-D) instead");
+		return e2b_connect_reply_error(
+			r->req, E2B_CONNECT_FAILED_PRECONDITION,
+			"a pty has no stdin to close: send EOT (Ctrl-D) instead");
 	pdd_proc_close_stdin(p);
 	e2b_connect_reply(r->req, json_object());
 }
@@ -538,10 +569,10 @@ static void update(struct e2b_req *r, json_t *msg)
 	    !e2b_pbjson_uint32(json_object_get(size, "cols"), &cols) || rows < 1 || rows > 1000 ||
 	    cols < 1 || cols > 1000)
 		return e2b_connect_reply_error(r->req, E2B_CONNECT_INVALID_ARGUMENT,
-					      "pty.size: expected rows and cols from 1 to 1000");
+					       "pty.size: expected rows and cols from 1 to 1000");
 	if (!p->pty)
 		return e2b_connect_reply_error(r->req, E2B_CONNECT_FAILED_PRECONDITION,
-					      "the process has no pty");
+					       "the process has no pty");
 	if (paddock_exec_resize(p->ex, (unsigned short)rows, (unsigned short)cols, &err) < 0)
 		return e2b_reply_paddock_error(r, &err);
 	e2b_connect_reply(r->req, json_object());
@@ -565,5 +596,5 @@ void e2b_process(struct e2b_req *r, const char *method, json_t *msg, bool stream
 	if (strcmp(method, "Update") == 0)
 		return update(r, msg);
 	e2b_connect_reply_error(r->req, E2B_CONNECT_UNIMPLEMENTED,
-			       "process.Process has no method '%.64s'", method);
+				"process.Process has no method '%.64s'", method);
 }

@@ -69,7 +69,7 @@ static bool ext_value_decode(char *s)
 	for (v += 2; *v; v++) {
 		if (*v == '%' && v[1] && v[2] && strchr("0123456789abcdefABCDEF", v[1]) &&
 		    strchr("0123456789abcdefABCDEF", v[2])) {
-			char hx[3] = {v[1], v[2], 0};
+			char hx[3] = { v[1], v[2], 0 };
 
 			*o++ = (char)strtol(hx, NULL, 16);
 			v += 2;
@@ -123,7 +123,7 @@ static void part_headers(const char *h, size_t hlen, struct e2b_part *pt)
 }
 
 bool e2b_multipart_parse(const char *body, size_t len, const char *boundary, struct e2b_part **ret,
-			    size_t *ret_n, char *why, size_t why_size)
+			 size_t *ret_n, char *why, size_t why_size)
 {
 	char delim[FILES_MAX_BOUNDARY + 5];
 	size_t dl = (size_t)snprintf(delim, sizeof(delim), "\r\n--%s", boundary), n = 0;
@@ -167,7 +167,7 @@ bool e2b_multipart_parse(const char *body, size_t len, const char *boundary, str
 			goto fail;
 		}
 		parts = np;
-		parts[n] = (struct e2b_part){0};
+		parts[n] = (struct e2b_part){ 0 };
 		n++;
 		/* the part's headers, up to an empty line */
 		if (end - p >= 2 && p[0] == '\r' && p[1] == '\n') {

@@ -24,8 +24,8 @@ struct e2b_part {
  * Splits body into parts. false with why filled when it is not well formed or over the
  * limits; else *ret (free with e2b_parts_free) and *ret_n.
  */
-bool e2b_multipart_parse(const char *body, size_t len, const char *boundary,
-			 struct e2b_part **ret, size_t *ret_n, char *why, size_t why_size);
+bool e2b_multipart_parse(const char *body, size_t len, const char *boundary, struct e2b_part **ret,
+			 size_t *ret_n, char *why, size_t why_size);
 void e2b_parts_free(struct e2b_part *parts, size_t n);
 /* The boundary parameter of a multipart Content-Type (1 to 70 bytes), malloc'ed, or NULL. */
 char *e2b_multipart_boundary(const char *ct);

@@ -41,7 +41,8 @@ int pd_caps_drop_bounding(int last_cap)
 	return 0;
 }
 
-__attribute__((no_sanitize("address"))) static long sys(long nr, long a, long b, long c, long d, long e)
+__attribute__((no_sanitize("address"))) static long sys(long nr, long a, long b, long c, long d,
+							long e)
 {
 	long r = syscall(nr, a, b, c, d, e);
 

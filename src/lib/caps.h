@@ -43,8 +43,8 @@ int pd_caps_clear_inherited(void);
  * reaches init's memory or fds), SYS_ADMIN, NET_ADMIN, NET_RAW, MKNOD, FSETID, SETFCAP,
  * SYS_MODULE and the rest.
  */
-#define PD_CAPS_ROOT                                                                       \
-	((1ULL << 0) | (1ULL << 1) | (1ULL << 3) | (1ULL << 5) | (1ULL << 6) | (1ULL << 7) |  \
+#define PD_CAPS_ROOT                                                                               \
+	((1ULL << 0) | (1ULL << 1) | (1ULL << 3) | (1ULL << 5) | (1ULL << 6) | (1ULL << 7) |       \
 	 (1ULL << 8) | (1ULL << 10) | (1ULL << 18))
 
 /* Drops every capability not in `keep` from the bounding set (CAP_SETPCAP). 0 or -errno. */

@@ -90,10 +90,13 @@ struct pd_cgroup_dir {
 	 * init inherits). A longer mount root is refused by name (ENAMETOOLONG).
 	 */
 	char cgpath[512];
-	char label[160];	/* <mount point>/paddock/<slot> for messages (may be cut) */
+	char label[160]; /* <mount point>/paddock/<slot> for messages (may be cut) */
 };
 
-#define PD_CGROUP_DIR_INIT { .fd = -EBADF, .controller = "" }
+#define PD_CGROUP_DIR_INIT                                                                         \
+	{                                                                                          \
+		.fd = -EBADF, .controller = ""                                                     \
+	}
 void pd_cgroup_dir_release(struct pd_cgroup_dir *d);
 
 /* The hierarchy's root: its mount point. */
@@ -141,8 +144,7 @@ int pd_cgroup_write(const struct pd_cgroup_dir *d, const char *file, const char 
 /* Writes "<pid>" to cgroup.procs. */
 int pd_cgroup_write_pid(const struct pd_cgroup_dir *d, pid_t pid, paddock_error *err);
 /* Opens d's `file` write-only for pd_cgroup_join_self(): an fd, or -errno with err filled. */
-int pd_cgroup_open_join_file(const struct pd_cgroup_dir *d, const char *file,
-			     paddock_error *err);
+int pd_cgroup_open_join_file(const struct pd_cgroup_dir *d, const char *file, paddock_error *err);
 
 /*
  * One pass over cgroup.procs of each dir: SIGKILL (by pidfd, after checking the pid still

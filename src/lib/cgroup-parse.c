@@ -23,11 +23,8 @@
 #define MOUNTINFO_LINE_MAX (3 * PATH_MAX)
 
 static const char *const controller_names[PD_CGROUP_CONTROLLER_MAX] = {
-	[PD_CGROUP_MEMORY] = "memory",
-	[PD_CGROUP_PIDS] = "pids",
-	[PD_CGROUP_CPU] = "cpu",
-	[PD_CGROUP_FREEZER] = "freezer",
-	[PD_CGROUP_CPUACCT] = "cpuacct",
+	[PD_CGROUP_MEMORY] = "memory",	 [PD_CGROUP_PIDS] = "pids",	  [PD_CGROUP_CPU] = "cpu",
+	[PD_CGROUP_FREEZER] = "freezer", [PD_CGROUP_CPUACCT] = "cpuacct",
 };
 
 const char *pd_cgroup_controller_to_string(enum pd_cgroup_controller c)

@@ -367,7 +367,8 @@ static int open_once(const struct pd_cgroup_layout *l, unsigned slot,
 	for (size_t i = 0; i < ELEMENTSOF(v->dirs); i++)
 		v->dirs[i] = (struct pd_cgroup_dir)PD_CGROUP_DIR_INIT;
 	v->cg = (struct pd_cgroup){
-		.ops = &pd_cgroup_v1_ops, .slot = slot, .clone_fd = -1, .oom_fd = -1 };
+		.ops = &pd_cgroup_v1_ops, .slot = slot, .clone_fd = -1, .oom_fd = -1
+	};
 	v->oom_efd = -EBADF;
 	r = take_dirs(v, l, slot, err);
 	if (r < 0)

@@ -338,7 +338,8 @@ static int open_once(const struct pd_cgroup_hierarchy *h, unsigned slot,
 	if (!v)
 		return pd_fail(err, ENOMEM, "allocate cgroup");
 	v->cg = (struct pd_cgroup){
-		.ops = &pd_cgroup_v2_ops, .slot = slot, .clone_fd = -1, .oom_fd = -1 };
+		.ops = &pd_cgroup_v2_ops, .slot = slot, .clone_fd = -1, .oom_fd = -1
+	};
 	v->dir = (struct pd_cgroup_dir)PD_CGROUP_DIR_INIT;
 	v->flags = flags;
 	v->peak_fd = -EBADF;

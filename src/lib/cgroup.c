@@ -38,12 +38,12 @@
 #include "util/cleanup.h"
 #include "util/fd.h"
 
-#define PROC_CGROUP_MAX	   8192	   /* /proc/<pid>/cgroup: one short line per hierarchy */
-#define PROCS_LISTED_MAX   4194304 /* PID_MAX_LIMIT: no cgroup can list more in one read */
-#define KILL_ROUNDS	   100	   /* with the back-off below, about 5 s in all */
-#define KILL_DELAY_MAX_US  50000
-#define LOCK_TRIES	   100 /* 1 ms apart: a prune holds a slot's lock for a few rmdir()s */
-#define CPUS_MAX	   1048576.0
+#define PROC_CGROUP_MAX	  8192	  /* /proc/<pid>/cgroup: one short line per hierarchy */
+#define PROCS_LISTED_MAX  4194304 /* PID_MAX_LIMIT: no cgroup can list more in one read */
+#define KILL_ROUNDS	  100	  /* with the back-off below, about 5 s in all */
+#define KILL_DELAY_MAX_US 50000
+#define LOCK_TRIES	  100 /* 1 ms apart: a prune holds a slot's lock for a few rmdir()s */
+#define CPUS_MAX	  1048576.0
 
 /* The probe cache: the mount layout does not change under a running supervisor. */
 static struct {

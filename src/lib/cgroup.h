@@ -39,11 +39,11 @@ struct pd_cgroup_limits {
 struct pd_cgroup_stats {
 	uint64_t memory_peak_bytes; /* since this sandbox took the cgroup */
 	uint64_t memory_current_bytes;
-	uint64_t oom_kills;	 /* since this sandbox took the cgroup */
+	uint64_t oom_kills; /* since this sandbox took the cgroup */
 	uint64_t pids_current;
-	uint64_t pids_peak;	 /* 0 when the kernel does not report it (v1) */
-	uint64_t pids_max_hits;	 /* forks refused by pids.max since this sandbox took it */
-	uint64_t cpu_usage_us;	 /* user + system, since this sandbox took the cgroup */
+	uint64_t pids_peak;	/* 0 when the kernel does not report it (v1) */
+	uint64_t pids_max_hits; /* forks refused by pids.max since this sandbox took it */
+	uint64_t cpu_usage_us;	/* user + system, since this sandbox took the cgroup */
 	uint64_t cpu_user_us;
 	uint64_t cpu_system_us;
 };

@@ -29,10 +29,10 @@
 #include "control.h"
 #include "error.h"
 
-#define CODE_START_S 60	    /* python3, jupyter_client and the first bind */
+#define CODE_START_S   60   /* python3, jupyter_client and the first bind */
 #define CODE_LOG_BYTES 8192 /* what is kept of the server's output: the end of a failure */
-#define READY_LINE "paddock-code-server ready "
-#define LINE_MAX_KEPT 128
+#define READY_LINE     "paddock-code-server ready "
+#define LINE_MAX_KEPT  128
 
 /* code-server.py, made a string at build time (embed-text.py) */
 extern const char pd_code_server_py[];
@@ -46,9 +46,9 @@ struct code_waiter {
 
 struct pd_code {
 	paddock_sandbox *sb;
-	paddock_exec *ex;     /* the server's command; NULL when none runs */
-	bool ready;	      /* it printed its ready line */
-	struct event *timer;  /* CODE_START_S until ready */
+	paddock_exec *ex;    /* the server's command; NULL when none runs */
+	bool ready;	     /* it printed its ready line */
+	struct event *timer; /* CODE_START_S until ready */
 	struct code_waiter *waiting;
 	char line[LINE_MAX_KEPT];
 	size_t line_len;
@@ -142,8 +142,8 @@ static void server_exited(paddock_exec *ex, const struct paddock_result *res, vo
 					 paddock_end_reason_to_string(res->reason));
 			server_log(ex, log, sizeof(log));
 			pd_fail_field(&err, res->reason == PADDOCK_END_OOM ? ENOMEM : EIO, "code",
-				      "the code interpreter ended before it was ready (%s)%s%s", how,
-				      log[0] ? ": " : "", PD_ESC(log));
+				      "the code interpreter ended before it was ready (%s)%s%s",
+				      how, log[0] ? ": " : "", PD_ESC(log));
 		}
 		release_waiters(c, &err);
 	}

@@ -131,8 +131,8 @@ ssize_t pd_ctl_recv(int sock, uint32_t *type, void *buf, size_t size, int *fds, 
 	return (ssize_t)hdr.len;
 }
 
-ssize_t pd_ctl_recv_wait(int sock, int timeout_ms, uint32_t *type, void *buf, size_t size,
-			 int *fds, size_t *nfds)
+ssize_t pd_ctl_recv_wait(int sock, int timeout_ms, uint32_t *type, void *buf, size_t size, int *fds,
+			 size_t *nfds)
 {
 	size_t cap = nfds ? *nfds : 0;
 
@@ -205,8 +205,8 @@ int pd_ctl_bind_pack(const struct pd_ctl_bind *hdr, const struct pd_ctl_bind_str
 static bool rlimits_valid(const struct pd_ctl_rlimits *rl)
 {
 	/* the first four are in every plan */
-	static const int known[] = { RLIMIT_FSIZE, RLIMIT_NOFILE, RLIMIT_CPU, RLIMIT_CORE,
-				     RLIMIT_DATA,  RLIMIT_NPROC };
+	static const int known[] = { RLIMIT_FSIZE, RLIMIT_NOFILE, RLIMIT_CPU,
+				     RLIMIT_CORE,  RLIMIT_DATA,	  RLIMIT_NPROC };
 	unsigned seen = 0;
 
 	if (rl->n > PD_CTL_MAX_RLIMITS)

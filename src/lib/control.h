@@ -16,33 +16,34 @@
 
 #include "paddock/paddock.h"
 
-#define PD_CTL_MAX_MSG (128u << 10) /* bytes in one message, header included */
-#define PD_CTL_MAX_FDS 5
+#define PD_CTL_MAX_MSG	(128u << 10) /* bytes in one message, header included */
+#define PD_CTL_MAX_FDS	5
 #define PD_CTL_MAX_ARGS 4096
 
 enum pd_ctl_type {
-	PD_CTL_GO = 1,	   /* S->I: id maps are written, go on */
-	PD_CTL_READY,	   /* I->S: root built, waiting for commands (pd_ctl_ready), "/" fd,
-			      and an image's writable layer (its overlay upper, O_PATH) */
-	PD_CTL_FAILED,	   /* I->S: setup failed (paddock_error); init exits */
-	PD_CTL_EXEC,	   /* S->I: run a command (pd_ctl_exec + strings), fds 0..2 */
-	PD_CTL_STARTED,	   /* I->S: forked and exec'ed (pd_ctl_started), pty master fd */
-	PD_CTL_EXEC_ERROR, /* I->S: could not start (pd_ctl_exec_error) */
-	PD_CTL_EXITED,	   /* I->S: a command ended (pd_ctl_exited) */
-	PD_CTL_SIGNAL,	   /* S->I: signal a command's process group (pd_ctl_signal) */
-	PD_CTL_RESIZE,	   /* S->I: pty window size (pd_ctl_resize) */
-	PD_CTL_CGROUP,	   /* S->I: init is in its cgroup, or has none (pd_ctl_cgroup) */
-	PD_CTL_TREE,	   /* S->I, before GO: a ready mount tree for a bind (pd_ctl_tree), fd */
-	PD_CTL_HOLD,	   /* S->I, before GO: an fd for init to keep (pd_ctl_hold) */
+	PD_CTL_GO = 1,	    /* S->I: id maps are written, go on */
+	PD_CTL_READY,	    /* I->S: root built, waiting for commands (pd_ctl_ready), "/" fd,
+			       and an image's writable layer (its overlay upper, O_PATH) */
+	PD_CTL_FAILED,	    /* I->S: setup failed (paddock_error); init exits */
+	PD_CTL_EXEC,	    /* S->I: run a command (pd_ctl_exec + strings), fds 0..2 */
+	PD_CTL_STARTED,	    /* I->S: forked and exec'ed (pd_ctl_started), pty master fd */
+	PD_CTL_EXEC_ERROR,  /* I->S: could not start (pd_ctl_exec_error) */
+	PD_CTL_EXITED,	    /* I->S: a command ended (pd_ctl_exited) */
+	PD_CTL_SIGNAL,	    /* S->I: signal a command's process group (pd_ctl_signal) */
+	PD_CTL_RESIZE,	    /* S->I: pty window size (pd_ctl_resize) */
+	PD_CTL_CGROUP,	    /* S->I: init is in its cgroup, or has none (pd_ctl_cgroup) */
+	PD_CTL_TREE,	    /* S->I, before GO: a ready mount tree for a bind (pd_ctl_tree), fd */
+	PD_CTL_HOLD,	    /* S->I, before GO: an fd for init to keep (pd_ctl_hold) */
 	PD_CTL_CLOSE_STDIN, /* S->I: close init's copy of a command's stdin pipe (pd_ctl_id) */
-	PD_CTL_SOCKET,	   /* S->I: make a socket in the sandbox's netns (pd_ctl_socket) */
-	PD_CTL_SOCKET_FD,  /* I->S: the socket (pd_ctl_socket_fd), fd unless error */
-	PD_CTL_EXEC_STATE, /* I->S, on reconnect, before READY: a command (pd_ctl_exec_state), fds */
-	PD_CTL_BIND,	   /* S->I, to a pooled init: what the claim binds (pd_ctl_bind + strings) */
-	PD_CTL_BOUND,	   /* I->S: bound and confined (pd_ctl_ready), or FAILED */
-	PD_CTL_DENIED,	   /* I->S: the seccomp filter denied a call (pd_ctl_denied) */
-	PD_CTL_STOP_ALL,   /* S->I: SIGSTOP (stop 1) or SIGCONT (0) to every process but init
-			      (pd_ctl_stop_all): pause without a freezer (rootless) */
+	PD_CTL_SOCKET,	    /* S->I: make a socket in the sandbox's netns (pd_ctl_socket) */
+	PD_CTL_SOCKET_FD,   /* I->S: the socket (pd_ctl_socket_fd), fd unless error */
+	PD_CTL_EXEC_STATE,  /* I->S, on reconnect, before READY: a command (pd_ctl_exec_state), fds
+			     */
+	PD_CTL_BIND,	 /* S->I, to a pooled init: what the claim binds (pd_ctl_bind + strings) */
+	PD_CTL_BOUND,	 /* I->S: bound and confined (pd_ctl_ready), or FAILED */
+	PD_CTL_DENIED,	 /* I->S: the seccomp filter denied a call (pd_ctl_denied) */
+	PD_CTL_STOP_ALL, /* S->I: SIGSTOP (stop 1) or SIGCONT (0) to every process but init
+			    (pd_ctl_stop_all): pause without a freezer (rootless) */
 	/*
 	 * S->I: keep this record for the next supervisor (no payload; a sealed memfd), replacing
 	 * the one kept. I->S, on reconnect, after the EXEC_STATEs and before READY: the record
@@ -122,20 +123,20 @@ struct pd_ctl_rlimits {
  */
 struct pd_ctl_bind {
 	uint32_t envc;
-	uint32_t secretc;	       /* the secrets' NAME=placeholder, at most PD_CTL_MAX_SECRETS */
-	uint32_t workspace;	       /* PD_BIND_WORKSPACE_* */
-	uint32_t cpus_milli;	       /* limits.cpus x 1000: the /proc view's CPUs, affinity */
-	uint64_t disk_bytes;	       /* limits.disk: the size of the disk tmpfs */
-	uint64_t memory_bytes;	       /* limits.memory: the /proc view's memory */
+	uint32_t secretc;      /* the secrets' NAME=placeholder, at most PD_CTL_MAX_SECRETS */
+	uint32_t workspace;    /* PD_BIND_WORKSPACE_* */
+	uint32_t cpus_milli;   /* limits.cpus x 1000: the /proc view's CPUs, affinity */
+	uint64_t disk_bytes;   /* limits.disk: the size of the disk tmpfs */
+	uint64_t memory_bytes; /* limits.memory: the /proc view's memory */
 	/* PD_BIND_WORKSPACE_PATH: the directory the supervisor found there (0 otherwise) */
 	uint64_t workspace_dev, workspace_ino;
 	struct pd_ctl_rlimits rlimits; /* the claim's plan, as a cold init would make it */
-	/*
-	 * then: hostname\0, env[0]\0 ... env[envc-1]\0 (the spec's "env", NAME=VALUE),
-	 * secret_env[0]\0 ... secret_env[secretc-1]\0 (NAME=placeholder), with
-	 * PD_BIND_WORKSPACE_PATH the workspace's absolute host path\0, ca_pem\0 (the sandbox's
-	 * CA certificate; empty without secrets, and only then)
-	 */
+				       /*
+					* then: hostname\0, env[0]\0 ... env[envc-1]\0 (the spec's "env", NAME=VALUE),
+					* secret_env[0]\0 ... secret_env[secretc-1]\0 (NAME=placeholder), with
+					* PD_BIND_WORKSPACE_PATH the workspace's absolute host path\0, ca_pem\0 (the sandbox's
+					* CA certificate; empty without secrets, and only then)
+					*/
 };
 
 enum {
@@ -146,7 +147,7 @@ enum {
 
 /* The secrets a claim may bind (PD_SECRETS_MAX) and the size of its CA's certificate (PEM). */
 #define PD_CTL_MAX_SECRETS 32
-#define PD_CTL_MAX_CA_PEM 8192
+#define PD_CTL_MAX_CA_PEM  8192
 
 /*
  * PD_CTL_BIND as init reads it: pointers into the message; env and secret_env allocated
@@ -155,9 +156,9 @@ enum {
 struct pd_ctl_bind_msg {
 	struct pd_ctl_bind hdr;
 	const char *hostname;
-	char **env;	   /* NULL-terminated, envc entries */
-	char **secret_env; /* NULL-terminated, secretc entries */
-	const char *ca_pem; /* NULL without secrets */
+	char **env;		    /* NULL-terminated, envc entries */
+	char **secret_env;	    /* NULL-terminated, secretc entries */
+	const char *ca_pem;	    /* NULL without secrets */
 	const char *workspace_path; /* with PD_BIND_WORKSPACE_PATH only */
 };
 
@@ -166,20 +167,20 @@ struct pd_ctl_bind_strings {
 	const char *hostname;
 	char *const *env;
 	size_t envc;
-	char *const *secret_env; /* NAME=placeholder; NULL or NULL-terminated */
-	const char *ca_pem;	 /* NULL without secrets */
+	char *const *secret_env;    /* NAME=placeholder; NULL or NULL-terminated */
+	const char *ca_pem;	    /* NULL without secrets */
 	const char *workspace_path; /* with PD_BIND_WORKSPACE_PATH: absolute */
 };
 
-#define PD_EXEC_PTY_STDIN (1u << 0)
+#define PD_EXEC_PTY_STDIN  (1u << 0)
 #define PD_EXEC_PTY_STDOUT (1u << 1)
 #define PD_EXEC_PTY_STDERR (1u << 2)
 /* which of stdin/out/err come as fds (in order); the others are /dev/null */
-#define PD_EXEC_FD_STDIN (1u << 4)
+#define PD_EXEC_FD_STDIN  (1u << 4)
 #define PD_EXEC_FD_STDOUT (1u << 5)
 #define PD_EXEC_FD_STDERR (1u << 6)
 /* init makes a pipe for the stream and keeps the supervisor's end until the command ends */
-#define PD_EXEC_PIPE_STDIN (1u << 8)
+#define PD_EXEC_PIPE_STDIN  (1u << 8)
 #define PD_EXEC_PIPE_STDOUT (1u << 9)
 #define PD_EXEC_PIPE_STDERR (1u << 10)
 /* stdin (a terminal, given as an fd) becomes the command's controlling terminal */
@@ -241,8 +242,8 @@ struct pd_ctl_exited {
 struct pd_ctl_exec_state {
 	uint64_t id;
 	int32_t pid;
-	uint32_t flags;	   /* of its exec request */
-	int32_t exited;	   /* ended while nobody listened: `exit` is its report */
+	uint32_t flags; /* of its exec request */
+	int32_t exited; /* ended while nobody listened: `exit` is its report */
 	int32_t pad;
 	struct pd_ctl_exited exit;
 };
@@ -328,5 +329,5 @@ ssize_t pd_ctl_recv(int sock, uint32_t *type, void *buf, size_t size, int *fds, 
  * pd_ctl_recv() that waits up to timeout_ms for a message (also on a non-blocking socket):
  * -ETIMEDOUT when none came.
  */
-ssize_t pd_ctl_recv_wait(int sock, int timeout_ms, uint32_t *type, void *buf, size_t size,
-			 int *fds, size_t *nfds);
+ssize_t pd_ctl_recv_wait(int sock, int timeout_ms, uint32_t *type, void *buf, size_t size, int *fds,
+			 size_t *nfds);

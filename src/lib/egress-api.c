@@ -51,9 +51,10 @@ int paddock_sandbox_answer(paddock_sandbox *sb, uint64_t id, enum paddock_ask_an
 	if (!sb || !by || !*by || (unsigned)answer >= _PADDOCK_ASK_MAX)
 		return pd_fail(err, EINVAL, "paddock_sandbox_answer: arguments are required");
 	if (!sb->egress)
-		return pd_fail_field(err, ENOENT, "id",
-				     "no decision %llu is pending in sandbox '%s' (it has no egress)",
-				     (unsigned long long)id, sb->id);
+		return pd_fail_field(
+			err, ENOENT, "id",
+			"no decision %llu is pending in sandbox '%s' (it has no egress)",
+			(unsigned long long)id, sb->id);
 	r = pd_egress_ops(&eg, err);
 	if (r < 0)
 		return r;
@@ -68,7 +69,8 @@ int paddock_ctx_set_resolve_hosts(paddock_ctx *ctx, const char *path, paddock_er
 	int k;
 
 	if (!ctx || !path)
-		return pd_fail(err, EINVAL, "paddock_ctx_set_resolve_hosts: arguments are required");
+		return pd_fail(err, EINVAL,
+			       "paddock_ctx_set_resolve_hosts: arguments are required");
 	k = pd_egress_ops(&eg, err);
 	if (k < 0)
 		return k;
@@ -133,8 +135,7 @@ int paddock_sandbox_egress_stats(const paddock_sandbox *sb, struct paddock_egres
 	return 0;
 }
 
-int paddock_sandbox_set_network(paddock_sandbox *sb, const paddock_spec *from,
-				paddock_error *err)
+int paddock_sandbox_set_network(paddock_sandbox *sb, const paddock_spec *from, paddock_error *err)
 {
 	const struct pd_egress_ops *eg;
 	struct pd_egress_policy p;

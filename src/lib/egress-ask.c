@@ -30,7 +30,7 @@
 #include "sandbox.h"
 #include "spec.h"
 
-#define BY_MAX 64
+#define BY_MAX	64
 #define WHO_MAX 128
 
 struct pd_egress_ask {

@@ -56,8 +56,8 @@ static void leak_blocked(struct pd_egress_conn *c, size_t idx)
 }
 
 /* Feeds every byte of `in` through fn; drains it. */
-static int feed_all(struct evbuffer *in, int (*fn)(struct pd_egress_conn *, const uint8_t *,
-						   size_t, struct evbuffer *),
+static int feed_all(struct evbuffer *in,
+		    int (*fn)(struct pd_egress_conn *, const uint8_t *, size_t, struct evbuffer *),
 		    struct pd_egress_conn *c, struct evbuffer *out)
 {
 	while (evbuffer_get_length(in) > 0) {
@@ -83,12 +83,10 @@ static int subst_chunk(struct pd_egress_conn *c, const uint8_t *p, size_t n, str
 	if (r == -EPERM) {
 		c->leak_idx = idx;
 		leak_blocked(c, idx);
-	}
-	else if (r < 0 && !c->reason)
+	} else if (r < 0 && !c->reason)
 		c->reason = why ? why : "the request cannot be brokered";
 	return r;
 }
-
 
 static int broker_client_data(struct evbuffer *in, struct evbuffer *out, void *ud)
 {
@@ -335,4 +333,3 @@ bool pd_egress_broker_wanted(const struct pd_egress_conn *c, bool *ret_tls)
 		return c->kind == TARGET_NAME && pd_secrets_any_bound(c->eg->secrets, c->name);
 	return c->is_http || c->absolute;
 }
-

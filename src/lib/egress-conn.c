@@ -98,11 +98,13 @@ static void record(struct pd_egress_conn *c)
 	pd_emit(eg->ctx, c->allowed ? PADDOCK_LEVEL_INFO : PADDOCK_LEVEL_WARN, "egress.connection",
 		eg->sandbox_id, NULL,
 		json_pack("{s:s, s:s?, s:s?, s:i, s:s, s:s?, s:s?, s:I, s:I, s:f}", "via",
-			  pd_egress_via_to_string(c->via),
-			  "host", c->kind == TARGET_NAME ? c->name : NULL, "address",
+			  pd_egress_via_to_string(c->via), "host",
+			  c->kind == TARGET_NAME ? c->name : NULL, "address",
 			  c->addr_text[0] ? c->addr_text : NULL, "port", (int)c->port, "decision",
-			  !c->decided ? "none" : c->allowed ? "allow" : "deny", "rule",
-			  c->rule[0] ? c->rule : NULL, "reason", c->reason, "bytes_out",
+			  !c->decided  ? "none"
+			  : c->allowed ? "allow"
+				       : "deny",
+			  "rule", c->rule[0] ? c->rule : NULL, "reason", c->reason, "bytes_out",
 			  (json_int_t)c->bytes_out, "bytes_in", (json_int_t)c->bytes_in,
 			  "duration_ms", ms_since(&c->t0)));
 }
@@ -165,12 +167,13 @@ static bool still_allowed(struct pd_egress_conn *c, const struct pd_egress_rule 
 			  const char **ret_why)
 {
 	const struct pd_egress_policy *p = &c->eg->policy;
-	bool connected = c->st == ST_CONNECT || c->st == ST_CHECK || c->st == ST_PIPE ||
-			 c->st == ST_BROKER;
+	bool connected =
+		c->st == ST_CONNECT || c->st == ST_CHECK || c->st == ST_PIPE || c->st == ST_BROKER;
 
 	/* allowed by a person, once: while the policy would still ask about it, that stands */
-	bool person = c->asked_ok && pd_egress_ask_wanted(p, c->kind == TARGET_NAME ? c->name : NULL,
-							  c->addr_family, c->addr, c->port);
+	bool person =
+		c->asked_ok && pd_egress_ask_wanted(p, c->kind == TARGET_NAME ? c->name : NULL,
+						    c->addr_family, c->addr, c->port);
 
 	*ret_rule = NULL;
 	if (c->kind == TARGET_NAME && !person &&
@@ -186,10 +189,11 @@ static bool still_allowed(struct pd_egress_conn *c, const struct pd_egress_rule 
 
 		if (!pd_egress_allow_addr(p, c->addrs.a[k].family, c->addrs.a[k].addr, c->port,
 					  c->kind == TARGET_NAME || person, ret_rule)) {
-			*ret_why = *ret_rule ? "the network policy was replaced: a deny rule matches "
-					       "its address"
-					     : "the network policy was replaced: its address is not "
-					       "allowed";
+			*ret_why = *ret_rule
+					   ? "the network policy was replaced: a deny rule matches "
+					     "its address"
+					   : "the network policy was replaced: its address is not "
+					     "allowed";
 			return false;
 		}
 		if (!*ret_rule)
@@ -247,7 +251,8 @@ void pd_egress_conn_http_answer(struct pd_egress_conn *c, const char *status, co
 		     "Content-Length: %zu\r\nConnection: close\r\nX-Paddock-Egress: %s\r\n\r\n%s",
 		     status, strlen(body), c->allowed ? "error" : "denied", body);
 	if (n > 0)
-		pd_egress_conn_send_client(c, msg, (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
+		pd_egress_conn_send_client(c, msg,
+					   (size_t)n < sizeof(msg) ? (size_t)n : sizeof(msg) - 1);
 }
 
 /* ---- refusing ------------------------------------------------------------------------------ */
@@ -275,13 +280,11 @@ static void advice_text(const struct pd_egress_conn *c, enum advice a, const cha
 	addr_rule_text(c, addr, sizeof(addr));
 	switch (a) {
 	case ADVICE_ALLOW_NAME:
-		snprintf(buf, size,
-			 "ask the operator to allow this destination (--allow %s:%u).", c->name,
-			 c->port);
+		snprintf(buf, size, "ask the operator to allow this destination (--allow %s:%u).",
+			 c->name, c->port);
 		return;
 	case ADVICE_ALLOW_ADDR:
-		snprintf(buf, size,
-			 "%sask the operator to allow this address (--allow %s).",
+		snprintf(buf, size, "%sask the operator to allow this address (--allow %s).",
 			 pd_addr_classify(c->addr_family, c->addr) == PD_ADDR_PUBLIC
 				 ? "name the host instead of its address, or "
 				 : "",
@@ -313,11 +316,12 @@ static void advice_text(const struct pd_egress_conn *c, enum advice a, const cha
 	case ADVICE_ASK_TIMEOUT:
 		if (c->kind == TARGET_NAME)
 			snprintf(addr, sizeof(addr), "%s:%u", c->name, c->port);
-		snprintf(buf, size,
-			 "this sandbox asks a person before it reaches a host no rule names, and no "
-			 "answer in time is a no: ask the user to allow it (--allow %s), or try "
-			 "again when someone can answer.",
-			 addr);
+		snprintf(
+			buf, size,
+			"this sandbox asks a person before it reaches a host no rule names, and no "
+			"answer in time is a no: ask the user to allow it (--allow %s), or try "
+			"again when someone can answer.",
+			addr);
 		return;
 	case ADVICE_ASK_BUSY:
 		snprintf(buf, size,
@@ -328,7 +332,7 @@ static void advice_text(const struct pd_egress_conn *c, enum advice a, const cha
 }
 
 void pd_egress_conn_refuse_advice(struct pd_egress_conn *c, const char *reason, enum advice a,
-			       const char *detail)
+				  const char *detail)
 {
 	char target[PD_EGRESS_NAME_MAX + 16], body[1536], advice[768];
 
@@ -344,7 +348,8 @@ void pd_egress_conn_refuse_advice(struct pd_egress_conn *c, const char *reason, 
 	if (c->via == PD_VIA_SOCKS) {
 		uint8_t rep[10];
 
-		pd_egress_conn_send_client(c, rep, pd_socks5_reply(0x02, rep)); /* not allowed by ruleset */
+		pd_egress_conn_send_client(c, rep,
+					   pd_socks5_reply(0x02, rep)); /* not allowed by ruleset */
 	} else if (c->via == PD_VIA_PROXY || c->is_http) {
 		/*
 		 * Agents read this: name the host and the rule, and say other routes are closed
@@ -366,8 +371,8 @@ void pd_egress_conn_refuse_advice(struct pd_egress_conn *c, const char *reason, 
 static void conn_refuse(struct pd_egress_conn *c, const char *reason)
 {
 	enum advice a = strncmp(c->rule, "deny ", 5) == 0 ? ADVICE_DENIED
-			: c->kind == TARGET_NAME	   ? ADVICE_ALLOW_NAME
-							   : ADVICE_ALLOW_ADDR;
+			: c->kind == TARGET_NAME	  ? ADVICE_ALLOW_NAME
+							  : ADVICE_ALLOW_ADDR;
 
 	pd_egress_conn_refuse_advice(c, reason, a, NULL);
 }
@@ -403,8 +408,9 @@ void pd_egress_conn_decide(struct pd_egress_conn *c)
 
 	if (c->kind == TARGET_NAME) {
 		if (streq(c->name, "invalid."))
-			return pd_egress_conn_refuse_advice(c, "the host name is malformed", ADVICE_FIX_REQUEST,
-						  "name the host with letters, digits, '-' and '.'.");
+			return pd_egress_conn_refuse_advice(
+				c, "the host name is malformed", ADVICE_FIX_REQUEST,
+				"name the host with letters, digits, '-' and '.'.");
 		if (!pd_egress_allow_name(&eg->policy, c->name, c->port, &rule)) {
 			pd_egress_conn_set_rule(c, rule);
 			if (pd_egress_ask_wanted(&eg->policy, c->name, 0, NULL, c->port))
@@ -423,13 +429,15 @@ void pd_egress_conn_decide(struct pd_egress_conn *c)
 			pd_egress_conn_set_rule(c, rule);
 			if (rule)
 				return conn_refuse(c, "a deny rule matches");
-			if (pd_egress_ask_wanted(&eg->policy, NULL, c->addr_family, c->addr, c->port))
+			if (pd_egress_ask_wanted(&eg->policy, NULL, c->addr_family, c->addr,
+						 c->port))
 				return conn_ask(c);
-			return conn_refuse(c, k != PD_ADDR_PUBLIC
-						      ? "the address is not public (loopback, private, "
-							"link-local or reserved) and no CIDR rule allows it"
-						      : "no CIDR rule allows the address; name the host "
-							"instead");
+			return conn_refuse(
+				c, k != PD_ADDR_PUBLIC
+					   ? "the address is not public (loopback, private, "
+					     "link-local or reserved) and no CIDR rule allows it"
+					   : "no CIDR rule allows the address; name the host "
+					     "instead");
 		}
 		pd_egress_conn_set_rule(c, rule);
 		c->addrs.n = 1;
@@ -438,9 +446,9 @@ void pd_egress_conn_decide(struct pd_egress_conn *c)
 		c->st = ST_RESOLVE;
 		return conn_resolve(c);
 	}
-	return pd_egress_conn_refuse_advice(c, "no destination could be read from the connection",
-				  ADVICE_FIX_REQUEST,
-				  "name the destination (a TLS server name or an HTTP Host header).");
+	return pd_egress_conn_refuse_advice(
+		c, "no destination could be read from the connection", ADVICE_FIX_REQUEST,
+		"name the destination (a TLS server name or an HTTP Host header).");
 }
 
 /* ---- asking a person ----------------------------------------------------------------------- */
@@ -516,7 +524,8 @@ void pd_egress_conn_asked(struct pd_egress *eg, struct pd_egress_ask *a, bool ag
 		}
 		c->st = ST_HEAD;
 		if (again) {
-			pd_egress_conn_decide(c); /* the policy in force decides, as for a new connection */
+			pd_egress_conn_decide(
+				c); /* the policy in force decides, as for a new connection */
 		} else if (p->answer != PADDOCK_ASK_DENY) {
 			asked_go(c, p);
 		} else if (p->timed_out) {
@@ -558,7 +567,8 @@ static void on_resolved(int error, const struct pd_addrs *addrs, void *userdata)
 		else if (rule && rule->deny)
 			deny = rule;
 		else
-			why = "it resolves only to addresses that are not public (loopback, private, "
+			why = "it resolves only to addresses that are not public (loopback, "
+			      "private, "
 			      "link-local or reserved) and no CIDR rule allows them";
 	}
 	if (ok.n == 0) {
@@ -754,7 +764,8 @@ static void pipe_run(struct pd_egress_conn *c)
 		r = dir_pump(c->eg, &c->down, false);
 	if (r < 0 || (c->up.done && c->down.done)) {
 		if (r < 0 && !c->reason)
-			c->reason = r == -EPIPE || r == -ECONNRESET ? "reset by a peer" : "i/o error";
+			c->reason =
+				r == -EPIPE || r == -ECONNRESET ? "reset by a peer" : "i/o error";
 		return pd_egress_conn_close(c);
 	}
 	pd_egress_conn_set_timer(c, IDLE_TIMEOUT_S * 1000);
@@ -849,10 +860,10 @@ static void conn_io(evutil_socket_t fd, short what, void *arg)
 	ssize_t n;
 
 	if (timeout && c->st != ST_CHECK && !(c->st == ST_HEAD && c->via == PD_VIA_TRANSPARENT)) {
-		c->reason = c->st == ST_CONNECT ? "connect timed out"
-			    : c->st == ST_PIPE	 ? "idle timeout"
+		c->reason = c->st == ST_CONNECT	  ? "connect timed out"
+			    : c->st == ST_PIPE	  ? "idle timeout"
 			    : c->st == ST_RESOLVE ? "name resolution timed out"
-						 : "timed out waiting for the request";
+						  : "timed out waiting for the request";
 		if (c->st == ST_CONNECT)
 			return connect_next(c);
 		return pd_egress_conn_close(c);
@@ -870,11 +881,12 @@ static void conn_io(evutil_socket_t fd, short what, void *arg)
 			if (n == 0 && c->st == ST_CHECK && c->len == 0)
 				return pd_egress_conn_pipe_start(c, NULL, 0);
 			if (n == 0 || (n < 0 && n != -E2BIG)) {
-				c->reason = n != 0		? "read error"
-					    : c->st == ST_CHECK ? "the client closed in the middle of "
-								  "a request head or TLS hello"
-								: "the client closed before naming a "
-								  "destination";
+				c->reason = n != 0 ? "read error"
+					    : c->st == ST_CHECK
+						    ? "the client closed in the middle of "
+						      "a request head or TLS hello"
+						    : "the client closed before naming a "
+						      "destination";
 				return pd_egress_conn_close(c);
 			}
 		}
@@ -943,19 +955,21 @@ void pd_egress_conn_new(struct pd_egress *eg, int fd, enum pd_egress_via via, in
 			static const char body[] = "paddock: too many connections open in this "
 						   "sandbox (network.max_connections).\n";
 			char msg[256];
-			int n = snprintf(msg, sizeof(msg),
-					 "HTTP/1.1 503 Service Unavailable\r\nContent-Length: %zu\r\n"
-					 "Connection: close\r\n\r\n%s",
-					 sizeof(body) - 1, body);
+			int n = snprintf(
+				msg, sizeof(msg),
+				"HTTP/1.1 503 Service Unavailable\r\nContent-Length: %zu\r\n"
+				"Connection: close\r\n\r\n%s",
+				sizeof(body) - 1, body);
 
 			(void)send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT);
 		}
 		if (pd_events_wanted(eg->ctx))
-			pd_emit(eg->ctx, PADDOCK_LEVEL_WARN, "egress.connection", eg->sandbox_id, NULL,
-				json_pack("{s:s, s:s, s:s, s:I}", "via", pd_egress_via_to_string(via),
-					  "decision", "deny", "reason",
-					  "network.max_connections reached", "max_connections",
-					  (json_int_t)eg->max_conns));
+			pd_emit(eg->ctx, PADDOCK_LEVEL_WARN, "egress.connection", eg->sandbox_id,
+				NULL,
+				json_pack("{s:s, s:s, s:s, s:I}", "via",
+					  pd_egress_via_to_string(via), "decision", "deny",
+					  "reason", "network.max_connections reached",
+					  "max_connections", (json_int_t)eg->max_conns));
 		close(fd);
 		return;
 	}

@@ -35,16 +35,16 @@
 #include "tls-mitm.h"
 #include "util/cleanup.h"
 
-#define HEAD_TIMEOUT_S 30	/* to send a request head or SOCKS request */
-#define PEEK_TIMEOUT_MS 1000	/* redirected: wait this long for a TLS hello or HTTP head */
-#define MAYBE_TIMEOUT_MS 1000	/* "ping": wait this long for a method's space, then relay */
-#define CONNECT_TIMEOUT_S 10	/* per address */
-#define IDLE_TIMEOUT_S 900	/* no byte either way */
-#define PIPE_SMALL (64u << 10) /* the kernel's default; every connection starts here */
-#define PIPE_BIG (1u << 20)	/* a direction that fills its pipe grows to this, once */
-#define PUMP_ROUNDS 16		/* chunks per direction per wakeup: fairness between conns */
-#define BUF_MAX PD_HTTP_HEAD_MAX /* head, hello or peek: never more */
-#define streq(a, b) (strcmp((a), (b)) == 0)
+#define HEAD_TIMEOUT_S	  30	      /* to send a request head or SOCKS request */
+#define PEEK_TIMEOUT_MS	  1000	      /* redirected: wait this long for a TLS hello or HTTP head */
+#define MAYBE_TIMEOUT_MS  1000	      /* "ping": wait this long for a method's space, then relay */
+#define CONNECT_TIMEOUT_S 10	      /* per address */
+#define IDLE_TIMEOUT_S	  900	      /* no byte either way */
+#define PIPE_SMALL	  (64u << 10) /* the kernel's default; every connection starts here */
+#define PIPE_BIG	  (1u << 20)  /* a direction that fills its pipe grows to this, once */
+#define PUMP_ROUNDS	  16	      /* chunks per direction per wakeup: fairness between conns */
+#define BUF_MAX		  PD_HTTP_HEAD_MAX /* head, hello or peek: never more */
+#define streq(a, b)	  (strcmp((a), (b)) == 0)
 
 enum state { ST_HEAD, ST_ASK, ST_RESOLVE, ST_CONNECT, ST_CHECK, ST_PIPE, ST_BROKER };
 
@@ -77,7 +77,7 @@ struct pd_egress_conn {
 	int socks_step; /* 0: greeting, 1: request */
 	/* what the first bytes through the connection are (not the proxy request itself) */
 	bool is_tls, is_http, absolute;
-	bool head_timer; /* a request head or TLS hello has started: HEAD_TIMEOUT_S to finish */
+	bool head_timer;  /* a request head or TLS hello has started: HEAD_TIMEOUT_S to finish */
 	bool maybe_timer; /* token characters only: MAYBE_TIMEOUT_MS to become a request line */
 	struct pd_http_head head;
 	/* the destination */
@@ -105,7 +105,7 @@ struct pd_egress_conn {
 	struct pd_mitm *mitm;
 	struct pd_subst *subst;
 	struct pd_response *resp; /* intercepted HTTPS: what the server sends back, checked */
-	struct pd_secret *view; /* the sandbox's secrets, bound or not to this host */
+	struct pd_secret *view;	  /* the sandbox's secrets, bound or not to this host */
 	bool intercepted, leaked;
 	bool resp_refused; /* a response was not passed on (secret.response_refused) */
 	size_t leak_idx;
@@ -113,15 +113,15 @@ struct pd_egress_conn {
 
 /* What a refusal tells the client would help (egress-conn.c's advice_text()). */
 enum advice {
-	ADVICE_ALLOW_NAME,    /* no rule allows the name: --allow NAME:PORT */
-	ADVICE_ALLOW_ADDR,    /* an address no CIDR rule allows: --allow ADDR:PORT */
-	ADVICE_NAME_PRIVATE,  /* the name is allowed, its address is not public */
-	ADVICE_DENIED,	      /* a deny rule: nothing to ask for */
-	ADVICE_NONE_MODE,     /* mode none: no rule helps */
-	ADVICE_FIX_REQUEST,   /* the request itself is wrong: `detail` says how */
-	ADVICE_ASK_DENIED,    /* a person was asked (network.unlisted "ask") and said no */
-	ADVICE_ASK_TIMEOUT,   /* ... and nobody answered in time */
-	ADVICE_ASK_BUSY,      /* too many decisions wait for a person already */
+	ADVICE_ALLOW_NAME,   /* no rule allows the name: --allow NAME:PORT */
+	ADVICE_ALLOW_ADDR,   /* an address no CIDR rule allows: --allow ADDR:PORT */
+	ADVICE_NAME_PRIVATE, /* the name is allowed, its address is not public */
+	ADVICE_DENIED,	     /* a deny rule: nothing to ask for */
+	ADVICE_NONE_MODE,    /* mode none: no rule helps */
+	ADVICE_FIX_REQUEST,  /* the request itself is wrong: `detail` says how */
+	ADVICE_ASK_DENIED,   /* a person was asked (network.unlisted "ask") and said no */
+	ADVICE_ASK_TIMEOUT,  /* ... and nobody answered in time */
+	ADVICE_ASK_BUSY,     /* too many decisions wait for a person already */
 };
 
 /* Closes and frees c, recording it (egress-conn.c). */
@@ -134,7 +134,7 @@ void pd_egress_broker_start(struct pd_egress_conn *c, bool tls, uint8_t *pre, si
 /* Shared by egress-conn.c and egress-head.c (named for the file that defines them). */
 void pd_egress_conn_arm(struct event *ev, int timeout_ms);
 void pd_egress_conn_refuse_advice(struct pd_egress_conn *c, const char *reason, enum advice a,
-			       const char *detail);
+				  const char *detail);
 void pd_egress_conn_decide(struct pd_egress_conn *c);
 void pd_egress_conn_http_answer(struct pd_egress_conn *c, const char *status, const char *body);
 void pd_egress_conn_pipe_start(struct pd_egress_conn *c, uint8_t *pre_up, size_t pre_up_len);

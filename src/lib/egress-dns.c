@@ -101,9 +101,8 @@ static size_t put_question(const struct pd_dns_query *q, uint8_t *out)
 	return o + 4;
 }
 
-int pd_dns_answer_build(const struct pd_dns_query *q, int rcode, int family,
-			const uint8_t *addrs, size_t n_addrs, uint32_t ttl, uint8_t *out,
-			size_t size)
+int pd_dns_answer_build(const struct pd_dns_query *q, int rcode, int family, const uint8_t *addrs,
+			size_t n_addrs, uint32_t ttl, uint8_t *out, size_t size)
 {
 	size_t alen = family == AF_INET ? 4 : 16, o, count = 0;
 	uint16_t flags = 0x8000 | 0x0080 | (uint16_t)(rcode & 0xf); /* QR, RA */

@@ -12,19 +12,19 @@
 
 #include "egress-policy.h"
 
-#define PD_DNS_MSG_MAX 512 /* UDP without EDNS; answers are cut to fit, with TC */
-#define PD_DNS_TYPE_A 1
-#define PD_DNS_TYPE_AAAA 28
-#define PD_DNS_RCODE_NOERROR 0
-#define PD_DNS_RCODE_FORMERR 1
+#define PD_DNS_MSG_MAX	      512 /* UDP without EDNS; answers are cut to fit, with TC */
+#define PD_DNS_TYPE_A	      1
+#define PD_DNS_TYPE_AAAA      28
+#define PD_DNS_RCODE_NOERROR  0
+#define PD_DNS_RCODE_FORMERR  1
 #define PD_DNS_RCODE_SERVFAIL 2
 #define PD_DNS_RCODE_NXDOMAIN 3
-#define PD_DNS_RCODE_NOTIMP 4
-#define PD_DNS_RCODE_REFUSED 5
+#define PD_DNS_RCODE_NOTIMP   4
+#define PD_DNS_RCODE_REFUSED  5
 
 struct pd_dns_query {
 	uint16_t id;
-	bool rd; /* recursion desired, echoed */
+	bool rd;			   /* recursion desired, echoed */
 	char name[PD_EGRESS_NAME_MAX + 1]; /* normalised */
 	uint16_t qtype, qclass;
 	size_t question_len; /* bytes of the question section, for echoing it */
@@ -43,6 +43,5 @@ int pd_dns_query_parse(const uint8_t *msg, size_t len, struct pd_dns_query *ret_
  * bytes each) with `ttl`. Addresses that do not fit are dropped and TC is set. Returns the
  * length, or -ENOSPC.
  */
-int pd_dns_answer_build(const struct pd_dns_query *q, int rcode, int family,
-			const uint8_t *addrs, size_t n_addrs, uint32_t ttl, uint8_t *out,
-			size_t size);
+int pd_dns_answer_build(const struct pd_dns_query *q, int rcode, int family, const uint8_t *addrs,
+			size_t n_addrs, uint32_t ttl, uint8_t *out, size_t size);

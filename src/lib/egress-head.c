@@ -87,7 +87,8 @@ uint8_t *pd_egress_rewrite_absolute(struct pd_egress_conn *c, size_t *ret_len)
 		while (content > 0 && (p[content - 1] == '\n' || p[content - 1] == '\r'))
 			content--;
 		if (content == 0) {
-			o += (size_t)snprintf((char *)out + o, cap - o, "Connection: close\r\n\r\n");
+			o += (size_t)snprintf((char *)out + o, cap - o,
+					      "Connection: close\r\n\r\n");
 			break;
 		}
 		if (!header_is(p, content, "proxy-connection") &&
@@ -115,8 +116,9 @@ void pd_egress_head_proxy(struct pd_egress_conn *c)
 		return pd_egress_conn_arm(c->c_rd, 0);
 	if (r == -E2BIG) {
 		c->reason = "request head too large";
-		pd_egress_conn_http_answer(c, "431 Request Header Fields Too Large",
-			    "paddock: the request head is larger than the proxy takes.\n");
+		pd_egress_conn_http_answer(
+			c, "431 Request Header Fields Too Large",
+			"paddock: the request head is larger than the proxy takes.\n");
 		return pd_egress_conn_close(c);
 	}
 	if (r < 0) {
@@ -132,9 +134,10 @@ void pd_egress_head_proxy(struct pd_egress_conn *c)
 	}
 	if (c->head.form == PD_HTTP_ORIGIN) {
 		c->reason = "not a proxy request";
-		pd_egress_conn_http_answer(c, "400 Bad Request",
-			    "paddock: this is an HTTP proxy: send CONNECT host:port or an "
-			    "absolute http:// URL.\n");
+		pd_egress_conn_http_answer(
+			c, "400 Bad Request",
+			"paddock: this is an HTTP proxy: send CONNECT host:port or an "
+			"absolute http:// URL.\n");
 		return pd_egress_conn_close(c);
 	}
 	pd_egress_conn_set_target(c, c->head.host, c->head.port);
@@ -143,9 +146,10 @@ void pd_egress_head_proxy(struct pd_egress_conn *c)
 	if (c->absolute && c->head.host_header[0] &&
 	    (strcasecmp(c->head.host_header, c->head.host) != 0 ||
 	     (c->head.host_header_port && c->head.host_header_port != c->head.port)))
-		return pd_egress_conn_refuse_advice(c, "the Host header names another host than the request",
-					  ADVICE_FIX_REQUEST,
-					  "send a Host header that names the URL's host and port.");
+		return pd_egress_conn_refuse_advice(
+			c, "the Host header names another host than the request",
+			ADVICE_FIX_REQUEST,
+			"send a Host header that names the URL's host and port.");
 	pd_egress_conn_decide(c);
 }
 
@@ -167,7 +171,8 @@ void pd_egress_head_socks(struct pd_egress_conn *c)
 
 			if (r == 0)
 				pd_egress_conn_send_client(c, no, 2);
-			c->reason = r < 0 ? why : "the client offers no method without authentication";
+			c->reason =
+				r < 0 ? why : "the client offers no method without authentication";
 			return pd_egress_conn_close(c);
 		}
 		pd_egress_conn_send_client(c, ok, 2);
@@ -190,7 +195,8 @@ void pd_egress_head_socks(struct pd_egress_conn *c)
 	if (q.cmd != 1) {
 		uint8_t rep[10];
 
-		pd_egress_conn_send_client(c, rep, pd_socks5_reply(0x07, rep)); /* command not supported */
+		pd_egress_conn_send_client(c, rep,
+					   pd_socks5_reply(0x07, rep)); /* command not supported */
 		c->reason = "only the SOCKS5 CONNECT command is served";
 		return pd_egress_conn_close(c);
 	}
@@ -261,7 +267,8 @@ static int wait_for_more(struct pd_egress_conn *c, enum sniff k, bool timed_out)
 {
 	if (k == SNIFF_MORE) {
 		if (timed_out && c->head_timer) {
-			c->reason = "timed out waiting for the rest of the request head or TLS hello";
+			c->reason =
+				"timed out waiting for the rest of the request head or TLS hello";
 			pd_egress_conn_close(c);
 			return -1;
 		}
@@ -330,7 +337,8 @@ static int check_name(struct pd_egress_conn *c, const char *name)
 	if (pd_egress_name_normalise(name, norm, sizeof(norm)) == 0 && c->kind == TARGET_NAME &&
 	    streq(norm, c->name))
 		return 0;
-	if (c->via == PD_VIA_TRANSPARENT && pd_egress_name_normalise(name, norm, sizeof(norm)) == 0) {
+	if (c->via == PD_VIA_TRANSPARENT &&
+	    pd_egress_name_normalise(name, norm, sizeof(norm)) == 0) {
 		/*
 		 * Redirected, decided by its address before it named anything: the name it names
 		 * now decides, as it would have at once (another name of a shared address).
@@ -408,4 +416,3 @@ void pd_egress_check_server_first(struct pd_egress_conn *c)
 	pre = pd_egress_take_rest(c, 0, &pre_len);
 	pd_egress_conn_pipe_start(c, pre, pre_len);
 }
-

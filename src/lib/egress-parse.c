@@ -43,9 +43,9 @@ static int parse_port(const char *s, size_t n, uint16_t *ret)
 }
 
 enum port_rule {
-	PORT_REQUIRED, /* CONNECT host:port */
+	PORT_REQUIRED,	 /* CONNECT host:port */
 	PORT_DEFAULT_80, /* http://host/ */
-	PORT_OPTIONAL,	/* Host: host, without a port: 0, "none given" */
+	PORT_OPTIONAL,	 /* Host: host, without a port: 0, "none given" */
 };
 
 /*
@@ -122,7 +122,8 @@ int pd_http_head_parse(const char *buf, size_t len, struct pd_http_head *ret_hea
 
 	*ret_why = NULL;
 	for (size_t i = 0; i + 3 < scan; i++)
-		if (buf[i] == '\r' && buf[i + 1] == '\n' && buf[i + 2] == '\r' && buf[i + 3] == '\n') {
+		if (buf[i] == '\r' && buf[i + 1] == '\n' && buf[i + 2] == '\r' &&
+		    buf[i + 3] == '\n') {
 			end = buf + i + 4;
 			break;
 		}
@@ -151,8 +152,8 @@ int pd_http_head_parse(const char *buf, size_t len, struct pd_http_head *ret_hea
 	for (p = sp1 + 1; p < sp2; p++)
 		if (*p <= 0x20 || *p >= 0x7f)
 			return fail_http(ret_why, "a request target of visible ASCII");
-	if (eol - sp2 - 1 != 8 || (memcmp(sp2 + 1, "HTTP/1.1", 8) != 0 &&
-				   memcmp(sp2 + 1, "HTTP/1.0", 8) != 0))
+	if (eol - sp2 - 1 != 8 ||
+	    (memcmp(sp2 + 1, "HTTP/1.1", 8) != 0 && memcmp(sp2 + 1, "HTTP/1.0", 8) != 0))
 		return fail_http(ret_why, "HTTP/1.0 or HTTP/1.1");
 	h.target_offset = (size_t)(sp1 + 1 - buf);
 	h.target_len = (size_t)(sp2 - sp1 - 1);
@@ -324,8 +325,7 @@ static int fail_tls(const char **why, const char *text)
 }
 
 /* The body of a complete ClientHello handshake message. */
-static int client_hello(const uint8_t *body, size_t len, char *name, size_t size,
-			const char **why)
+static int client_hello(const uint8_t *body, size_t len, char *name, size_t size, const char **why)
 {
 	struct cursor c = { body, body + len };
 	unsigned n, ext_len;
@@ -366,7 +366,8 @@ static int client_hello(const uint8_t *body, size_t len, char *name, size_t size
 			memcpy(tmp, host, nlen);
 			tmp[nlen] = '\0';
 			if (pd_egress_name_normalise(tmp, name, size) < 0)
-				return fail_tls(why, "a server name of letters, digits, '-' and '.'");
+				return fail_tls(why,
+						"a server name of letters, digits, '-' and '.'");
 			return 0;
 		}
 		return -ENOENT;
@@ -374,8 +375,7 @@ static int client_hello(const uint8_t *body, size_t len, char *name, size_t size
 	return -ENOENT;
 }
 
-int pd_tls_sni_parse(const uint8_t *buf, size_t len, char *name, size_t size,
-		     const char **ret_why)
+int pd_tls_sni_parse(const uint8_t *buf, size_t len, char *name, size_t size, const char **ret_why)
 {
 	uint8_t hs[PD_TLS_HELLO_MAX];
 	size_t have = 0, off = 0;

@@ -16,9 +16,9 @@
 
 #include "egress-policy.h"
 
-#define PD_HTTP_HEAD_MAX (32u << 10) /* request line and headers */
+#define PD_HTTP_HEAD_MAX    (32u << 10) /* request line and headers */
 #define PD_HTTP_HEADERS_MAX 100
-#define PD_TLS_HELLO_MAX (16u << 10) /* a ClientHello, over however many records */
+#define PD_TLS_HELLO_MAX    (16u << 10) /* a ClientHello, over however many records */
 
 enum pd_http_form {
 	PD_HTTP_CONNECT,  /* CONNECT host:port */
@@ -29,12 +29,12 @@ enum pd_http_form {
 struct pd_http_head {
 	enum pd_http_form form;
 	char method[16];
-	char host[PD_EGRESS_NAME_MAX + 1]; /* as the target says it (a name or an address) */
-	uint16_t port;			    /* the target's, or 80 */
+	char host[PD_EGRESS_NAME_MAX + 1];	  /* as the target says it (a name or an address) */
+	uint16_t port;				  /* the target's, or 80 */
 	char host_header[PD_EGRESS_NAME_MAX + 1]; /* Host:'s name, "" when absent */
-	uint16_t host_header_port;		   /* Host:'s port, 0 when absent */
-	size_t target_offset, target_len; /* the request target within the buffer */
-	size_t head_len;		  /* bytes up to and including the blank line */
+	uint16_t host_header_port;		  /* Host:'s port, 0 when absent */
+	size_t target_offset, target_len;	  /* the request target within the buffer */
+	size_t head_len;			  /* bytes up to and including the blank line */
 };
 
 /*
@@ -62,34 +62,33 @@ int pd_http_request_line_check(const uint8_t *buf, size_t len);
  * 0 with the name normalised into `name`; -ENOENT: a ClientHello without a server name;
  * -EAGAIN: incomplete; -EPROTO: not TLS or malformed (*ret_why says how).
  */
-int pd_tls_sni_parse(const uint8_t *buf, size_t len, char *name, size_t size,
-		     const char **ret_why);
+int pd_tls_sni_parse(const uint8_t *buf, size_t len, char *name, size_t size, const char **ret_why);
 
 /* ---- SOCKS5 (RFC 1928), no authentication ---- */
 
-#define PD_SOCKS5_CMD_CONNECT 1 /* the only command paddock serves */
-#define PD_SOCKS5_CMD_BIND 2
+#define PD_SOCKS5_CMD_CONNECT	    1 /* the only command paddock serves */
+#define PD_SOCKS5_CMD_BIND	    2
 #define PD_SOCKS5_CMD_UDP_ASSOCIATE 3
 
-#define PD_SOCKS5_ATYP_IPV4 1
+#define PD_SOCKS5_ATYP_IPV4   1
 #define PD_SOCKS5_ATYP_DOMAIN 3
-#define PD_SOCKS5_ATYP_IPV6 4
+#define PD_SOCKS5_ATYP_IPV6   4
 
 /* REP values of a reply */
-#define PD_SOCKS5_REP_OK 0x00
-#define PD_SOCKS5_REP_FAILURE 0x01
-#define PD_SOCKS5_REP_NOT_ALLOWED 0x02 /* connection not allowed by ruleset */
-#define PD_SOCKS5_REP_NET_UNREACHABLE 0x03
+#define PD_SOCKS5_REP_OK	       0x00
+#define PD_SOCKS5_REP_FAILURE	       0x01
+#define PD_SOCKS5_REP_NOT_ALLOWED      0x02 /* connection not allowed by ruleset */
+#define PD_SOCKS5_REP_NET_UNREACHABLE  0x03
 #define PD_SOCKS5_REP_HOST_UNREACHABLE 0x04
-#define PD_SOCKS5_REP_REFUSED 0x05
-#define PD_SOCKS5_REP_TTL_EXPIRED 0x06
-#define PD_SOCKS5_REP_CMD_UNSUPPORTED 0x07
+#define PD_SOCKS5_REP_REFUSED	       0x05
+#define PD_SOCKS5_REP_TTL_EXPIRED      0x06
+#define PD_SOCKS5_REP_CMD_UNSUPPORTED  0x07
 #define PD_SOCKS5_REP_ATYP_UNSUPPORTED 0x08
 
-#define PD_SOCKS5_METHOD_NOAUTH 0x00
+#define PD_SOCKS5_METHOD_NOAUTH		 0x00
 #define PD_SOCKS5_METHOD_NONE_ACCEPTABLE 0xff
-#define PD_SOCKS5_REQUEST_MAX (4 + 1 + PD_EGRESS_NAME_MAX + 2) /* the longest request */
-#define PD_SOCKS5_REPLY_LEN 10
+#define PD_SOCKS5_REQUEST_MAX		 (4 + 1 + PD_EGRESS_NAME_MAX + 2) /* the longest request */
+#define PD_SOCKS5_REPLY_LEN		 10
 
 /*
  * The greeting: VER=5, NMETHODS (at least 1), METHODS. 0: *ret_len = the bytes it takes

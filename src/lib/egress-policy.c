@@ -50,21 +50,21 @@ static enum pd_addr_class classify4(const uint8_t *b)
 		unsigned prefix;
 		enum pd_addr_class c;
 	} ranges[] = {
-		{ 0x00000000, 8, PD_ADDR_UNSPECIFIED },	  /* 0.0.0.0/8 "this network" */
-		{ 0x7f000000, 8, PD_ADDR_LOOPBACK },	  /* 127.0.0.0/8 */
-		{ 0x0a000000, 8, PD_ADDR_PRIVATE },	  /* 10.0.0.0/8 */
-		{ 0xac100000, 12, PD_ADDR_PRIVATE },	  /* 172.16.0.0/12 */
-		{ 0xc0a80000, 16, PD_ADDR_PRIVATE },	  /* 192.168.0.0/16 */
-		{ 0xa9fe0000, 16, PD_ADDR_LINK_LOCAL },	  /* 169.254.0.0/16, cloud metadata */
-		{ 0x64400000, 10, PD_ADDR_CGNAT },	  /* 100.64.0.0/10 */
-		{ 0xe0000000, 4, PD_ADDR_MULTICAST },	  /* 224.0.0.0/4 */
-		{ 0xf0000000, 4, PD_ADDR_RESERVED },	  /* 240.0.0.0/4, 255.255.255.255 */
-		{ 0xc0000000, 24, PD_ADDR_RESERVED },	  /* 192.0.0.0/24 protocol assignments */
-		{ 0xc0000200, 24, PD_ADDR_RESERVED },	  /* 192.0.2.0/24 TEST-NET-1 */
-		{ 0xc6336400, 24, PD_ADDR_RESERVED },	  /* 198.51.100.0/24 TEST-NET-2 */
-		{ 0xcb007100, 24, PD_ADDR_RESERVED },	  /* 203.0.113.0/24 TEST-NET-3 */
-		{ 0xc6120000, 15, PD_ADDR_RESERVED },	  /* 198.18.0.0/15 benchmarking */
-		{ 0xc0586300, 24, PD_ADDR_RESERVED },	  /* 192.88.99.0/24 6to4 relay */
+		{ 0x00000000, 8, PD_ADDR_UNSPECIFIED }, /* 0.0.0.0/8 "this network" */
+		{ 0x7f000000, 8, PD_ADDR_LOOPBACK },	/* 127.0.0.0/8 */
+		{ 0x0a000000, 8, PD_ADDR_PRIVATE },	/* 10.0.0.0/8 */
+		{ 0xac100000, 12, PD_ADDR_PRIVATE },	/* 172.16.0.0/12 */
+		{ 0xc0a80000, 16, PD_ADDR_PRIVATE },	/* 192.168.0.0/16 */
+		{ 0xa9fe0000, 16, PD_ADDR_LINK_LOCAL }, /* 169.254.0.0/16, cloud metadata */
+		{ 0x64400000, 10, PD_ADDR_CGNAT },	/* 100.64.0.0/10 */
+		{ 0xe0000000, 4, PD_ADDR_MULTICAST },	/* 224.0.0.0/4 */
+		{ 0xf0000000, 4, PD_ADDR_RESERVED },	/* 240.0.0.0/4, 255.255.255.255 */
+		{ 0xc0000000, 24, PD_ADDR_RESERVED },	/* 192.0.0.0/24 protocol assignments */
+		{ 0xc0000200, 24, PD_ADDR_RESERVED },	/* 192.0.2.0/24 TEST-NET-1 */
+		{ 0xc6336400, 24, PD_ADDR_RESERVED },	/* 198.51.100.0/24 TEST-NET-2 */
+		{ 0xcb007100, 24, PD_ADDR_RESERVED },	/* 203.0.113.0/24 TEST-NET-3 */
+		{ 0xc6120000, 15, PD_ADDR_RESERVED },	/* 198.18.0.0/15 benchmarking */
+		{ 0xc0586300, 24, PD_ADDR_RESERVED },	/* 192.88.99.0/24 6to4 relay */
 	};
 
 	for (size_t i = 0; i < sizeof(ranges) / sizeof(ranges[0]); i++)
@@ -271,20 +271,20 @@ int pd_egress_rule_parse(const char *text, bool deny, const char *field,
 	 * too, which is never what "everything" means: open mode is public destinations only.
 	 */
 	if (r.kind == PD_EGRESS_CIDR && r.prefix == 0 && !deny)
-		return pd_fail_field(err, EINVAL, field ? field : "network",
-				     "'%s' would allow every address, loopback, private networks "
-				     "and cloud metadata (169.254.169.254) included: for any public "
-				     "destination use network.mode 'open' (--net open); to reach a "
-				     "private network, allow its own range (e.g. '10.0.0.0/8')",
-				     PD_ESC(text));
+		return pd_fail_field(
+			err, EINVAL, field ? field : "network",
+			"'%s' would allow every address, loopback, private networks "
+			"and cloud metadata (169.254.169.254) included: for any public "
+			"destination use network.mode 'open' (--net open); to reach a "
+			"private network, allow its own range (e.g. '10.0.0.0/8')",
+			PD_ESC(text));
 	*ret_rule = r;
 	return 0;
 }
 
 /* ---- presets ----------------------------------------------------------------------------- */
 
-static const char *const preset_python[] = { "pypi.org:443", "files.pythonhosted.org:443",
-					     NULL };
+static const char *const preset_python[] = { "pypi.org:443", "files.pythonhosted.org:443", NULL };
 static const char *const preset_npm[] = { "registry.npmjs.org:443", "registry.yarnpkg.com:443",
 					  NULL };
 static const char *const preset_github[] = { "github.com:443", "*.github.com:443",
@@ -336,8 +336,8 @@ static int append(struct pd_egress_policy *p, const struct pd_egress_rule *r, si
 	return 0;
 }
 
-int pd_egress_policy_add(struct pd_egress_policy *p, const char *text, bool deny,
-			 const char *field, paddock_error *err)
+int pd_egress_policy_add(struct pd_egress_policy *p, const char *text, bool deny, const char *field,
+			 paddock_error *err)
 {
 	struct pd_egress_rule rules[8];
 	size_t n = 0;
@@ -347,10 +347,11 @@ int pd_egress_policy_add(struct pd_egress_policy *p, const char *text, bool deny
 		const char *const *list = pd_egress_preset_rules(text + 7);
 
 		if (!list)
-			return pd_fail_field(err, EINVAL, field ? field : "network",
-					     "unknown preset '%s', expected python-packages, npm or "
-					     "github",
-					     PD_ESC(text + 7));
+			return pd_fail_field(
+				err, EINVAL, field ? field : "network",
+				"unknown preset '%s', expected python-packages, npm or "
+				"github",
+				PD_ESC(text + 7));
 		for (; *list && n < sizeof(rules) / sizeof(rules[0]); list++, n++) {
 			r = pd_egress_rule_parse(*list, deny, field, &rules[n], err);
 			if (r < 0)
@@ -403,8 +404,7 @@ static int unwrap(int family, const void *addr, uint8_t out[16])
 	static const uint8_t nat64[12] = { 0, 0x64, 0xff, 0x9b, 0, 0, 0, 0, 0, 0, 0, 0 };
 	const uint8_t *b = addr;
 
-	if (family == AF_INET6 &&
-	    (memcmp(b, mapped, 12) == 0 || memcmp(b, nat64, 12) == 0)) {
+	if (family == AF_INET6 && (memcmp(b, mapped, 12) == 0 || memcmp(b, nat64, 12) == 0)) {
 		memcpy(out, b + 12, 4);
 		return AF_INET;
 	}

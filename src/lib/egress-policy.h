@@ -22,7 +22,7 @@
 
 #include "paddock/paddock.h"
 
-#define PD_EGRESS_NAME_MAX 253
+#define PD_EGRESS_NAME_MAX  253
 #define PD_EGRESS_RULES_MAX 1024
 
 enum pd_egress_rule_kind {
@@ -35,12 +35,12 @@ enum pd_egress_rule_kind {
 struct pd_egress_rule {
 	enum pd_egress_rule_kind kind;
 	bool deny;
-	uint16_t port;			     /* 0: any */
-	char name[PD_EGRESS_NAME_MAX + 1];   /* NAME; WILDCARD: the suffix without "*." */
-	uint8_t addr[16];		     /* CIDR: IPv4 in the first 4 bytes */
-	int family;			     /* CIDR: AF_INET or AF_INET6 */
-	unsigned prefix;		     /* CIDR: prefix length */
-	char text[PD_EGRESS_NAME_MAX + 16];  /* the rule as written, for events and 403s */
+	uint16_t port;			    /* 0: any */
+	char name[PD_EGRESS_NAME_MAX + 1];  /* NAME; WILDCARD: the suffix without "*." */
+	uint8_t addr[16];		    /* CIDR: IPv4 in the first 4 bytes */
+	int family;			    /* CIDR: AF_INET or AF_INET6 */
+	unsigned prefix;		    /* CIDR: prefix length */
+	char text[PD_EGRESS_NAME_MAX + 16]; /* the rule as written, for events and 403s */
 };
 
 enum pd_addr_class {
@@ -92,8 +92,8 @@ void pd_egress_policy_release(struct pd_egress_policy *p);
  * Adds a rule, or a preset's rules ("preset:python-packages", "preset:npm",
  * "preset:github"). On error the policy is unchanged.
  */
-int pd_egress_policy_add(struct pd_egress_policy *p, const char *text, bool deny,
-			 const char *field, paddock_error *err);
+int pd_egress_policy_add(struct pd_egress_policy *p, const char *text, bool deny, const char *field,
+			 paddock_error *err);
 
 /* The names of the presets, NULL-terminated, and the rules of one (NULL when unknown). */
 extern const char *const pd_egress_presets[];

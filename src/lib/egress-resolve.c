@@ -19,10 +19,10 @@
 #include "error.h"
 #include "util/cleanup.h"
 
-#define CACHE_MAX 4096
-#define CACHE_TTL_S 60	       /* a pinned answer lives this long */
-#define CACHE_NEGATIVE_TTL_S 5 /* and "no such name" this long */
-#define HOSTS_MAX_BYTES (4u << 20)
+#define CACHE_MAX	     4096
+#define CACHE_TTL_S	     60 /* a pinned answer lives this long */
+#define CACHE_NEGATIVE_TTL_S 5	/* and "no such name" this long */
+#define HOSTS_MAX_BYTES	     (4u << 20)
 
 struct entry {
 	char name[PD_EGRESS_NAME_MAX + 1];
@@ -117,8 +117,9 @@ static int load_hosts(struct pd_resolver *r, const char *path, paddock_error *er
 		else if (inet_pton(AF_INET6, tok, addr) == 1)
 			family = AF_INET6;
 		else
-			return pd_fail(err, EINVAL, "hosts file %s:%u: expected an address, got '%s'",
-				       path, lineno, PD_ESC(tok));
+			return pd_fail(err, EINVAL,
+				       "hosts file %s:%u: expected an address, got '%s'", path,
+				       lineno, PD_ESC(tok));
 		while ((tok = strtok_r(NULL, " \t\r\n", &save))) {
 			char norm[PD_EGRESS_NAME_MAX + 1];
 			struct entry *e;
@@ -250,8 +251,7 @@ static void on_addrinfo(int result, struct evutil_addrinfo *res, void *arg)
 	for (struct evutil_addrinfo *ai = res; ai; ai = ai->ai_next) {
 		if (ai->ai_family == AF_INET && ai->ai_addrlen >= sizeof(struct sockaddr_in))
 			addrs_add(&addrs, AF_INET, &((struct sockaddr_in *)ai->ai_addr)->sin_addr);
-		else if (ai->ai_family == AF_INET6 &&
-			 ai->ai_addrlen >= sizeof(struct sockaddr_in6))
+		else if (ai->ai_family == AF_INET6 && ai->ai_addrlen >= sizeof(struct sockaddr_in6))
 			addrs_add(&addrs, AF_INET6,
 				  &((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr);
 	}

@@ -31,17 +31,16 @@
 #include "util/cleanup.h"
 #include "util/fd.h"
 
-#define MIN(a, b) ((a) < (b) ? (a) : (b))
-#define DNS_PENDING_MAX 64     /* queries being resolved at once, per sandbox */
-#define DNS_TTL_S 30	       /* what the sandbox is told; the pin lives longer */
+#define MIN(a, b)	     ((a) < (b) ? (a) : (b))
+#define DNS_PENDING_MAX	     64 /* queries being resolved at once, per sandbox */
+#define DNS_TTL_S	     30 /* what the sandbox is told; the pin lives longer */
 #define DATAGRAMS_PER_WAKEUP 32 /* then back to the loop, so one sandbox cannot hog it */
-#define SINK_EVENTS_PER_S 10
-#define ANSWERS_MAX 512 /* remembered per sandbox, oldest replaced first */
+#define SINK_EVENTS_PER_S    10
+#define ANSWERS_MAX	     512 /* remembered per sandbox, oldest replaced first */
 
 static const char *const via_names[_PD_VIA_MAX] = {
-	[PD_VIA_PROXY] = "proxy",	    [PD_VIA_SOCKS] = "socks5",
-	[PD_VIA_TRANSPARENT] = "transparent", [PD_VIA_DNS] = "dns",
-	[PD_VIA_SINK] = "udp",
+	[PD_VIA_PROXY] = "proxy", [PD_VIA_SOCKS] = "socks5", [PD_VIA_TRANSPARENT] = "transparent",
+	[PD_VIA_DNS] = "dns",	  [PD_VIA_SINK] = "udp",
 };
 
 const char *pd_egress_via_to_string(enum pd_egress_via v)
@@ -68,24 +67,24 @@ static const struct listener {
 static_assert(sizeof(listeners) / sizeof(listeners[0]) <= PD_EGRESS_LISTENERS,
 	      "PD_EGRESS_LISTENERS too small");
 
-void pd_egress_rule_text(const struct pd_egress *eg, const struct pd_egress_rule *rule,
-			 char *buf, size_t size)
+void pd_egress_rule_text(const struct pd_egress *eg, const struct pd_egress_rule *rule, char *buf,
+			 size_t size)
 {
 	if (rule)
 		snprintf(buf, size, "%s%s", rule->deny ? "deny " : "", rule->text);
 	else
 		snprintf(buf, size, "mode %s",
-			 eg->policy.mode == PD_EGRESS_OPEN	   ? "open"
+			 eg->policy.mode == PD_EGRESS_OPEN	  ? "open"
 			 : eg->policy.mode == PD_EGRESS_ALLOWLIST ? "allowlist"
-								   : "none");
+								  : "none");
 }
 
 /* ---- resolver ------------------------------------------------------------------------- */
 
 struct pd_resolver *pd_egress_resolver(paddock_ctx *ctx, paddock_error *err)
 {
-	if (!ctx->resolver && pd_resolver_new(ctx->base, ctx->resolve_hosts, &ctx->resolver,
-					      err) < 0)
+	if (!ctx->resolver &&
+	    pd_resolver_new(ctx->base, ctx->resolve_hosts, &ctx->resolver, err) < 0)
 		return NULL;
 	return ctx->resolver;
 }
@@ -121,8 +120,8 @@ static const char *qtype_name(uint16_t t, char buf[static 8])
 	return buf;
 }
 
-static void dns_send(int fd, const struct sockaddr_storage *to, socklen_t tolen,
-		     const uint8_t *msg, int len)
+static void dns_send(int fd, const struct sockaddr_storage *to, socklen_t tolen, const uint8_t *msg,
+		     int len)
 {
 	/* UDP to our own sandbox's loopback: a full buffer drops it, as the network would */
 	if (len > 0)
@@ -146,13 +145,12 @@ static void dns_record(struct pd_egress *eg, const struct pd_dns_query *q, bool 
 	pd_emit(eg->ctx, allowed ? PADDOCK_LEVEL_INFO : PADDOCK_LEVEL_WARN, "egress.dns",
 		eg->sandbox_id, NULL,
 		json_pack("{s:s, s:s, s:s, s:s?, s:i, s:o?, s:s?}", "name", q->name, "type",
-			  qtype_name(q->qtype, tb), "decision", allowed ? "allow" : "deny",
-			  "rule", rule && *rule ? rule : NULL, "rcode", rcode, "answers",
-			  answers, "reason", why));
+			  qtype_name(q->qtype, tb), "decision", allowed ? "allow" : "deny", "rule",
+			  rule && *rule ? rule : NULL, "rcode", rcode, "answers", answers, "reason",
+			  why));
 }
 
-static void answer_remember(struct pd_egress *eg, int family, const uint8_t *addr,
-			    const char *name)
+static void answer_remember(struct pd_egress *eg, int family, const uint8_t *addr, const char *name)
 {
 	struct pd_egress_answer *a;
 	size_t len = family == AF_INET ? 4 : 16;
@@ -218,7 +216,8 @@ static void on_dns_resolved(int error, const struct pd_addrs *addrs, void *userd
 		const struct pd_egress_rule *rule;
 		char text[INET6_ADDRSTRLEN];
 
-		/* SECURITY: a name may resolve anywhere; the sandbox learns only what it may reach */
+		/* SECURITY: a name may resolve anywhere; the sandbox learns only what it may reach
+		 */
 		if (!pd_egress_allow_addr_dns(&eg->policy, addrs->a[i].family, addrs->a[i].addr,
 					      &rule)) {
 			hidden++;
@@ -242,10 +241,12 @@ static void on_dns_resolved(int error, const struct pd_addrs *addrs, void *userd
 	dns_send(d->fd, &d->from, d->fromlen, out, len);
 	dns_record(eg, &d->q, rcode == PD_DNS_RCODE_NOERROR || error == -EAGAIN, d->rule, rcode,
 		   answers,
-		   error == -ENOENT	  ? "the name does not exist"
-		   : error == -EAGAIN	  ? "resolution failed for now"
-		   : rcode == PD_DNS_RCODE_NXDOMAIN ? "the name resolves only to addresses the policy refuses (private, loopback, link-local...)"
-					  : NULL);
+		   error == -ENOENT   ? "the name does not exist"
+		   : error == -EAGAIN ? "resolution failed for now"
+		   : rcode == PD_DNS_RCODE_NXDOMAIN
+			   ? "the name resolves only to addresses the policy refuses (private, "
+			     "loopback, link-local...)"
+			   : NULL);
 	dnsq_free(d);
 }
 
@@ -268,8 +269,8 @@ static void dns_one(struct pd_egress *eg, int fd, const uint8_t *msg, size_t len
 		if (len >= 12) {
 			struct pd_dns_query bare = { .id = id };
 
-			n = pd_dns_answer_build(&bare, PD_DNS_RCODE_FORMERR, AF_INET, NULL, 0, 0, out,
-						sizeof(out));
+			n = pd_dns_answer_build(&bare, PD_DNS_RCODE_FORMERR, AF_INET, NULL, 0, 0,
+						out, sizeof(out));
 			dns_send(fd, from, fromlen, out, n);
 		}
 		eg->stats.dns_denied++;
@@ -281,7 +282,8 @@ static void dns_one(struct pd_egress *eg, int fd, const uint8_t *msg, size_t len
 		dns_send(fd, from, fromlen, out, n);
 		pd_egress_rule_text(eg, rule, rtext, sizeof(rtext));
 		dns_record(eg, &q, false, rtext, PD_DNS_RCODE_NXDOMAIN, NULL,
-			   rule ? "a deny rule matches the name" : "no allow rule matches the name");
+			   rule ? "a deny rule matches the name"
+				: "no allow rule matches the name");
 		return;
 	}
 	pd_egress_rule_text(eg, rule, rtext, sizeof(rtext));

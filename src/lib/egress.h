@@ -64,7 +64,7 @@ struct pd_egress {
 		int family;
 		uint8_t addr[16];
 		char name[PD_EGRESS_NAME_MAX + 1];
-	} *answers;
+	} * answers;
 	size_t n_answers, next_answer;
 	/* UDP sink events are rate limited: at most a few per second, the rest counted */
 	uint64_t sink_window_s;
@@ -93,8 +93,8 @@ unsigned pd_egress_set_policy(struct pd_egress *eg, struct pd_egress_policy *pol
  * How events and 403s name what decided: the rule as written ("deny " before a deny rule),
  * or "mode open" / "mode allowlist" when no rule matched and the mode decided.
  */
-void pd_egress_rule_text(const struct pd_egress *eg, const struct pd_egress_rule *rule,
-			 char *buf, size_t size);
+void pd_egress_rule_text(const struct pd_egress *eg, const struct pd_egress_rule *rule, char *buf,
+			 size_t size);
 
 /* The name the DNS filter gave this address to most recently, or NULL. */
 const char *pd_egress_name_for_addr(const struct pd_egress *eg, int family, const uint8_t *addr);

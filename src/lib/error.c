@@ -6,7 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
-__attribute__((format(printf, 4, 0))) static void vset(paddock_error *err, int code, const char *field, const char *fmt, va_list ap)
+__attribute__((format(printf, 4, 0))) static void
+vset(paddock_error *err, int code, const char *field, const char *fmt, va_list ap)
 {
 	if (!err)
 		return;
@@ -106,21 +107,50 @@ static const struct {
 	int code;
 	const char *name;
 } errno_names[] = {
-	{ EPERM, "EPERM" },	   { ENOENT, "ENOENT" },   { ESRCH, "ESRCH" },
-	{ EINTR, "EINTR" },	   { EIO, "EIO" },	   { ENXIO, "ENXIO" },
-	{ E2BIG, "E2BIG" },	   { ENOEXEC, "ENOEXEC" }, { EBADF, "EBADF" },
-	{ ECHILD, "ECHILD" },	   { EAGAIN, "EAGAIN" },   { ENOMEM, "ENOMEM" },
-	{ EACCES, "EACCES" },	   { EFAULT, "EFAULT" },   { EBUSY, "EBUSY" },
-	{ EEXIST, "EEXIST" },	   { EXDEV, "EXDEV" },	   { ENODEV, "ENODEV" },
-	{ ENOTDIR, "ENOTDIR" },	   { EISDIR, "EISDIR" },   { EINVAL, "EINVAL" },
-	{ ENFILE, "ENFILE" },	   { EMFILE, "EMFILE" },   { ENOTTY, "ENOTTY" },
-	{ EFBIG, "EFBIG" },	   { ENOSPC, "ENOSPC" },   { ESPIPE, "ESPIPE" },
-	{ EROFS, "EROFS" },	   { EPIPE, "EPIPE" },	   { ERANGE, "ERANGE" },
-	{ ENAMETOOLONG, "ENAMETOOLONG" }, { ENOSYS, "ENOSYS" }, { ENOTEMPTY, "ENOTEMPTY" },
-	{ ELOOP, "ELOOP" },	   { EOVERFLOW, "EOVERFLOW" }, { EPROTO, "EPROTO" },
-	{ EMSGSIZE, "EMSGSIZE" },  { EOPNOTSUPP, "EOPNOTSUPP" }, { ECONNRESET, "ECONNRESET" },
-	{ ETIMEDOUT, "ETIMEDOUT" }, { ECONNREFUSED, "ECONNREFUSED" }, { EALREADY, "EALREADY" },
-	{ ECANCELED, "ECANCELED" }, { EDQUOT, "EDQUOT" },
+	{ EPERM, "EPERM" },
+	{ ENOENT, "ENOENT" },
+	{ ESRCH, "ESRCH" },
+	{ EINTR, "EINTR" },
+	{ EIO, "EIO" },
+	{ ENXIO, "ENXIO" },
+	{ E2BIG, "E2BIG" },
+	{ ENOEXEC, "ENOEXEC" },
+	{ EBADF, "EBADF" },
+	{ ECHILD, "ECHILD" },
+	{ EAGAIN, "EAGAIN" },
+	{ ENOMEM, "ENOMEM" },
+	{ EACCES, "EACCES" },
+	{ EFAULT, "EFAULT" },
+	{ EBUSY, "EBUSY" },
+	{ EEXIST, "EEXIST" },
+	{ EXDEV, "EXDEV" },
+	{ ENODEV, "ENODEV" },
+	{ ENOTDIR, "ENOTDIR" },
+	{ EISDIR, "EISDIR" },
+	{ EINVAL, "EINVAL" },
+	{ ENFILE, "ENFILE" },
+	{ EMFILE, "EMFILE" },
+	{ ENOTTY, "ENOTTY" },
+	{ EFBIG, "EFBIG" },
+	{ ENOSPC, "ENOSPC" },
+	{ ESPIPE, "ESPIPE" },
+	{ EROFS, "EROFS" },
+	{ EPIPE, "EPIPE" },
+	{ ERANGE, "ERANGE" },
+	{ ENAMETOOLONG, "ENAMETOOLONG" },
+	{ ENOSYS, "ENOSYS" },
+	{ ENOTEMPTY, "ENOTEMPTY" },
+	{ ELOOP, "ELOOP" },
+	{ EOVERFLOW, "EOVERFLOW" },
+	{ EPROTO, "EPROTO" },
+	{ EMSGSIZE, "EMSGSIZE" },
+	{ EOPNOTSUPP, "EOPNOTSUPP" },
+	{ ECONNRESET, "ECONNRESET" },
+	{ ETIMEDOUT, "ETIMEDOUT" },
+	{ ECONNREFUSED, "ECONNREFUSED" },
+	{ EALREADY, "EALREADY" },
+	{ ECANCELED, "ECANCELED" },
+	{ EDQUOT, "EDQUOT" },
 };
 
 const char *paddock_errno_name(int code)

@@ -7,14 +7,13 @@
 
 #include "paddock/paddock.h"
 
-__attribute__((format(printf, 3, 4))) int pd_fail(paddock_error *err, int code,
-						   const char *fmt, ...);
+__attribute__((format(printf, 3, 4))) int pd_fail(paddock_error *err, int code, const char *fmt,
+						  ...);
 __attribute__((format(printf, 4, 5))) int pd_fail_field(paddock_error *err, int code,
-							 const char *field, const char *fmt,
-							 ...);
+							const char *field, const char *fmt, ...);
 /* "prefix: <old message>"; keeps code and field. */
-__attribute__((format(printf, 2, 3))) void pd_error_prefix(paddock_error *err,
-							    const char *fmt, ...);
+__attribute__((format(printf, 2, 3))) void pd_error_prefix(paddock_error *err, const char *fmt,
+							   ...);
 void pd_error_clear(paddock_error *err);
 
 /*

@@ -70,7 +70,7 @@ void pd_emit(paddock_ctx *ctx, enum paddock_event_level level, const char *name,
 		json_object_update(o, fields);
 	json_decref(fields);
 	line = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_PRESERVE_ORDER |
-				 JSON_REAL_PRECISION(6));
+				     JSON_REAL_PRECISION(6));
 	json_decref(o);
 	if (!line)
 		return;

@@ -34,9 +34,9 @@
 #include "error.h"
 #include "util/cleanup.h"
 
-#define READ_CHUNK 65536
-#define READ_ROUNDS 16		/* chunks per stream per wakeup: fairness between commands */
-#define END_ROUNDS 64		/* chunks read from a pipe once its command has ended */
+#define READ_CHUNK   65536
+#define READ_ROUNDS  16		/* chunks per stream per wakeup: fairness between commands */
+#define END_ROUNDS   64		/* chunks read from a pipe once its command has ended */
 #define RING_DEFAULT (1u << 20) /* PADDOCK_CAPTURE_RING, per stream */
 
 static bool captured(const paddock_exec *ex)
@@ -162,7 +162,8 @@ int paddock_exec_write_stdin(paddock_exec *ex, const void *data, size_t len, pad
 		return pd_fail(err, EINVAL, "paddock_exec_write_stdin: bad arguments");
 	io = &ex->io;
 	if (!captured(ex))
-		return pd_fail(err, EINVAL, "command '%s' was not started with capture", ex->id_str);
+		return pd_fail(err, EINVAL, "command '%s' was not started with capture",
+			       ex->id_str);
 	if (ex->done || io->in_fd < 0 || io->in_closing)
 		return pd_fail_field(err, EPIPE, "stdin", "the stdin of command '%s' is closed",
 				     ex->id_str);
@@ -196,8 +197,8 @@ int paddock_exec_write_stdin(paddock_exec *ex, const void *data, size_t len, pad
 	if (evbuffer_add(io->in_q, p, len) < 0)
 		return pd_fail(err, ENOMEM, "queue stdin");
 	if (!io->in_ev)
-		io->in_ev = event_new(ex->sb->ctx->base, io->in_fd, EV_WRITE | EV_PERSIST,
-				      stdin_cb, ex);
+		io->in_ev = event_new(ex->sb->ctx->base, io->in_fd, EV_WRITE | EV_PERSIST, stdin_cb,
+				      ex);
 	if (!io->in_ev || event_add(io->in_ev, NULL) < 0)
 		return pd_fail(err, ENOMEM, "watch stdin");
 	return 0;

@@ -83,10 +83,11 @@ static json_t *result_json(const struct paddock_result *res)
 	if (!o)
 		return NULL;
 	json_object_set_new(o, "reason", json_string(paddock_end_reason_to_string(res->reason)));
-	json_object_set_new(o, "exit_code", res->exit_code >= 0 && res->signal == 0 &&
-							    res->reason != PADDOCK_END_ERROR
-						    ? json_integer(res->exit_code)
-						    : json_null());
+	json_object_set_new(o, "exit_code",
+			    res->exit_code >= 0 && res->signal == 0 &&
+					    res->reason != PADDOCK_END_ERROR
+				    ? json_integer(res->exit_code)
+				    : json_null());
 	json_object_set_new(o, "signal", res->signal ? json_integer(res->signal) : json_null());
 	json_object_set_new(o, "exit_status", json_integer(paddock_result_exit_status(res)));
 	json_object_set_new(o, "wall_s", json_real(res->wall_s));
@@ -115,8 +116,7 @@ static json_t *result_json(const struct paddock_result *res)
 	return o;
 }
 
-int paddock_result_to_json(const struct paddock_result *res, char **ret_json,
-			   paddock_error *err)
+int paddock_result_to_json(const struct paddock_result *res, char **ret_json, paddock_error *err)
 {
 	json_t *o;
 	char *s;
@@ -292,7 +292,8 @@ static void account(paddock_exec *ex)
 			r->oom_kills = 1;
 		if (now.pids_peak)
 			r->pids_peak = (int64_t)now.pids_peak;
-		/* killed with the sandbox, the command left no rusage: the cgroup's counters tell */
+		/* killed with the sandbox, the command left no rusage: the cgroup's counters tell
+		 */
 		if (r->signal == SIGKILL && r->cpu_user_s + r->cpu_sys_s == 0) {
 			r->cpu_user_s = (double)(now.cpu_user_us - ex->base.cpu_user_us) / 1e6;
 			r->cpu_sys_s = (double)(now.cpu_system_us - ex->base.cpu_system_us) / 1e6;
@@ -352,7 +353,6 @@ void pd_exec_on_exited(paddock_sandbox *sb, const struct pd_ctl_exited *x)
 		return pd_sandbox_protocol_violation(sb, "exit report with an impossible status");
 }
 
-
 int pd_exec_exited(paddock_exec *ex, const struct pd_ctl_exited *x)
 {
 	if (WIFEXITED(x->status)) {
@@ -397,8 +397,8 @@ static void on_exec_error(paddock_sandbox *sb, paddock_exec *ex, struct pd_ctl_e
 	ex->result.reason = PADDOCK_END_ERROR;
 	ex->result.exit_code = PADDOCK_EXIT_FAILURE;
 	if (step == PD_STEP_EXECVE) {
-		ex->result.exit_code = code == ENOENT ? PADDOCK_EXIT_NOT_FOUND
-						      : PADDOCK_EXIT_CANNOT_EXEC;
+		ex->result.exit_code =
+			code == ENOENT ? PADDOCK_EXIT_NOT_FOUND : PADDOCK_EXIT_CANNOT_EXEC;
 		pd_fail_field(&ex->result.error, code, "argv", "%s '%s'", step_names[step],
 			      PD_ESC(argv0));
 	} else if (step == PD_STEP_CWD) {
@@ -429,8 +429,7 @@ void pd_exec_on_error(paddock_sandbox *sb, struct pd_ctl_exec_error *e)
 }
 
 /* init forked the command: its pid and fds (taken from fds: *nfds becomes 0) */
-void pd_exec_on_started(paddock_sandbox *sb, const struct pd_ctl_started *s, int *fds,
-		       size_t *nfds)
+void pd_exec_on_started(paddock_sandbox *sb, const struct pd_ctl_started *s, int *fds, size_t *nfds)
 {
 	paddock_exec *ex = find_starting(sb, s->id);
 
@@ -501,7 +500,8 @@ bool pd_exec_assign_fds(paddock_exec *ex, uint32_t flags, int *fds, size_t nfds)
 	for (size_t i = 0; i < nfds; i++) {
 		bool is_pty = pty && i == 0;
 
-		if (fstat(fds[i], &st) < 0 || (is_pty ? !S_ISCHR(st.st_mode) : !S_ISFIFO(st.st_mode)))
+		if (fstat(fds[i], &st) < 0 ||
+		    (is_pty ? !S_ISCHR(st.st_mode) : !S_ISFIFO(st.st_mode)))
 			return false;
 	}
 	ex->pty_streams = pty;
@@ -598,8 +598,8 @@ static int check_opts(const struct paddock_exec_opts *o, size_t *ret_argc, size_
 	for (; o->env && o->env[envc]; envc++) {
 		const char *e = o->env[envc], *eq = strchr(e, '=');
 		if (!eq || eq == e)
-			return pd_fail_field(err, EINVAL, "env",
-					     "expected NAME=VALUE, got '%s'", PD_ESC(e));
+			return pd_fail_field(err, EINVAL, "env", "expected NAME=VALUE, got '%s'",
+					     PD_ESC(e));
 	}
 	if (envc > PD_CTL_MAX_ARGS)
 		return pd_fail_field(err, E2BIG, "env", "expected at most %d variables",
@@ -702,12 +702,12 @@ static int fill_exec_header(paddock_sandbox *sb, const struct paddock_exec_opts 
 		hdr->gid = opts->gid;
 	}
 	if (!(opts->timeout_s <= 1e7)) /* NaN too */
-		return pd_fail_field(err, EINVAL, "timeout_s",
-				     "expected seconds up to 10000000");
+		return pd_fail_field(err, EINVAL, "timeout_s", "expected seconds up to 10000000");
 	if (opts->filter_len) {
 		if (!opts->filter || opts->filter_len % 8 || opts->filter_len > PD_EXEC_FILTER_MAX)
-			return pd_fail_field(err, EINVAL, "filter",
-					     "expected a seccomp program of at most 4096 instructions");
+			return pd_fail_field(
+				err, EINVAL, "filter",
+				"expected a seccomp program of at most 4096 instructions");
 		hdr->filter_len = (uint32_t)opts->filter_len;
 	}
 	return 0;
@@ -739,8 +739,7 @@ static int exec_new(paddock_sandbox *sb, const struct paddock_exec_opts *opts,
 }
 
 /* one meaning of limits.timeout_s for every front end: each command's wall clock */
-static int arm_timeout(paddock_sandbox *sb, paddock_exec *ex, double timeout_s,
-		       paddock_error *err)
+static int arm_timeout(paddock_sandbox *sb, paddock_exec *ex, double timeout_s, paddock_error *err)
 {
 	double timeout = timeout_s == 0 ? sb->spec->limits.timeout_s : timeout_s;
 
@@ -825,7 +824,8 @@ int paddock_exec_signal(paddock_exec *ex, int sig, paddock_error *err)
 	int r;
 
 	if (!ex || sig <= 0 || sig >= _NSIG)
-		return pd_fail_field(err, EINVAL, "signal", "expected a signal number, got %d", sig);
+		return pd_fail_field(err, EINVAL, "signal", "expected a signal number, got %d",
+				     sig);
 	if (ex->done || ex->sb->state != PD_SB_RUNNING)
 		return pd_fail(err, ESRCH, "command '%s' has ended", ex->id_str);
 	s = (struct pd_ctl_signal){ .id = ex->id, .sig = sig };

@@ -285,7 +285,8 @@ static int owner_userns(uid_t owner, gid_t group, uid_t user, gid_t ugroup, padd
 	if (pid < 0)
 		return pd_fail(err, errno, "fork an id-mapping helper");
 	if (pid == 0) {
-		/* async-signal-safe only; the parent SIGKILLs us when done, or dies and we follow */
+		/* async-signal-safe only; the parent SIGKILLs us when done, or dies and we follow
+		 */
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || unshare(CLONE_NEWUSER) < 0)
 			_exit(1);
 		(void)!write(wr, "u", 1);
@@ -317,11 +318,11 @@ static int owner_userns(uid_t owner, gid_t group, uid_t user, gid_t ugroup, padd
 	return ns;
 }
 
-int pd_idmap_mount_tree(const struct pd_idmap *m, const char *path, int *ret_fd,
-			paddock_error *err)
+int pd_idmap_mount_tree(const struct pd_idmap *m, const char *path, int *ret_fd, paddock_error *err)
 {
 	_cleanup_close_ int tree = -EBADF, ns = -EBADF;
-	struct mount_attr a = { .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
+	struct mount_attr a = { .attr_set =
+					MOUNT_ATTR_IDMAP | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV };
 	struct stat st;
 
 	if (m->rootless)

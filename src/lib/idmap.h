@@ -20,9 +20,9 @@
 #define PD_SANDBOX_UID 1000
 #define PD_SANDBOX_GID 1000
 #define PD_IDMAP_RANGE 65536u
-#define PD_IDMAP_BASE 0x60000000u /* 1610612736: far above any distro's allocations */
+#define PD_IDMAP_BASE  0x60000000u /* 1610612736: far above any distro's allocations */
 /* 32768 ranges end at 0xE0000000, below (uid_t)-1; more than pid_max's default allows */
-#define PD_IDMAP_SLOTS 32768u
+#define PD_IDMAP_SLOTS	  32768u
 #define PD_IDMAP_LOCK_DIR "/run/paddock/idmap"
 
 struct pd_idmap {

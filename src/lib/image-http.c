@@ -31,7 +31,7 @@
 #include "util/cleanup.h"
 #include "util/fd.h"
 
-#define MAX_HEADERS 100
+#define MAX_HEADERS	   100
 #define DEFAULT_TIMEOUT_MS 30000
 
 struct conn {
@@ -258,7 +258,8 @@ static ssize_t conn_read_raw(struct conn *c, void *buf, size_t len)
 				r = wait_fd(c, POLLOUT);
 				break;
 			case SSL_ERROR_SYSCALL:
-				/* EOF without close_notify: many servers end so; the framing checks */
+				/* EOF without close_notify: many servers end so; the framing checks
+				 */
 				ERR_clear_error();
 				return 0;
 			default:
@@ -470,8 +471,8 @@ static int read_body(struct conn *c, struct pd_http_response *resp, bool chunked
 	}
 	if (!chunked) {
 		/* without a length: to the end of the connection (we asked for its close) */
-		uint64_t left = resp->content_length >= 0 ? (uint64_t)resp->content_length
-							  : UINT64_MAX;
+		uint64_t left =
+			resp->content_length >= 0 ? (uint64_t)resp->content_length : UINT64_MAX;
 
 		if (resp->content_length >= 0 && (uint64_t)resp->content_length > max)
 			return pd_fail(err, EFBIG, "response body of %lld bytes, more than %llu",
@@ -484,7 +485,8 @@ static int read_body(struct conn *c, struct pd_http_response *resp, bool chunked
 				return pd_fail(err, (int)-n, "read the response body");
 			if (n == 0) {
 				if (resp->content_length >= 0)
-					return pd_fail(err, EPROTO, "the response body ended early");
+					return pd_fail(err, EPROTO,
+						       "the response body ended early");
 				break;
 			}
 			r = sink(resp, fd, max, buf, (size_t)n, err);
@@ -507,7 +509,8 @@ static int read_body(struct conn *c, struct pd_http_response *resp, bool chunked
 			if (size == 0)
 				break;
 			while (size > 0) {
-				ssize_t n = conn_read(c, buf, size < sizeof(buf) ? size : sizeof(buf));
+				ssize_t n =
+					conn_read(c, buf, size < sizeof(buf) ? size : sizeof(buf));
 
 				if (n <= 0)
 					return pd_fail(err, n < 0 ? (int)-n : EPROTO,

@@ -37,7 +37,6 @@
 #include "util/fd.h"
 #include "util/strv.h"
 
-
 #define REF_NAME_ANNOTATION "org.opencontainers.image.ref.name"
 
 /* A file of the layout, beneath it, through no symlink. */
@@ -100,8 +99,9 @@ static int read_blob(int dir, const char *digest, int64_t size, char **ret, size
 	    (size >= 0 && (size_t)size != *ret_len)) {
 		free(*ret);
 		*ret = NULL;
-		return pd_fail(err, EBADMSG, "blob %s in the archive: its content has digest %s "
-					     "(%zu bytes)",
+		return pd_fail(err, EBADMSG,
+			       "blob %s in the archive: its content has digest %s "
+			       "(%zu bytes)",
 			       digest, got, *ret_len);
 	}
 	return 0;
@@ -133,8 +133,7 @@ static int open_docker_layer(void *userdata, size_t i, const struct pd_layer_src
 }
 
 /* A reference as a stored name: normalized, or refused. */
-static int normalize(const char *ref, const char *field, char *buf, size_t size,
-		     paddock_error *err)
+static int normalize(const char *ref, const char *field, char *buf, size_t size, paddock_error *err)
 {
 	struct pd_image_ref r;
 	int rc = pd_image_ref_parse(ref, field, &r, err);
@@ -171,7 +170,8 @@ static int import_oci(paddock_image_store *s, int dir, const char *name, char **
 	/* one manifest, the one named like `name`, or the one for this platform */
 	if (json_array_size(list) == 1)
 		entry = json_array_get(list, 0);
-	json_array_foreach(list, i, v) {
+	json_array_foreach(list, i, v)
+	{
 		const char *an = json_string_value(
 			json_object_get(json_object_get(v, "annotations"), REF_NAME_ANNOTATION));
 		char norm[sizeof(own_name)];
@@ -184,7 +184,8 @@ static int import_oci(paddock_image_store *s, int dir, const char *name, char **
 	}
 	if (entry) {
 		if (!pd_digest_valid(json_string_value(json_object_get(entry, "digest"))))
-			return pd_fail(err, EINVAL, "index.json: a manifest without a sha256 digest");
+			return pd_fail(err, EINVAL,
+				       "index.json: a manifest without a sha256 digest");
 		snprintf(digest, sizeof(digest), "%s",
 			 json_string_value(json_object_get(entry, "digest")));
 		if (json_is_integer(json_object_get(entry, "size")))
@@ -255,8 +256,9 @@ static int import_docker(paddock_image_store *s, int dir, const char *name, char
 	jl = json_object_get(entry, "Layers");
 	tags = json_object_get(entry, "RepoTags");
 	if (!json_is_array(root) || !config || !json_is_array(jl))
-		return pd_fail(err, EINVAL, "manifest.json of the archive: expected "
-					    "[{\"Config\": ..., \"Layers\": [...]}]");
+		return pd_fail(err, EINVAL,
+			       "manifest.json of the archive: expected "
+			       "[{\"Config\": ..., \"Layers\": [...]}]");
 	if (json_array_size(jl) > PD_IMAGE_MAX_LAYERS)
 		return pd_fail(err, E2BIG, "image has %zu layers; at most %d are supported",
 			       json_array_size(jl), PD_IMAGE_MAX_LAYERS);
@@ -270,7 +272,8 @@ static int import_docker(paddock_image_store *s, int dir, const char *name, char
 		r = pd_fail(err, ENOMEM, "out of memory");
 		goto out;
 	}
-	json_array_foreach(jl, i, v) {
+	json_array_foreach(jl, i, v)
+	{
 		if (!json_is_string(v)) {
 			r = pd_fail(err, EINVAL, "manifest.json: Layers[%zu] is not a path", i);
 			goto out;
@@ -284,7 +287,8 @@ static int import_docker(paddock_image_store *s, int dir, const char *name, char
 	if (name) {
 		names[k++] = strdup(name);
 	} else {
-		json_array_foreach(tags, i, v) {
+		json_array_foreach(tags, i, v)
+		{
 			char norm[PD_REF_MAX + PD_DIGEST_MAX + 2];
 			paddock_error ignored = { 0 };
 
@@ -305,8 +309,8 @@ out:
 	return r;
 }
 
-int pd_image_import(paddock_image_store *s, const char *path, const char *name,
-		    char **ret_json, paddock_error *err)
+int pd_image_import(paddock_image_store *s, const char *path, const char *name, char **ret_json,
+		    paddock_error *err)
 {
 	_cleanup_close_ int in = -EBADF, tmp = -EBADF, dir = -EBADF;
 	char norm[PD_REF_MAX + PD_DIGEST_MAX + 2], tmp_name[64];
@@ -335,7 +339,7 @@ int pd_image_import(paddock_image_store *s, const char *path, const char *name,
 		if (tmp < 0)
 			return pd_fail(err, errno, "open the store's tmp");
 		if (getrandom(&rnd, sizeof(rnd), 0) < 0)
-		rnd = (unsigned)getpid() ^ (unsigned)time(NULL);
+			rnd = (unsigned)getpid() ^ (unsigned)time(NULL);
 		snprintf(tmp_name, sizeof(tmp_name), "import-%08x", rnd);
 		if (mkdirat(tmp, tmp_name, 0700) < 0)
 			return pd_fail(err, errno, "make a temporary directory in the store");
@@ -355,8 +359,9 @@ int pd_image_import(paddock_image_store *s, const char *path, const char *name,
 	else if (faccessat(dir, "manifest.json", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
 		r = import_docker(s, dir, name, ret_json, err);
 	else
-		r = pd_fail(err, EINVAL, "'%s' is neither an OCI image layout (index.json) nor a "
-					 "docker archive (manifest.json)",
+		r = pd_fail(err, EINVAL,
+			    "'%s' is neither an OCI image layout (index.json) nor a "
+			    "docker archive (manifest.json)",
 			    PD_ESC(path));
 	if (r < 0)
 		pd_error_prefix(err, "import '%s'", PD_ESC(path));

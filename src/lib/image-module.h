@@ -33,7 +33,7 @@ int pd_image_ops(const struct pd_image_ops **ret_ops, paddock_error *err);
 extern const struct pd_image_ops pd_image_module_ops;
 
 /* The half's implementations (image-registry.c, image-import.c). */
-int pd_image_pull(paddock_image_store *store, const char *ref,
-		  const struct paddock_pull_opts *opts, char **ret_json, paddock_error *err);
-int pd_image_import(paddock_image_store *store, const char *path, const char *name,
-		    char **ret_json, paddock_error *err);
+int pd_image_pull(paddock_image_store *store, const char *ref, const struct paddock_pull_opts *opts,
+		  char **ret_json, paddock_error *err);
+int pd_image_import(paddock_image_store *store, const char *path, const char *name, char **ret_json,
+		    paddock_error *err);

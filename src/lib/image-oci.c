@@ -15,12 +15,11 @@
 #include "error.h"
 #include "util/cleanup.h"
 
-
-#define MT_OCI_INDEX "application/vnd.oci.image.index.v1+json"
-#define MT_OCI_MANIFEST "application/vnd.oci.image.manifest.v1+json"
-#define MT_DOCKER_LIST "application/vnd.docker.distribution.manifest.list.v2+json"
+#define MT_OCI_INDEX	   "application/vnd.oci.image.index.v1+json"
+#define MT_OCI_MANIFEST	   "application/vnd.oci.image.manifest.v1+json"
+#define MT_DOCKER_LIST	   "application/vnd.docker.distribution.manifest.list.v2+json"
 #define MT_DOCKER_MANIFEST "application/vnd.docker.distribution.manifest.v2+json"
-#define MT_DOCKER_V1 "application/vnd.docker.distribution.manifest.v1"
+#define MT_DOCKER_V1	   "application/vnd.docker.distribution.manifest.v1"
 
 static int load(const char *json, size_t len, json_t **ret, const char *what, paddock_error *err)
 {
@@ -97,8 +96,7 @@ static int descriptor(json_t *d, const char *what, char digest[PD_DIGEST_MAX], i
 	return 0;
 }
 
-int pd_oci_parse_manifest(const char *json, size_t len, struct pd_manifest *ret,
-			  paddock_error *err)
+int pd_oci_parse_manifest(const char *json, size_t len, struct pd_manifest *ret, paddock_error *err)
 {
 	_cleanup_(json_decrefp) json_t *root = NULL;
 	json_t *layers, *v;
@@ -121,7 +119,8 @@ int pd_oci_parse_manifest(const char *json, size_t len, struct pd_manifest *ret,
 	if (json_array_size(layers) > PD_IMAGE_MAX_LAYERS)
 		return pd_fail(err, E2BIG, "image has %zu layers; at most %d are supported",
 			       json_array_size(layers), PD_IMAGE_MAX_LAYERS);
-	json_array_foreach(layers, i, v) {
+	json_array_foreach(layers, i, v)
+	{
 		struct pd_layer_src *l = &ret->layers[i];
 		const char *mt = json_string_value(json_object_get(v, "mediaType"));
 		char what[48];
@@ -133,8 +132,9 @@ int pd_oci_parse_manifest(const char *json, size_t len, struct pd_manifest *ret,
 		snprintf(l->media_type, sizeof(l->media_type), "%s", mt ? mt : "");
 		/* a tar, whatever the compression: the unpacker finds out which (gzip, zstd) */
 		if (mt && !strstr(mt, "tar") && !strstr(mt, "rootfs.diff"))
-			return pd_fail(err, EOPNOTSUPP, "manifest layer %zu: media type '%s' is not "
-							"a filesystem layer",
+			return pd_fail(err, EOPNOTSUPP,
+				       "manifest layer %zu: media type '%s' is not "
+				       "a filesystem layer",
 				       i, PD_ESC(mt));
 		ret->n_layers++;
 	}
@@ -148,8 +148,8 @@ static void split_platform(const char *p, char os[32], char arch[32], char varia
 	(void)sscanf(p, "%31[^/]/%31[^/]/%31s", os, arch, variant);
 }
 
-int pd_oci_pick(const char *json, size_t len, const char *platform,
-		char ret_digest[PD_DIGEST_MAX], int64_t *ret_size, paddock_error *err)
+int pd_oci_pick(const char *json, size_t len, const char *platform, char ret_digest[PD_DIGEST_MAX],
+		int64_t *ret_size, paddock_error *err)
 {
 	_cleanup_(json_decrefp) json_t *root = NULL;
 	char want_os[32], want_arch[32], want_var[32], have[256] = "";
@@ -169,7 +169,8 @@ int pd_oci_pick(const char *json, size_t len, const char *platform,
 	list = json_object_get(root, "manifests");
 	if (!json_is_array(list) || json_array_size(list) > 4096)
 		return pd_fail(err, EINVAL, "index: expected an array of manifests");
-	json_array_foreach(list, i, m) {
+	json_array_foreach(list, i, m)
+	{
 		json_t *p = json_object_get(m, "platform");
 		const char *os = json_string_value(json_object_get(p, "os"));
 		const char *arch = json_string_value(json_object_get(p, "architecture"));
@@ -178,8 +179,8 @@ int pd_oci_pick(const char *json, size_t len, const char *platform,
 		if (!os || !arch)
 			continue; /* attestations and the like: no platform */
 		if (o < sizeof(have))
-			o += (size_t)snprintf(have + o, sizeof(have) - o, "%s%.20s/%.20s", o ? ", " : "",
-					      os, arch);
+			o += (size_t)snprintf(have + o, sizeof(have) - o, "%s%.20s/%.20s",
+					      o ? ", " : "", os, arch);
 		if (strcmp(os, want_os) || strcmp(arch, want_arch) ||
 		    (want_var[0] && var && strcmp(var, want_var)))
 			continue;

@@ -119,11 +119,11 @@ int pd_image_ref_parse(const char *s, const char *field, struct pd_image_ref *re
 	size_t n;
 
 	if (!s || !s[0])
-		return pd_fail_field(err, EINVAL, field, "expected an image reference, got nothing");
+		return pd_fail_field(err, EINVAL, field,
+				     "expected an image reference, got nothing");
 	if (strlen(s) >= sizeof(buf) - 1)
 		return pd_fail_field(err, EINVAL, field,
-				     "expected an image reference of at most %d bytes",
-				     PD_REF_MAX);
+				     "expected an image reference of at most %d bytes", PD_REF_MAX);
 	snprintf(buf, sizeof(buf), "%s", s);
 	at = strchr(buf, '@');
 	if (at) {
@@ -138,10 +138,10 @@ int pd_image_ref_parse(const char *s, const char *field, struct pd_image_ref *re
 	rest = buf;
 	slash = strchr(rest, '/');
 	/* the first component is a domain when it looks like one (docker's rule) */
-	if (slash && (memchr(rest, '.', (size_t)(slash - rest)) ||
-		      memchr(rest, ':', (size_t)(slash - rest)) ||
-		      ((size_t)(slash - rest) == 9 && !strncmp(rest, "localhost", 9)) ||
-		      rest[0] == '[')) {
+	if (slash &&
+	    (memchr(rest, '.', (size_t)(slash - rest)) ||
+	     memchr(rest, ':', (size_t)(slash - rest)) ||
+	     ((size_t)(slash - rest) == 9 && !strncmp(rest, "localhost", 9)) || rest[0] == '[')) {
 		n = (size_t)(slash - rest);
 		if (!domain_ok(rest, n))
 			return pd_fail_field(err, EINVAL, field,

@@ -11,9 +11,9 @@
 #include "paddock/paddock.h"
 #include "image-digest.h"
 
-#define PD_REF_MAX 512
-#define PD_REF_DOMAIN_MAX 255
-#define PD_REF_TAG_MAX 128
+#define PD_REF_MAX	      512
+#define PD_REF_DOMAIN_MAX     255
+#define PD_REF_TAG_MAX	      128
 #define PD_REF_DEFAULT_DOMAIN "docker.io"
 
 struct pd_image_ref {

@@ -35,11 +35,11 @@
 #include "util/cleanup.h"
 
 #define MAX_REDIRECTS 5
-#define TOKEN_MAX (64u << 10)
-#define ACCEPT                                                                              \
-	"Accept: application/vnd.oci.image.index.v1+json, "                                 \
-	"application/vnd.oci.image.manifest.v1+json, "                                      \
-	"application/vnd.docker.distribution.manifest.list.v2+json, "                       \
+#define TOKEN_MAX     (64u << 10)
+#define ACCEPT                                                                                     \
+	"Accept: application/vnd.oci.image.index.v1+json, "                                        \
+	"application/vnd.oci.image.manifest.v1+json, "                                             \
+	"application/vnd.docker.distribution.manifest.list.v2+json, "                              \
 	"application/vnd.docker.distribution.manifest.v2+json"
 
 struct registry {
@@ -47,9 +47,9 @@ struct registry {
 	struct pd_image_ref ref;
 	const struct paddock_pull_opts *opts;
 	struct pd_http_opts http;
-	char origin[300];	  /* scheme://host[:port] */
+	char origin[300];	     /* scheme://host[:port] */
 	char base[PD_REF_MAX + 320]; /* origin/v2/path */
-	char auth[4200];	  /* "Authorization: ..." or "" */
+	char auth[4200];	     /* "Authorization: ..." or "" */
 	bool tried_auth;
 	struct pd_manifest *manifest;
 };
@@ -180,8 +180,9 @@ static int authenticate(struct registry *g, const char *challenge, paddock_error
 	/* SECURITY: no credentials over plain http but to a loopback realm */
 	if (!ru.tls && g->opts->creds && strcmp(ru.host, "127.0.0.1") && strcmp(ru.host, "::1") &&
 	    strcmp(ru.host, "localhost"))
-		return pd_fail(err, EACCES, "the token realm '%s' is plain http: credentials are "
-					    "not sent there",
+		return pd_fail(err, EACCES,
+			       "the token realm '%s' is plain http: credentials are "
+			       "not sent there",
 			       PD_ESC(realm));
 	if (!challenge_param(challenge + 6, "service", service, sizeof(service)))
 		service[0] = '\0';
@@ -287,8 +288,9 @@ static int status_fail(struct registry *g, const struct pd_http_response *resp, 
 		return pd_fail_field(err, ENOENT, "image", "no %s for '%s' in the registry%s", what,
 				     PD_ESC(name), says);
 	if (resp->status == 401 || resp->status == 403)
-		return pd_fail_field(err, EACCES, "image", "the registry refused the %s of '%s' "
-							   "(%d)%s",
+		return pd_fail_field(err, EACCES, "image",
+				     "the registry refused the %s of '%s' "
+				     "(%d)%s",
 				     what, PD_ESC(name), resp->status, says);
 	return pd_fail(err, EPROTO, "the registry answered %d for the %s%s", resp->status, what,
 		       says);
@@ -321,8 +323,7 @@ static int get_manifest(struct registry *g, const char *reference, const char *w
 	return 0;
 }
 
-static int open_layer(void *userdata, size_t i, const struct pd_layer_src *src,
-		      paddock_error *err)
+static int open_layer(void *userdata, size_t i, const struct pd_layer_src *src, paddock_error *err)
 {
 	struct registry *g = userdata;
 	struct pd_http_response resp = { 0 };
@@ -370,7 +371,8 @@ static int pull(struct registry *g, char **ret_json, paddock_error *err)
 		if (r >= 0)
 			r = pd_oci_kind(mresp.body, mresp.body_len, mresp.content_type, &kind, err);
 		if (r >= 0 && kind != PD_OCI_MANIFEST)
-			r = pd_fail(err, EPROTO, "the index's manifest %s is another index", digest);
+			r = pd_fail(err, EPROTO, "the index's manifest %s is another index",
+				    digest);
 	}
 	if (r >= 0)
 		r = pd_oci_parse_manifest(mresp.body, mresp.body_len, g->manifest, err);
@@ -395,8 +397,8 @@ static int pull(struct registry *g, char **ret_json, paddock_error *err)
 	return r;
 }
 
-int pd_image_pull(paddock_image_store *store, const char *ref,
-		  const struct paddock_pull_opts *opts, char **ret_json, paddock_error *err)
+int pd_image_pull(paddock_image_store *store, const char *ref, const struct paddock_pull_opts *opts,
+		  char **ret_json, paddock_error *err)
 {
 	static const struct paddock_pull_opts none = { 0 };
 	struct registry g = { .store = store };

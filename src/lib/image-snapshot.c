@@ -45,7 +45,7 @@
 #include "util/fd.h"
 
 #define SNAP_MAX_DEPTH 128 /* directories deep: each level holds two fds */
-#define SNAP_ID_RANGE 65536u
+#define SNAP_ID_RANGE  65536u
 
 /* Written by init or paddock at every create (rootfs.c): the sandbox's own, not its state. */
 static const char *const skipped[] = { "etc/hosts", "etc/hostname", "etc/resolv.conf",
@@ -133,8 +133,8 @@ static int put_entry(struct snap *s, struct archive_entry *e, int fd, const char
 		return archive_fail(s, "write the header of", path);
 	left = archive_entry_size(e);
 	while (fd >= 0 && left > 0) {
-		ssize_t n = read(fd, s->buf, left < (int64_t)sizeof(s->buf) ? (size_t)left
-									 : sizeof(s->buf));
+		ssize_t n = read(fd, s->buf,
+				 left < (int64_t)sizeof(s->buf) ? (size_t)left : sizeof(s->buf));
 		if (n < 0)
 			return pd_fail(s->err, errno, "read '%s'", PD_ESC(path));
 		if (n == 0)
@@ -185,8 +185,9 @@ static int one(struct snap *s, int dir_fd, const char *name, char *path, size_t 
 	int r;
 
 	if (plen + nlen + 16 >= PATH_MAX)
-		return pd_fail(s->err, ENAMETOOLONG, "a path in the writable layer is longer than "
-						     "%d bytes",
+		return pd_fail(s->err, ENAMETOOLONG,
+			       "a path in the writable layer is longer than "
+			       "%d bytes",
 			       PATH_MAX - 16);
 	memcpy(path + plen, name, nlen + 1);
 	if (is_skipped(s, path))
@@ -235,7 +236,8 @@ static int one(struct snap *s, int dir_fd, const char *name, char *path, size_t 
 			return pd_fail(s->err, ENOMEM, "out of memory");
 		return put_entry(s, e, -EBADF, path);
 	case S_IFREG:
-		fd = openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+		fd = openat(dir_fd, name,
+			    O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
 		if (fd < 0)
 			return pd_fail(s->err, errno, "open '%s'", PD_ESC(path));
 		if (fstat(fd, &st2) < 0)
@@ -329,7 +331,8 @@ static int write_workspace(struct snap *s, int ws_fd)
 	if (fstat(ws_fd, &st) < 0)
 		return pd_fail(s->err, errno, "stat the workspace");
 	if (!S_ISDIR(st.st_mode) || st.st_dev != s->dev)
-		return pd_fail(s->err, EINVAL, "the workspace is not a directory of the sandbox's disk");
+		return pd_fail(s->err, EINVAL,
+			       "the workspace is not a directory of the sandbox's disk");
 	e = new_entry(s, path, &st);
 	if (!e)
 		return pd_fail(s->err, ENOMEM, "out of memory");
@@ -447,8 +450,9 @@ static int snapshot_config(paddock_image_store *store, const struct pd_snapshot_
 		hist = json_array();
 		(void)json_object_set_new(cfg, "history", hist);
 	}
-	if (!hist || json_array_append_new(hist, json_pack("{s:s,s:s}", "created", ts,
-							   "created_by", by)) < 0 ||
+	if (!hist ||
+	    json_array_append_new(hist, json_pack("{s:s,s:s}", "created", ts, "created_by", by)) <
+		    0 ||
 	    json_object_set_new(cfg, "created", json_string(ts)) < 0)
 		return pd_fail(err, ENOMEM, "out of memory");
 	*ret = json_dumps(cfg, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -463,15 +467,15 @@ struct layer_in {
 	size_t top; /* the new layer's index; the others are the base's, in the store */
 };
 
-static int open_layer(void *userdata, size_t i, const struct pd_layer_src *src,
-		      paddock_error *err)
+static int open_layer(void *userdata, size_t i, const struct pd_layer_src *src, paddock_error *err)
 {
 	struct layer_in *in = userdata;
 	int fd;
 
 	(void)src;
 	if (i != in->top)
-		return pd_fail(err, ENOENT, "layer %zu of the base image is gone from the store", i);
+		return pd_fail(err, ENOENT, "layer %zu of the base image is gone from the store",
+			       i);
 	fd = fcntl(in->tar_fd, F_DUPFD_CLOEXEC, 3);
 	if (fd < 0)
 		return pd_fail(err, errno, "reopen the snapshot's layer");
@@ -494,8 +498,8 @@ static int layer_user_cb(json_t *rec, const char *file, void *userdata)
 	json_t *v;
 
 	(void)file;
-	json_array_foreach(json_object_get(rec, "layers"), i, v)
-		u->used = u->used || !strcmp(json_string_value(v) ?: "", u->diff_id);
+	json_array_foreach(json_object_get(rec, "layers"), i, v) u->used =
+		u->used || !strcmp(json_string_value(v) ?: "", u->diff_id);
 	return u->used ? 1 : 0;
 }
 

@@ -25,7 +25,7 @@
 #include "util/fd.h"
 
 #define MAX_NAMES 64
-#define MAX_ENV 1024
+#define MAX_ENV	  1024
 
 int pd_image_store_put_blob(paddock_image_store *s, const char *digest, const void *data,
 			    size_t len, paddock_error *err)
@@ -101,13 +101,14 @@ static int parse_config(const char *config, size_t len, size_t n_layers, struct 
 			       "(%zu)",
 			       n_layers);
 	}
-	json_array_foreach(c.diff_ids, i, v)
-		if (!pd_digest_valid(json_string_value(v))) {
-			config_view_release(&c);
-			return pd_fail(err, EINVAL, "image config: rootfs.diff_ids[%zu] is not a "
-						    "sha256 digest",
-				       i);
-		}
+	json_array_foreach(c.diff_ids, i, v) if (!pd_digest_valid(json_string_value(v)))
+	{
+		config_view_release(&c);
+		return pd_fail(err, EINVAL,
+			       "image config: rootfs.diff_ids[%zu] is not a "
+			       "sha256 digest",
+			       i);
+	}
 	c.defaults = json_object();
 	if (!c.defaults) {
 		config_view_release(&c);
@@ -122,7 +123,8 @@ static int parse_config(const char *config, size_t len, size_t n_layers, struct 
 						json_string_length(v) > 4096
 				      : !json_is_array(v) || json_array_size(v) > MAX_ENV) {
 			config_view_release(&c);
-			return pd_fail(err, EINVAL, "image config: config.%s is malformed", keys[i]);
+			return pd_fail(err, EINVAL, "image config: config.%s is malformed",
+				       keys[i]);
 		}
 		(void)json_object_set(c.defaults, keys[i], v);
 	}
@@ -293,29 +295,32 @@ int pd_image_store_add(paddock_image_store *s, const char *manifest, size_t mani
 	for (int attempt = 0;; attempt++) {
 		bool missing = false;
 
-		json_array_foreach(c.diff_ids, i, v) {
-			r = unpack_one(s, layers_dir, json_string_value(v), &layers[i], i, open_layer,
-				       userdata, err);
+		json_array_foreach(c.diff_ids, i, v)
+		{
+			r = unpack_one(s, layers_dir, json_string_value(v), &layers[i], i,
+				       open_layer, userdata, err);
 			if (r < 0)
 				return r;
 		}
 		lock = pd_image_store_lock(s, err);
 		if (lock < 0)
 			return lock;
-		json_array_foreach(c.diff_ids, i, v)
-			missing = missing || faccessat(layers_dir, json_string_value(v) + 7, F_OK,
-						       AT_SYMLINK_NOFOLLOW) < 0;
+		json_array_foreach(c.diff_ids, i, v) missing =
+			missing || faccessat(layers_dir, json_string_value(v) + 7, F_OK,
+					     AT_SYMLINK_NOFOLLOW) < 0;
 		if (!missing)
 			break;
 		lock = pd_close(lock);
 		if (attempt == 2)
-			return pd_fail(err, EAGAIN, "layers were removed while the image was added");
+			return pd_fail(err, EAGAIN,
+				       "layers were removed while the image was added");
 	}
 	jl = json_array();
 	jn = json_array();
 	if (!jl || !jn)
 		return pd_fail(err, ENOMEM, "out of memory");
-	json_array_foreach(c.diff_ids, i, v) {
+	json_array_foreach(c.diff_ids, i, v)
+	{
 		_cleanup_(json_decrefp) json_t *m = layer_meta(s, json_string_value(v));
 
 		size += (uint64_t)json_integer_value(json_object_get(m, "size"));
@@ -331,22 +336,24 @@ int pd_image_store_add(paddock_image_store *s, const char *manifest, size_t mani
 			(void)json_array_append_new(jn, json_string(*p));
 	snprintf(rec_name, sizeof(rec_name), "%s.json", id + 7);
 	if (pd_image_store_read_json(images_dir, rec_name, &old, &(paddock_error){ 0 }) == 0)
-		json_array_foreach(json_object_get(old, "names"), i, v) {
+		json_array_foreach(json_object_get(old, "names"), i, v)
+		{
 			bool dup = false;
 			size_t k;
 			json_t *w;
 
-			json_array_foreach(jn, k, w)
-				dup = dup || !strcmp(json_string_value(w) ?: "",
-						     json_string_value(v) ?: "");
+			json_array_foreach(jn, k, w) dup =
+				dup ||
+				!strcmp(json_string_value(w) ?: "", json_string_value(v) ?: "");
 			if (!dup && json_is_string(v) && json_array_size(jn) < MAX_NAMES)
 				(void)json_array_append(jn, v);
 		}
 	rec = json_pack("{s:s,s:s?,s:O,s:O,s:O,s:O?,s:O?,s:O?,s:I,s:s}", "id", id, "manifest",
 			manifest ? mdigest : NULL, "names", jn, "layers", jl, "config", c.defaults,
 			"architecture", json_object_get(c.root, "architecture"), "os",
-			json_object_get(c.root, "os"), "created", json_object_get(c.root, "created"),
-			"size", (json_int_t)size, "added", now_rfc3339(ts, sizeof(ts)));
+			json_object_get(c.root, "os"), "created",
+			json_object_get(c.root, "created"), "size", (json_int_t)size, "added",
+			now_rfc3339(ts, sizeof(ts)));
 	if (!rec)
 		return pd_fail(err, ENOMEM, "out of memory");
 	r = pd_image_store_write_record(s, rec, err);

@@ -49,9 +49,9 @@ const char *pd_image_arch(void)
 	static const struct {
 		const char *machine, *arch;
 	} map[] = {
-		{ "x86_64", "amd64" },	{ "aarch64", "arm64" }, { "armv7l", "arm" },
-		{ "i686", "386" },	{ "i386", "386" },	{ "ppc64le", "ppc64le" },
-		{ "s390x", "s390x" },	{ "riscv64", "riscv64" },
+		{ "x86_64", "amd64" }, { "aarch64", "arm64" },	 { "armv7l", "arm" },
+		{ "i686", "386" },     { "i386", "386" },	 { "ppc64le", "ppc64le" },
+		{ "s390x", "s390x" },  { "riscv64", "riscv64" },
 	};
 	struct utsname u;
 
@@ -104,11 +104,9 @@ static int make_dirs(const char *path, paddock_error *err)
 	return 0;
 }
 
-int paddock_image_store_open(const char *dir, paddock_image_store **ret_store,
-			     paddock_error *err)
+int paddock_image_store_open(const char *dir, paddock_image_store **ret_store, paddock_error *err)
 {
-	static const char *const subdirs[] = { "blobs", "blobs/sha256", "layers", "images",
-					       "tmp" };
+	static const char *const subdirs[] = { "blobs", "blobs/sha256", "layers", "images", "tmp" };
 	paddock_image_store *s;
 	struct stat st;
 	int r;
@@ -248,7 +246,8 @@ static int strv_from_json(json_t *v, size_t max, bool env, char ***ret)
 	out = calloc(json_array_size(v) + 1, sizeof(char *));
 	if (!out)
 		return -ENOMEM;
-	json_array_foreach(v, i, m) {
+	json_array_foreach(v, i, m)
+	{
 		const char *s = json_string_value(m);
 
 		if (!s || strlen(s) != json_string_length(m) || strlen(s) > 65536)
@@ -326,8 +325,8 @@ int pd_image_store_write_record(paddock_image_store *s, json_t *rec, paddock_err
 /* ---- finding --------------------------------------------------------------------------------- */
 
 struct find {
-	const char *id;	    /* a whole id */
-	const char *prefix; /* hex prefix of an id */
+	const char *id;				   /* a whole id */
+	const char *prefix;			   /* hex prefix of an id */
 	char name[PD_REF_MAX + PD_DIGEST_MAX + 2]; /* a normalized reference */
 	char repo[PD_REF_MAX];			   /* with a digest: the repository */
 	char digest[PD_DIGEST_MAX];
@@ -350,18 +349,20 @@ static int find_cb(json_t *rec, const char *file, void *userdata)
 		hit = !strcmp(id, f->id);
 	else if (f->prefix)
 		hit = !strncmp(id + 7, f->prefix, strlen(f->prefix));
-	else if (f->digest[0] && !strcmp(json_string_value(json_object_get(rec, "manifest")) ?: "",
-					 f->digest)) {
+	else if (f->digest[0] &&
+		 !strcmp(json_string_value(json_object_get(rec, "manifest")) ?: "", f->digest)) {
 		/* repo@digest: the manifest's digest, under any of its names in that repo */
-		json_array_foreach(json_object_get(rec, "names"), i, v) {
+		json_array_foreach(json_object_get(rec, "names"), i, v)
+		{
 			const char *n = json_string_value(v);
 			size_t rl = strlen(f->repo);
 
-			hit = hit || (n && !strncmp(n, f->repo, rl) && (n[rl] == ':' || n[rl] == '@'));
+			hit = hit ||
+			      (n && !strncmp(n, f->repo, rl) && (n[rl] == ':' || n[rl] == '@'));
 		}
 	} else {
-		json_array_foreach(json_object_get(rec, "names"), i, v)
-			hit = hit || !strcmp(json_string_value(v) ?: "", f->name);
+		json_array_foreach(json_object_get(rec, "names"), i, v) hit =
+			hit || !strcmp(json_string_value(v) ?: "", f->name);
 	}
 	if (!hit)
 		return 0;
@@ -384,7 +385,8 @@ static int find_image(paddock_image_store *s, const char *ref, json_t **ret, pad
 	int r;
 
 	if (!ref || !ref[0])
-		return pd_fail_field(err, EINVAL, "image", "expected an image reference, got nothing");
+		return pd_fail_field(err, EINVAL, "image",
+				     "expected an image reference, got nothing");
 	if (pd_digest_valid(ref)) {
 		f.id = ref;
 	} else if (all_hex(ref) && strlen(ref) >= 12 && strlen(ref) <= PD_DIGEST_HEX) {
@@ -406,12 +408,14 @@ static int find_image(paddock_image_store *s, const char *ref, json_t **ret, pad
 	}
 	if (f.matches > 1) {
 		json_decref(f.found);
-		return pd_fail_field(err, EINVAL, "image", "'%s' names %d images: give more of the id",
-				     PD_ESC(ref), f.matches);
+		return pd_fail_field(err, EINVAL, "image",
+				     "'%s' names %d images: give more of the id", PD_ESC(ref),
+				     f.matches);
 	}
 	if (!f.found)
-		return pd_fail_field(err, ENOENT, "image", "no image '%s' in the store (paddock "
-							   "image pull)",
+		return pd_fail_field(err, ENOENT, "image",
+				     "no image '%s' in the store (paddock "
+				     "image pull)",
 				     PD_ESC(ref));
 	*ret = f.found;
 	return 0;
@@ -478,9 +482,8 @@ static int in_use_cb(json_t *rec, const char *file, void *userdata)
 	json_t *v;
 
 	(void)file;
-	json_array_foreach(json_object_get(rec, "layers"), i, v)
-		if (json_is_string(v))
-			(void)json_object_set_new(u->layers, json_string_value(v), json_true());
+	json_array_foreach(json_object_get(rec, "layers"), i, v) if (json_is_string(v))(void)
+		json_object_set_new(u->layers, json_string_value(v), json_true());
 	v = json_object_get(rec, "id");
 	if (json_is_string(v))
 		(void)json_object_set_new(u->blobs, json_string_value(v), json_true());
@@ -514,7 +517,8 @@ static int prune(paddock_image_store *s, json_t *rec, paddock_error *err)
 		r = -err->code;
 		goto out;
 	}
-	json_array_foreach(json_object_get(rec, "layers"), i, v) {
+	json_array_foreach(json_object_get(rec, "layers"), i, v)
+	{
 		const char *d = json_string_value(v);
 		char meta[PD_DIGEST_HEX + 8];
 
@@ -631,13 +635,14 @@ int pd_image_resolve(const char *dir, const char *ref, struct pd_image **ret, pa
 		struct stat st;
 
 		if (fstat(img->lock_fd, &st) < 0 || st.st_nlink == 0)
-			return pd_fail_field(err, ENOENT, "image", "image '%s' was removed meanwhile",
-					     PD_ESC(ref));
+			return pd_fail_field(err, ENOENT, "image",
+					     "image '%s' was removed meanwhile", PD_ESC(ref));
 	}
 	img->layer_dirs = calloc(json_array_size(layers) + 1, sizeof(char *));
 	if (!img->layer_dirs)
 		return pd_fail(err, ENOMEM, "out of memory");
-	json_array_foreach(layers, i, v) {
+	json_array_foreach(layers, i, v)
+	{
 		const char *d = json_string_value(v);
 
 		if (!pd_digest_valid(d))
@@ -651,8 +656,8 @@ int pd_image_resolve(const char *dir, const char *ref, struct pd_image **ret, pa
 	}
 	cfg = json_object_get(rec, "config");
 	if (strv_from_json(json_object_get(cfg, "Env"), MAX_ENV, true, &img->env) < 0 ||
-	    strv_from_json(json_object_get(cfg, "Entrypoint"), MAX_ENV, false,
-			   &img->entrypoint) < 0 ||
+	    strv_from_json(json_object_get(cfg, "Entrypoint"), MAX_ENV, false, &img->entrypoint) <
+		    0 ||
 	    strv_from_json(json_object_get(cfg, "Cmd"), MAX_ENV, false, &img->cmd) < 0)
 		return pd_fail_field(err, EINVAL, "image", "image '%s': a malformed config",
 				     PD_ESC(ref));

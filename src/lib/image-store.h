@@ -21,8 +21,8 @@
 #include "paddock/image.h"
 #include "image-digest.h"
 
-#define PD_IMAGE_MAX_LAYERS 128	   /* overlayfs takes 500; no sane image has more than 127 */
-#define PD_IMAGE_MAX_JSON (4u << 20) /* a manifest, index or config */
+#define PD_IMAGE_MAX_LAYERS	  128 /* overlayfs takes 500; no sane image has more than 127 */
+#define PD_IMAGE_MAX_JSON	  (4u << 20) /* a manifest, index or config */
 #define PD_IMAGE_DEFAULT_ROOT_DIR "/var/lib/paddock/images"
 
 struct paddock_image_store {
@@ -84,17 +84,17 @@ int pd_image_store_write_record(paddock_image_store *s, json_t *rec, paddock_err
 
 /* A sandbox's writable layer to capture, and the image it runs. */
 struct pd_snapshot_src {
-	int upper_fd;		  /* its overlay's upper directory (O_PATH is enough) */
-	const char *base_id;	  /* the image the sandbox was made from: "sha256:<hex>" */
-	const char *sandbox_id;	  /* for the config's history */
-	bool rootless;		  /* owners are not kept */
-	bool workspace;		  /* keep the top-level "workspace" directory too */
+	int upper_fd;		/* its overlay's upper directory (O_PATH is enough) */
+	const char *base_id;	/* the image the sandbox was made from: "sha256:<hex>" */
+	const char *sandbox_id; /* for the config's history */
+	bool rootless;		/* owners are not kept */
+	bool workspace;		/* keep the top-level "workspace" directory too */
 	/*
 	 * With workspace: a /workspace that is a directory of the disk of its own (a pooled
 	 * sandbox's bind), written as an opaque "workspace" in place of the upper's; else -1.
 	 */
 	int workspace_fd;
-	unsigned outside_uid;	  /* as root: the host id of the sandbox's uid 0 */
+	unsigned outside_uid; /* as root: the host id of the sandbox's uid 0 */
 	unsigned outside_gid;
 };
 
@@ -122,8 +122,7 @@ struct pd_image {
 };
 
 /* Finds `ref` (a name, an id, a unique id prefix) in the store at `dir`. -ENOENT: none. */
-int pd_image_resolve(const char *dir, const char *ref, struct pd_image **ret,
-		     paddock_error *err);
+int pd_image_resolve(const char *dir, const char *ref, struct pd_image **ret, paddock_error *err);
 struct pd_image *pd_image_free(struct pd_image *img);
 
 /* The platform this machine runs: "amd64", "arm64", ... (OCI's architecture names). */

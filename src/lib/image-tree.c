@@ -45,8 +45,8 @@ static int remove_at(int dirfd, const char *name, unsigned depth, paddock_error 
 		if (fchmodat(dirfd, name, (st.st_mode & 07777) | 0700, 0) < 0)
 			(void)0; /* not ours to change: the removal says why it fails */
 	{
-		_cleanup_close_ int sub = openat(dirfd, name,
-						 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		_cleanup_close_ int sub =
+			openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		struct stat sst;
 
 		if (sub < 0)

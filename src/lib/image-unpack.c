@@ -52,11 +52,11 @@
 #include "util/cleanup.h"
 #include "util/fd.h"
 
-#define READ_BLOCK (128u << 10)
+#define READ_BLOCK  (128u << 10)
 #define RATIO_FLOOR (UINT64_C(64) << 20)
-#define MAX_NAME 255
-#define WHITEOUT ".wh."
-#define OPAQUE ".wh..wh..opq"
+#define MAX_NAME    255
+#define WHITEOUT    ".wh."
+#define OPAQUE	    ".wh..wh..opq"
 
 PD_DEFINE_CLEANUP(struct archive, archive_read_free)
 
@@ -112,7 +112,6 @@ static la_ssize_t raw_read(struct archive *a, void *data, const void **buf)
 	*buf = u->in_buf;
 	return n;
 }
-
 
 static la_ssize_t tar_read(struct archive *a, void *data, const void **buf)
 {
@@ -200,8 +199,7 @@ static int open_readers(struct unpack *u, paddock_error *err)
  * "./usr//bin/" -> "usr/bin"; "" for the layer's root. Refuses ".." and over-long names.
  * SECURITY: this is what keeps an entry inside the layer, with the O_NOFOLLOW walk.
  */
-static int clean_path(const char *in, char *out, size_t size, const char *what,
-		      paddock_error *err)
+static int clean_path(const char *in, char *out, size_t size, const char *what, paddock_error *err)
 {
 	size_t o = 0;
 
@@ -262,8 +260,8 @@ static int walk(int root, const char *path, bool create, const char *name_for_er
 				return pd_fail(err, EINVAL,
 					       "entry '%s' goes through a symlink or a file ('%s')",
 					       PD_ESC(name_for_errors), PD_ESC(c));
-			return pd_fail(err, errno, "entry '%s': open '%s'",
-				       PD_ESC(name_for_errors), PD_ESC(c));
+			return pd_fail(err, errno, "entry '%s': open '%s'", PD_ESC(name_for_errors),
+				       PD_ESC(c));
 		}
 		pd_close(cur);
 		cur = next;
@@ -278,8 +276,7 @@ static void forget_parent(struct unpack *u)
 }
 
 /* The parent directory of a clean path (made if missing), and the last name in it. */
-static int parent_of(struct unpack *u, const char *path, const char **ret_name,
-		     paddock_error *err)
+static int parent_of(struct unpack *u, const char *path, const char **ret_name, paddock_error *err)
 {
 	const char *slash = strrchr(path, '/');
 	char parent[PATH_MAX];
@@ -526,8 +523,9 @@ static int make_hardlink(struct unpack *u, int dirfd, const char *name, const ch
 	/* SECURITY: the target is resolved below the layer, without symlinks, and must exist */
 	tdir = walk(u->root, slash ? target : "", false, link, err);
 	if (tdir == -ENOENT)
-		return pd_fail(err, EINVAL, "entry '%s': hard link to '%s', which is not in this "
-					    "layer",
+		return pd_fail(err, EINVAL,
+			       "entry '%s': hard link to '%s', which is not in this "
+			       "layer",
 			       PD_ESC(archive_entry_pathname(e)), PD_ESC(link));
 	if (tdir < 0)
 		return tdir;

@@ -13,9 +13,9 @@
 #include "paddock/paddock.h"
 #include "image-digest.h"
 
-#define PD_UNPACK_MAX_BYTES (UINT64_C(32) << 30) /* uncompressed bytes of one layer */
-#define PD_UNPACK_MAX_ENTRIES 1000000u		 /* entries of one layer */
-#define PD_UNPACK_MAX_RATIO 200u /* uncompressed:compressed, checked past 64 MiB */
+#define PD_UNPACK_MAX_BYTES   (UINT64_C(32) << 30) /* uncompressed bytes of one layer */
+#define PD_UNPACK_MAX_ENTRIES 1000000u		   /* entries of one layer */
+#define PD_UNPACK_MAX_RATIO   200u /* uncompressed:compressed, checked past 64 MiB */
 
 struct pd_unpack_opts {
 	const char *blob_digest; /* digest the compressed stream must have, or NULL */
@@ -27,11 +27,11 @@ struct pd_unpack_opts {
 };
 
 struct pd_unpack_stats {
-	uint64_t entries;	  /* written (whiteouts included) */
-	uint64_t skipped;	  /* device nodes and sockets, not made */
-	uint64_t bytes_in;	  /* compressed bytes read */
-	uint64_t bytes_out;	  /* uncompressed tar bytes */
-	uint64_t size;		  /* bytes of file data written */
+	uint64_t entries;	     /* written (whiteouts included) */
+	uint64_t skipped;	     /* device nodes and sockets, not made */
+	uint64_t bytes_in;	     /* compressed bytes read */
+	uint64_t bytes_out;	     /* uncompressed tar bytes */
+	uint64_t size;		     /* bytes of file data written */
 	char diff_id[PD_DIGEST_MAX]; /* of the uncompressed tar */
 };
 
@@ -45,4 +45,3 @@ struct pd_unpack_stats {
  */
 int pd_unpack_layer(int in_fd, int dir_fd, const struct pd_unpack_opts *opts,
 		    struct pd_unpack_stats *ret_stats, paddock_error *err);
-

@@ -84,8 +84,7 @@ static int resize_disk(const struct pd_init_state *st, uint64_t bytes, paddock_e
  * it shows, and the CPUs init (so every command) may run on. The uptime was the pooled
  * sandbox's from the start: its time namespace was entered when it was made.
  */
-static int bind_proc_view(struct pd_init_state *st, const struct pd_ctl_bind *b,
-			  paddock_error *err)
+static int bind_proc_view(struct pd_init_state *st, const struct pd_ctl_bind *b, paddock_error *err)
 {
 	struct pd_proc_view v = {
 		.memory_bytes = b->memory_bytes,

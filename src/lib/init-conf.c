@@ -7,9 +7,9 @@
 
 #include "util/strv.h"
 
-#define CONF_MAGIC 0x43494450u /* "PDIC" */
+#define CONF_MAGIC	 0x43494450u /* "PDIC" */
 #define CONF_MAX_STRINGS 65536u
-#define CONF_MAX_FD 1048576
+#define CONF_MAX_FD	 1048576
 
 /* The packed form: this header, then cwd\0, env..., secret_env..., writable..., each \0-ended. */
 struct wire {
@@ -121,9 +121,8 @@ int pd_init_conf_parse(const char *buf, size_t len, struct pd_init_conf *ret)
 	    (w.flags & ~(uint32_t)(PD_INIT_POOLED | PD_INIT_EGRESS | PD_INIT_CA | PD_INIT_ROOT)) ||
 	    w.rootless > 1 || w.rlimits.n > PD_CTL_MAX_RLIMITS || w.disk_bytes == 0 ||
 	    !fd_ok(w.ctl, false) || !fd_ok(w.lock_fd, true) || !fd_ok(w.listen_fd, true) ||
-	    !fd_ok(w.landlock_fd, true) || !fd_ok(w.host_tree, true) ||
-	    !fd_ok(w.proc_view, true) || !fd_ok(w.upper_fd, true) || w.orphan_timeout_s < 0 ||
-	    w.last_cap < 0 || w.last_cap > 63)
+	    !fd_ok(w.landlock_fd, true) || !fd_ok(w.host_tree, true) || !fd_ok(w.proc_view, true) ||
+	    !fd_ok(w.upper_fd, true) || w.orphan_timeout_s < 0 || w.last_cap < 0 || w.last_cap > 63)
 		return -EPROTO;
 	pos = buf + sizeof(w);
 	z = memchr(pos, '\0', (size_t)(end - pos));
@@ -137,7 +136,8 @@ int pd_init_conf_parse(const char *buf, size_t len, struct pd_init_conf *ret)
 		r = pd_strv_unpack(&pos, end, w.n_secret_env, CONF_MAX_STRINGS,
 				   pd_str_is_named_assignment, &c.secret_env);
 	if (r >= 0)
-		r = pd_strv_unpack(&pos, end, w.n_writable, CONF_MAX_STRINGS, absolute, &c.writable);
+		r = pd_strv_unpack(&pos, end, w.n_writable, CONF_MAX_STRINGS, absolute,
+				   &c.writable);
 	if (r >= 0 && pos != end)
 		r = -EPROTO;
 	if (r < 0) {

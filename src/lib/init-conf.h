@@ -31,7 +31,7 @@ enum {
 
 struct pd_init_conf {
 	uint32_t flags;
-	struct pd_idmap idmap; /* lock_fd and owns_slot mean nothing here: see lock_fd */
+	struct pd_idmap idmap;	       /* lock_fd and owns_slot mean nothing here: see lock_fd */
 	struct pd_ctl_rlimits rlimits; /* of every command */
 	uint64_t disk_bytes;	       /* the disk's size now: a claim resizes from it */
 	int ctl;		       /* the control socket */

@@ -75,7 +75,9 @@ void pd_init_answer_denied(struct pd_init_state *st)
 	st->denied_total++;
 	report = st->ctl >= 0 && take_denied_token(st);
 	if (report) {
-		m = (struct pd_ctl_denied){ .arch = d.arch, .nr = d.nr, .pid = d.pid,
+		m = (struct pd_ctl_denied){ .arch = d.arch,
+					    .nr = d.nr,
+					    .pid = d.pid,
 					    .dropped = st->denied_dropped,
 					    .total = st->denied_total };
 		read_comm(d.pid, m.comm);

@@ -63,9 +63,12 @@ static const char *const egress_env[] = {
 
 /* With secrets, every TLS stack's way to a CA bundle leads to one that trusts the sandbox's CA. */
 static const char *const ca_env[] = {
-	"SSL_CERT_FILE=" PD_CA_BUNDLE_PATH,	"REQUESTS_CA_BUNDLE=" PD_CA_BUNDLE_PATH,
-	"CURL_CA_BUNDLE=" PD_CA_BUNDLE_PATH,	"GIT_SSL_CAINFO=" PD_CA_BUNDLE_PATH,
-	"NODE_EXTRA_CA_CERTS=" PD_CA_CERT_PATH, "PIP_CERT=" PD_CA_BUNDLE_PATH,
+	"SSL_CERT_FILE=" PD_CA_BUNDLE_PATH,
+	"REQUESTS_CA_BUNDLE=" PD_CA_BUNDLE_PATH,
+	"CURL_CA_BUNDLE=" PD_CA_BUNDLE_PATH,
+	"GIT_SSL_CAINFO=" PD_CA_BUNDLE_PATH,
+	"NODE_EXTRA_CA_CERTS=" PD_CA_CERT_PATH,
+	"PIP_CERT=" PD_CA_BUNDLE_PATH,
 	NULL,
 };
 
@@ -76,22 +79,21 @@ static const char *const ca_env[] = {
 char **pd_init_build_env(const struct pd_init_state *st, char **extra)
 {
 	size_t cap = ELEMENTSOF(base_env) + ELEMENTSOF(root_env) + ELEMENTSOF(egress_env) +
-		     ELEMENTSOF(ca_env) +
-		     pd_strv_length(st->conf->secret_env) + pd_strv_length(st->bound_secret_env) +
-		     pd_strv_length(st->conf->env) + pd_strv_length(st->bound_env) +
-		     pd_strv_length(extra) + 1,
+		     ELEMENTSOF(ca_env) + pd_strv_length(st->conf->secret_env) +
+		     pd_strv_length(st->bound_secret_env) + pd_strv_length(st->conf->env) +
+		     pd_strv_length(st->bound_env) + pd_strv_length(extra) + 1,
 	       n = 0;
 	char **env = calloc(cap, sizeof(char *));
-	const char *const *lists[7] = { base_env,
-					st->conf->idmap.root_user ? root_env : NULL,
-					(st->conf->flags & PD_INIT_EGRESS) ? egress_env : NULL,
-					(st->conf->flags & PD_INIT_CA) || st->bound_ca ? ca_env : NULL,
-					(const char *const *)(st->bound_secret_env
-								      ? st->bound_secret_env
-								      : st->conf->secret_env),
-					(const char *const *)(st->bound_env ? st->bound_env
-									     : st->conf->env),
-					(const char *const *)extra };
+	const char *const *lists[7] = {
+		base_env,
+		st->conf->idmap.root_user ? root_env : NULL,
+		(st->conf->flags & PD_INIT_EGRESS) ? egress_env : NULL,
+		(st->conf->flags & PD_INIT_CA) || st->bound_ca ? ca_env : NULL,
+		(const char *const *)(st->bound_secret_env ? st->bound_secret_env
+							   : st->conf->secret_env),
+		(const char *const *)(st->bound_env ? st->bound_env : st->conf->env),
+		(const char *const *)extra
+	};
 
 	if (!env)
 		return NULL;

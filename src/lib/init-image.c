@@ -38,8 +38,9 @@ static int make_image(paddock_error *err)
 	if (rw < 0 && errno == EINVAL)
 		rw = memfd_create("paddock-init", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (rw < 0 && errno == EACCES)
-		return pd_fail(err, errno, "memfd for the init image: the kernel forbids executable "
-				"memfds (vm.memfd_noexec = 2)");
+		return pd_fail(err, errno,
+			       "memfd for the init image: the kernel forbids executable "
+			       "memfds (vm.memfd_noexec = 2)");
 	if (rw < 0)
 		return pd_fail(err, errno, "memfd for the init image");
 	r = pd_write_all(rw, pd_init_image_start,
@@ -50,7 +51,8 @@ static int make_image(paddock_error *err)
 		return pd_fail(err, errno, "make the init image read-only");
 	/* SECURITY: nothing can change the image from here on, nor its mode (F_SEAL_EXEC) */
 	if (fcntl(rw, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_EXEC) < 0 &&
-	    (errno != EINVAL || fcntl(rw, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) < 0))
+	    (errno != EINVAL ||
+	     fcntl(rw, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) < 0))
 		return pd_fail(err, errno, "seal the init image");
 	if (fcntl(rw, F_ADD_SEALS, F_SEAL_SEAL) < 0)
 		return pd_fail(err, errno, "seal the init image");

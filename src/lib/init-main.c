@@ -28,8 +28,9 @@ static int read_conf(int argc, char **argv, struct pd_init_conf *ret, paddock_er
 	int r;
 
 	if (argc != 2)
-		return pd_fail(err, EINVAL, "init image: expected one argument, the fd of its "
-				"configuration");
+		return pd_fail(err, EINVAL,
+			       "init image: expected one argument, the fd of its "
+			       "configuration");
 	errno = 0;
 	fd = strtol(argv[1], &end, 10);
 	if (errno || end == argv[1] || *end || fd <= PD_INIT_CTL_FD || fd > 1048576)

@@ -418,8 +418,7 @@ static void plan_command(struct child_plan *p, const struct pd_init_state *st,
 	p->argv = argv;
 	p->envp = envp;
 	p->cwd = cwd[0] ? cwd : st->conf->cwd;
-	p->path = pd_init_env_has(envp, pd_strv_length(envp), "PATH=", &idx) ? envp[idx] + 5
-									      : NULL;
+	p->path = pd_init_env_has(envp, pd_strv_length(envp), "PATH=", &idx) ? envp[idx] + 5 : NULL;
 }
 
 /*
@@ -444,8 +443,8 @@ static pid_t spawn(struct pd_init_state *st, uint64_t id, struct child_plan *p, 
 	 * posix_spawn's trick: the child borrows init's memory (no page tables to copy, nothing
 	 * to tear down at exec) and init sleeps until it has exec'ed or failed.
 	 */
-	pid = clone(exec_child, st->child_stack + CHILD_STACK_SIZE, CLONE_VM | CLONE_VFORK | SIGCHLD,
-		    p);
+	pid = clone(exec_child, st->child_stack + CHILD_STACK_SIZE,
+		    CLONE_VM | CLONE_VFORK | SIGCHLD, p);
 	if (pid < 0) {
 		r = -errno;
 		pd_close(pipefd[0]);
@@ -474,8 +473,9 @@ static void track_started(struct pd_init_state *st, const struct pd_ctl_exec *re
 {
 	struct pd_init_tracked *t = &st->execs[st->n_execs++];
 
-	*t = (struct pd_init_tracked){ .id = req->id, .pid = pid, .flags = req->flags, .pty = -1,
-				       .keep = { -1, -1, -1 } };
+	*t = (struct pd_init_tracked){
+		.id = req->id, .pid = pid, .flags = req->flags, .pty = -1, .keep = { -1, -1, -1 }
+	};
 	t->pty = TAKE_FD(*master);
 	for (int i = 0; i < 3; i++) {
 		int child_end = i == 0 ? 0 : 1;
@@ -495,7 +495,8 @@ static void handle_exec(struct pd_init_state *st, const char *buf, size_t len, i
 	struct pd_ctl_exec req;
 	_cleanup_free_ char **argv = NULL, **extra = NULL, **envp = NULL;
 	_cleanup_close_ int master = -EBADF, slave = -EBADF;
-	_cleanup_(close_pipes) int pipes[3][2] = { { -EBADF, -EBADF }, { -EBADF, -EBADF },
+	_cleanup_(close_pipes) int pipes[3][2] = { { -EBADF, -EBADF },
+						   { -EBADF, -EBADF },
 						   { -EBADF, -EBADF } };
 	struct child_plan p = { .st = st, .pty_slave = -1, .fds = { -1, -1, -1 } };
 	const char *cwd;
@@ -730,7 +731,7 @@ _Noreturn void pd_init_run(const struct pd_init_conf *conf)
 	/* "paddock-init" in ps, and never matched by a `pkill paddockd` meant for the daemon */
 	(void)prctl(PR_SET_NAME, "paddock-init", 0, 0, 0);
 	/* open across the exec only: nothing init starts may inherit one (commands close all) */
-	const int kept[] = { conf->ctl, conf->lock_fd, conf->listen_fd, conf->landlock_fd,
+	const int kept[] = { conf->ctl,	      conf->lock_fd,   conf->listen_fd, conf->landlock_fd,
 			     conf->host_tree, conf->proc_view, conf->upper_fd };
 	for (size_t i = 0; i < ELEMENTSOF(kept); i++)
 		if (kept[i] >= 0)
@@ -748,7 +749,7 @@ _Noreturn void pd_init_run(const struct pd_init_conf *conf)
 	 */
 	if (r >= 0)
 		r = (conf->flags & PD_INIT_POOLED) ? empty_bounding_set(&st, &err)
-						    : pd_init_confine_self(&st, &err);
+						   : pd_init_confine_self(&st, &err);
 	if (r >= 0)
 		r = prepare_commands(&st, &err);
 	if (r < 0)
@@ -759,4 +760,3 @@ _Noreturn void pd_init_run(const struct pd_init_conf *conf)
 		pd_init_await_claim(&st);
 	serve(&st);
 }
-

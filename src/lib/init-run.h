@@ -52,9 +52,9 @@ struct pd_init_state {
 	char *child_stack; /* for commands' CLONE_VM children, CHILD_STACK_SIZE bytes */
 	struct pd_init_tracked execs[PD_INIT_MAX_EXECS];
 	size_t n_execs;
-	int listen_fd;		 /* reconnect socket, or -1: the sandbox dies with its supervisor */
-	int record_fd;		 /* the supervisor's record of the sandbox (a sealed memfd), or -1 */
-	char **bound_env;	 /* a pooled sandbox's env, bound at its claim (replaces spec's) */
+	int listen_fd;	  /* reconnect socket, or -1: the sandbox dies with its supervisor */
+	int record_fd;	  /* the supervisor's record of the sandbox (a sealed memfd), or -1 */
+	char **bound_env; /* a pooled sandbox's env, bound at its claim (replaces spec's) */
 	char **bound_secret_env; /* its secrets' NAME=placeholder, bound at its claim */
 	bool bound_ca;		 /* its claim wrote the sandbox's CA into /etc/paddock */
 	int host_tree;		 /* pooled: the host's tree, for a claim's workspace by path */

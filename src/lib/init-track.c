@@ -145,7 +145,8 @@ int pd_init_send_ready(struct pd_init_state *st)
 
 	if (fds[0] < 0)
 		return -errno;
-	r = pd_ctl_send(st->ctl, PD_CTL_READY, &ready, sizeof(ready), fds, st->upper_fd >= 0 ? 2 : 1);
+	r = pd_ctl_send(st->ctl, PD_CTL_READY, &ready, sizeof(ready), fds,
+			st->upper_fd >= 0 ? 2 : 1);
 	pd_close(fds[0]);
 	return r;
 }
@@ -158,8 +159,11 @@ int pd_init_resync(struct pd_init_state *st)
 {
 	for (size_t i = 0; i < st->n_execs;) {
 		struct pd_init_tracked *t = &st->execs[i];
-		struct pd_ctl_exec_state s = { .id = t->id, .pid = t->pid, .flags = t->flags,
-					       .exited = t->exited, .exit = t->exit };
+		struct pd_ctl_exec_state s = { .id = t->id,
+					       .pid = t->pid,
+					       .flags = t->flags,
+					       .exited = t->exited,
+					       .exit = t->exit };
 		int r = pd_init_send_with_fds(st, PD_CTL_EXEC_STATE, &s, sizeof(s), t);
 
 		if (r < 0)

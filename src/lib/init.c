@@ -48,7 +48,7 @@
 #include "util/fd.h"
 #include "util/strv.h"
 
-#define CTL_FD PD_INIT_CTL_FD
+#define CTL_FD	 PD_INIT_CTL_FD
 #define IMAGE_FD 4
 
 /* What init holds while it builds the sandbox; what it keeps goes into a pd_init_conf. */
@@ -56,12 +56,12 @@ struct build_state {
 	const paddock_spec *spec;
 	const struct pd_idmap *idmap;
 	int ctl;
-	int image; /* the init image, close-on-exec: execveat() reads it */
+	int image;	      /* the init image, close-on-exec: execveat() reads it */
 	int lock_fd;	      /* the id slot's lock, held for the sandbox's life */
 	int listen_fd;	      /* reconnect socket, or -1: the sandbox dies with its supervisor */
 	int orphan_timeout_s; /* without a supervisor for this long, the sandbox ends */
 	int landlock_fd;
-	char **writable; /* the paths Landlock leaves writable */
+	char **writable;		  /* the paths Landlock leaves writable */
 	struct pd_rootfs_sources sources; /* host trees to bind, some sent ready-made */
 	int host_tree;			  /* pooled: the host's tree, for a claim's workspace */
 	int proc_view;			  /* pooled: the /proc view's directory, for the claim */
@@ -155,7 +155,8 @@ static int wait_go(struct build_state *st, int ctl, const paddock_spec *spec,
 			if (m.h.kind == PD_HOLD_LOCK && st->lock_fd < 0) {
 				st->lock_fd = fd;
 			} else if (m.h.kind == PD_HOLD_LISTEN && st->listen_fd < 0) {
-				/* SO_PEERCRED/SO_PEERPIDFD of a connection name who called listen() */
+				/* SO_PEERCRED/SO_PEERPIDFD of a connection name who called listen()
+				 */
 				if (listen(fd, 4) < 0) {
 					pd_close(fd);
 					return pd_fail(err, errno, "listen for a supervisor");
@@ -494,8 +495,8 @@ static int exec_image(struct build_state *st, paddock_error *err)
 		r = -errno;
 	if (r < 0)
 		return pd_fail(err, -r, "write the init image's configuration");
-	const int keep[] = { st->ctl, st->lock_fd, st->listen_fd, st->landlock_fd,
-			     st->host_tree, st->proc_view, st->upper_fd, conf };
+	const int keep[] = { st->ctl,	    st->lock_fd,   st->listen_fd, st->landlock_fd,
+			     st->host_tree, st->proc_view, st->upper_fd,  conf };
 	for (size_t i = 0; i < ELEMENTSOF(keep); i++)
 		if ((r = keep_open(keep[i])) < 0)
 			return pd_fail(err, -r, "keep fd %d open across exec", keep[i]);

@@ -9,7 +9,8 @@
 
 #include "paddock/paddock.h"
 
-/* The kernel's Landlock ABI version, 0 when Landlock is unavailable. Cached after the first call. */
+/* The kernel's Landlock ABI version, 0 when Landlock is unavailable. Cached after the first call.
+ */
 int pd_landlock_abi(void);
 
 /*
@@ -19,5 +20,6 @@ int pd_landlock_abi(void);
  */
 int pd_landlock_prepare(const char *const *rw_paths, int *ret_ruleset_fd, paddock_error *err);
 
-/* Enforces the ruleset on the calling thread; needs no_new_privs or CAP_SYS_ADMIN. Async-signal-safe. */
+/* Enforces the ruleset on the calling thread; needs no_new_privs or CAP_SYS_ADMIN.
+ * Async-signal-safe. */
 int pd_landlock_apply(int ruleset_fd);

@@ -227,8 +227,8 @@ static int init_failure(paddock_sandbox *sb, paddock_error *err)
  * sandbox creates belongs to that owner on the host. Where a filesystem cannot idmap (or
  * the source is not a directory, or rootless), init binds it as it is: *ret_fd is -EBADF.
  */
-int pd_launch_open_tree(const paddock_sandbox *sb, const char *source, int32_t index,
-			int *ret_fd, paddock_error *err)
+int pd_launch_open_tree(const paddock_sandbox *sb, const char *source, int32_t index, int *ret_fd,
+			paddock_error *err)
 {
 	paddock_error why = { 0 };
 	int tree = -EBADF;
@@ -291,8 +291,10 @@ static int send_holds(paddock_sandbox *sb, paddock_error *err)
 	umask(old);
 	if (r < 0)
 		return pd_fail_field(err, errno, "reconnect_path", "bind '%s'", sb->reconnect_path);
-	/* init calls listen(): the kernel then names init, not us, as the peer of whoever connects */
-	h = (struct pd_ctl_hold){ .kind = PD_HOLD_LISTEN, .orphan_timeout_s = sb->orphan_timeout_s };
+	/* init calls listen(): the kernel then names init, not us, as the peer of whoever connects
+	 */
+	h = (struct pd_ctl_hold){ .kind = PD_HOLD_LISTEN,
+				  .orphan_timeout_s = sb->orphan_timeout_s };
 	if (pd_ctl_send(sb->ctl, PD_CTL_HOLD, &h, sizeof(h), &lfd, 1) < 0)
 		return pd_fail(err, EPIPE, "hand the reconnect socket to init");
 	return 0;
@@ -409,7 +411,8 @@ int pd_launch_begin(paddock_sandbox *sb, paddock_error *err)
 	if (pid < 0) {
 		r = errno;
 		if (r == ENOSPC || r == EUSERS)
-			return pd_fail(err, r, "clone into new namespaces: namespace limit reached");
+			return pd_fail(err, r,
+				       "clone into new namespaces: namespace limit reached");
 		if (r == EPERM)
 			return pd_fail(err, r,
 				       "clone into new namespaces: user namespaces are not allowed "

@@ -81,8 +81,10 @@ static int load(const char *file, const char *init_name, const void *host,
 	abi = init(host);
 	if (!abi || memcmp(abi, want, sizeof(*want)) != 0) {
 		(void)dlclose(h);
-		return pd_fail(err, ELIBBAD, "%s is from another build of paddock than this "
-				"program (%s): install them together", file, PD_BUILD_VERSION);
+		return pd_fail(err, ELIBBAD,
+			       "%s is from another build of paddock than this "
+			       "program (%s): install them together",
+			       file, PD_BUILD_VERSION);
 	}
 	*ret_ops = abi;
 	return 0;

@@ -49,11 +49,11 @@ struct pd_module_abi {
 };
 
 /* The pd_module_abi of an ops table of type `ops_type` (needs sandbox.h and spec.h). */
-#define PD_MODULE_ABI(ops_type)                                                            \
-	{                                                                                  \
-		.ops_size = sizeof(ops_type), .ctx_size = sizeof(struct paddock_ctx),      \
-		.sandbox_size = sizeof(struct paddock_sandbox),                            \
-		.spec_size = sizeof(struct paddock_spec), .version = PD_BUILD_VERSION,     \
+#define PD_MODULE_ABI(ops_type)                                                                    \
+	{                                                                                          \
+		.ops_size = sizeof(ops_type), .ctx_size = sizeof(struct paddock_ctx),              \
+		.sandbox_size = sizeof(struct paddock_sandbox),                                    \
+		.spec_size = sizeof(struct paddock_spec), .version = PD_BUILD_VERSION,             \
 	}
 
 /* A module's one entry point: it keeps `host` (may be NULL) and returns its ops table. */

@@ -27,7 +27,7 @@
 #include "util/cleanup.h"
 
 #define STR_(x) #x
-#define STR(x) STR_(x)
+#define STR(x)	STR_(x)
 
 /*
  * SECURITY: the filter chain is the allowlist: it runs at priority 0, after NAT at -100
@@ -81,8 +81,8 @@ static void add_attr(union route_msg *m, unsigned short type, const void *data, 
 static int add_default_route(int nl, uint32_t seq, int family, uint32_t ifindex, const void *src,
 			     size_t src_len, paddock_error *err)
 {
-	const char *name = family == AF_INET ? "default dev lo src 127.0.0.1" :
-					       "default dev lo src ::1";
+	const char *name =
+		family == AF_INET ? "default dev lo src 127.0.0.1" : "default dev lo src ::1";
 	union route_msg m = { 0 };
 	struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
 	uint32_t table = RT_TABLE_MAIN;

@@ -347,10 +347,9 @@ static int check_network(const paddock_policy *p, const paddock_spec *spec, padd
 		max = p->ceiling->network.mode;
 	/* SECURITY: the operator's bound on egress holds whatever the rules say */
 	if (spec->network.mode > max)
-		return pd_fail_field(err, EPERM, "network.mode",
-				     "'%s' asked, the operator allows at most '%s'",
-				     pd_net_mode_to_string(spec->network.mode),
-				     pd_net_mode_to_string(max));
+		return pd_fail_field(
+			err, EPERM, "network.mode", "'%s' asked, the operator allows at most '%s'",
+			pd_net_mode_to_string(spec->network.mode), pd_net_mode_to_string(max));
 	if (!p->ceiling || spec->network.mode == PD_NET_NONE)
 		return 0;
 	for (size_t i = 0; i < spec->network.n_allow; i++) {
@@ -384,16 +383,15 @@ int paddock_policy_check_network(const paddock_policy *p, const paddock_spec *sp
 static const struct {
 	const char *name, *key, *unit;
 } limit_fields[] = {
-	{ "memory", "memory", "bytes" },	     { "cpus", "cpus", "CPUs" },
-	{ "pids", "pids", "processes" },	     { "timeout", "timeout_s", "s" },
-	{ "cpu_time", "cpu_time_s", "s CPU" },	     { "disk", "disk", "bytes" },
-	{ "file_size", "file_size", "bytes" },	     { "nofile", "nofile", "files" },
+	{ "memory", "memory", "bytes" },       { "cpus", "cpus", "CPUs" },
+	{ "pids", "pids", "processes" },       { "timeout", "timeout_s", "s" },
+	{ "cpu_time", "cpu_time_s", "s CPU" }, { "disk", "disk", "bytes" },
+	{ "file_size", "file_size", "bytes" }, { "nofile", "nofile", "files" },
 	{ "output", "output", "bytes" },
 };
 
 /* Every limit is finite (spec-limits.c), so "at most the ceiling's" is a plain comparison. */
-static int check_limits(const paddock_spec *ceiling, const paddock_spec *spec,
-			paddock_error *err)
+static int check_limits(const paddock_spec *ceiling, const paddock_spec *spec, paddock_error *err)
 {
 	for (size_t i = 0; i < ELEMENTSOF(limit_fields); i++) {
 		double asked, max;
@@ -440,8 +438,7 @@ static const struct pd_spec_secret *find_secret(const paddock_spec *c, const cha
  * A secret is the operator's: the same name and source (its env, its files, its value are
  * what the proxy would send), to a subset of its hosts, in bodies only if it allows that.
  */
-static int check_secrets(const paddock_spec *ceiling, const paddock_spec *spec,
-			 paddock_error *err)
+static int check_secrets(const paddock_spec *ceiling, const paddock_spec *spec, paddock_error *err)
 {
 	for (size_t i = 0; i < spec->n_secrets; i++) {
 		const struct pd_spec_secret *s = &spec->secrets[i];

@@ -18,12 +18,12 @@
 #include "util/cleanup.h"
 #include "util/fd.h"
 
-#define VIEW_MAX (64u << 10)	    /* bytes of one file of the view */
-#define HOST_CPUINFO_MAX (4u << 20) /* bytes of the host's cpuinfo we keep */
+#define VIEW_MAX	 (64u << 10) /* bytes of one file of the view */
+#define HOST_CPUINFO_MAX (4u << 20)  /* bytes of the host's cpuinfo we keep */
 
 const char *const pd_proc_view_files[] = {
-	"meminfo", "cpuinfo", "stat", "loadavg", "diskstats", "partitions", "swaps", "cmdline",
-	NULL,
+	"meminfo",    "cpuinfo", "stat",    "loadavg", "diskstats",
+	"partitions", "swaps",	 "cmdline", NULL,
 };
 
 /*
@@ -79,9 +79,8 @@ int pd_proc_view_pin(unsigned cpus, unsigned seed)
 /* Replaces the content of dirfd/name (same inode: binds of it see the new content). */
 static int put(int dirfd, const char *name, const char *data, size_t len, paddock_error *err)
 {
-	_cleanup_close_ int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
-							     O_NOFOLLOW,
-					 0444);
+	_cleanup_close_ int fd =
+		openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0444);
 	int r;
 
 	if (fd < 0)
@@ -127,12 +126,11 @@ static uint64_t host_memory(void)
 static void meminfo(struct text *t, const struct pd_proc_view *v)
 {
 	static const char *const zero[] = {
-		"Buffers",	   "Cached",	   "SwapCached",      "Active",
-		"Inactive",	   "Active(anon)", "Inactive(anon)", "Active(file)",
-		"Inactive(file)", "Unevictable", "Mlocked",	      "SwapTotal",
-		"SwapFree",	   "Dirty",	   "Writeback",	      "AnonPages",
-		"Mapped",	   "Shmem",	   "KReclaimable",    "Slab",
-		"SReclaimable",   "SUnreclaim",  "KernelStack",     "PageTables",
+		"Buffers",	"Cached",	  "SwapCached",	  "Active",	    "Inactive",
+		"Active(anon)", "Inactive(anon)", "Active(file)", "Inactive(file)", "Unevictable",
+		"Mlocked",	"SwapTotal",	  "SwapFree",	  "Dirty",	    "Writeback",
+		"AnonPages",	"Mapped",	  "Shmem",	  "KReclaimable",   "Slab",
+		"SReclaimable", "SUnreclaim",	  "KernelStack",  "PageTables",
 	};
 	uint64_t host = host_memory();
 	uint64_t kb = (v->memory_bytes && v->memory_bytes < host ? v->memory_bytes : host) / 1024;
@@ -154,8 +152,9 @@ static void stat_file(struct text *t, const struct pd_proc_view *v)
 	add(t, "cpu  0 0 0 0 0 0 0 0 0 0\n");
 	for (unsigned c = 0; c < v->cpus; c++)
 		add(t, "cpu%u 0 0 0 0 0 0 0 0 0 0\n", c);
-	add(t, "intr 0\nctxt 0\nbtime %" PRId64 "\nprocesses 0\nprocs_running 1\n"
-	       "procs_blocked 0\nsoftirq 0 0 0 0 0 0 0 0 0 0 0\n",
+	add(t,
+	    "intr 0\nctxt 0\nbtime %" PRId64 "\nprocesses 0\nprocs_running 1\n"
+	    "procs_blocked 0\nsoftirq 0 0 0 0 0 0 0 0 0 0 0\n",
 	    v->boot_time);
 }
 
@@ -165,8 +164,8 @@ static void stat_file(struct text *t, const struct pd_proc_view *v)
  */
 static void cpuinfo(struct text *t, int dirfd, const struct pd_proc_view *v)
 {
-	_cleanup_close_ int fd = openat(dirfd, PD_PROC_VIEW_HOST_CPUINFO,
-					O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	_cleanup_close_ int fd =
+		openat(dirfd, PD_PROC_VIEW_HOST_CPUINFO, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	_cleanup_free_ char *host = NULL;
 	unsigned done = 0;
 	ssize_t n = 0;

@@ -57,14 +57,14 @@ int pd_rootfs_set_attr(int fd, const char *path, unsigned flags, uint64_t set, u
 int pd_rootfs_new_fs(const char *type, const char *const *opts, unsigned attrs, paddock_error *err);
 int pd_rootfs_attach(int mfd, int dirfd, const char *path, paddock_error *err);
 int pd_rootfs_bind_at(int dirfd, const char *src, int to_dirfd, const char *to, uint64_t attrs,
-		   paddock_error *err);
+		      paddock_error *err);
 int pd_rootfs_mkdir_owned(int dirfd, const char *name, mode_t mode, uid_t uid, gid_t gid,
-		       paddock_error *err);
+			  paddock_error *err);
 int pd_rootfs_touch(int dirfd, const char *name, paddock_error *err);
 int pd_rootfs_open_dir(int dirfd, const char *name, paddock_error *err);
 int pd_rootfs_open_in_root(int root_fd, const char *path, int flags);
 int pd_rootfs_write_ca(int etc, int bundle_fd, const char *ca_pem, uid_t uid, gid_t gid,
-		    paddock_error *err);
+		       paddock_error *err);
 int pd_rootfs_mount_image_overlay(struct build *b, paddock_error *err);
 int pd_rootfs_build_etc_image(struct build *b, paddock_error *err);
 int pd_rootfs_build_proc(struct build *b, paddock_error *err);

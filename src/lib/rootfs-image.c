@@ -106,8 +106,8 @@ int pd_rootfs_mount_image_overlay(struct build *b, paddock_error *err)
 		return pd_fail(err, errno, "mount the image's overlay");
 	/* the writable layer, by fd: a snapshot reads it from outside (sandbox-snapshot.c) */
 	b->sources->upper_fd = pd_close(b->sources->upper_fd);
-	b->sources->upper_fd = openat(b->disk, "upper", O_PATH | O_DIRECTORY | O_CLOEXEC |
-							    O_NOFOLLOW);
+	b->sources->upper_fd =
+		openat(b->disk, "upper", O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
 	/* the layers are the overlay's now: init holds no path into the store */
 	for (size_t i = 0; i < src->n_layers; i++)
 		src->layer_fds[i] = pd_close(src->layer_fds[i]);
@@ -209,7 +209,8 @@ int pd_rootfs_build_etc_image(struct build *b, paddock_error *err)
 	r = ensure_account(etc, "passwd", PD_SANDBOX_UID,
 			   "user:x:1000:1000:user:/home/user:/bin/sh\n", pd_rootfs_passwd_fmt, err);
 	if (r >= 0)
-		r = ensure_account(etc, "group", PD_SANDBOX_GID, "user:x:1000:\n", pd_rootfs_group_fmt, err);
+		r = ensure_account(etc, "group", PD_SANDBOX_GID, "user:x:1000:\n",
+				   pd_rootfs_group_fmt, err);
 	if (r >= 0 && faccessat(etc, "nsswitch.conf", F_OK, AT_SYMLINK_NOFOLLOW) < 0)
 		r = pd_write_file_at(etc, "nsswitch.conf", pd_rootfs_nsswitch,
 				     strlen(pd_rootfs_nsswitch), 0644) < 0
@@ -222,4 +223,3 @@ int pd_rootfs_build_etc_image(struct build *b, paddock_error *err)
 	}
 	return r;
 }
-

@@ -14,8 +14,8 @@
  * belong to its root.
  */
 static const char *const proc_null_files[] = {
-	"kcore",    "keys",	  "key-users",	"timer_list", "sched_debug", "latency_stats",
-	"kallsyms", "kmsg",	  "sysrq-trigger", "config.gz", "kpagecount",	 "kpageflags",
+	"kcore",    "keys", "key-users",     "timer_list", "sched_debug", "latency_stats",
+	"kallsyms", "kmsg", "sysrq-trigger", "config.gz",  "kpagecount",  "kpageflags",
 };
 static const char *const proc_empty_dirs[] = { "acpi", "scsi", "asound", "driver" };
 static const char *const proc_readonly[] = { "sys" };
@@ -105,8 +105,8 @@ static int build_proc_view(struct build *b, int proc, paddock_error *err)
 	/* after /proc/sys became read-only: this bind sits on that mount */
 	r = write_boot_id(view, err);
 	if (r >= 0)
-		r = pd_rootfs_bind_at(view, "boot_id", proc, "sys/kernel/random/boot_id", MOUNT_ATTR_RDONLY,
-			    err);
+		r = pd_rootfs_bind_at(view, "boot_id", proc, "sys/kernel/random/boot_id",
+				      MOUNT_ATTR_RDONLY, err);
 	if (r < 0)
 		return r;
 	if (b->sources->want_host_tree)
@@ -122,8 +122,8 @@ int pd_rootfs_build_proc(struct build *b, paddock_error *err)
 	r = pd_rootfs_mkdir_owned(b->root, "proc", 0555, b->root_uid, b->root_gid, err);
 	if (r < 0)
 		return r;
-	mfd = pd_rootfs_new_fs("proc", NULL, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
-			       err);
+	mfd = pd_rootfs_new_fs("proc", NULL,
+			       MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, err);
 	if (mfd < 0)
 		return mfd;
 	r = pd_rootfs_attach(mfd, b->root, "proc", err);
@@ -138,8 +138,8 @@ int pd_rootfs_build_proc(struct build *b, paddock_error *err)
 		if (fstatat(proc, proc_null_files[i], &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    !S_ISREG(st.st_mode) || !(st.st_mode & (S_IROTH | S_IWOTH)))
 			continue;
-		r = pd_rootfs_bind_at(b->root, "dev/null", proc, proc_null_files[i], MOUNT_ATTR_RDONLY,
-			    err);
+		r = pd_rootfs_bind_at(b->root, "dev/null", proc, proc_null_files[i],
+				      MOUNT_ATTR_RDONLY, err);
 		if (r < 0)
 			return r;
 	}
@@ -159,9 +159,9 @@ int pd_rootfs_build_proc(struct build *b, paddock_error *err)
 		    !S_ISDIR(st.st_mode))
 			continue;
 		r = pd_rootfs_bind_at(b->disk, "empty", proc, proc_empty_dirs[i],
-			    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-				    MOUNT_ATTR_NOEXEC,
-			    err);
+				      MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+					      MOUNT_ATTR_NOEXEC,
+				      err);
 		if (r < 0)
 			return r;
 	}
@@ -171,9 +171,9 @@ int pd_rootfs_build_proc(struct build *b, paddock_error *err)
 		if (fstatat(proc, proc_readonly[i], &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
 		r = pd_rootfs_bind_at(proc, proc_readonly[i], proc, proc_readonly[i],
-			    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
-				    MOUNT_ATTR_NOEXEC,
-			    err);
+				      MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+					      MOUNT_ATTR_NOEXEC,
+				      err);
 		if (r < 0)
 			return r;
 	}
@@ -212,14 +212,14 @@ int pd_rootfs_build_dev(struct build *b, paddock_error *err)
 		if (r < 0)
 			return r;
 		r = pd_rootfs_bind_at(host_dev, dev_nodes[i], mfd, dev_nodes[i],
-			    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, err);
+				      MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, err);
 		if (r < 0)
 			return r;
 	}
 	const struct {
 		const char *name, *target;
 	} links[] = {
-		{ "fd", "/proc/self/fd" },	   { "stdin", "/proc/self/fd/0" },
+		{ "fd", "/proc/self/fd" },	 { "stdin", "/proc/self/fd/0" },
 		{ "stdout", "/proc/self/fd/1" }, { "stderr", "/proc/self/fd/2" },
 		{ "ptmx", "pts/ptmx" },
 	};
@@ -234,20 +234,20 @@ int pd_rootfs_build_dev(struct build *b, paddock_error *err)
 		return r;
 	/* gid 5 ("tty") exists inside only when a whole range is mapped (as root) */
 	snprintf(ptsgid, sizeof(ptsgid), "%d", 5);
-	pts = pd_rootfs_new_fs("devpts",
-		     b->idmap->rootless
-			     ? (const char *const[]){ "newinstance", NULL, "ptmxmode", "0666",
-						      "mode", "0620", NULL }
-			     : (const char *const[]){ "newinstance", NULL, "ptmxmode", "0666",
-						      "mode", "0620", "gid", ptsgid, NULL },
-		     MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, err);
+	pts = pd_rootfs_new_fs(
+		"devpts",
+		b->idmap->rootless ? (const char *const[]){ "newinstance", NULL, "ptmxmode", "0666",
+							    "mode", "0620", NULL }
+				   : (const char *const[]){ "newinstance", NULL, "ptmxmode", "0666",
+							    "mode", "0620", "gid", ptsgid, NULL },
+		MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC, err);
 	if (pts < 0)
 		return pts;
 	r = pd_rootfs_attach(pts, mfd, "pts", err);
 	if (r < 0)
 		return r;
 	r = pd_rootfs_bind_at(b->disk, "shm", mfd, "shm",
-		    MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, err);
+			      MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, err);
 	if (r < 0)
 		return r;
 	/* nothing new can be created in /dev itself */

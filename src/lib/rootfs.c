@@ -31,13 +31,15 @@
  */
 #include "rootfs-build.h"
 
-#define MIRROR_MAX_DIRS 64
+#define MIRROR_MAX_DIRS	 64
 #define MIRROR_MAX_DEPTH 1 /* /usr/local and its children: bin, lib, share, ... */
 
 void pd_rootfs_sources_init(struct pd_rootfs_sources *s)
 {
-	*s = (struct pd_rootfs_sources){ .workspace_fd = -EBADF, .host_tree = -EBADF,
-					 .proc_view_fd = -EBADF, .lxcfs_proc = -EBADF,
+	*s = (struct pd_rootfs_sources){ .workspace_fd = -EBADF,
+					 .host_tree = -EBADF,
+					 .proc_view_fd = -EBADF,
+					 .lxcfs_proc = -EBADF,
 					 .upper_fd = -EBADF };
 }
 
@@ -107,8 +109,9 @@ static int clone_tree(const char *path, bool readonly, paddock_error *err)
 	fd = open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
 	if (fd < 0)
 		return pd_fail(err, errno, "open '%s'", PD_ESC(path));
-	r = pd_rootfs_set_attr(fd, "", AT_EMPTY_PATH | AT_RECURSIVE,
-		     MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (readonly ? MOUNT_ATTR_RDONLY : 0), 0);
+	r = pd_rootfs_set_attr(
+		fd, "", AT_EMPTY_PATH | AT_RECURSIVE,
+		MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | (readonly ? MOUNT_ATTR_RDONLY : 0), 0);
 	if (r < 0)
 		return pd_fail(err, r, "set attributes of '%s'", PD_ESC(path));
 	return TAKE_FD(fd);
@@ -149,8 +152,8 @@ int pd_rootfs_open_sources(const paddock_spec *spec, struct pd_rootfs_sources *s
 		if (s->layer_fds[i] >= 0)
 			continue; /* the supervisor's idmapped tree, as root */
 		/* rootless: opened in our own mount namespace, as the invoker, before the stage */
-		s->layer_fds[i] = open(spec->image_layers[i],
-				       O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		s->layer_fds[i] =
+			open(spec->image_layers[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (s->layer_fds[i] < 0) {
 			r = pd_fail_field(err, errno, "image", "open layer '%s'",
 					  PD_ESC(spec->image_layers[i]));
@@ -227,12 +230,13 @@ int pd_rootfs_attach(int mfd, int dirfd, const char *path, paddock_error *err)
 
 /* Binds dirfd/src (a path inside an fd we own) onto to_dirfd/to. */
 int pd_rootfs_bind_at(int dirfd, const char *src, int to_dirfd, const char *to, uint64_t attrs,
-		   paddock_error *err)
+		      paddock_error *err)
 {
 	_cleanup_close_ int t = -EBADF;
 	int r;
 
-	t = open_tree(dirfd, src, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (src[0] ? 0 : AT_EMPTY_PATH));
+	t = open_tree(dirfd, src,
+		      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (src[0] ? 0 : AT_EMPTY_PATH));
 	if (t < 0)
 		return pd_fail(err, errno, "clone tree '%s'", PD_ESC(src));
 	if (attrs) {
@@ -244,7 +248,7 @@ int pd_rootfs_bind_at(int dirfd, const char *src, int to_dirfd, const char *to, 
 }
 
 int pd_rootfs_mkdir_owned(int dirfd, const char *name, mode_t mode, uid_t uid, gid_t gid,
-		       paddock_error *err)
+			  paddock_error *err)
 {
 	/*
 	 * init runs with umask 0 and every directory here is new on a fresh tmpfs, so mkdirat()
@@ -293,7 +297,6 @@ int pd_rootfs_open_in_root(int root_fd, const char *path, int flags)
 
 /* ---- the pieces of the root --------------------------------------------------------- */
 
-
 static const char *const top_links[] = { "bin", "sbin", "lib", "lib32", "lib64", "libx32" };
 
 /* The merged-/usr links (or, in an old-style tree, read-only binds of the real dirs). */
@@ -316,11 +319,13 @@ static int build_top_links(struct build *b, paddock_error *err)
 			if (symlinkat(target, b->root, name) < 0)
 				return pd_fail(err, errno, "symlink '%s'", name);
 		} else if (S_ISDIR(st.st_mode)) {
-			r = pd_rootfs_mkdir_owned(b->root, name, 0755, b->root_uid, b->root_gid, err);
+			r = pd_rootfs_mkdir_owned(b->root, name, 0755, b->root_uid, b->root_gid,
+						  err);
 			if (r < 0)
 				return r;
-			r = pd_rootfs_bind_at(b->base_fd, name, b->root, name,
-				    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, err);
+			r = pd_rootfs_bind_at(
+				b->base_fd, name, b->root, name,
+				MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, err);
 			if (r < 0)
 				return r;
 		}
@@ -416,8 +421,8 @@ static int mount_writable(struct build *b, int lower, uid_t uid, gid_t gid, int 
 		if (local_in_upper) {
 			if (fstat(local, &st) < 0)
 				return pd_fail(err, errno, "stat /usr/local");
-			r = pd_rootfs_mkdir_owned(upper_fd, local_in_upper, st.st_mode & 07777, user, ugroup,
-					err);
+			r = pd_rootfs_mkdir_owned(upper_fd, local_in_upper, st.st_mode & 07777,
+						  user, ugroup, err);
 			if (r < 0)
 				return r;
 			dst = pd_rootfs_open_dir(upper_fd, local_in_upper, err);
@@ -429,9 +434,9 @@ static int mount_writable(struct build *b, int lower, uid_t uid, gid_t gid, int 
 			return r;
 	}
 	mfd = pd_rootfs_new_fs("overlay",
-		     (const char *const[]){ "lowerdir", lower_path, "upperdir", upper, "workdir",
-					    work, NULL },
-		     MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, err);
+			       (const char *const[]){ "lowerdir", lower_path, "upperdir", upper,
+						      "workdir", work, NULL },
+			       MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, err);
 	if (mfd < 0)
 		return mfd;
 	return pd_rootfs_attach(mfd, dirfd, at, err);
@@ -464,7 +469,7 @@ static int build_usr(struct build *b, paddock_error *err)
 		return mount_writable(b, usr, b->root_uid, b->root_gid, local, "local", b->root,
 				      "usr", err);
 	r = pd_rootfs_bind_at(usr, "", b->root, "usr",
-		    MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, err);
+			      MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, err);
 	if (r < 0 || local < 0)
 		return r;
 	usr_mnt = pd_rootfs_open_dir(b->root, "usr", err);
@@ -475,17 +480,17 @@ static int build_usr(struct build *b, paddock_error *err)
 }
 
 const char pd_rootfs_passwd_fmt[] = "root:x:0:0:root:/root:/bin/sh\n"
-				 "user:x:1000:1000:user:/home/user:/bin/bash\n"
-				 "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
+				    "user:x:1000:1000:user:/home/user:/bin/bash\n"
+				    "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n";
 const char pd_rootfs_group_fmt[] = "root:x:0:\ntty:x:5:\nuser:x:1000:\nnogroup:x:65534:\n";
 const char pd_rootfs_nsswitch[] = "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\n"
-			       "networks: files\nprotocols: files\nservices: files\n"
-			       "ethers: files\nrpc: files\n";
+				  "networks: files\nprotocols: files\nservices: files\n"
+				  "ethers: files\nrpc: files\n";
 const char pd_rootfs_resolv_none[] = "# paddock: network mode none - no name server is reachable\n"
-				  "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n";
+				     "nameserver 127.0.0.1\noptions timeout:1 attempts:1\n";
 /* the DNS filter: answers only names the policy allows, from the supervisor's resolution */
 const char pd_rootfs_resolv_egress[] = "# paddock: the sandbox's DNS filter (docs/network.md)\n"
-				    "nameserver 127.0.0.1\noptions timeout:2 attempts:2\n";
+				       "nameserver 127.0.0.1\noptions timeout:2 attempts:2\n";
 
 /*
  * Host (or --rootfs) /etc entries a sandbox may see: caches, tables and links that tools
@@ -493,9 +498,9 @@ const char pd_rootfs_resolv_egress[] = "# paddock: the sandbox's DNS filter (doc
  * keys, the machine id, or the host's passwd/group.
  */
 static const char *const etc_allow[] = {
-	"alternatives", "ld.so.cache",	 "ld.so.conf", "ld.so.conf.d", "localtime",
-	"os-release",	"debian_version", "protocols",	"services",	"mime.types",
-	"ssl/certs",	"ssl/openssl.cnf", "bash.bashrc", "profile",	"inputrc",
+	"alternatives", "ld.so.cache",	   "ld.so.conf",  "ld.so.conf.d", "localtime",
+	"os-release",	"debian_version",  "protocols",	  "services",	  "mime.types",
+	"ssl/certs",	"ssl/openssl.cnf", "bash.bashrc", "profile",	  "inputrc",
 	"matplotlibrc", /* Debian's python3-matplotlib reads its defaults here */
 };
 
@@ -512,10 +517,13 @@ static int write_etc(struct build *b, int etc, paddock_error *err)
 	const struct {
 		const char *name, *data;
 	} files[] = {
-		{ "passwd", pd_rootfs_passwd_fmt }, { "group", pd_rootfs_group_fmt }, { "hosts", hosts },
-		{ "hostname", hostname }, { "nsswitch.conf", pd_rootfs_nsswitch },
-		{ "resolv.conf",
-		  b->spec->network.mode == PD_NET_NONE ? pd_rootfs_resolv_none : pd_rootfs_resolv_egress },
+		{ "passwd", pd_rootfs_passwd_fmt },
+		{ "group", pd_rootfs_group_fmt },
+		{ "hosts", hosts },
+		{ "hostname", hostname },
+		{ "nsswitch.conf", pd_rootfs_nsswitch },
+		{ "resolv.conf", b->spec->network.mode == PD_NET_NONE ? pd_rootfs_resolv_none
+								      : pd_rootfs_resolv_egress },
 	};
 	for (size_t i = 0; i < ELEMENTSOF(files); i++) {
 		r = pd_write_file_at(etc, files[i].name, files[i].data, strlen(files[i].data),
@@ -603,7 +611,7 @@ static int import_etc_entry(struct build *b, int src_etc, int etc, const char *r
 	if (r < 0)
 		return r;
 	return pd_rootfs_bind_at(src, "", dst, name,
-		       MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, err);
+				 MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, err);
 }
 
 #define CA_BUNDLE_MAX (4u << 20)
@@ -615,7 +623,7 @@ static int import_etc_entry(struct build *b, int src_etc, int etc, const char *r
  * sandbox cannot swap its own CA in. One writer for a cold build and a pooled claim.
  */
 int pd_rootfs_write_ca(int etc, int bundle_fd, const char *ca_pem, uid_t uid, gid_t gid,
-		    paddock_error *err)
+		       paddock_error *err)
 {
 	_cleanup_close_ int dir = -EBADF;
 	_cleanup_free_ char *bundle = NULL;
@@ -749,7 +757,6 @@ static int build_etc(struct build *b, paddock_error *err)
 	return 0;
 }
 
-
 /*
  * Creates the mountpoint for a bind target (absolute, normalised, no "..": the spec checked)
  * below root, refusing symlinks on the way, and attaches tree_fd there.
@@ -814,9 +821,10 @@ static int make_disk_dirs(struct build *b, paddock_error *err)
 	int r;
 
 	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
-		r = pd_rootfs_mkdir_owned(b->disk, dirs[i].name, dirs[i].mode,
-				dirs[i].user_owned ? pd_idmap_user_uid(b->idmap) : b->root_uid,
-				dirs[i].user_owned ? pd_idmap_user_gid(b->idmap) : b->root_gid, err);
+		r = pd_rootfs_mkdir_owned(
+			b->disk, dirs[i].name, dirs[i].mode,
+			dirs[i].user_owned ? pd_idmap_user_uid(b->idmap) : b->root_uid,
+			dirs[i].user_owned ? pd_idmap_user_gid(b->idmap) : b->root_gid, err);
 		if (r < 0)
 			return r;
 	}
@@ -841,7 +849,8 @@ static int image_own_dir(struct build *b, int dirfd, const char *name, const cha
 	if (!S_ISDIR(st.st_mode))
 		return pd_fail_field(err, ENOTDIR, "image", "the image's %s is not a directory",
 				     path);
-	if ((st.st_uid != pd_idmap_user_uid(b->idmap) || st.st_gid != pd_idmap_user_gid(b->idmap)) &&
+	if ((st.st_uid != pd_idmap_user_uid(b->idmap) ||
+	     st.st_gid != pd_idmap_user_gid(b->idmap)) &&
 	    fchownat(dirfd, name, pd_idmap_user_uid(b->idmap), pd_idmap_user_gid(b->idmap),
 		     AT_SYMLINK_NOFOLLOW) < 0)
 		return pd_fail(err, errno, "chown %s", path);
@@ -861,7 +870,8 @@ static int build_dirs(struct build *b, struct pd_rootfs_sources *src, paddock_er
 		{ "run", 0755 }, { "root", 0700 }, { "opt", 0755 },	  { "mnt", 0755 },
 	};
 	for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
-		r = pd_rootfs_mkdir_owned(b->root, dirs[i].name, dirs[i].mode, b->root_uid, b->root_gid, err);
+		r = pd_rootfs_mkdir_owned(b->root, dirs[i].name, dirs[i].mode, b->root_uid,
+					  b->root_gid, err);
 		if (r < 0)
 			return r;
 	}
@@ -869,7 +879,7 @@ static int build_dirs(struct build *b, struct pd_rootfs_sources *src, paddock_er
 	if (home < 0)
 		return home;
 	r = pd_rootfs_mkdir_owned(home, "user", 0750, pd_idmap_user_uid(b->idmap),
-			pd_idmap_user_gid(b->idmap), err);
+				  pd_idmap_user_gid(b->idmap), err);
 	if (r < 0)
 		return r;
 	var = pd_rootfs_open_dir(b->root, "var", err);
@@ -975,7 +985,8 @@ int pd_rootfs_clone_from_host(int host_tree, const char *path, paddock_error *er
 	dir = (int)syscall(SYS_openat2, host_tree, path, &how, sizeof(how));
 	if (dir < 0)
 		return pd_fail_field(err, errno, "workspace", "open '%s'", PD_ESC(path));
-	tree = open_tree(dir, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
+	tree = open_tree(dir, "",
+			 OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
 	if (tree < 0)
 		return pd_fail_field(err, errno, "workspace", "clone '%s'", PD_ESC(path));
 	r = pd_rootfs_set_attr(tree, "", AT_EMPTY_PATH | AT_RECURSIVE,
@@ -1019,8 +1030,9 @@ int pd_rootfs_build(const paddock_spec *spec, const struct pd_idmap *idmap,
 		return pd_fail(err, ENOENT, "no directory to stage the root in");
 
 	snprintf(size, sizeof(size), "%llu", (unsigned long long)spec->limits.disk_bytes);
-	disk = pd_rootfs_new_fs("tmpfs", (const char *const[]){ "size", size, "mode", "0755", NULL },
-		      MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, err);
+	disk = pd_rootfs_new_fs("tmpfs",
+				(const char *const[]){ "size", size, "mode", "0755", NULL },
+				MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, err);
 	if (disk < 0)
 		return disk;
 	r = pd_rootfs_attach(disk, AT_FDCWD, b.stage, err);
@@ -1070,7 +1082,7 @@ int pd_rootfs_build(const paddock_spec *spec, const struct pd_idmap *idmap,
 	 */
 	if (!b.image || spec->root_readonly) {
 		r = pd_rootfs_set_attr(root, "", AT_EMPTY_PATH,
-			     MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0);
+				       MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, 0);
 		if (r < 0)
 			return pd_fail(err, r, "make root read-only");
 	}
@@ -1110,8 +1122,9 @@ static int image_top_dirs(char **v, size_t *k, size_t max, paddock_error *err)
 int pd_rootfs_writable_paths(const paddock_spec *spec, char ***ret_paths, paddock_error *err)
 {
 	/* build_usr()'s writable layer: over a --rootfs tree's /usr, the host's /usr/local */
-	const char *const fixed[] = { "/tmp", "/home/user", "/workspace",
-				      spec->rootfs ? "/usr" : "/usr/local", "/dev/shm", "/dev/pts" };
+	const char *const fixed[] = { "/tmp",	    "/home/user",
+				      "/workspace", spec->rootfs ? "/usr" : "/usr/local",
+				      "/dev/shm",   "/dev/pts" };
 	size_t n = ELEMENTSOF(fixed) + spec->n_binds + (spec->image_layers ? IMAGE_TOP_MAX : 0);
 	_cleanup_strv_ char **v = calloc(n + 1, sizeof(char *));
 	size_t k = 0;

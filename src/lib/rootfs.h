@@ -8,7 +8,7 @@
 #include <stdbool.h>
 
 /* With secrets: the sandbox's CA, and the host's bundle with it (rootfs.c writes both). */
-#define PD_CA_CERT_PATH "/etc/paddock/ca.pem"
+#define PD_CA_CERT_PATH	  "/etc/paddock/ca.pem"
 #define PD_CA_BUNDLE_PATH "/etc/paddock/ca-bundle.pem"
 
 #include "paddock/paddock.h"

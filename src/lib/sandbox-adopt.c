@@ -33,16 +33,15 @@
 #include "util/cleanup.h"
 
 #define ADOPT_TIMEOUT_MS 5000
-#define HANDLE_VERSION 1
-#define RECORD_VERSION 1
+#define HANDLE_VERSION	 1
+#define RECORD_VERSION	 1
 /* what init hands back: the supervisor's record, its handle and the spec, escaped as JSON */
 #define RECORD_RAW_MAX (8u * PADDOCK_RECORD_MAX)
-#define RECORD_SEALS (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE)
+#define RECORD_SEALS   (F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE)
 
 #ifndef SO_PEERPIDFD
 #define SO_PEERPIDFD 77
 #endif
-
 
 int paddock_sandbox_handle(const paddock_sandbox *sb, char **ret_json, paddock_error *err)
 {
@@ -52,14 +51,14 @@ int paddock_sandbox_handle(const paddock_sandbox *sb, char **ret_json, paddock_e
 	if (!sb || !ret_json)
 		return pd_fail(err, EINVAL, "paddock_sandbox_handle: arguments are required");
 	if (!sb->reconnect_path)
-		return pd_fail(err, EINVAL, "sandbox '%s' was created without a reconnect directory",
-			       sb->id);
+		return pd_fail(err, EINVAL,
+			       "sandbox '%s' was created without a reconnect directory", sb->id);
 	o = json_pack("{s:i,s:s,s:s,s:b,s:I,s:I,s:i,s:b,s:i}", "v", HANDLE_VERSION, "id", sb->id,
 		      "socket", sb->reconnect_path, "rootless", sb->idmap.rootless, "uid",
 		      (json_int_t)sb->idmap.outside_uid, "gid", (json_int_t)sb->idmap.outside_gid,
 		      /* no sandbox has a wall clock of its own now; earlier readers want it */
-		      "slot", (int)sb->idmap.slot, "no_timeout", 1,
-		      "orphan_timeout_s", sb->orphan_timeout_s);
+		      "slot", (int)sb->idmap.slot, "no_timeout", 1, "orphan_timeout_s",
+		      sb->orphan_timeout_s);
 	/* the image it was made from, by id: a name may have moved on by the next start */
 	if (o && sb->image_id[0])
 		(void)json_object_set_new(o, "image_id", json_string(sb->image_id));
@@ -80,17 +79,16 @@ static int parse_handle(paddock_sandbox *sb, const char *handle_json, paddock_er
 	json_error_t jerr;
 
 	o = json_loads(handle_json, 0, &jerr);
-	if (!o || json_unpack_ex(o, &jerr, 0, "{s:i,s:s,s:s,s:b,s:I,s:I,s:i,s?b,s:i,s?s}",
-				 "v", &v, "id", &id, "socket", &path, "rootless", &rootless, "uid",
-				 &uid, "gid", &gid, "slot", &slot, "no_timeout", &no_timeout,
+	if (!o || json_unpack_ex(o, &jerr, 0, "{s:i,s:s,s:s,s:b,s:I,s:I,s:i,s?b,s:i,s?s}", "v", &v,
+				 "id", &id, "socket", &path, "rootless", &rootless, "uid", &uid,
+				 "gid", &gid, "slot", &slot, "no_timeout", &no_timeout,
 				 "orphan_timeout_s", &orphan, "image_id", &image_id) < 0)
 		return pd_fail_field(err, EINVAL, "handle", "malformed sandbox handle: %s",
 				     jerr.text);
 	if (v != HANDLE_VERSION || strlen(id) >= sizeof(sb->id) || strncmp(id, "sb_", 3) != 0 ||
 	    strlen(path) >= sizeof(((struct sockaddr_un *)0)->sun_path) || slot < 0 ||
-	    slot >= (json_int_t)PD_IDMAP_SLOTS ||
-	    uid < 0 || gid < 0 || uid > UINT32_MAX || gid > UINT32_MAX ||
-	    (image_id && !pd_digest_valid(image_id)))
+	    slot >= (json_int_t)PD_IDMAP_SLOTS || uid < 0 || gid < 0 || uid > UINT32_MAX ||
+	    gid > UINT32_MAX || (image_id && !pd_digest_valid(image_id)))
 		return pd_fail_field(err, EINVAL, "handle", "unsupported sandbox handle");
 	snprintf(sb->image_id, sizeof(sb->image_id), "%s", image_id ?: "");
 	snprintf(sb->id, sizeof(sb->id), "%s", id);
@@ -129,7 +127,8 @@ static int connect_init(paddock_sandbox *sb, paddock_error *err)
 		return pd_fail(err, errno, "peer credentials");
 	len = sizeof(pidfd);
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0) {
-		/* COMPAT(kernel 6.5): no SO_PEERPIDFD; the listener's pid is pinned by its socket */
+		/* COMPAT(kernel 6.5): no SO_PEERPIDFD; the listener's pid is pinned by its socket
+		 */
 		pidfd = (int)syscall(SYS_pidfd_open, cred.pid, 0);
 		if (pidfd < 0)
 			return pd_fail(err, errno, "pidfd of the init of '%s'", sb->id);
@@ -140,8 +139,8 @@ static int connect_init(paddock_sandbox *sb, paddock_error *err)
 	return 0;
 }
 
-static int adopt_exec(paddock_sandbox *sb, const struct pd_ctl_exec_state *s, int *fds,
-		      size_t nfds, paddock_error *err)
+static int adopt_exec(paddock_sandbox *sb, const struct pd_ctl_exec_state *s, int *fds, size_t nfds,
+		      paddock_error *err)
 {
 	paddock_exec *ex;
 
@@ -202,8 +201,10 @@ static int read_record(paddock_sandbox *sb, int fd, paddock_error *err)
 		return pd_fail(err, errno, "stat the record of '%s'", sb->id);
 	if (!S_ISREG(st.st_mode) || st.st_size <= 0 || (uint64_t)st.st_size > RECORD_RAW_MAX ||
 	    (fcntl(fd, F_GET_SEALS) & RECORD_SEALS) != RECORD_SEALS)
-		return pd_fail(err, EPROTO, "init sent a record that is not a sealed file of at "
-			       "most %u bytes", RECORD_RAW_MAX);
+		return pd_fail(err, EPROTO,
+			       "init sent a record that is not a sealed file of at "
+			       "most %u bytes",
+			       RECORD_RAW_MAX);
 	buf = malloc((size_t)st.st_size + 1);
 	if (!buf)
 		return pd_fail(err, ENOMEM, "read the record of '%s'", sb->id);
@@ -240,13 +241,15 @@ static int record_parse(paddock_sandbox *sb, struct record_parts *ret, paddock_e
 	int v = 0;
 
 	ret->doc = json_loads(sb->record_raw, JSON_REJECT_DUPLICATES, &jerr);
-	if (!ret->doc || json_unpack_ex(ret->doc, &jerr, JSON_STRICT, "{s:i,s:s,s:o,s:o}", "v", &v,
-					"record", &ret->record, "handle", &ret->handle, "spec",
-					&ret->spec) < 0 ||
+	if (!ret->doc ||
+	    json_unpack_ex(ret->doc, &jerr, JSON_STRICT, "{s:i,s:s,s:o,s:o}", "v", &v, "record",
+			   &ret->record, "handle", &ret->handle, "spec", &ret->spec) < 0 ||
 	    v != RECORD_VERSION || !json_is_object(ret->handle) || !json_is_object(ret->spec) ||
 	    strlen(ret->record) > PADDOCK_RECORD_MAX)
-		return pd_fail_field(err, EPROTO, "record", "malformed record from the init of "
-				     "'%s'", sb->id);
+		return pd_fail_field(err, EPROTO, "record",
+				     "malformed record from the init of "
+				     "'%s'",
+				     sb->id);
 	return 0;
 }
 
@@ -316,7 +319,8 @@ static int resync(paddock_sandbox *sb, paddock_error *err)
 		int r;
 
 		memset(&msg, 0, sizeof(msg));
-		n = pd_ctl_recv_wait(sb->ctl, ADOPT_TIMEOUT_MS, &type, &msg, sizeof(msg), fds, &nfds);
+		n = pd_ctl_recv_wait(sb->ctl, ADOPT_TIMEOUT_MS, &type, &msg, sizeof(msg), fds,
+				     &nfds);
 		if (n < 0 || type == 0)
 			return pd_fail(err, n < 0 ? (int)-n : EPIPE, "receive from init");
 		/* an init of an earlier version sends no seccomp count at the end: it stays 0 */
@@ -515,8 +519,8 @@ static int check_recovered_ids(paddock_sandbox *sb, paddock_error *err)
 	    uin != (sb->idmap.rootless && !sb->idmap.root_user ? PD_SANDBOX_UID : 0) ||
 	    gin != (sb->idmap.rootless && !sb->idmap.root_user ? PD_SANDBOX_GID : 0) ||
 	    (!sb->idmap.rootless &&
-	     (uint64_t)sb->idmap.outside_uid != PD_IDMAP_BASE + (uint64_t)sb->idmap.slot *
-								    PD_IDMAP_RANGE))
+	     (uint64_t)sb->idmap.outside_uid !=
+		     PD_IDMAP_BASE + (uint64_t)sb->idmap.slot * PD_IDMAP_RANGE))
 		return pd_fail_field(err, EPROTO, "record",
 				     "the record of '%s' names ids its init does not have", sb->id);
 	return 0;

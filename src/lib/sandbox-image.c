@@ -50,8 +50,7 @@ static bool spec_has_var(const paddock_spec *spec, const char *kv)
 }
 
 /* The context's store: its own, or the default one. */
-int pd_sandbox_image_store_dir(const paddock_ctx *ctx, char *dir, size_t size,
-			       paddock_error *err)
+int pd_sandbox_image_store_dir(const paddock_ctx *ctx, char *dir, size_t size, paddock_error *err)
 {
 	if (!ctx->image_store)
 		return paddock_image_store_default_dir(dir, size, err);

@@ -37,8 +37,7 @@ static void hold_timeouts(paddock_sandbox *sb)
 
 	event_base_gettimeofday_cached(sb->ctx->base, &now);
 	for (paddock_exec *ex = sb->execs; ex; ex = ex->next) {
-		if (ex->done || !ex->timeout_ev ||
-		    !event_pending(ex->timeout_ev, EV_TIMEOUT, &at))
+		if (ex->done || !ex->timeout_ev || !event_pending(ex->timeout_ev, EV_TIMEOUT, &at))
 			continue;
 		if (timercmp(&at, &now, >))
 			timersub(&at, &now, &ex->timeout_left);
@@ -69,7 +68,7 @@ static int stop_all(paddock_sandbox *sb, bool stop, paddock_error *err)
 		     : 0;
 }
 
-#define STOP_WAIT_MS 5000
+#define STOP_WAIT_MS	 5000
 #define BLOCKED_GRACE_MS 50
 
 /*
@@ -146,10 +145,11 @@ static int wait_stopped(paddock_sandbox *sb, paddock_error *err)
 		if (stopped && (blocked == 0 || ms > BLOCKED_GRACE_MS))
 			return 0;
 		if (ms > STOP_WAIT_MS)
-			return pd_fail_field(err, ETIMEDOUT, "state",
-					     "the processes of sandbox '%s' did not all stop within "
-					     "%d ms (host pid %s)",
-					     sb->id, STOP_WAIT_MS, running);
+			return pd_fail_field(
+				err, ETIMEDOUT, "state",
+				"the processes of sandbox '%s' did not all stop within "
+				"%d ms (host pid %s)",
+				sb->id, STOP_WAIT_MS, running);
 		usleep(1000);
 	}
 }
@@ -191,8 +191,8 @@ int paddock_sandbox_pause(paddock_sandbox *sb, paddock_error *err)
 	hold_timeouts(sb);
 	if (pd_events_wanted(sb->ctx))
 		pd_emit(sb->ctx, PADDOCK_LEVEL_INFO, "sandbox.paused", sb->id, NULL,
-			json_pack("{s:s}", "by", sb->paused == PD_PAUSE_FREEZER ? "freezer"
-										: "sigstop"));
+			json_pack("{s:s}", "by",
+				  sb->paused == PD_PAUSE_FREEZER ? "freezer" : "sigstop"));
 	return 0;
 }
 

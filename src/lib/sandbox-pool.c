@@ -65,10 +65,13 @@
  * create goes cold. No other field depends on it ("cwd" is /workspace with or without one).
  */
 static const char *const late_fields[] = {
-	"hostname",	   "env",	     "limits.timeout_s", "limits.output",
-	"limits.memory",   "limits.pids",    "limits.cpus",	 "limits.cpu_time_s",
-	"limits.file_size", "limits.nofile", "limits.disk",	 "secrets",
-	"workspace",	   NULL,
+	"hostname",	    "env",
+	"limits.timeout_s", "limits.output",
+	"limits.memory",    "limits.pids",
+	"limits.cpus",	    "limits.cpu_time_s",
+	"limits.file_size", "limits.nofile",
+	"limits.disk",	    "secrets",
+	"workspace",	    NULL,
 };
 
 int paddock_spec_template_json(const paddock_spec *spec, char **ret_json, paddock_error *err)
@@ -118,8 +121,8 @@ static int pack_bind(const paddock_sandbox *sb, const paddock_spec *spec, char *
 		     paddock_error *err)
 {
 	uint32_t workspace = !spec->workspace ? PD_BIND_WORKSPACE_NONE
-			     : ws		  ? PD_BIND_WORKSPACE_PATH
-						  : PD_BIND_WORKSPACE_TREE;
+			     : ws	      ? PD_BIND_WORKSPACE_PATH
+					      : PD_BIND_WORKSPACE_TREE;
 	struct pd_ctl_bind hdr = { .disk_bytes = spec->limits.disk_bytes,
 				   .memory_bytes = spec->limits.memory_bytes,
 				   .cpus_milli = (uint32_t)(spec->limits.cpus * 1000.0 + 0.5),
@@ -172,8 +175,7 @@ static int bind_cgroup(paddock_sandbox *sb, const paddock_spec *spec, paddock_er
 	pd_launch_cgroup_limits(spec, &want);
 	pd_launch_cgroup_limits(sb->spec, &had);
 	/* while pooled the cgroup holds the template spec's values (or the sandbox was killed) */
-	if (want.memory_bytes == had.memory_bytes && want.pids == had.pids &&
-	    want.cpus == had.cpus)
+	if (want.memory_bytes == had.memory_bytes && want.pids == had.pids && want.cpus == had.cpus)
 		return 0;
 	r = pd_cgroup_set_limits(sb->cg, &want, err);
 	if (r < 0)

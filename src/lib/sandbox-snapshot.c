@@ -52,9 +52,10 @@ int pd_snapshot_name(const char *name, char *buf, size_t size, paddock_error *er
 	if (r < 0)
 		return r;
 	if (ref.digest[0])
-		return pd_fail_field(err, EINVAL, "name",
-				     "'%s' names a digest: a snapshot's name is [DOMAIN/]PATH[:TAG]",
-				     PD_ESC(name));
+		return pd_fail_field(
+			err, EINVAL, "name",
+			"'%s' names a digest: a snapshot's name is [DOMAIN/]PATH[:TAG]",
+			PD_ESC(name));
 	pd_image_ref_format(&ref, buf, size);
 	return 0;
 }
@@ -189,10 +190,11 @@ int paddock_sandbox_snapshot(paddock_sandbox *sb, const char *name,
 				     "snapshot is a layer on an image (create it with an image)",
 				     sb->id);
 	if (workspace && sb->spec->workspace)
-		return pd_fail_field(err, EOPNOTSUPP, "workspace",
-				     "the workspace of sandbox '%s' is a host directory ('%s'): it is "
-				     "no part of the sandbox to snapshot",
-				     sb->id, PD_ESC(sb->spec->workspace));
+		return pd_fail_field(
+			err, EOPNOTSUPP, "workspace",
+			"the workspace of sandbox '%s' is a host directory ('%s'): it is "
+			"no part of the sandbox to snapshot",
+			sb->id, PD_ESC(sb->spec->workspace));
 	if (sb->upper_fd < 0)
 		return pd_fail(err, EOPNOTSUPP,
 			       "sandbox '%s' has no writable layer to capture (a root the spec "

@@ -43,7 +43,7 @@
 #define EXEC_START_TIMEOUT_MS 30000
 
 #define LAUNCH_ASYNC_TIMEOUT_S 30
-#define POOL_NICE 19
+#define POOL_NICE	       19
 
 static void kill_for(paddock_sandbox *sb, enum paddock_end_reason reason, const char *event,
 		     json_t *fields);
@@ -98,8 +98,6 @@ void paddock_ctx_set_event_sink(paddock_ctx *ctx, paddock_event_fn fn, void *use
 	ctx->sink = fn;
 	ctx->sink_userdata = userdata;
 }
-
-
 
 static void kill_init(paddock_sandbox *sb)
 {
@@ -183,9 +181,9 @@ static void on_denied(paddock_sandbox *sb, const struct pd_ctl_denied *m)
 	}
 	clean_comm(m->comm, comm);
 	pd_emit(sb->ctx, PADDOCK_LEVEL_INFO, "seccomp.denied", sb->id, NULL,
-		json_pack("{s:s,s:s,s:i,s:s,s:I,s:I}", "syscall", name ? name : "unknown",
-			  "arch", arch ? arch : "unknown", "pid", m->pid > 0 ? (int)m->pid : 0,
-			  "command", comm, "total", (json_int_t)sb->denied_total, "unreported",
+		json_pack("{s:s,s:s,s:i,s:s,s:I,s:I}", "syscall", name ? name : "unknown", "arch",
+			  arch ? arch : "unknown", "pid", m->pid > 0 ? (int)m->pid : 0, "command",
+			  comm, "total", (json_int_t)sb->denied_total, "unreported",
 			  (json_int_t)sb->denied_unreported));
 	sb->denied_unreported = 0;
 }
@@ -208,8 +206,7 @@ static void socket_done(paddock_sandbox *sb, int fd, const paddock_error *err)
 }
 
 /* init's answer to the oldest socket request (fds taken: *nfds becomes 0) */
-static void on_socket(paddock_sandbox *sb, const struct pd_ctl_socket_fd *m, int *fds,
-		      size_t *nfds)
+static void on_socket(paddock_sandbox *sb, const struct pd_ctl_socket_fd *m, int *fds, size_t *nfds)
 {
 	struct pd_socket_req *q = sb->sockets;
 	paddock_error e = { 0 };
@@ -232,7 +229,7 @@ static void on_socket(paddock_sandbox *sb, const struct pd_ctl_socket_fd *m, int
 
 /* Handles one message from init; fds it does not take are closed by the caller. */
 void pd_sandbox_dispatch(paddock_sandbox *sb, uint32_t type, const void *buf, ssize_t n, int *fds,
-		     size_t *nfds)
+			 size_t *nfds)
 {
 	/* (an init of an earlier version, adopted, sends no seccomp count: it stays 0) */
 	if (type == PD_CTL_EXITED &&
@@ -679,10 +676,11 @@ static int create_finish(paddock_sandbox *sb, paddock_error *err)
 		return r;
 	if (pd_events_wanted(sb->ctx))
 		pd_emit(sb->ctx, PADDOCK_LEVEL_INFO, "sandbox.created", sb->id, NULL,
-		json_pack("{s:s,s:b,s:I,s:i,s:s?,s:b}", "hostname", sb->spec->hostname, "rootless",
-			  sb->idmap.rootless, "uid_base", (json_int_t)sb->idmap.outside_uid,
-			  "landlock_abi", sb->landlock_abi, "cgroup", pd_sandbox_cgroup_name(sb), "pooled",
-			  sb->spec->pooled));
+			json_pack("{s:s,s:b,s:I,s:i,s:s?,s:b}", "hostname", sb->spec->hostname,
+				  "rootless", sb->idmap.rootless, "uid_base",
+				  (json_int_t)sb->idmap.outside_uid, "landlock_abi",
+				  sb->landlock_abi, "cgroup", pd_sandbox_cgroup_name(sb), "pooled",
+				  sb->spec->pooled));
 	return 0;
 }
 
@@ -829,8 +827,7 @@ bool paddock_sandbox_running(const paddock_sandbox *sb)
 	return sb && sb->state == PD_SB_RUNNING;
 }
 
-void paddock_sandbox_set_exit_callback(paddock_sandbox *sb, paddock_sandbox_fn fn,
-				       void *userdata)
+void paddock_sandbox_set_exit_callback(paddock_sandbox *sb, paddock_sandbox_fn fn, void *userdata)
 {
 	if (!sb)
 		return;
@@ -838,8 +835,7 @@ void paddock_sandbox_set_exit_callback(paddock_sandbox *sb, paddock_sandbox_fn f
 	sb->exit_userdata = userdata;
 }
 
-int paddock_sandbox_usage(paddock_sandbox *sb, struct paddock_usage *ret_usage,
-			  paddock_error *err)
+int paddock_sandbox_usage(paddock_sandbox *sb, struct paddock_usage *ret_usage, paddock_error *err)
 {
 	struct paddock_usage u = { 0 };
 	struct pd_cgroup_stats st;
@@ -899,7 +895,6 @@ int paddock_sandbox_landlock_abi(const paddock_sandbox *sb)
 	return sb ? sb->landlock_abi : 0;
 }
 
-
 static int ask_socket(paddock_sandbox *sb, struct pd_socket_req *q, paddock_error *err)
 {
 	struct pd_ctl_socket req = { .domain = q->domain, .type = q->type };
@@ -924,8 +919,8 @@ static int ask_socket(paddock_sandbox *sb, struct pd_socket_req *q, paddock_erro
 	return 0;
 }
 
-int paddock_sandbox_socket_async(paddock_sandbox *sb, int domain, int type,
-				 paddock_socket_fn fn, void *userdata, paddock_error *err)
+int paddock_sandbox_socket_async(paddock_sandbox *sb, int domain, int type, paddock_socket_fn fn,
+				 void *userdata, paddock_error *err)
 {
 	struct pd_socket_req *q;
 	int r;
@@ -935,8 +930,9 @@ int paddock_sandbox_socket_async(paddock_sandbox *sb, int domain, int type,
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return pd_fail(err, ENOMEM, "allocate socket request");
-	*q = (struct pd_socket_req){ .domain = domain, .type = type, .fn = fn,
-				     .userdata = userdata, .fd = -1 };
+	*q = (struct pd_socket_req){
+		.domain = domain, .type = type, .fn = fn, .userdata = userdata, .fd = -1
+	};
 	r = ask_socket(sb, q, err);
 	if (r < 0)
 		free(q);

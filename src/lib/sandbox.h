@@ -26,12 +26,12 @@ struct paddock_ctx {
 	paddock_event_fn sink;
 	void *sink_userdata;
 	uint64_t next_exec_id;
-	struct pd_resolver *resolver; /* egress name resolution, made on first use */
-	char *resolve_hosts;	      /* paddock_ctx_set_resolve_hosts(), or NULL */
-	char **upstream_ca;	      /* paddock_ctx_add_upstream_ca(): NULL-terminated */
+	struct pd_resolver *resolver;	 /* egress name resolution, made on first use */
+	char *resolve_hosts;		 /* paddock_ctx_set_resolve_hosts(), or NULL */
+	char **upstream_ca;		 /* paddock_ctx_add_upstream_ca(): NULL-terminated */
 	struct ssl_ctx_st *upstream_tls; /* verifies intercepted hosts; made on first use */
-	char *image_store; /* paddock_ctx_set_image_store(), or NULL: the default */
-	paddock_ask_fn ask_fn; /* paddock_ctx_set_ask_handler() */
+	char *image_store;		 /* paddock_ctx_set_image_store(), or NULL: the default */
+	paddock_ask_fn ask_fn;		 /* paddock_ctx_set_ask_handler() */
 	void *ask_userdata;
 };
 
@@ -76,31 +76,31 @@ struct paddock_exec {
 	struct timespec started;
 	bool output_captured;
 	unsigned pipe_streams, pty_streams;
-	uint32_t flags;	    /* of the exec request */
-	bool starting;	    /* sent, neither STARTED nor EXEC_ERROR yet */
+	uint32_t flags;	   /* of the exec request */
+	bool starting;	   /* sent, neither STARTED nor EXEC_ERROR yet */
 	char *argv0, *cwd; /* for the error of a command that cannot start */
 	void (*started_fn)(paddock_exec *ex, void *userdata);
-	int fds[3];	/* the supervisor's pipe ends until taken, or -EBADF */
+	int fds[3]; /* the supervisor's pipe ends until taken, or -EBADF */
 	struct event *timeout_ev;
 	struct timeval timeout_left; /* while its sandbox is paused: what its timeout had left */
 	bool timeout_held;	     /* ... and the timer is off meanwhile */
-	bool forced; /* ended on purpose: forced_reason beats what the exit says */
+	bool forced;		     /* ended on purpose: forced_reason beats what the exit says */
 	enum paddock_end_reason forced_reason;
 	struct pd_cgroup_stats base; /* the cgroup's counters when the command started */
 	uint64_t denied_base;	     /* the sandbox's denied calls when it started (STARTED) */
 	char *limits_json;	     /* the report's "limits", built when it ends */
 	paddock_exec_fn fn;
 	void *userdata;
-	bool done;			/* result is final; callback pending or ran */
-	struct paddock_result result;	/* valid when done */
+	bool done;		      /* result is final; callback pending or ran */
+	struct paddock_result result; /* valid when done */
 	/*
 	 * Recovery: an end init reported before the record gave the sandbox its spec, which
 	 * the report is made with (sandbox-adopt.c); pd_exec_exited() once the spec is there.
 	 */
 	bool exit_held;
 	struct pd_ctl_exited held_exit;
-	struct event *deliver;		/* deferred callback */
-	struct paddock_exec *next;	/* sandbox's list */
+	struct event *deliver;	   /* deferred callback */
+	struct paddock_exec *next; /* sandbox's list */
 };
 
 enum pd_sandbox_state {
@@ -122,7 +122,7 @@ struct paddock_sandbox {
 	int root_fd;	/* O_PATH of the sandbox's "/" (sent by init at READY), for file access */
 	int upper_fd;	/* O_PATH of an image's writable layer (READY too), for snapshots */
 	int landlock_abi;
-	bool host_tree; /* pooled: init holds the host's tree (PD_READY_HOST_TREE) */
+	bool host_tree;	      /* pooled: init holds the host's tree (PD_READY_HOST_TREE) */
 	struct pd_cgroup *cg; /* NULL: no cgroup (rootless); rlimits stand in */
 	unsigned n_execs;     /* commands started so far */
 	struct event *ctl_ev, *pidfd_ev, *oom_ev, *cpu_ev;
@@ -144,10 +144,14 @@ struct paddock_sandbox {
 	uint64_t denied_total;	       /* calls the seccomp filter denied, as init counts them */
 	double denied_tokens;	       /* seccomp.denied events that may be emitted now */
 	struct timespec denied_refill;
-	uint64_t denied_unreported;    /* denials reported by no event since the last one */
-	struct pd_code *code;	       /* the code interpreter (code.c); NULL until first use */
-	enum pd_pause { PD_PAUSE_NONE, PD_PAUSE_FREEZER, PD_PAUSE_STOP } paused; /* sandbox-pause.c */
-	int image_lock; /* the image's record, flock'ed shared while the sandbox lives, or -1 */
+	uint64_t denied_unreported; /* denials reported by no event since the last one */
+	struct pd_code *code;	    /* the code interpreter (code.c); NULL until first use */
+	enum pd_pause {
+		PD_PAUSE_NONE,
+		PD_PAUSE_FREEZER,
+		PD_PAUSE_STOP
+	} paused;	   /* sandbox-pause.c */
+	int image_lock;	   /* the image's record, flock'ed shared while the sandbox lives, or -1 */
 	char image_id[72]; /* that image's id ("sha256:<hex>"), or "" (sandbox-snapshot.c) */
 };
 
@@ -231,8 +235,7 @@ int pd_sandbox_image_prepare(paddock_sandbox *sb, paddock_error *err);
  */
 void pd_sandbox_image_hold(paddock_sandbox *sb);
 /* The image store of the sandboxes of ctx: its own, or the default one. */
-int pd_sandbox_image_store_dir(const paddock_ctx *ctx, char *dir, size_t size,
-			       paddock_error *err);
+int pd_sandbox_image_store_dir(const paddock_ctx *ctx, char *dir, size_t size, paddock_error *err);
 /*
  * A snapshot's name checked and normalized as an image reference ("work" is
  * "docker.io/library/work:latest"); -EINVAL naming the field "name" (sandbox-snapshot.c).
@@ -280,7 +283,7 @@ int pd_launch_end(paddock_sandbox *sb, paddock_error *err);
  * PD_CTL_TREE_WORKSPACE, or binds[index]): idmapped, as root. *ret_fd is -EBADF where init
  * is to clone the source itself (no idmapping there, or rootless).
  */
-int pd_launch_open_tree(const paddock_sandbox *sb, const char *source, int32_t index,
-			int *ret_fd, paddock_error *err);
+int pd_launch_open_tree(const paddock_sandbox *sb, const char *source, int32_t index, int *ret_fd,
+			paddock_error *err);
 /* What the cgroup enforces of a spec's limits: memory, pids, CPU quota. */
 void pd_launch_cgroup_limits(const paddock_spec *spec, struct pd_cgroup_limits *ret_limits);

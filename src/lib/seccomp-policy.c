@@ -55,7 +55,7 @@
 #define TIOCLINUX 0x541C
 #endif
 #ifndef NETLINK_ROUTE
-#define NETLINK_ROUTE 0
+#define NETLINK_ROUTE	  0
 #define NETLINK_SOCK_DIAG 4
 #endif
 
@@ -164,9 +164,9 @@ static const struct {
 	const char *name;
 	unsigned int arg;
 } mode_syscalls[] = {
-	{ "chmod", 1 },	  { "fchmod", 1 },  { "fchmodat", 2 }, { "fchmodat2", 2 },
-	{ "creat", 1 },	  { "open", 2 },    { "openat", 3 },   { "mkdir", 1 },
-	{ "mkdirat", 2 }, { "mknod", 1 },   { "mknodat", 2 },
+	{ "chmod", 1 },	  { "fchmod", 1 }, { "fchmodat", 2 }, { "fchmodat2", 2 },
+	{ "creat", 1 },	  { "open", 2 },   { "openat", 3 },   { "mkdir", 1 },
+	{ "mkdirat", 2 }, { "mknod", 1 },  { "mknodat", 2 },
 };
 static const uint64_t setid_bits[] = { S_ISUID, S_ISGID };
 
@@ -199,7 +199,7 @@ static const int allowed_netlink_protocols[] = { NETLINK_ROUTE, NETLINK_SOCK_DIA
  */
 #define ACT_DENY SCMP_ACT_NOTIFY
 
-#define PERSONALITY_QUERY 0xffffffffULL
+#define PERSONALITY_QUERY	 0xffffffffULL
 #define PERSONALITY_ALLOWED_BITS ((uint64_t)(PER_LINUX32 | UNAME26))
 
 static void filter_releasep(scmp_filter_ctx *ctx)
@@ -270,8 +270,7 @@ static int add_denied_syscalls(scmp_filter_ctx ctx, paddock_error *err)
 			return r;
 	}
 	for (size_t i = 0; i < ELEMENTSOF(denied_syscalls_if_known); i++) {
-		r = add_rule(ctx, denied_syscalls_if_known[i], false, ACT_DENY, 0,
-			     NULL, err);
+		r = add_rule(ctx, denied_syscalls_if_known[i], false, ACT_DENY, 0, NULL, err);
 		if (r < 0)
 			return r;
 	}
@@ -338,8 +337,7 @@ static int add_setid_rules(scmp_filter_ctx ctx, paddock_error *err)
 						    .datum_a = setid_bits[b],
 						    .datum_b = setid_bits[b] };
 
-			r = add_rule(ctx, mode_syscalls[i].name, true, ACT_DENY, 1,
-				     &cmp, err);
+			r = add_rule(ctx, mode_syscalls[i].name, true, ACT_DENY, 1, &cmp, err);
 			if (r < 0)
 				return r;
 		}
@@ -388,8 +386,10 @@ static int add_int_allowlist(scmp_filter_ctx ctx, const char *name, unsigned int
 	for (int v = 0; v <= last; v++) {
 		if (int_in(v, set, n))
 			continue;
-		cmp[0] = (struct scmp_arg_cmp){ .arg = arg, .op = SCMP_CMP_MASKED_EQ,
-						.datum_a = 0xffffffffULL, .datum_b = (uint64_t)v };
+		cmp[0] = (struct scmp_arg_cmp){ .arg = arg,
+						.op = SCMP_CMP_MASKED_EQ,
+						.datum_a = 0xffffffffULL,
+						.datum_b = (uint64_t)v };
 		r = add_rule(ctx, name, true, action, nc, cmp, err);
 		if (r < 0)
 			return r;
@@ -399,15 +399,17 @@ static int add_int_allowlist(scmp_filter_ctx ctx, const char *name, unsigned int
 
 /*
  * socket(): other families get EAFNOSUPPORT, other netlink protocols EPROTONOSUPPORT, the
- * kernel's own answers for what it does not offer (pd_seccomp_denied_errno() picks them). On i386, libseccomp also writes each rule
- * for socketcall(SYS_SOCKET, args): its arguments are in memory, so that rule drops the
- * condition and denies every socketcall socket(); a 32-bit program whose libc makes sockets
- * through socketcall (glibc does) gets EAFNOSUPPORT for all of them (docs/security.md).
+ * kernel's own answers for what it does not offer (pd_seccomp_denied_errno() picks them). On i386,
+ * libseccomp also writes each rule for socketcall(SYS_SOCKET, args): its arguments are in memory,
+ * so that rule drops the condition and denies every socketcall socket(); a 32-bit program whose
+ * libc makes sockets through socketcall (glibc does) gets EAFNOSUPPORT for all of them
+ * (docs/security.md).
  */
 static int add_socket_rules(scmp_filter_ctx ctx, paddock_error *err)
 {
-	struct scmp_arg_cmp netlink = { .arg = 0, .op = SCMP_CMP_MASKED_EQ,
-					.datum_a = 0xffffffffULL, .datum_b = AF_NETLINK };
+	struct scmp_arg_cmp netlink = {
+		.arg = 0, .op = SCMP_CMP_MASKED_EQ, .datum_a = 0xffffffffULL, .datum_b = AF_NETLINK
+	};
 	int r;
 
 	r = add_int_allowlist(ctx, "socket", 0, allowed_socket_families,
@@ -512,8 +514,7 @@ static int read_all_at(int fd, void *buf, size_t size)
 }
 
 /* libseccomp 2.5 exports only to an fd (seccomp_export_bpf_mem came in 2.6): use a memfd. */
-static int export_program(scmp_filter_ctx ctx, struct pd_seccomp_prog *ret_prog,
-			  paddock_error *err)
+static int export_program(scmp_filter_ctx ctx, struct pd_seccomp_prog *ret_prog, paddock_error *err)
 {
 	_cleanup_close_ int fd = -EBADF;
 	_cleanup_free_ struct sock_filter *filter = NULL;
@@ -534,8 +535,8 @@ static int export_program(scmp_filter_ctx ctx, struct pd_seccomp_prog *ret_prog,
 			       (intmax_t)st.st_size);
 	len = (size_t)st.st_size / sizeof(*filter);
 	if (len > BPF_MAXINSNS)
-		return pd_fail(err, E2BIG, "seccomp program has %zu instructions, over %d",
-			       len, BPF_MAXINSNS);
+		return pd_fail(err, E2BIG, "seccomp program has %zu instructions, over %d", len,
+			       BPF_MAXINSNS);
 	filter = calloc(len, sizeof(*filter));
 	if (!filter)
 		return pd_fail(err, ENOMEM, "allocate seccomp program");

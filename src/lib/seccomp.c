@@ -33,9 +33,9 @@
 #endif
 
 /* x86 syscall numbers the errno choice depends on (as the filter sees them) */
-#define X32_SYSCALL_BIT 0x40000000
-#define NR_X86_64_SOCKET 41
-#define NR_I386_SOCKET 359
+#define X32_SYSCALL_BIT	   0x40000000
+#define NR_X86_64_SOCKET   41
+#define NR_I386_SOCKET	   359
 #define NR_I386_SOCKETCALL 102
 
 int pd_seccomp_build(struct pd_seccomp_prog *ret_prog, paddock_error *err)

@@ -16,8 +16,8 @@
 
 #include <event2/buffer.h>
 
-#define MIN(a, b) ((a) < (b) ? (a) : (b))
-#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define MIN(a, b)   ((a) < (b) ? (a) : (b))
+#define MAX(a, b)   ((a) > (b) ? (a) : (b))
 #define PAIRS_BYTES (65536 / 8)
 
 /* ---- byte buffers that wipe what they held ------------------------------------------ */
@@ -296,7 +296,8 @@ int pd_stream_run(struct pd_stream *st, const uint8_t *in, size_t len, bool fina
 
 			if (p->len <= avail) {
 				if (view_eq(&v, i, p->p, p->len) &&
-				    (!best || (st->replace ? p->len > best->len : p->len < best->len)))
+				    (!best ||
+				     (st->replace ? p->len > best->len : p->len < best->len)))
 					best = p;
 			} else if (!final && view_eq(&v, i, p->p, avail)) {
 				undecided = MAX(undecided, p->len);

@@ -43,8 +43,8 @@ struct pd_pat {
 struct pd_patset {
 	struct pd_pat *pats; /* in the order added: the earlier wins a tie */
 	size_t n, cap, maxlen;
-	uint8_t first[32];   /* bitmap of the patterns' first bytes */
-	uint8_t *pairs;	     /* bitmap of their first two bytes (8 KiB): the quick skip */
+	uint8_t first[32]; /* bitmap of the patterns' first bytes */
+	uint8_t *pairs;	   /* bitmap of their first two bytes (8 KiB): the quick skip */
 };
 
 /* An empty set with room for `cap` patterns. 0 or -ENOMEM. */
@@ -75,7 +75,7 @@ struct pd_stream {
 	bool replace;		    /* replace matches; else stop at the first */
 	uint8_t *tail;
 	size_t tail_len, tail_emitted, tail_cap;
-	uint64_t replaced;	    /* how many matches it replaced so far */
+	uint64_t replaced; /* how many matches it replaced so far */
 };
 
 void pd_stream_init(struct pd_stream *st, const struct pd_patset *ps, bool replace);

@@ -33,11 +33,11 @@
 #include "secret-match.h"
 #include "util/base64.h"
 
-#define MIN(a, b) ((a) < (b) ? (a) : (b))
-#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define MIN(a, b)	 ((a) < (b) ? (a) : (b))
+#define MAX(a, b)	 ((a) > (b) ? (a) : (b))
 #define FORMS_PER_SECRET 12 /* raw, base64 x 6, hex x 2, percent x 2, JSON */
-#define CHUNK_LINE_MAX 4096u
-#define RECHUNK (16u << 10) /* a chunk's data goes out in pieces of at most this much */
+#define CHUNK_LINE_MAX	 4096u
+#define RECHUNK		 (16u << 10) /* a chunk's data goes out in pieces of at most this much */
 
 /* ---- stand-ins ------------------------------------------------------------------------- */
 
@@ -128,7 +128,8 @@ static int pct_encode(const uint8_t *x, size_t n, bool upper, struct pd_wipebuf 
 
 	for (size_t i = 0; i < n; i++) {
 		char o[3] = { '%', d[x[i] >> 4], d[x[i] & 15] };
-		int r = unreserved(x[i]) ? pd_wipebuf_add(out, x + i, 1) : pd_wipebuf_add(out, o, 3);
+		int r = unreserved(x[i]) ? pd_wipebuf_add(out, x + i, 1)
+					 : pd_wipebuf_add(out, o, 3);
 
 		explicit_bzero(o, sizeof(o));
 		if (r < 0)
@@ -191,8 +192,7 @@ static int b64_core(const uint8_t *x, size_t n, unsigned align, bool url, struct
 }
 
 /* Form `f` (variant: the base64 alignment, and URL alphabet from 3) of x into out. */
-static int encode(enum form f, unsigned variant, const uint8_t *x, size_t n,
-		  struct pd_wipebuf *out)
+static int encode(enum form f, unsigned variant, const uint8_t *x, size_t n, struct pd_wipebuf *out)
 {
 	switch (f) {
 	case FORM_RAW:
@@ -214,11 +214,11 @@ static int encode(enum form f, unsigned variant, const uint8_t *x, size_t n,
 /* ---- the scrubber ----------------------------------------------------------------------- */
 
 struct pd_scrub {
-	struct pd_patset ps;  /* every form -> its stand-in's form */
-	struct pd_patset raw; /* values -> stand-ins: for credentials */
+	struct pd_patset ps;	  /* every form -> its stand-in's form */
+	struct pd_patset raw;	  /* values -> stand-ins: for credentials */
 	struct pd_wipebuf *bytes; /* patterns and replacements, in pairs; credentials last */
 	size_t n_bytes, cap_bytes;
-	size_t cred_base;	  /* the first credential's pattern in ps, and pair in bytes */
+	size_t cred_base; /* the first credential's pattern in ps, and pair in bytes */
 	size_t n_creds, next_cred;
 	struct pd_stream replace, verify;
 	struct evbuffer *mid; /* the first pass's output */
@@ -286,7 +286,7 @@ static int add_forms(struct pd_scrub *s, size_t id, const struct pd_secret *x)
 
 		/* the raw pair, also for reading credentials (its replacement is kept) */
 		r = pd_patset_add(&s->raw, &(struct pd_pat){ id, x->value, raw_r->p, x->value_len,
-							    x->value_len });
+							     x->value_len });
 	}
 	/* SECURITY: every form a value bound here could have been sent in; one form, of the
 	 * raw bytes, for the values of other hosts (nothing here sent them encoded) */
@@ -511,8 +511,8 @@ int pd_scrub_add_credential(struct pd_scrub *s, const uint8_t *token, size_t len
 	if (r < 0)
 		return r;
 	/* the same credentials with each value's stand-in */
-	while (r == 0 && (p = pd_patset_find(&s->raw, (const uint8_t *)plain, plain_len, from, true,
-					     &pos))) {
+	while (r == 0 &&
+	       (p = pd_patset_find(&s->raw, (const uint8_t *)plain, plain_len, from, true, &pos))) {
 		r = pd_wipebuf_add(&shown, plain + from, pos - from);
 		if (r == 0)
 			r = pd_wipebuf_add(&shown, p->rep, p->rep_len);
@@ -567,7 +567,7 @@ struct pd_response {
 	const char *why;
 	enum rstate st;
 	struct pd_wipebuf head;
-	bool started; /* some of this response went out */
+	bool started;			       /* some of this response went out */
 	bool pending[PD_RESPONSE_PENDING_MAX]; /* whether each request waiting was HEAD */
 	size_t p_first, p_n;
 	uint64_t remaining, chunk_off;
@@ -640,8 +640,9 @@ static int rfail(struct pd_response *r, int code, const char *why)
 static int scrub_result(struct pd_response *r, int k)
 {
 	if (k == -EPERM)
-		return rfail(r, EPERM, "a secret's value would have reached the sandbox in a form "
-				       "the scrubber's own replacements completed");
+		return rfail(r, EPERM,
+			     "a secret's value would have reached the sandbox in a form "
+			     "the scrubber's own replacements completed");
 	if (k < 0)
 		return rfail(r, -k, "out of memory");
 	return 0;
@@ -686,9 +687,9 @@ static const char *head_parse(const struct pd_wipebuf *h, struct head_info *hi)
 		if (first) {
 			/* "HTTP/1.x SSS reason" */
 			first = false;
-			if (len < 12 || memcmp(p, "HTTP/1.", 7) != 0 || (p[7] != '0' && p[7] != '1') ||
-			    p[8] != ' ' || !digit(p[9]) || !digit(p[10]) || !digit(p[11]) ||
-			    (len > 12 && p[12] != ' '))
+			if (len < 12 || memcmp(p, "HTTP/1.", 7) != 0 ||
+			    (p[7] != '0' && p[7] != '1') || p[8] != ' ' || !digit(p[9]) ||
+			    !digit(p[10]) || !digit(p[11]) || (len > 12 && p[12] != ' '))
 				return "not an HTTP/1.x status line";
 			hi->status = (unsigned)(p[9] - '0') * 100 + (unsigned)(p[10] - '0') * 10 +
 				     (unsigned)(p[11] - '0');
@@ -719,7 +720,8 @@ static const char *head_parse(const struct pd_wipebuf *h, struct head_info *hi)
 		} else if (pd_http_mem_caseeq(p, e, "transfer-encoding")) {
 			unsigned n = 0;
 
-			if (hi->have_te || !pd_http_each_element(p + i, len - i, is_chunked, &n) || n != 1)
+			if (hi->have_te || !pd_http_each_element(p + i, len - i, is_chunked, &n) ||
+			    n != 1)
 				return "a transfer coding other than chunked";
 			hi->have_te = hi->chunked = true;
 		} else if (pd_http_mem_caseeq(p, e, "content-encoding")) {
@@ -776,8 +778,9 @@ static int head_done(struct pd_response *r, struct evbuffer *out)
 	no_body = head_req || hi.status == 204 || hi.status == 304;
 	/* SECURITY: a coded body (gzip, br) hides what is in it: it does not go through */
 	if (!no_body && hi.coded)
-		return rfail(r, EPROTO, "a content coding other than identity: the body cannot be "
-				       "checked for secrets");
+		return rfail(r, EPROTO,
+			     "a content coding other than identity: the body cannot be "
+			     "checked for secrets");
 	k = scrub_whole(r, r->head.p, r->head.len, out);
 	if (k < 0)
 		return k;
@@ -817,8 +820,8 @@ static int head_bytes(struct pd_response *r, const uint8_t *in, size_t len, size
 	n = r->head.len;
 	/* the blank line: "\n\n" or "\n\r\n" */
 	if (nl && n >= 2 &&
-	    (r->head.p[n - 2] == '\n' || (n >= 3 && r->head.p[n - 2] == '\r' &&
-					 r->head.p[n - 3] == '\n')))
+	    (r->head.p[n - 2] == '\n' ||
+	     (n >= 3 && r->head.p[n - 2] == '\r' && r->head.p[n - 3] == '\n')))
 		return head_done(r, out);
 	return 0;
 }

@@ -39,7 +39,7 @@
 
 struct evbuffer;
 
-#define PD_SCRUB_FORM_MIN 8	   /* an encoded form shorter than this is not looked for */
+#define PD_SCRUB_FORM_MIN	 8  /* an encoded form shorter than this is not looked for */
 #define PD_SCRUB_CREDENTIALS_MAX 16 /* Basic credentials remembered per connection */
 
 /* Writes the stand-in of x's value (x->value_len bytes) to out. */
@@ -81,8 +81,8 @@ int pd_scrub_add_credential(struct pd_scrub *s, const uint8_t *token, size_t len
 
 /* ---- HTTP/1.x responses ------------------------------------------------------------------ */
 
-#define PD_RESPONSE_HEAD_MAX (64u << 10) /* a response head, or a trailer section */
-#define PD_RESPONSE_PENDING_MAX 256	 /* requests sent whose responses have not come */
+#define PD_RESPONSE_HEAD_MAX	(64u << 10) /* a response head, or a trailer section */
+#define PD_RESPONSE_PENDING_MAX 256	    /* requests sent whose responses have not come */
 
 struct pd_response;
 

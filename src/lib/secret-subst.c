@@ -35,8 +35,8 @@
 #include "util/base64.h"
 #include "util/cleanup.h"
 
-#define MIN(a, b) ((a) < (b) ? (a) : (b))
-#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define MIN(a, b)      ((a) < (b) ? (a) : (b))
+#define MAX(a, b)      ((a) > (b) ? (a) : (b))
 #define WHERE_NAME_MAX 64 /* of a header name in a "header NAME" use */
 
 static void buf_releasep(struct pd_wipebuf *b)
@@ -101,7 +101,7 @@ static int patset_init(struct pd_patset *ps, const struct pd_secret *secrets, si
 
 		if (in_set(x, set))
 			r = pd_patset_add(ps, &(struct pd_pat){ i, x->placeholder, x->value,
-							       x->placeholder_len, x->value_len });
+								x->placeholder_len, x->value_len });
 	}
 	return r;
 }
@@ -123,8 +123,7 @@ static int b64_decode(const uint8_t *in, size_t len, struct pd_wipebuf *out)
 			if (v[k] >= 0)
 				continue;
 			/* '=' only at the end: "x=" or "xx==" forms of the last quantum */
-			if (!last || in[i + k] != '=' || k < 2 ||
-			    (k == 2 && in[i + 3] != '='))
+			if (!last || in[i + k] != '=' || k < 2 || (k == 2 && in[i + 3] != '='))
 				return -EPROTO;
 			v[k] = 0;
 			n = MIN(n, k - 1);
@@ -283,20 +282,19 @@ static bool parse_transfer_encoding(const uint8_t *v, size_t len, unsigned *chun
 
 enum state {
 	ST_HEAD,
-	ST_BODY,	/* Content-Length: `remaining` bytes */
-	ST_CHUNK_SIZE,	/* a chunk-size line */
-	ST_CHUNK_DATA,	/* `remaining` bytes of a chunk */
-	ST_CHUNK_END,	/* the CRLF after a chunk's data */
-	ST_TRAILERS,	/* the trailer section, up to its blank line */
+	ST_BODY,       /* Content-Length: `remaining` bytes */
+	ST_CHUNK_SIZE, /* a chunk-size line */
+	ST_CHUNK_DATA, /* `remaining` bytes of a chunk */
+	ST_CHUNK_END,  /* the CRLF after a chunk's data */
+	ST_TRAILERS,   /* the trailer section, up to its blank line */
 };
 
 enum framing { FRAME_NONE, FRAME_LENGTH, FRAME_CHUNKED };
 
-
 enum use_kind { USE_NONE, USE_REQUEST_LINE, USE_HEADER, USE_BASIC, USE_BODY };
 
 struct use {
-	enum use_kind kind; /* where first substituted in this request */
+	enum use_kind kind;  /* where first substituted in this request */
 	const uint8_t *name; /* USE_HEADER: the header's name, in the head buffer */
 	size_t name_len;
 };
@@ -308,8 +306,8 @@ struct pd_subst {
 	void *ud;
 	struct pd_patset unbound, bound, body_set;
 	bool *target_ok, *header_ok; /* may a secret's value go there */
-	bool buffer_bodies;	      /* some bound secret has in_body */
-	struct pd_response *resp;     /* the connection's response side, borrowed; or NULL */
+	bool buffer_bodies;	     /* some bound secret has in_body */
+	struct pd_response *resp;    /* the connection's response side, borrowed; or NULL */
 
 	int err; /* sticky: -errno */
 	size_t err_secret;
@@ -318,8 +316,8 @@ struct pd_subst {
 	enum state state;
 	/* head */
 	struct pd_wipebuf head; /* lines ending in '\n', CRs dropped */
-	size_t head_bytes; /* as received, counted against max_head */
-	bool cr;	   /* the previous byte was a CR: only LF may follow */
+	size_t head_bytes;	/* as received, counted against max_head */
+	bool cr;		/* the previous byte was a CR: only LF may follow */
 	bool line1_done;
 	bool line_empty; /* trailers: nothing on this line yet */
 	/* the request */
@@ -328,8 +326,8 @@ struct pd_subst {
 	uint64_t content_length, remaining;
 	struct use *uses;
 	/* the body */
-	struct pd_wipebuf body;	   /* buffered (dechunked) body */
-	struct pd_stream leak;	   /* streamed: placeholders of unbound secrets */
+	struct pd_wipebuf body;	    /* buffered (dechunked) body */
+	struct pd_stream leak;	    /* streamed: placeholders of unbound secrets */
 	struct pd_chunk_line chunk; /* the chunk-size line being read */
 };
 
@@ -393,8 +391,12 @@ struct pd_subst *pd_subst_new(const struct pd_secret *secrets, size_t n, size_t 
 		errno = ENOMEM;
 		return NULL;
 	}
-	*s = (struct pd_subst){ .secrets = secrets, .n = n, .max_head = max_head,
-				.max_body = max_body, .fn = fn, .ud = ud };
+	*s = (struct pd_subst){ .secrets = secrets,
+				.n = n,
+				.max_head = max_head,
+				.max_body = max_body,
+				.fn = fn,
+				.ud = ud };
 	s->target_ok = calloc(n ? n : 1, sizeof(*s->target_ok));
 	s->header_ok = calloc(n ? n : 1, sizeof(*s->header_ok));
 	s->uses = calloc(n ? n : 1, sizeof(*s->uses));
@@ -408,7 +410,8 @@ struct pd_subst *pd_subst_new(const struct pd_secret *secrets, size_t n, size_t 
 	}
 	for (size_t i = 0; i < n; i++) {
 		s->target_ok[i] = value_all(secrets[i].value, secrets[i].value_len, target_char);
-		s->header_ok[i] = value_all(secrets[i].value, secrets[i].value_len, pd_http_value_char);
+		s->header_ok[i] =
+			value_all(secrets[i].value, secrets[i].value_len, pd_http_value_char);
 	}
 	pd_stream_init(&s->leak, &s->unbound, false);
 	s->buffer_bodies = s->body_set.n > 0;
@@ -447,9 +450,10 @@ static int replace(struct pd_subst *s, const struct pd_patset *ps, const uint8_t
 		return 0; /* t may be NULL: an empty buffered body */
 	while ((p = pd_patset_find(ps, t, len, from, true, &pos))) {
 		if (ok && !ok[p->id])
-			return fail(s, EPROTO, kind == USE_REQUEST_LINE ?
-					       "a secret's value cannot go in a request target" :
-					       "a secret's value cannot go in a header value");
+			return fail(s, EPROTO,
+				    kind == USE_REQUEST_LINE
+					    ? "a secret's value cannot go in a request target"
+					    : "a secret's value cannot go in a header value");
 		note_use(s, p->id, kind, h);
 		r = sink_add(k, t + from, pos - from);
 		if (r < 0)
@@ -637,8 +641,9 @@ static int head_render(struct pd_subst *s, struct evbuffer *out, size_t body_len
 	int r;
 
 	/* its response will come in this order: a response to HEAD has no body */
-	if (s->resp && pd_response_expect(s->resp, s->rl.method.len == 4 &&
-							   memcmp(s->rl.method.p, "HEAD", 4) == 0) < 0)
+	if (s->resp &&
+	    pd_response_expect(s->resp,
+			       s->rl.method.len == 4 && memcmp(s->rl.method.p, "HEAD", 4) == 0) < 0)
 		return fail(s, E2BIG, "too many requests waiting for their responses");
 	if (sink_add(&k, s->rl.method.p, s->rl.method.len) < 0 || sink_str(&k, " ") < 0)
 		return fail(s, ENOMEM, "out of memory");
@@ -835,14 +840,16 @@ static int head_done(struct pd_subst *s, struct evbuffer *out)
 static int field_byte(struct pd_subst *s, uint8_t c, bool trailer)
 {
 	if (++s->head_bytes > s->max_head)
-		return fail(s, E2BIG, trailer ? "a trailer section over the limit"
-					      : "a request head over the limit");
+		return fail(s, E2BIG,
+			    trailer ? "a trailer section over the limit"
+				    : "a request head over the limit");
 	if (c == '\0')
-		return fail(s, EPROTO, trailer ? "a NUL in a trailer section"
-					       : "a NUL in a request head");
+		return fail(s, EPROTO,
+			    trailer ? "a NUL in a trailer section" : "a NUL in a request head");
 	if (s->cr && c != '\n')
-		return fail(s, EPROTO, trailer ? "a CR not followed by LF in a trailer section"
-					       : "a CR not followed by LF in a request head");
+		return fail(s, EPROTO,
+			    trailer ? "a CR not followed by LF in a trailer section"
+				    : "a CR not followed by LF in a request head");
 	s->cr = c == '\r';
 	return c == '\r';
 }
@@ -857,7 +864,8 @@ static int head_byte(struct pd_subst *s, uint8_t c)
 		bool empty = s->head.len == 0 || s->head.p[s->head.len - 1] == '\n';
 
 		if (empty && s->head.len == 0)
-			return 0; /* empty lines before a request line are ignored (RFC 9112 §2.2) */
+			return 0; /* empty lines before a request line are ignored (RFC 9112 §2.2)
+				   */
 		if (empty)
 			return 1;
 		s->line1_done = true;
@@ -900,8 +908,7 @@ static int body_data(struct pd_subst *s, const uint8_t *p, size_t n, struct evbu
 }
 
 /* Consumes from in[*i]; one state step. */
-static int step(struct pd_subst *s, const uint8_t *in, size_t len, size_t *i,
-		struct evbuffer *out)
+static int step(struct pd_subst *s, const uint8_t *in, size_t len, size_t *i, struct evbuffer *out)
 {
 	size_t n;
 	uint8_t c;

@@ -22,7 +22,7 @@ struct evbuffer;
 struct pd_response;
 
 struct pd_secret {
-	const char *name; /* the variable name, for events and errors */
+	const char *name;     /* the variable name, for events and errors */
 	const uint8_t *value; /* the real value: never logged */
 	size_t value_len;
 	const uint8_t *placeholder; /* what the sandbox sees instead */

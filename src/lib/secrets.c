@@ -15,7 +15,7 @@
 #include "tls-ca.h"
 #include "util/cleanup.h"
 
-#define PREFIX_MAX 8	     /* "sk-proj-", "ghp_", "xoxb-": kept as the key's kind */
+#define PREFIX_MAX	8    /* "sk-proj-", "ghp_", "xoxb-": kept as the key's kind */
 #define MIN_RANDOM_BITS 64.0 /* below this a same-shape placeholder could be guessed */
 
 static int random_bytes(uint8_t *buf, size_t n)
@@ -52,8 +52,8 @@ static int random_below(unsigned n, unsigned *ret)
 
 int pd_secret_placeholder(const uint8_t *value, size_t len, char **ret, size_t *ret_len)
 {
-	static const char lower[] = "abcdefghijklmnopqrstuvwxyz", upper[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ",
-			  digit[] = "0123456789";
+	static const char lower[] = "abcdefghijklmnopqrstuvwxyz",
+			  upper[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ", digit[] = "0123456789";
 	size_t prefix = 0;
 	double bits = 0;
 	char *out;
@@ -65,7 +65,10 @@ int pd_secret_placeholder(const uint8_t *value, size_t len, char **ret, size_t *
 	for (size_t i = prefix; i < len; i++) {
 		uint8_t c = value[i];
 
-		bits += c >= 'a' && c <= 'z' ? 4.70 : c >= 'A' && c <= 'Z' ? 4.70 : c >= '0' && c <= '9' ? 3.32 : 0;
+		bits += c >= 'a' && c <= 'z'   ? 4.70
+			: c >= 'A' && c <= 'Z' ? 4.70
+			: c >= '0' && c <= '9' ? 3.32
+					       : 0;
 	}
 	if (bits < MIN_RANDOM_BITS) {
 		/* a short value: a longer placeholder (documented: lengths then differ) */
@@ -94,7 +97,10 @@ int pd_secret_placeholder(const uint8_t *value, size_t len, char **ret, size_t *
 	do {
 		for (size_t i = 0; i < len; i++) {
 			uint8_t c = value[i];
-			const char *set = c >= 'a' && c <= 'z' ? lower : c >= 'A' && c <= 'Z' ? upper : c >= '0' && c <= '9' ? digit : NULL;
+			const char *set = c >= 'a' && c <= 'z'	 ? lower
+					  : c >= 'A' && c <= 'Z' ? upper
+					  : c >= '0' && c <= '9' ? digit
+								 : NULL;
 			unsigned k;
 
 			if (i < prefix || !set) {
@@ -160,7 +166,8 @@ void pd_secrets_free(struct pd_secrets *s)
 
 bool pd_secret_bound(const struct pd_secret_rt *s, const char *host)
 {
-	struct pd_egress_policy p = { .mode = PD_EGRESS_ALLOWLIST, .rules = s->hosts,
+	struct pd_egress_policy p = { .mode = PD_EGRESS_ALLOWLIST,
+				      .rules = s->hosts,
 				      .n_rules = s->n_hosts };
 	const struct pd_egress_rule *rule;
 
@@ -205,7 +212,8 @@ int pd_secrets_new(const paddock_spec *spec, struct pd_secrets **ret, paddock_er
 			goto fail;
 		}
 		for (size_t j = 0; j < src->n_hosts; j++) {
-			r = pd_egress_rule_parse(src->hosts[j], false, "secrets", &x->hosts[j], err);
+			r = pd_egress_rule_parse(src->hosts[j], false, "secrets", &x->hosts[j],
+						 err);
 			if (r < 0)
 				goto fail;
 			x->n_hosts++;

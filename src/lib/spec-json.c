@@ -51,8 +51,7 @@ static const char *json_type_name(const json_t *v)
 }
 
 /* A JSON string as a C string: jansson keeps "\u0000" (JSON_ALLOW_NUL), we refuse it. */
-static int json_get_string(const char *field, const json_t *v, const char **ret,
-			   paddock_error *err)
+static int json_get_string(const char *field, const json_t *v, const char **ret, paddock_error *err)
 {
 	const char *s;
 
@@ -61,9 +60,9 @@ static int json_get_string(const char *field, const json_t *v, const char **ret,
 				     json_type_name(v));
 	s = json_string_value(v);
 	if (strlen(s) != json_string_length(v))
-		return pd_fail_field(err, EINVAL, field,
-				     "expected a string without NUL characters, got one at byte %zu",
-				     strlen(s));
+		return pd_fail_field(
+			err, EINVAL, field,
+			"expected a string without NUL characters, got one at byte %zu", strlen(s));
 	*ret = s;
 	return 0;
 }
@@ -113,7 +112,8 @@ static int load_object(paddock_spec *spec, json_t *obj, const char *prefix,
 	if (!json_is_object(obj))
 		return pd_fail_field(err, EINVAL, prefix, "expected an object, got %s",
 				     json_type_name(obj));
-	json_object_foreach(obj, key, v) {
+	json_object_foreach(obj, key, v)
+	{
 		const struct json_field *f = NULL;
 		char field[PD_SPEC_FIELD_MAX], accepted[192];
 
@@ -122,10 +122,10 @@ static int load_object(paddock_spec *spec, json_t *obj, const char *prefix,
 				f = &fields[i];
 		pd_spec_field_join(field, prefix, key);
 		if (!f)
-			return pd_fail_field(err, EINVAL, field,
-					     "unknown field '%s', expected one of %s", PD_ESC(key),
-					     json_fields_join(fields, n, accepted,
-							      sizeof(accepted)));
+			return pd_fail_field(
+				err, EINVAL, field, "unknown field '%s', expected one of %s",
+				PD_ESC(key),
+				json_fields_join(fields, n, accepted, sizeof(accepted)));
 		if (f->load)
 			r = f->load(spec, v, field, err);
 		else
@@ -197,11 +197,11 @@ static int load_env(paddock_spec *spec, json_t *v, const char *field, paddock_er
 				     "expected an object of \"NAME\": \"VALUE\", got %s",
 				     json_type_name(v));
 	if (json_object_size(v) > PD_SPEC_MAX_ENV)
-		return pd_fail_field(err, EINVAL, field,
-				     "expected at most %d variables, got %zu", PD_SPEC_MAX_ENV,
-				     json_object_size(v));
+		return pd_fail_field(err, EINVAL, field, "expected at most %d variables, got %zu",
+				     PD_SPEC_MAX_ENV, json_object_size(v));
 	pd_spec_env_clear(spec);
-	json_object_foreach(v, key, m) {
+	json_object_foreach(v, key, m)
+	{
 		_cleanup_free_ char *entry = NULL;
 		char mfield[PD_SPEC_FIELD_MAX];
 		const char *value;
@@ -236,7 +236,8 @@ static int load_bind(paddock_spec *spec, json_t *v, const char *field, paddock_e
 		return pd_fail_field(err, EINVAL, field,
 				     "expected an object with \"source\", got %s",
 				     json_type_name(v));
-	json_object_foreach(v, key, m) {
+	json_object_foreach(v, key, m)
+	{
 		pd_spec_field_join(mfield, field, key);
 		if (pd_spec_streq(key, "source")) {
 			r = json_get_string(mfield, m, &source, err);
@@ -251,7 +252,8 @@ static int load_bind(paddock_spec *spec, json_t *v, const char *field, paddock_e
 			r = 0;
 		} else {
 			return pd_fail_field(err, EINVAL, mfield,
-					     "unknown field '%s', expected one of 'source', 'target', 'readonly'",
+					     "unknown field '%s', expected one of 'source', "
+					     "'target', 'readonly'",
 					     PD_ESC(key));
 		}
 		if (r < 0)
@@ -276,7 +278,8 @@ static int load_binds(paddock_spec *spec, json_t *v, const char *field, paddock_
 		return pd_fail_field(err, EINVAL, field, "expected at most %d binds, got %zu",
 				     PD_SPEC_MAX_BINDS, json_array_size(v));
 	pd_spec_binds_clear(spec);
-	json_array_foreach(v, i, m) {
+	json_array_foreach(v, i, m)
+	{
 		char mfield[PD_SPEC_FIELD_MAX];
 
 		snprintf(mfield, sizeof(mfield), "%s[%zu]", field, i);
@@ -312,9 +315,9 @@ static int load_disk(paddock_spec *spec, json_t *v, const char *field, paddock_e
 		json_int_t n = json_integer_value(v);
 
 		if (n < 0)
-			return pd_fail_field(err, EINVAL, field,
-					     "expected a size from 1M to 1T, got %" JSON_INTEGER_FORMAT,
-					     n);
+			return pd_fail_field(
+				err, EINVAL, field,
+				"expected a size from 1M to 1T, got %" JSON_INTEGER_FORMAT, n);
 		bytes = (uint64_t)n;
 	} else if (json_is_string(v)) {
 		const char *s;
@@ -357,7 +360,8 @@ static int load_limits(paddock_spec *spec, json_t *v, const char *field, paddock
 	if (!json_is_object(v))
 		return pd_fail_field(err, EINVAL, field, "expected an object, got %s",
 				     json_type_name(v));
-	json_object_foreach(v, key, m) {
+	json_object_foreach(v, key, m)
+	{
 		char sub[PD_SPEC_FIELD_MAX];
 		bool done = false;
 
@@ -482,8 +486,8 @@ static int json_syntax_error(json_error_t *jerr, paddock_error *err)
 		return pd_fail_field(err, EINVAL, "",
 				     "invalid JSON at line %d, column %d: %s near '%s'", jerr->line,
 				     jerr->column, what, PD_ESC(near));
-	return pd_fail_field(err, EINVAL, "", "invalid JSON at line %d, column %d: %s",
-			     jerr->line, jerr->column, what);
+	return pd_fail_field(err, EINVAL, "", "invalid JSON at line %d, column %d: %s", jerr->line,
+			     jerr->column, what);
 }
 
 int paddock_spec_load_json(paddock_spec *spec, const char *json, size_t len, paddock_error *err)
@@ -501,8 +505,7 @@ int paddock_spec_load_json(paddock_spec *spec, const char *json, size_t len, pad
 				     "expected a spec of at most %u bytes, got %zu bytes",
 				     PD_SPEC_MAX_JSON, len);
 	if (json_too_deep(json, len, PD_SPEC_MAX_JSON_DEPTH))
-		return pd_fail_field(err, EINVAL, "",
-				     "expected JSON nested at most %d levels deep",
+		return pd_fail_field(err, EINVAL, "", "expected JSON nested at most %d levels deep",
 				     PD_SPEC_MAX_JSON_DEPTH);
 
 	/* NUL is allowed here so that json_get_string() can refuse it naming the field */
@@ -533,8 +536,7 @@ int paddock_spec_load_json(paddock_spec *spec, const char *json, size_t len, pad
 
 /* ---- string setters ------------------------------------------------------------------- */
 
-static int set_timeout(paddock_spec *spec, const char *field, const char *value,
-		       paddock_error *err)
+static int set_timeout(paddock_spec *spec, const char *field, const char *value, paddock_error *err)
 {
 	double t;
 	int r;
@@ -553,8 +555,7 @@ static int set_timeout(paddock_spec *spec, const char *field, const char *value,
 	return 0;
 }
 
-static int set_disk(paddock_spec *spec, const char *field, const char *value,
-		    paddock_error *err)
+static int set_disk(paddock_spec *spec, const char *field, const char *value, paddock_error *err)
 {
 	uint64_t bytes;
 	int r;
@@ -570,8 +571,7 @@ static int set_disk(paddock_spec *spec, const char *field, const char *value,
 	return 0;
 }
 
-static int set_env(paddock_spec *spec, const char *field, const char *value,
-		   paddock_error *err)
+static int set_env(paddock_spec *spec, const char *field, const char *value, paddock_error *err)
 {
 	_cleanup_free_ char *entry = NULL;
 
@@ -587,8 +587,7 @@ static int set_env(paddock_spec *spec, const char *field, const char *value,
  * "/data:ro" binds /data read-only at /data. Paths holding ':' cannot be given this way;
  * the JSON form takes any path.
  */
-static int set_binds(paddock_spec *spec, const char *field, const char *value,
-		     paddock_error *err)
+static int set_binds(paddock_spec *spec, const char *field, const char *value, paddock_error *err)
 {
 	_cleanup_free_ char *copy = NULL;
 	char *parts[3], *p;
@@ -611,9 +610,10 @@ static int set_binds(paddock_spec *spec, const char *field, const char *value,
 		n--;
 	}
 	if (n > 2)
-		return pd_fail_field(err, EINVAL, field,
-				     "expected SRC[:DST][:ro|:rw], got '%s' (the mode must be 'ro' or 'rw')",
-				     PD_ESC(value));
+		return pd_fail_field(
+			err, EINVAL, field,
+			"expected SRC[:DST][:ro|:rw], got '%s' (the mode must be 'ro' or 'rw')",
+			PD_ESC(value));
 	return pd_spec_bind_add(spec, parts[0], n == 2 ? parts[1] : NULL, readonly, err);
 }
 
@@ -640,8 +640,7 @@ static const struct {
 	{ "secrets", NULL },
 };
 
-int paddock_spec_set(paddock_spec *spec, const char *field, const char *value,
-		     paddock_error *err)
+int paddock_spec_set(paddock_spec *spec, const char *field, const char *value, paddock_error *err)
 {
 	char accepted[512];
 	size_t o = 0;
@@ -733,7 +732,8 @@ static int env_to_json(const paddock_spec *spec, json_t *obj, paddock_error *err
 
 		if (!eq || (size_t)(eq - entry) > PD_SPEC_ENV_NAME_MAX)
 			return pd_fail_field(err, EINVAL, "env",
-					     "expected NAME=VALUE with a valid name in env[%zu]", i);
+					     "expected NAME=VALUE with a valid name in env[%zu]",
+					     i);
 		len = (size_t)(eq - entry);
 		memcpy(name, entry, len);
 		name[len] = '\0';
@@ -865,4 +865,3 @@ int paddock_spec_to_json(const paddock_spec *spec, char **ret_json, paddock_erro
 	*ret_json = s;
 	return 0;
 }
-

@@ -34,21 +34,20 @@ struct limit_desc {
 };
 
 #define U(f) offsetof(struct paddock_spec, limits.f)
-#define MiB (1024.0 * 1024.0)
-#define GiB (1024.0 * MiB)
+#define MiB  (1024.0 * 1024.0)
+#define GiB  (1024.0 * MiB)
 
 static const struct limit_desc limits[] = {
 	{ PD_LIMIT_MEMORY, "memory", KIND_SIZE, U(memory_bytes), 4 * MiB, 1024 * GiB, 1 * GiB,
 	  "'512M' or '2G'" },
 	{ PD_LIMIT_PIDS, "pids", KIND_COUNT, U(pids), 1, 4194304, 512, "64" },
 	{ PD_LIMIT_CPUS, "cpus", KIND_CPUS, U(cpus), 0.01, 1024, 2, "0.5 or 2" },
-	{ PD_LIMIT_CPU_TIME, "cpu_time_s", KIND_SECONDS, U(cpu_time_s), 0.01, 30 * 86400.0,
-	  3600, "60" },
-	{ PD_LIMIT_FILE_SIZE, "file_size", KIND_SIZE, U(file_size_bytes), 1, 1024 * GiB,
-	  1 * GiB, "'100M'" },
+	{ PD_LIMIT_CPU_TIME, "cpu_time_s", KIND_SECONDS, U(cpu_time_s), 0.01, 30 * 86400.0, 3600,
+	  "60" },
+	{ PD_LIMIT_FILE_SIZE, "file_size", KIND_SIZE, U(file_size_bytes), 1, 1024 * GiB, 1 * GiB,
+	  "'100M'" },
 	{ PD_LIMIT_NOFILE, "nofile", KIND_COUNT, U(nofile), 16, 1048576, 1024, "1024" },
-	{ PD_LIMIT_OUTPUT, "output", KIND_SIZE, U(output_bytes), 1024, 64 * GiB, 16 * MiB,
-	  "'1M'" },
+	{ PD_LIMIT_OUTPUT, "output", KIND_SIZE, U(output_bytes), 1024, 64 * GiB, 16 * MiB, "'1M'" },
 };
 
 static const char *const limit_names[_PD_LIMIT_MAX] = {
@@ -144,7 +143,8 @@ static int load_required(paddock_spec *spec, json_t *v, const char *field, paddo
 
 	if (!json_is_array(v))
 		return pd_fail_field(err, EINVAL, field, "expected an array of limit names");
-	json_array_foreach(v, i, m) {
+	json_array_foreach(v, i, m)
+	{
 		const char *s = json_string_value(m);
 		int l = s && strlen(s) == json_string_length(m) ? pd_limit_from_string(s) : -EINVAL;
 
@@ -194,8 +194,8 @@ int pd_spec_limit_load(paddock_spec *spec, const char *name, json_t *v, const ch
 	return store(spec, d, json_number_value(v), 0, field, err);
 }
 
-int pd_spec_limit_set(paddock_spec *spec, const char *name, const char *value,
-		      const char *field, paddock_error *err)
+int pd_spec_limit_set(paddock_spec *spec, const char *name, const char *value, const char *field,
+		      paddock_error *err)
 {
 	const struct limit_desc *d = find(name);
 	char got[160];
@@ -210,9 +210,10 @@ int pd_spec_limit_set(paddock_spec *spec, const char *name, const char *value,
 		for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 			int l = pd_limit_from_string(t);
 			if (l < 0)
-				return pd_fail_field(err, EINVAL, field,
-						     "expected limit names separated by ',', got '%s'",
-						     PD_ESC(t));
+				return pd_fail_field(
+					err, EINVAL, field,
+					"expected limit names separated by ',', got '%s'",
+					PD_ESC(t));
 			mask |= 1u << l;
 		}
 		spec->limits.required |= mask;

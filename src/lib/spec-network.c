@@ -19,12 +19,12 @@
 #include "util/strv.h"
 
 #define DEFAULT_MAX_CONNECTIONS 256
-#define streq(a, b) (strcmp((a), (b)) == 0)
-#define MAX_CONNECTIONS_LIMIT 65536
-#define DEFAULT_ASK_TIMEOUT_S 30.0
-#define ASK_TIMEOUT_MAX_S 3600.0
+#define streq(a, b)		(strcmp((a), (b)) == 0)
+#define MAX_CONNECTIONS_LIMIT	65536
+#define DEFAULT_ASK_TIMEOUT_S	30.0
+#define ASK_TIMEOUT_MAX_S	3600.0
 #define DEFAULT_ASK_MAX_PENDING 8
-#define ASK_MAX_PENDING_LIMIT 64
+#define ASK_MAX_PENDING_LIMIT	64
 
 static const char *const unlisted_names[_PD_NET_UNLISTED_MAX] = {
 	[PD_NET_UNLISTED_DENY] = "deny",
@@ -167,7 +167,8 @@ static int load_rules(paddock_spec *spec, bool deny, json_t *v, const char *fiel
 				     "\"*.example.com:443\", \"10.0.0.0/8\"]");
 	/* the array replaces the rules; the caller works on a copy of the spec */
 	rules_free(list, n);
-	json_array_foreach(v, i, m) {
+	json_array_foreach(v, i, m)
+	{
 		char sub[64];
 
 		/* a field name is at most 63 bytes: the error struct's size */
@@ -226,8 +227,7 @@ static int set_ask_max_pending(paddock_spec *spec, long long n, const char *fiel
 	return 0;
 }
 
-static int set_mode(paddock_spec *spec, const char *value, const char *field,
-		    paddock_error *err)
+static int set_mode(paddock_spec *spec, const char *value, const char *field, paddock_error *err)
 {
 	int m = pd_net_mode_from_string(value);
 
@@ -251,7 +251,8 @@ int pd_spec_network_load(paddock_spec *spec, json_t *v, const char *field, paddo
 	if (json_object_get(v, "allow") && !json_object_get(v, "mode") &&
 	    spec->network.mode == PD_NET_NONE)
 		spec->network.mode = PD_NET_ALLOWLIST;
-	json_object_foreach(v, key, m) {
+	json_object_foreach(v, key, m)
+	{
 		char sub[64];
 
 		snprintf(sub, sizeof(sub), "%.20s.%.40s", field, key);
@@ -286,11 +287,12 @@ int pd_spec_network_load(paddock_spec *spec, json_t *v, const char *field, paddo
 						     ASK_MAX_PENDING_LIMIT);
 			r = set_ask_max_pending(spec, json_integer_value(m), sub, err);
 		} else {
-			return pd_fail_field(err, EINVAL, sub,
-					     "unknown field '%s', expected one of 'mode', 'allow', "
-					     "'deny', 'transparent', 'max_connections', 'unlisted', "
-					     "'ask_timeout_s', 'ask_max_pending'",
-					     PD_ESC(key));
+			return pd_fail_field(
+				err, EINVAL, sub,
+				"unknown field '%s', expected one of 'mode', 'allow', "
+				"'deny', 'transparent', 'max_connections', 'unlisted', "
+				"'ask_timeout_s', 'ask_max_pending'",
+				PD_ESC(key));
 		}
 		if (r < 0)
 			return r;
@@ -298,8 +300,8 @@ int pd_spec_network_load(paddock_spec *spec, json_t *v, const char *field, paddo
 	return 0;
 }
 
-int pd_spec_network_set(paddock_spec *spec, const char *name, const char *value,
-			const char *field, paddock_error *err)
+int pd_spec_network_set(paddock_spec *spec, const char *name, const char *value, const char *field,
+			paddock_error *err)
 {
 	if (streq(name, "mode"))
 		return set_mode(spec, value, field, err);
@@ -382,8 +384,7 @@ int pd_spec_network_validate(const paddock_spec *spec, paddock_error *err)
 		return pd_fail_field(err, EINVAL, "network.unlisted", "unknown value %d",
 				     (int)spec->network.unlisted);
 	/* asking is about hosts an allowlist leaves out: 'open' has none, 'none' opens nothing */
-	if (spec->network.unlisted == PD_NET_UNLISTED_ASK &&
-	    spec->network.mode != PD_NET_ALLOWLIST)
+	if (spec->network.unlisted == PD_NET_UNLISTED_ASK && spec->network.mode != PD_NET_ALLOWLIST)
 		return pd_fail_field(err, EINVAL, "network.unlisted",
 				     "'ask' needs network.mode 'allowlist' (mode '%s' %s)",
 				     pd_net_mode_to_string(spec->network.mode),
@@ -392,7 +393,8 @@ int pd_spec_network_validate(const paddock_spec *spec, paddock_error *err)
 					     : "has no egress to ask about");
 	if (!(spec->network.ask_timeout_s > 0 && spec->network.ask_timeout_s <= ASK_TIMEOUT_MAX_S))
 		return pd_fail_field(err, EINVAL, "network.ask_timeout_s",
-				     "expected seconds above 0 and at most %.0f", ASK_TIMEOUT_MAX_S);
+				     "expected seconds above 0 and at most %.0f",
+				     ASK_TIMEOUT_MAX_S);
 	if (spec->network.ask_max_pending < 1 ||
 	    spec->network.ask_max_pending > ASK_MAX_PENDING_LIMIT)
 		return pd_fail_field(err, EINVAL, "network.ask_max_pending",
@@ -459,9 +461,8 @@ int pd_spec_network_to_json(const paddock_spec *spec, json_t *root, paddock_erro
 		      rules_to_json(spec->network.deny, spec->network.n_deny), "transparent",
 		      spec->network.transparent, "max_connections",
 		      (json_int_t)spec->network.max_connections, "unlisted",
-		      pd_net_unlisted_to_string(spec->network.unlisted), "ask_timeout_s",
-		      timeout, "ask_max_pending",
-		      (json_int_t)spec->network.ask_max_pending);
+		      pd_net_unlisted_to_string(spec->network.unlisted), "ask_timeout_s", timeout,
+		      "ask_max_pending", (json_int_t)spec->network.ask_max_pending);
 	if (!o || json_object_set_new(root, "network", o) < 0)
 		return pd_fail(err, ENOMEM, "out of memory");
 	return 0;

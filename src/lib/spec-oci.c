@@ -41,8 +41,7 @@ static char **strv_copy(char *const *v)
 	return TAKE_PTR(c);
 }
 
-int paddock_spec_set_root_layers(paddock_spec *spec, const char *const *dirs,
-				 paddock_error *err)
+int paddock_spec_set_root_layers(paddock_spec *spec, const char *const *dirs, paddock_error *err)
 {
 	size_t n = 0;
 	char **copy = NULL;

@@ -104,10 +104,11 @@ static int check_name(const char *name, const char *field, paddock_error *err)
 		     (i > 0 && c >= '0' && c <= '9');
 	}
 	if (!ok)
-		return pd_fail_field(err, EINVAL, field,
-				     "expected a variable name matching [A-Za-z_][A-Za-z0-9_]* of at "
-				     "most %d bytes, got '%s'",
-				     PD_SECRET_NAME_MAX, PD_ESC(name));
+		return pd_fail_field(
+			err, EINVAL, field,
+			"expected a variable name matching [A-Za-z_][A-Za-z0-9_]* of at "
+			"most %d bytes, got '%s'",
+			PD_SECRET_NAME_MAX, PD_ESC(name));
 	return 0;
 }
 
@@ -205,12 +206,15 @@ static int load_one(paddock_spec *spec, json_t *o, const char *field, paddock_er
 		return pd_fail_field(err, EINVAL, field,
 				     "expected an object {\"name\", \"source\" or \"value\", "
 				     "\"hosts\"}");
-	json_object_foreach(o, key, m) {
+	json_object_foreach(o, key, m)
+	{
 		snprintf(sub, sizeof(sub), "%.40s.%.16s", field, key);
 		if (streq(key, "name") || streq(key, "source")) {
-			if (!json_is_string(m) || strlen(json_string_value(m)) != json_string_length(m))
+			if (!json_is_string(m) ||
+			    strlen(json_string_value(m)) != json_string_length(m))
 				r = pd_fail_field(err, EINVAL, sub, "expected a string");
-			else if (streq(key, "name") && (r = check_name(json_string_value(m), sub, err)) >= 0)
+			else if (streq(key, "name") &&
+				 (r = check_name(json_string_value(m), sub, err)) >= 0)
 				r = (s.name = strdup(json_string_value(m))) ? 0 : -ENOMEM;
 			else if (streq(key, "source") &&
 				 /* "value": an effective spec read back (a restarted paddockd) */
@@ -239,7 +243,8 @@ static int load_one(paddock_spec *spec, json_t *o, const char *field, paddock_er
 			if (!json_is_array(m) || json_array_size(m) == 0)
 				r = pd_fail_field(err, EINVAL, sub,
 						  "expected a non-empty array of host names");
-			json_array_foreach(m, i, h) {
+			json_array_foreach(m, i, h)
+			{
 				char hf[64];
 
 				if (r < 0)
@@ -290,7 +295,8 @@ int pd_spec_secrets_load(paddock_spec *spec, json_t *v, const char *field, paddo
 		return pd_fail_field(err, EINVAL, field, "expected an array of secrets");
 	/* the array replaces the list; the caller works on a copy of the spec */
 	pd_spec_secrets_clear(spec);
-	json_array_foreach(v, i, m) {
+	json_array_foreach(v, i, m)
+	{
 		char sub[64];
 
 		snprintf(sub, sizeof(sub), "%.40s[%zu]", field, i);
@@ -301,9 +307,9 @@ int pd_spec_secrets_load(paddock_spec *spec, json_t *v, const char *field, paddo
 	return 0;
 }
 
-/* "NAME@host[,host...]" (from the supervisor's $NAME) or "NAME=env:VAR@..." / "NAME=file:PATH@..." */
-int pd_spec_secrets_set(paddock_spec *spec, const char *text, const char *field,
-			paddock_error *err)
+/* "NAME@host[,host...]" (from the supervisor's $NAME) or "NAME=env:VAR@..." / "NAME=file:PATH@..."
+ */
+int pd_spec_secrets_set(paddock_spec *spec, const char *text, const char *field, paddock_error *err)
 {
 	_cleanup_free_ char *copy = strdup(text);
 	struct pd_spec_secret s = { 0 };
@@ -314,9 +320,10 @@ int pd_spec_secrets_set(paddock_spec *spec, const char *text, const char *field,
 		return pd_fail(err, ENOMEM, "out of memory");
 	at = strrchr(copy, '@');
 	if (!at || !at[1])
-		return pd_fail_field(err, EINVAL, field,
-				     "expected NAME@host[,host...] or NAME=file:PATH@host, got '%s'",
-				     PD_ESC(text));
+		return pd_fail_field(
+			err, EINVAL, field,
+			"expected NAME@host[,host...] or NAME=file:PATH@host, got '%s'",
+			PD_ESC(text));
 	*at = '\0';
 	hosts = at + 1;
 	eq = strchr(copy, '=');
@@ -360,7 +367,8 @@ int pd_spec_secrets_validate(const paddock_spec *spec, paddock_error *err)
 		size_t n = strlen(spec->secrets[i].name);
 
 		for (size_t j = 0; j < spec->n_env; j++)
-			if (!strncmp(spec->env[j], spec->secrets[i].name, n) && spec->env[j][n] == '=')
+			if (!strncmp(spec->env[j], spec->secrets[i].name, n) &&
+			    spec->env[j][n] == '=')
 				return pd_fail_field(err, EINVAL, "env",
 						     "'%s' is also a secret: the sandbox gets its "
 						     "placeholder there",
@@ -448,10 +456,11 @@ int pd_spec_secret_value(const struct pd_spec_secret *s, const char *field, uint
 		const char *v = getenv(s->source + 4);
 
 		if (!v || !*v)
-			return pd_fail_field(err, EINVAL, field,
-					     "the supervisor's environment has no variable '%s' for "
-					     "secret '%s'",
-					     PD_ESC(s->source + 4), PD_ESC(s->name));
+			return pd_fail_field(
+				err, EINVAL, field,
+				"the supervisor's environment has no variable '%s' for "
+				"secret '%s'",
+				PD_ESC(s->source + 4), PD_ESC(s->name));
 		if (strlen(v) > PD_SECRET_VALUE_MAX)
 			return pd_fail_field(err, EFBIG, field, "secret '%s': longer than %d bytes",
 					     PD_ESC(s->name), PD_SECRET_VALUE_MAX);

@@ -36,10 +36,10 @@
 #include "util/cleanup.h"
 #include "util/strv.h"
 
-#define DEFAULT_HOSTNAME "sandbox"
-#define DEFAULT_CWD "/workspace"
-#define WORKSPACE_TARGET "/workspace" /* where "workspace" is bound */
-#define DEFAULT_TIMEOUT_S 86400.0
+#define DEFAULT_HOSTNAME   "sandbox"
+#define DEFAULT_CWD	   "/workspace"
+#define WORKSPACE_TARGET   "/workspace" /* where "workspace" is bound */
+#define DEFAULT_TIMEOUT_S  86400.0
 #define DEFAULT_DISK_BYTES (UINT64_C(1) << 30)
 
 #define MIN_DISK_BYTES (UINT64_C(1) << 20)
@@ -225,9 +225,10 @@ static int check_path(const char *field, const char *path, paddock_error *err)
 		p += strspn(p, "/");
 		n = strcspn(p, "/");
 		if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
-			return pd_fail_field(err, EINVAL, field,
-					     "expected a path without '.' or '..' components, got '%s'",
-					     PD_ESC(path));
+			return pd_fail_field(
+				err, EINVAL, field,
+				"expected a path without '.' or '..' components, got '%s'",
+				PD_ESC(path));
 		p += n;
 	}
 	return 0;
@@ -276,15 +277,16 @@ static int check_bind_target(const char *field, const char *target, paddock_erro
 				     "expected a bind target other than '/', got '/'");
 	for (size_t i = 0; i < ELEMENTSOF(reserved); i++)
 		if (path_startswith(target, reserved[i]))
-			return pd_fail_field(err, EINVAL, field,
-					     "expected a bind target outside /proc, /dev and /sys, got '%s'",
-					     PD_ESC(target));
+			return pd_fail_field(
+				err, EINVAL, field,
+				"expected a bind target outside /proc, /dev and /sys, got '%s'",
+				PD_ESC(target));
 	return 0;
 }
 
 /* Checks path, then replaces *slot with a copy of it (normalised when asked). */
 int pd_spec_assign_path(char **slot, const char *field, const char *path, bool normalize,
-		       paddock_error *err)
+			paddock_error *err)
 {
 	char *copy;
 	int r;
@@ -300,8 +302,7 @@ int pd_spec_assign_path(char **slot, const char *field, const char *path, bool n
 	return 0;
 }
 
-int pd_spec_set_rootfs(paddock_spec *spec, const char *field, const char *value,
-		      paddock_error *err)
+int pd_spec_set_rootfs(paddock_spec *spec, const char *field, const char *value, paddock_error *err)
 {
 	return pd_spec_assign_path(&spec->rootfs, field, value, false, err);
 }
@@ -319,8 +320,7 @@ static int check_image(const char *field, const char *value, paddock_error *err)
 	return pd_image_ref_parse(value, field, &ref, err);
 }
 
-int pd_spec_set_image(paddock_spec *spec, const char *field, const char *value,
-		     paddock_error *err)
+int pd_spec_set_image(paddock_spec *spec, const char *field, const char *value, paddock_error *err)
 {
 	char *copy;
 	int r;
@@ -336,22 +336,22 @@ int pd_spec_set_image(paddock_spec *spec, const char *field, const char *value,
 	return 0;
 }
 
-int pd_spec_set_user(paddock_spec *spec, const char *field, const char *value,
-		    paddock_error *err)
+int pd_spec_set_user(paddock_spec *spec, const char *field, const char *value, paddock_error *err)
 {
 	char accepted[64];
 	int u = pd_user_from_string(value);
 
 	if (u < 0)
-		return pd_fail_field(err, EINVAL, field, "expected one of %s, got '%s'",
-				     table_join(user_table, _PD_USER_MAX, accepted, sizeof(accepted)),
-				     PD_ESC(value));
+		return pd_fail_field(
+			err, EINVAL, field, "expected one of %s, got '%s'",
+			table_join(user_table, _PD_USER_MAX, accepted, sizeof(accepted)),
+			PD_ESC(value));
 	spec->user = (enum pd_user)u;
 	return 0;
 }
 
 int pd_spec_set_workspace(paddock_spec *spec, const char *field, const char *value,
-			 paddock_error *err)
+			  paddock_error *err)
 {
 	return pd_spec_assign_path(&spec->workspace, field, value, false, err);
 }
@@ -377,18 +377,18 @@ static int check_hostname(const char *field, const char *s, paddock_error *err)
 				     PD_SPEC_MAX_HOSTNAME, len);
 	for (size_t i = 0; i < len; i++)
 		if (!is_alpha(s[i]) && !is_digit(s[i]) && s[i] != '-')
-			return pd_fail_field(err, EINVAL, field,
-					     "expected a hostname of letters, digits and '-', got '%s'",
-					     PD_ESC(s));
+			return pd_fail_field(
+				err, EINVAL, field,
+				"expected a hostname of letters, digits and '-', got '%s'",
+				PD_ESC(s));
 	if (s[0] == '-' || s[len - 1] == '-')
-		return pd_fail_field(err, EINVAL, field,
-				     "expected a hostname not starting or ending with '-', got '%s'",
-				     PD_ESC(s));
+		return pd_fail_field(
+			err, EINVAL, field,
+			"expected a hostname not starting or ending with '-', got '%s'", PD_ESC(s));
 	return 0;
 }
 
-int pd_spec_set_hostname(paddock_spec *spec, const char *field, const char *s,
-			paddock_error *err)
+int pd_spec_set_hostname(paddock_spec *spec, const char *field, const char *s, paddock_error *err)
 {
 	char *copy;
 	int r;
@@ -422,8 +422,7 @@ int pd_spec_check_disk(const char *field, uint64_t bytes, paddock_error *err)
 	return 0;
 }
 
-int pd_spec_set_landlock(paddock_spec *spec, const char *field, const char *s,
-			paddock_error *err)
+int pd_spec_set_landlock(paddock_spec *spec, const char *field, const char *s, paddock_error *err)
 {
 	char accepted[64];
 	int m = pd_landlock_mode_from_string(s);
@@ -455,9 +454,10 @@ int pd_spec_check_env_name(const char *name, size_t len, paddock_error *err)
 	if (!ok) {
 		memcpy(copy, name, len);
 		copy[len] = '\0';
-		return pd_fail_field(err, EINVAL, "env",
-				     "expected a variable name matching [A-Za-z_][A-Za-z0-9_]*, got '%s'",
-				     PD_ESC(copy));
+		return pd_fail_field(
+			err, EINVAL, "env",
+			"expected a variable name matching [A-Za-z_][A-Za-z0-9_]*, got '%s'",
+			PD_ESC(copy));
 	}
 	return 0;
 }
@@ -556,7 +556,7 @@ void pd_spec_env_clear(paddock_spec *spec)
 
 /* Checks a bind and appends it as binds[n_binds]; target NULL means the source path. */
 int pd_spec_bind_add(paddock_spec *spec, const char *source, const char *target, bool readonly,
-		    paddock_error *err)
+		     paddock_error *err)
 {
 	_cleanup_free_ char *src = NULL, *dst = NULL;
 	size_t i = spec->n_binds;
@@ -582,7 +582,8 @@ int pd_spec_bind_add(paddock_spec *spec, const char *source, const char *target,
 	if (!b)
 		return pd_spec_oom(err);
 	spec->binds = b;
-	b[i] = (struct pd_bind){ .source = TAKE_PTR(src), .target = TAKE_PTR(dst),
+	b[i] = (struct pd_bind){ .source = TAKE_PTR(src),
+				 .target = TAKE_PTR(dst),
 				 .readonly = readonly };
 	spec->n_binds++;
 	return 0;
@@ -737,7 +738,8 @@ static int validate_env(const paddock_spec *spec, paddock_error *err)
 		for (size_t j = 0; j < i; j++)
 			if (strncmp(spec->env[j], spec->env[i], (size_t)r + 1) == 0)
 				return pd_fail_field(err, EINVAL, "env",
-						     "expected unique names, got env[%zu] and env[%zu] with one name",
+						     "expected unique names, got env[%zu] and "
+						     "env[%zu] with one name",
 						     j, i);
 		bytes += strlen(spec->env[i]);
 	}
@@ -785,7 +787,8 @@ static int validate_binds(const paddock_spec *spec, paddock_error *err)
 		for (size_t j = 0; j < i; j++)
 			if (pd_spec_streq(spec->binds[j].target, b->target))
 				return pd_fail_field(err, EINVAL, field,
-						     "expected a target no other bind uses, got '%s' (also binds[%zu].target)",
+						     "expected a target no other bind uses, got "
+						     "'%s' (also binds[%zu].target)",
 						     PD_ESC(b->target), j);
 		if (spec->workspace && pd_spec_streq(b->target, WORKSPACE_TARGET))
 			return pd_fail_field(err, EINVAL, field,

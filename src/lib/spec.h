@@ -14,14 +14,14 @@
 
 #include "paddock/paddock.h"
 
-#define PD_SPEC_MAX_JSON (1u << 20)  /* bytes of spec JSON accepted */
+#define PD_SPEC_MAX_JSON       (1u << 20) /* bytes of spec JSON accepted */
 #define PD_SPEC_MAX_JSON_DEPTH 16
-#define PD_SPEC_MAX_BINDS 64
-#define PD_SPEC_MAX_ENV 1024
-#define PD_SPEC_MAX_ENV_BYTES (128u << 10) /* all NAME=VALUE strings together */
-#define PD_SPEC_MAX_PATH 1024
-#define PD_SPEC_MAX_HOSTNAME 63
-#define PD_SPEC_MAX_TIMEOUT_S (30.0 * 24 * 3600)
+#define PD_SPEC_MAX_BINDS      64
+#define PD_SPEC_MAX_ENV	       1024
+#define PD_SPEC_MAX_ENV_BYTES  (128u << 10) /* all NAME=VALUE strings together */
+#define PD_SPEC_MAX_PATH       1024
+#define PD_SPEC_MAX_HOSTNAME   63
+#define PD_SPEC_MAX_TIMEOUT_S  (30.0 * 24 * 3600)
 
 enum pd_landlock_mode {
 	PD_LANDLOCK_AUTO,     /* use it when the kernel has it; the result says when it did not */
@@ -39,7 +39,7 @@ enum pd_net_mode {
 /* What network.unlisted does with a destination no rule names (allowlist mode). */
 enum pd_net_unlisted {
 	PD_NET_UNLISTED_DENY, /* refused: the default */
-	PD_NET_UNLISTED_ASK,  /* held while a person is asked (docs/network.md, "Asking a person") */
+	PD_NET_UNLISTED_ASK, /* held while a person is asked (docs/network.md, "Asking a person") */
 	_PD_NET_UNLISTED_MAX,
 };
 
@@ -56,15 +56,15 @@ struct pd_bind {
 	bool readonly;
 };
 
-#define PD_SECRETS_MAX 32
-#define PD_SECRET_NAME_MAX 64
+#define PD_SECRETS_MAX	    32
+#define PD_SECRET_NAME_MAX  64
 #define PD_SECRET_HOSTS_MAX 32
 #define PD_SECRET_VALUE_MAX 8192
 
 struct pd_spec_secret {
-	char *name;	  /* the variable the sandbox sees, holding the placeholder */
-	char *source;	  /* "env:VAR", "file:/path", or "value" (given directly) */
-	uint8_t *value;	  /* source "value" only; never written out; wiped when freed */
+	char *name;	/* the variable the sandbox sees, holding the placeholder */
+	char *source;	/* "env:VAR", "file:/path", or "value" (given directly) */
+	uint8_t *value; /* source "value" only; never written out; wiped when freed */
 	size_t value_len;
 	char **hosts; /* names or "*.domain" the value may be sent to */
 	size_t n_hosts;
@@ -72,9 +72,9 @@ struct pd_spec_secret {
 };
 
 struct paddock_spec {
-	char *hostname;	 /* default "sandbox" */
-	char *rootfs;	 /* NULL: the host's /usr (+ /bin, /lib* links); else a directory tree */
-	char *image;	 /* NULL, or an image of the store (image-ref.h): its layers are the root */
+	char *hostname; /* default "sandbox" */
+	char *rootfs;	/* NULL: the host's /usr (+ /bin, /lib* links); else a directory tree */
+	char *image;	/* NULL, or an image of the store (image-ref.h): its layers are the root */
 	enum pd_user user;
 	char *workspace; /* NULL: a private directory on the sandbox's own tmpfs */
 	char *cwd;	 /* default "/workspace" */
@@ -150,8 +150,8 @@ enum pd_limit {
 	_PD_LIMIT_MAX,
 };
 
-const char *pd_limit_to_string(enum pd_limit l);	 /* "memory", "cpu_time", ... */
-int pd_limit_from_string(const char *s);		 /* -EINVAL when unknown */
+const char *pd_limit_to_string(enum pd_limit l); /* "memory", "cpu_time", ... */
+int pd_limit_from_string(const char *s);	 /* -EINVAL when unknown */
 
 /* The limits beyond timeout_s and disk (spec-limits.c), used by spec.c. */
 void pd_spec_limits_defaults(paddock_spec *spec);
@@ -159,8 +159,8 @@ void pd_spec_limits_defaults(paddock_spec *spec);
 int pd_spec_limit_load(paddock_spec *spec, const char *name, json_t *v, const char *field,
 		       paddock_error *err);
 /* Sets limits.<name> from its string form; -ENOENT when the name is not one of them. */
-int pd_spec_limit_set(paddock_spec *spec, const char *name, const char *value,
-		      const char *field, paddock_error *err);
+int pd_spec_limit_set(paddock_spec *spec, const char *name, const char *value, const char *field,
+		      paddock_error *err);
 int pd_spec_limits_validate(const paddock_spec *spec, paddock_error *err);
 /* Adds the limits beyond timeout_s and disk, and "required", to the limits object. */
 int pd_spec_limits_to_json(const paddock_spec *spec, json_t *limits, paddock_error *err);
@@ -184,8 +184,8 @@ void pd_spec_network_clear(paddock_spec *spec);
 int pd_spec_network_copy(paddock_spec *dst, const paddock_spec *src); /* -ENOMEM */
 int pd_spec_network_load(paddock_spec *spec, json_t *v, const char *field, paddock_error *err);
 /* network.<name> from its string form ("allow" and "deny" append); -ENOENT: unknown name. */
-int pd_spec_network_set(paddock_spec *spec, const char *name, const char *value,
-			const char *field, paddock_error *err);
+int pd_spec_network_set(paddock_spec *spec, const char *name, const char *value, const char *field,
+			paddock_error *err);
 int pd_spec_network_validate(const paddock_spec *spec, paddock_error *err);
 /* The policy the proxy decides with; release it with pd_egress_policy_release(). */
 int pd_spec_network_policy(const paddock_spec *spec, struct pd_egress_policy *ret,
@@ -227,7 +227,7 @@ int pd_parse_size(const char *s, uint64_t *ret);
 int pd_parse_seconds(const char *s, double *ret);
 
 /* ---- shared by spec.c and spec-json.c (defined in spec.c) ---------------------------- */
-#define PD_SPEC_FIELD_MAX 64 /* paddock_error's field */
+#define PD_SPEC_FIELD_MAX    64 /* paddock_error's field */
 #define PD_SPEC_ENV_NAME_MAX 255
 /* Sets a field from its string form; field names it in errors. */
 typedef int (*pd_spec_set_fn)(paddock_spec *spec, const char *field, const char *value,
@@ -238,26 +238,21 @@ bool pd_spec_utf8_valid(const char *s);
 const char *pd_spec_field_join(char buf[static PD_SPEC_FIELD_MAX], const char *prefix,
 			       const char *key);
 int pd_spec_assign_path(char **slot, const char *field, const char *path, bool normalize,
-		       paddock_error *err);
-int pd_spec_set_rootfs(paddock_spec *spec, const char *field, const char *value,
-		      paddock_error *err);
-int pd_spec_set_image(paddock_spec *spec, const char *field, const char *value,
-		     paddock_error *err);
-int pd_spec_set_user(paddock_spec *spec, const char *field, const char *value,
-		    paddock_error *err);
-int pd_spec_set_workspace(paddock_spec *spec, const char *field, const char *value,
-			 paddock_error *err);
-int pd_spec_set_cwd(paddock_spec *spec, const char *field, const char *value, paddock_error *err);
-int pd_spec_set_hostname(paddock_spec *spec, const char *field, const char *s,
 			paddock_error *err);
+int pd_spec_set_rootfs(paddock_spec *spec, const char *field, const char *value,
+		       paddock_error *err);
+int pd_spec_set_image(paddock_spec *spec, const char *field, const char *value, paddock_error *err);
+int pd_spec_set_user(paddock_spec *spec, const char *field, const char *value, paddock_error *err);
+int pd_spec_set_workspace(paddock_spec *spec, const char *field, const char *value,
+			  paddock_error *err);
+int pd_spec_set_cwd(paddock_spec *spec, const char *field, const char *value, paddock_error *err);
+int pd_spec_set_hostname(paddock_spec *spec, const char *field, const char *s, paddock_error *err);
 int pd_spec_check_timeout(const char *field, double t, paddock_error *err);
 int pd_spec_check_disk(const char *field, uint64_t bytes, paddock_error *err);
-int pd_spec_set_landlock(paddock_spec *spec, const char *field, const char *s,
-			paddock_error *err);
+int pd_spec_set_landlock(paddock_spec *spec, const char *field, const char *s, paddock_error *err);
 int pd_spec_check_env_name(const char *name, size_t len, paddock_error *err);
 int pd_spec_env_put(paddock_spec *spec, char **entry, paddock_error *err);
 void pd_spec_env_clear(paddock_spec *spec);
 int pd_spec_bind_add(paddock_spec *spec, const char *source, const char *target, bool readonly,
-		    paddock_error *err);
+		     paddock_error *err);
 void pd_spec_binds_clear(paddock_spec *spec);
-

@@ -931,7 +931,8 @@ int paddock_store_put_idempotency(paddock_store *st, const struct paddock_store_
 	int rc, r;
 
 	if (!st || !k || !k->tenant || !k->key || !k->sandbox_id || !k->fingerprint)
-		return pd_fail(err, EINVAL, "put idempotency key: tenant, key, sandbox id and "
+		return pd_fail(err, EINVAL,
+			       "put idempotency key: tenant, key, sandbox id and "
 			       "fingerprint are required");
 	r = query_get(st, STMT_PUT_IDEMPOTENCY, &q, err);
 	if (r < 0)
@@ -960,7 +961,8 @@ int paddock_store_get_idempotency(paddock_store *st, const char *tenant, const c
 	int rc, r;
 
 	if (!st || !tenant || !key || !fn)
-		return pd_fail(err, EINVAL, "get idempotency key: tenant, key and callback are "
+		return pd_fail(err, EINVAL,
+			       "get idempotency key: tenant, key and callback are "
 			       "required");
 	r = query_get(st, STMT_GET_IDEMPOTENCY, &q, err);
 	if (r < 0)
@@ -1036,7 +1038,8 @@ int paddock_store_list_templates(paddock_store *st, const char *tenant, const ch
 	int n = 0, rc, r;
 
 	if (!st || !tenant || !fn)
-		return pd_fail(err, EINVAL, "list templates: store, tenant and callback are required");
+		return pd_fail(err, EINVAL,
+			       "list templates: store, tenant and callback are required");
 	r = query_get(st, STMT_LIST_TEMPLATES, &q, err);
 	if (r < 0)
 		return r;

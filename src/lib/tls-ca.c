@@ -26,15 +26,15 @@
 #include "error.h"
 #include "util/cleanup.h"
 
-#define CA_LIFETIME_S (30L * 86400)
+#define CA_LIFETIME_S	(30L * 86400)
 #define LEAF_LIFETIME_S (7L * 86400)
 /* a cached leaf is replaced a day before it expires, so a long-lived sandbox never sees one
  * expire under it */
 #define LEAF_REMINT_S (6L * 86400)
 /* clocks disagree: the sandbox's clock may be behind ours */
-#define BACKDATE_S 3600L
+#define BACKDATE_S     3600L
 #define LEAF_CACHE_MAX 256
-#define HOST_MAX 253
+#define HOST_MAX       253
 /* RFC 5280 ub-common-name: a longer name goes only in the SAN */
 #define CN_MAX 64
 
@@ -121,12 +121,11 @@ static int set_random_serial(X509 *x, paddock_error *err)
 /* value is always a constant here: no sandbox string goes through OpenSSL's config syntax */
 static int add_ext(X509 *x, X509V3_CTX *v3, int nid, const char *value, paddock_error *err)
 {
-	_cleanup_(X509_EXTENSION_freep) X509_EXTENSION *ext = X509V3_EXT_conf_nid(NULL, v3, nid,
-										  value);
+	_cleanup_(X509_EXTENSION_freep) X509_EXTENSION *ext =
+		X509V3_EXT_conf_nid(NULL, v3, nid, value);
 
 	if (!ext || X509_add_ext(x, ext, -1) != 1)
-		return pd_fail(err, EIO, "certificate extension %s: %s", OBJ_nid2sn(nid),
-			       OSSL_ERR);
+		return pd_fail(err, EIO, "certificate extension %s: %s", OBJ_nid2sn(nid), OSSL_ERR);
 	return 0;
 }
 
@@ -169,8 +168,8 @@ static int make_ca_cert(EVP_PKEY *key, X509 **ret, paddock_error *err)
 	for (size_t i = 0; i < sizeof(rnd); i++)
 		r += snprintf(cn + r, sizeof(cn) - (size_t)r, "%02x", rnd[i]);
 	X509_NAME *name = X509_get_subject_name(x);
-	if (X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1,
-				       -1, 0) != 1 ||
+	if (X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1, -1,
+				       0) != 1 ||
 	    X509_set_issuer_name(x, name) != 1)
 		return pd_fail(err, EIO, "CA name: %s", OSSL_ERR);
 
@@ -293,9 +292,8 @@ static int make_leaf_cert(struct pd_ca *ca, const char *host, X509 **ret, paddoc
 		return pd_fail(err, EIO, "leaf validity: %s", OSSL_ERR);
 	if (X509_set_issuer_name(x, X509_get_subject_name(ca->cert)) != 1)
 		return pd_fail(err, EIO, "leaf issuer: %s", OSSL_ERR);
-	if (hl <= CN_MAX &&
-	    X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
-				       (const unsigned char *)host, -1, -1, 0) != 1)
+	if (hl <= CN_MAX && X509_NAME_add_entry_by_txt(X509_get_subject_name(x), "CN", MBSTRING_ASC,
+						       (const unsigned char *)host, -1, -1, 0) != 1)
 		return pd_fail(err, EIO, "leaf name: %s", OSSL_ERR);
 
 	X509V3_set_ctx(&v3, ca->cert, x, NULL, NULL, 0);

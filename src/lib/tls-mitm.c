@@ -64,10 +64,10 @@ struct pd_mitm {
 	enum side ended;
 	bool shutdown_sent;
 	bool finishing;
-	bool plain; /* no TLS either side: the same relay for plain HTTP (tls-mitm.h) */
-	bool answering;	   /* pd_mitm_answer(): the client gets an answer, then we linger */
-	bool lingering;	   /* the answer is out: wait for the client to close, briefly */
-	uint8_t *answer;   /* the answer, until the client's handshake is done */
+	bool plain;	 /* no TLS either side: the same relay for plain HTTP (tls-mitm.h) */
+	bool answering;	 /* pd_mitm_answer(): the client gets an answer, then we linger */
+	bool lingering;	 /* the answer is out: wait for the client to close, briefly */
+	uint8_t *answer; /* the answer, until the client's handshake is done */
 	size_t answer_len;
 	char reason[256];
 };
@@ -89,7 +89,7 @@ static enum side side_of(const struct pd_mitm *m, const struct bufferevent *bev)
 }
 
 __attribute__((format(printf, 2, 3))) static void set_reason(struct pd_mitm *m, const char *fmt,
-							       ...)
+							     ...)
 {
 	va_list ap;
 
@@ -358,8 +358,8 @@ static void failure_reason(struct pd_mitm *m, enum side s, short what)
 		return;
 	}
 	/* errno is long gone by a deferred callback; the socket may still hold the error */
-	(void)getsockopt(bufferevent_getfd(s == CLIENT && m->csock ? m->csock : m->bev[s]), SOL_SOCKET,
-			 SO_ERROR, &soerr, &sl);
+	(void)getsockopt(bufferevent_getfd(s == CLIENT && m->csock ? m->csock : m->bev[s]),
+			 SOL_SOCKET, SO_ERROR, &soerr, &sl);
 	set_reason(m, "%s %s failed: %s", side_name[s], phase,
 		   soerr ? strerror(soerr) : "connection error");
 }
@@ -414,8 +414,8 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 	if (!m->ready[CLIENT] || !m->ready[UPSTREAM])
 		set_reason(m, "tls handshake timed out (%s)",
 			   !m->ready[CLIENT] && !m->ready[UPSTREAM] ? "client and upstream"
-			   : !m->ready[CLIENT]			 ? "client"
-								 : "upstream");
+			   : !m->ready[CLIENT]			    ? "client"
+								    : "upstream");
 	if (m->ready[CLIENT] && !m->ready[UPSTREAM] && !m->flushing) {
 		struct timeval tv = { .tv_sec = PD_MITM_TIMEOUT_S };
 
@@ -448,8 +448,7 @@ void pd_mitm_free(struct pd_mitm *m)
 }
 PD_DEFINE_CLEANUP(struct pd_mitm, pd_mitm_free)
 
-void pd_mitm_counts(const struct pd_mitm *m, uint64_t *ret_from_client,
-		    uint64_t *ret_from_upstream)
+void pd_mitm_counts(const struct pd_mitm *m, uint64_t *ret_from_client, uint64_t *ret_from_upstream)
 {
 	*ret_from_client = m->bytes[CLIENT];
 	*ret_from_upstream = m->bytes[UPSTREAM];
@@ -498,15 +497,15 @@ static int start_plain(struct event_base *base, int cfd, int ufd, const uint8_t 
 	m->ud = ud;
 	m->plain = true;
 	m->ready[CLIENT] = m->ready[UPSTREAM] = true;
-	m->bev[UPSTREAM] = bufferevent_socket_new(base, ufd, BEV_OPT_CLOSE_ON_FREE |
-							     BEV_OPT_DEFER_CALLBACKS);
+	m->bev[UPSTREAM] =
+		bufferevent_socket_new(base, ufd, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
 	if (!m->bev[UPSTREAM]) {
 		close_fd(cfd);
 		close_fd(ufd);
 		return pd_fail(err, ENOMEM, "upstream bufferevent");
 	}
-	m->bev[CLIENT] = bufferevent_socket_new(base, cfd, BEV_OPT_CLOSE_ON_FREE |
-							   BEV_OPT_DEFER_CALLBACKS);
+	m->bev[CLIENT] =
+		bufferevent_socket_new(base, cfd, BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
 	if (!m->bev[CLIENT]) {
 		close_fd(cfd);
 		return pd_fail(err, ENOMEM, "client bufferevent");
@@ -531,9 +530,9 @@ static int start_plain(struct event_base *base, int cfd, int ufd, const uint8_t 
 	return 0;
 }
 
-int pd_mitm_start(struct event_base *base, SSL_CTX *server_ctx, SSL *upstream_ssl, int cfd,
-		  int ufd, const uint8_t *peeked, size_t peeked_len, const struct pd_mitm_ops *ops,
-		  void *ud, struct pd_mitm **ret, paddock_error *err)
+int pd_mitm_start(struct event_base *base, SSL_CTX *server_ctx, SSL *upstream_ssl, int cfd, int ufd,
+		  const uint8_t *peeked, size_t peeked_len, const struct pd_mitm_ops *ops, void *ud,
+		  struct pd_mitm **ret, paddock_error *err)
 {
 	_cleanup_(pd_mitm_freep) struct pd_mitm *m = NULL;
 	struct timeval tv = { .tv_sec = PD_MITM_TIMEOUT_S };
@@ -571,9 +570,9 @@ int pd_mitm_start(struct event_base *base, SSL_CTX *server_ctx, SSL *upstream_ss
 	m->ud = ud;
 
 	/* On failure libevent has freed the SSL (CLOSE_ON_FREE) but not closed the fd. */
-	m->bev[UPSTREAM] = bufferevent_openssl_socket_new(
-		base, ufd, upstream_ssl, BUFFEREVENT_SSL_CONNECTING,
-		BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	m->bev[UPSTREAM] =
+		bufferevent_openssl_socket_new(base, ufd, upstream_ssl, BUFFEREVENT_SSL_CONNECTING,
+					       BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
 	if (!m->bev[UPSTREAM]) {
 		close_fd(cfd);
 		close_fd(ufd);
@@ -592,9 +591,9 @@ int pd_mitm_start(struct event_base *base, SSL_CTX *server_ctx, SSL *upstream_ss
 	/* On failure libevent has freed cssl but not csock (libevent 2.1.12 frees csock
 	 * too only when setting up the handshake fails, which cannot happen before any
 	 * bytes arrived): pd_mitm_free frees it. */
-	m->bev[CLIENT] = bufferevent_openssl_filter_new(
-		base, m->csock, cssl, BUFFEREVENT_SSL_ACCEPTING,
-		BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	m->bev[CLIENT] =
+		bufferevent_openssl_filter_new(base, m->csock, cssl, BUFFEREVENT_SSL_ACCEPTING,
+					       BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
 	if (!m->bev[CLIENT])
 		return pd_fail(err, ENOMEM, "client TLS bufferevent");
 	m->timer = evtimer_new(base, on_timer, m);

@@ -6,8 +6,9 @@
  *
  * Trust: both peers are hostile. The client is the sandbox; the upstream is whatever the
  * network gave us until its certificate checks out: until then client_data() is not called
- * (the client's bytes wait), so no secret is put in for, or sent to, the wrong server. Memory is bounded: a direction stops reading while the other side has
- * PD_MITM_MAX_PENDING bytes unsent; the handshakes and the final flush have timeouts.
+ * (the client's bytes wait), so no secret is put in for, or sent to, the wrong server. Memory is
+ * bounded: a direction stops reading while the other side has PD_MITM_MAX_PENDING bytes unsent; the
+ * handshakes and the final flush have timeouts.
  *
  * libevent and OpenSSL write sockets with write(2), not send(MSG_NOSIGNAL): the process must
  * ignore SIGPIPE (the front ends do).
@@ -50,8 +51,8 @@ struct pd_mitm_ops {
 	 * the byte counts are decrypted bytes the callbacks consumed from each side. The mitm
 	 * is already freed: do not touch it. Called from the event loop, never from inside
 	 * pd_mitm_start(). */
-	void (*closed)(const char *reason, uint64_t bytes_from_client,
-		       uint64_t bytes_from_upstream, void *ud);
+	void (*closed)(const char *reason, uint64_t bytes_from_client, uint64_t bytes_from_upstream,
+		       void *ud);
 };
 
 /*
@@ -67,9 +68,9 @@ struct pd_mitm_ops {
  * name); they are copied and go to TLS before anything else from cfd. ops is copied; ud is
  * passed to every callback. *ret stays valid until closed() is called or pd_mitm_free().
  */
-int pd_mitm_start(struct event_base *base, SSL_CTX *server_ctx, SSL *upstream_ssl, int cfd,
-		  int ufd, const uint8_t *peeked, size_t peeked_len, const struct pd_mitm_ops *ops,
-		  void *ud, struct pd_mitm **ret, paddock_error *err);
+int pd_mitm_start(struct event_base *base, SSL_CTX *server_ctx, SSL *upstream_ssl, int cfd, int ufd,
+		  const uint8_t *peeked, size_t peeked_len, const struct pd_mitm_ops *ops, void *ud,
+		  struct pd_mitm **ret, paddock_error *err);
 
 /* Closes both sides at once, without calling closed(); accepts NULL. Not from inside this
  * mitm's own callbacks: return -1 from a data callback instead. */

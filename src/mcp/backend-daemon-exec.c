@@ -26,9 +26,9 @@
 /* one line of an exec stream: a chunk of at most 64 KiB, escaped (\u0001: 6 bytes a byte) */
 #define EXEC_LINE_MAX (1u << 20)
 /* one line of a process's output: the whole ring of 1 MiB, escaped */
-#define RING_LINE_MAX (8u << 20)
-#define RING_LINES_MAX 16 /* the ring is two lines and an exit: more is not paddockd's */
-#define STDIN_MAX 65536u /* paddockd takes this much stdin in an exec request */
+#define RING_LINE_MAX  (8u << 20)
+#define RING_LINES_MAX 16     /* the ring is two lines and an exit: more is not paddockd's */
+#define STDIN_MAX      65536u /* paddockd takes this much stdin in an exec request */
 
 /* What is kept of one stream of a command: the first `keep` bytes, and how many came. */
 struct capture {
@@ -73,8 +73,9 @@ static int env_json(const char *const *env, json_t **ret, paddock_error *err)
 		_cleanup_free_ char *name = NULL;
 
 		if (!eq || eq == env[i])
-			return paddock_fail_field(err, EINVAL, "env", "expected NAME=VALUE, got '%s'",
-					     PADDOCK_ESC(env[i]));
+			return paddock_fail_field(err, EINVAL, "env",
+						  "expected NAME=VALUE, got '%s'",
+						  PADDOCK_ESC(env[i]));
 		name = strndup(env[i], (size_t)(eq - env[i]));
 		if (!name)
 			return paddock_fail(err, ENOMEM, "out of memory");
@@ -178,8 +179,8 @@ static json_t *exec_result(const struct mcp_pending *p, json_t *report)
 }
 
 /* One event of the exec stream: 1 and *ret_result at the exit event, 0 to go on, or -errno. */
-static int command_event(struct mcp_pending *p, const struct exec_event *ev,
-			 json_t **ret_result, paddock_error *err)
+static int command_event(struct mcp_pending *p, const struct exec_event *ev, json_t **ret_result,
+			 paddock_error *err)
 {
 	if (ev->type == EXEC_EVENT_STDOUT || ev->type == EXEC_EVENT_STDERR) {
 		if (capture_add(&p->out[ev->type], p->keep, ev->data, ev->len) < 0)
@@ -240,8 +241,8 @@ static void exec_readable(evutil_socket_t fd, short what, void *arg)
 			return;
 		if (r == 0) {
 			r = paddock_fail(&err, EPIPE,
-				    "paddockd ended the command's stream before its end (the "
-				    "sandbox was destroyed, or paddockd stopped)");
+					 "paddockd ended the command's stream before its end (the "
+					 "sandbox was destroyed, or paddockd stopped)");
 		} else if (r > 0) {
 			r = command_event(p, &ev, &result, &err);
 			exec_event_release(&ev);
@@ -273,8 +274,8 @@ int d_exec(struct mcp_backend *mb, const char *id, const struct mcp_exec_req *re
 		return -ENOENT;
 	if (req->stdin_data && req->stdin_len > STDIN_MAX)
 		return paddock_fail_field(err, EFBIG, "stdin",
-				     "at most %u bytes of stdin through paddockd, got %zu", STDIN_MAX,
-				     req->stdin_len);
+					  "at most %u bytes of stdin through paddockd, got %zu",
+					  STDIN_MAX, req->stdin_len);
 	r = exec_body(req, true, &body, err);
 	if (r < 0)
 		return r;
@@ -461,7 +462,7 @@ static int read_output(struct dbackend *b, struct dsandbox *s, struct dproc *p, 
 			r = output_event(p, &ev, max, out, ret_report, err);
 		else
 			r = paddock_fail(err, EPROTO, "paddockd sent more than %d lines of output",
-				    RING_LINES_MAX);
+					 RING_LINES_MAX);
 		exec_event_release(&ev);
 		if (r < 0)
 			return r;
@@ -536,7 +537,7 @@ int d_bg_signal(struct mcp_backend *mb, const char *id, const char *proc, int si
 		return -ENOENT;
 	if (sig < 1 || sig > 64)
 		return paddock_fail_field(err, EINVAL, "signal", "expected a signal number, got %d",
-				     sig);
+					  sig);
 	url = dbackend_url(SEGS(s->id, "processes", p->tag, "signal"), NULL);
 	body = json_pack("{s:i}", "signal", sig);
 	if (!url || !body)
@@ -544,6 +545,6 @@ int d_bg_signal(struct mcp_backend *mb, const char *id, const char *proc, int si
 	r = dcall(b, "POST", url, body, 0, NULL, err);
 	if (r == -EBUSY) /* 409: "the process has ended" */
 		return paddock_fail_field(err, ESRCH, "process_id", "process '%s' has ended",
-				     PADDOCK_ESC(proc));
+					  PADDOCK_ESC(proc));
 	return r;
 }

@@ -20,8 +20,8 @@
 #include "client.h"
 #include "util/cleanup.h"
 
-#define LIST_ANSWER_MAX (64u << 20)  /* files/list: up to 10 000 entries */
-#define READ_MAX (64u << 20) /* bytes of a file one read_file() returns */
+#define LIST_ANSWER_MAX (64u << 20) /* files/list: up to 10 000 entries */
+#define READ_MAX	(64u << 20) /* bytes of a file one read_file() returns */
 
 /* ---- files -------------------------------------------------------------------------------- */
 
@@ -114,7 +114,8 @@ int d_read_file(struct mcp_backend *mb, const char *id, const char *path, uint64
 		return r;
 	if (resp.status == 206) {
 		if (parse_content_range(resp.content_range, &size) < 0)
-			return paddock_fail(err, EPROTO, "paddockd's answer has no valid Content-Range");
+			return paddock_fail(err, EPROTO,
+					    "paddockd's answer has no valid Content-Range");
 		r = read_some(c, 0, max, ret_data, ret_len, err);
 	} else {
 		/* the whole file: a server that ignored the range */
@@ -198,9 +199,10 @@ int d_list_dir(struct mcp_backend *mb, const char *id, const char *path, unsigne
 		return paddock_fail(err, ENOMEM, "out of memory");
 	r = dcall(b, "GET", url, NULL, LIST_ANSWER_MAX, &answer, err);
 	if (r == -EFBIG) /* over paddockd's 10 000 entries (413), or over our bound */
-		return paddock_fail_field(err, E2BIG, "depth", "more entries below '%s' than can be "
-							  "listed: list a smaller tree",
-				     PADDOCK_ESC(path));
+		return paddock_fail_field(err, E2BIG, "depth",
+					  "more entries below '%s' than can be "
+					  "listed: list a smaller tree",
+					  PADDOCK_ESC(path));
 	if (r < 0)
 		return r;
 	entries = json_object_get(answer, "entries");
@@ -208,11 +210,12 @@ int d_list_dir(struct mcp_backend *mb, const char *id, const char *path, unsigne
 		return paddock_fail(err, EPROTO, "paddockd's answer has no entries");
 	if (json_array_size(entries) > max_entries)
 		return paddock_fail_field(err, E2BIG, "depth", "more than %zu entries below '%s'",
-				     max_entries, PADDOCK_ESC(path));
+					  max_entries, PADDOCK_ESC(path));
 	out = json_array();
 	if (!out)
 		return paddock_fail(err, ENOMEM, "out of memory");
-	json_array_foreach(entries, i, e) {
+	json_array_foreach(entries, i, e)
+	{
 		json_t *mine = entry_from(e);
 
 		if (!mine)

@@ -19,8 +19,8 @@
 #include "client.h"
 #include "util/cleanup.h"
 
-#define ANSWER_MAX (4u << 20) /* a JSON answer: a sandbox object holds its spec (<= 1 MiB) */
-#define LINES_PER_WAKE 64 /* then back to the loop, so a chatty command cannot hog it */
+#define ANSWER_MAX     (4u << 20) /* a JSON answer: a sandbox object holds its spec (<= 1 MiB) */
+#define LINES_PER_WAKE 64	  /* then back to the loop, so a chatty command cannot hog it */
 #define SANDBOX_ID_MAX 32
 
 /* A background process this backend started: the tag that names it, what was read of it. */
@@ -65,7 +65,7 @@ static inline struct dbackend *dbackend(struct mcp_backend *mb)
 }
 
 /* for dbackend_url(): path segments and query pairs, each list NULL-terminated */
-#define SEGS(...) ((const char *const[]){ __VA_ARGS__, NULL })
+#define SEGS(...)  ((const char *const[]){ __VA_ARGS__, NULL })
 #define QUERY(...) ((const char *const[]){ __VA_ARGS__, NULL })
 
 /* backend-daemon.c: requests */
@@ -107,8 +107,8 @@ void d_cancel(struct mcp_backend *mb, struct mcp_pending *p);
 void dpending_free(struct mcp_pending *p);
 int d_bg_start(struct mcp_backend *mb, const char *id, const struct mcp_exec_req *req,
 	       char **ret_proc, int *ret_pid, paddock_error *err);
-int d_bg_output(struct mcp_backend *mb, const char *id, const char *proc, size_t max,
-		json_t **ret, paddock_error *err);
+int d_bg_output(struct mcp_backend *mb, const char *id, const char *proc, size_t max, json_t **ret,
+		paddock_error *err);
 int d_bg_signal(struct mcp_backend *mb, const char *id, const char *proc, int sig,
 		paddock_error *err);
 
@@ -124,7 +124,7 @@ int d_list_dir(struct mcp_backend *mb, const char *id, const char *path, unsigne
 /* backend-daemon-asks.c: the decisions a sandbox asks for */
 int d_watch_asks(struct mcp_backend *mb, const char *id, mcp_ask_fn fn, void *userdata,
 		 paddock_error *err);
-int d_answer(struct mcp_backend *mb, const char *id, uint64_t ask,
-	     enum paddock_ask_answer answer, const char *who, paddock_error *err);
+int d_answer(struct mcp_backend *mb, const char *id, uint64_t ask, enum paddock_ask_answer answer,
+	     const char *who, paddock_error *err);
 /* Stops following the sandbox's decisions. */
 void dsandbox_asks_unwatch(struct dsandbox *s);

@@ -46,9 +46,9 @@
 
 #define SOCKET_TIMEOUT_S 60
 #define ERROR_ANSWER_MAX (64u << 10) /* an error answer */
-#define TTL_S 86400	  /* paddockd's maximum */
-#define RENEW_S 3600
-#define PROCS_KEPT 1024 /* background processes remembered per sandbox */
+#define TTL_S		 86400	     /* paddockd's maximum */
+#define RENEW_S		 3600
+#define PROCS_KEPT	 1024 /* background processes remembered per sandbox */
 
 static time_t mono_s(void)
 {
@@ -98,7 +98,7 @@ int dbackend_io_error(int r, paddock_error *err)
 {
 	if (r == -EAGAIN)
 		return paddock_fail(err, ETIMEDOUT, "paddockd did not answer within %d s",
-			       SOCKET_TIMEOUT_S);
+				    SOCKET_TIMEOUT_S);
 	paddock_error_prefix(err, "paddockd");
 	return r;
 }
@@ -142,7 +142,8 @@ static int dconnect(struct dbackend *b, struct http_conn **ret_conn, paddock_err
 
 	r = http_connect_unix(b->socket_path, &c, err);
 	if (r < 0) {
-		paddock_error_prefix(err, "cannot reach paddockd at '%s'", PADDOCK_ESC(b->socket_path));
+		paddock_error_prefix(err, "cannot reach paddockd at '%s'",
+				     PADDOCK_ESC(b->socket_path));
 		return r;
 	}
 	if (setsockopt(http_conn_fd(c), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
@@ -222,7 +223,8 @@ int dcall(struct dbackend *b, const char *method, const char *target, const json
 	if (len > 0) {
 		json = json_loadb(answer, len, 0, &jerr);
 		if (!json)
-			return paddock_fail(err, EPROTO, "paddockd's answer is not JSON: %s", jerr.text);
+			return paddock_fail(err, EPROTO, "paddockd's answer is not JSON: %s",
+					    jerr.text);
 	}
 	*ret_json = json;
 	return 0;
@@ -235,7 +237,8 @@ struct dsandbox *dsandbox_find(struct dbackend *b, const char *id, paddock_error
 	for (struct dsandbox *s = b->sandboxes; s; s = s->next)
 		if (strcmp(s->id, id) == 0)
 			return s;
-	paddock_fail_field(err, ENOENT, "sandbox_id", "no sandbox '%s' in this session", PADDOCK_ESC(id));
+	paddock_fail_field(err, ENOENT, "sandbox_id", "no sandbox '%s' in this session",
+			   PADDOCK_ESC(id));
 	return NULL;
 }
 
@@ -247,7 +250,6 @@ static void procs_free(struct dproc *p)
 		p = next;
 	}
 }
-
 
 static void sandbox_unlink(struct dbackend *b, struct dsandbox *s)
 {
@@ -266,8 +268,8 @@ struct dproc *dproc_find(struct dsandbox *s, const char *tag, paddock_error *err
 	for (struct dproc *p = s->procs; p; p = p->next)
 		if (strcmp(p->tag, tag) == 0)
 			return p;
-	paddock_fail_field(err, ENOENT, "process_id", "no process '%s' in sandbox '%s'", PADDOCK_ESC(tag),
-		      s->id);
+	paddock_fail_field(err, ENOENT, "process_id", "no process '%s' in sandbox '%s'",
+			   PADDOCK_ESC(tag), s->id);
 	return NULL;
 }
 
@@ -339,7 +341,8 @@ static int put_secret_values(const paddock_spec *spec, json_t *req, paddock_erro
 	json_t *sec;
 	size_t i;
 
-	json_array_foreach(json_object_get(req, "secrets"), i, sec) {
+	json_array_foreach(json_object_get(req, "secrets"), i, sec)
+	{
 		const char *name = json_string_value(json_object_get(sec, "name"));
 		uint8_t *val = NULL;
 		size_t n = 0;
@@ -347,10 +350,12 @@ static int put_secret_values(const paddock_spec *spec, json_t *req, paddock_erro
 		int r;
 
 		if (!name)
-			return paddock_fail(err, EPROTO, "the spec's secrets do not match their JSON");
+			return paddock_fail(err, EPROTO,
+					    "the spec's secrets do not match their JSON");
 		r = paddock_spec_secret_value(spec, name, &val, &n, err);
 		if (r == -ENOENT)
-			return paddock_fail(err, EPROTO, "the spec's secrets do not match their JSON");
+			return paddock_fail(err, EPROTO,
+					    "the spec's secrets do not match their JSON");
 		if (r < 0)
 			return r;
 		value = json_stringn((const char *)val, n);
@@ -361,7 +366,8 @@ static int put_secret_values(const paddock_spec *spec, json_t *req, paddock_erro
 
 			snprintf(field, sizeof(field), "secrets[%zu].source", i);
 			return paddock_fail_field(err, EINVAL, field,
-					     "secret '%s': the value is not UTF-8 text", PADDOCK_ESC(name));
+						  "secret '%s': the value is not UTF-8 text",
+						  PADDOCK_ESC(name));
 		}
 		(void)json_object_del(sec, "source");
 		if (json_object_set_new(sec, "value", value) < 0)
@@ -376,7 +382,8 @@ static void wipe_secret_values(json_t *req)
 	json_t *sec;
 	size_t i;
 
-	json_array_foreach(json_object_get(req, "secrets"), i, sec) {
+	json_array_foreach(json_object_get(req, "secrets"), i, sec)
+	{
 		json_t *v = json_object_get(sec, "value");
 
 		if (json_is_string(v))
@@ -401,10 +408,10 @@ static int create_request(struct dbackend *b, const paddock_spec *spec, json_t *
 		return paddock_fail(err, ENOMEM, "out of memory");
 	}
 	r = put_secret_values(spec, req, err);
-	if (r >= 0 && (json_object_set_new(req, "ttl_s", json_integer(TTL_S)) < 0 ||
-		       (b->idle_timeout_s > 0 &&
-			json_object_set_new(req, "idle_timeout_s",
-					    json_integer(b->idle_timeout_s)) < 0)))
+	if (r >= 0 &&
+	    (json_object_set_new(req, "ttl_s", json_integer(TTL_S)) < 0 ||
+	     (b->idle_timeout_s > 0 &&
+	      json_object_set_new(req, "idle_timeout_s", json_integer(b->idle_timeout_s)) < 0)))
 		r = paddock_fail(err, ENOMEM, "out of memory");
 	if (r < 0) {
 		wipe_secret_values(req);
@@ -504,8 +511,8 @@ static void keepalive_cb(evutil_socket_t fd, short what, void *arg)
 	if (renew)
 		b->last_renew = mono_s();
 	for (struct dsandbox *s = b->sandboxes; s; s = s->next) {
-		_cleanup_free_ char *touch = dbackend_url(SEGS(s->id, "files", "stat"),
-							  QUERY("path", "/"));
+		_cleanup_free_ char *touch =
+			dbackend_url(SEGS(s->id, "files", "stat"), QUERY("path", "/"));
 		_cleanup_free_ char *renew_url = dbackend_url(SEGS(s->id, "ttl"), NULL);
 		paddock_error err = { 0 };
 
@@ -550,8 +557,11 @@ static int d_code_request(struct mcp_backend *mb, const char *id, const char *me
 {
 	struct dbackend *b = dbackend(mb);
 	struct dsandbox *s = dsandbox_find(b, id, err);
-	struct http_request req = { .method = method, .content_type = "application/json",
-				    .body = body, .body_len = len, .body_fd = -1 };
+	struct http_request req = { .method = method,
+				    .content_type = "application/json",
+				    .body = body,
+				    .body_len = len,
+				    .body_fd = -1 };
 	struct http_response resp = { 0 };
 	struct http_conn *c = NULL;
 	char target[160];
@@ -616,7 +626,7 @@ int mcp_backend_daemon_new(struct event_base *base, const char *socket_path,
 	if (strlen(socket_path) >= sizeof(b->socket_path)) {
 		free(b);
 		return paddock_fail(err, ENAMETOOLONG, "socket path '%s' is longer than %zu bytes",
-			       PADDOCK_ESC(socket_path), sizeof(b->socket_path) - 1);
+				    PADDOCK_ESC(socket_path), sizeof(b->socket_path) - 1);
 	}
 	memcpy(b->socket_path, socket_path, strlen(socket_path) + 1);
 	/* fail now, not at the agent's first tool call, when paddockd is not there */

@@ -22,7 +22,6 @@
 #include "backend.h"
 #include "client.h"
 
-
 struct box;
 
 /*
@@ -37,8 +36,8 @@ struct mcp_pending {
 	bool background, cancelled;
 	char id[24];
 	int pid;
-	size_t cap;	     /* foreground: bytes of each stream shown in the tool's answer */
-	char *stdin_data;    /* foreground: the call's stdin, written once it runs */
+	size_t cap;	  /* foreground: bytes of each stream shown in the tool's answer */
+	char *stdin_data; /* foreground: the call's stdin, written once it runs */
 	size_t stdin_len;
 	uint64_t since[2];   /* background: where the last bg_output() stopped */
 	uint64_t dropped[2]; /* background: bytes never shown (the ring, or past `max`) */
@@ -72,10 +71,11 @@ static int find_box(struct embedded *e, const char *id, struct box **ret, paddoc
 	for (struct box *b = e->boxes; b; b = b->next)
 		if (!strcmp(b->id, id)) {
 			if (b->ended)
-				return paddock_fail_field(err, ESRCH, "sandbox_id",
-						     "the sandbox '%s' has ended (a limit or a "
-						     "crash killed it); destroy it and make another",
-						     PADDOCK_ESC(id));
+				return paddock_fail_field(
+					err, ESRCH, "sandbox_id",
+					"the sandbox '%s' has ended (a limit or a "
+					"crash killed it); destroy it and make another",
+					PADDOCK_ESC(id));
 			*ret = b;
 			return 0;
 		}
@@ -149,18 +149,17 @@ static void exited(paddock_exec *ex, const struct paddock_result *res, void *use
 	}
 	for (int i = 0; i < 2; i++)
 		kept[i] = paddock_exec_output_end(p->session, i + 1);
-	out = json_pack("{s:O?, s:s, s:O?, s:o, s:o, s:b, s:b, s:I, s:I, s:O?}", "exit_code",
-			json_object_get(p->result, "exit_code"), "reason",
-			paddock_end_reason_to_string(res->reason), "signal",
-			json_object_get(p->result, "signal"), "stdout",
-			stream_text(p, 1, &from[0], p->cap), "stderr",
-			stream_text(p, 2, &from[1], p->cap), "stdout_truncated",
-			kept[0] > p->cap || paddock_exec_output_read(p->session, 1) > kept[0],
-			"stderr_truncated",
-			kept[1] > p->cap || paddock_exec_output_read(p->session, 2) > kept[1],
-			"stdout_bytes", (json_int_t)paddock_exec_output_read(p->session, 1),
-			"stderr_bytes", (json_int_t)paddock_exec_output_read(p->session, 2), "report",
-			p->result);
+	out = json_pack(
+		"{s:O?, s:s, s:O?, s:o, s:o, s:b, s:b, s:I, s:I, s:O?}", "exit_code",
+		json_object_get(p->result, "exit_code"), "reason",
+		paddock_end_reason_to_string(res->reason), "signal",
+		json_object_get(p->result, "signal"), "stdout", stream_text(p, 1, &from[0], p->cap),
+		"stderr", stream_text(p, 2, &from[1], p->cap), "stdout_truncated",
+		kept[0] > p->cap || paddock_exec_output_read(p->session, 1) > kept[0],
+		"stderr_truncated",
+		kept[1] > p->cap || paddock_exec_output_read(p->session, 2) > kept[1],
+		"stdout_bytes", (json_int_t)paddock_exec_output_read(p->session, 1), "stderr_bytes",
+		(json_int_t)paddock_exec_output_read(p->session, 2), "report", p->result);
 	if (!out)
 		paddock_fail(&err, ENOMEM, "the command's result");
 	p->fn(out, &err, p->userdata);
@@ -314,8 +313,8 @@ static int embedded_bg_start(struct mcp_backend *base, const char *id,
 	return 0;
 }
 
-static int find_bg(struct embedded *e, const char *id, const char *proc,
-		   struct mcp_pending **ret, paddock_error *err)
+static int find_bg(struct embedded *e, const char *id, const char *proc, struct mcp_pending **ret,
+		   paddock_error *err)
 {
 	struct box *b;
 	int r = find_box(e, id, &b, err);
@@ -369,9 +368,10 @@ static int embedded_bg_output(struct mcp_backend *base, const char *id, const ch
 	out = json_pack("{s:b, s:o, s:o, s:I, s:I, s:O?, s:O?, s:O?}", "running", p->ex != NULL,
 			"stdout", text[0], "stderr", text[1], "stdout_dropped",
 			(json_int_t)p->dropped[0], "stderr_dropped", (json_int_t)p->dropped[1],
-			"exit_code", p->result ? json_object_get(p->result, "exit_code") : json_null(),
-			"reason", p->result ? json_object_get(p->result, "reason") : json_null(),
-			"report", p->result ? p->result : json_null());
+			"exit_code",
+			p->result ? json_object_get(p->result, "exit_code") : json_null(), "reason",
+			p->result ? json_object_get(p->result, "reason") : json_null(), "report",
+			p->result ? p->result : json_null());
 	if (!out)
 		return paddock_fail(err, ENOMEM, "read_process_output");
 	*ret = out;
@@ -387,8 +387,8 @@ static int embedded_bg_signal(struct mcp_backend *base, const char *id, const ch
 	if (r < 0)
 		return r;
 	if (!p->ex)
-		return paddock_fail_field(err, ESRCH, "process_id", "process '%s' has already ended",
-				     PADDOCK_ESC(proc));
+		return paddock_fail_field(err, ESRCH, "process_id",
+					  "process '%s' has already ended", PADDOCK_ESC(proc));
 	return paddock_exec_signal(p->ex, sig, err);
 }
 
@@ -461,7 +461,8 @@ static int embedded_write_file(struct mcp_backend *base, const char *id, const c
 			continue;
 		if (n < 0) {
 			/* ENOSPC, EFBIG: the sandbox's disk and file size limits */
-			r = paddock_fail_field(err, errno, "content", "write '%s'", PADDOCK_ESC(path));
+			r = paddock_fail_field(err, errno, "content", "write '%s'",
+					       PADDOCK_ESC(path));
 			paddock_file_writer_free(w);
 			return r;
 		}
@@ -495,16 +496,18 @@ static int embedded_list_dir(struct mcp_backend *base, const char *id, const cha
 
 		snprintf(mode, sizeof(mode), "%04o", f->mode & 07777);
 		/* names are the sandbox's: any bytes; shown as text */
-		if (json_array_append_new(list, json_pack(
-			    "{s:o, s:o, s:s, s:I, s:s, s:s, s:o}", "path",
-			    mcp_json_text(f->path, strlen(f->path)), "name",
-			    mcp_json_text(f->name, strlen(f->name)), "type",
-			    paddock_file_type_to_string(f->type), "size", (json_int_t)f->size,
-			    "mode", mode, "mtime", mcp_rfc3339(f->mtime_ns, mtime, sizeof(mtime)),
-			    "symlink_target",
-			    f->symlink_target ? mcp_json_text(f->symlink_target,
-							      strlen(f->symlink_target))
-					      : json_null())) < 0) {
+		if (json_array_append_new(
+			    list,
+			    json_pack("{s:o, s:o, s:s, s:I, s:s, s:s, s:o}", "path",
+				      mcp_json_text(f->path, strlen(f->path)), "name",
+				      mcp_json_text(f->name, strlen(f->name)), "type",
+				      paddock_file_type_to_string(f->type), "size",
+				      (json_int_t)f->size, "mode", mode, "mtime",
+				      mcp_rfc3339(f->mtime_ns, mtime, sizeof(mtime)),
+				      "symlink_target",
+				      f->symlink_target ? mcp_json_text(f->symlink_target,
+									strlen(f->symlink_target))
+							: json_null())) < 0) {
 			json_decref(list);
 			list = NULL;
 		}
@@ -575,7 +578,7 @@ static void box_free(struct embedded *e, struct box *b)
 		p->ex = NULL;
 		if (p->fn && !p->cancelled) {
 			paddock_fail_field(&err, ESRCH, "sandbox_id",
-				      "the sandbox was destroyed while the command ran");
+					   "the sandbox was destroyed while the command ran");
 			p->fn(NULL, &err, p->userdata);
 		}
 		cmd_free(p);
@@ -636,12 +639,16 @@ struct code_req {
 static void code_socket(paddock_sandbox *sb, int fd, const paddock_error *why, void *userdata)
 {
 	struct code_req *q = userdata;
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
 				  .sin_port = htons(PADDOCK_CODE_PORT) };
 	struct timeval tv = { .tv_sec = CODE_HEAD_TIMEOUT_S };
-	struct http_request req = { .method = q->method, .target = q->path,
-				    .content_type = "application/json", .body = q->body,
-				    .body_len = q->len, .body_fd = -1 };
+	struct http_request req = { .method = q->method,
+				    .target = q->path,
+				    .content_type = "application/json",
+				    .body = q->body,
+				    .body_len = q->len,
+				    .body_fd = -1 };
 	struct http_response resp;
 	struct http_conn *c = NULL;
 	paddock_error err = { 0 };
@@ -727,7 +734,8 @@ static void on_ask(paddock_sandbox *sb, const struct paddock_ask *a, void *userd
 				.rule = a->rule,
 				.expires_ms = a->expires_ms,
 				.decided = a->decided,
-				.answer = a->decided ? paddock_ask_answer_to_string(a->answer) : NULL,
+				.answer =
+					a->decided ? paddock_ask_answer_to_string(a->answer) : NULL,
 				.by = a->decided ? a->by : NULL,
 			};
 
@@ -794,8 +802,7 @@ static void log_event(const struct paddock_event *ev, void *userdata)
 }
 
 int mcp_backend_embedded_new(struct event_base *base, const char *resolve_hosts,
-			     const char *upstream_ca, struct mcp_backend **ret,
-			     paddock_error *err)
+			     const char *upstream_ca, struct mcp_backend **ret, paddock_error *err)
 {
 	struct embedded *e = calloc(1, sizeof(*e));
 	int r;

@@ -76,8 +76,7 @@ const char *mcp_rfc3339(int64_t ns, char *buf, size_t size)
 		snprintf(buf, size, "1970-01-01T00:00:00Z");
 		return buf;
 	}
-	snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-		 tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-		 (int)(ns % 1000000000 / 1000000));
+	snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ns % 1000000000 / 1000000));
 	return buf;
 }

@@ -109,8 +109,8 @@ struct mcp_backend_ops {
 			 size_t max, char **ret_data, size_t *ret_len, uint64_t *ret_size,
 			 paddock_error *err);
 	/* Writes the whole file atomically with `mode`, creating missing parent directories. */
-	int (*write_file)(struct mcp_backend *b, const char *id, const char *path,
-			  const void *data, size_t len, unsigned mode, paddock_error *err);
+	int (*write_file)(struct mcp_backend *b, const char *id, const char *path, const void *data,
+			  size_t len, unsigned mode, paddock_error *err);
 	/*
 	 * The entries below `path` down to `depth` (1: its children), at most max_entries:
 	 * -E2BIG beyond. *ret_entries: a JSON array of {"path", "name", "type" ("file", "dir",
@@ -169,8 +169,7 @@ struct mcp_backend {
 
 /* libpaddock in this process, on `base` (borrowed). */
 int mcp_backend_embedded_new(struct event_base *base, const char *resolve_hosts,
-			     const char *upstream_ca, struct mcp_backend **ret,
-			     paddock_error *err);
+			     const char *upstream_ca, struct mcp_backend **ret, paddock_error *err);
 /* Every event of the embedded sandboxes (JSON lines, docs/events.md) to `f`; NULL: none. */
 void mcp_backend_embedded_set_events(struct mcp_backend *b, FILE *f);
 /* paddockd at the unix socket `socket_path`; sandboxes get idle_timeout_s (0: none). */

@@ -24,12 +24,12 @@
 #include "mcp-http.h"
 #include "spec-flags.h"
 
-#define DEFAULT_TIMEOUT_S "300"
+#define DEFAULT_TIMEOUT_S     "300"
 #define DEFAULT_MAX_SANDBOXES 4
-#define DEFAULT_MAX_OUTPUT (256u << 10)
-#define DEFAULT_MAX_READ (1u << 20)
-#define EOF_GRACE_S 10
-#define OUT_MAX (64u << 20) /* answers queued for a client that does not read: then it is gone */
+#define DEFAULT_MAX_OUTPUT    (256u << 10)
+#define DEFAULT_MAX_READ      (1u << 20)
+#define EOF_GRACE_S	      10
+#define OUT_MAX		      (64u << 20) /* answers queued for a client that does not read: then it is gone */
 
 enum {
 	OPT_CONNECT = SPEC_OPT_END,
@@ -164,7 +164,8 @@ static void take_lines(struct session *s)
 {
 	for (;;) {
 		size_t eol_len = 0;
-		struct evbuffer_ptr eol = evbuffer_search_eol(s->in, NULL, &eol_len, EVBUFFER_EOL_LF);
+		struct evbuffer_ptr eol =
+			evbuffer_search_eol(s->in, NULL, &eol_len, EVBUFFER_EOL_LF);
 		size_t len;
 
 		if (eol.pos < 0) {
@@ -184,7 +185,8 @@ static void take_lines(struct session *s)
 			evbuffer_drain(s->in, len + eol_len);
 			continue;
 		}
-		mcp_server_message(s->server, (const char *)evbuffer_pullup(s->in, (ssize_t)len), len);
+		mcp_server_message(s->server, (const char *)evbuffer_pullup(s->in, (ssize_t)len),
+				   len);
 		evbuffer_drain(s->in, len + eol_len);
 	}
 }
@@ -267,8 +269,10 @@ static int parse_size(const char *opt, const char *s, size_t *ret)
 			end = (char *)s;
 	}
 	if (end == s || errno || s[0] == '-' || v == 0 || v > (1ull << 40) >> shift) {
-		fprintf(stderr, "paddock mcp: %s: expected a size such as 65536, '256K' or '4M', got "
-				"'%s'\n", opt, s);
+		fprintf(stderr,
+			"paddock mcp: %s: expected a size such as 65536, '256K' or '4M', got "
+			"'%s'\n",
+			opt, s);
 		return -EINVAL;
 	}
 	*ret = (size_t)(v << shift);
@@ -310,8 +314,9 @@ static int json_size(json_t *v, const char *key, size_t *ret)
 /* The config file: the same settings as the flags, which come after it. */
 static int load_config(const char *path, struct mcp_policy *p, struct args *a)
 {
-	static const char *const keys[] = { "spec", "allow_host_paths", "max_sandboxes",
-					    "max_output", "max_read", "max_message", NULL };
+	static const char *const keys[] = { "spec",	  "allow_host_paths", "max_sandboxes",
+					    "max_output", "max_read",	      "max_message",
+					    NULL };
 	paddock_error err = { 0 };
 	json_error_t jerr;
 	json_t *root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr), *v;
@@ -324,13 +329,16 @@ static int load_config(const char *path, struct mcp_policy *p, struct args *a)
 			root ? "expected a JSON object" : jerr.text);
 		goto out;
 	}
-	json_object_foreach(root, key, v) {
+	json_object_foreach(root, key, v)
+	{
 		for (i = 0; keys[i] && strcmp(keys[i], key); i++)
 			;
 		if (!keys[i]) {
-			fprintf(stderr, "paddock mcp: --config %s: unknown key '%s'; expected spec, "
-					"allow_host_paths, max_sandboxes, max_output, max_read, "
-					"max_message\n", path, key);
+			fprintf(stderr,
+				"paddock mcp: --config %s: unknown key '%s'; expected spec, "
+				"allow_host_paths, max_sandboxes, max_output, max_read, "
+				"max_message\n",
+				path, key);
 			goto out;
 		}
 	}
@@ -346,17 +354,20 @@ static int load_config(const char *path, struct mcp_policy *p, struct args *a)
 		}
 		r = -EINVAL;
 	}
-	json_array_foreach(json_object_get(root, "allow_host_paths"), i, v) {
+	json_array_foreach(json_object_get(root, "allow_host_paths"), i, v)
+	{
 		if (!json_is_string(v) ||
 		    mcp_policy_allow_host_path(p, json_string_value(v), &err) < 0) {
-			fprintf(stderr, "paddock mcp: --config %s: allow_host_paths[%zu]: %s\n", path,
-				i, json_is_string(v) ? err.msg : "expected a directory");
+			fprintf(stderr, "paddock mcp: --config %s: allow_host_paths[%zu]: %s\n",
+				path, i, json_is_string(v) ? err.msg : "expected a directory");
 			goto out;
 		}
 	}
 	if ((v = json_object_get(root, "max_sandboxes"))) {
-		if (!json_is_integer(v) || json_integer_value(v) < 1 || json_integer_value(v) > 1024) {
-			fprintf(stderr, "paddock mcp: --config %s: max_sandboxes: expected 1..1024\n",
+		if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+		    json_integer_value(v) > 1024) {
+			fprintf(stderr,
+				"paddock mcp: --config %s: max_sandboxes: expected 1..1024\n",
 				path);
 			goto out;
 		}
@@ -389,8 +400,8 @@ static int parse_files(int argc, char **argv, struct mcp_policy *p, struct args 
 			if (spec_file_read(optarg, &text, &len, &err) < 0 ||
 			    paddock_spec_load_json(p->spec, text, len, &err) < 0) {
 				free(text);
-				fprintf(stderr, "paddock mcp: --spec %s: %s%s%s\n", optarg, err.field,
-					err.field[0] ? ": " : "", err.msg);
+				fprintf(stderr, "paddock mcp: --spec %s: %s%s%s\n", optarg,
+					err.field, err.field[0] ? ": " : "", err.msg);
 				return -EINVAL;
 			}
 			free(text);
@@ -496,8 +507,8 @@ static int parse_args(int argc, char **argv, struct mcp_policy *p, struct args *
 
 		r = spec_flag_apply(p->spec, c, optarg, &field, &err);
 		if (r < 0) {
-			fprintf(stderr, "paddock mcp: %s%s%s\n", err.field, err.field[0] ? ": " : "",
-				err.msg);
+			fprintf(stderr, "paddock mcp: %s%s%s\n", err.field,
+				err.field[0] ? ": " : "", err.msg);
 			return r;
 		}
 		if (r > 0)
@@ -594,8 +605,10 @@ static char *read_token(const char *path)
 	if (nl)
 		*nl = '\0';
 	if (strlen(buf) < 16 || (st.st_mode & 0077)) {
-		fprintf(stderr, "paddock mcp: --http-token-file %s: expected a token of at least 16 "
-				"characters in a file only its owner can read (chmod 600)\n", path);
+		fprintf(stderr,
+			"paddock mcp: --http-token-file %s: expected a token of at least 16 "
+			"characters in a file only its owner can read (chmod 600)\n",
+			path);
 		explicit_bzero(buf, sizeof(buf));
 		return NULL;
 	}
@@ -628,8 +641,10 @@ static int serve_http(struct event_base *base, const struct args *a, struct mcp_
 	colon = strrchr(addr, ':');
 	port = colon ? strtoul(colon + 1, &end, 10) : 0;
 	if (!colon || colon == addr || !colon[1] || *end || port == 0 || port > 65535) {
-		fprintf(stderr, "paddock mcp: --http: expected ADDR:PORT such as 127.0.0.1:8931 or "
-				"[::1]:8931, got '%s'\n", a->http);
+		fprintf(stderr,
+			"paddock mcp: --http: expected ADDR:PORT such as 127.0.0.1:8931 or "
+			"[::1]:8931, got '%s'\n",
+			a->http);
 		return -EINVAL;
 	}
 	*colon = '\0';
@@ -642,8 +657,10 @@ static int serve_http(struct event_base *base, const struct args *a, struct mcp_
 	if (a->http_token_file && !(token = read_token(a->http_token_file)))
 		return -EINVAL;
 	if (!token && !loopback(o.addr)) {
-		fprintf(stderr, "paddock mcp: --http %s is not loopback: anyone who reaches it could "
-				"run code; give --http-token-file\n", a->http);
+		fprintf(stderr,
+			"paddock mcp: --http %s is not loopback: anyone who reaches it could "
+			"run code; give --http-token-file\n",
+			a->http);
 		return -EINVAL;
 	}
 	o.token = token;
@@ -709,7 +726,8 @@ int cmd_mcp(int argc, char **argv)
 	if (a.connect)
 		r = mcp_backend_daemon_new(s.base, a.connect, a.idle_timeout_s, &backend, &err);
 	else
-		r = mcp_backend_embedded_new(s.base, a.resolve_hosts, a.upstream_ca, &backend, &err);
+		r = mcp_backend_embedded_new(s.base, a.resolve_hosts, a.upstream_ca, &backend,
+					     &err);
 	if (r < 0) {
 		fprintf(stderr, "paddock mcp: %s%s%s\n", err.field, err.field[0] ? ": " : "",
 			err.msg);
@@ -718,7 +736,8 @@ int cmd_mcp(int argc, char **argv)
 	if (a.events && !a.connect) {
 		events = strcmp(a.events, "-") ? fopen(a.events, "ae") : stderr;
 		if (!events) {
-			fprintf(stderr, "paddock mcp: --events %s: %s\n", a.events, strerror(errno));
+			fprintf(stderr, "paddock mcp: --events %s: %s\n", a.events,
+				strerror(errno));
 			goto out;
 		}
 		mcp_backend_embedded_set_events(backend, events);

@@ -25,9 +25,9 @@
 #include "mcp.h"
 #include "mcp-http.h"
 
-#define SESSION_ID_LEN 32
-#define SWEEP_S 1
-#define MAX_STREAMS 4 /* GET streams open at once per session */
+#define SESSION_ID_LEN	 32
+#define SWEEP_S		 1
+#define MAX_STREAMS	 4		 /* GET streams open at once per session */
 #define STREAM_TIMEOUT_S (7 * 24 * 3600) /* a stream is quiet by nature: no evhttp timeout */
 
 struct session;
@@ -52,7 +52,7 @@ struct session {
 	char id[SESSION_ID_LEN + 1];
 	struct mcp_tools *tools;
 	struct mcp_server *server;
-	struct pending *pending; /* requests waiting for their answer */
+	struct pending *pending;	/* requests waiting for their answer */
 	struct evhttp_request *current; /* the POST being handled, for an answer with id null */
 	bool current_answered;
 	double last_used;
@@ -186,7 +186,8 @@ static int session_new(struct mcp_http *h, struct session **ret, paddock_error *
 	int r;
 
 	if (h->n_sessions >= h->max_sessions)
-		return paddock_fail(err, EBUSY, "%u sessions are open, the most allowed", h->n_sessions);
+		return paddock_fail(err, EBUSY, "%u sessions are open, the most allowed",
+				    h->n_sessions);
 	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw))
 		return paddock_fail(err, errno ? errno : EIO, "make a session id");
 	s = calloc(1, sizeof(*s));
@@ -235,9 +236,12 @@ static void sweep_cb(evutil_socket_t fd, short what, void *data)
 			session_free(s);
 		} else if (quiet && s->had_stream && !s->n_streams &&
 			   now - s->last_used > h->gone_s) {
-			/* its client closed its stream (the SDK's close()) and sent nothing since */
-			fprintf(stderr, "paddock mcp: session %.8s… has had no stream and no request "
-				"for %u s, its client is gone: ended\n", s->id, h->gone_s);
+			/* its client closed its stream (the SDK's close()) and sent nothing since
+			 */
+			fprintf(stderr,
+				"paddock mcp: session %.8s… has had no stream and no request "
+				"for %u s, its client is gone: ended\n",
+				s->id, h->gone_s);
 			session_free(s);
 		}
 	}
@@ -315,8 +319,8 @@ static void handle_get(struct mcp_http *h, struct evhttp_request *req, struct se
 /* Origin, when a browser sent one, must be this machine. */
 static bool origin_ok(const char *origin)
 {
-	static const char *const local[] = { "http://localhost", "http://127.0.0.1",
-					     "http://[::1]", "https://localhost",
+	static const char *const local[] = { "http://localhost",  "http://127.0.0.1",
+					     "http://[::1]",	  "https://localhost",
 					     "https://127.0.0.1", "https://[::1]" };
 
 	if (!origin)
@@ -427,7 +431,8 @@ static void request_cb(struct evhttp_request *req, void *data)
 	const char *version = evhttp_find_header(in, "MCP-Protocol-Version");
 
 	if (version && !mcp_protocol_supported(version)) {
-		reply_error(req, 400, "Bad Request", "MCP-Protocol-Version: not a revision this "
+		reply_error(req, 400, "Bad Request",
+			    "MCP-Protocol-Version: not a revision this "
 			    "server speaks (2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05)");
 		return;
 	}
@@ -487,7 +492,7 @@ int mcp_http_new(struct event_base *base, const struct mcp_http_opts *o,
 	evhttp_set_timeout(h->http, 3600); /* a command may run long before its answer */
 	if (evhttp_bind_socket(h->http, o->addr, o->port) < 0) {
 		int r = paddock_fail_field(err, errno ? errno : EADDRINUSE, "http",
-				      "listen on %s port %u", PADDOCK_ESC(o->addr), o->port);
+					   "listen on %s port %u", PADDOCK_ESC(o->addr), o->port);
 
 		mcp_http_free(h);
 		return r;

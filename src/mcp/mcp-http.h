@@ -10,11 +10,11 @@ struct mcp_http;
 struct mcp_http_opts {
 	const char *addr;
 	unsigned short port;
-	const char *token;	/* bearer token clients must send; NULL: none (loopback only) */
-	unsigned max_sessions;	/* at once */
-	unsigned idle_s;	/* a session unused this long ends, with its sandboxes */
-	unsigned gone_s;	/* one whose client held a GET stream: once none and no request */
-	size_t max_message;	/* largest POST body */
+	const char *token;     /* bearer token clients must send; NULL: none (loopback only) */
+	unsigned max_sessions; /* at once */
+	unsigned idle_s;       /* a session unused this long ends, with its sandboxes */
+	unsigned gone_s;       /* one whose client held a GET stream: once none and no request */
+	size_t max_message;    /* largest POST body */
 };
 
 /* Listens and serves from `base`; backend and policy are borrowed. */

@@ -19,16 +19,16 @@
 #include "paddock/policy.h"
 #include "backend.h"
 
-#define MCP_SERVER_NAME "paddock"
+#define MCP_SERVER_NAME		"paddock"
 #define MCP_MAX_MESSAGE_DEFAULT (4u << 20)
 
 /* JSON-RPC 2.0 error codes */
-#define MCP_PARSE_ERROR -32700
-#define MCP_INVALID_REQUEST -32600
+#define MCP_PARSE_ERROR	     -32700
+#define MCP_INVALID_REQUEST  -32600
 #define MCP_METHOD_NOT_FOUND -32601
-#define MCP_INVALID_PARAMS -32602
-#define MCP_INTERNAL_ERROR -32603
-#define MCP_SERVER_BUSY -32000 /* implementation-defined: too many calls in flight */
+#define MCP_INVALID_PARAMS   -32602
+#define MCP_INTERNAL_ERROR   -32603
+#define MCP_SERVER_BUSY	     -32000 /* implementation-defined: too many calls in flight */
 
 /* Calls in flight at once in one session: each holds a command's output until it ends. */
 #define MCP_MAX_CALLS 64
@@ -40,11 +40,11 @@
 /* ---- operator policy (policy.c) --------------------------------------------------------- */
 
 struct mcp_policy {
-	paddock_spec *spec;	  /* every sandbox's default and ceiling; owned */
-	paddock_policy *engine;	  /* directories a workspace may be under; owned, NULL: none */
-	unsigned max_sandboxes;	  /* at once, the default one included */
-	size_t max_output;	  /* bytes kept of each stream of a command */
-	size_t max_read;	  /* bytes read_file returns at most */
+	paddock_spec *spec;	/* every sandbox's default and ceiling; owned */
+	paddock_policy *engine; /* directories a workspace may be under; owned, NULL: none */
+	unsigned max_sandboxes; /* at once, the default one included */
+	size_t max_output;	/* bytes kept of each stream of a command */
+	size_t max_read;	/* bytes read_file returns at most */
 };
 
 void mcp_policy_release(struct mcp_policy *p);
@@ -101,8 +101,8 @@ const char *mcp_server_version(const struct mcp_server *s);
  */
 typedef void (*mcp_elicit_fn)(json_t *result, const char *error, void *userdata);
 /* Asks the person at the client (schema stolen); *ret_seq names it for cancel. */
-int mcp_server_elicit(struct mcp_server *s, const char *message, json_t *schema,
-		      mcp_elicit_fn fn, void *userdata, uint64_t *ret_seq, paddock_error *err);
+int mcp_server_elicit(struct mcp_server *s, const char *message, json_t *schema, mcp_elicit_fn fn,
+		      void *userdata, uint64_t *ret_seq, paddock_error *err);
 /* No answer is wanted any more: the client is told (notifications/cancelled), fn never runs. */
 void mcp_server_request_cancel(struct mcp_server *s, uint64_t seq, const char *reason);
 

@@ -171,7 +171,8 @@ int mcp_policy_spec(const struct mcp_policy *p, json_t *args, paddock_spec **ret
 	r = paddock_spec_load_json(spec, text, strlen(text), err);
 	if (r < 0)
 		goto out;
-	json_object_foreach(env, key, v) {
+	json_object_foreach(env, key, v)
+	{
 		char *kv;
 
 		if (asprintf(&kv, "%s=%s", key, json_string_value(v)) < 0) {

@@ -43,10 +43,13 @@ static void type_names(json_t *type, char *buf, size_t size)
 
 	buf[0] = '\0';
 	for (i = 0; i < n; i++) {
-		const char *t = json_string_value(json_is_array(type) ? json_array_get(type, i) : type);
+		const char *t =
+			json_string_value(json_is_array(type) ? json_array_get(type, i) : type);
 
 		off += snprintf(buf + off, size - (size_t)off, "%s%s%s",
-				i == 0 ? "" : i + 1 == n ? " or " : ", ",
+				i == 0	     ? ""
+				: i + 1 == n ? " or "
+					     : ", ",
 				t && (t[0] == 'a' || t[0] == 'i' || t[0] == 'o') ? "an " : "a ",
 				t ? t : "?");
 		if ((size_t)off >= size)
@@ -61,9 +64,8 @@ static bool type_ok(json_t *v, json_t *type)
 
 	if (json_is_string(type))
 		return is_type(v, json_string_value(type));
-	json_array_foreach(type, i, t)
-		if (json_is_string(t) && is_type(v, json_string_value(t)))
-			return true;
+	json_array_foreach(type, i, t) if (json_is_string(t) &&
+					   is_type(v, json_string_value(t))) return true;
 	return false;
 }
 
@@ -71,13 +73,15 @@ static int check(json_t *schema, json_t *v, char *field, size_t size, paddock_er
 
 static int check_object(json_t *schema, json_t *v, char *field, size_t size, paddock_error *err)
 {
-	json_t *props = json_object_get(schema, "properties"), *req = json_object_get(schema, "required");
+	json_t *props = json_object_get(schema, "properties"),
+	       *req = json_object_get(schema, "required");
 	json_t *addl = json_object_get(schema, "additionalProperties"), *m;
 	size_t len = strlen(field), i;
 	const char *key;
 	int r;
 
-	json_array_foreach(req, i, m) {
+	json_array_foreach(req, i, m)
+	{
 		if (!json_is_string(m) || json_object_get(v, json_string_value(m)))
 			continue;
 		snprintf(field + len, size - len, "%s%s", len ? "." : "", json_string_value(m));
@@ -85,7 +89,8 @@ static int check_object(json_t *schema, json_t *v, char *field, size_t size, pad
 		field[len] = '\0';
 		return r;
 	}
-	json_object_foreach(v, key, m) {
+	json_object_foreach(v, key, m)
+	{
 		json_t *sub = props ? json_object_get(props, key) : NULL;
 
 		snprintf(field + len, size - len, "%s%s", len ? "." : "", key);
@@ -97,14 +102,15 @@ static int check_object(json_t *schema, json_t *v, char *field, size_t size, pad
 			json_t *unused;
 			int off = 0;
 
-			json_object_foreach(props, k, unused) {
+			json_object_foreach(props, k, unused)
+			{
 				off += snprintf(known + off, sizeof(known) - (size_t)off, "%s'%s'",
 						off ? ", " : "", k);
 				if ((size_t)off >= sizeof(known))
 					break;
 			}
-			r = paddock_fail_field(err, EINVAL, field, "unknown argument; expected one of %s",
-					  known);
+			r = paddock_fail_field(err, EINVAL, field,
+					       "unknown argument; expected one of %s", known);
 			field[len] = '\0';
 			return r;
 		}
@@ -116,24 +122,26 @@ static int check_object(json_t *schema, json_t *v, char *field, size_t size, pad
 	m = json_object_get(schema, "maxProperties");
 	if (json_is_integer(m) && json_object_size(v) > (size_t)json_integer_value(m))
 		return paddock_fail_field(err, EINVAL, len ? field : "arguments",
-				     "expected at most %lld entries",
-				     (long long)json_integer_value(m));
+					  "expected at most %lld entries",
+					  (long long)json_integer_value(m));
 	return 0;
 }
 
 static int check_array(json_t *schema, json_t *v, char *field, size_t size, paddock_error *err)
 {
-	json_t *items = json_object_get(schema, "items"), *max = json_object_get(schema, "maxItems");
+	json_t *items = json_object_get(schema, "items"),
+	       *max = json_object_get(schema, "maxItems");
 	size_t len = strlen(field), i;
 	json_t *m;
 	int r;
 
 	if (json_is_integer(max) && json_array_size(v) > (size_t)json_integer_value(max))
 		return paddock_fail_field(err, EINVAL, field, "expected at most %lld items",
-				     (long long)json_integer_value(max));
+					  (long long)json_integer_value(max));
 	if (!json_is_object(items))
 		return 0;
-	json_array_foreach(v, i, m) {
+	json_array_foreach(v, i, m)
+	{
 		snprintf(field + len, size - len, "[%zu]", i);
 		r = check(items, m, field, size, err);
 		field[len] = '\0';
@@ -151,12 +159,11 @@ static int check_scalar(json_t *schema, json_t *v, const char *field, paddock_er
 	if (json_is_array(e)) {
 		bool found = false;
 
-		json_array_foreach(e, i, m)
-			found = found || json_equal(m, v);
+		json_array_foreach(e, i, m) found = found || json_equal(m, v);
 		if (!found) {
 			char *list = json_dumps(e, JSON_COMPACT);
 			int r = paddock_fail_field(err, EINVAL, field, "expected one of %s",
-					      list ? list : "the listed values");
+						   list ? list : "the listed values");
 
 			free(list);
 			return r;
@@ -168,11 +175,11 @@ static int check_scalar(json_t *schema, json_t *v, const char *field, paddock_er
 		m = json_object_get(schema, "minimum");
 		if (json_is_number(m) && x < json_number_value(m))
 			return paddock_fail_field(err, EINVAL, field, "expected at least %g",
-					     json_number_value(m));
+						  json_number_value(m));
 		m = json_object_get(schema, "maximum");
 		if (json_is_number(m) && x > json_number_value(m))
 			return paddock_fail_field(err, EINVAL, field, "expected at most %g",
-					     json_number_value(m));
+						  json_number_value(m));
 	}
 	if (json_is_string(v)) {
 		size_t n = json_string_length(v);
@@ -182,13 +189,13 @@ static int check_scalar(json_t *schema, json_t *v, const char *field, paddock_er
 		m = json_object_get(schema, "minLength");
 		if (json_is_integer(m) && n < (size_t)json_integer_value(m))
 			return paddock_fail_field(err, EINVAL, field,
-					     "expected at least %lld characters",
-					     (long long)json_integer_value(m));
+						  "expected at least %lld characters",
+						  (long long)json_integer_value(m));
 		m = json_object_get(schema, "maxLength");
 		/* bytes, not characters: stricter for non-ASCII, never looser */
 		if (json_is_integer(m) && n > (size_t)json_integer_value(m))
 			return paddock_fail_field(err, EINVAL, field, "expected at most %lld bytes",
-					     (long long)json_integer_value(m));
+						  (long long)json_integer_value(m));
 	}
 	return 0;
 }
@@ -201,8 +208,8 @@ static int check(json_t *schema, json_t *v, char *field, size_t size, paddock_er
 		char names[96];
 
 		type_names(type, names, sizeof(names));
-		return paddock_fail_field(err, EINVAL, field[0] ? field : "arguments", "expected %s",
-				     names);
+		return paddock_fail_field(err, EINVAL, field[0] ? field : "arguments",
+					  "expected %s", names);
 	}
 	if (json_is_object(v))
 		return check_object(schema, v, field, size, err);

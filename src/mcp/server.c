@@ -25,11 +25,11 @@ static const char *const protocol_versions[] = {
 	"2024-11-05",
 };
 
-#define INSTRUCTIONS                                                                           \
-	"paddock runs code in isolated Linux sandboxes. Without sandbox_id, tools use a "      \
-	"default sandbox made on first use. Files live under /workspace (relative paths "       \
-	"resolve there). run_command runs a shell command and returns its exit code and "       \
-	"output; start_process and read_process_output follow long-running commands. Network " \
+#define INSTRUCTIONS                                                                               \
+	"paddock runs code in isolated Linux sandboxes. Without sandbox_id, tools use a "          \
+	"default sandbox made on first use. Files live under /workspace (relative paths "          \
+	"resolve there). run_command runs a shell command and returns its exit code and "          \
+	"output; start_process and read_process_output follow long-running commands. Network "     \
 	"access is only what the operator allowed."
 
 bool mcp_protocol_supported(const char *version)
@@ -60,7 +60,7 @@ struct mcp_server {
 	struct mcp_tools *tools;
 	mcp_send_fn send;
 	void *userdata;
-	bool initialized; /* initialize was answered */
+	bool initialized;	/* initialize was answered */
 	struct mcp_call *calls; /* in flight */
 	unsigned n_calls;
 	/* what initialize said: the revision agreed, and whether the client can elicit */
@@ -159,14 +159,14 @@ static void send_error(struct mcp_server *s, json_t *id, int code, const char *m
 		json_object_set_new(e, "data", data);
 	else
 		json_decref(data);
-	send_message(s, json_pack("{s:s, s:O, s:o*}", "jsonrpc", "2.0", "id",
-				  id ? id : json_null(), "error", e));
+	send_message(s, json_pack("{s:s, s:O, s:o*}", "jsonrpc", "2.0", "id", id ? id : json_null(),
+				  "error", e));
 }
 
 static void send_result(struct mcp_server *s, json_t *id, json_t *result)
 {
-	send_message(s, json_pack("{s:s, s:O, s:o*}", "jsonrpc", "2.0", "id", id, "result",
-				  result));
+	send_message(s,
+		     json_pack("{s:s, s:O, s:o*}", "jsonrpc", "2.0", "id", id, "result", result));
 }
 
 /* ---- calls ------------------------------------------------------------------------------ */
@@ -178,8 +178,8 @@ void mcp_call_result(struct mcp_call *c, json_t *structured)
 
 void mcp_call_result_with(struct mcp_call *c, json_t *structured, json_t *more)
 {
-	char *text = structured ? json_dumps(structured, JSON_COMPACT | JSON_REAL_PRECISION(15))
-				: NULL;
+	char *text =
+		structured ? json_dumps(structured, JSON_COMPACT | JSON_REAL_PRECISION(15)) : NULL;
 	json_t *result;
 
 	if (!text) {
@@ -307,8 +307,7 @@ static void do_tools_call(struct mcp_server *s, json_t *id, json_t *params)
 		return;
 	}
 	if (args && !json_is_object(args) && !json_is_null(args)) {
-		send_error(s, id, MCP_INVALID_PARAMS, "params.arguments: expected an object",
-			   NULL);
+		send_error(s, id, MCP_INVALID_PARAMS, "params.arguments: expected an object", NULL);
 		return;
 	}
 	if (!mcp_tools_has(json_string_value(name))) {
@@ -413,8 +412,8 @@ static void request_id(uint64_t seq, char *buf, size_t size)
 	snprintf(buf, size, "paddock-%llu", (unsigned long long)seq);
 }
 
-int mcp_server_elicit(struct mcp_server *s, const char *message, json_t *schema,
-		      mcp_elicit_fn fn, void *userdata, uint64_t *ret_seq, paddock_error *err)
+int mcp_server_elicit(struct mcp_server *s, const char *message, json_t *schema, mcp_elicit_fn fn,
+		      void *userdata, uint64_t *ret_seq, paddock_error *err)
 {
 	struct mcp_request *q;
 	char id[32];
@@ -426,7 +425,7 @@ int mcp_server_elicit(struct mcp_server *s, const char *message, json_t *schema,
 	if (s->n_requests >= MCP_MAX_REQUESTS) {
 		json_decref(schema);
 		return paddock_fail(err, EBUSY, "%u questions wait for the client already",
-			       s->n_requests);
+				    s->n_requests);
 	}
 	q = calloc(1, sizeof(*q));
 	if (!q) {
@@ -521,8 +520,9 @@ void mcp_server_message(struct mcp_server *s, const char *data, size_t len)
 	}
 	if (!json_is_object(msg)) {
 		send_error(s, NULL, MCP_INVALID_REQUEST,
-			   json_is_array(msg) ? "batches are not supported: send one message per line"
-					      : "a message must be a JSON object",
+			   json_is_array(msg)
+				   ? "batches are not supported: send one message per line"
+				   : "a message must be a JSON object",
 			   NULL);
 		goto out;
 	}

@@ -26,13 +26,13 @@
 #include "mcp.h"
 #include "tool-code.h"
 
-#define LINE_MAX (48u << 20)	 /* one NDJSON line: a result with a large picture */
-#define FIELD_MAX (256u << 10)	 /* one text field of a result (HTML of a big table) */
-#define IMAGE_MAX (16u << 20)	 /* one picture, base64 */
-#define IMAGES_MAX 16		 /* pictures in one answer */
-#define ERROR_BODY_MAX (16u << 10)
+#define LINE_MAX	 (48u << 20)  /* one NDJSON line: a result with a large picture */
+#define FIELD_MAX	 (256u << 10) /* one text field of a result (HTML of a big table) */
+#define IMAGE_MAX	 (16u << 20)  /* one picture, base64 */
+#define IMAGES_MAX	 16	      /* pictures in one answer */
+#define ERROR_BODY_MAX	 (16u << 10)
 #define CONTEXT_BODY_MAX (64u << 10)
-#define LINES_PER_WAKE 64
+#define LINES_PER_WAKE	 64
 
 struct text {
 	char *buf;
@@ -138,8 +138,9 @@ static json_t *image_block(json_t *v, const char *mime, const unsigned char *sig
 	char *raw = NULL;
 	bool ok;
 
-	if (!s || n == 0 || n > IMAGE_MAX || strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklm"
-					       "nopqrstuvwxyz0123456789+/=\n") != n)
+	if (!s || n == 0 || n > IMAGE_MAX ||
+	    strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklm"
+		      "nopqrstuvwxyz0123456789+/=\n") != n)
 		return NULL;
 	ok = paddock_base64_decode(s, n, &raw, &len) == 0 && len >= sig_len &&
 	     memcmp(raw, sig, sig_len) == 0;
@@ -147,8 +148,8 @@ static json_t *image_block(json_t *v, const char *mime, const unsigned char *sig
 	if (!ok)
 		return NULL;
 	/* what the block carries is the picture itself, newlines (Jupyter's wrapping) dropped */
-	json_t *block = json_pack("{s:s, s:s%, s:s}", "type", "image", "data", s, n, "mimeType",
-				  mime);
+	json_t *block =
+		json_pack("{s:s, s:s%, s:s}", "type", "image", "data", s, n, "mimeType", mime);
 	if (block && strchr(s, '\n')) {
 		char *flat = malloc(n + 1);
 		size_t k = 0;
@@ -168,8 +169,8 @@ static json_t *image_block(json_t *v, const char *mime, const unsigned char *sig
 
 static void add_result(struct coderun *r, json_t *m)
 {
-	static const char *const fields[] = { "text", "html", "markdown", "latex", "svg",
-					      "javascript", NULL };
+	static const char *const fields[] = { "text", "html",	    "markdown", "latex",
+					      "svg",  "javascript", NULL };
 	static const unsigned char png[] = { 0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n' };
 	static const unsigned char jpeg[] = { 0xff, 0xd8, 0xff };
 	json_t *out = json_object(), *shown = json_array(), *v;
@@ -207,9 +208,9 @@ static void add_result(struct coderun *r, json_t *m)
 			continue;
 		}
 		json_array_append_new(r->images, block);
-		json_array_append_new(shown, json_pack("{s:s, s:I}", "mime_type",
-						       i ? "image/jpeg" : "image/png", "content_index",
-						       (json_int_t)json_array_size(r->images)));
+		json_array_append_new(
+			shown, json_pack("{s:s, s:I}", "mime_type", i ? "image/jpeg" : "image/png",
+					 "content_index", (json_int_t)json_array_size(r->images)));
 	}
 	if (json_array_size(shown))
 		json_object_set_new(out, "images", shown);
@@ -237,7 +238,8 @@ static void take_line(struct coderun *r, const char *line, size_t len)
 	} else if (!strcmp(type, "error")) {
 		json_decref(r->error);
 		r->error = json_object();
-		for (const char *const *f = (const char *const[]){ "name", "value", "traceback", NULL };
+		for (const char *const *f =
+			     (const char *const[]){ "name", "value", "traceback", NULL };
 		     *f; f++) {
 			json_t *s = field_text(json_object_get(m, *f));
 
@@ -273,13 +275,14 @@ static void finish(struct coderun *r, const char *broken)
 				     "traceback", "");
 	} else if (!r->ended && !r->error) {
 		r->error = json_pack("{s:s, s:s, s:s}", "name", "Interrupted", "value",
-				     broken ? broken : "the code interpreter's answer ended early "
-						       "(it was killed: a limit, or the code)",
+				     broken ? broken
+					    : "the code interpreter's answer ended early "
+					      "(it was killed: a limit, or the code)",
 				     "traceback", "");
 	}
 	res = json_pack("{s:s, s:s, s:s?, s:O, s:o, s:o, s:b, s:b, s:O, s:O, s:b, s:i}",
-			"sandbox_id", r->sandbox_id, "language", r->language, "context",
-			r->context, "execution_count", r->count ? r->count : json_null(), "stdout",
+			"sandbox_id", r->sandbox_id, "language", r->language, "context", r->context,
+			"execution_count", r->count ? r->count : json_null(), "stdout",
 			text_json(&r->out[0]), "stderr", text_json(&r->out[1]), "stdout_truncated",
 			r->out[0].truncated, "stderr_truncated", r->out[1].truncated, "results",
 			r->results, "error", r->error ? r->error : json_null(), "timed_out",
@@ -290,8 +293,8 @@ static void finish(struct coderun *r, const char *broken)
 		paddock_fail(&err, ENOMEM, "answer the call");
 		return fail(r, &err);
 	}
-	mcp_call_result_with(r->call, res, json_array_size(r->images) ? json_incref(r->images)
-								      : NULL);
+	mcp_call_result_with(r->call, res,
+			     json_array_size(r->images) ? json_incref(r->images) : NULL);
 	coderun_free(r);
 }
 
@@ -356,8 +359,9 @@ static void answer_message(struct http_conn *c, char *msg, size_t size)
 	}
 	j = json_loadb(body, len, 0, NULL);
 	if (json_is_string(json_object_get(json_object_get(j, "error"), "message")))
-		snprintf(msg, size, "%s",
-			 json_string_value(json_object_get(json_object_get(j, "error"), "message")));
+		snprintf(
+			msg, size, "%s",
+			json_string_value(json_object_get(json_object_get(j, "error"), "message")));
 	else if (!j)
 		snprintf(msg, size, "%s", PADDOCK_ESC(body));
 	json_decref(j);
@@ -384,7 +388,8 @@ static void answered(struct http_conn *conn, const struct http_response *resp,
 	}
 	r->conn = conn;
 	if (resp->status == 404 && r->context && !r->creating) {
-		/* the interpreter started over (it was killed): the context and its state are gone */
+		/* the interpreter started over (it was killed): the context and its state are gone
+		 */
 		json_object_del(r->contexts, r->context);
 		snprintf(msg, sizeof(msg),
 			 "the context '%s' is gone with its state (the code interpreter was "
@@ -425,8 +430,11 @@ static void answered(struct http_conn *conn, const struct http_response *resp,
 	if (!r->ev || event_add(r->ev, NULL) < 0)
 		return fail_msg(r, ENOMEM, NULL, "out of memory");
 	if (r->timeout_s > 0) {
-		struct timeval tv = { .tv_sec = (time_t)r->timeout_s,
-				      .tv_usec = (suseconds_t)((r->timeout_s - (double)(time_t)r->timeout_s) * 1e6) };
+		struct timeval tv = {
+			.tv_sec = (time_t)r->timeout_s,
+			.tv_usec =
+				(suseconds_t)((r->timeout_s - (double)(time_t)r->timeout_s) * 1e6)
+		};
 
 		r->timer = evtimer_new(r->base, timed_out, r);
 		if (!r->timer || evtimer_add(r->timer, &tv) < 0)
@@ -509,8 +517,9 @@ void mcp_code_run(struct mcp_backend *b, struct event_base *base, struct mcp_cal
 	if (json_object_size(r->contexts) >= MCP_CODE_CONTEXTS_MAX) {
 		char msg[160];
 
-		snprintf(msg, sizeof(msg), "this sandbox has %u contexts, the most it keeps; use "
-					   "one of them",
+		snprintf(msg, sizeof(msg),
+			 "this sandbox has %u contexts, the most it keeps; use "
+			 "one of them",
 			 MCP_CODE_CONTEXTS_MAX);
 		return fail_msg(r, EPERM, "context", msg);
 	}

@@ -15,11 +15,11 @@ struct mcp_code_req {
 	const char *sandbox_id;
 	const char *language; /* "python" or "bash" */
 	const char *code;
-	json_t *env;	      /* {NAME: value} for this run only, or NULL */
-	const char *context;  /* a name the agent chose (made on first use); NULL: the default */
-	json_t *contexts;     /* the sandbox's names: {NAME: {"id", "language"}}; updated */
-	double timeout_s;     /* > 0: interrupted after this (the context lives on) */
-	size_t output_max;    /* bytes of stdout, and of stderr, in the answer */
+	json_t *env;	     /* {NAME: value} for this run only, or NULL */
+	const char *context; /* a name the agent chose (made on first use); NULL: the default */
+	json_t *contexts;    /* the sandbox's names: {NAME: {"id", "language"}}; updated */
+	double timeout_s;    /* > 0: interrupted after this (the context lives on) */
+	size_t output_max;   /* bytes of stdout, and of stderr, in the answer */
 };
 
 /* Runs the code and answers the call (mcp_call_result_with(), images as image blocks). */

@@ -74,10 +74,11 @@ static void elicited(json_t *result, const char *error, void *userdata)
 		a = paddock_ask_answer_from_string(decision);
 	snprintf(who, sizeof(who), "%.80s, elicitation %s",
 		 t->server ? mcp_server_client(t->server) : "an MCP client",
-		 error					      ? "error"
+		 error ? "error"
 		 : action && (!strcmp(action, "accept") || !strcmp(action, "decline") ||
-			      !strcmp(action, "cancel")) ? action
-							  : "invalid");
+			      !strcmp(action, "cancel"))
+			 ? action
+			 : "invalid");
 	/* SECURITY: anything but an accepted, valid decision is a no */
 	q->sandbox = NULL;
 	ask_free(t, q);
@@ -132,7 +133,8 @@ void tools_on_ask(const struct mcp_ask *a, void *userdata)
 	clock_gettime(CLOCK_REALTIME, &now);
 	left_ms = a->expires_ms - ((int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000);
 	if (a->expires_ms > 0 && left_ms > 0)
-		snprintf(within, sizeof(within), " within %lld s", (long long)((left_ms + 999) / 1000));
+		snprintf(within, sizeof(within), " within %lld s",
+			 (long long)((left_ms + 999) / 1000));
 	/* the host is a DNS name or an address (libpaddock's), nothing a sandbox can word */
 	snprintf(message, sizeof(message),
 		 "A command in sandbox %s wants to connect to %s, which its network policy does "

@@ -17,7 +17,7 @@
 #include "tool-code.h"
 #include "tools-internal.h"
 
-#define MAX_WAIT_S 60
+#define MAX_WAIT_S   60
 #define WAIT_POLL_MS 100
 
 /* ---- commands --------------------------------------------------------------------------- */
@@ -91,7 +91,8 @@ static int env_list(json_t *env, char ***ret, paddock_error *err)
 
 	if (!list)
 		return paddock_fail(err, ENOMEM, "env");
-	json_object_foreach(env, key, v) {
+	json_object_foreach(env, key, v)
+	{
 		bool ok = key[0] && !(key[0] >= '0' && key[0] <= '9');
 
 		for (const char *k = key; *k; k++)
@@ -103,9 +104,10 @@ static int env_list(json_t *env, char ***ret, paddock_error *err)
 				free(list[i]);
 			free(list);
 			if (!ok)
-				return paddock_fail_field(err, EINVAL, "env",
-						     "'%s' is not a variable name ([A-Za-z_][A-Za-z0-9_]*)",
-						     PADDOCK_ESC(key));
+				return paddock_fail_field(
+					err, EINVAL, "env",
+					"'%s' is not a variable name ([A-Za-z_][A-Za-z0-9_]*)",
+					PADDOCK_ESC(key));
 			return paddock_fail(err, ENOMEM, "env");
 		}
 		n++;
@@ -137,9 +139,9 @@ static int exec_request(struct mcp_tools *t, struct sandbox *sb, json_t *args, b
 		req->timeout_s = json_number_value(timeout);
 		if (sb->timeout_s > 0 && req->timeout_s > sb->timeout_s)
 			return paddock_fail_field(err, EPERM, "timeout_s",
-					     "%g s asked, the sandbox allows at most %g s "
-					     "(limits.timeout_s)",
-					     req->timeout_s, sb->timeout_s);
+						  "%g s asked, the sandbox allows at most %g s "
+						  "(limits.timeout_s)",
+						  req->timeout_s, sb->timeout_s);
 	}
 	*ret_cwd = NULL;
 	if (cwd && !(*ret_cwd = tools_sandbox_path(json_string_value(cwd))))
@@ -221,26 +223,28 @@ static void run_in_context(struct mcp_tools *t, struct mcp_call *c, struct sandb
 	};
 	paddock_error err = { 0 };
 
-	if (req.context && (strlen(req.context) > 64 ||
-			    strspn(req.context, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-						"0123456789_.-") != strlen(req.context))) {
+	if (req.context &&
+	    (strlen(req.context) > 64 ||
+	     strspn(req.context, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+				 "0123456789_.-") != strlen(req.context))) {
 		paddock_fail_field(&err, EINVAL, "context",
-			      "expected a name of 1 to 64 letters, digits, '_', '.' or '-'");
+				   "expected a name of 1 to 64 letters, digits, '_', '.' or '-'");
 		return mcp_call_error(c, &err);
 	}
 	if (json_object_get(args, "stdin")) {
 		paddock_fail_field(&err, EINVAL, "stdin",
-			      "%s runs in a kernel, which reads no stdin; use node or sh, or "
-			      "run_command",
-			      language);
+				   "%s runs in a kernel, which reads no stdin; use node or sh, or "
+				   "run_command",
+				   language);
 		return mcp_call_error(c, &err);
 	}
 	if (timeout) {
 		req.timeout_s = json_number_value(timeout);
 		if (sb->timeout_s > 0 && req.timeout_s > sb->timeout_s) {
-			paddock_fail_field(&err, EPERM, "timeout_s",
-				      "%g s asked, the sandbox allows at most %g s (limits.timeout_s)",
-				      req.timeout_s, sb->timeout_s);
+			paddock_fail_field(
+				&err, EPERM, "timeout_s",
+				"%g s asked, the sandbox allows at most %g s (limits.timeout_s)",
+				req.timeout_s, sb->timeout_s);
 			return mcp_call_error(c, &err);
 		}
 	}
@@ -272,10 +276,11 @@ void tool_run_code(struct mcp_tools *t, struct mcp_call *c, json_t *args)
 	if (!strcmp(language, "python") || !strcmp(language, "bash"))
 		return run_in_context(t, c, sb, args, language);
 	if (json_object_get(args, "context")) {
-		paddock_fail_field(&err, EINVAL, "context",
-			      "%s runs each call as a one-off program; contexts are for python and "
-			      "bash",
-			      language);
+		paddock_fail_field(
+			&err, EINVAL, "context",
+			"%s runs each call as a one-off program; contexts are for python and "
+			"bash",
+			language);
 		return mcp_call_error(c, &err);
 	}
 	for (i = 0; i < sizeof(langs) / sizeof(langs[0]); i++)
@@ -308,10 +313,11 @@ void tool_start_process(struct mcp_tools *t, struct mcp_call *c, json_t *args)
 	if (tools_get_sandbox(t, args, &sb, &err) < 0)
 		return mcp_call_error(c, &err);
 	if (sb->n_procs >= MCP_MAX_PROCS) {
-		paddock_fail_field(&err, EPERM, "command",
-			      "this sandbox already has %u background processes, the most it keeps; "
-			      "use another sandbox",
-			      sb->n_procs);
+		paddock_fail_field(
+			&err, EPERM, "command",
+			"this sandbox already has %u background processes, the most it keeps; "
+			"use another sandbox",
+			sb->n_procs);
 		return mcp_call_error(c, &err);
 	}
 	r = exec_request(t, sb, args, true, &req, &env, &cwd, &err);
@@ -351,8 +357,8 @@ static int find_proc(struct mcp_tools *t, json_t *args, struct proc **ret, paddo
 			return 0;
 		}
 	return paddock_fail_field(err, ENOENT, "process_id",
-			     "no process '%s' in this session (start_process returns one)",
-			     PADDOCK_ESC(id));
+				  "no process '%s' in this session (start_process returns one)",
+				  PADDOCK_ESC(id));
 }
 
 struct wait {
@@ -375,8 +381,7 @@ static void wait_free(struct wait *w)
  * Asks the backend for the process's output: answers the call (true) when there is some,
  * when the process ended, when the wait is over, or on an error.
  */
-static bool output_answer(struct mcp_tools *t, struct mcp_call *c, const char *proc_id,
-			  bool last)
+static bool output_answer(struct mcp_tools *t, struct mcp_call *c, const char *proc_id, bool last)
 {
 	paddock_error err = { 0 };
 	json_t *args = json_pack("{s:s}", "process_id", proc_id), *out = NULL;
@@ -389,7 +394,8 @@ static bool output_answer(struct mcp_tools *t, struct mcp_call *c, const char *p
 		r = t->backend->ops->bg_output(t->backend, p->sb->id, p->backend_id,
 					       t->policy->max_output, &out, &err);
 		if (r == -ENOENT) /* the backend named it by its own id */
-			paddock_fail_field(&err, ENOENT, "process_id", "process '%s' is gone", p->id);
+			paddock_fail_field(&err, ENOENT, "process_id", "process '%s' is gone",
+					   p->id);
 	}
 	if (r < 0) {
 		mcp_call_error(c, &err);
@@ -415,7 +421,8 @@ static void wait_tick(evutil_socket_t fd, short what, void *data)
 	(void)fd;
 	(void)what;
 	w->polls++;
-	if (output_answer(w->t, w->call, w->proc_id, w->polls * WAIT_POLL_MS / 1000.0 >= w->deadline_s)) {
+	if (output_answer(w->t, w->call, w->proc_id,
+			  w->polls * WAIT_POLL_MS / 1000.0 >= w->deadline_s)) {
 		wait_free(w); /* the call was answered and freed */
 		return;
 	}
@@ -457,7 +464,9 @@ void tool_stop_process(struct mcp_tools *t, struct mcp_call *c, json_t *args)
 	static const struct {
 		const char *name;
 		int sig;
-	} sigs[] = { { "TERM", SIGTERM }, { "KILL", SIGKILL }, { "INT", SIGINT }, { "HUP", SIGHUP } };
+	} sigs[] = {
+		{ "TERM", SIGTERM }, { "KILL", SIGKILL }, { "INT", SIGINT }, { "HUP", SIGHUP }
+	};
 	const char *name = json_string_value(json_object_get(args, "signal"));
 	paddock_error err = { 0 };
 	struct proc *p;
@@ -473,8 +482,8 @@ void tool_stop_process(struct mcp_tools *t, struct mcp_call *c, json_t *args)
 	if (t->backend->ops->bg_signal(t->backend, p->sb->id, p->backend_id, sig, &err) < 0) {
 		/* the backend names the process by its own id: the agent knows ours */
 		if (err.code == ESRCH)
-			paddock_fail_field(&err, ESRCH, "process_id", "process '%s' has already ended",
-				      p->id);
+			paddock_fail_field(&err, ESRCH, "process_id",
+					   "process '%s' has already ended", p->id);
 		return mcp_call_error(c, &err);
 	}
 	mcp_call_result(c, json_pack("{s:s, s:s, s:s}", "sandbox_id", p->sb->id, "process_id",

@@ -31,8 +31,10 @@ void tool_write_file(struct mcp_tools *t, struct mcp_call *c, json_t *args)
 		int r = paddock_base64_decode(data, len, &decoded, &len);
 
 		if (r < 0) {
-			paddock_fail_field(&err, EINVAL, "content", r == -ENOMEM ? "out of memory" :
-				      "not valid base64 (standard alphabet, '=' padding)");
+			paddock_fail_field(
+				&err, EINVAL, "content",
+				r == -ENOMEM ? "out of memory"
+					     : "not valid base64 (standard alphabet, '=' padding)");
 			return mcp_call_error(c, &err);
 		}
 		data = decoded;
@@ -93,11 +95,11 @@ void tool_read_file(struct mcp_tools *t, struct mcp_call *c, json_t *args)
 		out = json_pack("{s:s}", "encoding", "utf-8");
 	}
 	if (!text || !out ||
-	    json_object_update_new(out, json_pack("{s:s, s:s, s:I, s:I, s:I, s:o, s:b}", "sandbox_id",
-					      sb->id, "path", path, "size", (json_int_t)size,
-					      "offset", (json_int_t)offset, "next_offset",
-					      (json_int_t)(offset + keep), "content", text,
-					      "truncated", offset + keep < size)) < 0) {
+	    json_object_update_new(
+		    out, json_pack("{s:s, s:s, s:I, s:I, s:I, s:o, s:b}", "sandbox_id", sb->id,
+				   "path", path, "size", (json_int_t)size, "offset",
+				   (json_int_t)offset, "next_offset", (json_int_t)(offset + keep),
+				   "content", text, "truncated", offset + keep < size)) < 0) {
 		json_decref(out);
 		(void)tools_fail_oom(c);
 		goto out;
@@ -128,9 +130,10 @@ void tool_list_files(struct mcp_tools *t, struct mcp_call *c, json_t *args)
 					      depth ? (unsigned)json_number_value(depth) : 1,
 					      MAX_LIST_ENTRIES, &entries, &err);
 	if (r == -E2BIG)
-		paddock_fail_field(&err, E2BIG, "depth",
-			      "more than %d entries below '%s': list a subdirectory or less deep",
-			      MAX_LIST_ENTRIES, PADDOCK_ESC(path));
+		paddock_fail_field(
+			&err, E2BIG, "depth",
+			"more than %d entries below '%s': list a subdirectory or less deep",
+			MAX_LIST_ENTRIES, PADDOCK_ESC(path));
 	if (r < 0)
 		mcp_call_error(c, &err);
 	else

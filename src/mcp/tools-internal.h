@@ -19,7 +19,7 @@ struct sandbox {
 	bool is_default;
 	double timeout_s; /* a command's default and ceiling */
 	unsigned n_procs;
-	bool paused; /* by pause_sandbox, until resume_sandbox */
+	bool paused;	  /* by pause_sandbox, until resume_sandbox */
 	json_t *contexts; /* run_code's named contexts: {NAME: {"id", "language"}} */
 	struct sandbox *next;
 };

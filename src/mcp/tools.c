@@ -20,53 +20,53 @@
 
 /* ---- schemas ---------------------------------------------------------------------------- */
 
-#define SANDBOX_ID_ARG                                                                         \
-	"\"sandbox_id\":{\"type\":\"string\",\"maxLength\":128,\"description\":\"the sandbox; "   \
+#define SANDBOX_ID_ARG                                                                             \
+	"\"sandbox_id\":{\"type\":\"string\",\"maxLength\":128,\"description\":\"the sandbox; "    \
 	"default: the session's default sandbox, made on first use\"}"
-#define ENV_ARG                                                                                \
-	"\"env\":{\"type\":\"object\",\"maxProperties\":256,\"additionalProperties\":"          \
-	"{\"type\":\"string\",\"maxLength\":65536},\"description\":\"extra environment "        \
+#define ENV_ARG                                                                                    \
+	"\"env\":{\"type\":\"object\",\"maxProperties\":256,\"additionalProperties\":"             \
+	"{\"type\":\"string\",\"maxLength\":65536},\"description\":\"extra environment "           \
 	"variables, NAME: value\"}"
-#define TIMEOUT_ARG                                                                            \
-	"\"timeout_s\":{\"type\":\"number\",\"minimum\":0.001,\"description\":\"seconds before " \
-	"the command is killed (reason 'timeout'); default and ceiling: the sandbox's "         \
+#define TIMEOUT_ARG                                                                                \
+	"\"timeout_s\":{\"type\":\"number\",\"minimum\":0.001,\"description\":\"seconds before "   \
+	"the command is killed (reason 'timeout'); default and ceiling: the sandbox's "            \
 	"limits.timeout_s\"}"
-#define CWD_ARG                                                                                \
-	"\"cwd\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":"      \
+#define CWD_ARG                                                                                    \
+	"\"cwd\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":4096,\"description\":"         \
 	"\"working directory; relative to /workspace; default /workspace\"}"
-#define STDIN_ARG                                                                              \
-	"\"stdin\":{\"type\":\"string\",\"maxLength\":1048576,\"description\":\"text given "     \
+#define STDIN_ARG                                                                                  \
+	"\"stdin\":{\"type\":\"string\",\"maxLength\":1048576,\"description\":\"text given "       \
 	"to the command's stdin, then end of file\"}"
 
-#define EXEC_RESULT                                                                            \
-	"{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"},"              \
-	"\"exit_code\":{\"type\":[\"integer\",\"null\"]},\"reason\":{\"type\":\"string\"},"      \
-	"\"signal\":{\"type\":[\"integer\",\"null\"]},\"stdout\":{\"type\":\"string\"},"         \
-	"\"stderr\":{\"type\":\"string\"},\"stdout_truncated\":{\"type\":\"boolean\"},"          \
-	"\"stderr_truncated\":{\"type\":\"boolean\"},\"stdout_bytes\":{\"type\":\"integer\"},"   \
-	"\"stderr_bytes\":{\"type\":\"integer\"},\"report\":{\"type\":\"object\"}},"             \
-	"\"required\":[\"sandbox_id\",\"exit_code\",\"reason\",\"signal\",\"stdout\","          \
-	"\"stderr\",\"stdout_truncated\",\"stderr_truncated\",\"stdout_bytes\","                \
+#define EXEC_RESULT                                                                                \
+	"{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"},"               \
+	"\"exit_code\":{\"type\":[\"integer\",\"null\"]},\"reason\":{\"type\":\"string\"},"        \
+	"\"signal\":{\"type\":[\"integer\",\"null\"]},\"stdout\":{\"type\":\"string\"},"           \
+	"\"stderr\":{\"type\":\"string\"},\"stdout_truncated\":{\"type\":\"boolean\"},"            \
+	"\"stderr_truncated\":{\"type\":\"boolean\"},\"stdout_bytes\":{\"type\":\"integer\"},"     \
+	"\"stderr_bytes\":{\"type\":\"integer\"},\"report\":{\"type\":\"object\"}},"               \
+	"\"required\":[\"sandbox_id\",\"exit_code\",\"reason\",\"signal\",\"stdout\","             \
+	"\"stderr\",\"stdout_truncated\",\"stderr_truncated\",\"stdout_bytes\","                   \
 	"\"stderr_bytes\",\"report\"]}"
 
-#define CODE_RESULT                                                                            \
-	"{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"},"              \
-	"\"language\":{\"type\":\"string\"},\"context\":{\"type\":[\"string\",\"null\"]},"               \
-	"\"execution_count\":{\"type\":[\"integer\",\"null\"]},\"stdout\":{\"type\":\"string\"}," \
-	"\"stderr\":{\"type\":\"string\"},\"stdout_truncated\":{\"type\":\"boolean\"},"          \
-	"\"stderr_truncated\":{\"type\":\"boolean\"},\"results\":{\"type\":\"array\",\"items\":"  \
-	"{\"type\":\"object\"}},\"error\":{\"type\":[\"object\",\"null\"],\"properties\":"       \
-	"{\"name\":{\"type\":\"string\"},\"value\":{\"type\":\"string\"},\"traceback\":"         \
-	"{\"type\":\"string\"}}},\"timed_out\":{\"type\":\"boolean\"},\"dropped\":"              \
-	"{\"type\":\"integer\"},\"exit_code\":{\"type\":[\"integer\",\"null\"]},\"report\":"    \
-	"{\"type\":\"object\"}},\"required\":[\"sandbox_id\",\"language\",\"stdout\",\"stderr\"," \
+#define CODE_RESULT                                                                                \
+	"{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"},"               \
+	"\"language\":{\"type\":\"string\"},\"context\":{\"type\":[\"string\",\"null\"]},"         \
+	"\"execution_count\":{\"type\":[\"integer\",\"null\"]},\"stdout\":{\"type\":\"string\"},"  \
+	"\"stderr\":{\"type\":\"string\"},\"stdout_truncated\":{\"type\":\"boolean\"},"            \
+	"\"stderr_truncated\":{\"type\":\"boolean\"},\"results\":{\"type\":\"array\",\"items\":"   \
+	"{\"type\":\"object\"}},\"error\":{\"type\":[\"object\",\"null\"],\"properties\":"         \
+	"{\"name\":{\"type\":\"string\"},\"value\":{\"type\":\"string\"},\"traceback\":"           \
+	"{\"type\":\"string\"}}},\"timed_out\":{\"type\":\"boolean\"},\"dropped\":"                \
+	"{\"type\":\"integer\"},\"exit_code\":{\"type\":[\"integer\",\"null\"]},\"report\":"       \
+	"{\"type\":\"object\"}},\"required\":[\"sandbox_id\",\"language\",\"stdout\",\"stderr\","  \
 	"\"results\",\"error\",\"timed_out\"]}"
 
-#define LIMITS_PROPS                                                                           \
-	"\"memory\":{\"type\":[\"string\",\"integer\"],\"description\":\"bytes, or '512M', "   \
-	"'2G'\"},\"cpus\":{\"type\":\"number\"},\"pids\":{\"type\":\"integer\"},"               \
-	"\"timeout_s\":{\"type\":\"number\",\"description\":\"each command's default and "     \
-	"ceiling timeout\"},\"cpu_time_s\":{\"type\":\"number\"},\"disk\":{\"type\":"          \
+#define LIMITS_PROPS                                                                               \
+	"\"memory\":{\"type\":[\"string\",\"integer\"],\"description\":\"bytes, or '512M', "       \
+	"'2G'\"},\"cpus\":{\"type\":\"number\"},\"pids\":{\"type\":\"integer\"},"                  \
+	"\"timeout_s\":{\"type\":\"number\",\"description\":\"each command's default and "         \
+	"ceiling timeout\"},\"cpu_time_s\":{\"type\":\"number\"},\"disk\":{\"type\":"              \
 	"[\"string\",\"integer\"]}"
 
 struct tool;
@@ -96,8 +96,8 @@ static const struct tool {
 	  "\"allow\":{\"type\":\"array\",\"maxItems\":256,\"items\":{\"type\":\"string\","
 	  "\"maxLength\":300}},\"deny\":{\"type\":\"array\",\"maxItems\":256,\"items\":"
 	  "{\"type\":\"string\",\"maxLength\":300}}}},"
-	  "\"limits\":{\"type\":\"object\",\"additionalProperties\":false,\"properties\":{"
-	  LIMITS_PROPS "}}," ENV_ARG ","
+	  "\"limits\":{\"type\":\"object\",\"additionalProperties\":false,\"properties\":"
+	  "{" LIMITS_PROPS "}}," ENV_ARG ","
 	  "\"workspace\":{\"type\":\"string\",\"maxLength\":4096,\"description\":\"a host "
 	  "directory mounted at /workspace (only where the operator allows)\"}}}",
 	  "{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"},"
@@ -163,7 +163,8 @@ static const struct tool {
 	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"language\","
 	  "\"code\"],\"properties\":{\"language\":{\"type\":\"string\",\"enum\":[\"python\","
 	  "\"bash\",\"node\",\"sh\"]},\"code\":{\"type\":\"string\",\"maxLength\":4194304},"
-	  "\"context\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":64,\"pattern\":\"^[A-Za-z0-9_.-]{1,64}$\","
+	  "\"context\":{\"type\":\"string\",\"minLength\":1,\"maxLength\":64,\"pattern\":\"^[A-Za-"
+	  "z0-9_.-]{1,64}$\","
 	  "\"description\":\"python and bash: a name for a separate state, made on first use; "
 	  "default: the language's default context\"}," SANDBOX_ID_ARG "," ENV_ARG "," STDIN_ARG
 	  "," TIMEOUT_ARG "}}",
@@ -175,8 +176,8 @@ static const struct tool {
 	  "{\"type\":\"object\",\"additionalProperties\":false,\"required\":[\"path\","
 	  "\"content\"],\"properties\":{\"path\":{\"type\":\"string\",\"minLength\":1,"
 	  "\"maxLength\":4096},\"content\":{\"type\":\"string\"},\"encoding\":{\"type\":"
-	  "\"string\",\"enum\":[\"utf-8\",\"base64\"]},\"executable\":{\"type\":\"boolean\"},"
-	  SANDBOX_ID_ARG "}}",
+	  "\"string\",\"enum\":[\"utf-8\",\"base64\"]},\"executable\":{\"type\":\"boolean\"}"
+	  "," SANDBOX_ID_ARG "}}",
 	  "{\"type\":\"object\",\"properties\":{\"sandbox_id\":{\"type\":\"string\"},\"path\":"
 	  "{\"type\":\"string\"},\"size\":{\"type\":\"integer\"}},\"required\":[\"sandbox_id\","
 	  "\"path\",\"size\"]}",
@@ -273,13 +274,15 @@ static json_t *build_list(void)
 		const struct tool *tl = &tools[i];
 		json_t *in = json_loads(tl->input, 0, NULL), *out = json_loads(tl->output, 0, NULL);
 
-		if (!in || !out || json_array_append_new(list, json_pack(
-			    "{s:s, s:s, s:s, s:o, s:o, s:{s:s, s:b, s:b, s:b, s:b}}", "name",
-			    tl->name, "title", tl->title, "description", tl->description,
-			    "inputSchema", in, "outputSchema", out, "annotations", "title",
-			    tl->title, "readOnlyHint", tl->read_only, "destructiveHint",
-			    tl->destructive, "idempotentHint", tl->idempotent, "openWorldHint",
-			    0)) < 0) {
+		if (!in || !out ||
+		    json_array_append_new(
+			    list,
+			    json_pack("{s:s, s:s, s:s, s:o, s:o, s:{s:s, s:b, s:b, s:b, s:b}}",
+				      "name", tl->name, "title", tl->title, "description",
+				      tl->description, "inputSchema", in, "outputSchema", out,
+				      "annotations", "title", tl->title, "readOnlyHint",
+				      tl->read_only, "destructiveHint", tl->destructive,
+				      "idempotentHint", tl->idempotent, "openWorldHint", 0)) < 0) {
 			json_decref(list);
 			return NULL;
 		}
@@ -399,10 +402,11 @@ static int new_sandbox(struct mcp_tools *t, const paddock_spec *spec, bool is_de
 	if (!t->backend)
 		return paddock_fail(err, ENOTSUP, "this server has no sandboxes");
 	if (t->n_sandboxes >= t->policy->max_sandboxes)
-		return paddock_fail_field(err, EPERM, "sandbox_id",
-				     "this session has %u sandboxes, the most the operator allows; "
-				     "destroy_sandbox one first",
-				     t->n_sandboxes);
+		return paddock_fail_field(
+			err, EPERM, "sandbox_id",
+			"this session has %u sandboxes, the most the operator allows; "
+			"destroy_sandbox one first",
+			t->n_sandboxes);
 	sb = calloc(1, sizeof(*sb));
 	if (!sb)
 		return paddock_fail(err, ENOMEM, "allocate a sandbox");
@@ -445,9 +449,10 @@ int tools_get_sandbox(struct mcp_tools *t, json_t *args, struct sandbox **ret, p
 			return 0;
 		}
 	if (id)
-		return paddock_fail_field(err, ENOENT, "sandbox_id",
-				     "no sandbox '%s' in this session (list_sandboxes names them)",
-				     PADDOCK_ESC(id));
+		return paddock_fail_field(
+			err, ENOENT, "sandbox_id",
+			"no sandbox '%s' in this session (list_sandboxes names them)",
+			PADDOCK_ESC(id));
 	return new_sandbox(t, t->policy->spec, true, ret, err);
 }
 
@@ -475,8 +480,8 @@ static json_t *limits_json(const paddock_spec *spec)
 {
 	static const struct {
 		const char *key, *limit;
-	} keys[] = { { "memory_bytes", "memory" },   { "cpus", "cpus" },
-		     { "pids", "pids" },	     { "timeout_s", "timeout" },
+	} keys[] = { { "memory_bytes", "memory" }, { "cpus", "cpus" },
+		     { "pids", "pids" },	   { "timeout_s", "timeout" },
 		     { "cpu_time_s", "cpu_time" }, { "disk_bytes", "disk" } };
 	json_t *o = json_object();
 

@@ -73,8 +73,9 @@ static int secret(struct oci_process *p, paddock_spec *spec, const char *key, co
 		}
 	}
 	if (!value || !*value)
-		return fail(err, key, EINVAL,
-			    "expected the secret's value in the process's environment (NAME=VALUE)");
+		return fail(
+			err, key, EINVAL,
+			"expected the secret's value in the process's environment (NAME=VALUE)");
 	if (setenv(name, value, 1) < 0)
 		return fail(err, key, errno, "keep the secret's value");
 	/* SECURITY: the value leaves the process's environment: init adds the placeholder */
@@ -120,7 +121,8 @@ int oci_annotations_apply(json_t *annotations, const struct oci_process *cp, pad
 
 	/* mode first, then rules and secrets, which need it */
 	for (int pass = 0; pass < 2; pass++) {
-		json_object_foreach(annotations, key, v) {
+		json_object_foreach(annotations, key, v)
+		{
 			const char *k = key + strlen(PREFIX), *val = json_string_value(v);
 			char field[96];
 

@@ -70,11 +70,12 @@ static int parse(int argc, char **argv, struct exec_args *a)
 			json_array_append_new(a->env, json_string(optarg));
 			break;
 		case 'u':
-			if (strcmp(optarg, "0") && strcmp(optarg, "0:0") && strcmp(optarg, "1000") &&
-			    strcmp(optarg, "1000:1000"))
-				return oci_failf("--user: a paddock container runs processes as 0 or "
-						 "1000, got '%s'",
-						 optarg);
+			if (strcmp(optarg, "0") && strcmp(optarg, "0:0") &&
+			    strcmp(optarg, "1000") && strcmp(optarg, "1000:1000"))
+				return oci_failf(
+					"--user: a paddock container runs processes as 0 or "
+					"1000, got '%s'",
+					optarg);
 			break;
 		default:
 			return oci_failf("usage: exec [--process FILE | ID COMMAND...] [--detach] "

@@ -77,8 +77,8 @@ int cmd_kill(int argc, char **argv)
 		return oci_failf("kill: unknown signal '%s'", argv[optind + 1]);
 	if (oci_check_id(argv[optind], &err) < 0)
 		return oci_fail(&err);
-	return request(argv[optind], json_pack("{s:s,s:i,s:b}", "op", "kill", "signal", sig,
-					       "all", all));
+	return request(argv[optind],
+		       json_pack("{s:s,s:i,s:b}", "op", "kill", "signal", sig, "all", all));
 }
 
 /* Waits until pid (started at `start`) is gone, at most ms. */
@@ -141,8 +141,8 @@ int cmd_delete(int argc, char **argv)
 	}
 	if (st.status != OCI_STOPPED || oci_state_alive(&st)) {
 		/* created (never started: runc deletes those too) or --force */
-		json_t *ans = NULL, *req = json_pack("{s:s,s:i,s:b}", "op", "kill", "signal",
-						     SIGKILL, "all", 1);
+		json_t *ans = NULL,
+		       *req = json_pack("{s:s,s:i,s:b}", "op", "kill", "signal", SIGKILL, "all", 1);
 
 		r = oci_wire_call(id, req, NULL, 0, &ans, &err);
 		json_decref(req);

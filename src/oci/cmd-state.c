@@ -59,10 +59,11 @@ int cmd_list(int argc, char **argv)
 		if (de->d_name[0] == '.' || oci_state_load(de->d_name, &st, &err) < 0)
 			continue;
 		if (json)
-			json_array_append_new(a, json_pack("{s:s,s:i,s:s,s:s,s:s}", "id", st.id,
-							   "pid", (int)st.init_pid, "status",
-							   oci_status_to_string(st.status), "bundle",
-							   st.bundle, "created", st.created));
+			json_array_append_new(a,
+					      json_pack("{s:s,s:i,s:s,s:s,s:s}", "id", st.id, "pid",
+							(int)st.init_pid, "status",
+							oci_status_to_string(st.status), "bundle",
+							st.bundle, "created", st.created));
 		else if (quiet)
 			printf("%s\n", st.id);
 		else
@@ -96,8 +97,7 @@ static int call(const char *id, const char *op, json_t **ret)
 
 int cmd_ps(int argc, char **argv)
 {
-	static const struct option opts[] = { { "format", required_argument, NULL, 'f' },
-					      { 0 } };
+	static const struct option opts[] = { { "format", required_argument, NULL, 'f' }, { 0 } };
 	bool json = false;
 	json_t *ans = NULL, *pids, *v;
 	size_t i;
@@ -121,8 +121,7 @@ int cmd_ps(int argc, char **argv)
 	} else {
 		/* runc runs ps(1) here; the pids alone say as much */
 		printf("PID\n");
-		json_array_foreach(pids, i, v)
-			printf("%lld\n", (long long)json_integer_value(v));
+		json_array_foreach(pids, i, v) printf("%lld\n", (long long)json_integer_value(v));
 	}
 	json_decref(ans);
 	return 0;
@@ -177,7 +176,8 @@ int cmd_features(int argc, char **argv)
 	       "  \"mountOptions\": [\"bind\", \"rbind\", \"ro\", \"rw\", \"nosuid\", \"nodev\", "
 	       "\"noexec\", \"private\", \"rprivate\"],\n"
 	       "  \"linux\": {\n"
-	       "    \"namespaces\": [\"cgroup\", \"ipc\", \"mount\", \"network\", \"pid\", \"user\", "
+	       "    \"namespaces\": [\"cgroup\", \"ipc\", \"mount\", \"network\", \"pid\", "
+	       "\"user\", "
 	       "\"uts\"],\n"
 	       "    \"capabilities\": [\"CAP_CHOWN\", \"CAP_DAC_OVERRIDE\", \"CAP_FOWNER\", "
 	       "\"CAP_KILL\", \"CAP_SETGID\", \"CAP_SETUID\", \"CAP_SETPCAP\", "

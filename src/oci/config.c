@@ -22,8 +22,7 @@
 
 #define CONFIG_MAX (4u << 20)
 
-int oci_read_json(const char *path, size_t max, json_t **ret, char **ret_text,
-		  paddock_error *err)
+int oci_read_json(const char *path, size_t max, json_t **ret, char **ret_text, paddock_error *err)
 {
 	json_error_t jerr;
 	struct stat st;
@@ -74,8 +73,7 @@ int oci_read_json(const char *path, size_t max, json_t **ret, char **ret_text,
 }
 
 /* An array of strings as a NULL-terminated copy; NULL json gives an empty one. */
-static int strv_from_json(json_t *a, const char *field, size_t max, char ***ret,
-			  paddock_error *err)
+static int strv_from_json(json_t *a, const char *field, size_t max, char ***ret, paddock_error *err)
 {
 	size_t n = a ? json_array_size(a) : 0;
 	char **v;
@@ -120,22 +118,19 @@ void oci_process_release(struct oci_process *p)
 	*p = (struct oci_process){ 0 };
 }
 
-static int get_u32(json_t *o, const char *key, const char *field, uint32_t *ret,
-		   paddock_error *err)
+static int get_u32(json_t *o, const char *key, const char *field, uint32_t *ret, paddock_error *err)
 {
 	json_t *v = json_object_get(o, key);
 
 	if (!v)
 		return 0;
-	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-	    json_integer_value(v) > UINT32_MAX)
+	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > UINT32_MAX)
 		return oci_error(err, EINVAL, field, "expected an integer from 0 to 4294967295");
 	*ret = (uint32_t)json_integer_value(v);
 	return 0;
 }
 
-int oci_process_load(json_t *obj, const char *field, struct oci_process *ret,
-		     paddock_error *err)
+int oci_process_load(json_t *obj, const char *field, struct oci_process *ret, paddock_error *err)
 {
 	struct oci_process p = { .uid = 0, .gid = 0 };
 	char f[96];
@@ -225,9 +220,8 @@ static bool has_option(json_t *opts, const char *name)
 	size_t i;
 	json_t *o;
 
-	json_array_foreach(opts, i, o)
-		if (json_is_string(o) && !strcmp(json_string_value(o), name))
-			return true;
+	json_array_foreach(opts, i, o) if (json_is_string(o) &&
+					   !strcmp(json_string_value(o), name)) return true;
 	return false;
 }
 
@@ -282,8 +276,7 @@ static int resolve_in_root(const char *root, const char *dst, char *buf, size_t 
 	got[k] = '\0';
 	if (strncmp(got, root, rootlen) || (got[rootlen] && got[rootlen] != '/'))
 		return -EXDEV; /* resolved outside the root: cannot be, but never bind it */
-	if ((size_t)snprintf(buf, size, "%s%s", got[rootlen] ? got + rootlen : "", dst + n) >=
-	    size)
+	if ((size_t)snprintf(buf, size, "%s%s", got[rootlen] ? got + rootlen : "", dst + n) >= size)
 		return -ENAMETOOLONG;
 	if (!buf[0])
 		snprintf(buf, size, "/");
@@ -300,7 +293,8 @@ static bool paddock_makes(size_t i, const char *dst)
 	}
 	if (!strcmp(dst, "/dev/mqueue")) {
 		oci_debug("mounts[%zu] '%s': not mounted; the IPC namespace is private and "
-			  "mq_open() works without it", i, dst);
+			  "mq_open() works without it",
+			  i, dst);
 		return true;
 	}
 	if (under(dst, "/sys")) {
@@ -310,15 +304,16 @@ static bool paddock_makes(size_t i, const char *dst)
 	if (!strcmp(dst, "/dev/termination-log")) {
 		oci_warn("mounts[%zu] '%s': not mounted (paddock builds /dev itself); the kubelet "
 			 "reads no termination message: use terminationMessagePolicy "
-			 "FallbackToLogsOnError", i, dst);
+			 "FallbackToLogsOnError",
+			 i, dst);
 		return true;
 	}
 	return false;
 }
 
 /* A bind mount becomes one of the spec's binds, at `dst` resolved inside the root. */
-static int map_bind(struct oci_bundle *b, json_t *opts, const char *src, const char *dst,
-		    size_t i, paddock_error *err)
+static int map_bind(struct oci_bundle *b, json_t *opts, const char *src, const char *dst, size_t i,
+		    paddock_error *err)
 {
 	char f[64], bind[PATH_MAX * 2 + 8], resolved[PATH_MAX];
 	int r;
@@ -419,7 +414,8 @@ static int map_namespaces(struct oci_bundle *b, json_t *linux_, paddock_error *e
 
 	if (ns && !json_is_array(ns))
 		return oci_error(err, EINVAL, "linux.namespaces", "expected an array");
-	json_array_foreach(ns, i, n) {
+	json_array_foreach(ns, i, n)
+	{
 		const char *type = json_string_value(json_object_get(n, "type"));
 		const char *path = json_string_value(json_object_get(n, "path"));
 		char f[64];
@@ -455,7 +451,8 @@ static int map_namespaces(struct oci_bundle *b, json_t *linux_, paddock_error *e
 			/* a pod's shared IPC and UTS: the container keeps private ones */
 			if (path)
 				oci_warn("%s: '%s' not joined: the container has a private %s "
-					 "namespace", f, path, type);
+					 "namespace",
+					 f, path, type);
 		} else {
 			return oci_error(err, EINVAL, f, "unknown namespace type '%s'", type);
 		}
@@ -568,7 +565,8 @@ static int map_rlimits(struct oci_bundle *b, json_t *process, paddock_error *err
 	json_t *rl = json_object_get(process, "rlimits"), *l;
 	size_t i;
 
-	json_array_foreach(rl, i, l) {
+	json_array_foreach(rl, i, l)
+	{
 		const char *type = json_string_value(json_object_get(l, "type"));
 		json_int_t hard = json_integer_value(json_object_get(l, "hard"));
 		char f[64], buf[32];
@@ -584,7 +582,8 @@ static int map_rlimits(struct oci_bundle *b, json_t *process, paddock_error *err
 			if (getrlimit(RLIMIT_NOFILE, &have) == 0 && (rlim_t)hard > have.rlim_max) {
 				oci_debug("%s: %lld lowered to this process's hard limit %llu", f,
 					  (long long)hard, (unsigned long long)have.rlim_max);
-				snprintf(buf, sizeof(buf), "%llu", (unsigned long long)have.rlim_max);
+				snprintf(buf, sizeof(buf), "%llu",
+					 (unsigned long long)have.rlim_max);
 				hard = (json_int_t)have.rlim_max;
 			}
 			if (hard >= 16 && hard <= 1048576 &&
@@ -615,7 +614,8 @@ static int map_sysctls(json_t *sysctl, paddock_error *err)
 	const char *key;
 	json_t *v;
 
-	json_object_foreach(sysctl, key, v) {
+	json_object_foreach(sysctl, key, v)
+	{
 		bool known = false;
 		char f[96];
 
@@ -652,14 +652,15 @@ static void warn_ignored(json_t *process, json_t *linux_)
 
 	if ((label = json_string_value(json_object_get(process, "apparmorProfile"))) && *label)
 		oci_warn("process.apparmorProfile '%s' ignored: paddock's seccomp, Landlock and "
-			 "namespaces confine the container", label);
+			 "namespaces confine the container",
+			 label);
 	if ((label = json_string_value(json_object_get(process, "selinuxLabel"))) && *label)
 		oci_warn("process.selinuxLabel '%s' ignored", label);
 	if (json_is_false(json_object_get(process, "noNewPrivileges")))
 		oci_debug("process.noNewPrivileges false: paddock sets it for every process");
 	if (json_object_get(linux_, "seccomp"))
 		oci_debug("linux.seccomp: the container's profile is not loaded yet; paddock's "
-			 "own filter applies (docs/oci.md)");
+			  "own filter applies (docs/oci.md)");
 	if (json_object_get(process, "capabilities"))
 		oci_debug("process.capabilities: paddock's set applies (root: CHOWN, "
 			  "DAC_OVERRIDE, FOWNER, KILL, SETGID, SETUID, SETPCAP, NET_BIND_SERVICE, "
@@ -683,8 +684,8 @@ static int map_root(struct oci_bundle *b, json_t *root, paddock_error *err)
 
 	if (!rp || !*rp)
 		return oci_error(err, EINVAL, "root.path", "expected the root filesystem's path");
-	snprintf(path, sizeof(path), "%s%s%s", rp[0] == '/' ? "" : b->dir,
-		 rp[0] == '/' ? "" : "/", rp);
+	snprintf(path, sizeof(path), "%s%s%s", rp[0] == '/' ? "" : b->dir, rp[0] == '/' ? "" : "/",
+		 rp);
 	if (!realpath(path, rootp))
 		return oci_error(err, errno, "root.path", "'%s'", path);
 	b->rootfs = strdup(rootp);
@@ -745,7 +746,8 @@ static int map_mounts(struct oci_bundle *b, json_t *mounts, paddock_error *err)
 
 	if (mounts && !json_is_array(mounts))
 		return oci_error(err, EINVAL, "mounts", "expected an array");
-	json_array_foreach(mounts, i, m) {
+	json_array_foreach(mounts, i, m)
+	{
 		r = map_mount(b, m, i, err);
 		if (r < 0)
 			return r;
@@ -774,7 +776,8 @@ static int map_linux(struct oci_bundle *b, json_t *linux_, json_t *process, padd
 	r = map_sysctls(json_object_get(linux_, "sysctl"), err);
 	if (r < 0)
 		return r;
-	if (json_object_get(linux_, "devices") && json_array_size(json_object_get(linux_, "devices")))
+	if (json_object_get(linux_, "devices") &&
+	    json_array_size(json_object_get(linux_, "devices")))
 		oci_debug("linux.devices: paddock's /dev has null, zero, full, random, urandom, "
 			  "tty, pts and shm only");
 	warn_ignored(process, linux_);

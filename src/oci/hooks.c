@@ -79,7 +79,8 @@ int oci_hooks_load(json_t *obj, struct oci_hooks *ret, paddock_error *err)
 		return 0;
 	if (!json_is_object(obj))
 		return oci_error(err, EINVAL, "hooks", "expected an object");
-	json_object_foreach(obj, key, list) {
+	json_object_foreach(obj, key, list)
+	{
 		int kind = -1;
 		size_t i;
 		json_t *h;
@@ -100,7 +101,8 @@ int oci_hooks_load(json_t *obj, struct oci_hooks *ret, paddock_error *err)
 		ret->h[kind] = calloc(json_array_size(list) + 1, sizeof(struct oci_hook));
 		if (!ret->h[kind])
 			return oci_error(err, ENOMEM, field, "out of memory");
-		json_array_foreach(list, i, h) {
+		json_array_foreach(list, i, h)
+		{
 			struct oci_hook *o = &ret->h[kind][i];
 			const char *path = json_string_value(json_object_get(h, "path"));
 			json_int_t t = json_integer_value(json_object_get(h, "timeout"));
@@ -164,8 +166,8 @@ static int run_one(const struct oci_hook *h, const char *state, paddock_error *e
 	return 0;
 }
 
-int oci_hooks_run(const struct oci_hooks *hooks, enum oci_hook_kind kind,
-		  const char *state_json, paddock_error *err)
+int oci_hooks_run(const struct oci_hooks *hooks, enum oci_hook_kind kind, const char *state_json,
+		  paddock_error *err)
 {
 	for (size_t i = 0; i < hooks->n[kind]; i++) {
 		int r = run_one(&hooks->h[kind][i], state_json, err);

@@ -112,4 +112,3 @@ int oci_failf(const char *fmt, ...)
 	oci_log("error", "%s", msg);
 	return 1;
 }
-

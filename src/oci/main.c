@@ -130,8 +130,9 @@ int main(int argc, char **argv)
 			break;
 		case 'f':
 			if (strcmp(optarg, "json") && strcmp(optarg, "text"))
-				return oci_failf("--log-format: expected 'text' or 'json', got '%s'",
-						 optarg);
+				return oci_failf(
+					"--log-format: expected 'text' or 'json', got '%s'",
+					optarg);
 			arg_log_json = !strcmp(optarg, "json");
 			break;
 		case 's':

@@ -28,8 +28,8 @@
 #include "paddock/paddock.h"
 
 #define OCI_ROOT_DEFAULT "/run/paddock-oci"
-#define OCI_ID_MAX 128
-#define OCI_MSG_MAX (256u << 10) /* one request or reply between a command and a supervisor */
+#define OCI_ID_MAX	 128
+#define OCI_MSG_MAX	 (256u << 10) /* one request or reply between a command and a supervisor */
 
 /* Global options (main.c). */
 extern const char *arg_root;
@@ -44,18 +44,18 @@ extern const char *arg_upstream_ca[8];
 /* Logging (main.c): to --log (text or JSON lines) and, for errors, to stderr too. */
 __attribute__((format(printf, 2, 3))) void oci_log(const char *level, const char *fmt, ...);
 #define oci_warn(...) oci_log("warning", __VA_ARGS__)
-#define oci_debug(...)                         \
-	do {                                   \
-		if (arg_debug)                 \
-			oci_log("debug", __VA_ARGS__); \
+#define oci_debug(...)                                                                             \
+	do {                                                                                       \
+		if (arg_debug)                                                                     \
+			oci_log("debug", __VA_ARGS__);                                             \
 	} while (0)
 /* Logs err as an error (stderr too) and returns 1, the exit status runc uses. */
 int oci_fail(const paddock_error *err);
 __attribute__((format(printf, 1, 2))) int oci_failf(const char *fmt, ...);
 /* Fills err (code, field: "" for none, message) and returns -code: how the parsers and
  * the state code fail, the message then logged once by whoever handles it. */
-__attribute__((format(printf, 4, 5))) int oci_error(paddock_error *err, int code,
-						     const char *field, const char *fmt, ...);
+__attribute__((format(printf, 4, 5))) int oci_error(paddock_error *err, int code, const char *field,
+						    const char *fmt, ...);
 
 /* ---- the bundle (config.c) ------------------------------------------------------------ */
 
@@ -90,8 +90,8 @@ struct oci_process {
 };
 
 struct oci_bundle {
-	char *dir;	    /* the bundle, absolute */
-	char *rootfs;	    /* root.path, absolute, resolved */
+	char *dir;	   /* the bundle, absolute */
+	char *rootfs;	   /* root.path, absolute, resolved */
 	char *config_json; /* as read, for hooks and state */
 	paddock_spec *spec;
 	struct oci_process process;
@@ -99,7 +99,7 @@ struct oci_bundle {
 	json_t *annotations; /* the config's, or an empty object */
 	void *filter;	     /* linux.seccomp compiled (seccomp.c), or NULL */
 	size_t filter_len;
-	char *netns;	     /* linux.namespaces' network path, joined by the container */
+	char *netns;		/* linux.namespaces' network path, joined by the container */
 	char *supervisor_netns; /* ...or, with egress, where the supervisor's proxy lives */
 };
 
@@ -107,12 +107,10 @@ struct oci_bundle {
 int oci_bundle_load(const char *dir, struct oci_bundle *ret, paddock_error *err);
 void oci_bundle_release(struct oci_bundle *b);
 /* A process object (config.json's "process", or exec's --process file); `field` prefixes. */
-int oci_process_load(json_t *obj, const char *field, struct oci_process *ret,
-		     paddock_error *err);
+int oci_process_load(json_t *obj, const char *field, struct oci_process *ret, paddock_error *err);
 void oci_process_release(struct oci_process *p);
 /* Reads a JSON file of at most `max` bytes. */
-int oci_read_json(const char *path, size_t max, json_t **ret, char **ret_text,
-		  paddock_error *err);
+int oci_read_json(const char *path, size_t max, json_t **ret, char **ret_text, paddock_error *err);
 
 /* linux.seccomp as a BPF program for paddock_exec_opts.filter (seccomp.c); NULL: none. */
 int oci_seccomp_compile(json_t *seccomp, void **ret_prog, size_t *ret_len, paddock_error *err);
@@ -124,8 +122,8 @@ int oci_annotations_apply(json_t *annotations, const struct oci_process *p, padd
 /* ---- hooks (hooks.c) ------------------------------------------------------------------ */
 
 /* Runs each hook of `kind` with the state JSON on its stdin; the first failure stops. */
-int oci_hooks_run(const struct oci_hooks *hooks, enum oci_hook_kind kind,
-		  const char *state_json, paddock_error *err);
+int oci_hooks_run(const struct oci_hooks *hooks, enum oci_hook_kind kind, const char *state_json,
+		  paddock_error *err);
 void oci_hooks_release(struct oci_hooks *hooks);
 int oci_hooks_load(json_t *obj, struct oci_hooks *ret, paddock_error *err);
 
@@ -144,10 +142,10 @@ const char *oci_status_to_string(enum oci_status s);
 struct oci_state {
 	char id[OCI_ID_MAX + 1];
 	enum oci_status status;
-	pid_t pid;		/* the supervisor (the pid file's) */
+	pid_t pid;		  /* the supervisor (the pid file's) */
 	unsigned long long start; /* its start time (/proc/PID/stat), against pid reuse */
-	pid_t init_pid;		/* the sandbox's init: the container's namespaces */
-	int exit_status;	/* once stopped: as the engine reaps it (code, or 128+signal) */
+	pid_t init_pid;		  /* the sandbox's init: the container's namespaces */
+	int exit_status;	  /* once stopped: as the engine reaps it (code, or 128+signal) */
 	char *bundle;
 	char *created; /* RFC 3339 */
 	json_t *annotations;
@@ -187,8 +185,7 @@ int oci_wire_connect(const char *id, int *ret_fd, paddock_error *err);
 int oci_wire_send(int fd, json_t *msg, const int *fds, size_t nfds, paddock_error *err);
 /* Receives one message (fds: capacity in, count out); a message {"error":...} is returned
  * as that error. timeout_ms < 0: none. */
-int oci_wire_recv(int fd, int timeout_ms, json_t **ret, int *fds, size_t *nfds,
-		  paddock_error *err);
+int oci_wire_recv(int fd, int timeout_ms, json_t **ret, int *fds, size_t *nfds, paddock_error *err);
 /* Sends a request and waits for its answer (timeout 30 s). */
 int oci_wire_call(const char *id, json_t *req, const int *fds, size_t nfds, json_t **ret,
 		  paddock_error *err);
@@ -222,9 +219,11 @@ enum {
 /* The shared entries of a command's option table; its own follow (OCI_OPT_IGNORED ones too). */
 #define OCI_LAUNCH_LONG_OPTIONS                                                                    \
 	{ "pid-file", required_argument, NULL, OCI_OPT_PID_FILE },                                 \
-	{ "console-socket", required_argument, NULL, OCI_OPT_CONSOLE_SOCKET },                     \
-	{ "detach", no_argument, NULL, 'd' },                                                      \
-	{ "preserve-fds", required_argument, NULL, OCI_OPT_PRESERVE_FDS }
+		{ "console-socket", required_argument, NULL, OCI_OPT_CONSOLE_SOCKET },             \
+		{ "detach", no_argument, NULL, 'd' },                                              \
+	{                                                                                          \
+		"preserve-fds", required_argument, NULL, OCI_OPT_PRESERVE_FDS                      \
+	}
 
 struct oci_launch_args {
 	const char *pid_file, *console_socket;

@@ -17,8 +17,7 @@
 
 #include "oci.h"
 
-static int fail(paddock_error *err, int code, const char *field, const char *msg,
-		const char *arg)
+static int fail(paddock_error *err, int code, const char *field, const char *msg, const char *arg)
 {
 	err->code = code;
 	snprintf(err->field, sizeof(err->field), "%s", field);
@@ -64,9 +63,12 @@ static int operator(const char *s, enum scmp_compare *ret)
 		const char *name;
 		enum scmp_compare op;
 	} ops[] = {
-		{ "SCMP_CMP_NE", SCMP_CMP_NE }, { "SCMP_CMP_LT", SCMP_CMP_LT },
-		{ "SCMP_CMP_LE", SCMP_CMP_LE }, { "SCMP_CMP_EQ", SCMP_CMP_EQ },
-		{ "SCMP_CMP_GE", SCMP_CMP_GE }, { "SCMP_CMP_GT", SCMP_CMP_GT },
+		{ "SCMP_CMP_NE", SCMP_CMP_NE },
+		{ "SCMP_CMP_LT", SCMP_CMP_LT },
+		{ "SCMP_CMP_LE", SCMP_CMP_LE },
+		{ "SCMP_CMP_EQ", SCMP_CMP_EQ },
+		{ "SCMP_CMP_GE", SCMP_CMP_GE },
+		{ "SCMP_CMP_GT", SCMP_CMP_GT },
 		{ "SCMP_CMP_MASKED_EQ", SCMP_CMP_MASKED_EQ },
 	};
 
@@ -78,8 +80,7 @@ static int operator(const char *s, enum scmp_compare *ret)
 	return -EINVAL;
 }
 
-static int add_rule(scmp_filter_ctx ctx, json_t *rule, size_t i, uint32_t def,
-		    paddock_error *err)
+static int add_rule(scmp_filter_ctx ctx, json_t *rule, size_t i, uint32_t def, paddock_error *err)
 {
 	struct scmp_arg_cmp cmp[6];
 	json_t *names = json_object_get(rule, "names"), *args = json_object_get(rule, "args"), *a;
@@ -91,20 +92,22 @@ static int add_rule(scmp_filter_ctx ctx, json_t *rule, size_t i, uint32_t def,
 	int r;
 
 	snprintf(field, sizeof(field), "linux.seccomp.syscalls[%zu].action", i);
-	r = action(json_object_get(rule, "action"), json_object_get(rule, "errnoRet"), field,
-		   &act, err);
+	r = action(json_object_get(rule, "action"), json_object_get(rule, "errnoRet"), field, &act,
+		   err);
 	if (r < 0)
 		return r;
 	snprintf(field, sizeof(field), "linux.seccomp.syscalls[%zu].args", i);
 	if (json_array_size(args) > 6)
 		return fail(err, EINVAL, field, "at most 6 arguments", "");
-	json_array_foreach(args, k, a) {
+	json_array_foreach(args, k, a)
+	{
 		enum scmp_compare op;
 		json_int_t idx = json_integer_value(json_object_get(a, "index"));
 
 		if (operator(json_string_value(json_object_get(a, "op")), &op) < 0 || idx < 0 ||
 		    idx > 5)
-			return fail(err, EINVAL, field, "expected an index 0-5 and an operator, got",
+			return fail(err, EINVAL, field,
+				    "expected an index 0-5 and an operator, got",
 				    json_string_value(json_object_get(a, "op")));
 		cmp[n++] = (struct scmp_arg_cmp){
 			.arg = (unsigned)idx,
@@ -116,7 +119,8 @@ static int add_rule(scmp_filter_ctx ctx, json_t *rule, size_t i, uint32_t def,
 	if (act == def)
 		return 0; /* libseccomp refuses a rule that says what the default says */
 	for (k = 0; k < json_array_size(names) || (one && k == 0); k++) {
-		const char *name = one && !names ? one : json_string_value(json_array_get(names, k));
+		const char *name =
+			one && !names ? one : json_string_value(json_array_get(names, k));
 		int nr = name ? seccomp_syscall_resolve_name(name) : __NR_SCMP_ERROR;
 
 		if (nr == __NR_SCMP_ERROR) {
@@ -160,7 +164,8 @@ int oci_seccomp_compile(json_t *sec, void **ret_prog, size_t *ret_len, paddock_e
 		return fail(err, ENOMEM, "linux.seccomp", "out of memory", "");
 	/* no_new_privs is paddock's (init-run.c); the program is exported, not loaded here */
 	(void)seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
-	json_array_foreach(json_object_get(sec, "architectures"), i, v) {
+	json_array_foreach(json_object_get(sec, "architectures"), i, v)
+	{
 		const char *s = json_string_value(v);
 		uint32_t arch = 0;
 
@@ -184,11 +189,13 @@ int oci_seccomp_compile(json_t *sec, void **ret_prog, size_t *ret_len, paddock_e
 		}
 		r = seccomp_arch_add(ctx, arch);
 		if (r < 0 && r != -EEXIST) {
-			oci_debug("linux.seccomp: architecture '%s' left out (%s)", s, strerror(-r));
+			oci_debug("linux.seccomp: architecture '%s' left out (%s)", s,
+				  strerror(-r));
 			continue;
 		}
 	}
-	json_array_foreach(json_object_get(sec, "syscalls"), i, v) {
+	json_array_foreach(json_object_get(sec, "syscalls"), i, v)
+	{
 		r = add_rule(ctx, v, i, def, err);
 		if (r < 0)
 			goto out;

@@ -31,8 +31,10 @@ int oci_check_id(const char *id, paddock_error *err)
 {
 	size_t n = id ? strlen(id) : 0;
 
-	if (n == 0 || n > OCI_ID_MAX || !strchr("0123456789abcdefghijklmnopqrstuvwxyz"
-						"ABCDEFGHIJKLMNOPQRSTUVWXYZ", id[0]) ||
+	if (n == 0 || n > OCI_ID_MAX ||
+	    !strchr("0123456789abcdefghijklmnopqrstuvwxyz"
+		    "ABCDEFGHIJKLMNOPQRSTUVWXYZ",
+		    id[0]) ||
 	    strspn(id, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_.-") != n) {
 		oci_error(err, EINVAL, "",
 			  "expected a container id of [A-Za-z0-9_.-], at most 128 bytes, "

@@ -135,8 +135,7 @@ static void on_sandbox_exit(paddock_sandbox *sb, enum paddock_end_reason reason,
 }
 
 static int start_process(struct sup *s, const struct oci_process *p, int fds[3], bool ctty,
-			 paddock_exec_fn fn, void *userdata, paddock_exec **ret,
-			 paddock_error *err)
+			 paddock_exec_fn fn, void *userdata, paddock_exec **ret, paddock_error *err)
 {
 	struct paddock_exec_opts o = {
 		.argv = (const char *const *)p->args,
@@ -156,9 +155,8 @@ static int start_process(struct sup *s, const struct oci_process *p, int fds[3],
 	if ((p->uid == 0) != (s->b->process.uid == 0)) {
 		err->code = EINVAL;
 		snprintf(err->field, sizeof(err->field), "process.user.uid");
-		snprintf(err->msg, sizeof(err->msg),
-			 "%u: this container's processes run as uid %u", p->uid,
-			 s->b->process.uid);
+		snprintf(err->msg, sizeof(err->msg), "%u: this container's processes run as uid %u",
+			 p->uid, s->b->process.uid);
 		return -EINVAL;
 	}
 	return paddock_exec_start(s->sb, &o, fn, userdata, ret, err);
@@ -358,8 +356,8 @@ static void op_stats(struct sup *s, struct conn *c)
 	reply(c,
 	      json_pack("{s:{s:{s:{s:I}},s:{s:{s:I,s:I}},s:{s:I}}}", "data", "cpu", "usage",
 			"total", (json_int_t)(u.cpu_s * 1e9), "memory", "usage", "usage",
-			(json_int_t)u.memory_bytes, "max", (json_int_t)u.memory_peak_bytes,
-			"pids", "current", (json_int_t)u.pids),
+			(json_int_t)u.memory_bytes, "max", (json_int_t)u.memory_peak_bytes, "pids",
+			"current", (json_int_t)u.pids),
 	      NULL, 0);
 }
 
@@ -525,7 +523,8 @@ static int setup(struct sup *s, const struct oci_create_opts *o, paddock_error *
 		if (fd < 0 || setns(fd, CLONE_NEWNET) < 0) {
 			err->code = errno;
 			snprintf(err->field, sizeof(err->field), "linux.namespaces.network.path");
-			snprintf(err->msg, sizeof(err->msg), "enter '%.200s'", s->b->supervisor_netns);
+			snprintf(err->msg, sizeof(err->msg), "enter '%.200s'",
+				 s->b->supervisor_netns);
 			if (fd >= 0)
 				close(fd);
 			return -err->code;
@@ -542,7 +541,8 @@ static int setup(struct sup *s, const struct oci_create_opts *o, paddock_error *
 	if (r < 0)
 		return r;
 	paddock_ctx_set_event_sink(s->ctx, on_event, s);
-	if (arg_resolve_hosts && (r = paddock_ctx_set_resolve_hosts(s->ctx, arg_resolve_hosts, err)) < 0)
+	if (arg_resolve_hosts &&
+	    (r = paddock_ctx_set_resolve_hosts(s->ctx, arg_resolve_hosts, err)) < 0)
 		return r;
 	for (size_t i = 0; arg_upstream_ca[i]; i++)
 		if ((r = paddock_ctx_add_upstream_ca(s->ctx, arg_upstream_ca[i], err)) < 0)
@@ -560,8 +560,8 @@ static int setup(struct sup *s, const struct oci_create_opts *o, paddock_error *
 				 "a terminal needs --console-socket to hand it to");
 			return -EINVAL;
 		}
-		r = paddock_sandbox_open_pty(s->sb, s->b->process.rows, s->b->process.cols,
-					     &master, &s->pty_slave, err);
+		r = paddock_sandbox_open_pty(s->sb, s->b->process.rows, s->b->process.cols, &master,
+					     &s->pty_slave, err);
 		if (r >= 0 && o->console_socket)
 			r = oci_send_console(o->console_socket, master, err);
 		if (master >= 0)

@@ -17,7 +17,7 @@
 
 #include "oci.h"
 
-#define WIRE_MAX_FDS 3
+#define WIRE_MAX_FDS	3
 #define CALL_TIMEOUT_MS 30000
 
 static int fail(paddock_error *err, int code, const char *msg)
@@ -117,8 +117,7 @@ json_t *oci_wire_error(const paddock_error *err)
 			 "errno", err->code, "field", err->field, "message", err->msg);
 }
 
-int oci_wire_recv(int fd, int timeout_ms, json_t **ret, int *fds, size_t *nfds,
-		  paddock_error *err)
+int oci_wire_recv(int fd, int timeout_ms, json_t **ret, int *fds, size_t *nfds, paddock_error *err)
 {
 	union {
 		char buf[CMSG_SPACE(sizeof(int) * WIRE_MAX_FDS)];
@@ -126,7 +125,9 @@ int oci_wire_recv(int fd, int timeout_ms, json_t **ret, int *fds, size_t *nfds,
 	} u;
 	char *buf = malloc(OCI_MSG_MAX + 1);
 	struct iovec iov = { .iov_base = buf, .iov_len = OCI_MSG_MAX };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.buf,
 			     .msg_controllen = sizeof(u.buf) };
 	struct pollfd p = { .fd = fd, .events = POLLIN };
 	size_t cap = nfds ? *nfds : 0, got = 0;
@@ -171,8 +172,9 @@ int oci_wire_recv(int fd, int timeout_ms, json_t **ret, int *fds, size_t *nfds,
 			close(fds[i]);
 		if (nfds)
 			*nfds = 0;
-		return fail(err, e2, n == 0 ? "the container's supervisor went away"
-					    : "receive from the container's supervisor");
+		return fail(err, e2,
+			    n == 0 ? "the container's supervisor went away"
+				   : "receive from the container's supervisor");
 	}
 	j = json_loadb(buf, (size_t)n, JSON_REJECT_DUPLICATES, NULL);
 	free(buf);
@@ -228,7 +230,9 @@ int oci_send_console(const char *path, int fd, paddock_error *err)
 	} u;
 	char name[] = "/dev/ptmx";
 	struct iovec iov = { .iov_base = name, .iov_len = sizeof(name) - 1 };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
+			     .msg_control = u.buf,
 			     .msg_controllen = sizeof(u.buf) };
 	struct cmsghdr *c;
 	int s, r = 0;

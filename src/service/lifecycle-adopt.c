@@ -32,8 +32,8 @@ static int collect(const struct paddock_store_sandbox *row, void *userdata)
 {
 	struct rows *a = userdata;
 	struct row_copy *v = reallocarray(a->v, a->n + 1, sizeof(*v)), *c;
-	const char *src[7] = { row->id,		   row->tenant,	       row->state,
-			       row->spec_json,	   row->metadata_json, row->handle_json,
+	const char *src[7] = { row->id,	       row->tenant,	   row->state,
+			       row->spec_json, row->metadata_json, row->handle_json,
 			       row->on_timeout };
 
 	if (!v)
@@ -101,7 +101,8 @@ static void finished(struct finishing *f)
 {
 	struct daemon *d = f->d;
 
-	svc_log_event(d, NULL, "sandbox.exited", f->id, "\"reason\":\"killed\",\"after_restart\":true");
+	svc_log_event(d, NULL, "sandbox.exited", f->id,
+		      "\"reason\":\"killed\",\"after_restart\":true");
 	svc_log_event(d, NULL, "sandbox.destroyed", f->id, "\"after_restart\":true");
 	svc_box_forget(d, f->id);
 	svc_stop_forget_images(d, f->id, NULL);

@@ -101,8 +101,7 @@ static void box_dead(paddock_sandbox *sb, enum paddock_end_reason reason, void *
 	}
 }
 
-int svc_box_delete(struct box *b, const char *reason, void *deleter, bool force,
-		  paddock_error *err)
+int svc_box_delete(struct box *b, const char *reason, void *deleter, bool force, paddock_error *err)
 {
 	struct daemon *d = b->d;
 	paddock_error cause = { 0 };

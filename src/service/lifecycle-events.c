@@ -99,7 +99,7 @@ void svc_events_flush_pending(struct daemon *d, const char *id, const char *tena
 
 /* `tenant`: whose GET /v1/events hears of it (NULL: the operator's only) */
 void svc_log_event(struct daemon *d, const char *tenant, const char *event, const char *sandbox,
-		  const char *fmt, ...)
+		   const char *fmt, ...)
 {
 	char line[512], ts[40], fields[320] = "";
 	va_list ap;

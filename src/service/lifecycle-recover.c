@@ -58,12 +58,14 @@ static int box_from_record(struct daemon *d, paddock_sandbox *sb, struct box **r
 	int v = 0, r;
 
 	o = json_loads(paddock_sandbox_record(sb), JSON_REJECT_DUPLICATES, &jerr);
-	if (!o || json_unpack_ex(o, &jerr, JSON_STRICT, "{s:i,s:s,s:s,s?s,s:o,s:o,s:I,s:I,s:I,s:I,"
-				 "s:I,s?o}", "v", &v, "tenant", &tenant, "state", &state,
-				 "on_timeout", &on_timeout, "spec", &spec, "metadata", &meta,
-				 "created_ms", &created, "expires_ms", &expires, "last_active_ms",
-				 &active, "ttl_s", &ttl, "idle_timeout_s", &idle, "idempotency",
-				 &idem) < 0 ||
+	if (!o ||
+	    json_unpack_ex(o, &jerr, JSON_STRICT,
+			   "{s:i,s:s,s:s,s?s,s:o,s:o,s:I,s:I,s:I,s:I,"
+			   "s:I,s?o}",
+			   "v", &v, "tenant", &tenant, "state", &state, "on_timeout", &on_timeout,
+			   "spec", &spec, "metadata", &meta, "created_ms", &created, "expires_ms",
+			   &expires, "last_active_ms", &active, "ttl_s", &ttl, "idle_timeout_s",
+			   &idle, "idempotency", &idem) < 0 ||
 	    v != 1 || !valid_tenant(tenant) || !json_is_object(spec) || ttl < 1 ||
 	    (strcmp(state, "running") != 0 && strcmp(state, "paused") != 0) ||
 	    (on_timeout && strcmp(on_timeout, "kill") != 0 && strcmp(on_timeout, "pause") != 0) ||
@@ -153,11 +155,12 @@ static void report_rebuilt(struct daemon *d, unsigned recovered, json_t *lost)
 	json_t *o;
 	char *s;
 
-	fprintf(stderr, "paddockd: the store %s; %u live sandboxes recovered from their own "
+	fprintf(stderr,
+		"paddockd: the store %s; %u live sandboxes recovered from their own "
 		"records, %zu could not be (ended): commands' past reports, stored events and "
 		"the keys of deleted sandboxes are not recovered\n",
-		d->store_rebuilt ? "was damaged and was rebuilt" : "was missing",
-		recovered, json_array_size(lost));
+		d->store_rebuilt ? "was damaged and was rebuilt" : "was missing", recovered,
+		json_array_size(lost));
 	svc_format_time(svc_now_ms(), ts, sizeof(ts));
 	o = json_pack("{s:s,s:s,s:s,s:s?,s:I,s:O}", "ts", ts, "level", "warn", "event",
 		      "store.rebuilt", "moved_to", d->store_moved[0] ? d->store_moved : NULL,
@@ -211,8 +214,8 @@ static bool sweep_keep(const char *id, const char *path, void *userdata)
 		fprintf(stderr, "paddockd: sandbox %s cannot be recovered, ending it: %s\n", id,
 			buf);
 		if (json_array_size(s->lost) < 64)
-			json_array_append_new(s->lost, json_pack("{s:s,s:s}", "sandbox", id, "error",
-								 buf));
+			json_array_append_new(s->lost,
+					      json_pack("{s:s,s:s}", "sandbox", id, "error", buf));
 	}
 	return false;
 }
@@ -227,7 +230,8 @@ static void sweep_ended(const char *id, void *userdata)
 
 void svc_lifecycle_sweep_orphans(struct daemon *d, const char *dir)
 {
-	struct sweep s = { .d = d, .recovering = d->store_rebuilt || d->store_fresh,
+	struct sweep s = { .d = d,
+			   .recovering = d->store_rebuilt || d->store_fresh,
 			   .lost = json_array() };
 	paddock_error err = { 0 };
 	char buf[600];

@@ -41,7 +41,8 @@ static void reaper_cb(evutil_socket_t fd, short what, void *arg)
 				svc_box_destroy(b, "ttl", NULL);
 		} else if (b->idle_timeout_s > 0 && !b->paused && !b->stopped &&
 			   now - b->last_active_ms >= b->idle_timeout_s * 1000) {
-			/* a paused sandbox is idle by intent: its idle timeout waits for the resume */
+			/* a paused sandbox is idle by intent: its idle timeout waits for the resume
+			 */
 			svc_box_destroy(b, "idle", NULL);
 		}
 	}

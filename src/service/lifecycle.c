@@ -51,8 +51,10 @@ int svc_store_error(paddock_error *err, const paddock_error *cause)
 	char msg[sizeof(err->msg)];
 	int code = cause->code ? cause->code : EIO;
 
-	snprintf(msg, sizeof(msg), "paddockd cannot record it in its state store (nothing "
-		 "changed): %.300s", cause->msg);
+	snprintf(msg, sizeof(msg),
+		 "paddockd cannot record it in its state store (nothing "
+		 "changed): %.300s",
+		 cause->msg);
 	memset(err, 0, sizeof(*err));
 	err->code = code;
 	snprintf(err->field, sizeof(err->field), "store");
@@ -81,11 +83,11 @@ static char *box_record(struct box *b)
 	json_t *spec = json_loads(b->spec_json, 0, NULL);
 	json_t *o = json_pack("{s:i,s:s,s:s,s:s,s:o,s:O,s:I,s:I,s:I,s:I,s:I}", "v", 1, "tenant",
 			      b->tenant, "state", svc_box_state(b), "on_timeout",
-			      on_timeout_name(b), "spec",
-			      spec ? spec : json_object(), "metadata", b->metadata, "created_ms",
-			      (json_int_t)b->created_ms, "expires_ms", (json_int_t)b->expires_ms,
-			      "last_active_ms", (json_int_t)b->last_active_ms, "ttl_s",
-			      (json_int_t)b->ttl_s, "idle_timeout_s", (json_int_t)b->idle_timeout_s);
+			      on_timeout_name(b), "spec", spec ? spec : json_object(), "metadata",
+			      b->metadata, "created_ms", (json_int_t)b->created_ms, "expires_ms",
+			      (json_int_t)b->expires_ms, "last_active_ms",
+			      (json_int_t)b->last_active_ms, "ttl_s", (json_int_t)b->ttl_s,
+			      "idle_timeout_s", (json_int_t)b->idle_timeout_s);
 	char *text;
 
 	if (o && b->idem_key[0])
@@ -191,13 +193,12 @@ json_t *svc_box_json(struct box *b)
 		      "id", b->id, "tenant", b->tenant, "state", svc_box_state(b), "created_at",
 		      svc_time_json(b->created_ms), "expires_at", svc_time_json(b->expires_ms),
 		      "ttl_s", (json_int_t)b->ttl_s, "on_timeout", on_timeout_name(b),
-		      "idle_timeout_s",
-		      (json_int_t)b->idle_timeout_s, "last_active_at",
+		      "idle_timeout_s", (json_int_t)b->idle_timeout_s, "last_active_at",
 		      svc_time_json(b->last_active_ms), "metadata", b->metadata, "spec",
 		      spec ? spec : json_object(), "usage", "memory_bytes",
 		      (json_int_t)u.memory_bytes, "memory_peak_bytes",
-		      (json_int_t)u.memory_peak_bytes, "cpu_s", u.cpu_s, "pids",
-		      (json_int_t)u.pids, "execs", (int)u.execs, "processes", (int)running);
+		      (json_int_t)u.memory_peak_bytes, "cpu_s", u.cpu_s, "pids", (json_int_t)u.pids,
+		      "execs", (int)u.execs, "processes", (int)running);
 	/* a stopped one: the image its POST .../start runs from (null: it ended on its own) */
 	if (o && b->stopped)
 		json_object_set_new(o, "kept_image",
@@ -218,7 +219,7 @@ static int get_seconds(json_t *body, const char *key, int64_t def, int64_t min, 
 	}
 	if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max) {
 		int r = paddock_fail(err, EINVAL, "expected whole seconds from %lld to %lld",
-			      (long long)min, (long long)max);
+				     (long long)min, (long long)max);
 		snprintf(err->field, sizeof(err->field), "%s", key);
 		return r;
 	}
@@ -256,10 +257,12 @@ int svc_check_metadata(json_t *m, paddock_error *err)
 		snprintf(err->field, sizeof(err->field), "metadata");
 		return r;
 	}
-	json_object_foreach(m, k, v) {
+	json_object_foreach(m, k, v)
+	{
 		if (strlen(k) > 64 || !json_is_string(v) || json_string_length(v) > 1024) {
 			r = paddock_fail(err, EINVAL,
-				  "expected keys of at most 64 and string values of at most 1024 bytes");
+					 "expected keys of at most 64 and string values of at most "
+					 "1024 bytes");
 			snprintf(err->field, sizeof(err->field), "metadata");
 			return r;
 		}
@@ -354,8 +357,7 @@ static int check_host_path(struct daemon *d, json_t *holder, const char *key, co
 	return 0;
 }
 
-static int check_host_paths(struct daemon *d, const char *tenant, json_t *spec,
-			    paddock_error *err)
+static int check_host_paths(struct daemon *d, const char *tenant, json_t *spec, paddock_error *err)
 {
 	json_t *binds = json_object_get(spec, "binds"), *b;
 	size_t i;
@@ -366,14 +368,16 @@ static int check_host_paths(struct daemon *d, const char *tenant, json_t *spec,
 	r = check_host_path(d, spec, "workspace", "workspace", err);
 	if (r >= 0)
 		r = check_host_path(d, spec, "rootfs", "rootfs", err);
-	json_array_foreach(binds, i, b) {
+	json_array_foreach(binds, i, b)
+	{
 		char field[64];
 
 		if (r < 0)
 			break;
 		if (json_is_string(b)) {
-			r = paddock_fail(err, EACCES, "binds from a TCP tenant must be objects "
-				  "({\"source\": ..., \"target\": ...})");
+			r = paddock_fail(err, EACCES,
+					 "binds from a TCP tenant must be objects "
+					 "({\"source\": ..., \"target\": ...})");
 			snprintf(err->field, sizeof(err->field), "binds[%zu]", i);
 			break;
 		}
@@ -395,14 +399,16 @@ static int check_secret_sources(const char *tenant, json_t *spec, paddock_error 
 
 	if (strcmp(tenant, SVC_LOCAL_TENANT) == 0)
 		return 0;
-	json_array_foreach(json_object_get(spec, "secrets"), i, sec) {
+	json_array_foreach(json_object_get(spec, "secrets"), i, sec)
+	{
 		const char *src = json_string_value(json_object_get(sec, "source"));
 
 		if (src && strcmp(src, "value") != 0) {
-			int r = paddock_fail(err, EPERM,
-				      "a TCP tenant gives a secret by \"value\"; \"source\" '%.40s' "
-				      "would be read from paddockd's own environment or files",
-				      src);
+			int r = paddock_fail(
+				err, EPERM,
+				"a TCP tenant gives a secret by \"value\"; \"source\" '%.40s' "
+				"would be read from paddockd's own environment or files",
+				src);
 			snprintf(err->field, sizeof(err->field), "secrets[%zu].source", i);
 			return r;
 		}
@@ -411,7 +417,7 @@ static int check_secret_sources(const char *tenant, json_t *spec, paddock_error 
 }
 
 int svc_create_parse(struct daemon *d, const char *tenant, json_t *body, paddock_spec **ret_spec,
-		    int64_t *ret_ttl, int64_t *ret_idle, paddock_error *err)
+		     int64_t *ret_ttl, int64_t *ret_idle, paddock_error *err)
 {
 	paddock_spec *spec = NULL;
 	json_t *specj = json_deep_copy(body), *meta = json_object_get(body, "metadata");
@@ -441,8 +447,8 @@ int svc_create_parse(struct daemon *d, const char *tenant, json_t *body, paddock
 	if (r >= 0)
 		r = svc_stop_check_image(specj, err);
 	if (r >= 0 && tenant_count(d, tenant) >= SVC_MAX_SANDBOXES)
-		r = paddock_fail(err, EAGAIN, "tenant '%s' has %u sandboxes, the most allowed", tenant,
-			  SVC_MAX_SANDBOXES);
+		r = paddock_fail(err, EAGAIN, "tenant '%s' has %u sandboxes, the most allowed",
+				 tenant, SVC_MAX_SANDBOXES);
 	s = r >= 0 ? json_dumps(specj, JSON_COMPACT) : NULL;
 	json_decref(specj);
 	if (r < 0)
@@ -514,15 +520,19 @@ static int key_replay(struct daemon *d, const char *tenant, const char *key, con
 	if (!l.found)
 		return 0;
 	if (strcmp(l.fingerprint, fp) != 0) {
-		r = paddock_fail(err, EEXIST, "Idempotency-Key '%s' was used for another request (a "
-			  "different body): use a new key for a new sandbox", key);
+		r = paddock_fail(err, EEXIST,
+				 "Idempotency-Key '%s' was used for another request (a "
+				 "different body): use a new key for a new sandbox",
+				 key);
 		snprintf(err->field, sizeof(err->field), "Idempotency-Key");
 		return r;
 	}
 	*ret_b = svc_box_find(d, tenant, l.sandbox_id);
 	if (!*ret_b) {
-		r = paddock_fail(err, EEXIST, "the sandbox Idempotency-Key '%s' made, %s, is gone "
-			  "(deleted or expired)", key, l.sandbox_id);
+		r = paddock_fail(err, EEXIST,
+				 "the sandbox Idempotency-Key '%s' made, %s, is gone "
+				 "(deleted or expired)",
+				 key, l.sandbox_id);
 		snprintf(err->field, sizeof(err->field), "Idempotency-Key");
 		return r;
 	}
@@ -543,8 +553,11 @@ int svc_box_store_new(struct box *b, paddock_error *err)
 	r = box_store(b, err);
 	if (r >= 0) {
 		const struct paddock_store_idempotency k = {
-			.tenant = b->tenant, .key = b->idem_key, .sandbox_id = b->id,
-			.fingerprint = b->idem_fp, .created_ms = b->idem_ms,
+			.tenant = b->tenant,
+			.key = b->idem_key,
+			.sandbox_id = b->id,
+			.fingerprint = b->idem_fp,
+			.created_ms = b->idem_ms,
 		};
 		r = paddock_store_put_idempotency(st, &k, err);
 	}
@@ -556,7 +569,7 @@ int svc_box_store_new(struct box *b, paddock_error *err)
 }
 
 int svc_box_create_keyed(struct daemon *d, const char *tenant, json_t *body, const char *key,
-			struct box **ret, bool *ret_replayed, paddock_error *err)
+			 struct box **ret, bool *ret_replayed, paddock_error *err)
 {
 	paddock_spec *spec = NULL;
 	json_t *meta = json_object_get(body, "metadata");
@@ -667,7 +680,7 @@ int svc_box_create_keyed(struct daemon *d, const char *tenant, json_t *body, con
 }
 
 int svc_box_create(struct daemon *d, const char *tenant, json_t *body, struct box **ret,
-		  paddock_error *err)
+		   paddock_error *err)
 {
 	return svc_box_create_keyed(d, tenant, body, NULL, ret, NULL, err);
 }

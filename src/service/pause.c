@@ -34,8 +34,10 @@ static void warn(const struct box *b, const char *what, const paddock_error *err
 
 static int not_live(struct box *b, paddock_error *err)
 {
-	int r = paddock_fail(err, ESRCH, "sandbox '%s' is stopped: only a running sandbox can be paused "
-		      "or resumed", b->id);
+	int r = paddock_fail(err, ESRCH,
+			     "sandbox '%s' is stopped: only a running sandbox can be paused "
+			     "or resumed",
+			     b->id);
 
 	snprintf(err->field, sizeof(err->field), "state");
 	return r;
@@ -127,7 +129,8 @@ int svc_box_check_not_paused(const struct box *b, paddock_error *err)
 {
 	if (!b->paused)
 		return 0;
-	return paddock_fail_field(err, EBUSY, "state",
-			   "sandbox '%s' is paused: resume it first (POST /v1/sandboxes/%s/resume)",
-			   b->id, b->id);
+	return paddock_fail_field(
+		err, EBUSY, "state",
+		"sandbox '%s' is paused: resume it first (POST /v1/sandboxes/%s/resume)", b->id,
+		b->id);
 }

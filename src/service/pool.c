@@ -22,8 +22,8 @@
 
 #include "service.h"
 
-#define PRESSURE_CHECK_MS 1000 /* how often the pool looks at MemAvailable */
-#define REFILL_QUIET_MS 20
+#define PRESSURE_CHECK_MS  1000 /* how often the pool looks at MemAvailable */
+#define REFILL_QUIET_MS	   20
 #define REFILL_MAX_WAIT_MS 200
 
 struct pooled {
@@ -32,7 +32,7 @@ struct pooled {
 };
 
 struct pool_tmpl {
-	char *key;	    /* the template's JSON */
+	char *key;		 /* the template's JSON */
 	paddock_sandbox *making; /* being made, not ready yet (one at a time) */
 	double making_t0;
 	paddock_spec *spec; /* a spec with this template, to make more */
@@ -385,7 +385,7 @@ static void pool_shrink(struct daemon *d)
 }
 
 const double svc_pool_buckets[SVC_POOL_BUCKETS] = { 0.0005, 0.001, 0.002, 0.005, 0.01,
-						  0.02,	  0.05,	 0.1,	0.5,   1 };
+						    0.02,   0.05,  0.1,	  0.5,	 1 };
 
 void svc_pool_metrics(struct daemon *d, struct evbuffer *b)
 {
@@ -395,20 +395,20 @@ void svc_pool_metrics(struct daemon *d, struct evbuffer *b)
 	for (struct pool_tmpl *t = d->pool.templates; t; t = t->next)
 		evbuffer_add_printf(b, "paddock_pool_ready{template=\"%u\"} %u\n", t->seq,
 				    t->n_ready);
-	evbuffer_add_printf(b,
-			    "# TYPE paddock_pool_hits_total counter\npaddock_pool_hits_total %llu\n"
-			    "# TYPE paddock_pool_misses_total counter\npaddock_pool_misses_total "
-			    "%llu\n# TYPE paddock_pool_low_memory_total counter\n"
-			    "paddock_pool_low_memory_total %llu\n"
-			    "# TYPE paddock_pool_given_back_total counter\n"
-			    "paddock_pool_given_back_total %llu\n"
-			    "# TYPE paddock_pool_refill_seconds summary\n"
-			    "paddock_pool_refill_seconds_sum %.6f\npaddock_pool_refill_seconds_count "
-			    "%llu\n# TYPE paddock_pool_claim_seconds histogram\n",
-			    (unsigned long long)d->pool.m.hits, (unsigned long long)d->pool.m.misses,
-			    (unsigned long long)d->pool.m.low_memory,
-			    (unsigned long long)d->pool.m.given_back, d->pool.m.refill_s,
-			    (unsigned long long)d->pool.m.refills);
+	evbuffer_add_printf(
+		b,
+		"# TYPE paddock_pool_hits_total counter\npaddock_pool_hits_total %llu\n"
+		"# TYPE paddock_pool_misses_total counter\npaddock_pool_misses_total "
+		"%llu\n# TYPE paddock_pool_low_memory_total counter\n"
+		"paddock_pool_low_memory_total %llu\n"
+		"# TYPE paddock_pool_given_back_total counter\n"
+		"paddock_pool_given_back_total %llu\n"
+		"# TYPE paddock_pool_refill_seconds summary\n"
+		"paddock_pool_refill_seconds_sum %.6f\npaddock_pool_refill_seconds_count "
+		"%llu\n# TYPE paddock_pool_claim_seconds histogram\n",
+		(unsigned long long)d->pool.m.hits, (unsigned long long)d->pool.m.misses,
+		(unsigned long long)d->pool.m.low_memory, (unsigned long long)d->pool.m.given_back,
+		d->pool.m.refill_s, (unsigned long long)d->pool.m.refills);
 	for (i = 0; i < SVC_POOL_BUCKETS; i++) {
 		char le[32];
 
@@ -419,8 +419,9 @@ void svc_pool_metrics(struct daemon *d, struct evbuffer *b)
 		evbuffer_add_printf(b, "paddock_pool_claim_seconds_bucket{le=\"%s\"} %llu\n", le,
 				    (unsigned long long)d->pool.m.claim_buckets[i]);
 	}
-	evbuffer_add_printf(b, "paddock_pool_claim_seconds_sum %.6f\n"
-			       "paddock_pool_claim_seconds_count %llu\n",
+	evbuffer_add_printf(b,
+			    "paddock_pool_claim_seconds_sum %.6f\n"
+			    "paddock_pool_claim_seconds_count %llu\n",
 			    d->pool.m.claim_sum, (unsigned long long)d->pool.m.hits);
 }
 

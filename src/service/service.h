@@ -67,18 +67,18 @@ struct svc_hooks {
 			   bool end_it);
 };
 
-#define SVC_MAX_TENANT 64
-#define SVC_LOCAL_TENANT "local" /* every client of the unix socket; no token may name it */
-#define SVC_MAX_TAG 64
-#define SVC_DEFAULT_TTL_S 1800
-#define E2B_MAX_TTL_S 86400
-#define SVC_MAX_SANDBOXES 1024	      /* per tenant */
-#define SVC_MAX_TEMPLATES 1024	      /* per tenant, by default (--max-templates) */
-#define SVC_MAX_PROCS 256	      /* tracked processes per sandbox */
-#define SVC_MAX_IDEM_KEY 255	      /* bytes of an Idempotency-Key */
-#define SVC_IDEM_KEEP_S 86400	      /* how long a key is remembered */
-#define SVC_EVENT_LOG_MAX (64u << 20)  /* events.jsonl rotates at this size... */
-#define SVC_EVENT_LOG_KEEP 4	      /* ...keeping this many rotated files */
+#define SVC_MAX_TENANT	   64
+#define SVC_LOCAL_TENANT   "local" /* every client of the unix socket; no token may name it */
+#define SVC_MAX_TAG	   64
+#define SVC_DEFAULT_TTL_S  1800
+#define E2B_MAX_TTL_S	   86400
+#define SVC_MAX_SANDBOXES  1024	       /* per tenant */
+#define SVC_MAX_TEMPLATES  1024	       /* per tenant, by default (--max-templates) */
+#define SVC_MAX_PROCS	   256	       /* tracked processes per sandbox */
+#define SVC_MAX_IDEM_KEY   255	       /* bytes of an Idempotency-Key */
+#define SVC_IDEM_KEEP_S	   86400       /* how long a key is remembered */
+#define SVC_EVENT_LOG_MAX  (64u << 20) /* events.jsonl rotates at this size... */
+#define SVC_EVENT_LOG_KEEP 4	       /* ...keeping this many rotated files */
 /* A command of a sandbox: the process table (box->procs) an adapter's exec requests fill. */
 struct proc {
 	struct box *box;
@@ -89,12 +89,12 @@ struct proc {
 	char tag[SVC_MAX_TAG + 1];
 	json_t *argv;
 	bool background, pty, exited;
-	bool started;	       /* init forked it: pid and fds known */
-	char *pending_stdin;   /* the request's stdin, written once it runs */
+	bool started;	     /* init forked it: pid and fds known */
+	char *pending_stdin; /* the request's stdin, written once it runs */
 	size_t pending_len;
-	bool pending_close;    /* then close stdin */
+	bool pending_close; /* then close stdin */
 	int64_t started_ms, ended_ms;
-	json_t *result;		 /* the report, once ended */
+	json_t *result; /* the report, once ended */
 	/*
 	 * The command's exec session (libpaddock keeps its output and queues its stdin): held
 	 * by reference from the start, so its output stays readable after the end. NULL for a
@@ -104,8 +104,8 @@ struct proc {
 	bool has_stdin;		 /* stdin is a pipe the API may write (stdin, keep_stdin, pty) */
 	struct event *resume_ev; /* output paused for a client that is behind */
 	struct watcher *watchers;
-	double t0;		  /* for the latency histogram */
-	json_t *fe_info;	  /* what a front end recorded of it (E2B: its ProcessConfig) */
+	double t0;	 /* for the latency histogram */
+	json_t *fe_info; /* what a front end recorded of it (E2B: its ProcessConfig) */
 	struct proc *next;
 };
 struct box {
@@ -128,7 +128,7 @@ struct box {
 	bool pause_on_timeout; /* on_timeout "pause": the TTL pauses it rather than ending it */
 	struct proc *procs;
 	unsigned n_procs;
-	struct watcher *watchers; /* event followers */
+	struct watcher *watchers;     /* event followers */
 	struct watcher *ask_watchers; /* followers of its pending decisions (api-network.c) */
 	struct file_watch *file_watches;
 	struct watcher *deleters; /* DELETE requests waiting for the sandbox to be gone */
@@ -186,7 +186,7 @@ struct daemon {
 	/* paddockd's HTTP adapter's (src/daemon): opaque here, the core never touches them */
 	struct evhttp *http_unix, *http_tcp;
 	struct pdd_http_limits http_limits; /* by value: defined here for that, read by the gate */
-	struct gate *gate; /* http-gate.c */
+	struct gate *gate;		    /* http-gate.c */
 	char state_dir[256];
 	const char *image_store; /* --image-store or $PADDOCK_IMAGE_STORE; NULL: the default */
 	/* host directories a TCP tenant's spec may name (workspace, binds, rootfs) */
@@ -199,7 +199,7 @@ struct daemon {
 	int max_net; /* the widest network.mode a client may ask for: 0 none, 1 allowlist, 2 open */
 	unsigned max_templates; /* a tenant's own templates at most (api-templates.c) */
 	bool stopping;
-	int state_fd;	      /* the state directory, for the event log's files */
+	int state_fd; /* the state directory, for the event log's files */
 	int event_log_fd;
 	uint64_t event_log_size, event_log_max; /* bytes in events.jsonl, and when it rotates */
 	unsigned event_log_keep;		/* rotated files kept: events.jsonl.1 ... .N */
@@ -213,7 +213,7 @@ struct daemon {
 	struct box *boxes;
 	struct box *dying; /* torn down: init killed, waiting for the kernel to finish */
 	struct watcher *event_watchers; /* GET /v1/events?follow=1: every sandbox's events */
-	uint64_t stream_behind_max; /* --stream-backlog-max: PDD_STREAM_BEHIND_MAX */
+	uint64_t stream_behind_max;	/* --stream-backlog-max: PDD_STREAM_BEHIND_MAX */
 	struct tenant_token *tokens;
 	size_t n_tokens;
 	struct metrics m;
@@ -250,7 +250,7 @@ void svc_pool_metrics(struct daemon *d, struct evbuffer *b);
 int64_t svc_now_ms(void);
 double svc_mono_s(void);
 void svc_format_time(int64_t ms, char *buf, size_t size); /* RFC 3339 UTC with ms */
-json_t *svc_time_json(int64_t ms);		       /* string, or null for 0 */
+json_t *svc_time_json(int64_t ms);			  /* string, or null for 0 */
 /* a UTF-8 JSON string when the bytes are valid UTF-8, else base64 under key "<key>_b64" */
 void svc_json_set_bytes(json_t *o, const char *key, const void *data, size_t len);
 /* a JSON string of s; bytes that are not UTF-8 become \\xNN */
@@ -273,9 +273,9 @@ struct box *svc_box_find(struct daemon *d, const char *tenant, const char *id);
  * sandbox is gone, -EEXIST naming the field Idempotency-Key.
  */
 int svc_box_create_keyed(struct daemon *d, const char *tenant, json_t *body, const char *key,
-			struct box **ret, bool *ret_replayed, paddock_error *err);
+			 struct box **ret, bool *ret_replayed, paddock_error *err);
 int svc_box_create(struct daemon *d, const char *tenant, json_t *body, struct box **ret,
-		  paddock_error *err);
+		   paddock_error *err);
 /* An Idempotency-Key header's value: 1 to 255 printable ASCII characters, no space. */
 bool svc_idempotency_key_valid(const char *key);
 /* A store failure as the API answers it: err gets the field "store" (503); returns -code. */
@@ -292,7 +292,7 @@ void svc_box_destroy(struct box *b, const char *reason, void *deleter);
  * -errno (err names the field "store") and nothing changed, unless `force`.
  */
 int svc_box_delete(struct box *b, const char *reason, void *deleter, bool force,
-		  paddock_error *err);
+		   paddock_error *err);
 void svc_box_touch(struct box *b);
 json_t *svc_box_json(struct box *b);
 /* "running", "paused" or "stopped": the state the API shows and the store keeps */
@@ -300,7 +300,7 @@ const char *svc_box_state(const struct box *b);
 
 /* A line of paddockd's own in the event log; `tenant`: whose GET /v1/events hears of it. */
 void svc_log_event(struct daemon *d, const char *tenant, const char *event, const char *sandbox,
-		  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+		   const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 /* The exit callback of a box's sandbox (its state becomes "stopped" when init dies). */
 void svc_box_watch_exit(struct box *b);
 /* Ends what clients hold of a box's processes: processes, file watches, pending decisions. */
@@ -372,15 +372,15 @@ void svc_event_sink(const struct paddock_event *ev, void *userdata);
 
 /* the create body: spec fields plus ttl_s, idle_timeout_s, metadata (lifecycle.c) */
 int svc_create_parse(struct daemon *d, const char *tenant, json_t *body, paddock_spec **ret_spec,
-		    int64_t *ret_ttl, int64_t *ret_idle, paddock_error *err);
+		     int64_t *ret_ttl, int64_t *ret_idle, paddock_error *err);
 /* -EPERM (err names network.mode) when spec_json asks for more egress than --max-network. */
 int svc_check_max_network(struct daemon *d, const char *spec_json, paddock_error *err);
 int svc_max_network_parse(const char *s); /* 0..2, or -1 */
 bool svc_template_name_valid(const char *s);
 /* What a listing of templates (svc_template_collect(), the store's callback) gathers. */
 struct svc_template_found {
-	json_t *list; /* GET /v1/templates: each row's JSON is appended */
-	json_t *one;  /* a lookup by name: the row's JSON */
+	json_t *list;		 /* GET /v1/templates: each row's JSON is appended */
+	json_t *one;		 /* a lookup by name: the row's JSON */
 	const char *skip_tenant; /* the operator's rows a tenant's own of the same name hide */
 };
 /* A template's row as the API shows it: name, spec, owner, created_at. */

@@ -58,8 +58,10 @@ int svc_stop_check_image(json_t *spec, paddock_error *err)
 
 	if (!img || !strstr(img, KEPT_PREFIX))
 		return 0;
-	r = paddock_fail(err, EPERM, "'%.200s' is the kept state of a stopped sandbox, paddockd's own: "
-		  "start that sandbox (POST /v1/sandboxes/ID/start) or snapshot it", img);
+	r = paddock_fail(err, EPERM,
+			 "'%.200s' is the kept state of a stopped sandbox, paddockd's own: "
+			 "start that sandbox (POST /v1/sandboxes/ID/start) or snapshot it",
+			 img);
 	snprintf(err->field, sizeof(err->field), "image");
 	return r;
 }
@@ -84,7 +86,8 @@ static bool kept_of(json_t *rec, const char *id, const char *keep)
 	size_t i;
 
 	snprintf(pat, sizeof(pat), KEPT_PREFIX "%s:", id);
-	json_array_foreach(json_object_get(rec, "names"), i, v) {
+	json_array_foreach(json_object_get(rec, "names"), i, v)
+	{
 		const char *n = json_string_value(v);
 
 		if (n && strstr(n, pat) && !(keep && ends_with(n, keep)))
@@ -107,15 +110,18 @@ void svc_stop_forget_images(struct daemon *d, const char *id, const char *keep)
 	}
 	all = json_loads(text, 0, NULL);
 	free(text);
-	json_array_foreach(all, i, rec) {
+	json_array_foreach(all, i, rec)
+	{
 		const char *img = json_string_value(json_object_get(rec, "id"));
 		char buf[600];
 
 		if (!img || !kept_of(rec, id, keep))
 			continue;
 		if (paddock_image_remove(s, img, &err) < 0)
-			fprintf(stderr, "paddockd: sandbox %s: cannot remove its kept image %s, "
-				"ignoring: %s\n", id, img, paddock_error_format(&err, buf, sizeof(buf)));
+			fprintf(stderr,
+				"paddockd: sandbox %s: cannot remove its kept image %s, "
+				"ignoring: %s\n",
+				id, img, paddock_error_format(&err, buf, sizeof(buf)));
 	}
 	json_decref(all);
 	paddock_image_store_free(s);
@@ -205,15 +211,20 @@ int svc_box_stop(struct box *b, paddock_error *err)
 	if (b->stopped && b->kept_image[0])
 		return 0;
 	if (b->stopped || !b->sb || !paddock_sandbox_running(b->sb))
-		return state_field(err, paddock_fail(err, ESRCH, "sandbox '%s' has ended on its own (its "
-					      "init died): there is nothing to stop", b->id));
+		return state_field(err, paddock_fail(err, ESRCH,
+						     "sandbox '%s' has ended on its own (its "
+						     "init died): there is nothing to stop",
+						     b->id));
 	r = spec_shape(b, &image, &host_ws, err);
 	if (r < 0)
 		return r;
 	if (!image) {
-		r = paddock_fail(err, EOPNOTSUPP, "sandbox '%s' runs on the host's /usr (or a rootfs "
-			  "directory), not an image: a stop keeps its writable layer as a layer on "
-			  "its image (create it with an image to stop it)", b->id);
+		r = paddock_fail(
+			err, EOPNOTSUPP,
+			"sandbox '%s' runs on the host's /usr (or a rootfs "
+			"directory), not an image: a stop keeps its writable layer as a layer on "
+			"its image (create it with an image to stop it)",
+			b->id);
 		snprintf(err->field, sizeof(err->field), "image");
 		return r;
 	}
@@ -315,11 +326,15 @@ int svc_box_start(struct box *b, paddock_error *err)
 	if (!b->stopped)
 		return 0;
 	if (!b->kept_image[0])
-		return state_field(err, paddock_fail(err, ESRCH, "sandbox '%s' ended on its own (its init "
-					      "died): nothing of it was kept to start again", b->id));
+		return state_field(err, paddock_fail(err, ESRCH,
+						     "sandbox '%s' ended on its own (its init "
+						     "died): nothing of it was kept to start again",
+						     b->id));
 	if (!id_free(b))
-		return state_field(err, paddock_fail(err, EBUSY, "sandbox '%s' is still being torn down: "
-					      "retry", b->id));
+		return state_field(err, paddock_fail(err, EBUSY,
+						     "sandbox '%s' is still being torn down: "
+						     "retry",
+						     b->id));
 	r = start_spec(b, &spec, err);
 	if (r < 0)
 		return r;

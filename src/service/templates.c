@@ -21,20 +21,18 @@ bool svc_template_name_valid(const char *s)
 {
 	size_t n = s ? strlen(s) : 0;
 
-	if (n == 0 || n > TEMPLATE_NAME_MAX || !((s[0] >= 'a' && s[0] <= 'z') ||
-						   (s[0] >= '0' && s[0] <= '9')))
+	if (n == 0 || n > TEMPLATE_NAME_MAX ||
+	    !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= '0' && s[0] <= '9')))
 		return false;
 	return strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789._-") == n;
 }
-
 
 json_t *svc_template_json(const struct paddock_store_template *t)
 {
 	json_t *spec = json_loads(t->spec_json, 0, NULL);
 
-	return json_pack("{s:s,s:o,s:s,s:I}", "name", t->name, "spec",
-			 spec ? spec : json_object(), "owner",
-			 strcmp(t->tenant, SVC_LOCAL_TENANT) == 0 ? "operator" : "tenant",
+	return json_pack("{s:s,s:o,s:s,s:I}", "name", t->name, "spec", spec ? spec : json_object(),
+			 "owner", strcmp(t->tenant, SVC_LOCAL_TENANT) == 0 ? "operator" : "tenant",
 			 "created_at", (json_int_t)(t->created_ms / 1000));
 }
 
@@ -50,11 +48,13 @@ int svc_template_collect(const struct paddock_store_template *t, void *userdata)
 		size_t i;
 		json_t *v;
 
-		json_array_foreach(f->list, i, v)
-			if (strcmp(json_string_value(json_object_get(v, "name")), t->name) == 0) {
-				json_decref(o);
-				return 0;
-			}
+		json_array_foreach(
+			f->list, i,
+			v) if (strcmp(json_string_value(json_object_get(v, "name")), t->name) == 0)
+		{
+			json_decref(o);
+			return 0;
+		}
 		return json_array_append_new(f->list, o) < 0 ? -ENOMEM : 0;
 	}
 	json_decref(f->one);
@@ -64,7 +64,7 @@ int svc_template_collect(const struct paddock_store_template *t, void *userdata)
 
 /* The template `name` this tenant may use (its own first): 1 with *ret, 0 when none. */
 int svc_template_lookup(struct daemon *d, const char *tenant, const char *name, json_t **ret,
-		  paddock_error *err)
+			paddock_error *err)
 {
 	struct svc_template_found f = { 0 };
 	int r;
@@ -92,7 +92,8 @@ static int merge_over(json_t *base, json_t *body)
 	const char *k;
 	json_t *v;
 
-	json_object_foreach(body, k, v) {
+	json_object_foreach(body, k, v)
+	{
 		json_t *b = json_object_get(base, k);
 
 		if (json_is_object(v) && json_is_object(b)) {
@@ -127,14 +128,17 @@ int svc_template_apply(struct daemon *d, const char *tenant, json_t *body, paddo
 	if (!name)
 		return 0;
 	if (!json_is_string(name) || !svc_template_name_valid(json_string_value(name)))
-		return paddock_fail_field(err, EINVAL, "template", "expected a template's name (1 to 63 of a-z, 0-9, "
-					     "'.', '_', '-', starting with a letter or digit)");
+		return paddock_fail_field(err, EINVAL, "template",
+					  "expected a template's name (1 to 63 of a-z, 0-9, "
+					  "'.', '_', '-', starting with a letter or digit)");
 	r = svc_template_lookup(d, tenant, json_string_value(name), &t, &cause);
 	if (r < 0)
 		return svc_store_error(err, &cause);
 	if (r == 0)
-		return paddock_fail_field(err, ENOENT, "template", "no template '%s' (GET /v1/templates lists those "
-					     "you may use)", json_string_value(name));
+		return paddock_fail_field(err, ENOENT, "template",
+					  "no template '%s' (GET /v1/templates lists those "
+					  "you may use)",
+					  json_string_value(name));
 	spec = json_deep_copy(json_object_get(t, "spec"));
 	json_decref(t);
 	if (!spec)

@@ -2,7 +2,8 @@
 /*
  * Fuzzes paddockd's request parsers with hostile JSON bodies: the first byte picks the
  * parser ('d': a decision of network/decisions; else odd: exec request, even: sandbox create:
- * spec + ttl_s + idle_timeout_s + metadata), the rest is the body. A parser must answer every input with a status and never crash or leak.
+ * spec + ttl_s + idle_timeout_s + metadata), the rest is the body. A parser must answer every input
+ * with a status and never crash or leak.
  */
 #include <errno.h>
 #include <stdint.h>

@@ -37,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /* The keys paddock reads from keyed files, and what a hostile file may put next to them. */
 static const char *const keys[] = {
 	"oom_kill", "populated", "usage_usec", "user_usec", "system_usec", "max",
-	"user", "system", "anon", "file", "oom", "",
+	"user",	    "system",	 "anon",       "file",	    "oom",	   "",
 };
 
 static const char *const cgpaths[] = { "/paddock/7", "/", "", "/paddock/7 (deleted)" };

@@ -37,7 +37,8 @@ static void envelopes(const uint8_t *in, size_t n, size_t max)
 		const uint8_t *payload = NULL;
 		uint8_t flags = 0xff;
 		size_t plen = SIZE_MAX;
-		long r = e2b_connect_envelope_parse(in + off, n - off, max, &flags, &payload, &plen);
+		long r =
+			e2b_connect_envelope_parse(in + off, n - off, max, &flags, &payload, &plen);
 
 		CHECK(r == 0 || r == -EPROTO || r == -EMSGSIZE || (r >= 5 && (size_t)r <= n - off));
 		if (r <= 0) {
@@ -94,7 +95,8 @@ static void decode(const uint8_t *in, size_t n, bool streaming)
 	}
 	CHECK(json_is_object(v) && code == _E2B_CONNECT_CODE_MAX);
 	CHECK(!streaming || (n >= 5 && in[0] == 0));
-	json_object_foreach(v, key, f) {
+	json_object_foreach(v, key, f)
+	{
 		field(f);
 	}
 	json_decref(v);

@@ -48,8 +48,8 @@ static void check_bind(const uint8_t *data, size_t size)
 	/* a CA exactly with secrets, bounded, the message's last string */
 	if ((m.ca_pem != NULL) != (m.hdr.secretc > 0))
 		abort();
-	if (m.ca_pem && (strlen(m.ca_pem) > PD_CTL_MAX_CA_PEM ||
-			 m.ca_pem + strlen(m.ca_pem) + 1 != end))
+	if (m.ca_pem &&
+	    (strlen(m.ca_pem) > PD_CTL_MAX_CA_PEM || m.ca_pem + strlen(m.ca_pem) + 1 != end))
 		abort();
 	/* a workspace path exactly with its flag: absolute, bounded, within the input */
 	if ((m.workspace_path != NULL) != (m.hdr.workspace == PD_BIND_WORKSPACE_PATH))
@@ -66,8 +66,8 @@ static void check_bind(const uint8_t *data, size_t size)
 static bool strv_within(char **v, const char *start, const char *end, bool assignment)
 {
 	for (; *v; v++)
-		if (*v < start || *v + strlen(*v) >= end || (assignment && (!strchr(*v, '=') ||
-									   **v == '=')))
+		if (*v < start || *v + strlen(*v) >= end ||
+		    (assignment && (!strchr(*v, '=') || **v == '=')))
 			return false;
 	return true;
 }
@@ -80,9 +80,9 @@ static void check_conf(const uint8_t *data, size_t size)
 	if (pd_init_conf_parse(start, size, &c) < 0)
 		return;
 	if (c.ctl < 0 || c.lock_fd < -1 || c.listen_fd < -1 || c.landlock_fd < -1 ||
-	    c.host_tree < -1 || c.proc_view < -1 || c.last_cap < 0 || c.last_cap > 63 || c.disk_bytes == 0 ||
-	    c.rlimits.n > PD_CTL_MAX_RLIMITS || c.idmap.lock_fd != -1 || c.cwd[0] != '/' ||
-	    c.cwd < start || c.cwd + strlen(c.cwd) >= end)
+	    c.host_tree < -1 || c.proc_view < -1 || c.last_cap < 0 || c.last_cap > 63 ||
+	    c.disk_bytes == 0 || c.rlimits.n > PD_CTL_MAX_RLIMITS || c.idmap.lock_fd != -1 ||
+	    c.cwd[0] != '/' || c.cwd < start || c.cwd + strlen(c.cwd) >= end)
 		abort();
 	if (!strv_within(c.env, start, end, true) || !strv_within(c.secret_env, start, end, true) ||
 	    !strv_within(c.writable, start, end, false))

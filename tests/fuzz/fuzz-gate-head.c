@@ -31,7 +31,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		/* the values the E2B listener's policy reads */
 		const struct pdd_gate_value *v[] = { &h.host, &h.api_key, &h.access_token,
-						    &h.sandbox_id, &h.sandbox_port };
+						     &h.sandbox_id, &h.sandbox_port };
 		for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
 			if (v[i]->p && !inside(v[i]->p, v[i]->len, data, size))
 				abort();

@@ -71,7 +71,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (!b.process.args || !b.process.args[0] || !b.process.args[0][0] || !b.spec)
 		abort();
-	if (paddock_spec_validate(b.spec, &err) < 0 || paddock_spec_to_json(b.spec, &json, &err) < 0)
+	if (paddock_spec_validate(b.spec, &err) < 0 ||
+	    paddock_spec_to_json(b.spec, &json, &err) < 0)
 		abort();
 	if (b.filter_len % 8)
 		abort();

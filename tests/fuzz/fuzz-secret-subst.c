@@ -32,9 +32,11 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define S(v, p, bound, in_body)                                                            \
-	{ #p, (const uint8_t *)(v), sizeof(v) - 1, (const uint8_t *)(p), sizeof(p) - 1,    \
-	  (bound), (in_body) }
+#define S(v, p, bound, in_body)                                                                    \
+	{                                                                                          \
+#p, (const uint8_t *)(v), sizeof(v) - 1, (const uint8_t *)(p), sizeof(p) - 1,      \
+			(bound), (in_body)                                                         \
+	}
 
 /* [2].in_body is switched by the first byte */
 static const struct pd_secret secrets_streamed[] = {
@@ -50,8 +52,8 @@ static const struct pd_secret secrets_buffered[] = {
 	S("aws-secret-value-much-longer", "${A}", false, false),
 };
 #define N_SECRETS 4
-#define MAX_HEAD 1024
-#define MAX_BODY 2048
+#define MAX_HEAD  1024
+#define MAX_BODY  2048
 #define MAX_VALUE 28
 
 struct run {
@@ -95,8 +97,8 @@ static size_t next_cut(uint32_t *state, uint8_t seed)
 	return 1 + (*state >> 16) % (1 + (seed & 15));
 }
 
-static void subst_run(const struct pd_secret *secrets, const uint8_t *in, size_t len,
-		      uint8_t seed, struct run *run)
+static void subst_run(const struct pd_secret *secrets, const uint8_t *in, size_t len, uint8_t seed,
+		      struct run *run)
 {
 	struct pd_subst *s;
 	struct evbuffer *out = evbuffer_new();
@@ -152,7 +154,7 @@ static void check_subst(const struct pd_secret *secrets, const uint8_t *in, size
 	/* SECURITY: the invariant the whole module is for */
 	for (size_t i = 0; i < N_SECRETS; i++)
 		if (!secrets[i].bound && memmem(whole.out, whole.out_len, secrets[i].placeholder,
-						 secrets[i].placeholder_len))
+						secrets[i].placeholder_len))
 			abort();
 	if (whole.r != 0 && whole.r != -EPERM && whole.r != -EPROTO && whole.r != -E2BIG)
 		abort();
@@ -182,7 +184,8 @@ static void form_add(struct forms *fs, const char *p, size_t len, bool derived)
 
 static void forms_of(const struct pd_secret *x, struct forms *fs)
 {
-	static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	static const char b64[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 	const uint8_t *v = x->value;
 	size_t n = x->value_len;
 	char buf[128];
@@ -229,8 +232,9 @@ static void forms_of(const struct pd_secret *x, struct forms *fs)
 		for (size_t i = 0; i < n; i++) {
 			uint8_t c = v[i];
 
-			if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-			    c == '-' || c == '.' || c == '_' || c == '~') {
+			if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			    (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' ||
+			    c == '~') {
 				buf[k++] = (char)c;
 			} else {
 				buf[k++] = '%';
@@ -287,8 +291,7 @@ static uint8_t *drain_all(struct evbuffer *out, size_t *ret_len)
 	return r;
 }
 
-static uint8_t *scrub_run(const uint8_t *in, size_t len, uint8_t seed, int *ret_r,
-			  size_t *ret_len)
+static uint8_t *scrub_run(const uint8_t *in, size_t len, uint8_t seed, int *ret_r, size_t *ret_len)
 {
 	struct pd_scrub *s = pd_scrub_new(secrets_streamed, N_SECRETS);
 	struct evbuffer *out = evbuffer_new();
@@ -332,8 +335,8 @@ static void check_scrub(const uint8_t *in, size_t len, uint8_t seed)
 }
 
 /* The same bytes as a server's responses to four requests (bit i of heads: HEAD). */
-static uint8_t *response_run(const uint8_t *in, size_t len, uint8_t seed, uint8_t heads,
-			     int *ret_r, size_t *ret_len)
+static uint8_t *response_run(const uint8_t *in, size_t len, uint8_t seed, uint8_t heads, int *ret_r,
+			     size_t *ret_len)
 {
 	struct pd_response *r = pd_response_new(secrets_streamed, N_SECRETS);
 	struct evbuffer *out = evbuffer_new();

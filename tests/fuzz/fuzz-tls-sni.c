@@ -21,8 +21,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size > 4 * PD_TLS_HELLO_MAX)
 		return 0;
 	r = pd_tls_sni_parse(data, size, name, sizeof(name), &why);
-	if (r == 0 && (pd_egress_name_normalise(name, again, sizeof(again)) < 0 ||
-		       strcmp(name, again) != 0))
+	if (r == 0 &&
+	    (pd_egress_name_normalise(name, again, sizeof(again)) < 0 || strcmp(name, again) != 0))
 		abort();
 	if (r == -EPROTO && !why)
 		abort();

@@ -82,7 +82,7 @@ static bool parse_mib(const char *s, long max, long *ret)
 
 static void hold(void)
 {
-	struct timespec left = {.tv_sec = HOLD_S, .tv_nsec = 0};
+	struct timespec left = { .tv_sec = HOLD_S, .tv_nsec = 0 };
 
 	while (nanosleep(&left, &left) < 0 && errno == EINTR)
 		;

@@ -19,8 +19,9 @@
  * exist). Each call's comment says what it returns unsandboxed; where the kernel allows,
  * that is not EPERM, so a test can tell the policy's answer from a missing capability's.
  * The few that can succeed (clone with CLONE_NEWUSER, personality, ptrace of our own
- * child) only change the probe's own throwaway child, and every probe runs in such a child. vhangup, which would hang up the caller's
- * terminal, and ptrace on PID 1 run only with PADDOCK_PROBE_INSIDE=1.
+ * child) only change the probe's own throwaway child, and every probe runs in such a child.
+ * vhangup, which would hang up the caller's terminal, and ptrace on PID 1 run only with
+ * PADDOCK_PROBE_INSIDE=1.
  *
  * Standalone: links only libc and builds against glibc 2.36 headers.
  */
@@ -337,8 +338,8 @@ static long probe_setns(void)
 static long probe_clone_newuser(void)
 {
 	/* unsandboxed: usually succeeds; the new process leaves at once */
-	long ret = syscall(__NR_clone, (unsigned long)(CLONE_NEWUSER | SIGCHLD), NULL, NULL, NULL,
-			   0);
+	long ret =
+		syscall(__NR_clone, (unsigned long)(CLONE_NEWUSER | SIGCHLD), NULL, NULL, NULL, 0);
 
 	if (ret == 0)
 		_exit(0);

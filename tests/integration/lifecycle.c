@@ -374,7 +374,8 @@ static void test_files_round_trip_and_escapes(void **state)
 	const char *cat[] = { "cat", "/workspace/hello.txt", NULL };
 	const char *owner[] = { "stat", "-c", "%U %a", "/workspace/hello.txt", NULL };
 	const char *plant[] = {
-		"sh", "-c",
+		"sh",
+		"-c",
 		"ln -s /etc/hostname /workspace/abs; ln -s ../../../../../../etc/hostname "
 		"/workspace/rel; ln -s /proc/1/root/etc/hostname /workspace/magic; "
 		"mkfifo /workspace/fifo; ln -s /workspace /workspace/loopdir; "
@@ -387,14 +388,12 @@ static void test_files_round_trip_and_escapes(void **state)
 	paddock_sandbox *sb = make_sandbox(ctx);
 
 	/* a file written from outside is the sandbox user's, and atomic */
-	assert_int_equal(paddock_sandbox_write_file(sb, "/workspace/hello.txt", "hi\n", 3, 0640,
-						    &err),
-			 0);
+	assert_int_equal(
+		paddock_sandbox_write_file(sb, "/workspace/hello.txt", "hi\n", 3, 0640, &err), 0);
 	assert_string_equal(run_in(base, sb, cat, NULL), "hi\n");
 	assert_string_equal(run_in(base, sb, owner, NULL), "user 640\n");
-	assert_int_equal(paddock_sandbox_read_file(sb, "workspace/hello.txt", 100, &data, &len,
-						   &err),
-			 0);
+	assert_int_equal(
+		paddock_sandbox_read_file(sb, "workspace/hello.txt", 100, &data, &len, &err), 0);
 	assert_int_equal(len, 3);
 	assert_string_equal(data, "hi\n");
 	free(data);
@@ -420,8 +419,7 @@ static void test_files_round_trip_and_escapes(void **state)
 	assert_int_equal(err.code, ENOENT);
 	/* writing over a planted symlink replaces the link, it does not follow it */
 	assert_int_equal(paddock_sandbox_write_file(sb, "/workspace/abs", "x", 1, 0644, &err), 0);
-	assert_int_equal(paddock_sandbox_read_file(sb, "/etc/hostname", 100, &data, &len, &err),
-			 0);
+	assert_int_equal(paddock_sandbox_read_file(sb, "/etc/hostname", 100, &data, &len, &err), 0);
 	assert_string_equal(data, "sandbox\n");
 	free(data);
 	/* read-only places stay read-only; bad arguments change nothing */
@@ -633,7 +631,8 @@ static void test_socket_in_sandbox_netns(void **state)
 			       "c,_=s.accept(); c.sendall(b'inside'); c.close()",
 			       NULL };
 	struct waiter w = { .base = base };
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(7777),
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = htons(7777),
 				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	paddock_exec *ex = NULL;
 	char buf[64];
@@ -642,7 +641,8 @@ static void test_socket_in_sandbox_netns(void **state)
 	(void)state;
 	assert_int_equal(paddock_ctx_new(base, &ctx, &err), 0);
 	paddock_sandbox *sb = make_sandbox(ctx);
-	assert_int_equal(paddock_sandbox_socket(sb, AF_UNIX, SOCK_STREAM, &fd, &err), -EAFNOSUPPORT);
+	assert_int_equal(paddock_sandbox_socket(sb, AF_UNIX, SOCK_STREAM, &fd, &err),
+			 -EAFNOSUPPORT);
 	struct paddock_exec_opts o = { .argv = argv, .fds = { -1, -1, -1 }, .pipe_streams = 2 };
 	assert_int_equal(paddock_exec_start(sb, &o, on_exit_cb, &w, &ex, &err), 0);
 	out = paddock_exec_take_fd(ex, 1);
@@ -904,7 +904,9 @@ static void test_async_start(void **state)
 	(void)state;
 	assert_int_equal(paddock_ctx_new(base, &ctx, &err), 0);
 	paddock_sandbox *sb = make_sandbox(ctx);
-	struct paddock_exec_opts o = { .argv = ok_argv, .fds = { -1, -1, -1 }, .pipe_streams = 2,
+	struct paddock_exec_opts o = { .argv = ok_argv,
+				       .fds = { -1, -1, -1 },
+				       .pipe_streams = 2,
 				       .on_started = on_started_cb };
 	assert_int_equal(paddock_exec_start(sb, &o, on_async_exit, &a, &ex, &err), 0);
 	assert_int_equal(a.started, 0); /* not yet: the loop has not run */
@@ -937,14 +939,17 @@ static void test_listen_in_sandbox_netns(void **state)
 	struct event_base *base = event_base_new();
 	paddock_ctx *ctx = NULL;
 	paddock_error err = { 0 };
-	const char *argv[] = { "python3", "-c",
-			       "import socket\n"
-			       "c=socket.create_connection(('127.0.0.1', 3128)); c.sendall(b'from inside')\n"
-			       "u=socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
-			       "u.sendto(b'query', ('127.0.0.1', 53))",
-			       NULL };
+	const char *argv[] = {
+		"python3", "-c",
+		"import socket\n"
+		"c=socket.create_connection(('127.0.0.1', 3128)); c.sendall(b'from inside')\n"
+		"u=socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+		"u.sendto(b'query', ('127.0.0.1', 53))",
+		NULL
+	};
 	struct waiter w = { .base = base };
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(3128),
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = htons(3128),
 				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	int one = 1, lfd = -1, ufd = -1, c;
 	char buf[64];
@@ -1058,7 +1063,8 @@ static const char *const facts[] = {
 	"ulimit -a; ls /proc | grep -v '^[0-9]' | sort | tr '\\n' ' '; "
 	"tail -n +3 /proc/net/dev | cut -d: -f1; cat /proc/self/cgroup | sed 's/[0-9a-z_]*$//'; "
 	"echo disk $(df -k / | tail -n 1 | awk '{ print $2 }')K",
-	NULL };
+	NULL
+};
 
 static void sandbox_facts(struct event_base *base, paddock_sandbox *sb, char *buf, size_t size)
 {
@@ -1200,13 +1206,27 @@ static paddock_spec *spec_with(const char *const *fields)
  */
 static void test_pooled_claim_limits(void **state)
 {
-	static const char *const a_fields[] = {
-		"limits.memory", "256M", "limits.pids", "64", "limits.cpus", "1", NULL };
-	static const char *const b_fields[] = {
-		"hostname", "bee", "limits.memory", "128M", "limits.pids", "32",
-		"limits.cpus", "0.5", "limits.cpu_time_s", "5", "limits.file_size", "10M",
-		"limits.nofile", "256", "limits.disk", "64M", "limits.timeout_s", "120",
-		NULL };
+	static const char *const a_fields[] = { "limits.memory", "256M", "limits.pids", "64",
+						"limits.cpus",	 "1",	 NULL };
+	static const char *const b_fields[] = { "hostname",
+						"bee",
+						"limits.memory",
+						"128M",
+						"limits.pids",
+						"32",
+						"limits.cpus",
+						"0.5",
+						"limits.cpu_time_s",
+						"5",
+						"limits.file_size",
+						"10M",
+						"limits.nofile",
+						"256",
+						"limits.disk",
+						"64M",
+						"limits.timeout_s",
+						"120",
+						NULL };
 	struct event_base *base = event_base_new();
 	paddock_ctx *ctx = NULL;
 	paddock_error err = { 0 };
@@ -1276,14 +1296,17 @@ static void test_pooled_claim_limits(void **state)
 static const char *const secret_facts[] = {
 	"sh", "-c",
 	"env | sort | grep -v '^_=' | sed 's/^TOKEN=.*/TOKEN=<placeholder>/'; "
-	"echo \"shape $(printf %s \"$TOKEN\" | tr 'A-Za-z0-9' 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa')\"; "
+	"echo \"shape $(printf %s \"$TOKEN\" | tr 'A-Za-z0-9' "
+	"'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa')\"; "
 	"ls -ln /etc/paddock | awk 'NR > 1 { print $1, $3, $4, $NF }'; "
 	"grep -c 'BEGIN CERTIFICATE' /etc/paddock/ca.pem; "
 	"n=$(wc -c < /etc/paddock/ca.pem); "
-	"tail -c \"$n\" /etc/paddock/ca-bundle.pem | cmp -s - /etc/paddock/ca.pem && echo bundle ends with the CA; "
+	"tail -c \"$n\" /etc/paddock/ca-bundle.pem | cmp -s - /etc/paddock/ca.pem && echo bundle "
+	"ends with the CA; "
 	"echo base $(head -c -\"$n\" /etc/paddock/ca-bundle.pem | sha256sum); "
 	"touch /etc/paddock/ca.pem 2>/dev/null || echo the CA is read-only",
-	NULL };
+	NULL
+};
 
 /* The sandbox's own $TOKEN, sent over plain HTTP to an address (no secret's host) by proxy. */
 static const char *leak_script =
@@ -1292,7 +1315,8 @@ static const char *leak_script =
 	"s = socket.create_connection(('127.0.0.1', int(port)), timeout=10)\n"
 	"t = sys.argv[1]\n"
 	"s.sendall(('GET http://127.0.0.1:%s/ HTTP/1.1\\r\\nHost: 127.0.0.1:%s\\r\\n'\n"
-	"           'X-Token: %s\\r\\nConnection: close\\r\\n\\r\\n' % (t, t, os.environ['TOKEN'])).encode())\n"
+	"           'X-Token: %s\\r\\nConnection: close\\r\\n\\r\\n' % (t, t, "
+	"os.environ['TOKEN'])).encode())\n"
 	"out = b''\n"
 	"while True:\n"
 	"    b = s.recv(4096)\n"
@@ -1319,12 +1343,10 @@ static const char *token_of(struct event_base *base, paddock_sandbox *sb)
 static void test_pooled_claim_secrets(void **state)
 {
 	static const char *const tmpl_fields[] = { "network.allow", "127.0.0.1", NULL };
-	static const char *const one_fields[] = {
-		"network.allow", "127.0.0.1", "secrets", "TOKEN=env:PD_TEST_TOKEN_ONE@api.example",
-		NULL };
-	static const char *const two_fields[] = {
-		"network.allow", "127.0.0.1", "secrets", "TOKEN=env:PD_TEST_TOKEN_TWO@api.example",
-		NULL };
+	static const char *const one_fields[] = { "network.allow", "127.0.0.1", "secrets",
+						  "TOKEN=env:PD_TEST_TOKEN_ONE@api.example", NULL };
+	static const char *const two_fields[] = { "network.allow", "127.0.0.1", "secrets",
+						  "TOKEN=env:PD_TEST_TOKEN_TWO@api.example", NULL };
 	static const char one[] = "ghp_Val1dTok3nNumberOne0123456789abcdef";
 	static const char two[] = "ghp_Val1dTok3nNumberTwo0123456789abcdef";
 	struct event_base *base = event_base_new();
@@ -1334,7 +1356,8 @@ static void test_pooled_claim_secrets(void **state)
 	paddock_sandbox *p1 = NULL, *p2 = NULL, *cold = NULL;
 	const struct paddock_sandbox_opts opts = { .pooled = true };
 	char cold_out[8192], pooled_out[8192], ph1[256], ph2[256], port[16], *ta = NULL, *tb = NULL;
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t sl = sizeof(sa);
 	int lfd;
 
@@ -1401,16 +1424,19 @@ static void test_pooled_claim_secrets(void **state)
 	{
 		static const char *const bad_fields[] = {
 			"network.allow", "127.0.0.1", "secrets",
-			"TOKEN=env:PD_TEST_TOKEN_UNSET@api.example", NULL };
+			"TOKEN=env:PD_TEST_TOKEN_UNSET@api.example", NULL
+		};
 		paddock_spec *bad = spec_with(bad_fields);
 
 		unsetenv("PD_TEST_TOKEN_UNSET");
 		assert_true(paddock_sandbox_claim(p2, bad, &err) < 0);
-		assert_int_equal(paddock_exec_start(p2, &(struct paddock_exec_opts){
-						       .argv = (const char *[]){ "true", NULL },
-						       .fds = { -1, -1, -1 } },
-						    on_exit_cb, NULL, NULL, &err),
-				 -EBUSY);
+		assert_int_equal(
+			paddock_exec_start(p2,
+					   &(struct paddock_exec_opts){
+						   .argv = (const char *[]){ "true", NULL },
+						   .fds = { -1, -1, -1 } },
+					   on_exit_cb, NULL, NULL, &err),
+			-EBUSY);
 		paddock_spec_free(bad);
 	}
 
@@ -1427,7 +1453,8 @@ static void test_pooled_claim_secrets(void **state)
 		const char *out = run_in(base, p2, argv, NULL);
 
 		if (!strstr(out, "placeholder of secret TOKEN"))
-			fail_msg("a leak of the second claim's placeholder was not stopped: %s", out);
+			fail_msg("a leak of the second claim's placeholder was not stopped: %s",
+				 out);
 	}
 
 	close(lfd);
@@ -1451,13 +1478,17 @@ static void test_pooled_claim_secrets(void **state)
  * there, and a file it writes ($1 names it, the output does not).
  */
 static const char *const workspace_facts[] = {
-	"sh", "-c",
+	"sh",
+	"-c",
 	"cat /workspace/host-file; stat -c '%u %g %a %n' /workspace /workspace/host-file; "
 	"awk '$5 == \"/workspace\"' /proc/self/mountinfo | "
 	"sed -E 's/^[0-9]+ [0-9]+ //; s/ (shared|master|propagate_from):[0-9]+//g'; "
 	"echo inside >/workspace/by-\"$1\" && stat -c '%u %g %a' /workspace/by-\"$1\"; "
 	"touch /by-\"$1\" 2>/dev/null || echo the rest is read-only",
-	"sh", NULL, NULL };
+	"sh",
+	NULL,
+	NULL
+};
 
 static const char *workspace_facts_of(struct event_base *base, paddock_sandbox *sb,
 				      const char *name)
@@ -1613,11 +1644,13 @@ static void test_pooled_claim_workspace(void **state)
 		assert_int_equal(paddock_spec_new(&bad, &err), 0);
 		assert_int_equal(paddock_spec_set(bad, "workspace", "/nonexistent/pd-ws", &err), 0);
 		assert_true(paddock_sandbox_claim(p1, bad, &err) < 0);
-		assert_int_equal(paddock_exec_start(p1, &(struct paddock_exec_opts){
-						       .argv = (const char *[]){ "true", NULL },
-						       .fds = { -1, -1, -1 } },
-						    on_exit_cb, NULL, NULL, &err),
-				 -EBUSY);
+		assert_int_equal(
+			paddock_exec_start(p1,
+					   &(struct paddock_exec_opts){
+						   .argv = (const char *[]){ "true", NULL },
+						   .fds = { -1, -1, -1 } },
+					   on_exit_cb, NULL, NULL, &err),
+			-EBUSY);
 		paddock_spec_free(bad);
 	}
 
@@ -1639,10 +1672,9 @@ static void test_pooled_claim_workspace(void **state)
 	if (paddock_sandbox_claim(p2, s2, &err) < 0)
 		fail_msg("claim: %s", err.msg);
 	{
-		const char *ls[] = {
-			"sh", "-c", "ls -A /workspace | tr '\\n' ' '; cat /workspace/host-file",
-			NULL
-		};
+		const char *ls[] = { "sh", "-c",
+				     "ls -A /workspace | tr '\\n' ' '; cat /workspace/host-file",
+				     NULL };
 
 		assert_string_equal(run_in(base, p2, ls, NULL), "host-file two\n");
 	}

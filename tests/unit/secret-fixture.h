@@ -14,17 +14,17 @@
 
 #include "secret-subst.h"
 
-#define GH_VALUE "ghp_realvalue1234"
-#define GH_PH "ghp_Xq9zPlaceHldr"
+#define GH_VALUE  "ghp_realvalue1234"
+#define GH_PH	  "ghp_Xq9zPlaceHldr"
 #define NPM_VALUE "npm_secretvalue99"
-#define NPM_PH "npm_Zz8yPlaceHldr"
+#define NPM_PH	  "npm_Zz8yPlaceHldr"
 
 /* 0: a GitHub token bound to the host (every form), 1: an npm token not bound (raw only) */
 static const struct pd_secret two[] = {
-	{ "GITHUB_TOKEN", (const uint8_t *)GH_VALUE, sizeof(GH_VALUE) - 1,
-	  (const uint8_t *)GH_PH, sizeof(GH_PH) - 1, true, false },
-	{ "NPM_TOKEN", (const uint8_t *)NPM_VALUE, sizeof(NPM_VALUE) - 1,
-	  (const uint8_t *)NPM_PH, sizeof(NPM_PH) - 1, false, false },
+	{ "GITHUB_TOKEN", (const uint8_t *)GH_VALUE, sizeof(GH_VALUE) - 1, (const uint8_t *)GH_PH,
+	  sizeof(GH_PH) - 1, true, false },
+	{ "NPM_TOKEN", (const uint8_t *)NPM_VALUE, sizeof(NPM_VALUE) - 1, (const uint8_t *)NPM_PH,
+	  sizeof(NPM_PH) - 1, false, false },
 };
 
 /* All of ev as a NUL-terminated string (free it), its length in *len. */

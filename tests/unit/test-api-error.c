@@ -23,8 +23,9 @@ static void test_paddockd_answer(void **state)
 	bool named = false;
 
 	(void)state;
-	assert_int_equal(answer(404, "{\"error\":{\"code\":\"not_found\",\"field\":\"id\","
-				     "\"message\":\"no sandbox 'x'\",\"errno\":\"ESRCH\"}}",
+	assert_int_equal(answer(404,
+				"{\"error\":{\"code\":\"not_found\",\"field\":\"id\","
+				"\"message\":\"no sandbox 'x'\",\"errno\":\"ESRCH\"}}",
 				&err, &named),
 			 -ESRCH);
 	assert_true(named);
@@ -32,9 +33,9 @@ static void test_paddockd_answer(void **state)
 	assert_string_equal(err.field, "id");
 	assert_string_equal(err.msg, "no sandbox 'x'");
 	/* no errno named: the status's */
-	assert_int_equal(answer(409, "{\"error\":{\"code\":\"busy\",\"message\":\"m\"}}", &err,
-				&named),
-			 -EBUSY);
+	assert_int_equal(
+		answer(409, "{\"error\":{\"code\":\"busy\",\"message\":\"m\"}}", &err, &named),
+		-EBUSY);
 	assert_false(named);
 	assert_string_equal(err.field, "");
 	/* an empty message: the code names it; an unknown errno name: the status's */

@@ -55,16 +55,16 @@ static void known(void **state)
 static void refused(void **state)
 {
 	static const char *const bad[] = {
-		"a",	     /* one character is not a byte */
-		"abcde",     /* nor is a fifth */
-		"ab=c",	     /* a character after padding */
-		"ab===",     /* too much padding */
-		"abc==",     /* padding that does not fit */
-		"=abc",	     /* padding first */
-		"ab-_",	     /* the URL alphabet */
-		"ab\x01c",   /* a control character */
+		"a",	       /* one character is not a byte */
+		"abcde",       /* nor is a fifth */
+		"ab=c",	       /* a character after padding */
+		"ab===",       /* too much padding */
+		"abc==",       /* padding that does not fit */
+		"=abc",	       /* padding first */
+		"ab-_",	       /* the URL alphabet */
+		"ab\x01c",     /* a control character */
 		"abc\xc3\xa9", /* not ASCII */
-		"====",	     /* padding alone */
+		"====",	       /* padding alone */
 	};
 
 	(void)state;

@@ -448,9 +448,9 @@ static void test_long_mount_root(void **state)
 	snprintf(h.mount_point, sizeof(h.mount_point), "/sys/fs/cgroup/memory");
 	h.mount_root[0] = '/';
 	memset(h.mount_root + 1, 'a', sizeof(d.cgpath));
-	assert_int_equal(pd_cgroup_dir_open(&h, &pool, "memory", 7, PD_CGROUP_NO_LOCK, &d,
-					    &created, &err),
-			 -ENAMETOOLONG);
+	assert_int_equal(
+		pd_cgroup_dir_open(&h, &pool, "memory", 7, PD_CGROUP_NO_LOCK, &d, &created, &err),
+		-ENAMETOOLONG);
 	assert_non_null(strstr(err.msg, "/sys/fs/cgroup/memory"));
 	assert_false(created);
 	pd_cgroup_dir_release(&d);
@@ -718,7 +718,8 @@ static void test_set_limits(void **state)
 				   "67108864\n");
 		expect_ctl(PD_CGROUP_PIDS, slot, "pids.max", "10\n");
 		expect_ctl(PD_CGROUP_CPU, slot, "cpu.cfs_quota_us", "50000\n");
-		lim = (struct pd_cgroup_limits){ .memory_bytes = 512 * MIB, .pids = 1000,
+		lim = (struct pd_cgroup_limits){ .memory_bytes = 512 * MIB,
+						 .pids = 1000,
 						 .cpus = 4 };
 		CHECK(pd_cgroup_set_limits(cg, &lim, &err), err);
 		expect_ctl(PD_CGROUP_MEMORY, slot, "memory.limit_in_bytes", "536870912\n");
@@ -1094,7 +1095,7 @@ static int count_in_slot(long slot)
 static void test_v2_core_on_unified(void **state)
 {
 	const struct pd_cgroup_hierarchy *h = require_unified();
-	const struct pd_cgroup_hierarchy *hs[] = {h};
+	const struct pd_cgroup_hierarchy *hs[] = { h };
 	struct pd_cgroup_limits lim = { 0 };
 	unsigned slot = SLOT_BASE + 20;
 	struct pd_cgroup *cg = NULL, *other = NULL;
@@ -1152,7 +1153,7 @@ static void test_v2_core_on_unified(void **state)
 static void prune_all(void)
 {
 	const struct pd_cgroup_layout *l = pd_cgroup_layout();
-	const struct pd_cgroup_hierarchy *unified[] = {&l->v2};
+	const struct pd_cgroup_hierarchy *unified[] = { &l->v2 };
 
 	(void)pd_cgroup_prune(NULL);
 	if (geteuid() == 0 && l->version != PD_CGROUP_V2 && l->v2.mount_point[0])

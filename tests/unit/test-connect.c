@@ -47,7 +47,7 @@ static void envelope_complete(void **state)
 	assert_int_equal(e2b_connect_envelope_parse(buf, N(buf), 2, NULL, NULL, NULL), 7);
 	/* compressed is a flag the parser knows; the caller refuses it */
 	assert_int_equal(e2b_connect_envelope_parse((const uint8_t *)"\x01\0\0\0\0", 5, 0, &flags,
-						   NULL, NULL),
+						    NULL, NULL),
 			 5);
 	assert_int_equal(flags, E2B_CONNECT_FLAG_COMPRESSED);
 }
@@ -73,7 +73,7 @@ static void envelope_refused(void **state)
 {
 	static const uint8_t big[] = "\x00\xff\xff\xff\xff";
 	static const uint8_t over[] = "\x00\x00\x00\x01\x01";
-	static const uint8_t flags_bad[] = {0x03, 0x04, 0x80, 0xff, 0x10};
+	static const uint8_t flags_bad[] = { 0x03, 0x04, 0x80, 0xff, 0x10 };
 
 	(void)state;
 	/* the length is judged as soon as the header is in, before any payload */
@@ -83,7 +83,7 @@ static void envelope_refused(void **state)
 	assert_int_equal(e2b_connect_envelope_parse(over, 5, 256, NULL, NULL, NULL), -EMSGSIZE);
 	assert_int_equal(e2b_connect_envelope_parse(over, 5, 257, NULL, NULL, NULL), 0);
 	for (size_t i = 0; i < sizeof(flags_bad); i++) {
-		uint8_t b[6] = {flags_bad[i], 0, 0, 0, 1, '1'};
+		uint8_t b[6] = { flags_bad[i], 0, 0, 0, 1, '1' };
 
 		assert_int_equal(e2b_connect_envelope_parse(b, sizeof(b), 10, NULL, NULL, NULL),
 				 -EPROTO);
@@ -148,7 +148,7 @@ static void decode_streaming(void **state)
 {
 	static const uint8_t ok[] = "\x00\x00\x00\x00\x07{\"a\":1}";
 	static const uint8_t two[] = "\x00\x00\x00\x00\x02{}\x00\x00\x00\x00\x02{}";
-	uint8_t big[5] = {0, 0, 0x40, 0, 1}; /* 4 MiB + 1 */
+	uint8_t big[5] = { 0, 0, 0x40, 0, 1 }; /* 4 MiB + 1 */
 
 	(void)state;
 	expect_object(ok, N(ok), true, "a", 1);
@@ -215,7 +215,7 @@ static void decode_small_msg(void **state)
 	(void)state;
 	/* a short buffer gets a truncated, terminated sentence */
 	assert_null(e2b_connect_decode_request((const uint8_t *)"[]", 2, false, &code, msg,
-					      sizeof(msg)));
+					       sizeof(msg)));
 	assert_int_equal(strlen(msg), sizeof(msg) - 1);
 	assert_int_equal(code, E2B_CONNECT_INVALID_ARGUMENT);
 	assert_null(e2b_connect_decode_request((const uint8_t *)"[]", 2, false, &code, NULL, 0));
@@ -271,22 +271,22 @@ static void pbjson_int64(void **state)
 		const char *json;
 		int64_t value;
 	} good[] = {
-		{"0", 0},
-		{"42", 42},
-		{"-42", -42},
-		{"\"42\"", 42},
-		{"\"-42\"", -42},
-		{"\"007\"", 7},
-		{"\"-0\"", 0},
-		{"\"9223372036854775807\"", INT64_MAX},
-		{"\"-9223372036854775808\"", INT64_MIN},
-		{"9223372036854775807", INT64_MAX},
-		{"-9223372036854775808", INT64_MIN},
-		{"1.0", 1},
-		{"1e3", 1000},
-		{"-2.0", -2},
-		{"-9.2233720368547758e18", INT64_MIN},
-		{"null", 0},
+		{ "0", 0 },
+		{ "42", 42 },
+		{ "-42", -42 },
+		{ "\"42\"", 42 },
+		{ "\"-42\"", -42 },
+		{ "\"007\"", 7 },
+		{ "\"-0\"", 0 },
+		{ "\"9223372036854775807\"", INT64_MAX },
+		{ "\"-9223372036854775808\"", INT64_MIN },
+		{ "9223372036854775807", INT64_MAX },
+		{ "-9223372036854775808", INT64_MIN },
+		{ "1.0", 1 },
+		{ "1e3", 1000 },
+		{ "-2.0", -2 },
+		{ "-9.2233720368547758e18", INT64_MIN },
+		{ "null", 0 },
 	};
 	static const char *const bad[] = {
 		"\"9223372036854775808\"",
@@ -549,22 +549,22 @@ static void code_table(void **state)
 		const char *name;
 		int status;
 	} want[] = {
-		{E2B_CONNECT_CANCELED, "canceled", 499},
-		{E2B_CONNECT_UNKNOWN, "unknown", 500},
-		{E2B_CONNECT_INVALID_ARGUMENT, "invalid_argument", 400},
-		{E2B_CONNECT_DEADLINE_EXCEEDED, "deadline_exceeded", 504},
-		{E2B_CONNECT_NOT_FOUND, "not_found", 404},
-		{E2B_CONNECT_ALREADY_EXISTS, "already_exists", 409},
-		{E2B_CONNECT_PERMISSION_DENIED, "permission_denied", 403},
-		{E2B_CONNECT_RESOURCE_EXHAUSTED, "resource_exhausted", 429},
-		{E2B_CONNECT_FAILED_PRECONDITION, "failed_precondition", 400},
-		{E2B_CONNECT_ABORTED, "aborted", 409},
-		{E2B_CONNECT_OUT_OF_RANGE, "out_of_range", 400},
-		{E2B_CONNECT_UNIMPLEMENTED, "unimplemented", 501},
-		{E2B_CONNECT_INTERNAL, "internal", 500},
-		{E2B_CONNECT_UNAVAILABLE, "unavailable", 503},
-		{E2B_CONNECT_DATA_LOSS, "data_loss", 500},
-		{E2B_CONNECT_UNAUTHENTICATED, "unauthenticated", 401},
+		{ E2B_CONNECT_CANCELED, "canceled", 499 },
+		{ E2B_CONNECT_UNKNOWN, "unknown", 500 },
+		{ E2B_CONNECT_INVALID_ARGUMENT, "invalid_argument", 400 },
+		{ E2B_CONNECT_DEADLINE_EXCEEDED, "deadline_exceeded", 504 },
+		{ E2B_CONNECT_NOT_FOUND, "not_found", 404 },
+		{ E2B_CONNECT_ALREADY_EXISTS, "already_exists", 409 },
+		{ E2B_CONNECT_PERMISSION_DENIED, "permission_denied", 403 },
+		{ E2B_CONNECT_RESOURCE_EXHAUSTED, "resource_exhausted", 429 },
+		{ E2B_CONNECT_FAILED_PRECONDITION, "failed_precondition", 400 },
+		{ E2B_CONNECT_ABORTED, "aborted", 409 },
+		{ E2B_CONNECT_OUT_OF_RANGE, "out_of_range", 400 },
+		{ E2B_CONNECT_UNIMPLEMENTED, "unimplemented", 501 },
+		{ E2B_CONNECT_INTERNAL, "internal", 500 },
+		{ E2B_CONNECT_UNAVAILABLE, "unavailable", 503 },
+		{ E2B_CONNECT_DATA_LOSS, "data_loss", 500 },
+		{ E2B_CONNECT_UNAUTHENTICATED, "unauthenticated", 401 },
 	};
 
 	(void)state;
@@ -587,48 +587,48 @@ static void code_errno(void **state)
 		int e;
 		enum e2b_connect_code code;
 	} want[] = {
-		{ENOENT, E2B_CONNECT_NOT_FOUND},
-		{ESRCH, E2B_CONNECT_NOT_FOUND},
-		{EEXIST, E2B_CONNECT_ALREADY_EXISTS},
-		{EACCES, E2B_CONNECT_PERMISSION_DENIED},
-		{EPERM, E2B_CONNECT_PERMISSION_DENIED},
-		{EROFS, E2B_CONNECT_PERMISSION_DENIED},
-		{EINVAL, E2B_CONNECT_INVALID_ARGUMENT},
-		{ENAMETOOLONG, E2B_CONNECT_INVALID_ARGUMENT},
-		{ENOTDIR, E2B_CONNECT_INVALID_ARGUMENT},
-		{EISDIR, E2B_CONNECT_INVALID_ARGUMENT},
-		{ELOOP, E2B_CONNECT_INVALID_ARGUMENT},
-		{E2BIG, E2B_CONNECT_INVALID_ARGUMENT},
-		{ENOEXEC, E2B_CONNECT_INVALID_ARGUMENT},
-		{ENOTEMPTY, E2B_CONNECT_FAILED_PRECONDITION},
-		{EBUSY, E2B_CONNECT_FAILED_PRECONDITION},
-		{ETXTBSY, E2B_CONNECT_FAILED_PRECONDITION},
-		{EXDEV, E2B_CONNECT_FAILED_PRECONDITION},
-		{ETIMEDOUT, E2B_CONNECT_DEADLINE_EXCEEDED},
-		{ETIME, E2B_CONNECT_DEADLINE_EXCEEDED},
-		{ENOSPC, E2B_CONNECT_RESOURCE_EXHAUSTED},
-		{EDQUOT, E2B_CONNECT_RESOURCE_EXHAUSTED},
-		{EMFILE, E2B_CONNECT_RESOURCE_EXHAUSTED},
-		{ENFILE, E2B_CONNECT_RESOURCE_EXHAUSTED},
-		{EAGAIN, E2B_CONNECT_RESOURCE_EXHAUSTED},
-		{ENOMEM, E2B_CONNECT_RESOURCE_EXHAUSTED},
-		{EFBIG, E2B_CONNECT_RESOURCE_EXHAUSTED},
-		{EMSGSIZE, E2B_CONNECT_RESOURCE_EXHAUSTED},
-		{ERANGE, E2B_CONNECT_OUT_OF_RANGE},
-		{EOVERFLOW, E2B_CONNECT_OUT_OF_RANGE},
-		{ECANCELED, E2B_CONNECT_CANCELED},
-		{ENOSYS, E2B_CONNECT_UNIMPLEMENTED},
-		{EOPNOTSUPP, E2B_CONNECT_UNIMPLEMENTED},
-		{ECONNREFUSED, E2B_CONNECT_UNAVAILABLE},
-		{ECONNRESET, E2B_CONNECT_UNAVAILABLE},
-		{ENOTCONN, E2B_CONNECT_UNAVAILABLE},
-		{EPIPE, E2B_CONNECT_UNAVAILABLE},
-		{EIO, E2B_CONNECT_INTERNAL},
-		{EBADF, E2B_CONNECT_INTERNAL},
-		{4095, E2B_CONNECT_INTERNAL},
-		{0, E2B_CONNECT_UNKNOWN},
-		{INT_MAX, E2B_CONNECT_INTERNAL},
-		{INT_MIN, E2B_CONNECT_INTERNAL},
+		{ ENOENT, E2B_CONNECT_NOT_FOUND },
+		{ ESRCH, E2B_CONNECT_NOT_FOUND },
+		{ EEXIST, E2B_CONNECT_ALREADY_EXISTS },
+		{ EACCES, E2B_CONNECT_PERMISSION_DENIED },
+		{ EPERM, E2B_CONNECT_PERMISSION_DENIED },
+		{ EROFS, E2B_CONNECT_PERMISSION_DENIED },
+		{ EINVAL, E2B_CONNECT_INVALID_ARGUMENT },
+		{ ENAMETOOLONG, E2B_CONNECT_INVALID_ARGUMENT },
+		{ ENOTDIR, E2B_CONNECT_INVALID_ARGUMENT },
+		{ EISDIR, E2B_CONNECT_INVALID_ARGUMENT },
+		{ ELOOP, E2B_CONNECT_INVALID_ARGUMENT },
+		{ E2BIG, E2B_CONNECT_INVALID_ARGUMENT },
+		{ ENOEXEC, E2B_CONNECT_INVALID_ARGUMENT },
+		{ ENOTEMPTY, E2B_CONNECT_FAILED_PRECONDITION },
+		{ EBUSY, E2B_CONNECT_FAILED_PRECONDITION },
+		{ ETXTBSY, E2B_CONNECT_FAILED_PRECONDITION },
+		{ EXDEV, E2B_CONNECT_FAILED_PRECONDITION },
+		{ ETIMEDOUT, E2B_CONNECT_DEADLINE_EXCEEDED },
+		{ ETIME, E2B_CONNECT_DEADLINE_EXCEEDED },
+		{ ENOSPC, E2B_CONNECT_RESOURCE_EXHAUSTED },
+		{ EDQUOT, E2B_CONNECT_RESOURCE_EXHAUSTED },
+		{ EMFILE, E2B_CONNECT_RESOURCE_EXHAUSTED },
+		{ ENFILE, E2B_CONNECT_RESOURCE_EXHAUSTED },
+		{ EAGAIN, E2B_CONNECT_RESOURCE_EXHAUSTED },
+		{ ENOMEM, E2B_CONNECT_RESOURCE_EXHAUSTED },
+		{ EFBIG, E2B_CONNECT_RESOURCE_EXHAUSTED },
+		{ EMSGSIZE, E2B_CONNECT_RESOURCE_EXHAUSTED },
+		{ ERANGE, E2B_CONNECT_OUT_OF_RANGE },
+		{ EOVERFLOW, E2B_CONNECT_OUT_OF_RANGE },
+		{ ECANCELED, E2B_CONNECT_CANCELED },
+		{ ENOSYS, E2B_CONNECT_UNIMPLEMENTED },
+		{ EOPNOTSUPP, E2B_CONNECT_UNIMPLEMENTED },
+		{ ECONNREFUSED, E2B_CONNECT_UNAVAILABLE },
+		{ ECONNRESET, E2B_CONNECT_UNAVAILABLE },
+		{ ENOTCONN, E2B_CONNECT_UNAVAILABLE },
+		{ EPIPE, E2B_CONNECT_UNAVAILABLE },
+		{ EIO, E2B_CONNECT_INTERNAL },
+		{ EBADF, E2B_CONNECT_INTERNAL },
+		{ 4095, E2B_CONNECT_INTERNAL },
+		{ 0, E2B_CONNECT_UNKNOWN },
+		{ INT_MAX, E2B_CONNECT_INTERNAL },
+		{ INT_MIN, E2B_CONNECT_INTERNAL },
 	};
 
 	(void)state;
@@ -724,7 +724,7 @@ static json_t *next_envelope(const struct response *r, size_t *off, uint8_t *ret
 	long n;
 
 	n = e2b_connect_envelope_parse(r->body + *off, r->len - *off, sizeof(r->body), ret_flags,
-				      &payload, &plen);
+				       &payload, &plen);
 	assert_true(n > 0);
 	*off += (size_t)n;
 	return json_loadb((const char *)payload, plen, 0, NULL);

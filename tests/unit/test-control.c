@@ -21,7 +21,9 @@
 /* A plan as pd_init_plan_rlimits() makes it for the default spec, with or without a cgroup. */
 static struct pd_ctl_bind default_bind(bool cgroup)
 {
-	struct pd_ctl_bind h = { .disk_bytes = 1u << 30, .memory_bytes = 1u << 30, .cpus_milli = 2000 };
+	struct pd_ctl_bind h = { .disk_bytes = 1u << 30,
+				 .memory_bytes = 1u << 30,
+				 .cpus_milli = 2000 };
 	paddock_spec *spec = NULL;
 	paddock_error err = { 0 };
 

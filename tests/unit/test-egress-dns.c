@@ -80,8 +80,8 @@ static void test_refused_queries(void **state)
 
 static void test_answers_read_back(void **state)
 {
-	uint8_t qbuf[PD_DNS_MSG_MAX], out[PD_DNS_MSG_MAX], addrs[2][4] = { { 93, 184, 216, 34 },
-									  { 1, 2, 3, 4 } };
+	uint8_t qbuf[PD_DNS_MSG_MAX], out[PD_DNS_MSG_MAX],
+		addrs[2][4] = { { 93, 184, 216, 34 }, { 1, 2, 3, 4 } };
 	struct pd_dns_query q;
 	ns_msg msg;
 	ns_rr rr;
@@ -133,7 +133,8 @@ static void test_truncation(void **state)
 	memset(addrs, 0x20, sizeof(addrs));
 	n = make_query("many.test", ns_t_aaaa, qbuf, sizeof(qbuf));
 	assert_int_equal(pd_dns_query_parse(qbuf, (size_t)n, &q, &id), 0);
-	n = pd_dns_answer_build(&q, PD_DNS_RCODE_NOERROR, AF_INET6, addrs, 64, 60, out, sizeof(out));
+	n = pd_dns_answer_build(&q, PD_DNS_RCODE_NOERROR, AF_INET6, addrs, 64, 60, out,
+				sizeof(out));
 	assert_true(n > 0 && n <= PD_DNS_MSG_MAX);
 	assert_int_equal(ns_initparse(out, n, &msg), 0);
 	assert_int_equal(ns_msg_getflag(msg, ns_f_tc), 1);

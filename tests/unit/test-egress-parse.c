@@ -41,7 +41,9 @@ static void test_http_forms(void **state)
 	assert_int_equal(h.head_len, strlen(req) - 5);
 
 	assert_int_equal(parse("GET http://example.com/a?b HTTP/1.1\r\nHost: example.com\r\n"
-			       "User-Agent: x\r\n\r\n", &h), 0);
+			       "User-Agent: x\r\n\r\n",
+			       &h),
+			 0);
 	assert_int_equal(h.form, PD_HTTP_ABSOLUTE);
 	assert_string_equal(h.host, "example.com");
 	assert_int_equal(h.port, 80);
@@ -85,11 +87,11 @@ static void test_http_request_line_check(void **state)
 		{ "GET /a HTTP/1.", 1 },
 		{ "GET /a HTTP/1.1\r", 1 },
 		{ "\r", -EAGAIN },
-		{ "SSH-2.0-OpenSSH_9.2\r\n", -EPROTO },  /* a client banner: no space */
-		{ "SET k v\r\n", -EPROTO },		   /* a text protocol's line */
+		{ "SSH-2.0-OpenSSH_9.2\r\n", -EPROTO }, /* a client banner: no space */
+		{ "SET k v\r\n", -EPROTO },		/* a text protocol's line */
 		{ "PING\r\n", -EPROTO },
 		{ "\xff\x01\x02binary", -EPROTO }, /* binary */
-		{ "\x16\x03\x01", -EPROTO },		   /* TLS */
+		{ "\x16\x03\x01", -EPROTO },	   /* TLS */
 		{ "GET  / HTTP/1.1\r\n", -EPROTO },
 		{ "GET / HTTP/2.0\r\n", -EPROTO },
 		{ "GET / HTTP/1.1x", -EPROTO },
@@ -136,25 +138,25 @@ static void test_http_incomplete_and_bounds(void **state)
 static void test_http_refused(void **state)
 {
 	static const char *const bad[] = {
-		"GET / HTTP/1.1\nHost: a.test\n\n",			     /* bare LF */
-		"GET / HTTP/1.1\r\nHost: a.test\nX: y\r\n\r\n",		     /* a bare LF inside */
-		"GET / HTTP/1.1\r\nHost: a.test\r\nHost: b.test\r\n\r\n",    /* two Hosts */
-		"GET / HTTP/1.1\r\n\r\n",				     /* origin-form, no Host */
-		"GET http://a.test@evil.test/ HTTP/1.1\r\n\r\n",	     /* credentials */
-		"GET https://a.test/ HTTP/1.1\r\n\r\n",			     /* https: use CONNECT */
-		"CONNECT a.test HTTP/1.1\r\n\r\n",			     /* no port */
+		"GET / HTTP/1.1\nHost: a.test\n\n",			  /* bare LF */
+		"GET / HTTP/1.1\r\nHost: a.test\nX: y\r\n\r\n",		  /* a bare LF inside */
+		"GET / HTTP/1.1\r\nHost: a.test\r\nHost: b.test\r\n\r\n", /* two Hosts */
+		"GET / HTTP/1.1\r\n\r\n",				  /* origin-form, no Host */
+		"GET http://a.test@evil.test/ HTTP/1.1\r\n\r\n",	  /* credentials */
+		"GET https://a.test/ HTTP/1.1\r\n\r\n",			  /* https: use CONNECT */
+		"CONNECT a.test HTTP/1.1\r\n\r\n",			  /* no port */
 		"CONNECT a.test:0 HTTP/1.1\r\n\r\n",
 		"CONNECT a.test:99999 HTTP/1.1\r\n\r\n",
-		"get / HTTP/1.1\r\nHost: a.test\r\n\r\n",		     /* lower-case method */
+		"get / HTTP/1.1\r\nHost: a.test\r\n\r\n", /* lower-case method */
 		"GET / HTTP/2.0\r\nHost: a.test\r\n\r\n",
-		"GET  / HTTP/1.1\r\nHost: a.test\r\n\r\n",		     /* two spaces */
-		"GET / HTTP/1.1\r\nHost: a.test\r\n X: folded\r\n\r\n",      /* obs-fold */
+		"GET  / HTTP/1.1\r\nHost: a.test\r\n\r\n",		/* two spaces */
+		"GET / HTTP/1.1\r\nHost: a.test\r\n X: folded\r\n\r\n", /* obs-fold */
 		"GET / HTTP/1.1\r\nHost: a.test\r\nBad Name: v\r\n\r\n",
-		"GET / HTTP/1.1\r\nHost: a.test\r\nX: a\x01b\r\n\r\n",	     /* control char */
-		"GET / HTTP/1.1\r\nHost: a_.-test\r\n\r\n",		     /* label ends with - */
+		"GET / HTTP/1.1\r\nHost: a.test\r\nX: a\x01b\r\n\r\n", /* control char */
+		"GET / HTTP/1.1\r\nHost: a_.-test\r\n\r\n",	       /* label ends with - */
 		"GET / HTTP/1.1\r\nHost: [::1\r\n\r\n",
 		"GET \x7f HTTP/1.1\r\nHost: a.test\r\n\r\n",
-		"CONNECT a.test:443 HTTP/1.1\r\nHost: a.test\r\n\r\n\0",     /* fine: NUL after */
+		"CONNECT a.test:443 HTTP/1.1\r\nHost: a.test\r\n\r\n\0", /* fine: NUL after */
 	};
 	struct pd_http_head h;
 
@@ -174,12 +176,12 @@ static size_t client_hello(uint8_t *out, const char *sni, bool other_ext_first)
 	uint8_t body[1024];
 	size_t b = 0, ext_start, n;
 
-	body[b++] = 3, body[b++] = 3;		  /* legacy_version */
-	memset(body + b, 0x42, 32), b += 32;	  /* random */
+	body[b++] = 3, body[b++] = 3;			  /* legacy_version */
+	memset(body + b, 0x42, 32), b += 32;		  /* random */
 	body[b++] = 32, memset(body + b, 7, 32), b += 32; /* session id */
-	body[b++] = 0, body[b++] = 4;		  /* cipher suites */
+	body[b++] = 0, body[b++] = 4;			  /* cipher suites */
 	body[b++] = 0x13, body[b++] = 0x01, body[b++] = 0x13, body[b++] = 0x02;
-	body[b++] = 1, body[b++] = 0;		  /* compression: null */
+	body[b++] = 1, body[b++] = 0; /* compression: null */
 	ext_start = b;
 	b += 2;
 	if (other_ext_first) { /* supported_versions: TLS 1.3 */
@@ -345,10 +347,11 @@ static void assert_prefixes_incomplete(const uint8_t *buf, size_t len)
 static void test_socks5_request(void **state)
 {
 	static const uint8_t v4[] = { 5, 1, 0, 1, 11, 22, 33, 1, 0x01, 0xbb, 0xee };
-	static const uint8_t name[] = { 5, 1, 0, 3, 8, 'P', 'y', 'P', 'I', '.', 'o', 'r', 'g',
-					0, 80 };
-	static const uint8_t v6[] = { 5, 1, 0, 4, 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0,
-				      0, 0, 0, 0, 0, 0, 0, 1, 0x1f, 0x90 };
+	static const uint8_t name[] = {
+		5, 1, 0, 3, 8, 'P', 'y', 'P', 'I', '.', 'o', 'r', 'g', 0, 80
+	};
+	static const uint8_t v6[] = { 5, 1, 0, 4, 0x20, 0x01, 0x0d, 0xb8, 0, 0,	   0,
+				      0, 0, 0, 0, 0,	0,    0,    0,	  1, 0x1f, 0x90 };
 	static const uint8_t bind[] = { 5, 2, 0, 1, 0, 0, 0, 0, 0, 0 };
 	static const uint8_t udp[] = { 5, 3, 0, 1, 0, 0, 0, 0, 0, 0 };
 	struct pd_socks5_request q;
@@ -418,19 +421,19 @@ static void test_socks5_refused(void **state)
 		uint8_t b[24];
 		size_t len;
 	} bad[] = {
-		{ { 4, 1, 0, 1, 1, 2, 3, 4, 0, 80 }, 10 },	    /* SOCKS4 */
-		{ { 5, 0, 0, 1, 1, 2, 3, 4, 0, 80 }, 10 },	    /* command 0 */
-		{ { 5, 4, 0, 1, 1, 2, 3, 4, 0, 80 }, 10 },	    /* command 4 */
-		{ { 5, 1, 1, 1, 1, 2, 3, 4, 0, 80 }, 10 },	    /* reserved byte */
-		{ { 5, 1, 0, 2, 1, 2, 3, 4, 0, 80 }, 10 },	    /* ATYP 2 */
-		{ { 5, 1, 0, 0 }, 4 },				    /* ATYP 0 */
-		{ { 5, 1, 0, 5, 1, 2, 3, 4, 0, 80 }, 10 },	    /* ATYP 5 */
-		{ { 5, 1, 0, 3, 0, 0, 80 }, 7 },		    /* empty name */
-		{ { 5, 1, 0, 3, 3, 'a', 0, 'b', 0, 80 }, 10 },	    /* NUL inside */
-		{ { 5, 1, 0, 3, 3, 'a', 0 }, 7 },		    /* ... known early */
-		{ { 5, 1, 0, 3, 3, 'a', ' ', 'b', 0, 80 }, 10 },    /* space */
-		{ { 5, 1, 0, 3, 3, 'a', '\n', 'b', 0, 80 }, 10 },   /* control byte */
-		{ { 5, 1, 0, 3, 3, 'a', 0x7f, 'b', 0, 80 }, 10 },   /* DEL */
+		{ { 4, 1, 0, 1, 1, 2, 3, 4, 0, 80 }, 10 },	   /* SOCKS4 */
+		{ { 5, 0, 0, 1, 1, 2, 3, 4, 0, 80 }, 10 },	   /* command 0 */
+		{ { 5, 4, 0, 1, 1, 2, 3, 4, 0, 80 }, 10 },	   /* command 4 */
+		{ { 5, 1, 1, 1, 1, 2, 3, 4, 0, 80 }, 10 },	   /* reserved byte */
+		{ { 5, 1, 0, 2, 1, 2, 3, 4, 0, 80 }, 10 },	   /* ATYP 2 */
+		{ { 5, 1, 0, 0 }, 4 },				   /* ATYP 0 */
+		{ { 5, 1, 0, 5, 1, 2, 3, 4, 0, 80 }, 10 },	   /* ATYP 5 */
+		{ { 5, 1, 0, 3, 0, 0, 80 }, 7 },		   /* empty name */
+		{ { 5, 1, 0, 3, 3, 'a', 0, 'b', 0, 80 }, 10 },	   /* NUL inside */
+		{ { 5, 1, 0, 3, 3, 'a', 0 }, 7 },		   /* ... known early */
+		{ { 5, 1, 0, 3, 3, 'a', ' ', 'b', 0, 80 }, 10 },   /* space */
+		{ { 5, 1, 0, 3, 3, 'a', '\n', 'b', 0, 80 }, 10 },  /* control byte */
+		{ { 5, 1, 0, 3, 3, 'a', 0x7f, 'b', 0, 80 }, 10 },  /* DEL */
 		{ { 5, 1, 0, 3, 3, 'a', 0xc3, 0xa9, 0, 80 }, 10 }, /* not ASCII */
 	};
 	struct pd_socks5_request q;

@@ -115,9 +115,25 @@ static void test_rule_forms(void **state)
 static void test_bad_rules(void **state)
 {
 	static const char *const bad[] = {
-		"", "*", "*.", "a..b", "-", "exa mple.com", "example.com:0", "example.com:65536",
-		"example.com:http", "10.0.0.0/33", "10.0.0.0/", "/8", "[::1", "[::1]x", "[1.2.3.4]",
-		"::1/129", "a/8", "ex\"ample.com", "xn--\x01.com",
+		"",
+		"*",
+		"*.",
+		"a..b",
+		"-",
+		"exa mple.com",
+		"example.com:0",
+		"example.com:65536",
+		"example.com:http",
+		"10.0.0.0/33",
+		"10.0.0.0/",
+		"/8",
+		"[::1",
+		"[::1]x",
+		"[1.2.3.4]",
+		"::1/129",
+		"a/8",
+		"ex\"ample.com",
+		"xn--\x01.com",
 		"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.com", /* 64 */
 	};
 	struct pd_egress_rule r;
@@ -136,8 +152,8 @@ static void test_bad_rules(void **state)
 /* A CIDR allow rule for every address is refused, pointing at open mode; a deny is fine. */
 static void test_everything_rules(void **state)
 {
-	static const char *const all[] = { "0.0.0.0/0", "::/0", "[::]/0", "0.0.0.0/0:443",
-					   "1.2.3.4/0", "[::]/0:80" };
+	static const char *const all[] = { "0.0.0.0/0",	    "::/0",	 "[::]/0",
+					   "0.0.0.0/0:443", "1.2.3.4/0", "[::]/0:80" };
 	struct pd_egress_rule r;
 
 	(void)state;
@@ -272,8 +288,7 @@ static void test_addresses(void **state)
 	pd_egress_policy_release(&p);
 }
 
-static bool ask(const struct pd_egress_policy *p, const char *name, const char *addr,
-		uint16_t port)
+static bool ask(const struct pd_egress_policy *p, const char *name, const char *addr, uint16_t port)
 {
 	uint8_t a[16] = { 0 };
 	int family = AF_INET;
@@ -315,7 +330,7 @@ static void test_ask(void **state)
 	assert_false(ask(&p, NULL, "10.9.9.9", 80));
 	assert_false(ask(&p, NULL, "::ffff:10.9.9.9", 80));
 	assert_false(ask(&p, "127.0.0.1", NULL, 80));
-	assert_false(ask(&p, NULL, "10.1.2.3", 80));	 /* allowed by a CIDR rule */
+	assert_false(ask(&p, NULL, "10.1.2.3", 80));	/* allowed by a CIDR rule */
 	assert_false(ask(&p, NULL, "203.0.113.7", 80)); /* denied by one (and reserved) */
 	pd_egress_policy_release(&p);
 

@@ -53,8 +53,9 @@ static void test_hosts_file(void **state)
 	struct pd_resolver *r = NULL;
 	paddock_error err = { 0 };
 	struct answer a = { 0 };
-	char *path = write_hosts("# a comment\n11.22.33.1 a.test B.Test. # trailing\n"
-				 "2001:4860::1 a.test\n\n10.0.0.5 private.test\n11.22.33.1 a.test\n");
+	char *path =
+		write_hosts("# a comment\n11.22.33.1 a.test B.Test. # trailing\n"
+			    "2001:4860::1 a.test\n\n10.0.0.5 private.test\n11.22.33.1 a.test\n");
 	char text[INET6_ADDRSTRLEN];
 
 	(void)state;

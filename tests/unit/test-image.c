@@ -56,9 +56,26 @@ static void test_ref_parse(void **state)
 		  "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" },
 	};
 	static const char *const bad[] = {
-		"", "Debian", "debian:", ":tag", "a//b", "a/", "-a", "a-", "a..b", "a___b",
-		"debian:-x", "debian:.x", "x@sha256:1234", "x@md5:0123", "reg:99999999/x",
-		"reg:/x", "a b", "a\nb", "../x", "x/../y",
+		"",
+		"Debian",
+		"debian:",
+		":tag",
+		"a//b",
+		"a/",
+		"-a",
+		"a-",
+		"a..b",
+		"a___b",
+		"debian:-x",
+		"debian:.x",
+		"x@sha256:1234",
+		"x@md5:0123",
+		"reg:99999999/x",
+		"reg:/x",
+		"a b",
+		"a\nb",
+		"../x",
+		"x/../y",
 	};
 	char buf[1024];
 
@@ -87,10 +104,10 @@ static void test_ref_loopback(void **state)
 		const char *in;
 		bool loopback;
 	} cases[] = {
-		{ "127.0.0.1:5000/x", true },	{ "127.1.2.3/x", true },
-		{ "localhost:5000/x", true },	{ "[::1]:5000/x", true },
-		{ "127.evil.com/x", false },	{ "localhost.evil.com/x", false },
-		{ "registry.io/x", false },	{ "1270.0.0.1/x", false },
+		{ "127.0.0.1:5000/x", true }, { "127.1.2.3/x", true },
+		{ "localhost:5000/x", true }, { "[::1]:5000/x", true },
+		{ "127.evil.com/x", false },  { "localhost.evil.com/x", false },
+		{ "registry.io/x", false },   { "1270.0.0.1/x", false },
 	};
 
 	(void)state;
@@ -127,8 +144,8 @@ static void tar_begin(struct tarbuf *t, const char *filter)
 	assert_int_equal(archive_write_open_memory(t->a, t->data, t->size, &t->used), ARCHIVE_OK);
 }
 
-static void tar_add(struct tarbuf *t, const char *path, mode_t type, mode_t perm,
-		    const char *data, size_t len, const char *link, bool hard)
+static void tar_add(struct tarbuf *t, const char *path, mode_t type, mode_t perm, const char *data,
+		    size_t len, const char *link, bool hard)
 {
 	struct archive_entry *e = archive_entry_new();
 
@@ -152,9 +169,9 @@ static void tar_add(struct tarbuf *t, const char *path, mode_t type, mode_t perm
 	archive_entry_free(e);
 }
 
-#define FILE_(t, p, d) tar_add(t, p, AE_IFREG, 0644, d, strlen(d), NULL, false)
-#define DIR_(t, p) tar_add(t, p, AE_IFDIR, 0755, NULL, 0, NULL, false)
-#define SYMLINK_(t, p, to) tar_add(t, p, AE_IFLNK, 0777, NULL, 0, to, false)
+#define FILE_(t, p, d)	    tar_add(t, p, AE_IFREG, 0644, d, strlen(d), NULL, false)
+#define DIR_(t, p)	    tar_add(t, p, AE_IFDIR, 0755, NULL, 0, NULL, false)
+#define SYMLINK_(t, p, to)  tar_add(t, p, AE_IFLNK, 0777, NULL, 0, to, false)
 #define HARDLINK_(t, p, to) tar_add(t, p, AE_IFREG, 0644, NULL, 0, to, true)
 
 static int tar_end(struct tarbuf *t)
@@ -200,7 +217,7 @@ static bool dir_empty(int dirfd, const char *name)
 		unsigned short reclen;
 		unsigned char type;
 		char name[];
-	} *d;
+	} * d;
 
 	assert_true(fd >= 0);
 	while ((n = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0)
@@ -299,7 +316,7 @@ static void test_unpack_whiteouts(void **state)
 	tar_begin(&t, "gzip");
 	DIR_(&t, "etc");
 	FILE_(&t, "etc/gone", "x");
-	FILE_(&t, "etc/.wh.gone", "");  /* removes this layer's own, leaves a whiteout */
+	FILE_(&t, "etc/.wh.gone", "");	/* removes this layer's own, leaves a whiteout */
 	FILE_(&t, "etc/.wh.other", ""); /* a lower layer's */
 	DIR_(&t, "var/cache");
 	FILE_(&t, "var/cache/.wh..wh..opq", "");
@@ -328,8 +345,14 @@ static void test_unpack_whiteouts(void **state)
 static void test_unpack_escapes(void **state)
 {
 	static const char *const expect[] = {
-		"'..'",	    "'..'",	"symlink",	   "symlink",
-		"not in this layer", "'..'", "a directory", "whiteout of nothing",
+		"'..'",
+		"'..'",
+		"symlink",
+		"symlink",
+		"not in this layer",
+		"'..'",
+		"a directory",
+		"whiteout of nothing",
 	};
 
 	(void)state;
@@ -472,21 +495,25 @@ static void test_unpack_not_tar(void **state)
 
 /* ---- manifests ------------------------------------------------------------------------------- */
 
-#define D(c) "sha256:" c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c \
-	c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c
+#define D(c)                                                                                       \
+	"sha256:" c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c c  \
+		c c c c c c c c c c c c c c c c c c c c c c c c
 
 static void test_oci(void **state)
 {
 	static const char index[] =
 		"{\"schemaVersion\":2,\"manifests\":["
-		"{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"digest\":\"" D("a")
-		"\",\"size\":10,\"platform\":{\"os\":\"linux\",\"architecture\":\"s390x\"}},"
-		"{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"digest\":\"" D("b")
-		"\",\"size\":11,\"platform\":{\"os\":\"linux\",\"architecture\":\"riscv64\"}}]}";
-	static const char manifest[] =
-		"{\"schemaVersion\":2,\"config\":{\"digest\":\"" D("c") "\",\"size\":5},"
-		"\"layers\":[{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar+gzip\","
-		"\"digest\":\"" D("d") "\",\"size\":7}]}";
+		"{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"digest\":\"" D(
+			"a") "\",\"size\":10,\"platform\":{\"os\":\"linux\",\"architecture\":"
+			     "\"s390x\"}},"
+			     "{\"mediaType\":\"application/"
+			     "vnd.oci.image.manifest.v1+json\",\"digest\":\"" D(
+				     "b") "\",\"size\":11,\"platform\":{\"os\":\"linux\","
+					  "\"architecture\":\"riscv64\"}}]}";
+	static const char manifest[] = "{\"schemaVersion\":2,\"config\":{\"digest\":\"" D(
+		"c") "\",\"size\":5},"
+		     "\"layers\":[{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar+gzip\","
+		     "\"digest\":\"" D("d") "\",\"size\":7}]}";
 	struct pd_manifest *m = calloc(1, sizeof(*m));
 	paddock_error err = { 0 };
 	enum pd_oci_kind k;
@@ -496,7 +523,8 @@ static void test_oci(void **state)
 	(void)state;
 	assert_int_equal(pd_oci_kind(index, strlen(index), NULL, &k, &err), 0);
 	assert_int_equal(k, PD_OCI_INDEX);
-	assert_int_equal(pd_oci_pick(index, strlen(index), "linux/riscv64", digest, &size, &err), 0);
+	assert_int_equal(pd_oci_pick(index, strlen(index), "linux/riscv64", digest, &size, &err),
+			 0);
 	assert_string_equal(digest, D("b"));
 	assert_int_equal(size, 11);
 	assert_int_equal(pd_oci_pick(index, strlen(index), "linux/mips", digest, &size, &err),
@@ -608,8 +636,11 @@ static void test_snapshot_upper(void **state)
 	assert_int_equal(bind(sock, (struct sockaddr *)&sa, sizeof(sa)), 0);
 	close(sock);
 
-	struct pd_snapshot_src src = { .upper_fd = upper, .base_id = id, .sandbox_id = "sb_test",
-				       .rootless = true, .workspace_fd = -EBADF };
+	struct pd_snapshot_src src = { .upper_fd = upper,
+				       .base_id = id,
+				       .sandbox_id = "sb_test",
+				       .rootless = true,
+				       .workspace_fd = -EBADF };
 	if (pd_image_snapshot(store, &src, "docker.io/library/snap:1", &json, &err) < 0)
 		fail_msg("snapshot: %s", err.msg);
 	rec = json_loads(json, 0, NULL);
@@ -645,9 +676,9 @@ static void test_snapshot_upper(void **state)
 		int images = openat(s.dir, "outside/store/images", O_RDONLY | O_DIRECTORY);
 
 		snprintf(before, sizeof(before), "%d", dir_empty(s.dir, "outside/store/tmp"));
-		assert_int_equal(pd_image_snapshot(store, &src, "docker.io/library/dev:1", &json,
-						   &err),
-				 -EPERM);
+		assert_int_equal(
+			pd_image_snapshot(store, &src, "docker.io/library/dev:1", &json, &err),
+			-EPERM);
 		assert_non_null(strstr(err.msg, "'usr/null' is a device node"));
 		assert_int_equal(faccessat(images, "x", F_OK, 0), -1);
 		snprintf(after, sizeof(after), "%d", dir_empty(s.dir, "outside/store/tmp"));
@@ -686,8 +717,12 @@ static void test_snapshot_pooled_workspace(void **state)
 	ws = openat(s.dir, "ws", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	assert_true(ws >= 0);
 
-	struct pd_snapshot_src src = { .upper_fd = s.layer, .base_id = id, .sandbox_id = "sb_test",
-				       .rootless = true, .workspace = true, .workspace_fd = ws };
+	struct pd_snapshot_src src = { .upper_fd = s.layer,
+				       .base_id = id,
+				       .sandbox_id = "sb_test",
+				       .rootless = true,
+				       .workspace = true,
+				       .workspace_fd = ws };
 	if (pd_image_snapshot(store, &src, "docker.io/library/ws:1", &json, &err) < 0)
 		fail_msg("snapshot: %s", err.msg);
 	rec = json_loads(json, 0, NULL);
@@ -716,12 +751,18 @@ static void test_snapshot_pooled_workspace(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_ref_parse),	 cmocka_unit_test(test_ref_loopback),
-		cmocka_unit_test(test_unpack_ok),	 cmocka_unit_test(test_unpack_whiteouts),
-		cmocka_unit_test(test_unpack_escapes),	 cmocka_unit_test(test_unpack_absolute),
-		cmocka_unit_test(test_unpack_digests),	 cmocka_unit_test(test_unpack_bomb),
-		cmocka_unit_test(test_unpack_not_tar),	 cmocka_unit_test(test_oci),
-		cmocka_unit_test(test_snapshot_upper),	 cmocka_unit_test(test_snapshot_pooled_workspace),
+		cmocka_unit_test(test_ref_parse),
+		cmocka_unit_test(test_ref_loopback),
+		cmocka_unit_test(test_unpack_ok),
+		cmocka_unit_test(test_unpack_whiteouts),
+		cmocka_unit_test(test_unpack_escapes),
+		cmocka_unit_test(test_unpack_absolute),
+		cmocka_unit_test(test_unpack_digests),
+		cmocka_unit_test(test_unpack_bomb),
+		cmocka_unit_test(test_unpack_not_tar),
+		cmocka_unit_test(test_oci),
+		cmocka_unit_test(test_snapshot_upper),
+		cmocka_unit_test(test_snapshot_pooled_workspace),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

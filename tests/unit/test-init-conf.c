@@ -32,8 +32,13 @@ static struct pd_init_conf sample(void)
 {
 	return (struct pd_init_conf){
 		.flags = PD_INIT_POOLED | PD_INIT_CA,
-		.idmap = { .rootless = true, .outside_uid = 4242, .outside_gid = 4243,
-			   .init_uid = 1000, .init_gid = 1000, .slot = 7, .lock_fd = 99 },
+		.idmap = { .rootless = true,
+			   .outside_uid = 4242,
+			   .outside_gid = 4243,
+			   .init_uid = 1000,
+			   .init_gid = 1000,
+			   .slot = 7,
+			   .lock_fd = 99 },
 		.rlimits = { .n = 1, .r = { { .resource = 1, .soft = 10, .hard = 20 } } },
 		.disk_bytes = 1u << 30,
 		.ctl = 3,

@@ -43,12 +43,12 @@
 #include "util/cleanup.h"
 #include "util/fd.h"
 
-#define CHILD_SKIP 77
-#define WAIT_MS 2000
-#define PUBLIC4 "93.184.216.34"
-#define PUBLIC6 "2606:2800:220:1::1"
-#define DNS4 "8.8.8.8"
-#define DNS6 "2001:4860:4860::8888"
+#define CHILD_SKIP   77
+#define WAIT_MS	     2000
+#define PUBLIC4	     "93.184.216.34"
+#define PUBLIC6	     "2606:2800:220:1::1"
+#define DNS4	     "8.8.8.8"
+#define DNS6	     "2001:4860:4860::8888"
 #define SERVICE_PORT 18080 /* a sandbox's own service on loopback */
 
 static bool must_work(void)
@@ -64,7 +64,7 @@ static int report_fd = -1;
 
 /* Writes "line N: what" to the parent and exits with `status`; never returns. */
 __attribute__((format(printf, 3, 4))) _Noreturn static void child_exit(int status, int line,
-									const char *fmt, ...)
+								       const char *fmt, ...)
 {
 	char msg[512];
 	va_list ap;
@@ -77,23 +77,23 @@ __attribute__((format(printf, 3, 4))) _Noreturn static void child_exit(int statu
 	_exit(status);
 }
 
-#define CHECK(cond)                                                                        \
-	do {                                                                               \
-		int e_ = errno;                                                            \
-		if (!(cond))                                                               \
-			child_exit(1, __LINE__, "failed: %s (errno %d %s)", #cond, e_,     \
-				   strerror(e_));                                          \
+#define CHECK(cond)                                                                                \
+	do {                                                                                       \
+		int e_ = errno;                                                                    \
+		if (!(cond))                                                                       \
+			child_exit(1, __LINE__, "failed: %s (errno %d %s)", #cond, e_,             \
+				   strerror(e_));                                                  \
 	} while (0)
 
 /* Fails unless `call` returned -1 with errno `want`. */
-#define CHECK_ERRNO(call, want)                                                            \
-	do {                                                                               \
-		errno = 0;                                                                 \
-		long r_ = (long)(call);                                                    \
-		int e_ = errno;                                                            \
-		if (r_ != -1 || e_ != (want))                                              \
-			child_exit(1, __LINE__, "%s: got %ld errno %d %s, want -1 %s", #call, \
-				   r_, e_, strerror(e_), strerror(want));                  \
+#define CHECK_ERRNO(call, want)                                                                    \
+	do {                                                                                       \
+		errno = 0;                                                                         \
+		long r_ = (long)(call);                                                            \
+		int e_ = errno;                                                                    \
+		if (r_ != -1 || e_ != (want))                                                      \
+			child_exit(1, __LINE__, "%s: got %ld errno %d %s, want -1 %s", #call, r_,  \
+				   e_, strerror(e_), strerror(want));                              \
 	} while (0)
 
 static void write_file(const char *path, const char *text)
@@ -256,8 +256,8 @@ static void tcp_v6_redirected(void)
 	CHECK(getsockopt(a, SOL_IPV6, IP6T_SO_ORIGINAL_DST, &dst, &len) == 0);
 	CHECK(inet_ntop(AF_INET6, &dst.sin6_addr, ip, sizeof(ip)));
 	if (strcmp(ip, PUBLIC6) != 0 || ntohs(dst.sin6_port) != 443)
-		child_exit(1, __LINE__, "IP6T_SO_ORIGINAL_DST [%s]:%u, want [" PUBLIC6 "]:443",
-			   ip, ntohs(dst.sin6_port));
+		child_exit(1, __LINE__, "IP6T_SO_ORIGINAL_DST [%s]:%u, want [" PUBLIC6 "]:443", ip,
+			   ntohs(dst.sin6_port));
 	len = sizeof(src);
 	CHECK(getsockname(c, (struct sockaddr *)&src, &len) == 0);
 	CHECK(IN6_IS_ADDR_LOOPBACK(&src.sin6_addr));
@@ -494,7 +494,7 @@ static void test_setup_twice(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_tcp_v4_redirected), cmocka_unit_test(test_tcp_v6_redirected),
+		cmocka_unit_test(test_tcp_v4_redirected),  cmocka_unit_test(test_tcp_v6_redirected),
 		cmocka_unit_test(test_loopback_untouched), cmocka_unit_test(test_udp_redirected),
 		cmocka_unit_test(test_others_dropped),	   cmocka_unit_test(test_not_transparent),
 		cmocka_unit_test(test_setup_twice),

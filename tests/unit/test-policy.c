@@ -88,8 +88,7 @@ static void check_spec(const paddock_policy *p, paddock_spec *spec, int code, co
 	assert_string_equal(err.field, field);
 }
 
-static void check_path(const paddock_policy *p, const char *host_path, int code,
-		       const char *field)
+static void check_path(const paddock_policy *p, const char *host_path, int code, const char *field)
 {
 	paddock_error err = { 0 };
 	char *real = NULL;
@@ -137,9 +136,9 @@ static void test_host_paths(void **state)
 	check_path(p, "allowed", EINVAL, "workspace");
 	check_path(p, "", EINVAL, "workspace");
 
-	assert_int_equal(paddock_policy_check_host_path(p, path("outside"), "workspace", NULL,
-							&err),
-			 -EPERM);
+	assert_int_equal(
+		paddock_policy_check_host_path(p, path("outside"), "workspace", NULL, &err),
+		-EPERM);
 	assert_non_null(strstr(err.msg, "is not under a directory the operator allows"));
 
 	/* the same rule through the spec: each host path field by name */
@@ -205,8 +204,7 @@ static void test_max_network(void **state)
 	paddock_spec_free(spec);
 
 	assert_int_equal(paddock_policy_set_max_network(p, "none", &err), 0);
-	check_spec(p, spec_from("{\"network\": {\"mode\": \"allowlist\"}}"), EPERM,
-		   "network.mode");
+	check_spec(p, spec_from("{\"network\": {\"mode\": \"allowlist\"}}"), EPERM, "network.mode");
 	check_spec(p, spec_from(NULL), 0, NULL);
 
 	/* the network section alone: a host path is not its business */
@@ -235,8 +233,8 @@ static paddock_policy *ceiling_policy(const char *json)
 	return p;
 }
 
-#define OPERATOR_NET                                                                        \
-	"{\"network\": {\"mode\": \"allowlist\", \"allow\": [\"pypi.org\", \"*.example.com\", " \
+#define OPERATOR_NET                                                                               \
+	"{\"network\": {\"mode\": \"allowlist\", \"allow\": [\"pypi.org\", \"*.example.com\", "    \
 	"\"10.0.0.0/8:5432\", \"api.test:443\"], \"deny\": [\"bad.example.com\"]}}"
 
 /* A spec asking for `rule` with the operator's deny rule kept. */
@@ -429,10 +427,14 @@ static void test_bad_input(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_host_paths),     cmocka_unit_test(test_host_path_roots),
-		cmocka_unit_test(test_max_network),    cmocka_unit_test(test_network_ceiling),
-		cmocka_unit_test(test_limits_ceiling), cmocka_unit_test(test_secrets),
-		cmocka_unit_test(test_dup),	       cmocka_unit_test(test_bad_input),
+		cmocka_unit_test(test_host_paths),
+		cmocka_unit_test(test_host_path_roots),
+		cmocka_unit_test(test_max_network),
+		cmocka_unit_test(test_network_ceiling),
+		cmocka_unit_test(test_limits_ceiling),
+		cmocka_unit_test(test_secrets),
+		cmocka_unit_test(test_dup),
+		cmocka_unit_test(test_bad_input),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

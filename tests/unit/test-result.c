@@ -19,10 +19,12 @@ static void test_exit_status(void **state)
 
 	(void)state;
 	assert_int_equal(paddock_result_exit_status(&r), 3);
-	r = (struct paddock_result){ .reason = PADDOCK_END_SIGNALED, .exit_code = -1,
+	r = (struct paddock_result){ .reason = PADDOCK_END_SIGNALED,
+				     .exit_code = -1,
 				     .signal = SIGTERM };
 	assert_int_equal(paddock_result_exit_status(&r), 143);
-	r = (struct paddock_result){ .reason = PADDOCK_END_TIMEOUT, .exit_code = -1,
+	r = (struct paddock_result){ .reason = PADDOCK_END_TIMEOUT,
+				     .exit_code = -1,
 				     .signal = SIGKILL };
 	assert_int_equal(paddock_result_exit_status(&r), 137);
 	/* a limit that ended a command which still returned keeps its code */
@@ -37,8 +39,8 @@ static void test_exit_status(void **state)
 
 static void test_reason_strings_are_stable(void **state)
 {
-	static const char *const want[] = { "exited", "signaled", "timeout", "killed", "error",
-					    "cpu_time", "oom", "pids", "disk", "output" };
+	static const char *const want[] = { "exited",	"signaled", "timeout", "killed", "error",
+					    "cpu_time", "oom",	    "pids",    "disk",	 "output" };
 
 	(void)state;
 	for (int i = 0; i < _PADDOCK_END_MAX; i++)
@@ -75,10 +77,10 @@ static void test_json(void **state)
 	assert_int_equal(json_integer_value(json_object_get(o, "oom_kills")), 2);
 	assert_true(json_is_null(json_object_get(o, "pids_peak")));
 	assert_true(json_is_true(json_object_get(o, "output_truncated")));
-	assert_string_equal(json_string_value(json_object_get(
-				    json_object_get(json_object_get(o, "limits"), "memory"),
-				    "enforced_by")),
-			    "cgroup-v1");
+	assert_string_equal(
+		json_string_value(json_object_get(
+			json_object_get(json_object_get(o, "limits"), "memory"), "enforced_by")),
+		"cgroup-v1");
 	json_decref(o);
 	free(s);
 	assert_int_equal(paddock_result_to_json(NULL, &s, &err), -EINVAL);

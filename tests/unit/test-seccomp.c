@@ -56,7 +56,7 @@
 #ifndef SYS_openat2
 #define SYS_openat2 437
 #endif
-#define NETLINK_AUDIT 9
+#define NETLINK_AUDIT	9
 #define NETLINK_GENERIC 16
 
 /* A path below /dev/null can never exist: an unfiltered call fails with ENOTDIR. */
@@ -87,11 +87,11 @@ static void report_skip(int fd, const char *name)
 	(void)!write(fd, &rec, sizeof(rec));
 }
 
-#define PROBE(fd, name, want, expr)                                                        \
-	do {                                                                               \
-		errno = 0;                                                                 \
-		long _ret = (long)(expr);                                                  \
-		report((fd), (name), _ret, errno, (want));                                 \
+#define PROBE(fd, name, want, expr)                                                                \
+	do {                                                                                       \
+		errno = 0;                                                                         \
+		long _ret = (long)(expr);                                                          \
+		report((fd), (name), _ret, errno, (want));                                         \
 	} while (0)
 
 /* A raw clone() with no new stack: if it ever succeeds, the child leaves at once. */
@@ -206,14 +206,17 @@ static void probe_setid(int fd)
 	PROBE(fd, "fchmodat(02755)", EPERM, fchmodat(AT_FDCWD, NO_PATH, 02755, 0));
 	PROBE(fd, "fchmodat2(04755)", EPERM, syscall(SYS_fchmodat2, AT_FDCWD, NO_PATH, 04755, 0));
 	PROBE(fd, "creat(04755)", EPERM, creat(NO_PATH, 04755));
-	PROBE(fd, "open(O_CREAT, 04755)", EPERM, syscall(SYS_open, NO_PATH, O_CREAT | O_WRONLY, 04755));
-	PROBE(fd, "openat(O_CREAT, 02755)", EPERM, openat(AT_FDCWD, NO_PATH, O_CREAT | O_WRONLY, 02755));
+	PROBE(fd, "open(O_CREAT, 04755)", EPERM,
+	      syscall(SYS_open, NO_PATH, O_CREAT | O_WRONLY, 04755));
+	PROBE(fd, "openat(O_CREAT, 02755)", EPERM,
+	      openat(AT_FDCWD, NO_PATH, O_CREAT | O_WRONLY, 02755));
 	PROBE(fd, "openat(O_CREAT, 0644) reaches the kernel", ENOTDIR,
 	      openat(AT_FDCWD, NO_PATH, O_CREAT | O_WRONLY, 0644));
 	PROBE(fd, "mkdir(02755)", EPERM, mkdir(NO_PATH, 02755));
 	PROBE(fd, "mkdirat(04755)", EPERM, mkdirat(AT_FDCWD, NO_PATH, 04755));
 	PROBE(fd, "mknod(S_IFREG | 04755)", EPERM, mknod(NO_PATH, S_IFREG | 04755, 0));
-	PROBE(fd, "mknodat(S_IFREG | 02755)", EPERM, mknodat(AT_FDCWD, NO_PATH, S_IFREG | 02755, 0));
+	PROBE(fd, "mknodat(S_IFREG | 02755)", EPERM,
+	      mknodat(AT_FDCWD, NO_PATH, S_IFREG | 02755, 0));
 	/* unfiltered: EFAULT for the NULL struct open_how */
 	PROBE(fd, "openat2", ENOSYS, syscall(SYS_openat2, AT_FDCWD, NO_PATH, NULL, 24));
 }
@@ -224,19 +227,25 @@ static void probe_sockets(int fd)
 		const char *name;
 		int family;
 	} denied[] = {
-		{ "socket(AF_VSOCK)", AF_VSOCK },   { "socket(AF_PACKET)", AF_PACKET },
-		{ "socket(AF_ALG)", AF_ALG },	    { "socket(AF_KEY)", AF_KEY },
-		{ "socket(AF_TIPC)", AF_TIPC },	    { "socket(AF_RDS)", AF_RDS },
-		{ "socket(AF_BLUETOOTH)", AF_BLUETOOTH }, { "socket(AF_X25)", AF_X25 },
-		{ "socket(AF_CAN)", AF_CAN },	    { "socket(AF_XDP)", AF_XDP },
-		{ "socket(AF_UNSPEC)", AF_UNSPEC }, { "socket(AF_APPLETALK)", AF_APPLETALK },
+		{ "socket(AF_VSOCK)", AF_VSOCK },
+		{ "socket(AF_PACKET)", AF_PACKET },
+		{ "socket(AF_ALG)", AF_ALG },
+		{ "socket(AF_KEY)", AF_KEY },
+		{ "socket(AF_TIPC)", AF_TIPC },
+		{ "socket(AF_RDS)", AF_RDS },
+		{ "socket(AF_BLUETOOTH)", AF_BLUETOOTH },
+		{ "socket(AF_X25)", AF_X25 },
+		{ "socket(AF_CAN)", AF_CAN },
+		{ "socket(AF_XDP)", AF_XDP },
+		{ "socket(AF_UNSPEC)", AF_UNSPEC },
+		{ "socket(AF_APPLETALK)", AF_APPLETALK },
 		{ "socket(AF_MAX + 7)", AF_MAX + 7 },
 	};
 	struct rlimit cur;
 
 	for (size_t i = 0; i < ELEMENTSOF(denied); i++)
-		PROBE(fd, denied[i].name, EAFNOSUPPORT, try_socket((unsigned)denied[i].family,
-								   SOCK_STREAM, 0));
+		PROBE(fd, denied[i].name, EAFNOSUPPORT,
+		      try_socket((unsigned)denied[i].family, SOCK_STREAM, 0));
 	/* the kernel reads an int: the upper half must not hide a family */
 	PROBE(fd, "socket(AF_VSOCK | 1 << 32)", EAFNOSUPPORT,
 	      try_socket((unsigned long)AF_VSOCK | (1UL << 32), SOCK_STREAM, 0));
@@ -474,8 +483,8 @@ static void test_load_rejects_empty(void **state)
 }
 
 /* Whether the responder answered a call of that name (and architecture) with that errno. */
-static bool answered(const struct denial_record *recs, size_t n, const char *arch,
-		     const char *name, int error)
+static bool answered(const struct denial_record *recs, size_t n, const char *arch, const char *name,
+		     int error)
 {
 	for (size_t i = 0; i < n; i++) {
 		const char *a = pd_seccomp_arch_name(recs[i].arch, recs[i].nr);

@@ -26,10 +26,13 @@
 
 static void test_stand_in(void **state)
 {
-	const struct pd_secret shortv = { "S", (const uint8_t *)"Ab9-._~!\"\n\x01\xc3", 12,
-					  (const uint8_t *)"paddock_0123456789", 18, true, false };
-	const struct pd_secret shape = { "T", (const uint8_t *)"sk-abc", 6,
-					 (const uint8_t *)"sk_xyz", 6, true, false };
+	const struct pd_secret shortv = { "S",	(const uint8_t *)"Ab9-._~!\"\n\x01\xc3",
+					  12,	(const uint8_t *)"paddock_0123456789",
+					  18,	true,
+					  false };
+	const struct pd_secret shape = {
+		"T", (const uint8_t *)"sk-abc", 6, (const uint8_t *)"sk_xyz", 6, true, false
+	};
 	uint8_t out[32];
 
 	(void)state;
@@ -174,11 +177,9 @@ static void test_scrub_credential(void **state)
 
 	(void)state;
 	assert_non_null(s);
-	assert_int_equal(pd_scrub_add_credential(s, (const uint8_t *)val_b64, strlen(val_b64)),
-			 0);
+	assert_int_equal(pd_scrub_add_credential(s, (const uint8_t *)val_b64, strlen(val_b64)), 0);
 	/* again, and one with no value in it: nothing changes */
-	assert_int_equal(pd_scrub_add_credential(s, (const uint8_t *)val_b64, strlen(val_b64)),
-			 0);
+	assert_int_equal(pd_scrub_add_credential(s, (const uint8_t *)val_b64, strlen(val_b64)), 0);
 	assert_int_equal(pd_scrub_add_credential(s, (const uint8_t *)"dTpwYXNzd29yZA==", 16), 0);
 	(void)snprintf(in, sizeof(in), "{\"Authorization\": \"Basic %s\"}", val_b64);
 	(void)snprintf(expected, sizeof(expected), "{\"Authorization\": \"Basic %s\"}", ph_b64);
@@ -331,8 +332,7 @@ static void test_response_framing(void **state)
 		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
 		"1\r\n[\r\n11\r\n" GH_PH "\r\n1\r\n]\r\n0\r\n\r\n");
 	/* a body to the close: its end is the server's close */
-	rexpect("G", "HTTP/1.0 200 OK\r\n\r\n" GH_VALUE, true, 0,
-		"HTTP/1.0 200 OK\r\n\r\n" GH_PH);
+	rexpect("G", "HTTP/1.0 200 OK\r\n\r\n" GH_VALUE, true, 0, "HTTP/1.0 200 OK\r\n\r\n" GH_PH);
 	/* no body: HEAD, 204, 304; interim 100 before the final response */
 	rexpect("HGGG",
 		"HTTP/1.1 200 OK\r\nContent-Length: 99\r\nContent-Encoding: gzip\r\n\r\n"
@@ -363,7 +363,8 @@ static void test_response_refused(void **state)
 		{ "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 3\r\n\r\nabc",
 		  -EPROTO, false },
 		{ "HTTP/1.1 200 OK\r\nContent-Encoding: identity, br\r\n\r\n", -EPROTO, false },
-		{ "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n", -EPROTO, false },
+		{ "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n", -EPROTO,
+		  false },
 		{ "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n", -EPROTO, false },
 		{ "HTTP/1.1 200 OK\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
 		  -EPROTO, false },
@@ -463,7 +464,8 @@ static void test_response_long_chunk(void **state)
 	}
 	{
 		struct rres whole, split;
-		size_t cuts[] = { head + 3, head + 16383, head + 16385, head + 20000, head + n - 5 };
+		size_t cuts[] = { head + 3, head + 16383, head + 16385, head + 20000,
+				  head + n - 5 };
 
 		rrun("G", in, strlen(in), NULL, 0, false, &whole);
 		assert_int_equal(whole.r, 0);

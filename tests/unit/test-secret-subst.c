@@ -38,8 +38,8 @@ static void on_use(const struct pd_subst_use *use, const char *line, void *ud)
 	/* SECURITY: no value ever reaches the record */
 	assert_null(strstr(line, GH_VALUE));
 	assert_null(strstr(line, NPM_VALUE));
-	(void)snprintf(res->log + n, sizeof(res->log) - n, "%zu|%s|%s\n", use->secret,
-		       use->where, line);
+	(void)snprintf(res->log + n, sizeof(res->log) - n, "%zu|%s|%s\n", use->secret, use->where,
+		       line);
 }
 
 struct setup {
@@ -63,8 +63,7 @@ static void run(const struct setup *su, const char *in, size_t len, const size_t
 		size_t to = c < ncuts ? cuts[c] : len;
 		size_t secret = SIZE_MAX;
 		const char *why = NULL;
-		int r = pd_subst_feed(s, (const uint8_t *)in + from, to - from, out, &secret,
-				      &why);
+		int r = pd_subst_feed(s, (const uint8_t *)in + from, to - from, out, &secret, &why);
 
 		if (r < 0) {
 			assert_non_null(why);
@@ -119,8 +118,7 @@ static void check(const struct setup *su, const char *in, struct result *whole)
 	free(cuts);
 }
 
-static void expect(const struct setup *su, const char *in, int r, const char *out,
-		   const char *log)
+static void expect(const struct setup *su, const char *in, int r, const char *out, const char *log)
 {
 	struct result res;
 
@@ -175,10 +173,12 @@ static void test_basic_auth(void **state)
 	(void)state;
 	(void)snprintf(in, sizeof(in),
 		       "GET /o/r.git/info/refs HTTP/1.1\r\nHost: github.com\r\n"
-		       "authorization: bAsIc   %s\r\n\r\n", ph_b64);
+		       "authorization: bAsIc   %s\r\n\r\n",
+		       ph_b64);
 	(void)snprintf(out, sizeof(out),
 		       "GET /o/r.git/info/refs HTTP/1.1\r\nHost: github.com\r\n"
-		       "authorization: bAsIc %s\r\n\r\n", val_b64);
+		       "authorization: bAsIc %s\r\n\r\n",
+		       val_b64);
 	expect(&dflt, in, 0, out, "0|basic-auth|GET /o/r.git/info/refs HTTP/1.1\n");
 
 	(void)snprintf(in, sizeof(in), "GET / HTTP/1.1\r\nAuthorization: Basic %s\r\n\r\n",
@@ -189,8 +189,7 @@ static void test_basic_auth(void **state)
 	       "GET / HTTP/1.1\r\nAuthorization: Basic dTp4\r\n\r\n", "");
 	expect(&dflt, "GET / HTTP/1.1\r\nAuthorization: Basic dTp\r\n\r\n", -EPROTO, "", NULL);
 	expect(&dflt, "GET / HTTP/1.1\r\nAuthorization: Basic dTr=\r\n\r\n", -EPROTO, "", NULL);
-	expect(&dflt, "GET / HTTP/1.1\r\nAuthorization: Basic dT p4\r\n\r\n", -EPROTO, "",
-	       NULL);
+	expect(&dflt, "GET / HTTP/1.1\r\nAuthorization: Basic dT p4\r\n\r\n", -EPROTO, "", NULL);
 	expect(&dflt, "GET / HTTP/1.1\r\nAuthorization: Basic\r\n\r\n", -EPROTO, "", NULL);
 }
 
@@ -223,8 +222,7 @@ static void test_unbound_in_head(void **state)
 	/* in a header name, in the target, in a header that would be dropped: all refused */
 	expect(&dflt, "GET / HTTP/1.1\r\n" NPM_PH ": 1\r\n\r\n", -EPERM, "", "");
 	expect(&dflt, "GET /" NPM_PH " HTTP/1.1\r\n\r\n", -EPERM, "", "");
-	expect(&dflt, "GET / HTTP/1.1\r\nProxy-Authorization: " NPM_PH "\r\n\r\n", -EPERM, "",
-	       "");
+	expect(&dflt, "GET / HTTP/1.1\r\nProxy-Authorization: " NPM_PH "\r\n\r\n", -EPERM, "", "");
 }
 
 static void test_keepalive_length(void **state)
@@ -237,7 +235,8 @@ static void test_keepalive_length(void **state)
 	       "xyz",
 	       0,
 	       "POST /a HTTP/1.1\r\nContent-Length: 38\r\n\r\nGET /x HTTP/1.1\r\n" GH_PH "\r\n"
-	       "\r\nPUT /b?" GH_VALUE " HTTP/1.1\r\nContent-Length: 003\r\nContent-Length: 3\r\n\r\n"
+	       "\r\nPUT /b?" GH_VALUE
+	       " HTTP/1.1\r\nContent-Length: 003\r\nContent-Length: 3\r\n\r\n"
 	       "xyz",
 	       "0|request-line|PUT /b HTTP/1.1\n");
 }
@@ -269,13 +268,13 @@ static void test_in_body(void **state)
 	expect(&su,
 	       "POST /a HTTP/1.1\r\nContent-Length: 11\r\nExpect: 100-continue\r\n\r\n"
 	       "{\"t\":\"PH\"}\n",
-	       0,
-	       "POST /a HTTP/1.1\r\nContent-Length: 26\r\n\r\n{\"t\":\"" GH_VALUE "\"}\n",
+	       0, "POST /a HTTP/1.1\r\nContent-Length: 26\r\n\r\n{\"t\":\"" GH_VALUE "\"}\n",
 	       "0|body|POST /a HTTP/1.1\n");
 	/* chunked: dechunked, a placeholder across chunks found, trailers dropped */
 	expect(&su,
 	       "POST /b?q=1 HTTP/1.1\r\nX: PH\r\nTransfer-Encoding: chunked\r\n\r\n"
-	       "3\r\nab" "P\r\n2\r\nH.\r\n0\r\nT: 1\r\n\r\n"
+	       "3\r\nab"
+	       "P\r\n2\r\nH.\r\n0\r\nT: 1\r\n\r\n"
 	       "GET / HTTP/1.1\r\n\r\n",
 	       0,
 	       "POST /b?q=1 HTTP/1.1\r\nX: " GH_VALUE "\r\nContent-Length: 20\r\n\r\n"
@@ -306,9 +305,8 @@ static void test_too_big(void **state)
 	expect(&small_body, "POST / HTTP/1.1\r\nContent-Length: 4\r\n\r\nPHPH", 0,
 	       "POST / HTTP/1.1\r\nContent-Length: 2\r\n\r\nvv", "0|body|POST / HTTP/1.1\n");
 	expect(&small_body, "POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\n", -E2BIG, "", NULL);
-	expect(&small_body,
-	       "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n3\r\n", -E2BIG,
-	       "", NULL);
+	expect(&small_body, "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nab\r\n3\r\n",
+	       -E2BIG, "", NULL);
 	/* streamed bodies have no limit */
 	expect(&dflt, "POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\n12345", 0,
 	       "POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\n12345", "");
@@ -324,7 +322,8 @@ static void test_malformed(void **state)
 		"POST / HTTP/1.1\r\nContent-Length: +1\r\n\r\n",
 		"POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n",
 		"POST / HTTP/1.1\r\nTransfer-Encoding: chunked, chunked\r\n\r\n",
-		"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
+		"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: "
+		"chunked\r\n\r\n",
 		"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n",
 		"GET / HTTP/1.1\r\nX: a\r\n folded\r\n\r\n",
 		"GET / HTTP/1.1\r\nX : a\r\n\r\n",
@@ -339,8 +338,16 @@ static void test_malformed(void **state)
 
 	/* after a chunked head, which went out already */
 	static const char *const bad_chunk[] = {
-		"x\r\n", "\r\n", "-1\r\n", " 1\r\n", "1 x\r\n", "1;a\x01\r\n",
-		"10000000000000000\r\n", "1\r\nab\r\n", "1\rx\n", "0\r\nT: 1\rx",
+		"x\r\n",
+		"\r\n",
+		"-1\r\n",
+		" 1\r\n",
+		"1 x\r\n",
+		"1;a\x01\r\n",
+		"10000000000000000\r\n",
+		"1\r\nab\r\n",
+		"1\rx\n",
+		"0\r\nT: 1\rx",
 	};
 	const char *head = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
 	char in[256];
@@ -350,8 +357,11 @@ static void test_malformed(void **state)
 		expect(&dflt, bad[i], -EPROTO, "", "");
 	for (size_t i = 0; i < sizeof(bad_chunk) / sizeof(bad_chunk[0]); i++) {
 		(void)snprintf(in, sizeof(in), "%s%s", head, bad_chunk[i]);
-		expect(&dflt, in, -EPROTO, strncmp(bad_chunk[i], "1\r\n", 3) == 0 ?
-			"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na" : head, "");
+		expect(&dflt, in, -EPROTO,
+		       strncmp(bad_chunk[i], "1\r\n", 3) == 0
+			       ? "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na"
+			       : head,
+		       "");
 	}
 	/* a NUL: strlen would stop at it, so fed directly */
 	{
@@ -385,8 +395,7 @@ static void test_unbound_in_streamed_body(void **state)
 	       "");
 	/* a partial placeholder at the end of a body is flushed with it */
 	expect(&dflt, "POST /a HTTP/1.1\r\nContent-Length: 6\r\n\r\nabnpm_GET / HTTP/1.1\r\n\r\n",
-	       0, "POST /a HTTP/1.1\r\nContent-Length: 6\r\n\r\nabnpm_GET / HTTP/1.1\r\n\r\n",
-	       "");
+	       0, "POST /a HTTP/1.1\r\nContent-Length: 6\r\n\r\nabnpm_GET / HTTP/1.1\r\n\r\n", "");
 	/* a bound placeholder in a body without in_body passes unchanged */
 	expect(&dflt, "POST /a HTTP/1.1\r\nContent-Length: 17\r\n\r\n" GH_PH, 0,
 	       "POST /a HTTP/1.1\r\nContent-Length: 17\r\n\r\n" GH_PH, "");
@@ -404,9 +413,7 @@ static void test_different_lengths(void **state)
 
 	(void)state;
 	/* the longest placeholder wins where two match */
-	expect(&su,
-	       "POST /$L/$SHORTPH/$SHORT HTTP/1.1\r\nContent-Length: 8\r\n\r\n$L$SHORT",
-	       0,
+	expect(&su, "POST /$L/$SHORTPH/$SHORT HTTP/1.1\r\nContent-Length: 8\r\n\r\n$L$SHORT", 0,
 	       "POST /a-much-longer-real-value/s/p HTTP/1.1\r\nContent-Length: 30\r\n\r\n"
 	       "a-much-longer-real-value$SHORT",
 	       "0|request-line|POST /$L/$SHORTPH/$SHORT HTTP/1.1\n"

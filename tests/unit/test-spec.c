@@ -24,13 +24,13 @@
 
 PD_DEFINE_CLEANUP(paddock_spec, paddock_spec_free)
 
-#define FULL_JSON                                                                          \
-	"{\"hostname\": \"box-1\", \"rootfs\": \"/srv/images/debian\","                    \
-	" \"workspace\": \"/home/me/project\", \"cwd\": \"/workspace//src/\","             \
-	" \"env\": {\"LANG\": \"C.UTF-8\", \"PATH\": \"/usr/bin:/bin\", \"EMPTY\": \"\"}," \
-	" \"binds\": [{\"source\": \"/data\", \"target\": \"/mnt//data/\", \"readonly\": true}," \
-	" {\"source\": \"/opt/tools\"}],"                                                 \
-	" \"limits\": {\"timeout_s\": 2.5, \"disk\": \"1.5G\"},"                           \
+#define FULL_JSON                                                                                  \
+	"{\"hostname\": \"box-1\", \"rootfs\": \"/srv/images/debian\","                            \
+	" \"workspace\": \"/home/me/project\", \"cwd\": \"/workspace//src/\","                     \
+	" \"env\": {\"LANG\": \"C.UTF-8\", \"PATH\": \"/usr/bin:/bin\", \"EMPTY\": \"\"},"         \
+	" \"binds\": [{\"source\": \"/data\", \"target\": \"/mnt//data/\", \"readonly\": true},"   \
+	" {\"source\": \"/opt/tools\"}],"                                                          \
+	" \"limits\": {\"timeout_s\": 2.5, \"disk\": \"1.5G\"},"                                   \
 	" \"security\": {\"landlock\": \"required\"}, \"network\": {\"mode\": \"none\"}}"
 
 static paddock_spec *new_spec(void)
@@ -238,9 +238,9 @@ static void test_disk_to_json(void **state)
 		const char *in;
 		const char *out;
 	} cases[] = {
-		{ "\"1G\"", "\"1G\"" },		{ "\"1.5G\"", "\"1536M\"" },
-		{ "1099511627776", "\"1T\"" },	{ "1048577", "1048577" },
-		{ "\"1025K\"", "\"1025K\"" },	{ "\"2048K\"", "\"2M\"" },
+		{ "\"1G\"", "\"1G\"" },	       { "\"1.5G\"", "\"1536M\"" },
+		{ "1099511627776", "\"1T\"" }, { "1048577", "1048577" },
+		{ "\"1025K\"", "\"1025K\"" },  { "\"2048K\"", "\"2M\"" },
 		{ "\"1048577b\"", "1048577" },
 	};
 
@@ -283,8 +283,7 @@ struct bad_case {
 	const char *field;
 };
 
-static void assert_load_fails(paddock_spec *spec, const char *json, size_t len,
-			      const char *field)
+static void assert_load_fails(paddock_spec *spec, const char *json, size_t len, const char *field)
 {
 	_cleanup_free_ char *before = to_json(spec), *after = NULL;
 	paddock_error err = { 0 };
@@ -361,7 +360,8 @@ static void test_bad_json(void **state)
 		{ "{\"binds\": [\"/a\"]}", "binds[0]" },
 		{ "{\"binds\": [{\"source\": 1}]}", "binds[0].source" },
 		{ "{\"binds\": [{\"source\": \"/a\", \"target\": null}]}", "binds[0].target" },
-		{ "{\"binds\": [{\"source\": \"/a\", \"readonly\": \"yes\"}]}", "binds[0].readonly" },
+		{ "{\"binds\": [{\"source\": \"/a\", \"readonly\": \"yes\"}]}",
+		  "binds[0].readonly" },
 		{ "{\"binds\": [{\"source\": \"/a\", \"readonly\": 1}]}", "binds[0].readonly" },
 		{ "{\"limits\": []}", "limits" },
 		{ "{\"limits\": {\"timeout_s\": \"10\"}}", "limits.timeout_s" },
@@ -398,15 +398,20 @@ static void test_bad_json(void **state)
 		{ "{\"binds\": [{\"source\": \"data\"}]}", "binds[0].source" },
 		{ "{\"binds\": [{\"source\": \"/a/..\"}]}", "binds[0].source" },
 		{ "{\"binds\": [{\"source\": \"/a\", \"target\": \"/proc\"}]}", "binds[0].target" },
-		{ "{\"binds\": [{\"source\": \"/a\", \"target\": \"/proc/sys\"}]}", "binds[0].target" },
-		{ "{\"binds\": [{\"source\": \"/a\", \"target\": \"//proc/\"}]}", "binds[0].target" },
+		{ "{\"binds\": [{\"source\": \"/a\", \"target\": \"/proc/sys\"}]}",
+		  "binds[0].target" },
+		{ "{\"binds\": [{\"source\": \"/a\", \"target\": \"//proc/\"}]}",
+		  "binds[0].target" },
 		{ "{\"binds\": [{\"source\": \"/a\", \"target\": \"/dev\"}]}", "binds[0].target" },
-		{ "{\"binds\": [{\"source\": \"/a\", \"target\": \"/dev/shm\"}]}", "binds[0].target" },
-		{ "{\"binds\": [{\"source\": \"/a\", \"target\": \"/sys/fs\"}]}", "binds[0].target" },
+		{ "{\"binds\": [{\"source\": \"/a\", \"target\": \"/dev/shm\"}]}",
+		  "binds[0].target" },
+		{ "{\"binds\": [{\"source\": \"/a\", \"target\": \"/sys/fs\"}]}",
+		  "binds[0].target" },
 		{ "{\"binds\": [{\"source\": \"/a\", \"target\": \"/\"}]}", "binds[0].target" },
 		{ "{\"binds\": [{\"source\": \"/a\", \"target\": \"///\"}]}", "binds[0].target" },
 		{ "{\"binds\": [{\"source\": \"/a\", \"target\": \"x\"}]}", "binds[0].target" },
-		{ "{\"binds\": [{\"source\": \"/a\", \"target\": \"/x/../proc\"}]}", "binds[0].target" },
+		{ "{\"binds\": [{\"source\": \"/a\", \"target\": \"/x/../proc\"}]}",
+		  "binds[0].target" },
 		{ "{\"binds\": [{\"source\": \"/proc\"}]}", "binds[0].target" },
 		{ "{\"binds\": [{\"source\": \"/a\"}, {\"source\": \"/b\", \"target\": \"/dev\"}]}",
 		  "binds[1].target" },
@@ -457,7 +462,8 @@ static void test_bad_json_messages(void **state)
 	} cases[] = {
 		{ "{\"hostname\": }", "line 1, column 14" },
 		{ "{\n\"a\": 1,\n\"a\": 2}", "line 3" },
-		{ "{\"network\": {\"mode\": \"host\"}}", "expected one of 'none', 'allowlist', 'open', got 'host'" },
+		{ "{\"network\": {\"mode\": \"host\"}}",
+		  "expected one of 'none', 'allowlist', 'open', got 'host'" },
 		{ "{\"security\": {\"landlock\": \"x\"}}", "'auto', 'required'" },
 		{ "{\"limits\": {\"bogus\": 1}}", "unknown field 'bogus'" },
 		{ "{\"limits\": {\"bogus\": 1}}", "'timeout_s', 'disk'" },
@@ -475,9 +481,9 @@ static void test_bad_json_messages(void **state)
 		_cleanup_(paddock_spec_freep) paddock_spec *spec = new_spec();
 		paddock_error err = { 0 };
 
-		assert_int_equal(paddock_spec_load_json(spec, cases[i].json, strlen(cases[i].json),
-							&err),
-				 -EINVAL);
+		assert_int_equal(
+			paddock_spec_load_json(spec, cases[i].json, strlen(cases[i].json), &err),
+			-EINVAL);
 		if (!strstr(err.msg, cases[i].needle))
 			print_error("message '%s' lacks '%s'\n", err.msg, cases[i].needle);
 		assert_non_null(strstr(err.msg, cases[i].needle));
@@ -503,14 +509,14 @@ static char *repeat_json(const char *head, const char *pre, const char *post, si
 static void test_limits_json(void **state)
 {
 	_cleanup_(paddock_spec_freep) paddock_spec *spec = full_spec();
-	_cleanup_free_ char *binds_ok = NULL, *binds_bad = NULL, *env_ok = NULL,
-			    *env_bad = NULL, *env_big = NULL, *deep = NULL, *huge = NULL;
+	_cleanup_free_ char *binds_ok = NULL, *binds_bad = NULL, *env_ok = NULL, *env_bad = NULL,
+			    *env_big = NULL, *deep = NULL, *huge = NULL;
 
 	(void)state;
-	binds_ok = repeat_json("{\"binds\": [", "{\"source\": \"/b", "\"}", PD_SPEC_MAX_BINDS,
-			       "]}");
-	binds_bad = repeat_json("{\"binds\": [", "{\"source\": \"/b", "\"}",
-				PD_SPEC_MAX_BINDS + 1, "]}");
+	binds_ok =
+		repeat_json("{\"binds\": [", "{\"source\": \"/b", "\"}", PD_SPEC_MAX_BINDS, "]}");
+	binds_bad = repeat_json("{\"binds\": [", "{\"source\": \"/b", "\"}", PD_SPEC_MAX_BINDS + 1,
+				"]}");
 	env_ok = repeat_json("{\"env\": {", "\"V", "\": \"x\"", PD_SPEC_MAX_ENV, "}}");
 	env_bad = repeat_json("{\"env\": {", "\"V", "\": \"x\"", PD_SPEC_MAX_ENV + 1, "}}");
 
@@ -858,9 +864,16 @@ static void test_network(void **state)
 	free(json);
 
 	/* a JSON array replaces the rules; a bad rule leaves the spec as it was */
-	assert_int_not_equal(paddock_spec_load_json(spec, "{\"network\": {\"allow\": [\"a.org\", \"-x\"]}}", strlen("{\"network\": {\"allow\": [\"a.org\", \"-x\"]}}"), &err), 0);
+	assert_int_not_equal(
+		paddock_spec_load_json(spec, "{\"network\": {\"allow\": [\"a.org\", \"-x\"]}}",
+				       strlen("{\"network\": {\"allow\": [\"a.org\", \"-x\"]}}"),
+				       &err),
+		0);
 	assert_int_equal(spec->network.n_allow, 3);
-	assert_int_equal(paddock_spec_load_json(spec, "{\"network\": {\"allow\": [\"a.org\"]}}", strlen("{\"network\": {\"allow\": [\"a.org\"]}}"), &err), 0);
+	assert_int_equal(paddock_spec_load_json(spec, "{\"network\": {\"allow\": [\"a.org\"]}}",
+						strlen("{\"network\": {\"allow\": [\"a.org\"]}}"),
+						&err),
+			 0);
 	assert_int_equal(spec->network.n_allow, 1);
 
 	/* rules under mode none would do nothing: refused, naming the field */
@@ -910,7 +923,8 @@ static void test_network_ask(void **state)
 	assert_string_equal(err.field, "network.ask_max_pending");
 	assert_int_not_equal(paddock_spec_set(spec, "network.ask_max_pending", "0", &err), 0);
 	assert_int_not_equal(paddock_spec_load_json(spec, "{\"network\": {\"unlisted\": 1}}",
-						    strlen("{\"network\": {\"unlisted\": 1}}"), &err),
+						    strlen("{\"network\": {\"unlisted\": 1}}"),
+						    &err),
 			     0);
 	assert_string_equal(err.field, "network.unlisted");
 	assert_true(spec->network.ask_timeout_s == 10);
@@ -974,14 +988,21 @@ static void test_secrets(void **state)
 	} badj[] = {
 		{ "{\"secrets\": {}}", "secrets" },
 		{ "{\"secrets\": [{\"name\": \"A\", \"hosts\": [\"a.test\"]}]}", "secrets[0]" },
-		{ "{\"secrets\": [{\"name\": \"A\", \"value\": \"v\", \"source\": \"env:A\", \"hosts\": [\"a.test\"]}]}", "secrets[0]" },
-		{ "{\"secrets\": [{\"name\": \"A\", \"value\": \"v\", \"hosts\": []}]}", "secrets[0].hosts" },
-		{ "{\"secrets\": [{\"name\": \"A\", \"value\": \"\", \"hosts\": [\"a.test\"]}]}", "secrets[0].value" },
-		{ "{\"secrets\": [{\"name\": \"A\", \"value\": \"v\", \"hosts\": [\"a.test\"], \"colour\": 1}]}", "secrets[0].colour" },
+		{ "{\"secrets\": [{\"name\": \"A\", \"value\": \"v\", \"source\": \"env:A\", "
+		  "\"hosts\": [\"a.test\"]}]}",
+		  "secrets[0]" },
+		{ "{\"secrets\": [{\"name\": \"A\", \"value\": \"v\", \"hosts\": []}]}",
+		  "secrets[0].hosts" },
+		{ "{\"secrets\": [{\"name\": \"A\", \"value\": \"\", \"hosts\": [\"a.test\"]}]}",
+		  "secrets[0].value" },
+		{ "{\"secrets\": [{\"name\": \"A\", \"value\": \"v\", \"hosts\": [\"a.test\"], "
+		  "\"colour\": 1}]}",
+		  "secrets[0].colour" },
 	};
 	for (size_t i = 0; i < sizeof(badj) / sizeof(badj[0]); i++) {
-		assert_int_equal(paddock_spec_load_json(spec, badj[i].json, strlen(badj[i].json), &err),
-				 -EINVAL);
+		assert_int_equal(
+			paddock_spec_load_json(spec, badj[i].json, strlen(badj[i].json), &err),
+			-EINVAL);
 		assert_string_equal(err.field, badj[i].field);
 	}
 	assert_int_equal(spec->n_secrets, 4); /* a refused document changed nothing */
@@ -1106,27 +1127,13 @@ static void test_parse_seconds(void **state)
 		int r;
 		double v;
 	} cases[] = {
-		{ "2", 0, 2.0 },
-		{ "0.5", 0, 0.5 },
-		{ "86400", 0, 86400.0 },
-		{ "2.50", 0, 2.5 },
-		{ "007", 0, 7.0 },
-		{ "0.001", 0, 0.001 },
-		{ "", -EINVAL, 0 },
-		{ "abc", -EINVAL, 0 },
-		{ "-1", -EINVAL, 0 },
-		{ "+1", -EINVAL, 0 },
-		{ "0", -EINVAL, 0 },
-		{ "0.0", -EINVAL, 0 },
-		{ "inf", -EINVAL, 0 },
-		{ "nan", -EINVAL, 0 },
-		{ "1s", -EINVAL, 0 },
-		{ "1e3", -EINVAL, 0 },
-		{ "0x10", -EINVAL, 0 },
-		{ ".5", -EINVAL, 0 },
-		{ "1.", -EINVAL, 0 },
-		{ " 1", -EINVAL, 0 },
-		{ "1,5", -EINVAL, 0 },
+		{ "2", 0, 2.0 },       { "0.5", 0, 0.5 },      { "86400", 0, 86400.0 },
+		{ "2.50", 0, 2.5 },    { "007", 0, 7.0 },      { "0.001", 0, 0.001 },
+		{ "", -EINVAL, 0 },    { "abc", -EINVAL, 0 },  { "-1", -EINVAL, 0 },
+		{ "+1", -EINVAL, 0 },  { "0", -EINVAL, 0 },    { "0.0", -EINVAL, 0 },
+		{ "inf", -EINVAL, 0 }, { "nan", -EINVAL, 0 },  { "1s", -EINVAL, 0 },
+		{ "1e3", -EINVAL, 0 }, { "0x10", -EINVAL, 0 }, { ".5", -EINVAL, 0 },
+		{ "1.", -EINVAL, 0 },  { " 1", -EINVAL, 0 },   { "1,5", -EINVAL, 0 },
 	};
 
 	(void)state;
@@ -1254,12 +1261,10 @@ static void test_secret_value_by_name(void **state)
 
 	(void)state;
 	assert_int_equal(paddock_spec_new(&spec, &err), 0);
-	assert_int_equal(paddock_spec_set(spec, "secrets", "TOKEN=env:PD_TEST_TOKEN@api.example",
-					  &err),
-			 0);
-	assert_int_equal(paddock_spec_set(spec, "secrets", "OTHER=env:PD_TEST_EMPTY@x.example",
-					  &err),
-			 0);
+	assert_int_equal(
+		paddock_spec_set(spec, "secrets", "TOKEN=env:PD_TEST_TOKEN@api.example", &err), 0);
+	assert_int_equal(
+		paddock_spec_set(spec, "secrets", "OTHER=env:PD_TEST_EMPTY@x.example", &err), 0);
 	setenv("PD_TEST_TOKEN", "s3cret", 1);
 	assert_int_equal(paddock_spec_secret_value(spec, "TOKEN", &v, &n, &err), 0);
 	assert_int_equal(n, 6);
@@ -1279,34 +1284,20 @@ static void test_secret_value_by_name(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_defaults),
-		cmocka_unit_test(test_defaults_json),
-		cmocka_unit_test(test_limits),
-		cmocka_unit_test(test_full_json),
-		cmocka_unit_test(test_partial_load),
-		cmocka_unit_test(test_round_trip),
-		cmocka_unit_test(test_disk_to_json),
-		cmocka_unit_test(test_dup),
-		cmocka_unit_test(test_bad_json),
-		cmocka_unit_test(test_bad_json_messages),
-		cmocka_unit_test(test_limits_json),
-		cmocka_unit_test(test_set),
-		cmocka_unit_test(test_network),
-		cmocka_unit_test(test_network_ask),
-		cmocka_unit_test(test_secrets),
-		cmocka_unit_test(test_set_env),
-		cmocka_unit_test(test_set_env_limits),
-		cmocka_unit_test(test_set_binds),
-		cmocka_unit_test(test_set_errors),
-		cmocka_unit_test(test_set_binds_limit),
-		cmocka_unit_test(test_validate),
-		cmocka_unit_test(test_null_args),
-		cmocka_unit_test(test_enums),
-		cmocka_unit_test(test_parse_size),
-		cmocka_unit_test(test_parse_seconds),
-		cmocka_unit_test(test_parse_seconds_huge),
-		cmocka_unit_test(test_template),
-		cmocka_unit_test(test_secret_value_by_name),
+		cmocka_unit_test(test_defaults),       cmocka_unit_test(test_defaults_json),
+		cmocka_unit_test(test_limits),	       cmocka_unit_test(test_full_json),
+		cmocka_unit_test(test_partial_load),   cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_disk_to_json),   cmocka_unit_test(test_dup),
+		cmocka_unit_test(test_bad_json),       cmocka_unit_test(test_bad_json_messages),
+		cmocka_unit_test(test_limits_json),    cmocka_unit_test(test_set),
+		cmocka_unit_test(test_network),	       cmocka_unit_test(test_network_ask),
+		cmocka_unit_test(test_secrets),	       cmocka_unit_test(test_set_env),
+		cmocka_unit_test(test_set_env_limits), cmocka_unit_test(test_set_binds),
+		cmocka_unit_test(test_set_errors),     cmocka_unit_test(test_set_binds_limit),
+		cmocka_unit_test(test_validate),       cmocka_unit_test(test_null_args),
+		cmocka_unit_test(test_enums),	       cmocka_unit_test(test_parse_size),
+		cmocka_unit_test(test_parse_seconds),  cmocka_unit_test(test_parse_seconds_huge),
+		cmocka_unit_test(test_template),       cmocka_unit_test(test_secret_value_by_name),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -336,7 +336,7 @@ static void test_bad_arguments(void **state)
 	assert_int_equal(paddock_store_open(NULL, &none, &err), -EINVAL);
 	assert_int_equal(paddock_store_open("", &none, &err), -EINVAL);
 	assert_null(none);
-	const struct paddock_store_sandbox no_spec = {.id = "x", .tenant = "t", .state = "s"};
+	const struct paddock_store_sandbox no_spec = { .id = "x", .tenant = "t", .state = "s" };
 	assert_int_equal(paddock_store_put_sandbox(st, &no_spec, &err), -EINVAL);
 	assert_int_equal(err.code, EINVAL);
 	assert_int_equal(paddock_store_put_sandbox(st, NULL, &err), -EINVAL);
@@ -1059,7 +1059,8 @@ static void test_max_exec_id(void **state)
 	put_sandbox(st, "sb_2", 2);
 	for (uint64_t id = 3; id <= 7; id += 4) {
 		const struct paddock_store_exec ex = { .sandbox_id = id == 3 ? "sb_1" : "sb_2",
-						       .exec_id = id, .argv_json = "[]" };
+						       .exec_id = id,
+						       .argv_json = "[]" };
 		CHECK(paddock_store_put_exec(st, &ex, &err), err);
 	}
 	CHECK(paddock_store_max_exec_id(st, &max, &err), err);
@@ -1092,8 +1093,10 @@ static void test_idempotency(void **state)
 	paddock_store *st = open_store(fx);
 	paddock_error err = { 0 };
 	struct key_row row = { 0 };
-	struct paddock_store_idempotency k = { .tenant = "alice", .key = "k1",
-					       .sandbox_id = "sb_1", .fingerprint = "f1",
+	struct paddock_store_idempotency k = { .tenant = "alice",
+					       .key = "k1",
+					       .sandbox_id = "sb_1",
+					       .fingerprint = "f1",
 					       .created_ms = 1000 };
 
 	assert_int_equal(paddock_store_get_idempotency(st, "alice", "k1", collect_key, &row, &err),
@@ -1148,8 +1151,9 @@ static void test_templates(void **state)
 	paddock_store *st = open_store(fx);
 	paddock_error err = { 0 };
 	struct template_rows rows = { 0 };
-	struct paddock_store_template t = { .tenant = "alice", .name = "py",
-					    .spec_json = "{\"cwd\":\"/a\"}", .created_ms = 1 };
+	struct paddock_store_template t = {
+		.tenant = "alice", .name = "py", .spec_json = "{\"cwd\":\"/a\"}", .created_ms = 1
+	};
 
 	CHECK(paddock_store_put_template(st, &t, &err), err);
 	t.name = "base";
@@ -1159,21 +1163,18 @@ static void test_templates(void **state)
 	CHECK(paddock_store_put_template(st, &t, &err), err);
 	t.tenant = "bob";
 	CHECK(paddock_store_put_template(st, &t, &err), err);
-	assert_int_equal(paddock_store_list_templates(st, "alice", NULL, collect_template, &rows,
-						      &err),
-			 2);
+	assert_int_equal(
+		paddock_store_list_templates(st, "alice", NULL, collect_template, &rows, &err), 2);
 	assert_string_equal(rows.names[0], "base");
 	assert_string_equal(rows.spec[0], "{\"cwd\":\"/b\"}");
 	assert_string_equal(rows.names[1], "py");
 	/* one by name, and each tenant's own */
 	rows.n = 0;
-	assert_int_equal(paddock_store_list_templates(st, "alice", "py", collect_template, &rows,
-						      &err),
-			 1);
+	assert_int_equal(
+		paddock_store_list_templates(st, "alice", "py", collect_template, &rows, &err), 1);
 	assert_string_equal(rows.spec[0], "{\"cwd\":\"/a\"}");
-	assert_int_equal(paddock_store_list_templates(st, "carol", NULL, collect_template, &rows,
-						      &err),
-			 0);
+	assert_int_equal(
+		paddock_store_list_templates(st, "carol", NULL, collect_template, &rows, &err), 0);
 	CHECK(paddock_store_delete_template(st, "alice", "py", &err), err);
 	assert_int_equal(paddock_store_delete_template(st, "alice", "py", &err), -ENOENT);
 	assert_string_equal(err.field, "name");
@@ -1181,9 +1182,8 @@ static void test_templates(void **state)
 	paddock_store_free(st);
 	st = open_store(fx);
 	rows.n = 0;
-	assert_int_equal(paddock_store_list_templates(st, "bob", "base", collect_template, &rows,
-						      &err),
-			 1);
+	assert_int_equal(
+		paddock_store_list_templates(st, "bob", "base", collect_template, &rows, &err), 1);
 	t.spec_json = NULL;
 	assert_int_equal(paddock_store_put_template(st, &t, &err), -EINVAL);
 	paddock_store_free(st);
@@ -1203,7 +1203,8 @@ static void test_check(void **state)
 
 		snprintf(id, sizeof(id), "sb_%d", i);
 		put_sandbox(st, id, i);
-		add_event(st, id, "{\"pad\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}");
+		add_event(st, id,
+			  "{\"pad\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}");
 	}
 	CHECK(paddock_store_check(st, &err), err);
 	paddock_store_free(st);

@@ -550,7 +550,9 @@ static void run(struct pd_ca *up_ca, const char *up_name, struct pd_ca *trusted_
 	u->lev = event_new(base, u->lfd, EV_READ | EV_PERSIST, up_accept, u);
 	event_add(u->lev, NULL);
 
-	*p = (struct proxy){ .base = base, .upstream_port = up_port, .upstream_name = "api.test",
+	*p = (struct proxy){ .base = base,
+			     .upstream_port = up_port,
+			     .upstream_name = "api.test",
 			     .answer_failures = p->answer_failures };
 	p->server_ctx = pd_ca_server_ctx(sandbox_ca, "api.test", &err);
 	assert_non_null(p->server_ctx);
@@ -696,7 +698,7 @@ static void test_untrusted_upstream(void **state)
 	if (!strstr(p.reason, "certificate"))
 		fail_msg("reason: %s", p.reason);
 	assert_int_equal(c.resp_len, 0);
-	assert_int_equal(u.req_len, 0); /* nothing the client sent reached the server */
+	assert_int_equal(u.req_len, 0);	    /* nothing the client sent reached the server */
 	assert_int_equal(p.from_client, 0); /* nor even the transform */
 	pd_ca_free(up_ca);
 	pd_ca_free(other_ca);
@@ -801,9 +803,9 @@ static void test_free_early(void **state)
 	tcp_pair(cpair);
 	tcp_pair(upair);
 	SSL *ussl = pd_tls_client_ssl(uctx, "api.test", &err);
-	assert_int_equal(pd_mitm_start(base, pd_ca_server_ctx(ca, "api.test", &err), ussl,
-				       cpair[0], upair[0], (const uint8_t *)"\x16\x03\x01", 3,
-				       &test_ops, &p, &m, &err),
+	assert_int_equal(pd_mitm_start(base, pd_ca_server_ctx(ca, "api.test", &err), ussl, cpair[0],
+				       upair[0], (const uint8_t *)"\x16\x03\x01", 3, &test_ops, &p,
+				       &m, &err),
 			 0);
 	event_base_loop(base, EVLOOP_NONBLOCK);
 	pd_mitm_free(m);
@@ -819,8 +821,8 @@ static void test_free_early(void **state)
 	SSL_set_verify(lax, SSL_VERIFY_NONE, NULL);
 	tcp_pair(cpair);
 	tcp_pair(upair);
-	assert_int_equal(pd_mitm_start(base, pd_ca_server_ctx(ca, "api.test", &err), lax,
-				       cpair[0], upair[0], NULL, 0, &test_ops, &p, &m, &err),
+	assert_int_equal(pd_mitm_start(base, pd_ca_server_ctx(ca, "api.test", &err), lax, cpair[0],
+				       upair[0], NULL, 0, &test_ops, &p, &m, &err),
 			 -EINVAL);
 	assert_int_equal(read_to_eof(cpair[1]), 0);
 	assert_int_equal(read_to_eof(upair[1]), 0);

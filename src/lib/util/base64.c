@@ -6,8 +6,7 @@
 #include "paddock/paddock.h"
 #include "util/base64.h"
 
-static const char alphabet[] =
-	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+static const char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 char *pd_base64_encode(const void *data, size_t len)
 {

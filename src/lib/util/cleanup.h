@@ -16,23 +16,23 @@
 
 #define _cleanup_(fn) __attribute__((cleanup(fn)))
 
-#define TAKE_PTR(p)                                                                        \
-	({                                                                                 \
-		__typeof__(p) _p = (p);                                                    \
-		(p) = NULL;                                                                \
-		_p;                                                                        \
+#define TAKE_PTR(p)                                                                                \
+	({                                                                                         \
+		__typeof__(p) _p = (p);                                                            \
+		(p) = NULL;                                                                        \
+		_p;                                                                                \
 	})
 
-#define TAKE_FD(fd)                                                                        \
-	({                                                                                 \
-		int _fd = (fd);                                                            \
-		(fd) = -EBADF;                                                             \
-		_fd;                                                                       \
+#define TAKE_FD(fd)                                                                                \
+	({                                                                                         \
+		int _fd = (fd);                                                                    \
+		(fd) = -EBADF;                                                                     \
+		_fd;                                                                               \
 	})
 
 #define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
 #define STRINGIFY_(x) #x
-#define STRINGIFY(x) STRINGIFY_(x)
+#define STRINGIFY(x)  STRINGIFY_(x)
 
 static inline void pd_freep(void *p)
 {
@@ -85,9 +85,9 @@ static inline void pd_pidfd_killp(int *pidfd)
 }
 #define _cleanup_pidfd_ _cleanup_(pd_pidfd_killp)
 
-#define PD_DEFINE_CLEANUP(type, fn)                                                        \
-	static inline void fn##p(type **p)                                                 \
-	{                                                                                  \
-		if (*p)                                                                    \
-			fn(*p);                                                            \
+#define PD_DEFINE_CLEANUP(type, fn)                                                                \
+	static inline void fn##p(type **p)                                                         \
+	{                                                                                          \
+		if (*p)                                                                            \
+			fn(*p);                                                                    \
 	}

@@ -21,8 +21,8 @@ static inline int open_tree(int dfd, const char *path, unsigned int flags)
 	return (int)syscall(SYS_open_tree, dfd, path, flags);
 }
 
-static inline int move_mount(int from_dfd, const char *from_path, int to_dfd,
-			     const char *to_path, unsigned int flags)
+static inline int move_mount(int from_dfd, const char *from_path, int to_dfd, const char *to_path,
+			     unsigned int flags)
 {
 	return (int)syscall(SYS_move_mount, from_dfd, from_path, to_dfd, to_path, flags);
 }
