@@ -42,7 +42,7 @@ static void usage(FILE *f)
 		   "                [--event-log-max SIZE] [--event-log-keep N]\n"
 		   "                [--stream-backlog-max SIZE]\n"
 		   "                [--max-connections N] [--max-connections-per-peer N]\n"
-		   "                [--max-templates N]\n"
+		   "                [--max-sandboxes N] [--max-templates N]\n"
 		   "                [--header-timeout SECONDS] [--image-store DIR]\n"
 		   "                [--e2b ADDR:PORT [--e2b-domain NAME] [--e2b-templates FILE]]\n"
 		   "Serves the paddock HTTP API (docs/api.md).\n");
@@ -182,21 +182,19 @@ static int parse_http_limit(struct daemon *d, int which, const char *s)
 	return 0;
 }
 
-/* --max-templates: a tenant's own templates at most */
-#define MAX_TEMPLATES_MAX (1 << 20)
-static int parse_max_templates(struct daemon *d, const char *s)
+/* --max-templates, --max-sandboxes: what a tenant may have at most */
+#define MAX_PER_TENANT_MAX (1 << 20)
+static int parse_per_tenant(const char *opt, const char *s, unsigned *ret)
 {
 	char *end = NULL;
 	long v = strtol(s, &end, 10);
 
-	if (!*s || *end || v < 1 || v > MAX_TEMPLATES_MAX) {
-		fprintf(stderr,
-			"paddockd: --max-templates: expected a number from 1 to %d, got "
-			"'%s'\n",
-			MAX_TEMPLATES_MAX, s);
+	if (!*s || *end || v < 1 || v > MAX_PER_TENANT_MAX) {
+		fprintf(stderr, "paddockd: --%s: expected a number from 1 to %d, got '%s'\n", opt,
+			MAX_PER_TENANT_MAX, s);
 		return -1;
 	}
-	d->max_templates = (unsigned)v;
+	*ret = (unsigned)v;
 	return 0;
 }
 
@@ -283,8 +281,12 @@ static int load_config(struct daemon *d, const char *path, const char **listen_a
 				return -1;
 			}
 		} else if (strcmp(k, "max_templates") == 0 && json_is_integer(v) &&
-			   json_integer_value(v) >= 1 && json_integer_value(v) <= MAX_TEMPLATES_MAX)
+			   json_integer_value(v) >= 1 &&
+			   json_integer_value(v) <= MAX_PER_TENANT_MAX)
 			d->max_templates = (unsigned)json_integer_value(v);
+		else if (strcmp(k, "max_sandboxes") == 0 && json_is_integer(v) &&
+			 json_integer_value(v) >= 1 && json_integer_value(v) <= MAX_PER_TENANT_MAX)
+			d->max_sandboxes = (unsigned)json_integer_value(v);
 		else if (strcmp(k, "event_log_keep") == 0 && json_is_integer(v) &&
 			 json_integer_value(v) >= 0 && json_integer_value(v) <= 100)
 			d->event_log_keep = (unsigned)json_integer_value(v);
@@ -626,7 +628,9 @@ static int parse_option(struct daemon *d, struct options *o, int c, const char *
 	case 'K':
 		return parse_log_keep(d, arg);
 	case 'm':
-		return parse_max_templates(d, arg);
+		return parse_per_tenant("max-templates", arg, &d->max_templates);
+	case 'n':
+		return parse_per_tenant("max-sandboxes", arg, &d->max_sandboxes);
 	default:
 		usage(stderr);
 		return -1;
@@ -664,6 +668,7 @@ static int parse_options(struct daemon *d, struct options *o, int argc, char **a
 		{ "image-store", required_argument, NULL, 'I' },
 		{ "stream-backlog-max", required_argument, NULL, 'B' },
 		{ "max-templates", required_argument, NULL, 'm' },
+		{ "max-sandboxes", required_argument, NULL, 'n' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -838,6 +843,7 @@ int main(int argc, char **argv)
 			    .orphan_timeout_s = 3600,
 			    .max_net = 2,
 			    .max_templates = SVC_MAX_TEMPLATES,
+			    .max_sandboxes = SVC_MAX_SANDBOXES,
 			    .event_log_fd = -1,
 			    .state_fd = -1,
 			    .stream_behind_max = PDD_STREAM_BEHIND_MAX,

@@ -421,6 +421,7 @@ int svc_create_parse(struct daemon *d, const char *tenant, json_t *body, paddock
 {
 	paddock_spec *spec = NULL;
 	json_t *specj = json_deep_copy(body), *meta = json_object_get(body, "metadata");
+	unsigned max_sandboxes = d->max_sandboxes ? d->max_sandboxes : SVC_MAX_SANDBOXES;
 	char *s;
 	int r;
 
@@ -446,9 +447,12 @@ int svc_create_parse(struct daemon *d, const char *tenant, json_t *body, paddock
 		r = check_secret_sources(tenant, specj, err);
 	if (r >= 0)
 		r = svc_stop_check_image(specj, err);
-	if (r >= 0 && tenant_count(d, tenant) >= SVC_MAX_SANDBOXES)
-		r = paddock_fail(err, EAGAIN, "tenant '%s' has %u sandboxes, the most allowed",
-				 tenant, SVC_MAX_SANDBOXES);
+	if (r >= 0 && tenant_count(d, tenant) >= max_sandboxes)
+		r = paddock_fail_field(
+			err, EAGAIN, "max_sandboxes",
+			"tenant '%s' has %u sandboxes, the most allowed (max_sandboxes "
+			"%u): delete one first",
+			tenant, max_sandboxes, max_sandboxes);
 	s = r >= 0 ? json_dumps(specj, JSON_COMPACT) : NULL;
 	json_decref(specj);
 	if (r < 0)

@@ -72,7 +72,7 @@ struct svc_hooks {
 #define SVC_MAX_TAG	   64
 #define SVC_DEFAULT_TTL_S  1800
 #define E2B_MAX_TTL_S	   86400
-#define SVC_MAX_SANDBOXES  1024	       /* per tenant */
+#define SVC_MAX_SANDBOXES  1024	       /* per tenant, by default (--max-sandboxes) */
 #define SVC_MAX_TEMPLATES  1024	       /* per tenant, by default (--max-templates) */
 #define SVC_MAX_PROCS	   256	       /* tracked processes per sandbox */
 #define SVC_MAX_IDEM_KEY   255	       /* bytes of an Idempotency-Key */
@@ -198,6 +198,7 @@ struct daemon {
 	bool destroy_on_exit;
 	int max_net; /* the widest network.mode a client may ask for: 0 none, 1 allowlist, 2 open */
 	unsigned max_templates; /* a tenant's own templates at most (api-templates.c) */
+	unsigned max_sandboxes; /* a tenant's sandboxes at most (0: SVC_MAX_SANDBOXES) */
 	bool stopping;
 	int state_fd; /* the state directory, for the event log's files */
 	int event_log_fd;

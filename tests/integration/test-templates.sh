@@ -3,7 +3,7 @@
 # listed through the API and `paddock template`, used by creates (`paddock create
 # --template`, "template" in the body) with the request's fields over them, per tenant, kept
 # across a restart, and used by E2B's Sandbox.create('NAME') with the official SDK; a tenant's
-# own are bounded (max_templates).
+# own are bounded (max_templates), and so are its sandboxes (max_sandboxes).
 # run.sh: stage e2b
 . "$(dirname "$0")/lib.sh"
 
@@ -116,7 +116,7 @@ expect_match "...no template" "no template 'py-tools'" "$out"
 
 # ---- a tenant's own templates are bounded (max_templates) ------------------------------------
 stop_daemon
-printf '{"max_templates": 2}' >"$T_TMP/limits.json"
+printf '{"max_templates": 2, "max_sandboxes": 2}' >"$T_TMP/limits.json"
 start_daemon --config "$T_TMP/limits.json" || { not_ok "paddockd starts with max_templates"; finish; }
 A=aaaaaaaaaaaaaaaaaaaaaaaa
 T=http://127.0.0.1:$PORT/v1/templates
@@ -139,6 +139,30 @@ expect_eq "nothing refused was stored" "mine two" \
 tcp $A -X DELETE "$T/two" >/dev/null
 r=$(tcp $A -X POST "$T" -d '{"name":"three","spec":{}}')
 expect_eq "once she deletes one, a new one fits: 201" 201 "$(code "$r")"
+
+# ---- and so are its sandboxes (max_sandboxes) ------------------------------------------------
+S=http://127.0.0.1:$PORT/v1/sandboxes
+ids=()
+for i in 1 2; do
+	r=$(tcp $A -X POST "$S" -d '{}')
+	expect_eq "alice's sandbox $i of max_sandboxes 2: 201" 201 "$(code "$r")"
+	ids+=("$(body "$r" | jq_ 'd["id"]')")
+done
+r=$(tcp $A -X POST "$S" -d '{}')
+expect_eq "a third past max_sandboxes 2: 429 naming the bound" "429 limit max_sandboxes" \
+	"$(code "$r") $(body "$r" | jq_ 'd["error"]["code"], d["error"]["field"]')"
+expect_match "...and the limit" "has 2 sandboxes, the most allowed \(max_sandboxes 2\)" "$(body "$r")"
+r=$(tcp $A "$S")
+expect_eq "nothing refused was made: alice has 2" 2 "$(body "$r" | jq_ 'len(d["sandboxes"])')"
+r=$(tcp bbbbbbbbbbbbbbbbbbbbbbbb -X POST "$S" -d '{}')
+expect_eq "the bound is per tenant: bob's first is 201" 201 "$(code "$r")"
+bob_id=$(body "$r" | jq_ 'd["id"]')
+expect_eq "alice deletes one: 204" 204 "$(code "$(tcp $A -X DELETE "$S/${ids[0]}")")"
+r=$(tcp $A -X POST "$S" -d '{}')
+expect_eq "then a new one fits: 201" 201 "$(code "$r")"
+tcp $A -X DELETE "$S/$(body "$r" | jq_ 'd["id"]')" >/dev/null
+tcp $A -X DELETE "$S/${ids[1]}" >/dev/null
+tcp bbbbbbbbbbbbbbbbbbbbbbbb -X DELETE "$S/$bob_id" >/dev/null
 stop_daemon
 expect_eq "paddockd exits 0 on SIGTERM" 0 "$?"
 expect_eq "no paddockd or sandbox of this test is left" "0 inits" "$(daemon_inits) inits"
