@@ -5,7 +5,7 @@
  *
  * Trust: r->tenant is the API key's tenant (e2b.c); the query is untrusted and bounded.
  */
-#include "control.h"
+#include "e2b-control.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -7,7 +7,7 @@
  *
  * Trust: r->tenant is the API key's tenant (e2b.c); every request is untrusted (control.c).
  */
-#include "control.h"
+#include "e2b-control.h"
 
 #include <errno.h>
 #include <event2/http.h>

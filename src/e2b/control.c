@@ -18,12 +18,12 @@
  *
  * This file routes, answers errors in E2B's shape and shows a sandbox (info, metrics); the
  * lifecycle is control-sandboxes.c's, the egress mapping control-network.c's, the listing
- * control-list.c's (control.h).
+ * control-list.c's (e2b-control.h).
  *
  * Trust: r->tenant is the API key's tenant (e2b.c); every request is untrusted, bodies are
  * bounded (PDD_MAX_BODY), and another tenant's sandbox answers exactly like an unknown one.
  */
-#include "control.h"
+#include "e2b-control.h"
 
 #include <errno.h>
 #include <event2/buffer.h>

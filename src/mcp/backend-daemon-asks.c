@@ -20,7 +20,7 @@
 #include "backend.h"
 #include "backend-daemon-internal.h"
 #include "client.h"
-#include "util/cleanup.h"
+#include "paddock/cleanup.h"
 
 #define ASK_LINE_MAX 4096 /* one decision: a name of 253 bytes and a few fields */
 

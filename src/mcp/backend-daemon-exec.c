@@ -21,7 +21,7 @@
 #include "backend-daemon-internal.h"
 #include "client.h"
 #include "exec-stream.h"
-#include "util/cleanup.h"
+#include "paddock/cleanup.h"
 
 /* one line of an exec stream: a chunk of at most 64 KiB, escaped (\u0001: 6 bytes a byte) */
 #define EXEC_LINE_MAX (1u << 20)

@@ -18,7 +18,7 @@
 #include "backend.h"
 #include "backend-daemon-internal.h"
 #include "client.h"
-#include "util/cleanup.h"
+#include "paddock/cleanup.h"
 
 #define LIST_ANSWER_MAX (64u << 20) /* files/list: up to 10 000 entries */
 #define READ_MAX	(64u << 20) /* bytes of a file one read_file() returns */

@@ -17,7 +17,7 @@
 #include "paddock/paddock.h"
 #include "backend.h"
 #include "client.h"
-#include "util/cleanup.h"
+#include "paddock/cleanup.h"
 
 #define ANSWER_MAX     (4u << 20) /* a JSON answer: a sandbox object holds its spec (<= 1 MiB) */
 #define LINES_PER_WAKE 64	  /* then back to the loop, so a chatty command cannot hog it */
@@ -56,7 +56,7 @@ struct dbackend {
 };
 
 #define _cleanup_json_ _cleanup_(json_decrefp)
-PD_DEFINE_CLEANUP(struct http_conn, http_conn_free)
+PADDOCK_DEFINE_CLEANUP(struct http_conn, http_conn_free)
 #define _cleanup_conn_ _cleanup_(http_conn_freep)
 
 static inline struct dbackend *dbackend(struct mcp_backend *mb)

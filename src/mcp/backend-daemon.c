@@ -42,7 +42,7 @@
 #include "backend-daemon-internal.h"
 #include "api-error.h"
 #include "client.h"
-#include "util/cleanup.h"
+#include "paddock/cleanup.h"
 
 #define SOCKET_TIMEOUT_S 60
 #define ERROR_ANSWER_MAX (64u << 10) /* an error answer */

@@ -14,31 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define _cleanup_(fn) __attribute__((cleanup(fn)))
-
-#define TAKE_PTR(p)                                                                                \
-	({                                                                                         \
-		__typeof__(p) _p = (p);                                                            \
-		(p) = NULL;                                                                        \
-		_p;                                                                                \
-	})
-
-#define TAKE_FD(fd)                                                                                \
-	({                                                                                         \
-		int _fd = (fd);                                                                    \
-		(fd) = -EBADF;                                                                     \
-		_fd;                                                                               \
-	})
-
-#define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
-#define STRINGIFY_(x) #x
-#define STRINGIFY(x)  STRINGIFY_(x)
-
-static inline void pd_freep(void *p)
-{
-	free(*(void **)p);
-}
-#define _cleanup_free_ _cleanup_(pd_freep)
+#include "paddock/cleanup.h"
 
 /* Closes fd if it is valid, keeping errno; returns -EBADF for "fd = pd_close(fd)". */
 static inline int pd_close(int fd)
@@ -85,9 +61,4 @@ static inline void pd_pidfd_killp(int *pidfd)
 }
 #define _cleanup_pidfd_ _cleanup_(pd_pidfd_killp)
 
-#define PD_DEFINE_CLEANUP(type, fn)                                                                \
-	static inline void fn##p(type **p)                                                         \
-	{                                                                                          \
-		if (*p)                                                                            \
-			fn(*p);                                                                    \
-	}
+#define PD_DEFINE_CLEANUP(type, fn) PADDOCK_DEFINE_CLEANUP(type, fn)
