@@ -179,20 +179,6 @@ void pdd_events_release(struct daemon *d)
 	}
 }
 
-static const double buckets[12] = { 0.001, 0.002, 0.005, 0.01, 0.025, 0.05,
-				    0.1,   0.25,  0.5,	 1,    5,     1e300 };
-
-void pdd_metrics_exec(struct daemon *d, const struct paddock_result *res, double seconds)
-{
-	if ((unsigned)res->reason < _PADDOCK_END_MAX)
-		d->m.execs_by[res->reason]++;
-	for (int i = 0; i < 12; i++)
-		if (seconds <= buckets[i])
-			d->m.exec_buckets[i]++;
-	d->m.exec_count++;
-	d->m.exec_sum += seconds;
-}
-
 bool pdd_metrics_shows(const char *tenant, const struct box *b)
 {
 	/* SECURITY: a tenant's metrics name no other tenant's sandbox */
@@ -238,7 +224,8 @@ void pdd_api_metrics(struct request *r)
 					    (unsigned long long)d->m.exec_buckets[i]);
 		else
 			evbuffer_add_printf(b, "paddock_exec_seconds_bucket{le=\"%g\"} %llu\n",
-					    buckets[i], (unsigned long long)d->m.exec_buckets[i]);
+					    svc_exec_buckets()[i],
+					    (unsigned long long)d->m.exec_buckets[i]);
 	}
 	evbuffer_add_printf(b, "paddock_exec_seconds_sum %.6f\npaddock_exec_seconds_count %llu\n",
 			    d->m.exec_sum, (unsigned long long)d->m.exec_count);

@@ -1,33 +1,30 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Commands in a sandbox (docs/api.md "Processes"): run to completion, stream as NDJSON, or
- * start in the background and come back for output, stdin, signals, resize and the result.
+ * Commands in a sandbox over paddockd's API (docs/api.md "Processes"): run to completion,
+ * stream as NDJSON, or start in the background and come back for output, stdin, signals,
+ * resize and the result.
  *
- * Each command's output and stdin are its exec session, kept by libpaddock (exec-io.c): a
- * foreground command's output whole up to the sandbox's limits.output (then the command
- * ends with reason "output"), a background one's newest bytes per stream (libpaddock's
- * ring, 1 MiB), read here by offset and passed on as it comes. Trust: output is hostile
- * bytes, passed on as UTF-8 text or base64, never interpreted.
+ * The process table is the service core's (src/service/proc.c): here an exec body becomes a
+ * typed request (struct svc_exec_req), and each client of a process is a watcher bound to
+ * its HTTP request that listens to the process (struct svc_proc_listener) and answers in
+ * the form the route promised. Trust: output is hostile bytes, passed on as UTF-8 text or
+ * base64, never interpreted.
  */
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
-#include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "daemon.h"
 
-#define ENDED_KEPT	   64	      /* ended processes listed per sandbox */
-#define STDIN_REQUEST_MAX  65536      /* stdin in an exec request: what libpaddock queues at once */
-#define STREAM_PENDING_MAX (4u << 20) /* unsent output a following client may have */
-#define WAIT_DEFAULT_S	   30
-#define WAIT_MAX_S	   300
+#define WAIT_DEFAULT_S 30
+#define WAIT_MAX_S     300
 
 static const char *const exec_fields[] = {
 	"argv",	  "cmd",	"env", "cwd", "stdin",	    "stdin_b64", "timeout_s",
@@ -36,378 +33,194 @@ static const char *const exec_fields[] = {
 
 static const char *const stream_names[2] = { "stdout", "stderr" };
 
-/* ---- process objects -------------------------------------------------------------------- */
+/* ---- a process's watchers: listeners that answer HTTP requests ---------------------------- */
 
-json_t *pdd_proc_json(struct proc *p)
+static const struct svc_proc_listener_ops watcher_listener;
+
+static struct watcher *watcher_of(struct svc_proc_listener *l)
 {
-	return json_pack("{s:s,s:i,s:s?,s:O,s:b,s:b,s:s,s:o,s:o,s:O?}", "exec", p->exec_str, "pid",
-			 p->pid, "tag", p->tag[0] ? p->tag : NULL, "argv", p->argv, "background",
-			 p->background, "pty", p->pty, "state", p->exited ? "exited" : "running",
-			 "started_at", svc_time_json(p->started_ms), "ended_at",
-			 svc_time_json(p->ended_ms), "result", p->result);
+	return (struct watcher *)((char *)l - offsetof(struct watcher, listener));
 }
 
-struct proc *pdd_proc_find(struct box *b, const char *key)
+static struct watcher *proc_watcher(struct evhttp_request *req, struct proc *p, int kind)
 {
-	char *end;
-	long pid = strtol(key, &end, 10);
-	bool numeric = *key && !*end;
+	struct watcher *w = pdd_watcher_open(p->box->d, req, kind, p, NULL);
 
-	for (struct proc *p = b->procs; p; p = p->next) {
-		if (numeric && p->pid == pid && !p->exited)
-			return p;
-		if (!numeric && p->tag[0] && strcmp(p->tag, key) == 0 && !p->exited)
-			return p;
+	if (w) {
+		w->listener.ops = &watcher_listener;
+		svc_proc_listen(p, &w->listener);
 	}
-	/* an ended one: the newest with that pid or tag */
-	for (struct proc *p = b->procs; p; p = p->next)
-		if ((numeric && p->pid == pid) ||
-		    (!numeric && p->tag[0] && strcmp(p->tag, key) == 0))
-			return p;
-	return NULL;
+	return w;
 }
 
-void pdd_proc_free(struct proc *p)
+static void watcher_drop(struct watcher *w)
 {
-	struct box *b = p->box;
-
-	for (struct proc **pp = &b->procs; *pp; pp = &(*pp)->next)
-		if (*pp == p) {
-			*pp = p->next;
-			break;
-		}
-	b->n_procs--;
-	while (p->watchers) {
-		struct watcher *w = p->watchers;
-
-		/* one-answer requests get one; streams end */
-		if (w->req && (w->kind == W_RESULT || w->kind == W_WAIT)) {
-			pdd_watcher_detach(w);
-			pdd_http_reply_error(b->d, w->req, 409, "conflict", "id",
-					     "the sandbox was deleted or paddockd is stopping");
-			w->req = NULL;
-		}
-		w->on_gone = NULL;
-		if (w->kind == W_HOOK)
-			w->ops->ended(w, p); /* p->result NULL: the sandbox went first */
-		else
-			pdd_stream_end(w);
-		pdd_watcher_free(w, &p->watchers);
-	}
-	if (p->ex)
-		paddock_exec_set_callback(p->ex, NULL, NULL);
-	if (p->session) {
-		paddock_exec_set_output_callback(p->session, NULL, NULL);
-		p->session = paddock_exec_unref(p->session);
-	}
-	if (p->resume_ev)
-		event_free(p->resume_ev);
-	free(p->pending_stdin);
-	json_decref(p->argv);
-	json_decref(p->result);
-	json_decref(p->fe_info);
-	free(p);
+	svc_proc_unlisten(w->owner, &w->listener);
+	pdd_watcher_free(w, NULL);
 }
 
-/* Keeps the newest ENDED_KEPT ended processes. */
-static void prune_ended(struct box *b)
+/* one JSON answer to w's request (status, o taken); w stays */
+static void answer(struct watcher *w, int status, json_t *o)
 {
-	unsigned ended = 0;
-	struct proc *p, *next;
+	struct proc *p = w->owner;
 
-	for (p = b->procs; p; p = next) {
-		next = p->next;
-		if (p->exited && !p->watchers && ++ended > ENDED_KEPT)
-			pdd_proc_free(p);
-	}
-}
-
-/* ---- output ----------------------------------------------------------------------------- */
-
-/* All that libpaddock kept of stream (1, 2) from offset `from`, as bytes for svc_json_set_bytes. */
-static size_t kept(struct proc *p, int stream, uint64_t *from, struct evbuffer *into)
-{
-	char buf[65536];
-	size_t n, all = 0;
-
-	while (p->session &&
-	       (n = paddock_exec_read_output(p->session, stream, from, buf, sizeof(buf))) > 0) {
-		evbuffer_add(into, buf, n);
-		all += n;
-	}
-	return all;
-}
-
-json_t *pdd_proc_result_json(struct proc *p)
-{
-	json_t *o = json_pack("{s:s,s:i}", "exec", p->exec_str, "pid", p->pid);
-
-	if (!o)
-		return NULL;
-	for (int i = 0; i < 2; i++) {
-		struct evbuffer *b = evbuffer_new();
-		uint64_t from = 0;
-		size_t n = b ? kept(p, i + 1, &from, b) : 0;
-
-		svc_json_set_bytes(o, stream_names[i],
-				   b ? (const char *)evbuffer_pullup(b, -1) : "", n);
-		if (b)
-			evbuffer_free(b);
-	}
-	json_object_set(o, "result", p->result ? p->result : json_null());
-	return o;
-}
-
-static void send_result(struct proc *p, struct watcher *w)
-{
-	json_t *o = pdd_proc_result_json(p);
-
-	pdd_watcher_detach(w);
-	if (w->req) {
-		pdd_http_reply_json(p->box->d, w->req, 200, o);
-		w->req = NULL;
-	} else {
+	if (!w->req) {
 		json_decref(o);
+		return;
+	}
+	pdd_watcher_detach(w);
+	pdd_http_reply_json(p->box->d, w->req, status, o);
+	w->req = NULL;
+}
+
+static void stream_begin(struct watcher *w, struct proc *p)
+{
+	if (w->streaming)
+		return;
+	pdd_stream_start(w, "application/x-ndjson");
+	pdd_stream_line(
+		w, json_pack("{s:s,s:s,s:i}", "type", "start", "exec", p->exec_str, "pid", p->pid));
+}
+
+static void on_started(struct svc_proc_listener *l, struct proc *p)
+{
+	struct watcher *w = watcher_of(l);
+
+	if (w->kind == W_START) {
+		answer(w, 201, svc_proc_json(p));
+		watcher_drop(w);
+	} else if (w->kind == W_OUTPUT) {
+		stream_begin(w, p);
+	} else if (w->kind == W_HOOK) {
+		w->ops->started(w, p);
 	}
 }
 
-static void notify_end(struct proc *p)
+/* the store failed: who waits for one answer gets the error (503); streams get the end */
+static void on_unrecorded(struct svc_proc_listener *l, struct proc *p, const paddock_error *err)
 {
-	struct watcher *w, *next;
+	struct watcher *w = watcher_of(l);
 
-	for (w = p->watchers; w; w = next) {
-		next = w->next;
-		if (w->kind == W_OUTPUT) {
-			pdd_stream_start(w, "application/x-ndjson"); /* one that never started */
-			pdd_stream_line(
-				w, json_pack("{s:s,s:O?}", "type", "exit", "result", p->result));
-			pdd_stream_end(w);
-		} else if (w->kind == W_START && w->req) {
-			pdd_watcher_detach(w);
-			pdd_http_reply_json(p->box->d, w->req, 201, pdd_proc_json(p));
-			w->req = NULL;
-		} else if (w->kind == W_RESULT) {
-			send_result(p, w);
-		} else if (w->kind == W_HOOK) {
-			w->ops->ended(w, p);
-		} else if (w->kind == W_WAIT && w->req) {
-			pdd_watcher_detach(w);
-			pdd_http_reply_json(p->box->d, w->req, 200, pdd_proc_json(p));
-			w->req = NULL;
-		}
-		pdd_watcher_free(w, &p->watchers);
+	if (!w->req || w->kind == W_HOOK || w->streaming)
+		return;
+	pdd_watcher_detach(w);
+	pdd_http_reply_paddock_error(p->box->d, w->req, err);
+	w->req = NULL;
+	watcher_drop(w);
+}
+
+static void on_data(struct svc_proc_listener *l, struct proc *p, int stream, const char *buf,
+		    size_t n)
+{
+	struct watcher *w = watcher_of(l);
+
+	if (w->kind == W_OUTPUT) {
+		json_t *o = json_pack("{s:s}", "type", stream_names[stream]);
+		svc_json_set_bytes(o, "data", buf, n);
+		pdd_stream_line(w, o);
+	} else if (w->kind == W_HOOK) {
+		w->ops->data(w, p, stream, buf, n);
 	}
 }
 
-/*
- * A client following the output that reads slower than the command writes: its unsent bytes
- * would pile up in paddockd. Reading the command's output stops instead (its pipe fills and
- * it blocks on write, as it would writing to a slow terminal) until the client caught up.
- */
-static bool followers_behind(struct proc *p)
+/* the sandbox went first: one-answer requests get a 409, streams end */
+static void sandbox_gone(struct watcher *w, struct proc *p)
 {
-	for (struct watcher *w = p->watchers; w; w = w->next) {
-		struct bufferevent *bev;
+	if (w->req && (w->kind == W_RESULT || w->kind == W_WAIT || w->kind == W_START)) {
+		pdd_watcher_detach(w);
+		pdd_http_reply_error(p->box->d, w->req, 409, "conflict", "id",
+				     "the sandbox was deleted or paddockd is stopping");
+		w->req = NULL;
+	}
+	w->on_gone = NULL;
+	if (w->kind == W_HOOK)
+		w->ops->ended(w, p); /* p->result NULL: the sandbox went first */
+	else
+		pdd_stream_end(w);
+}
 
-		if ((w->kind != W_OUTPUT && w->kind != W_HOOK) || !w->evcon)
-			continue;
-		bev = evhttp_connection_get_bufferevent(w->evcon);
-		if (bev && evbuffer_get_length(bufferevent_get_output(bev)) > STREAM_PENDING_MAX)
+static void on_ended(struct svc_proc_listener *l, struct proc *p, bool gone)
+{
+	struct watcher *w = watcher_of(l);
+
+	if (gone)
+		sandbox_gone(w, p);
+	else if (w->kind == W_OUTPUT) {
+		stream_begin(w, p); /* one that never started */
+		pdd_stream_line(w, json_pack("{s:s,s:O?}", "type", "exit", "result", p->result));
+		pdd_stream_end(w);
+	} else if (w->kind == W_START) {
+		answer(w, 201, svc_proc_json(p));
+	} else if (w->kind == W_RESULT) {
+		answer(w, 200, svc_proc_result_json(p));
+	} else if (w->kind == W_HOOK) {
+		w->ops->ended(w, p);
+	} else if (w->kind == W_WAIT) {
+		answer(w, 200, svc_proc_json(p));
+	}
+	pdd_watcher_free(w, NULL); /* unlinked already */
+}
+
+/* what the client has not taken: the core pauses the command's output past its bound */
+static size_t on_backlog(struct svc_proc_listener *l)
+{
+	struct watcher *w = watcher_of(l);
+	struct bufferevent *bev;
+
+	if ((w->kind != W_OUTPUT && w->kind != W_HOOK) || !w->evcon)
+		return 0;
+	bev = evhttp_connection_get_bufferevent(w->evcon);
+	return bev ? evbuffer_get_length(bufferevent_get_output(bev)) : 0;
+}
+
+static const struct svc_proc_listener_ops watcher_listener = {
+	.started = on_started,
+	.unrecorded = on_unrecorded,
+	.data = on_data,
+	.ended = on_ended,
+	.backlog = on_backlog,
+};
+
+/* the client went away; a foreground command is ended: nobody would see its result */
+static void watcher_gone(struct watcher *w)
+{
+	struct proc *p = w->owner;
+	bool end_it = (w->kind == W_RESULT || w->kind == W_OUTPUT) && !p->background;
+
+	watcher_drop(w);
+	if (end_it)
+		svc_proc_kill(p);
+}
+
+bool pdd_proc_waited_for(struct proc *p)
+{
+	for (struct svc_proc_listener *l = p->listeners; l; l = l->next) {
+		struct watcher *w = l->ops == &watcher_listener ? watcher_of(l) : NULL;
+
+		if (w && w->req && (w->kind == W_RESULT || w->kind == W_WAIT))
 			return true;
 	}
 	return false;
 }
 
-static const struct timeval resume_tv = { 0, 20000 };
-
-static void resume_cb(evutil_socket_t fd, short what, void *arg)
+struct watcher *pdd_proc_hook(struct evhttp_request *req, struct proc *p,
+			      const struct watcher_ops *ops, void *ctx)
 {
-	struct proc *p = arg;
+	struct watcher *w = proc_watcher(req, p, W_HOOK);
 
-	(void)fd;
-	(void)what;
-	if (followers_behind(p)) {
-		evtimer_add(p->resume_ev, &resume_tv);
-		return;
+	if (w) {
+		w->ops = ops;
+		w->ctx = ctx;
 	}
-	paddock_exec_pause_output(p->session, false);
+	return w;
 }
 
-/* after a chunk: pause the output while a follower is behind */
-static void pace(struct proc *p)
+void pdd_proc_unhook(struct watcher *w)
 {
-	if (!followers_behind(p))
-		return;
-	if (!p->resume_ev)
-		p->resume_ev = evtimer_new(p->box->d->base, resume_cb, p);
-	if (!p->resume_ev)
-		return;
-	paddock_exec_pause_output(p->session, true);
-	evtimer_add(p->resume_ev, &resume_tv);
+	watcher_drop(w);
 }
 
-/* libpaddock kept a chunk of output: to the followers, as it comes */
-static void on_output(paddock_exec *ex, int stream, const void *data, size_t n, void *userdata)
-{
-	struct proc *p = userdata;
-
-	(void)ex;
-	for (struct watcher *w = p->watchers; w; w = w->next)
-		if (w->kind == W_OUTPUT) {
-			json_t *o = json_pack("{s:s}", "type", stream_names[stream - 1]);
-			svc_json_set_bytes(o, "data", data, n);
-			pdd_stream_line(w, o);
-		} else if (w->kind == W_HOOK) {
-			w->ops->data(w, p, stream - 1, data, n);
-		}
-	pace(p);
-}
-
-static void exec_done(paddock_exec *ex, const struct paddock_result *res, void *userdata)
-{
-	struct proc *p = userdata;
-	struct daemon *d = p->box->d;
-	paddock_error err = { 0 };
-	char *json = NULL;
-
-	(void)ex;
-	p->ex = NULL;
-	p->exited = true;
-	p->ended_ms = svc_now_ms();
-	/* output_truncated is libpaddock's: the stored copy and the answer are the same */
-	if (paddock_result_to_json(res, &json, NULL) >= 0)
-		p->result = json_loads(json, 0, NULL);
-	pdd_metrics_exec(d, res, svc_mono_s() - p->t0);
-	if (paddock_store_end_exec(d->store, p->box->id, p->exec_id, p->ended_ms,
-				   json ? json : "null", &err) < 0)
-		fprintf(stderr, "paddockd: store: %s\n", err.msg);
-	free(json);
-	notify_end(p);
-	prune_ended(p->box);
-}
-
-static void watcher_gone(struct watcher *w)
-{
-	struct proc *p = w->owner;
-
-	/* a foreground command whose client went away is ended: nobody would see its result */
-	if ((w->kind == W_RESULT || w->kind == W_OUTPUT) && p->ex && !p->background)
-		(void)paddock_exec_terminate(p->ex, PADDOCK_END_KILLED, NULL);
-	pdd_watcher_free(w, &p->watchers);
-}
-
-/* ---- start ------------------------------------------------------------------------------ */
-
-static int record(struct proc *p, paddock_error *err);
-static int write_stdin(struct proc *p, const char *data, size_t len, paddock_error *err);
-
-/*
- * The command runs but cannot be recorded (the store failed): nobody could find it again
- * after a restart, so it is ended, and whoever waits for its start or its result is told
- * the request failed (503: the store). Streams that started already get its end instead.
- */
-static void unrecorded(struct proc *p, paddock_exec *ex, const paddock_error *cause)
-{
-	struct watcher *w, *next;
-	paddock_error err = { 0 };
-
-	svc_store_error(&err, cause);
-	for (w = p->watchers; w; w = next) {
-		next = w->next;
-		if (!w->req || w->kind == W_HOOK || w->streaming)
-			continue;
-		pdd_watcher_detach(w);
-		pdd_http_reply_paddock_error(p->box->d, w->req, &err);
-		w->req = NULL;
-		pdd_watcher_free(w, &p->watchers);
-	}
-	(void)paddock_exec_terminate(ex, PADDOCK_END_ERROR, NULL);
-}
-
-/* init forked the command: its session is libpaddock's; give it its stdin, tell who waits */
-static void proc_started(paddock_exec *ex, void *userdata)
-{
-	struct proc *p = userdata;
-	struct watcher *w, *next;
-	paddock_error err = { 0 };
-
-	p->started = true;
-	p->pid = paddock_exec_pid(ex);
-	if (record(p, &err) < 0)
-		return unrecorded(p, ex, &err);
-	if (p->pending_stdin) {
-		if (write_stdin(p, p->pending_stdin, p->pending_len, &err) < 0 && err.code != EPIPE)
-			fprintf(stderr, "paddockd: stdin of %s: %s\n", p->exec_str, err.msg);
-		free(p->pending_stdin);
-		p->pending_stdin = NULL;
-	}
-	if (p->pending_close)
-		(void)paddock_exec_close_stdin(ex, NULL);
-	for (w = p->watchers; w; w = next) {
-		next = w->next;
-		if (w->kind == W_START) {
-			if (w->req) {
-				pdd_watcher_detach(w);
-				pdd_http_reply_json(p->box->d, w->req, 201, pdd_proc_json(p));
-				w->req = NULL;
-			}
-			pdd_watcher_free(w, &p->watchers);
-		} else if (w->kind == W_OUTPUT && !w->streaming) {
-			pdd_stream_start(w, "application/x-ndjson");
-			pdd_stream_line(w, json_pack("{s:s,s:s,s:i}", "type", "start", "exec",
-						     p->exec_str, "pid", p->pid));
-		} else if (w->kind == W_HOOK) {
-			w->ops->started(w, p);
-		}
-	}
-}
-
-static struct proc *proc_new(struct box *b)
-{
-	struct proc *p = calloc(1, sizeof(*p));
-
-	if (!p)
-		return NULL;
-	p->box = b;
-	p->next = b->procs;
-	b->procs = p;
-	b->n_procs++;
-	return p;
-}
-
-static int record(struct proc *p, paddock_error *ret_err)
-{
-	paddock_error err = { 0 };
-	char *argv = json_dumps(p->argv, JSON_COMPACT);
-	int r;
-	struct paddock_store_exec row = {
-		.sandbox_id = p->box->id,
-		.exec_id = p->exec_id,
-		.pid = p->pid,
-		.tag = p->tag[0] ? p->tag : NULL,
-		.argv_json = argv ? argv : "[]",
-		.background = p->background,
-		.pty = p->pty,
-		.started_ms = p->started_ms,
-	};
-
-	r = paddock_store_put_exec(p->box->d->store, &row, &err);
-	if (r < 0) {
-		fprintf(stderr, "paddockd: store: %s\n", err.msg);
-		if (ret_err)
-			*ret_err = err;
-	}
-	free(argv);
-	return r;
-}
-
-/* All or nothing: -EAGAIN (err filled) when the command has not read what waits already. */
-static int write_stdin(struct proc *p, const char *data, size_t len, paddock_error *err)
-{
-	if (!p->session || !p->has_stdin)
-		return paddock_fail(err, EBADF, "the process has no stdin to write");
-	return paddock_exec_write_stdin(p->session, data, len, err);
-}
+/* ---- the exec body ------------------------------------------------------------------------ */
 
 void pdd_exec_req_release(struct exec_req *q)
 {
@@ -415,23 +228,9 @@ void pdd_exec_req_release(struct exec_req *q)
 	free(q->argv_c);
 	if (q->env_c)
 		for (size_t i = 0; q->env_c[i]; i++)
-			free((char *)q->env_c[i]);
+			free(q->env_c[i]);
 	free(q->env_c);
 	free(q->stdin_data);
-}
-
-static bool valid_tag(const char *t)
-{
-	size_t n = strlen(t);
-
-	if (n < 1 || n > SVC_MAX_TAG)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-",
-			    t[i]))
-			return false;
-	/* a tag is never all digits: those name pids */
-	return strspn(t, "0123456789") != n;
 }
 
 /* "argv" (an array of strings) or "cmd" (a string for /bin/sh -c), exactly one */
@@ -466,6 +265,7 @@ static int parse_argv(json_t *body, struct exec_req *q, paddock_error *err)
 	if (!q->argv_c)
 		return paddock_fail(err, ENOMEM, "out of memory");
 	json_array_foreach(q->argv, i, v) q->argv_c[i] = json_string_value(v);
+	q->q.argv = q->argv_c;
 	return 0;
 }
 
@@ -481,23 +281,24 @@ static int parse_env(json_t *body, struct exec_req *q, paddock_error *err)
 	q->env_c = calloc((v ? json_object_size(v) : 0) + 1, sizeof(char *));
 	if (!q->env_c)
 		return paddock_fail(err, ENOMEM, "out of memory");
+	q->q.env = (const char *const *)q->env_c;
 	json_object_foreach(v, k, val)
 	{
-		char *e;
-
 		if (!json_is_string(val) || !k[0] || strchr(k, '=') ||
 		    strlen(json_string_value(val)) != json_string_length(val))
 			return paddock_fail_field(
 				err, EINVAL, "env",
 				"expected NAME: \"value\" pairs (NAME without '=')");
-		if (asprintf(&e, "%s=%s", k, json_string_value(val)) < 0)
+		if (asprintf(&q->env_c[i], "%s=%s", k, json_string_value(val)) < 0) {
+			q->env_c[i] = NULL;
 			return paddock_fail(err, ENOMEM, "out of memory");
-		q->env_c[i++] = e;
+		}
+		i++;
 	}
 	return 0;
 }
 
-/* "stdin" (text) or "stdin_b64" (bytes), at most what a pipe holds */
+/* "stdin" (text) or "stdin_b64" (bytes) */
 static int parse_stdin(json_t *body, struct exec_req *q, paddock_error *err)
 {
 	json_t *v;
@@ -505,42 +306,35 @@ static int parse_stdin(json_t *body, struct exec_req *q, paddock_error *err)
 	if ((v = json_object_get(body, "stdin"))) {
 		if (!json_is_string(v))
 			return paddock_fail_field(err, EINVAL, "stdin", "expected a string");
-		q->stdin_len = json_string_length(v);
-		q->stdin_data = malloc(q->stdin_len + 1);
-		if (!q->stdin_data)
-			return paddock_fail(err, ENOMEM, "out of memory");
-		memcpy(q->stdin_data, json_string_value(v), q->stdin_len);
-		q->has_stdin = true;
+		q->q.stdin_data = json_string_value(v);
+		q->q.stdin_len = json_string_length(v);
+		q->q.has_stdin = true;
 	}
 	if ((v = json_object_get(body, "stdin_b64"))) {
-		if (q->has_stdin || !json_is_string(v) ||
+		if (q->q.has_stdin || !json_is_string(v) ||
 		    paddock_base64_decode(json_string_value(v), json_string_length(v),
-					  &q->stdin_data, &q->stdin_len) < 0)
+					  &q->stdin_data, &q->q.stdin_len) < 0)
 			return paddock_fail_field(
 				err, EINVAL, "stdin_b64",
 				"expected base64 (and not together with 'stdin')");
-		q->has_stdin = true;
+		q->q.stdin_data = q->stdin_data;
+		q->q.has_stdin = true;
 	}
-	/* more than a pipe holds would block: bounded to what fits */
-	if (q->stdin_len > STDIN_REQUEST_MAX)
-		return paddock_fail_field(err, EFBIG, "stdin",
-					  "at most 65536 bytes of stdin in the request; write more "
-					  "through a background process's stdin");
 	return 0;
 }
 
 /* "timeout_s", and the booleans "stream", "background", "keep_stdin" */
-static int parse_mode(struct box *b, json_t *body, struct exec_req *q, paddock_error *err)
+static int parse_mode(json_t *body, struct exec_req *q, paddock_error *err)
 {
 	static const char *const flags[] = { "stream", "background", "keep_stdin" };
 	json_t *v;
 
-	q->timeout_s = b->sb ? -1 : 0;
+	q->q.timeout_s = -1;
 	if ((v = json_object_get(body, "timeout_s"))) {
 		if (!json_is_number(v) || json_number_value(v) < 0 || json_number_value(v) > 86400)
 			return paddock_fail_field(err, EINVAL, "timeout_s",
 						  "expected seconds from 0 to 86400");
-		q->timeout_s = json_number_value(v);
+		q->q.timeout_s = json_number_value(v);
 	}
 	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++) {
 		v = json_object_get(body, flags[i]);
@@ -548,30 +342,24 @@ static int parse_mode(struct box *b, json_t *body, struct exec_req *q, paddock_e
 			return paddock_fail_field(err, EINVAL, flags[i], "expected true or false");
 	}
 	q->stream = json_is_true(json_object_get(body, "stream"));
-	q->background = json_is_true(json_object_get(body, "background"));
-	q->keep_stdin = json_is_true(json_object_get(body, "keep_stdin"));
-	if (q->stream && q->background)
+	q->q.background = json_is_true(json_object_get(body, "background"));
+	q->q.keep_stdin = json_is_true(json_object_get(body, "keep_stdin"));
+	if (q->stream && q->q.background)
 		return paddock_fail_field(
 			err, EINVAL, "stream",
 			"a background process is followed through its output endpoint");
 	return 0;
 }
 
-/* "tag": a name no running process of the sandbox has */
-static int parse_tag(struct box *b, json_t *body, struct exec_req *q, paddock_error *err)
+/* "tag": checked by the core (svc_tag_valid, and no running process has it) */
+static int parse_tag(json_t *body, struct exec_req *q, paddock_error *err)
 {
 	json_t *v = json_object_get(body, "tag");
 
-	if (!v)
-		return 0;
-	if (!json_is_string(v) || !valid_tag(json_string_value(v)))
+	if (v && (!json_is_string(v) || !svc_tag_valid(json_string_value(v))))
 		return paddock_fail_field(err, EINVAL, "tag",
 					  "expected 1 to 64 of [A-Za-z0-9_.-], not all digits");
-	q->tag = json_string_value(v);
-	for (struct proc *p = b->procs; p; p = p->next)
-		if (!p->exited && strcmp(p->tag, q->tag) == 0)
-			return paddock_fail_field(err, EEXIST, "tag",
-						  "a running process already has tag '%s'", q->tag);
+	q->q.tag = json_string_value(v);
 	return 0;
 }
 
@@ -589,13 +377,13 @@ static int parse_pty(json_t *body, struct exec_req *q, paddock_error *err)
 	    json_integer_value(cols) > 1000)
 		return paddock_fail_field(err, EINVAL, "pty",
 					  "expected {\"rows\": 1..1000, \"cols\": 1..1000}");
-	q->pty = true;
-	q->rows = (unsigned)json_integer_value(rows);
-	q->cols = (unsigned)json_integer_value(cols);
+	q->q.pty = true;
+	q->q.rows = (unsigned)json_integer_value(rows);
+	q->q.cols = (unsigned)json_integer_value(cols);
 	return 0;
 }
 
-int pdd_exec_parse(struct box *b, json_t *body, struct exec_req *q, paddock_error *err)
+int pdd_exec_parse(json_t *body, struct exec_req *q, paddock_error *err)
 {
 	json_t *cwd = json_object_get(body, "cwd");
 	int r;
@@ -611,17 +399,43 @@ int pdd_exec_parse(struct box *b, json_t *body, struct exec_req *q, paddock_erro
 		return r;
 	if (cwd && (!json_is_string(cwd) || json_string_value(cwd)[0] != '/'))
 		return paddock_fail_field(err, EINVAL, "cwd", "expected an absolute path");
-	q->cwd = cwd ? json_string_value(cwd) : NULL;
+	q->q.cwd = cwd ? json_string_value(cwd) : NULL;
 	r = parse_stdin(body, q, err);
 	if (r < 0)
 		return r;
-	r = parse_mode(b, body, q, err);
+	r = parse_mode(body, q, err);
 	if (r < 0)
 		return r;
-	r = parse_tag(b, body, q, err);
+	r = parse_tag(body, q, err);
 	if (r < 0)
 		return r;
 	return parse_pty(body, q, err);
+}
+
+/* The command an exec body asks for, answered as the body asked (201, a stream, the result). */
+static int exec_start(struct evhttp_request *req, struct box *b, json_t *body, paddock_error *err)
+{
+	struct exec_req q = { 0 };
+	struct proc *p = NULL;
+	struct watcher *w;
+	int r;
+
+	r = pdd_exec_parse(body, &q, err);
+	if (r >= 0)
+		r = svc_exec_start(b, &q.q, &p, err);
+	if (r < 0)
+		goto out;
+	/* the answer waits for init: a 201 with the pid, the stream's start, or the result */
+	w = proc_watcher(req, p, q.q.background ? W_START : q.stream ? W_OUTPUT : W_RESULT);
+	if (!w) {
+		svc_proc_kill(p);
+		r = paddock_fail(err, ENOMEM, "out of memory");
+		goto out;
+	}
+	w->on_gone = watcher_gone;
+out:
+	pdd_exec_req_release(&q);
+	return r;
 }
 
 void pdd_api_exec(struct request *r, struct box *b)
@@ -636,209 +450,9 @@ void pdd_api_exec(struct request *r, struct box *b)
 	body = pdd_body_object(r, false);
 	if (!body)
 		return;
-	if (pdd_exec_start(r->req, b, body, NULL, NULL, NULL, &err) < 0)
+	if (exec_start(r->req, b, body, &err) < 0)
 		pdd_reply_paddock_error(r, &err);
 	json_decref(body);
-}
-
-/* Whether b can run a command now: -ESRCH (409) when it does not run, -EBUSY when paused. */
-static int check_runs(const struct box *b, paddock_error *err)
-{
-	if (!b->sb || !paddock_sandbox_running(b->sb))
-		return paddock_fail_field(err, ESRCH, "id", "the sandbox is not running");
-	return svc_box_check_not_paused(b, err);
-}
-
-/* -EAGAIN (429) when the sandbox tracks SVC_MAX_PROCS processes, also once ended ones went */
-static int check_room(struct box *b, paddock_error *err)
-{
-	if (b->n_procs < SVC_MAX_PROCS)
-		return 0;
-	prune_ended(b);
-	if (b->n_procs < SVC_MAX_PROCS)
-		return 0;
-	return paddock_fail(err, EAGAIN, "the sandbox has %d processes tracked", SVC_MAX_PROCS);
-}
-
-/* libpaddock's options for a parsed request (borrowing q's strings) */
-static void exec_opts(const struct exec_req *q, struct paddock_exec_opts *opts)
-{
-	/*
-	 * The API's timeout_s: absent, the sandbox's limits.timeout_s (libpaddock's default,
-	 * 0) for a foreground command and none for a background one; 0, none.
-	 */
-	opts->timeout_s = q->timeout_s < 0    ? (q->background ? -1 : 0)
-			  : q->timeout_s == 0 ? -1
-					      : q->timeout_s;
-	opts->argv = q->argv_c;
-	opts->env = q->env_c;
-	opts->cwd = q->cwd;
-	/* the exec session: a foreground command's output whole (limits.output), else a ring */
-	opts->capture = q->background ? PADDOCK_CAPTURE_RING : PADDOCK_CAPTURE_ALL;
-	if (q->pty) {
-		opts->pty_streams = 7;
-		opts->pty_rows = (unsigned short)q->rows;
-		opts->pty_cols = (unsigned short)q->cols;
-	} else {
-		opts->pipe_streams = (q->has_stdin || q->keep_stdin) ? 1 : 0;
-	}
-	opts->on_started = proc_started;
-}
-
-/* Starts q's command as a new process of b; its stdin waits for init's start report. */
-static int launch(struct box *b, struct exec_req *q, struct proc **ret, paddock_error *err)
-{
-	struct paddock_exec_opts opts = { .fds = { -1, -1, -1 } };
-	paddock_exec *ex = NULL;
-	struct proc *p = proc_new(b);
-	int r;
-
-	if (!p)
-		return paddock_fail(err, ENOMEM, "out of memory");
-	p->argv = json_incref(q->argv);
-	p->background = q->background;
-	p->pty = q->pty;
-	p->has_stdin = q->pty || q->has_stdin || q->keep_stdin;
-	p->t0 = svc_mono_s();
-	if (q->tag)
-		snprintf(p->tag, sizeof(p->tag), "%s", q->tag);
-	exec_opts(q, &opts);
-	r = paddock_exec_start(b->sb, &opts, exec_done, p, &ex, err);
-	if (r < 0) {
-		pdd_proc_free(p);
-		return r;
-	}
-	p->ex = ex;
-	p->session = paddock_exec_ref(ex);
-	paddock_exec_set_output_callback(ex, on_output, p);
-	p->exec_id = paddock_exec_id(ex);
-	snprintf(p->exec_str, sizeof(p->exec_str), "ex_%llu", (unsigned long long)p->exec_id);
-	p->started_ms = svc_now_ms();
-	if (q->has_stdin) {
-		p->pending_stdin = q->stdin_data;
-		q->stdin_data = NULL;
-		p->pending_len = q->stdin_len;
-	}
-	p->pending_close = q->has_stdin && !q->keep_stdin && !q->pty;
-	*ret = p;
-	return 0;
-}
-
-int pdd_exec_start(struct evhttp_request *req, struct box *b, json_t *body,
-		   const struct watcher_ops *ops, void *ctx, struct proc **ret_proc,
-		   paddock_error *err)
-{
-	struct exec_req q = { 0 };
-	struct proc *p = NULL;
-	struct watcher *w;
-	int r;
-
-	r = check_runs(b, err);
-	if (r < 0)
-		return r;
-	r = pdd_exec_parse(b, body, &q, err);
-	if (r >= 0)
-		r = check_room(b, err);
-	if (r >= 0)
-		r = launch(b, &q, &p, err);
-	if (r < 0)
-		goto out;
-	/* the answer waits for init: a 201 with the pid, the stream's start, or the result */
-	w = ops ? pdd_proc_hook(req, p, ops, ctx)
-		: pdd_watcher_open(b->d, req,
-				   q.background ? W_START
-				   : q.stream	? W_OUTPUT
-						: W_RESULT,
-				   p, &p->watchers);
-	if (!w) {
-		(void)paddock_exec_terminate(p->ex, PADDOCK_END_ERROR, NULL);
-		r = paddock_fail(err, ENOMEM, "out of memory");
-		goto out;
-	}
-	if (!ops)
-		w->on_gone = watcher_gone;
-	if (ret_proc)
-		*ret_proc = p;
-out:
-	pdd_exec_req_release(&q);
-	return r;
-}
-
-struct watcher *pdd_proc_hook(struct evhttp_request *req, struct proc *p,
-			      const struct watcher_ops *ops, void *ctx)
-{
-	struct watcher *w = pdd_watcher_open(p->box->d, req, W_HOOK, p, &p->watchers);
-
-	if (w) {
-		w->ops = ops;
-		w->ctx = ctx;
-	}
-	return w;
-}
-
-int pdd_proc_write_stdin(struct proc *p, const char *data, size_t len)
-{
-	paddock_error err = { 0 };
-
-	if (p->exited)
-		return -ESRCH;
-	return write_stdin(p, data, len, &err);
-}
-
-void pdd_proc_close_stdin(struct proc *p)
-{
-	if (!p->exited && p->session)
-		(void)paddock_exec_close_stdin(p->session, NULL);
-}
-
-/* ---- adopt ------------------------------------------------------------------------------ */
-
-void pdd_proc_adopt(struct box *b, paddock_exec *ex, const struct paddock_store_exec *row,
-		    bool end_it)
-{
-	struct proc *p = proc_new(b);
-
-	if (!p)
-		return;
-	p->argv = row && row->argv_json ? json_loads(row->argv_json, 0, NULL) : NULL;
-	if (!p->argv)
-		p->argv = json_array();
-	p->exec_id = row ? row->exec_id : paddock_exec_id(ex);
-	snprintf(p->exec_str, sizeof(p->exec_str), "ex_%llu", (unsigned long long)p->exec_id);
-	p->pid = row ? row->pid : paddock_exec_pid(ex);
-	p->background = row ? row->background : true;
-	p->pty = row ? row->pty : paddock_exec_pty_streams(ex) != 0;
-	p->started_ms = row ? row->started_ms : svc_now_ms();
-	p->t0 = svc_mono_s();
-	if (row && row->tag)
-		snprintf(p->tag, sizeof(p->tag), "%s", row->tag);
-	if (!ex) {
-		/* ended while no paddockd listened, and its report went with the old one */
-		p->exited = true;
-		p->ended_ms = svc_now_ms();
-		p->result = json_pack("{s:s,s:{s:s}}", "reason", "error", "error", "message",
-				      "the command's report was lost when paddockd restarted");
-		(void)paddock_store_end_exec(b->d->store, b->id, p->exec_id, p->ended_ms,
-					     "{\"reason\":\"error\"}", NULL);
-		return;
-	}
-	p->ex = ex;
-	p->started = true;
-	paddock_exec_set_callback(ex, exec_done, p);
-	/* its pipes came back with init's report: a ring, as for any background command */
-	if (paddock_exec_capture(ex, PADDOCK_CAPTURE_RING, 0, NULL) >= 0) {
-		p->session = paddock_exec_ref(ex);
-		p->has_stdin = true;
-		paddock_exec_set_output_callback(ex, on_output, p);
-	}
-	if (!row && record(p, NULL) < 0)
-		end_it = true; /* a command nobody can find again after a restart */
-	/*
-	 * Whoever waited for it in the foreground went with the old paddockd: it is ended, as
-	 * when a client goes away (docs/api.md, Restarts), and its result says "killed".
-	 */
-	if (end_it && !p->exited)
-		(void)paddock_exec_terminate(ex, PADDOCK_END_KILLED, NULL);
 }
 
 /* ---- /processes ------------------------------------------------------------------------- */
@@ -850,12 +464,8 @@ static void wait_timeout(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (w->req) {
-		pdd_watcher_detach(w);
-		pdd_http_reply_json(p->box->d, w->req, 200, pdd_proc_json(p));
-		w->req = NULL;
-	}
-	pdd_watcher_free(w, &p->watchers);
+	answer(w, 200, svc_proc_json(p));
+	watcher_drop(w);
 }
 
 /* ?since_stdout=N: a byte offset in the stream; absent: 0 */
@@ -894,7 +504,7 @@ static void ring_line(struct watcher *w, struct proc *p, int i, uint64_t since)
 	b = evbuffer_new();
 	if (!b)
 		return;
-	n = kept(p, i + 1, &from, b);
+	n = svc_proc_read(p, i + 1, &from, b);
 	if (n > 0) {
 		o = json_pack("{s:s,s:I}", "type", stream_names[i], "offset",
 			      (json_int_t)(from - n));
@@ -913,7 +523,7 @@ static void output(struct request *r, struct proc *p)
 	if (!parse_since(r, "since_stdout", &since[0]) ||
 	    !parse_since(r, "since_stderr", &since[1]))
 		return;
-	w = pdd_watcher_new(r, W_OUTPUT, p, &p->watchers);
+	w = proc_watcher(r->req, p, W_OUTPUT);
 	if (!w)
 		return pdd_reply_error(r, 500, "internal", NULL, "out of memory");
 	w->on_gone = watcher_gone; /* a background process's followers come and go */
@@ -925,7 +535,7 @@ static void output(struct request *r, struct proc *p)
 			pdd_stream_line(
 				w, json_pack("{s:s,s:O?}", "type", "exit", "result", p->result));
 		pdd_stream_end(w);
-		pdd_watcher_free(w, &p->watchers);
+		watcher_drop(w);
 	}
 }
 
@@ -946,7 +556,7 @@ static void stdin_write(struct request *r, struct proc *p)
 	if (n > PDD_STDIN_WRITE_MAX)
 		return pdd_reply_error(r, 413, "too_large", "body", "at most %d bytes per write",
 				       PDD_STDIN_WRITE_MAX);
-	w = write_stdin(p, (const char *)evbuffer_pullup(in, -1), n, &err);
+	w = svc_proc_write_stdin(p, (const char *)evbuffer_pullup(in, -1), n, &err);
 	if (w == -EAGAIN)
 		return pdd_reply_error(r, 429, "limit", "stdin",
 				       "the process is not reading its stdin: %s; nothing of this "
@@ -970,8 +580,8 @@ static void wait_end(struct request *r, struct proc *p)
 		return pdd_reply_error(r, 400, "invalid", "timeout_s",
 				       "expected seconds from 0 to %d", WAIT_MAX_S);
 	if (p->exited || s == 0)
-		return pdd_reply_json(r, 200, pdd_proc_json(p));
-	w = pdd_watcher_new(r, W_WAIT, p, &p->watchers);
+		return pdd_reply_json(r, 200, svc_proc_json(p));
+	w = proc_watcher(r->req, p, W_WAIT);
 	if (!w)
 		return pdd_reply_error(r, 500, "internal", NULL, "out of memory");
 	w->on_gone = watcher_gone;
@@ -1058,7 +668,7 @@ static void process_action(struct request *r, struct proc *p, const char *what, 
 	if (strcmp(what, "stdin") == 0 && !sub)
 		return stdin_write(r, p);
 	if (strcmp(what, "stdin") == 0 && strcmp(sub, "close") == 0) {
-		pdd_proc_close_stdin(p);
+		svc_proc_close_stdin(p);
 		return pdd_reply_empty(r, 204);
 	}
 	if (sub)
@@ -1087,16 +697,16 @@ void pdd_api_processes(struct request *r, struct box *b)
 		if (r->method != EVHTTP_REQ_GET)
 			return pdd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET");
 		for (p = b->procs; p; p = p->next)
-			json_array_append_new(a, pdd_proc_json(p));
+			json_array_append_new(a, svc_proc_json(p));
 		return pdd_reply_json(r, 200, json_pack("{s:o}", "processes", a));
 	}
-	p = pdd_proc_find(b, r->seg[4]);
+	p = svc_proc_find(b, r->seg[4]);
 	if (!p)
 		return pdd_reply_error(r, 404, "not_found", "process", "no such process");
 	if (r->n_seg == 5) {
 		if (r->method != EVHTTP_REQ_GET)
 			return pdd_reply_error(r, 405, "method_not_allowed", NULL, "expected GET");
-		return pdd_reply_json(r, 200, pdd_proc_json(p));
+		return pdd_reply_json(r, 200, svc_proc_json(p));
 	}
 	if (r->n_seg == 6 && strcmp(r->seg[5], "output") == 0) {
 		if (r->method != EVHTTP_REQ_GET)

@@ -13,6 +13,7 @@
  * A client that goes away ends the command and the sandbox with it. Background, streamed,
  * pty and keep_stdin commands are refused: they outlive the answer, and the sandbox does not.
  */
+#include <errno.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <stdlib.h>
@@ -67,7 +68,7 @@ static void run_data(struct watcher *w, struct proc *p, int stream, const char *
 static void run_ended(struct watcher *w, struct proc *p)
 {
 	struct run *run = w->ctx;
-	json_t *o = pdd_proc_result_json(p);
+	json_t *o = svc_proc_result_json(p);
 
 	if (w->req && o) {
 		struct request r = { .d = p->box->d, .req = w->req };
@@ -86,10 +87,7 @@ static void run_ended(struct watcher *w, struct proc *p)
 /* The client went away: its command ends (run_ended() then removes the sandbox). */
 static void run_gone(struct watcher *w)
 {
-	struct proc *p = w->owner;
-
-	if (p->ex)
-		(void)paddock_exec_terminate(p->ex, PADDOCK_END_KILLED, NULL);
+	svc_proc_kill(w->owner);
 }
 
 static const struct watcher_ops run_ops = {
@@ -98,13 +96,36 @@ static const struct watcher_ops run_ops = {
 	.ended = run_ended,
 };
 
+/* The exec body's command in b, its answer to req through run_ops */
+static int start(struct evhttp_request *req, struct box *b, json_t *exec, struct run *run,
+		 paddock_error *err)
+{
+	struct exec_req q = { 0 };
+	struct proc *p = NULL;
+	struct watcher *w;
+	int r;
+
+	r = pdd_exec_parse(exec, &q, err);
+	if (r >= 0)
+		r = svc_exec_start(b, &q.q, &p, err);
+	pdd_exec_req_release(&q);
+	if (r < 0)
+		return r;
+	w = pdd_proc_hook(req, p, &run_ops, run);
+	if (!w) {
+		svc_proc_kill(p);
+		return paddock_fail(err, ENOMEM, "out of memory");
+	}
+	w->on_gone = run_gone;
+	return 0;
+}
+
 void pdd_api_run(struct request *r)
 {
 	paddock_error err = { 0 };
 	json_t *body, *create, *exec;
 	struct box *b = NULL;
 	struct run *run;
-	struct proc *p;
 
 	if (r->method != EVHTTP_REQ_POST)
 		return pdd_reply_error(r, 405, "method_not_allowed", NULL, "expected POST");
@@ -150,16 +171,11 @@ void pdd_api_run(struct request *r)
 	}
 	json_decref(create);
 	snprintf(run->id, sizeof(run->id), "%s", b->id);
-	if (pdd_exec_start(r->req, b, exec, &run_ops, run, &p, &err) < 0) {
+	if (start(r->req, b, exec, run, &err) < 0) {
 		/* a bad exec body, or init refused: the sandbox goes unused */
 		pdd_reply_paddock_error(r, &err);
 		remove_later(run);
-		goto out;
 	}
-	/* the watcher is the newest of the process's list */
-	for (struct watcher *w = p->watchers; w; w = w->next)
-		if (w->ctx == run)
-			w->on_gone = run_gone;
 out:
 	json_decref(body);
 }

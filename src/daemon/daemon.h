@@ -66,6 +66,8 @@ struct watcher {
 	int64_t replay_seq;   /* the last stored event sent */
 	unsigned replay_sent; /* how many, up to EVENTS_REPLAY_MAX */
 	paddock_store *replay_store;
+	/* a process's watcher listens to it (api-exec.c); owner is the struct proc * */
+	struct svc_proc_listener listener;
 };
 
 struct proc;
@@ -182,58 +184,32 @@ void pdd_watcher_free(struct watcher *w, struct watcher **list);
  */
 void pdd_watcher_detach(struct watcher *w);
 
-/* ---- processes (api-exec.c) ---- */
-struct proc *pdd_proc_find(struct box *b, const char *key);
-void pdd_proc_free(struct proc *p);
-/*
- * A command of an adopted sandbox (ex NULL: recorded, but init no longer knows it). end_it:
- * kill it (a foreground command whose client is gone, one nobody was told of).
- */
-void pdd_proc_adopt(struct box *b, paddock_exec *ex, const struct paddock_store_exec *row,
-		    bool end_it);
-json_t *pdd_proc_json(struct proc *p);
-
-/* An exec request, parsed and checked (api-exec.c). */
+/* ---- processes (api-exec.c; the table is the core's, proc.c) ---- */
+/* An exec body, parsed: the core's request and what it borrows from. */
 struct exec_req {
+	struct svc_exec_req q;
+	bool stream; /* answer as NDJSON lines as it runs */
 	json_t *argv;
 	const char **argv_c;
-	const char **env_c;
-	const char *cwd;
-	char *stdin_data;
-	size_t stdin_len;
-	bool has_stdin, stream, background, keep_stdin, pty;
-	double timeout_s;
-	const char *tag;
-	unsigned rows, cols;
+	char **env_c;
+	char *stdin_data; /* stdin_b64's bytes */
 };
-
-/*
- * Starts the command an exec body asks for (the body of POST .../exec) as a process of b,
- * whose answer goes to req: paddockd's (a 201 with the pid, the stream, or the result), or
- * with `ops`, a W_HOOK watcher's (the front end answers req from ops). 0 and *ret_proc (may
- * be NULL), or -errno with err filled and nothing started; pdd_http_status() gives the
- * status paddockd answers it with (400 a bad body, 409 a sandbox not running or paused or a
- * tag in use, 413 too much stdin, 429 too many processes, ...).
- */
-int pdd_exec_start(struct evhttp_request *req, struct box *b, json_t *body,
-		   const struct watcher_ops *ops, void *ctx, struct proc **ret_proc,
-		   paddock_error *err);
-/* A running process's stdin: 0, -EAGAIN (the queue is full: nothing taken), -EPIPE, -EBADF
- * (closed or none), -ESRCH (ended). */
-int pdd_proc_write_stdin(struct proc *p, const char *data, size_t len);
-void pdd_proc_close_stdin(struct proc *p);
-/* A foreground exec's answer: exec, pid, stdout, stderr (kept whole), result. */
-json_t *pdd_proc_result_json(struct proc *p);
-/* Attaches a W_HOOK watcher for req to a process (re-attach: E2B's Connect); NULL: no memory. */
-struct watcher *pdd_proc_hook(struct evhttp_request *req, struct proc *p,
-			      const struct watcher_ops *ops, void *ctx);
 /*
  * An exec body, checked, into q (pdd_exec_req_release() it either way): 0, or -errno with err
- * naming the field: -EINVAL (400), -EEXIST for a tag in use (409), -EFBIG for stdin over
- * 64 KiB (413), -ENOMEM.
+ * naming the field: -EINVAL (400), -ENOMEM. The core checks the rest (svc_exec_start()).
  */
-int pdd_exec_parse(struct box *b, json_t *body, struct exec_req *q, paddock_error *err);
+int pdd_exec_parse(json_t *body, struct exec_req *q, paddock_error *err);
 void pdd_exec_req_release(struct exec_req *q);
+/*
+ * A W_HOOK watcher for req on a process (a route that formats its events itself: POST
+ * /v1/run, E2B's Start and Connect); the caller sets its on_gone. NULL: no memory.
+ */
+struct watcher *pdd_proc_hook(struct evhttp_request *req, struct proc *p,
+			      const struct watcher_ops *ops, void *ctx);
+/* A hook's client went away: the watcher leaves the process and is freed. */
+void pdd_proc_unhook(struct watcher *w);
+/* Whether a request waits for one answer from p (a foreground exec, a wait). */
+bool pdd_proc_waited_for(struct proc *p);
 
 /* ---- routes ---- */
 void pdd_api_sandboxes(struct request *r);
@@ -304,4 +280,3 @@ void pdd_network_ask(paddock_sandbox *sb, const struct paddock_ask *ask, void *u
 void pdd_network_release(struct box *b);
 /* The per-sandbox egress counters of /metrics, of the sandboxes `tenant` sees (api-network.c). */
 void pdd_metrics_egress(struct daemon *d, const char *tenant, struct evbuffer *out);
-void pdd_metrics_exec(struct daemon *d, const struct paddock_result *res, double seconds);

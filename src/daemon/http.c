@@ -336,8 +336,10 @@ struct watcher *pdd_watcher_open(struct daemon *d, struct evhttp_request *req, i
 	 */
 	if (kind != W_RESULT && !pdd_http_gate_owns(w->evcon))
 		evhttp_connection_set_timeout(w->evcon, 7 * 24 * 3600);
-	w->next = *list;
-	*list = w;
+	if (list) {
+		w->next = *list;
+		*list = w;
+	}
 	return w;
 }
 
@@ -360,7 +362,7 @@ void pdd_watcher_detach(struct watcher *w)
 
 void pdd_watcher_free(struct watcher *w, struct watcher **list)
 {
-	for (struct watcher **pp = list; *pp; pp = &(*pp)->next)
+	for (struct watcher **pp = list; pp && *pp; pp = &(*pp)->next)
 		if (*pp == w) {
 			*pp = w->next;
 			break;
@@ -779,8 +781,6 @@ void pdd_http_stop(struct daemon *d)
  */
 static void hook_release_clients(struct box *b)
 {
-	while (b->procs)
-		pdd_proc_free(b->procs);
 	pdd_files_release(b);
 	pdd_network_release(b);
 }
@@ -838,5 +838,4 @@ const struct svc_hooks pdd_service_hooks = {
 	.box_freed = hook_box_freed,
 	.box_event = hook_box_event,
 	.event = pdd_events_broadcast,
-	.proc_adopt = pdd_proc_adopt,
 };

@@ -95,9 +95,8 @@ static bool in_flight(struct daemon *d)
 {
 	for (struct box *b = d->boxes; b; b = b->next)
 		for (struct proc *p = b->procs; p; p = p->next)
-			for (struct watcher *w = p->watchers; w; w = w->next)
-				if (w->req && (w->kind == W_RESULT || w->kind == W_WAIT))
-					return true;
+			if (pdd_proc_waited_for(p))
+				return true;
 	return false;
 }
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * envd's `process.Process` service on paddockd's own processes (api-exec.c): Start becomes
- * the exec the daemon's API would run, its events reach the client through a W_HOOK watcher
- * that formats them as ProcessEvent messages in Connect envelopes.
+ * envd's `process.Process` service on the service core's process table (src/service/proc.c):
+ * Start becomes a typed request (struct svc_exec_req) the core starts as it starts
+ * paddockd's, and the process's events reach the client through a W_HOOK watcher that
+ * formats them as ProcessEvent messages in Connect envelopes.
  *
  * Every E2B process is what paddockd calls a background process: it outlives the stream
  * that started it (envd's behaviour: a client that goes away does not kill its command;
@@ -193,12 +194,10 @@ static const struct watcher_ops hook_ops = {
 /* the client left: the process runs on (envd's behaviour); only the stream ends */
 static void hook_gone(struct watcher *w)
 {
-	struct proc *p = w->owner;
-
 	if (w->ctx)
 		pstream_free(w->ctx);
 	w->ctx = NULL;
-	pdd_watcher_free(w, &p->watchers);
+	pdd_proc_unhook(w);
 }
 
 static struct pstream *pstream_new(struct e2b_req *r)
@@ -248,7 +247,7 @@ static enum e2b_connect_code code_of_status(int status)
 	}
 }
 
-/* pdd_exec_start's errors end the stream, named as paddockd names them ("tag: a running ...") */
+/* svc_exec_start's errors end the stream, named as paddockd names them ("tag: a running ...") */
 static void start_failed(struct e2b_req *r, bool *started, const paddock_error *err)
 {
 	e2b_connect_stream_end(r->req, started, (int)code_of_status(pdd_http_status(err, NULL)),
@@ -296,7 +295,7 @@ static struct proc *select_proc(struct e2b_req *r, json_t *msg, bool stream, boo
 		snprintf(key, sizeof(key), "%u", n);
 	else
 		snprintf(key, sizeof(key), "%s", json_string_value(tag));
-	p = pdd_proc_find(r->box, key);
+	p = svc_proc_find(r->box, key);
 	if (!p || p->exited || !p->ex) {
 		snprintf(why, sizeof(why), "process with %s '%s' not found", pid ? "pid" : "tag",
 			 key);
@@ -314,65 +313,113 @@ static bool bad(struct e2b_req *r, bool *started, const char *msg)
 	return false;
 }
 
-/* The exec body (paddockd's API) of a StartRequest; false with the stream ended. */
-static bool start_body(struct e2b_req *r, json_t *msg, json_t *body, bool *started)
-{
-	json_t *proc = json_object_get(msg, "process"), *v, *argv, *env;
-	const char *cmd = json_string_value(json_object_get(proc, "cmd")), *k;
-	size_t i;
+/* A StartRequest as the core's request: argv, env and cwd its own, the rest in q. */
+struct start_req {
+	struct svc_exec_req q;
+	const char **argv;
+	char **env;
+	size_t n_env;
 	char *cwd;
+};
+
+static void start_req_release(struct start_req *s)
+{
+	free(s->argv);
+	for (size_t i = 0; i < s->n_env; i++)
+		free(s->env[i]);
+	free(s->env);
+	free(s->cwd);
+}
+
+/* NAME=value into s->env, unless the request set NAME (envd's defaults: HOME, USER, TERM) */
+static bool env_add(struct start_req *s, json_t *envs, const char *name, const char *value)
+{
+	if (envs && json_object_get(envs, name))
+		return true;
+	if (asprintf(&s->env[s->n_env], "%s=%s", name, value) < 0)
+		return false;
+	s->n_env++;
+	return true;
+}
+
+/* process.cmd and process.args: the command line */
+static bool start_argv(struct e2b_req *r, json_t *proc, struct start_req *s, bool *started)
+{
+	json_t *cmd = json_object_get(proc, "cmd"), *args = json_object_get(proc, "args"), *v;
+	size_t i, n = 0;
+
+	if (!json_is_string(cmd) || json_string_length(cmd) == 0)
+		return bad(r, started, "process.cmd: expected a non-empty string");
+	if (args && (!json_is_array(args) || json_array_size(args) > 4095))
+		return bad(r, started, "process.args: expected an array of strings");
+	s->argv = calloc(json_array_size(args) + 2, sizeof(char *));
+	if (!s->argv)
+		return bad(r, started, "out of memory");
+	s->argv[n++] = json_string_value(cmd);
+	json_array_foreach(args, i, v)
+	{
+		if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v))
+			return bad(r, started, "process.args: expected an array of strings");
+		s->argv[n++] = json_string_value(v);
+	}
+	if (strlen(json_string_value(cmd)) != json_string_length(cmd))
+		return bad(r, started, "process.cmd: expected a string without NUL bytes");
+	s->q.argv = s->argv;
+	return true;
+}
+
+/* process.envs over envd's defaults */
+static bool start_env(struct e2b_req *r, json_t *proc, bool pty, struct start_req *s, bool *started)
+{
+	json_t *envs = json_object_get(proc, "envs"), *val;
+	const char *k;
+
+	if (envs && (!json_is_object(envs) || json_object_size(envs) > 4096))
+		return bad(r, started, "process.envs: expected an object of strings");
+	s->env = calloc(json_object_size(envs) + 4, sizeof(char *));
+	if (!s->env)
+		return bad(r, started, "out of memory");
+	json_object_foreach(envs, k, val)
+	{
+		if (!json_is_string(val) || !k[0] || strchr(k, '=') ||
+		    strlen(json_string_value(val)) != json_string_length(val))
+			return bad(
+				r, started,
+				"process.envs: expected NAME: \"value\" pairs (NAME without '=')");
+		if (!env_add(s, NULL, k, json_string_value(val)))
+			return bad(r, started, "out of memory");
+	}
+	/* envd sets the user's identity; the home is where relative things land */
+	if (!env_add(s, envs, "HOME", r->home) || !env_add(s, envs, "USER", "user") ||
+	    (pty && !env_add(s, envs, "TERM", "xterm-256color")))
+		return bad(r, started, "out of memory");
+	s->q.env = (const char *const *)s->env;
+	return true;
+}
+
+/* A StartRequest, checked, into s; false with the stream ended. */
+static bool start_parse(struct e2b_req *r, json_t *msg, struct start_req *s, bool *started)
+{
+	json_t *proc = json_object_get(msg, "process"), *v;
 
 	if (!json_is_object(proc))
 		return bad(r, started, "process: expected a ProcessConfig object");
-	if (!cmd || !*cmd)
-		return bad(r, started, "process.cmd: expected a non-empty string");
-	argv = json_array();
-	json_object_set_new(body, "argv", argv);
-	json_array_append_new(argv, json_string(cmd));
-	v = json_object_get(proc, "args");
-	if (v && !json_is_array(v))
-		return bad(r, started, "process.args: expected an array of strings");
-	json_array_foreach(v, i, proc)
-	{
-		if (!json_is_string(proc))
-			return bad(r, started, "process.args: expected an array of strings");
-		json_array_append(argv, proc);
-	}
-	proc = json_object_get(msg, "process");
-	v = json_object_get(proc, "envs");
-	if (v && !json_is_object(v))
-		return bad(r, started, "process.envs: expected an object of strings");
-	env = json_object();
-	json_object_set_new(body, "env", env);
-	json_t *val;
-	json_object_foreach(v, k, val)
-	{
-		if (!json_is_string(val))
-			return bad(r, started, "process.envs: expected an object of strings");
-		json_object_set(env, k, val);
-	}
-	/* envd sets the user's identity; the home is where relative things land */
-	if (!json_object_get(env, "HOME"))
-		json_object_set_new(env, "HOME", json_string(r->home));
-	if (!json_object_get(env, "USER"))
-		json_object_set_new(env, "USER", json_string("user"));
+	if (!start_argv(r, proc, s, started))
+		return false;
 	v = json_object_get(proc, "cwd");
 	if (v && !json_is_string(v))
 		return bad(r, started, "process.cwd: expected a string");
-	cwd = e2b_path(r, json_string_value(v));
-	if (!cwd)
+	s->cwd = e2b_path(r, json_string_value(v));
+	if (!s->cwd)
 		return bad(r, started, "process.cwd: too long");
-	json_object_set_new(body, "cwd", json_string(cwd));
-	free(cwd);
-	json_object_set_new(body, "background", json_true());
+	s->q.cwd = s->cwd;
+	s->q.background = true;
 	if ((v = json_object_get(msg, "stdin")) && !json_is_boolean(v))
 		return bad(r, started, "stdin: expected a boolean");
-	if (json_is_true(v))
-		json_object_set_new(body, "keep_stdin", json_true());
+	s->q.keep_stdin = json_is_true(v);
 	if ((v = json_object_get(msg, "tag")) && !json_is_string(v))
 		return bad(r, started, "tag: expected a string");
-	if (v && json_string_length(v) > 0)
-		json_object_set(body, "tag", v);
+	s->q.tag = json_string_value(v);
 	if ((v = json_object_get(msg, "pty"))) {
 		json_t *size = json_object_get(v, "size");
 		uint32_t rows = 24, cols = 80;
@@ -381,28 +428,27 @@ static bool start_body(struct e2b_req *r, json_t *msg, json_t *body, bool *start
 		    !e2b_pbjson_uint32(json_object_get(size, "rows"), &rows) ||
 		    !e2b_pbjson_uint32(json_object_get(size, "cols"), &cols))
 			return bad(r, started, "pty.size: expected {\"cols\": N, \"rows\": N}");
-		json_object_set_new(body, "pty",
-				    json_pack("{s:i,s:i}", "rows", (int)(rows ? rows : 24), "cols",
-					      (int)(cols ? cols : 80)));
-		if (!json_object_get(env, "TERM"))
-			json_object_set_new(env, "TERM", json_string("xterm-256color"));
+		s->q.pty = true;
+		s->q.rows = rows ? rows : 24;
+		s->q.cols = cols ? cols : 80;
 	}
-	if (r->timeout_s > 0)
-		json_object_set_new(body, "timeout_s", json_real(r->timeout_s));
-	else
-		json_object_set_new(body, "timeout_s", json_integer(0));
+	if (!start_env(r, proc, s->q.pty, s, started))
+		return false;
+	s->q.timeout_s = r->timeout_s > 0 ? r->timeout_s : 0; /* 0: none */
 	return true;
 }
 
 static void start(struct e2b_req *r, json_t *msg)
 {
-	json_t *body = json_object(), *cfg;
+	struct start_req s = { 0 };
 	paddock_error err = { 0 };
-	struct pstream *ps;
+	json_t *cfg = json_object_get(msg, "process");
+	struct pstream *ps = NULL;
+	struct watcher *w;
 	struct proc *p;
 	bool started = false;
 
-	if (!start_body(r, msg, body, &started))
+	if (!start_parse(r, msg, &s, &started))
 		goto out;
 	ps = pstream_new(r);
 	if (!ps) {
@@ -410,21 +456,25 @@ static void start(struct e2b_req *r, json_t *msg)
 				       "out of memory");
 		goto out;
 	}
-	if (pdd_exec_start(r->req, r->box, body, &hook_ops, ps, &p, &err) < 0) {
+	if (svc_exec_start(r->box, &s.q, &p, &err) < 0) {
 		pstream_free(ps);
 		start_failed(r, &started, &err);
 		goto out;
 	}
-	/* the watcher is the last of the process's list: the newest */
-	for (struct watcher *w = p->watchers; w; w = w->next)
-		if (w->ctx == ps)
-			w->on_gone = hook_gone;
-	cfg = json_object_get(msg, "process");
-	p->fe_info = json_pack("{s:O?,s:O?,s:O?,s:O?}", "cmd", json_object_get(cfg, "cmd"), "args",
+	w = pdd_proc_hook(r->req, p, &hook_ops, ps);
+	if (!w) {
+		pstream_free(ps);
+		svc_proc_kill(p);
+		e2b_connect_stream_end(r->req, &started, E2B_CONNECT_RESOURCE_EXHAUSTED,
+				       "out of memory");
+		goto out;
+	}
+	w->on_gone = hook_gone;
+	p->fe_info = json_pack("{s:O?,s:O?,s:O?,s:s}", "cmd", json_object_get(cfg, "cmd"), "args",
 			       json_object_get(cfg, "args"), "envs", json_object_get(cfg, "envs"),
-			       "cwd", json_object_get(body, "cwd"));
+			       "cwd", s.cwd);
 out:
-	json_decref(body);
+	start_req_release(&s);
 }
 
 static void connect_proc(struct e2b_req *r, json_t *msg)
@@ -500,7 +550,7 @@ static void send_input(struct e2b_req *r, json_t *msg)
 		return e2b_connect_reply_error(r->req, E2B_CONNECT_RESOURCE_EXHAUSTED,
 					       "input: at most %u bytes per SendInput", INPUT_MAX);
 	}
-	w = len ? pdd_proc_write_stdin(p, (const char *)bytes, len) : 0;
+	w = len ? svc_proc_write_stdin(p, (const char *)bytes, len, NULL) : 0;
 	free(bytes);
 	if (w == -EAGAIN)
 		return e2b_connect_reply_error(
@@ -550,7 +600,7 @@ static void close_stdin(struct e2b_req *r, json_t *msg)
 		return e2b_connect_reply_error(
 			r->req, E2B_CONNECT_FAILED_PRECONDITION,
 			"a pty has no stdin to close: send EOT (Ctrl-D) instead");
-	pdd_proc_close_stdin(p);
+	svc_proc_close_stdin(p);
 	e2b_connect_reply(r->req, json_object());
 }
 

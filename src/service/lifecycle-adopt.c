@@ -78,8 +78,7 @@ static int adopt_exec_row(const struct paddock_store_exec *row, void *userdata)
 	 * A foreground command's client went with the old paddockd: killed, as when a client
 	 * goes away (its result says so); a background one is followed on.
 	 */
-	if (b->d->hooks && b->d->hooks->proc_adopt)
-		b->d->hooks->proc_adopt(b, ex, row, !row->background);
+	svc_proc_adopt(b, ex, row, !row->background);
 	return 0;
 }
 
@@ -222,8 +221,7 @@ void svc_box_adopt_unknown_execs(struct box *b)
 		 * as background commands, since nothing says which had a client waiting.
 		 */
 		if (!known)
-			if (b->d->hooks && b->d->hooks->proc_adopt)
-				b->d->hooks->proc_adopt(b, ex, NULL, !b->recovered);
+			svc_proc_adopt(b, ex, NULL, !b->recovered);
 	}
 }
 

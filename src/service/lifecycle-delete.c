@@ -17,6 +17,7 @@
 
 void svc_box_release_clients(struct box *b)
 {
+	svc_box_free_procs(b);
 	if (b->d->hooks && b->d->hooks->release_clients)
 		b->d->hooks->release_clients(b);
 	if (b->d->box_gone)

@@ -50,7 +50,7 @@ struct pdd_http_limits {
  * watchers bound to requests). Each may be NULL (nothing held: a parser under test).
  */
 struct svc_hooks {
-	/* b's commands go (each one's watchers answered), and its file watches, pending asks */
+	/* b's file watches and pending asks go (its processes went, each listener told) */
 	void (*release_clients)(struct box *b);
 	/* b left the API's view: its event followers' streams end */
 	void (*box_unlinked)(struct box *b);
@@ -62,9 +62,6 @@ struct svc_hooks {
 	void (*box_event)(struct box *b, json_t *o);
 	/* an event of `tenant`'s sandbox (NULL, NULL: the host's) to followers that may see it */
 	void (*event)(struct daemon *d, const char *tenant, const char *sandbox, json_t *o);
-	/* a command of an adopted sandbox: its process (api-exec.c's pdd_proc_adopt()) */
-	void (*proc_adopt)(struct box *b, paddock_exec *ex, const struct paddock_store_exec *row,
-			   bool end_it);
 };
 
 #define SVC_MAX_TENANT	   64
@@ -79,7 +76,8 @@ struct svc_hooks {
 #define SVC_IDEM_KEEP_S	   86400       /* how long a key is remembered */
 #define SVC_EVENT_LOG_MAX  (64u << 20) /* events.jsonl rotates at this size... */
 #define SVC_EVENT_LOG_KEEP 4	       /* ...keeping this many rotated files */
-/* A command of a sandbox: the process table (box->procs) an adapter's exec requests fill. */
+struct svc_proc_listener;
+/* A command of a sandbox: the process table (box->procs) adapters' exec requests fill (proc.c). */
 struct proc {
 	struct box *box;
 	paddock_exec *ex; /* NULL once ended */
@@ -102,8 +100,8 @@ struct proc {
 	 */
 	paddock_exec *session;
 	bool has_stdin;		 /* stdin is a pipe the API may write (stdin, keep_stdin, pty) */
-	struct event *resume_ev; /* output paused for a client that is behind */
-	struct watcher *watchers;
+	struct event *resume_ev; /* output paused for a listener that is behind */
+	struct svc_proc_listener *listeners;
 	double t0;	 /* for the latency histogram */
 	json_t *fe_info; /* what a front end recorded of it (E2B: its ProcessConfig) */
 	struct proc *next;
@@ -246,6 +244,79 @@ int svc_pool_claim(struct daemon *d, const paddock_spec *spec, paddock_sandbox *
 void svc_pool_request(struct daemon *d);
 struct evbuffer;
 void svc_pool_metrics(struct daemon *d, struct evbuffer *b);
+
+/* ---- processes (proc.c) ---- */
+#define SVC_STDIN_REQUEST_MAX 65536 /* stdin in an exec request: what libpaddock queues at once */
+
+/* A command to start, from any adapter; its strings are the caller's, for the call. */
+struct svc_exec_req {
+	const char *const *argv; /* 1 to 4096 strings, NULL-terminated */
+	const char *const *env;	 /* "NAME=value", NULL-terminated; NULL: none */
+	const char *cwd;	 /* absolute; NULL: the sandbox's */
+	const char *stdin_data;	 /* written once it runs (then closed, but for keep_stdin, pty) */
+	size_t stdin_len;	 /* at most SVC_STDIN_REQUEST_MAX */
+	bool has_stdin, background, keep_stdin, pty;
+	unsigned rows, cols; /* the pty's size, 0: init's default */
+	/* < 0: absent (limits.timeout_s for a foreground command, none for a background one) */
+	double timeout_s; /* 0: none */
+	const char *tag;  /* NULL or "": none */
+};
+
+/*
+ * Who follows a process: an adapter's client (paddockd's watchers, E2B's streams). Calls come
+ * from the loop; a listener may unlisten itself inside any of them.
+ */
+struct svc_proc_listener_ops {
+	void (*started)(struct svc_proc_listener *l, struct proc *p); /* pid known */
+	/* it runs but could not be recorded (err names "store"): it is being ended */
+	void (*unrecorded)(struct svc_proc_listener *l, struct proc *p, const paddock_error *err);
+	/* output as it comes; stream 0 stdout, 1 stderr */
+	void (*data)(struct svc_proc_listener *l, struct proc *p, int stream, const char *buf,
+		     size_t n);
+	/* the last call, l unlinked already: p ended (p->result), or `gone`: the sandbox went */
+	void (*ended)(struct svc_proc_listener *l, struct proc *p, bool gone);
+	/* bytes l's client has not taken yet (NULL: none); past 4 MiB the output waits for it */
+	size_t (*backlog)(struct svc_proc_listener *l);
+};
+struct svc_proc_listener {
+	const struct svc_proc_listener_ops *ops;
+	struct svc_proc_listener *next;
+};
+
+/*
+ * Starts a command as a process of b, recorded once init forked it (listeners attached
+ * before the loop runs again hear its start). 0 and *ret, or -errno with err naming the
+ * field and nothing started: -ESRCH the sandbox does not run, -EBUSY it is paused, -EINVAL a
+ * bad request, -EEXIST a tag in use, -EFBIG too much stdin, -EAGAIN SVC_MAX_PROCS tracked.
+ */
+int svc_exec_start(struct box *b, const struct svc_exec_req *q, struct proc **ret,
+		   paddock_error *err);
+/* What q asks, checked against b: 0, -EINVAL, -EEXIST (a tag in use), -EFBIG (stdin). */
+int svc_exec_check(struct box *b, const struct svc_exec_req *q, paddock_error *err);
+/* 1 to 64 of [A-Za-z0-9_.-], not all digits (those name pids) */
+bool svc_tag_valid(const char *tag);
+void svc_proc_listen(struct proc *p, struct svc_proc_listener *l);
+void svc_proc_unlisten(struct proc *p, struct svc_proc_listener *l);
+/* A process by pid or tag: the running one, else the newest ended one; NULL: none. */
+struct proc *svc_proc_find(struct box *b, const char *key);
+void svc_proc_free(struct proc *p); /* listeners get ended(gone) */
+void svc_box_free_procs(struct box *b);
+/* A command of an adopted sandbox (ex NULL: recorded, but init no longer knows it). end_it:
+ * kill it (a foreground command whose client is gone, one nobody was told of). */
+void svc_proc_adopt(struct box *b, paddock_exec *ex, const struct paddock_store_exec *row,
+		    bool end_it);
+/* The process object: exec, pid, tag, argv, background, pty, state, times, result. */
+json_t *svc_proc_json(struct proc *p);
+/* A foreground exec's answer: exec, pid, stdout, stderr (kept whole), result. */
+json_t *svc_proc_result_json(struct proc *p);
+/* What libpaddock kept of stream (1, 2) from *from on, into `into`; *from advances. */
+size_t svc_proc_read(struct proc *p, int stream, uint64_t *from, struct evbuffer *into);
+/* Its stdin, all or nothing: 0, -EAGAIN (not read yet: nothing taken), -EPIPE, -EBADF (closed
+ * or none), -ESRCH (ended). */
+int svc_proc_write_stdin(struct proc *p, const char *data, size_t len, paddock_error *err);
+void svc_proc_close_stdin(struct proc *p);
+void svc_proc_kill(struct proc *p);   /* ends it, reason "killed" (its client went away) */
+const double *svc_exec_buckets(void); /* the latency histogram's 12 bounds (metrics) */
 
 /* ---- util ---- */
 int64_t svc_now_ms(void);

@@ -38,7 +38,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		paddock_error err = { 0 };
 
 		/* a refusal is always a client error (running out of memory is not a refusal) */
-		if (pdd_exec_parse(&b, o, &q, &err) < 0 && err.code != ENOMEM) {
+		if ((pdd_exec_parse(o, &q, &err) < 0 || svc_exec_check(&b, &q.q, &err) < 0) &&
+		    err.code != ENOMEM) {
 			int status = pdd_http_status(&err, NULL);
 
 			if (status < 400 || status > 499)
