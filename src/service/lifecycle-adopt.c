@@ -141,7 +141,7 @@ static int finish_deleting(struct daemon *d, const char *id)
 		return -ENOMEM;
 	f->d = d;
 	snprintf(f->id, sizeof(f->id), "%s", id);
-	snprintf(path, sizeof(path), "%s/s/%s", d->state_dir, id);
+	(void)svc_socket_path(d, id, path, sizeof(path));
 	f->next = d->finishing;
 	d->finishing = f;
 	f->pidfd = -EBADF;
@@ -255,13 +255,12 @@ static int adopt_all(struct daemon *d, paddock_error *err)
 
 int svc_lifecycle_start(struct daemon *d, paddock_error *err)
 {
-	char dir[300];
 	uint64_t max_exec = 0;
 	int r;
 
-	snprintf(dir, sizeof(dir), "%s/s", d->state_dir);
-	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-		return paddock_fail(err, errno, "mkdir '%s'", dir);
+	snprintf(d->reconnect_dir, sizeof(d->reconnect_dir), "%s/s", d->state_dir);
+	if (mkdir(d->reconnect_dir, 0700) < 0 && errno != EEXIST)
+		return paddock_fail(err, errno, "mkdir '%s'", d->reconnect_dir);
 	/* a new command never takes the id of one the store remembers */
 	r = paddock_store_max_exec_id(d->store, &max_exec, err);
 	if (r < 0)
@@ -270,7 +269,7 @@ int svc_lifecycle_start(struct daemon *d, paddock_error *err)
 	r = adopt_all(d, err);
 	if (r < 0)
 		return r;
-	svc_lifecycle_sweep_orphans(d, dir);
+	svc_lifecycle_sweep_orphans(d, d->reconnect_dir);
 	r = svc_reaper_start(d, err);
 	if (r < 0)
 		return r;

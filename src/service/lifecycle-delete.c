@@ -50,8 +50,8 @@ void svc_box_forget(struct daemon *d, const char *id)
 
 	if (paddock_store_delete_sandbox(d->store, id, &err) < 0 && err.code != ENOENT)
 		svc_store_warn(d, &err); /* the row stays "deleting": the next start finishes it */
-	snprintf(path, sizeof(path), "%s/s/%s", d->state_dir, id);
-	(void)unlink(path); /* ENOENT: libpaddock removed it */
+	if (svc_socket_path(d, id, path, sizeof(path)))
+		(void)unlink(path); /* ENOENT: libpaddock removed it */
 }
 
 static void box_free(struct box *b)

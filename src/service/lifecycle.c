@@ -577,7 +577,7 @@ int svc_box_create_keyed(struct daemon *d, const char *tenant, json_t *body, con
 {
 	paddock_spec *spec = NULL;
 	json_t *meta = json_object_get(body, "metadata");
-	char path[300], fp[17] = "";
+	char fp[17] = "";
 	struct paddock_sandbox_opts opts = { .orphan_timeout_s = d->orphan_timeout_s };
 	paddock_sandbox *sb = NULL;
 	paddock_error cause = { 0 };
@@ -622,8 +622,7 @@ int svc_box_create_keyed(struct daemon *d, const char *tenant, json_t *body, con
 		paddock_spec_free(spec);
 		return paddock_fail(err, ENOMEM, "allocate sandbox");
 	}
-	snprintf(path, sizeof(path), "%s/s", d->state_dir);
-	opts.reconnect_dir = path;
+	opts.reconnect_dir = d->reconnect_dir;
 	/* a ready sandbox of this template if the pool has one, else one made now */
 	r = svc_pool_claim(d, spec, &sb);
 	if (r < 0)

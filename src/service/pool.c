@@ -160,7 +160,6 @@ static void refill_cb(evutil_socket_t fd, short what, void *arg)
 					     .pooled = true };
 	struct pool_tmpl *want = NULL;
 	paddock_error err = { 0 };
-	char dir[300];
 
 	(void)fd;
 	(void)what;
@@ -178,8 +177,7 @@ static void refill_cb(evutil_socket_t fd, short what, void *arg)
 		d->pool.m.low_memory++;
 		return;
 	}
-	snprintf(dir, sizeof(dir), "%s/s", d->state_dir);
-	opts.reconnect_dir = dir;
+	opts.reconnect_dir = d->reconnect_dir;
 	want->making_t0 = svc_mono_s();
 	if (paddock_sandbox_create_async(d->ctx, want->spec, &opts, made_cb, want, &want->making,
 					 &err) < 0) {

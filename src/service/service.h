@@ -186,6 +186,8 @@ struct daemon {
 	struct pdd_http_limits http_limits; /* by value: defined here for that, read by the gate */
 	struct gate *gate;		    /* http-gate.c */
 	char state_dir[256];
+	/* <state_dir>/s: the inits' reconnect sockets, one per sandbox id (svc_lifecycle_start) */
+	char reconnect_dir[264];
 	const char *image_store; /* --image-store or $PADDOCK_IMAGE_STORE; NULL: the default */
 	/* host directories a TCP tenant's spec may name (workspace, binds, rootfs) */
 	char **host_paths;
@@ -319,6 +321,8 @@ void svc_proc_kill(struct proc *p);   /* ends it, reason "killed" (its client we
 const double *svc_exec_buckets(void); /* the latency histogram's 12 bounds (metrics) */
 
 /* ---- util ---- */
+/* The reconnect socket of sandbox `id`: false when the path would not fit. */
+bool svc_socket_path(const struct daemon *d, const char *id, char *buf, size_t size);
 int64_t svc_now_ms(void);
 double svc_mono_s(void);
 void svc_format_time(int64_t ms, char *buf, size_t size); /* RFC 3339 UTC with ms */

@@ -26,23 +26,15 @@
  */
 #include <errno.h>
 #include <limits.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/syscall.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "paddock/image.h"
 #include "service.h"
 
 #define KEPT_PREFIX "paddock-stopped/"
-
-#ifndef SO_PEERPIDFD
-#define SO_PEERPIDFD 77
-#endif
 
 /* err, just filled, names the field "state" */
 static int state_field(paddock_error *err, int r)
@@ -145,22 +137,12 @@ void svc_box_forget_kept(struct box *b)
  */
 static void end_leftover_init(struct box *b)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	socklen_t len = sizeof(int);
-	int fd, pidfd = -1;
+	char path[300];
 
-	if (snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/s/%s", b->d->state_dir, b->id) >=
-	    (int)sizeof(sa.sun_path))
+	if (!svc_socket_path(b->d, b->id, path, sizeof(path)))
 		return;
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
-	    getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) == 0 && pidfd >= 0) {
-		(void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
-		close(pidfd);
-	}
-	if (fd >= 0)
-		close(fd);
-	(void)unlink(sa.sun_path);
+	(void)paddock_orphan_end(path, NULL, NULL); /* the kernel's pidfd: libpaddock's */
+	(void)unlink(path);
 }
 
 void svc_box_adopt_stopped(struct box *b, const char *handle_json)
@@ -315,7 +297,6 @@ static bool id_free(struct box *b)
 
 int svc_box_start(struct box *b, paddock_error *err)
 {
-	char dir[300];
 	struct paddock_sandbox_opts opts = { .orphan_timeout_s = b->d->orphan_timeout_s,
 					     .id = b->id };
 	paddock_spec *spec = NULL;
@@ -338,8 +319,7 @@ int svc_box_start(struct box *b, paddock_error *err)
 	r = start_spec(b, &spec, err);
 	if (r < 0)
 		return r;
-	snprintf(dir, sizeof(dir), "%s/s", b->d->state_dir);
-	opts.reconnect_dir = dir;
+	opts.reconnect_dir = b->d->reconnect_dir;
 	/* never the warm pool: a pooled sandbox has an id of its own */
 	r = paddock_sandbox_create_with(b->d->ctx, spec, &opts, &sb, err);
 	paddock_spec_free(spec);

@@ -89,3 +89,10 @@ json_t *svc_json_text(const char *s)
 	free(buf);
 	return j ? j : json_null();
 }
+
+bool svc_socket_path(const struct daemon *d, const char *id, char *buf, size_t size)
+{
+	int n = snprintf(buf, size, "%s/%s", d->reconnect_dir, id);
+
+	return n > 0 && (size_t)n < size;
+}
