@@ -111,7 +111,6 @@ int d_watch_asks(struct mcp_backend *mb, const char *id, mcp_ask_fn fn, void *us
 {
 	struct dbackend *b = dbackend(mb);
 	struct dsandbox *s = dsandbox_find(b, id, err);
-	_cleanup_free_ char *url = NULL;
 	_cleanup_conn_ struct http_conn *c = NULL;
 	struct http_response resp;
 	int r;
@@ -121,12 +120,8 @@ int d_watch_asks(struct mcp_backend *mb, const char *id, mcp_ask_fn fn, void *us
 	dsandbox_asks_unwatch(s);
 	if (!fn)
 		return 0;
-	url = dbackend_url(SEGS(s->id, "network", "pending"), QUERY("follow", "1"));
-	if (!url)
-		return paddock_fail(err, ENOMEM, "out of memory");
-	struct http_request req = { .method = "GET", .target = url, .body_fd = -1 };
-
-	r = dopen(b, &req, &c, &resp, err);
+	r = dopen_json(b, "GET", SEGS(s->id, "network", "pending"), QUERY("follow", "1"), NULL, &c,
+		       &resp, err);
 	if (r < 0)
 		return r;
 	http_conn_set_nonblocking(c, true);
@@ -150,16 +145,15 @@ int d_answer(struct mcp_backend *mb, const char *id, uint64_t ask, enum paddock_
 {
 	struct dbackend *b = dbackend(mb);
 	struct dsandbox *s = dsandbox_find(b, id, err);
-	_cleanup_free_ char *url = NULL;
 	_cleanup_json_ json_t *body = NULL;
 
 	if (!s)
 		return -ENOENT;
-	url = dbackend_url(SEGS(s->id, "network", "decisions"), NULL);
 	body = json_pack("{s:I, s:s, s:s?}", "id", (json_int_t)ask, "answer",
 			 paddock_ask_answer_to_string(answer), "who", who);
-	if (!url || !body)
+	if (!body)
 		return paddock_fail(err, ENOMEM, "out of memory");
 	/* recorded by paddockd with this backend's tenant, and `who` */
-	return dcall(b, "POST", url, body, ANSWER_MAX, NULL, err);
+	return dcall(b, "POST", SEGS(s->id, "network", "decisions"), NULL, body, ANSWER_MAX, NULL,
+		     err);
 }
