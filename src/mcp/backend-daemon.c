@@ -58,7 +58,7 @@ static time_t mono_s(void)
 	return ts.tv_sec;
 }
 
-/* ---- URLs --------------------------------------------------------------------------------- */
+/* ---- requests ----------------------------------------------------------------------------- */
 
 /* "/v1/sandboxes/SEG/SEG...?KEY=VALUE&...", as dopen() says; NULL when out of memory. */
 static char *sandboxes_url(const char *const *segs, const char *const *query)
@@ -86,8 +86,6 @@ static char *sandboxes_url(const char *const *segs, const char *const *query)
 	}
 	return url;
 }
-
-/* ---- requests ----------------------------------------------------------------------------- */
 
 /* The client's errors; a receive or send that timed out is the one it leaves unexplained. */
 int dbackend_io_error(int r, paddock_error *err)
@@ -345,10 +343,7 @@ static int put_secret_values(const paddock_spec *spec, json_t *req, paddock_erro
 		json_t *value;
 		int r;
 
-		if (!name)
-			return paddock_fail(err, EPROTO,
-					    "the spec's secrets do not match their JSON");
-		r = paddock_spec_secret_value(spec, name, &val, &n, err);
+		r = name ? paddock_spec_secret_value(spec, name, &val, &n, err) : -ENOENT;
 		if (r == -ENOENT)
 			return paddock_fail(err, EPROTO,
 					    "the spec's secrets do not match their JSON");
