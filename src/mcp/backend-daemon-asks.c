@@ -109,8 +109,7 @@ static void asks_readable(evutil_socket_t fd, short what, void *arg)
 int d_watch_asks(struct mcp_backend *mb, const char *id, mcp_ask_fn fn, void *userdata,
 		 paddock_error *err)
 {
-	struct dbackend *b = dbackend(mb);
-	struct dsandbox *s = dsandbox_find(b, id, err);
+	struct dsandbox *s = dsandbox_find(mb, id, err);
 	_cleanup_conn_ struct http_conn *c = NULL;
 	struct http_response resp;
 	int r;
@@ -120,13 +119,13 @@ int d_watch_asks(struct mcp_backend *mb, const char *id, mcp_ask_fn fn, void *us
 	dsandbox_asks_unwatch(s);
 	if (!fn)
 		return 0;
-	r = dopen_json(b, "GET", SEGS(s->id, "network", "pending"), QUERY("follow", "1"), NULL, &c,
-		       &resp, err);
+	r = dopen_json(s->b, "GET", SEGS(s->id, "network", "pending"), QUERY("follow", "1"), NULL,
+		       &c, &resp, err);
 	if (r < 0)
 		return r;
 	http_conn_set_nonblocking(c, true);
-	s->b = b;
-	s->ask_ev = event_new(b->ev_base, http_conn_fd(c), EV_READ | EV_PERSIST, asks_readable, s);
+	s->ask_ev =
+		event_new(s->b->ev_base, http_conn_fd(c), EV_READ | EV_PERSIST, asks_readable, s);
 	if (!s->ask_ev || event_add(s->ask_ev, NULL) < 0) {
 		if (s->ask_ev)
 			event_free(s->ask_ev);
@@ -143,8 +142,7 @@ int d_watch_asks(struct mcp_backend *mb, const char *id, mcp_ask_fn fn, void *us
 int d_answer(struct mcp_backend *mb, const char *id, uint64_t ask, enum paddock_ask_answer answer,
 	     const char *who, paddock_error *err)
 {
-	struct dbackend *b = dbackend(mb);
-	struct dsandbox *s = dsandbox_find(b, id, err);
+	struct dsandbox *s = dsandbox_find(mb, id, err);
 	_cleanup_json_ json_t *body = NULL;
 
 	if (!s)
@@ -154,6 +152,6 @@ int d_answer(struct mcp_backend *mb, const char *id, uint64_t ask, enum paddock_
 	if (!body)
 		return paddock_fail(err, ENOMEM, "out of memory");
 	/* recorded by paddockd with this backend's tenant, and `who` */
-	return dcall(b, "POST", SEGS(s->id, "network", "decisions"), NULL, body, ANSWER_MAX, NULL,
-		     err);
+	return dcall(s->b, "POST", SEGS(s->id, "network", "decisions"), NULL, body, ANSWER_MAX,
+		     NULL, err);
 }

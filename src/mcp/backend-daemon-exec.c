@@ -262,7 +262,7 @@ int d_exec(struct mcp_backend *mb, const char *id, const struct mcp_exec_req *re
 	   paddock_error *err)
 {
 	struct dbackend *b = dbackend(mb);
-	struct dsandbox *s = dsandbox_find(b, id, err);
+	struct dsandbox *s = dsandbox_find(mb, id, err);
 	_cleanup_conn_ struct http_conn *c = NULL;
 	_cleanup_json_ json_t *body = NULL;
 	struct http_response resp;
@@ -319,8 +319,7 @@ void d_cancel(struct mcp_backend *mb, struct mcp_pending *p)
 int d_bg_start(struct mcp_backend *mb, const char *id, const struct mcp_exec_req *req,
 	       char **ret_proc, int *ret_pid, paddock_error *err)
 {
-	struct dbackend *b = dbackend(mb);
-	struct dsandbox *s = dsandbox_find(b, id, err);
+	struct dsandbox *s = dsandbox_find(mb, id, err);
 	_cleanup_json_ json_t *body = NULL, *answer = NULL;
 	char tag[sizeof(((struct dproc *)NULL)->tag)];
 	struct dproc *p;
@@ -337,7 +336,7 @@ int d_bg_start(struct mcp_backend *mb, const char *id, const struct mcp_exec_req
 	if (json_object_set_new(body, "background", json_true()) < 0 ||
 	    json_object_set_new(body, "tag", json_string(tag)) < 0)
 		return paddock_fail(err, ENOMEM, "out of memory");
-	r = dcall(b, "POST", SEGS(s->id, "exec"), NULL, body, ANSWER_MAX, &answer, err);
+	r = dcall(s->b, "POST", SEGS(s->id, "exec"), NULL, body, ANSWER_MAX, &answer, err);
 	if (r < 0)
 		return r;
 	pid = json_object_get(answer, "pid");
@@ -420,8 +419,8 @@ static int output_event(struct dproc *p, const struct exec_event *ev, size_t max
 }
 
 /* Reads GET …/output?since_stdout=…&since_stderr=… to its end. */
-static int read_output(struct dbackend *b, struct dsandbox *s, struct dproc *p, size_t max,
-		       struct fresh out[2], json_t **ret_report, paddock_error *err)
+static int read_output(struct dsandbox *s, struct dproc *p, size_t max, struct fresh out[2],
+		       json_t **ret_report, paddock_error *err)
 {
 	_cleanup_conn_ struct http_conn *c = NULL;
 	struct http_response resp;
@@ -430,7 +429,7 @@ static int read_output(struct dbackend *b, struct dsandbox *s, struct dproc *p, 
 
 	for (int i = 0; i < 2; i++)
 		snprintf(since[i], sizeof(since[i]), "%" PRIu64, p->since[i]);
-	r = dopen_json(b, "GET", SEGS(s->id, "processes", p->tag, "output"),
+	r = dopen_json(s->b, "GET", SEGS(s->id, "processes", p->tag, "output"),
 		       QUERY("since_stdout", since[0], "since_stderr", since[1]), NULL, &c, &resp,
 		       err);
 	if (r < 0)
@@ -471,9 +470,8 @@ static json_t *output_result(struct fresh out[2], json_t *report)
 int d_bg_output(struct mcp_backend *mb, const char *id, const char *proc, size_t max, json_t **ret,
 		paddock_error *err)
 {
-	struct dbackend *b = dbackend(mb);
 	struct dsandbox *s;
-	struct dproc *p = dproc_find(b, id, proc, &s, err);
+	struct dproc *p = dproc_find(mb, id, proc, &s, err);
 	struct fresh out[2] = { { 0 } };
 	json_t *report = NULL, *result = NULL;
 	uint64_t saved[2];
@@ -482,7 +480,7 @@ int d_bg_output(struct mcp_backend *mb, const char *id, const char *proc, size_t
 	if (!p)
 		return -ENOENT;
 	memcpy(saved, p->since, sizeof(saved));
-	r = read_output(b, s, p, max, out, &report, err);
+	r = read_output(s, p, max, out, &report, err);
 	if (r >= 0) {
 		result = output_result(out, report);
 		if (!result)
@@ -506,7 +504,7 @@ int d_bg_signal(struct mcp_backend *mb, const char *id, const char *proc, int si
 		paddock_error *err)
 {
 	struct dsandbox *s;
-	struct dproc *p = dproc_find(dbackend(mb), id, proc, &s, err);
+	struct dproc *p = dproc_find(mb, id, proc, &s, err);
 	_cleanup_json_ json_t *body = NULL;
 	int r;
 
@@ -518,8 +516,8 @@ int d_bg_signal(struct mcp_backend *mb, const char *id, const char *proc, int si
 	body = json_pack("{s:i}", "signal", sig);
 	if (!body)
 		return paddock_fail(err, ENOMEM, "out of memory");
-	r = dcall(dbackend(mb), "POST", SEGS(s->id, "processes", p->tag, "signal"), NULL, body, 0,
-		  NULL, err);
+	r = dcall(s->b, "POST", SEGS(s->id, "processes", p->tag, "signal"), NULL, body, 0, NULL,
+		  err);
 	if (r == -EBUSY) /* 409: "the process has ended" */
 		return paddock_fail_field(err, ESRCH, "process_id", "process '%s' has ended",
 					  PADDOCK_ESC(proc));

@@ -77,8 +77,7 @@ int d_read_file(struct mcp_backend *mb, const char *id, const char *path, uint64
 		size_t max, char **ret_data, size_t *ret_len, uint64_t *ret_size,
 		paddock_error *err)
 {
-	struct dbackend *b = dbackend(mb);
-	struct dsandbox *s = dsandbox_find(b, id, err);
+	struct dsandbox *s = dsandbox_find(mb, id, err);
 	_cleanup_conn_ struct http_conn *c = NULL;
 	struct http_response resp;
 	char range[64];
@@ -92,7 +91,7 @@ int d_read_file(struct mcp_backend *mb, const char *id, const char *path, uint64
 	/* at least one byte is asked for, so the answer also says the size when max is 0 */
 	last = max > 0 && offset + (max - 1) >= offset ? offset + (max - 1) : offset;
 	snprintf(range, sizeof(range), "bytes=%" PRIu64 "-%" PRIu64, offset, last);
-	r = dopen(b, &(struct http_request){ .method = "GET", .body_fd = -1, .range = range },
+	r = dopen(s->b, &(struct http_request){ .method = "GET", .body_fd = -1, .range = range },
 		  SEGS(s->id, "files"), QUERY("path", path), &c, &resp, err);
 	if (r < 0 && resp.status == 416 && parse_content_range(resp.content_range, &size) == 0) {
 		/* from at or past the end (an empty file too): nothing to read */
@@ -129,8 +128,7 @@ int d_read_file(struct mcp_backend *mb, const char *id, const char *path, uint64
 int d_write_file(struct mcp_backend *mb, const char *id, const char *path, const void *data,
 		 size_t len, unsigned mode, paddock_error *err)
 {
-	struct dbackend *b = dbackend(mb);
-	struct dsandbox *s = dsandbox_find(b, id, err);
+	struct dsandbox *s = dsandbox_find(mb, id, err);
 	_cleanup_conn_ struct http_conn *c = NULL;
 	struct http_response resp;
 	char m[8];
@@ -146,7 +144,8 @@ int d_write_file(struct mcp_backend *mb, const char *id, const char *path, const
 				    /* a refusal (413) before a large body is sent in vain */
 				    .expect_continue = len > 65536 };
 	/* 201 and the entry, which we do not need */
-	return dopen(b, &req, SEGS(s->id, "files"), QUERY("path", path, "mode", m), &c, &resp, err);
+	return dopen(s->b, &req, SEGS(s->id, "files"), QUERY("path", path, "mode", m), &c, &resp,
+		     err);
 }
 
 /* paddockd's entry, checked, as backend.h's: without uid and gid, mtime never null. */
@@ -174,8 +173,7 @@ static json_t *entry_from(json_t *e)
 int d_list_dir(struct mcp_backend *mb, const char *id, const char *path, unsigned depth,
 	       size_t max_entries, json_t **ret_entries, paddock_error *err)
 {
-	struct dbackend *b = dbackend(mb);
-	struct dsandbox *s = dsandbox_find(b, id, err);
+	struct dsandbox *s = dsandbox_find(mb, id, err);
 	_cleanup_json_ json_t *answer = NULL, *out = NULL;
 	char d[16];
 	json_t *entries, *e;
@@ -185,7 +183,7 @@ int d_list_dir(struct mcp_backend *mb, const char *id, const char *path, unsigne
 	if (!s)
 		return -ENOENT;
 	snprintf(d, sizeof(d), "%u", depth);
-	r = dcall(b, "GET", SEGS(s->id, "files", "list"), QUERY("path", path, "depth", d), NULL,
+	r = dcall(s->b, "GET", SEGS(s->id, "files", "list"), QUERY("path", path, "depth", d), NULL,
 		  LIST_ANSWER_MAX, &answer, err);
 	if (r == -EFBIG) /* over paddockd's 10 000 entries (413), or over our bound */
 		return paddock_fail_field(err, E2BIG, "depth",

@@ -32,6 +32,7 @@ struct dproc {
 
 struct dsandbox {
 	char id[SANDBOX_ID_MAX];
+	struct dbackend *b;
 	unsigned next_proc;
 	struct dproc *procs; /* newest first */
 	size_t n_procs;
@@ -40,7 +41,6 @@ struct dsandbox {
 	struct event *ask_ev;
 	mcp_ask_fn ask_fn;
 	void *ask_ud;
-	struct dbackend *b;
 	struct dsandbox *next;
 };
 
@@ -93,9 +93,9 @@ int dcall(struct dbackend *b, const char *method, const char *const *segs, const
 	  const json_t *body, size_t max, json_t **ret_json, paddock_error *err);
 
 /* backend-daemon.c: the sandboxes and processes this backend made */
-struct dsandbox *dsandbox_find(struct dbackend *b, const char *id, paddock_error *err);
+struct dsandbox *dsandbox_find(struct mcp_backend *mb, const char *id, paddock_error *err);
 /* The process `tag` of sandbox `id`, and that sandbox in *ret_s; NULL and err when none. */
-struct dproc *dproc_find(struct dbackend *b, const char *id, const char *tag,
+struct dproc *dproc_find(struct mcp_backend *mb, const char *id, const char *tag,
 			 struct dsandbox **ret_s, paddock_error *err);
 void dproc_forget(struct dsandbox *s, struct dproc *p);
 /* Remembers a new process; the oldest beyond PROCS_KEPT is forgotten (paddockd did too). */

@@ -224,9 +224,9 @@ int dcall(struct dbackend *b, const char *method, const char *const *segs, const
 
 /* ---- sandboxes and processes this backend made --------------------------------------------- */
 
-struct dsandbox *dsandbox_find(struct dbackend *b, const char *id, paddock_error *err)
+struct dsandbox *dsandbox_find(struct mcp_backend *mb, const char *id, paddock_error *err)
 {
-	for (struct dsandbox *s = b->sandboxes; s; s = s->next)
+	for (struct dsandbox *s = dbackend(mb)->sandboxes; s; s = s->next)
 		if (strcmp(s->id, id) == 0)
 			return s;
 	paddock_fail_field(err, ENOENT, "sandbox_id", "no sandbox '%s' in this session",
@@ -255,10 +255,10 @@ static void sandbox_unlink(struct dbackend *b, struct dsandbox *s)
 	free(s);
 }
 
-struct dproc *dproc_find(struct dbackend *b, const char *id, const char *tag,
+struct dproc *dproc_find(struct mcp_backend *mb, const char *id, const char *tag,
 			 struct dsandbox **ret_s, paddock_error *err)
 {
-	struct dsandbox *s = dsandbox_find(b, id, err);
+	struct dsandbox *s = dsandbox_find(mb, id, err);
 
 	if (!s)
 		return NULL;
@@ -444,6 +444,7 @@ static int d_create(struct mcp_backend *mb, const paddock_spec *spec, char **ret
 		return paddock_fail(err, ENOMEM, "out of memory");
 	}
 	snprintf(s->id, sizeof(s->id), "%s", id);
+	s->b = b;
 	s->next = b->sandboxes;
 	b->sandboxes = s;
 	*ret_id = copy;
@@ -453,7 +454,7 @@ static int d_create(struct mcp_backend *mb, const paddock_spec *spec, char **ret
 static int d_destroy(struct mcp_backend *mb, const char *id, paddock_error *err)
 {
 	struct dbackend *b = dbackend(mb);
-	struct dsandbox *s = dsandbox_find(b, id, err);
+	struct dsandbox *s = dsandbox_find(mb, id, err);
 	int r;
 
 	if (!s)
@@ -468,15 +469,14 @@ static int d_destroy(struct mcp_backend *mb, const char *id, paddock_error *err)
 /* POST /v1/sandboxes/{id}/pause or .../resume (docs/api.md "Pause and resume") */
 static int d_set_paused(struct mcp_backend *mb, const char *id, bool pause, paddock_error *err)
 {
-	struct dbackend *b = dbackend(mb);
-	struct dsandbox *s = dsandbox_find(b, id, err);
+	struct dsandbox *s = dsandbox_find(mb, id, err);
 	json_t *answer = NULL;
 	int r;
 
 	if (!s)
 		return -ENOENT;
-	r = dcall(b, "POST", SEGS(s->id, pause ? "pause" : "resume"), NULL, NULL, 1u << 20, &answer,
-		  err);
+	r = dcall(s->b, "POST", SEGS(s->id, pause ? "pause" : "resume"), NULL, NULL, 1u << 20,
+		  &answer, err);
 	json_decref(answer);
 	return r;
 }
@@ -541,8 +541,7 @@ static int d_code_request(struct mcp_backend *mb, const char *id, const char *me
 			  const char *path, const char *body, size_t len, mcp_code_fn fn,
 			  void *userdata, paddock_error *err)
 {
-	struct dbackend *b = dbackend(mb);
-	struct dsandbox *s = dsandbox_find(b, id, err);
+	struct dsandbox *s = dsandbox_find(mb, id, err);
 	struct http_response resp;
 	struct http_conn *c = NULL;
 	char target[160];
@@ -554,7 +553,7 @@ static int d_code_request(struct mcp_backend *mb, const char *id, const char *me
 	if (!valid_id(id) || strlen(path) > 80 || path[0] != '/')
 		return paddock_fail_field(err, EINVAL, "sandbox_id", "not a sandbox id");
 	snprintf(target, sizeof(target), "/v1/sandboxes/%s/code%s", id, path);
-	r = dsend(b,
+	r = dsend(s->b,
 		  &(struct http_request){ .method = method,
 					  .target = target,
 					  .content_type = "application/json",
