@@ -5,7 +5,6 @@
  * Names and entries come from the sandbox: each entry is checked before it is passed on.
  */
 #include <errno.h>
-#include <event2/event.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>

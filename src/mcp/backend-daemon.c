@@ -25,7 +25,6 @@
  */
 #include <errno.h>
 #include <event2/event.h>
-#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
