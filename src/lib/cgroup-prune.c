@@ -23,7 +23,6 @@
 #include "cgroup-internal.h"
 #include "error.h"
 #include "util/cleanup.h"
-#include "util/fd.h"
 
 #define PRUNE_SLOTS_MAX 65536
 
@@ -36,32 +35,38 @@ static int cmp_unsigned(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Adds the slot names found in one hierarchy's pool to *slots. */
-static int list_slots(const struct pd_cgroup_hierarchy *h, unsigned **slots, size_t *n,
-		      paddock_error *err)
+/* One hierarchy's <root>/paddock: 1 opened, 0 none there; `create` makes it when missing. */
+static int open_pool(const struct pd_cgroup_hierarchy *h, bool create,
+		     struct pd_cgroup_dir *ret_pool, paddock_error *err)
 {
 	_cleanup_(pd_cgroup_dir_release) struct pd_cgroup_dir root = PD_CGROUP_DIR_INIT;
-	_cleanup_(pd_cgroup_dir_release) struct pd_cgroup_dir pool = PD_CGROUP_DIR_INIT;
-	_cleanup_(closedirp) DIR *dir = NULL;
-	struct dirent *de;
-	int fd, r;
+	int r;
 
 	r = pd_cgroup_open_root(h, &root, err);
 	if (r < 0)
 		return r;
-	r = pd_cgroup_open_pool(&root, false, &pool, err);
-	if (r == -ENOENT)
+	r = pd_cgroup_open_pool(&root, create, ret_pool, err);
+	if (r == -ENOENT && !create)
 		return 0;
-	if (r < 0)
+	return r < 0 ? r : 1;
+}
+
+/* Adds the slot names found in one hierarchy's pool to *slots. */
+static int list_slots(const struct pd_cgroup_hierarchy *h, unsigned **slots, size_t *n,
+		      paddock_error *err)
+{
+	_cleanup_(pd_cgroup_dir_release) struct pd_cgroup_dir pool = PD_CGROUP_DIR_INIT;
+	_cleanup_(closedirp) DIR *dir = NULL;
+	struct dirent *de;
+	int r;
+
+	r = open_pool(h, false, &pool, err);
+	if (r <= 0)
 		return r;
-	fd = fcntl(pool.fd, F_DUPFD_CLOEXEC, 3);
-	if (fd < 0)
-		return pd_fail(err, errno, "dup '%s'", pool.label);
-	dir = fdopendir(fd);
-	if (!dir) {
-		(void)pd_close(fd);
+	dir = fdopendir(pool.fd);
+	if (!dir)
 		return pd_fail(err, errno, "list '%s'", pool.label);
-	}
+	pool.fd = -EBADF; /* closedir() closes it */
 	while ((errno = 0, de = readdir(dir))) {
 		uint64_t v;
 		unsigned *grown;
@@ -86,17 +91,11 @@ static int list_slots(const struct pd_cgroup_hierarchy *h, unsigned **slots, siz
 static int remove_slot_dir(const struct pd_cgroup_hierarchy *h, const char *name,
 			   paddock_error *err)
 {
-	_cleanup_(pd_cgroup_dir_release) struct pd_cgroup_dir root = PD_CGROUP_DIR_INIT;
 	_cleanup_(pd_cgroup_dir_release) struct pd_cgroup_dir pool = PD_CGROUP_DIR_INIT;
 	int r;
 
-	r = pd_cgroup_open_root(h, &root, err);
-	if (r < 0)
-		return r;
-	r = pd_cgroup_open_pool(&root, false, &pool, err);
-	if (r == -ENOENT)
-		return 0;
-	if (r < 0)
+	r = open_pool(h, false, &pool, err);
+	if (r <= 0)
 		return r;
 	if (unlinkat(pool.fd, name, AT_REMOVEDIR) == 0)
 		return 1;
@@ -115,7 +114,6 @@ static int remove_slot_dir(const struct pd_cgroup_hierarchy *h, const char *name
 static int prune_slot(const struct pd_cgroup_hierarchy *const *h, size_t n, unsigned slot,
 		      paddock_error *err)
 {
-	_cleanup_(pd_cgroup_dir_release) struct pd_cgroup_dir root = PD_CGROUP_DIR_INIT;
 	_cleanup_(pd_cgroup_dir_release) struct pd_cgroup_dir pool = PD_CGROUP_DIR_INIT;
 	_cleanup_(pd_cgroup_dir_release) struct pd_cgroup_dir d = PD_CGROUP_DIR_INIT;
 	bool created = false, removed = false, busy = false;
@@ -123,10 +121,7 @@ static int prune_slot(const struct pd_cgroup_hierarchy *const *h, size_t n, unsi
 	int r;
 
 	snprintf(name, sizeof(name), "%u", slot);
-	r = pd_cgroup_open_root(h[0], &root, err);
-	if (r < 0)
-		return r;
-	r = pd_cgroup_open_pool(&root, true, &pool, err);
+	r = open_pool(h[0], true, &pool, err);
 	if (r == -ESTALE)
 		return 0; /* pruned by someone else */
 	if (r < 0)

@@ -9,7 +9,6 @@
 #include <event2/event.h>
 #include <inttypes.h>
 #include <stdbool.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -109,9 +108,7 @@ static void asks_readable(evutil_socket_t fd, short what, void *arg)
 int d_watch_asks(struct mcp_backend *mb, const char *id, mcp_ask_fn fn, void *userdata,
 		 paddock_error *err)
 {
-	struct dbackend *b = dbackend(mb);
-	struct dsandbox *s = dsandbox_find(b, id, err);
-	_cleanup_free_ char *url = NULL;
+	struct dsandbox *s = dsandbox_find(mb, id, err);
 	_cleanup_conn_ struct http_conn *c = NULL;
 	struct http_response resp;
 	int r;
@@ -121,17 +118,13 @@ int d_watch_asks(struct mcp_backend *mb, const char *id, mcp_ask_fn fn, void *us
 	dsandbox_asks_unwatch(s);
 	if (!fn)
 		return 0;
-	url = dbackend_url(SEGS(s->id, "network", "pending"), QUERY("follow", "1"));
-	if (!url)
-		return paddock_fail(err, ENOMEM, "out of memory");
-	struct http_request req = { .method = "GET", .target = url, .body_fd = -1 };
-
-	r = dopen(b, &req, &c, &resp, err);
+	r = dopen_json(s->b, "GET", SEGS(s->id, "network", "pending"), QUERY("follow", "1"), NULL,
+		       &c, &resp, err);
 	if (r < 0)
 		return r;
 	http_conn_set_nonblocking(c, true);
-	s->b = b;
-	s->ask_ev = event_new(b->ev_base, http_conn_fd(c), EV_READ | EV_PERSIST, asks_readable, s);
+	s->ask_ev =
+		event_new(s->b->ev_base, http_conn_fd(c), EV_READ | EV_PERSIST, asks_readable, s);
 	if (!s->ask_ev || event_add(s->ask_ev, NULL) < 0) {
 		if (s->ask_ev)
 			event_free(s->ask_ev);
@@ -148,18 +141,16 @@ int d_watch_asks(struct mcp_backend *mb, const char *id, mcp_ask_fn fn, void *us
 int d_answer(struct mcp_backend *mb, const char *id, uint64_t ask, enum paddock_ask_answer answer,
 	     const char *who, paddock_error *err)
 {
-	struct dbackend *b = dbackend(mb);
-	struct dsandbox *s = dsandbox_find(b, id, err);
-	_cleanup_free_ char *url = NULL;
+	struct dsandbox *s = dsandbox_find(mb, id, err);
 	_cleanup_json_ json_t *body = NULL;
 
 	if (!s)
 		return -ENOENT;
-	url = dbackend_url(SEGS(s->id, "network", "decisions"), NULL);
 	body = json_pack("{s:I, s:s, s:s?}", "id", (json_int_t)ask, "answer",
 			 paddock_ask_answer_to_string(answer), "who", who);
-	if (!url || !body)
+	if (!body)
 		return paddock_fail(err, ENOMEM, "out of memory");
 	/* recorded by paddockd with this backend's tenant, and `who` */
-	return dcall(b, "POST", url, body, ANSWER_MAX, NULL, err);
+	return dcall(s->b, "POST", SEGS(s->id, "network", "decisions"), NULL, body, ANSWER_MAX,
+		     NULL, err);
 }

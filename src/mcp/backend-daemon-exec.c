@@ -262,8 +262,7 @@ int d_exec(struct mcp_backend *mb, const char *id, const struct mcp_exec_req *re
 	   paddock_error *err)
 {
 	struct dbackend *b = dbackend(mb);
-	struct dsandbox *s = dsandbox_find(b, id, err);
-	_cleanup_free_ char *url = NULL, *text = NULL;
+	struct dsandbox *s = dsandbox_find(mb, id, err);
 	_cleanup_conn_ struct http_conn *c = NULL;
 	_cleanup_json_ json_t *body = NULL;
 	struct http_response resp;
@@ -279,18 +278,10 @@ int d_exec(struct mcp_backend *mb, const char *id, const struct mcp_exec_req *re
 	r = exec_body(req, true, &body, err);
 	if (r < 0)
 		return r;
-	url = dbackend_url(SEGS(s->id, "exec"), NULL);
-	if (!url || json_object_set_new(body, "stream", json_true()) < 0 ||
-	    !(text = json_dumps(body, JSON_COMPACT)))
+	if (json_object_set_new(body, "stream", json_true()) < 0)
 		return paddock_fail(err, ENOMEM, "out of memory");
-	struct http_request hreq = { .method = "POST",
-				     .target = url,
-				     .content_type = "application/json",
-				     .body = text,
-				     .body_len = strlen(text),
-				     .body_fd = -1 };
 	/* the head comes once init has forked the command: blocking here is short */
-	r = dopen(b, &hreq, &c, &resp, err);
+	r = dopen_json(b, "POST", SEGS(s->id, "exec"), NULL, body, &c, &resp, err);
 	if (r < 0)
 		return r;
 	p = calloc(1, sizeof(*p));
@@ -328,10 +319,8 @@ void d_cancel(struct mcp_backend *mb, struct mcp_pending *p)
 int d_bg_start(struct mcp_backend *mb, const char *id, const struct mcp_exec_req *req,
 	       char **ret_proc, int *ret_pid, paddock_error *err)
 {
-	struct dbackend *b = dbackend(mb);
-	struct dsandbox *s = dsandbox_find(b, id, err);
+	struct dsandbox *s = dsandbox_find(mb, id, err);
 	_cleanup_json_ json_t *body = NULL, *answer = NULL;
-	_cleanup_free_ char *url = NULL;
 	char tag[sizeof(((struct dproc *)NULL)->tag)];
 	struct dproc *p;
 	json_t *pid;
@@ -344,11 +333,10 @@ int d_bg_start(struct mcp_backend *mb, const char *id, const struct mcp_exec_req
 	if (r < 0)
 		return r;
 	snprintf(tag, sizeof(tag), "p%u", s->next_proc + 1);
-	url = dbackend_url(SEGS(s->id, "exec"), NULL);
-	if (!url || json_object_set_new(body, "background", json_true()) < 0 ||
+	if (json_object_set_new(body, "background", json_true()) < 0 ||
 	    json_object_set_new(body, "tag", json_string(tag)) < 0)
 		return paddock_fail(err, ENOMEM, "out of memory");
-	r = dcall(b, "POST", url, body, ANSWER_MAX, &answer, err);
+	r = dcall(s->b, "POST", SEGS(s->id, "exec"), NULL, body, ANSWER_MAX, &answer, err);
 	if (r < 0)
 		return r;
 	pid = json_object_get(answer, "pid");
@@ -431,23 +419,19 @@ static int output_event(struct dproc *p, const struct exec_event *ev, size_t max
 }
 
 /* Reads GET …/output?since_stdout=…&since_stderr=… to its end. */
-static int read_output(struct dbackend *b, struct dsandbox *s, struct dproc *p, size_t max,
-		       struct fresh out[2], json_t **ret_report, paddock_error *err)
+static int read_output(struct dsandbox *s, struct dproc *p, size_t max, struct fresh out[2],
+		       json_t **ret_report, paddock_error *err)
 {
 	_cleanup_conn_ struct http_conn *c = NULL;
-	_cleanup_free_ char *url = NULL;
 	struct http_response resp;
 	char since[2][24];
 	int r;
 
 	for (int i = 0; i < 2; i++)
 		snprintf(since[i], sizeof(since[i]), "%" PRIu64, p->since[i]);
-	url = dbackend_url(SEGS(s->id, "processes", p->tag, "output"),
-			   QUERY("since_stdout", since[0], "since_stderr", since[1]));
-	if (!url)
-		return paddock_fail(err, ENOMEM, "out of memory");
-	struct http_request req = { .method = "GET", .target = url, .body_fd = -1 };
-	r = dopen(b, &req, &c, &resp, err);
+	r = dopen_json(s->b, "GET", SEGS(s->id, "processes", p->tag, "output"),
+		       QUERY("since_stdout", since[0], "since_stderr", since[1]), NULL, &c, &resp,
+		       err);
 	if (r < 0)
 		return r;
 	for (int lines = 0;; lines++) {
@@ -486,21 +470,17 @@ static json_t *output_result(struct fresh out[2], json_t *report)
 int d_bg_output(struct mcp_backend *mb, const char *id, const char *proc, size_t max, json_t **ret,
 		paddock_error *err)
 {
-	struct dbackend *b = dbackend(mb);
-	struct dsandbox *s = dsandbox_find(b, id, err);
+	struct dsandbox *s;
+	struct dproc *p = dproc_find(mb, id, proc, &s, err);
 	struct fresh out[2] = { { 0 } };
 	json_t *report = NULL, *result = NULL;
-	struct dproc *p;
 	uint64_t saved[2];
 	int r;
 
-	if (!s)
-		return -ENOENT;
-	p = dproc_find(s, proc, err);
 	if (!p)
 		return -ENOENT;
 	memcpy(saved, p->since, sizeof(saved));
-	r = read_output(b, s, p, max, out, &report, err);
+	r = read_output(s, p, max, out, &report, err);
 	if (r >= 0) {
 		result = output_result(out, report);
 		if (!result)
@@ -523,26 +503,21 @@ int d_bg_output(struct mcp_backend *mb, const char *id, const char *proc, size_t
 int d_bg_signal(struct mcp_backend *mb, const char *id, const char *proc, int sig,
 		paddock_error *err)
 {
-	struct dbackend *b = dbackend(mb);
-	struct dsandbox *s = dsandbox_find(b, id, err);
+	struct dsandbox *s;
+	struct dproc *p = dproc_find(mb, id, proc, &s, err);
 	_cleanup_json_ json_t *body = NULL;
-	_cleanup_free_ char *url = NULL;
-	struct dproc *p;
 	int r;
 
-	if (!s)
-		return -ENOENT;
-	p = dproc_find(s, proc, err);
 	if (!p)
 		return -ENOENT;
 	if (sig < 1 || sig > 64)
 		return paddock_fail_field(err, EINVAL, "signal", "expected a signal number, got %d",
 					  sig);
-	url = dbackend_url(SEGS(s->id, "processes", p->tag, "signal"), NULL);
 	body = json_pack("{s:i}", "signal", sig);
-	if (!url || !body)
+	if (!body)
 		return paddock_fail(err, ENOMEM, "out of memory");
-	r = dcall(b, "POST", url, body, 0, NULL, err);
+	r = dcall(s->b, "POST", SEGS(s->id, "processes", p->tag, "signal"), NULL, body, 0, NULL,
+		  err);
 	if (r == -EBUSY) /* 409: "the process has ended" */
 		return paddock_fail_field(err, ESRCH, "process_id", "process '%s' has ended",
 					  PADDOCK_ESC(proc));

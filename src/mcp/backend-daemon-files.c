@@ -5,7 +5,6 @@
  * Names and entries come from the sandbox: each entry is checked before it is passed on.
  */
 #include <errno.h>
-#include <event2/event.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -77,10 +76,8 @@ int d_read_file(struct mcp_backend *mb, const char *id, const char *path, uint64
 		size_t max, char **ret_data, size_t *ret_len, uint64_t *ret_size,
 		paddock_error *err)
 {
-	struct dbackend *b = dbackend(mb);
-	struct dsandbox *s = dsandbox_find(b, id, err);
+	struct dsandbox *s = dsandbox_find(mb, id, err);
 	_cleanup_conn_ struct http_conn *c = NULL;
-	_cleanup_free_ char *url = NULL;
 	struct http_response resp;
 	char range[64];
 	uint64_t size, last;
@@ -90,14 +87,11 @@ int d_read_file(struct mcp_backend *mb, const char *id, const char *path, uint64
 		return -ENOENT;
 	if (max > READ_MAX)
 		max = READ_MAX; /* fewer bytes than asked is a short read, which callers expect */
-	url = dbackend_url(SEGS(s->id, "files"), QUERY("path", path));
-	if (!url)
-		return paddock_fail(err, ENOMEM, "out of memory");
 	/* at least one byte is asked for, so the answer also says the size when max is 0 */
 	last = max > 0 && offset + (max - 1) >= offset ? offset + (max - 1) : offset;
 	snprintf(range, sizeof(range), "bytes=%" PRIu64 "-%" PRIu64, offset, last);
-	struct http_request req = { .method = "GET", .target = url, .body_fd = -1, .range = range };
-	r = dopen(b, &req, &c, &resp, err);
+	r = dopen(s->b, &(struct http_request){ .method = "GET", .body_fd = -1, .range = range },
+		  SEGS(s->id, "files"), QUERY("path", path), &c, &resp, err);
 	if (r < 0 && resp.status == 416 && parse_content_range(resp.content_range, &size) == 0) {
 		/* from at or past the end (an empty file too): nothing to read */
 		char *empty = strdup("");
@@ -133,28 +127,24 @@ int d_read_file(struct mcp_backend *mb, const char *id, const char *path, uint64
 int d_write_file(struct mcp_backend *mb, const char *id, const char *path, const void *data,
 		 size_t len, unsigned mode, paddock_error *err)
 {
-	struct dbackend *b = dbackend(mb);
-	struct dsandbox *s = dsandbox_find(b, id, err);
+	struct dsandbox *s = dsandbox_find(mb, id, err);
 	_cleanup_conn_ struct http_conn *c = NULL;
-	_cleanup_free_ char *url = NULL;
 	struct http_response resp;
 	char m[8];
 
 	if (!s)
 		return -ENOENT;
 	snprintf(m, sizeof(m), "%04o", mode & 07777);
-	url = dbackend_url(SEGS(s->id, "files"), QUERY("path", path, "mode", m));
-	if (!url)
-		return paddock_fail(err, ENOMEM, "out of memory");
 	struct http_request req = { .method = "PUT",
-				    .target = url,
 				    .content_type = "application/octet-stream",
 				    .body = len ? data : "",
 				    .body_len = len,
 				    .body_fd = -1,
 				    /* a refusal (413) before a large body is sent in vain */
 				    .expect_continue = len > 65536 };
-	return dopen(b, &req, &c, &resp, err); /* 201 and the entry, which we do not need */
+	/* 201 and the entry, which we do not need */
+	return dopen(s->b, &req, SEGS(s->id, "files"), QUERY("path", path, "mode", m), &c, &resp,
+		     err);
 }
 
 /* paddockd's entry, checked, as backend.h's: without uid and gid, mtime never null. */
@@ -182,10 +172,8 @@ static json_t *entry_from(json_t *e)
 int d_list_dir(struct mcp_backend *mb, const char *id, const char *path, unsigned depth,
 	       size_t max_entries, json_t **ret_entries, paddock_error *err)
 {
-	struct dbackend *b = dbackend(mb);
-	struct dsandbox *s = dsandbox_find(b, id, err);
+	struct dsandbox *s = dsandbox_find(mb, id, err);
 	_cleanup_json_ json_t *answer = NULL, *out = NULL;
-	_cleanup_free_ char *url = NULL;
 	char d[16];
 	json_t *entries, *e;
 	size_t i;
@@ -194,10 +182,8 @@ int d_list_dir(struct mcp_backend *mb, const char *id, const char *path, unsigne
 	if (!s)
 		return -ENOENT;
 	snprintf(d, sizeof(d), "%u", depth);
-	url = dbackend_url(SEGS(s->id, "files", "list"), QUERY("path", path, "depth", d));
-	if (!url)
-		return paddock_fail(err, ENOMEM, "out of memory");
-	r = dcall(b, "GET", url, NULL, LIST_ANSWER_MAX, &answer, err);
+	r = dcall(s->b, "GET", SEGS(s->id, "files", "list"), QUERY("path", path, "depth", d), NULL,
+		  LIST_ANSWER_MAX, &answer, err);
 	if (r == -EFBIG) /* over paddockd's 10 000 entries (413), or over our bound */
 		return paddock_fail_field(err, E2BIG, "depth",
 					  "more entries below '%s' than can be "

@@ -32,6 +32,7 @@ struct dproc {
 
 struct dsandbox {
 	char id[SANDBOX_ID_MAX];
+	struct dbackend *b;
 	unsigned next_proc;
 	struct dproc *procs; /* newest first */
 	size_t n_procs;
@@ -40,7 +41,6 @@ struct dsandbox {
 	struct event *ask_ev;
 	mcp_ask_fn ask_fn;
 	void *ask_ud;
-	struct dbackend *b;
 	struct dsandbox *next;
 };
 
@@ -64,36 +64,39 @@ static inline struct dbackend *dbackend(struct mcp_backend *mb)
 	return (struct dbackend *)mb;
 }
 
-/* for dbackend_url(): path segments and query pairs, each list NULL-terminated */
+/* for dopen() and dcall(): path segments and query pairs, each list NULL-terminated */
 #define SEGS(...)  ((const char *const[]){ __VA_ARGS__, NULL })
 #define QUERY(...) ((const char *const[]){ __VA_ARGS__, NULL })
 
 /* backend-daemon.c: requests */
-/*
- * "/v1/sandboxes/SEG/SEG...?KEY=VALUE&...": `segs` NULL-terminated, each percent-encoded
- * (a '/' too); `query` NULL-terminated KEY, VALUE pairs, values encoded with '/' kept. NULL
- * when out of memory.
- */
-char *dbackend_url(const char *const *segs, const char *const *query);
 /* The client's errors; a receive or send that timed out is the one it leaves unexplained. */
 int dbackend_io_error(int r, paddock_error *err);
 /*
- * Sends `req` and reads the answer's head into *ret_resp (also for an error answer, whose
- * status and Content-Range callers may want). A 2xx answer gives 0 and the connection,
- * positioned at the body; an error answer is read into err.
+ * Sends `req` to "/v1/sandboxes/SEG/SEG...?KEY=VALUE&..." (req->target instead when set):
+ * `segs` NULL-terminated, each percent-encoded (a '/' too), `query` NULL-terminated KEY, VALUE
+ * pairs, values encoded with '/' kept. Reads the answer's head into *ret_resp (also for an
+ * error answer, whose status and Content-Range callers may want). A 2xx answer gives 0 and
+ * the connection, positioned at the body; an error answer is read into err.
  */
-int dopen(struct dbackend *b, const struct http_request *req, struct http_conn **ret_conn,
-	  struct http_response *ret_resp, paddock_error *err);
+int dopen(struct dbackend *b, const struct http_request *req, const char *const *segs,
+	  const char *const *query, struct http_conn **ret_conn, struct http_response *ret_resp,
+	  paddock_error *err);
+/* dopen() of `method` with `body` as JSON (none when NULL), wiped once sent. */
+int dopen_json(struct dbackend *b, const char *method, const char *const *segs,
+	       const char *const *query, const json_t *body, struct http_conn **ret_conn,
+	       struct http_response *ret_resp, paddock_error *err);
 /*
- * One request with an optional JSON body, its JSON answer (at most `max` bytes) in *ret_json
- * when ret_json is not NULL (NULL for an empty answer: 204).
+ * dopen_json(), and its JSON answer (at most `max` bytes) in *ret_json when ret_json is not
+ * NULL (NULL for an empty answer: 204).
  */
-int dcall(struct dbackend *b, const char *method, const char *target, const json_t *body,
-	  size_t max, json_t **ret_json, paddock_error *err);
+int dcall(struct dbackend *b, const char *method, const char *const *segs, const char *const *query,
+	  const json_t *body, size_t max, json_t **ret_json, paddock_error *err);
 
 /* backend-daemon.c: the sandboxes and processes this backend made */
-struct dsandbox *dsandbox_find(struct dbackend *b, const char *id, paddock_error *err);
-struct dproc *dproc_find(struct dsandbox *s, const char *tag, paddock_error *err);
+struct dsandbox *dsandbox_find(struct mcp_backend *mb, const char *id, paddock_error *err);
+/* The process `tag` of sandbox `id`, and that sandbox in *ret_s; NULL and err when none. */
+struct dproc *dproc_find(struct mcp_backend *mb, const char *id, const char *tag,
+			 struct dsandbox **ret_s, paddock_error *err);
 void dproc_forget(struct dsandbox *s, struct dproc *p);
 /* Remembers a new process; the oldest beyond PROCS_KEPT is forgotten (paddockd did too). */
 struct dproc *dproc_add(struct dsandbox *s, paddock_error *err);

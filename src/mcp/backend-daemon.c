@@ -25,7 +25,6 @@
  */
 #include <errno.h>
 #include <event2/event.h>
-#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,14 +57,10 @@ static time_t mono_s(void)
 	return ts.tv_sec;
 }
 
-/* ---- URLs --------------------------------------------------------------------------------- */
+/* ---- requests ----------------------------------------------------------------------------- */
 
-/*
- * "/v1/sandboxes/SEG/SEG...?KEY=VALUE&...": `segs` NULL-terminated, each percent-encoded
- * (a '/' too); `query` NULL-terminated KEY, VALUE pairs, values encoded with '/' kept. NULL
- * when out of memory.
- */
-char *dbackend_url(const char *const *segs, const char *const *query)
+/* "/v1/sandboxes/SEG/SEG...?KEY=VALUE&...", as dopen() says; NULL when out of memory. */
+static char *sandboxes_url(const char *const *segs, const char *const *query)
 {
 	char *url = NULL;
 	size_t len;
@@ -90,8 +85,6 @@ char *dbackend_url(const char *const *segs, const char *const *query)
 	}
 	return url;
 }
-
-/* ---- requests ----------------------------------------------------------------------------- */
 
 /* The client's errors; a receive or send that timed out is the one it leaves unexplained. */
 int dbackend_io_error(int r, paddock_error *err)
@@ -133,11 +126,12 @@ static int answer_error(struct http_conn *c, const struct http_response *resp, p
 	return r;
 }
 
-/* A connection to paddockd whose reads and writes give up after SOCKET_TIMEOUT_S. */
-static int dconnect(struct dbackend *b, struct http_conn **ret_conn, paddock_error *err)
+/* Connects, sends `req` and reads the answer's head, whatever its status. */
+static int dsend(struct dbackend *b, const struct http_request *req, struct http_conn **ret_conn,
+		 struct http_response *ret_resp, paddock_error *err)
 {
 	struct timeval tv = { .tv_sec = SOCKET_TIMEOUT_S };
-	struct http_conn *c = NULL;
+	_cleanup_conn_ struct http_conn *c = NULL;
 	int r;
 
 	r = http_connect_unix(b->socket_path, &c, err);
@@ -146,95 +140,92 @@ static int dconnect(struct dbackend *b, struct http_conn **ret_conn, paddock_err
 				     PADDOCK_ESC(b->socket_path));
 		return r;
 	}
+	/* reads and writes give up after SOCKET_TIMEOUT_S */
 	if (setsockopt(http_conn_fd(c), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
-	    setsockopt(http_conn_fd(c), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0) {
-		r = paddock_fail(err, errno, "set the timeouts of paddockd's socket");
-		http_conn_free(c);
-		return r;
-	}
-	*ret_conn = c;
-	return 0;
-}
-
-/*
- * Sends `req` and reads the answer's head into *ret_resp (also for an error answer, whose
- * status and Content-Range callers may want). A 2xx answer gives 0 and the connection,
- * positioned at the body; an error answer is read into err.
- */
-int dopen(struct dbackend *b, const struct http_request *req, struct http_conn **ret_conn,
-	  struct http_response *ret_resp, paddock_error *err)
-{
-	_cleanup_conn_ struct http_conn *c = NULL;
-	int r;
-
-	*ret_resp = (struct http_response){ 0 };
-	r = dconnect(b, &c, err);
-	if (r < 0)
-		return r;
+	    setsockopt(http_conn_fd(c), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0)
+		return paddock_fail(err, errno, "set the timeouts of paddockd's socket");
 	r = http_send_request(c, req, err);
 	if (r >= 0)
 		r = http_read_response(c, ret_resp, err);
 	if (r < 0)
 		return dbackend_io_error(r, err);
+	*ret_conn = TAKE_PTR(c);
+	return 0;
+}
+
+int dopen(struct dbackend *b, const struct http_request *req, const char *const *segs,
+	  const char *const *query, struct http_conn **ret_conn, struct http_response *ret_resp,
+	  paddock_error *err)
+{
+	_cleanup_free_ char *url = req->target ? NULL : sandboxes_url(segs, query);
+	_cleanup_conn_ struct http_conn *c = NULL;
+	struct http_request to = *req;
+	int r;
+
+	*ret_resp = (struct http_response){ 0 };
+	if (!req->target && !url)
+		return paddock_fail(err, ENOMEM, "out of memory");
+	to.target = req->target ? req->target : url;
+	r = dsend(b, &to, &c, ret_resp, err);
+	if (r < 0)
+		return r;
 	if (ret_resp->status < 200 || ret_resp->status > 299)
 		return answer_error(c, ret_resp, err);
 	*ret_conn = TAKE_PTR(c);
 	return 0;
 }
 
-/*
- * One request with an optional JSON body, its JSON answer (at most `max` bytes) in *ret_json
- * when ret_json is not NULL (NULL for an empty answer: 204).
- */
-int dcall(struct dbackend *b, const char *method, const char *target, const json_t *body,
-	  size_t max, json_t **ret_json, paddock_error *err)
+int dopen_json(struct dbackend *b, const char *method, const char *const *segs,
+	       const char *const *query, const json_t *body, struct http_conn **ret_conn,
+	       struct http_response *ret_resp, paddock_error *err)
 {
-	_cleanup_conn_ struct http_conn *c = NULL;
-	_cleanup_free_ char *text = NULL, *answer = NULL;
-	struct http_response resp;
-	size_t text_len = 0, len = 0;
-	json_t *json = NULL;
-	json_error_t jerr;
+	_cleanup_free_ char *text = body ? json_dumps(body, JSON_COMPACT) : NULL;
+	size_t len = text ? strlen(text) : 0;
 	int r;
 
-	if (body) {
-		text = json_dumps(body, JSON_COMPACT);
-		if (!text)
-			return paddock_fail(err, ENOMEM, "out of memory");
-		text_len = strlen(text);
-	}
-	struct http_request req = { .method = method,
-				    .target = target,
-				    .content_type = body ? "application/json" : NULL,
-				    .body = text,
-				    .body_len = text_len,
-				    .body_fd = -1 };
-	r = dopen(b, &req, &c, &resp, err);
+	if (body && !text)
+		return paddock_fail(err, ENOMEM, "out of memory");
+	r = dopen(b,
+		  &(struct http_request){ .method = method,
+					  .content_type = body ? "application/json" : NULL,
+					  .body = text,
+					  .body_len = len,
+					  .body_fd = -1 },
+		  segs, query, ret_conn, ret_resp, err);
 	/* SECURITY: a create request holds the values of secrets: gone from memory once sent */
 	if (text)
-		explicit_bzero(text, text_len);
-	if (r < 0)
+		explicit_bzero(text, len);
+	return r;
+}
+
+int dcall(struct dbackend *b, const char *method, const char *const *segs, const char *const *query,
+	  const json_t *body, size_t max, json_t **ret_json, paddock_error *err)
+{
+	_cleanup_conn_ struct http_conn *c = NULL;
+	_cleanup_free_ char *answer = NULL;
+	struct http_response resp;
+	json_t *json = NULL;
+	json_error_t jerr;
+	size_t len = 0;
+	int r;
+
+	r = dopen_json(b, method, segs, query, body, &c, &resp, err);
+	if (r < 0 || !ret_json)
 		return r;
-	if (!ret_json)
-		return 0;
 	r = http_read_body_all(c, max, &answer, &len, err);
 	if (r < 0)
 		return dbackend_io_error(r, err);
-	if (len > 0) {
-		json = json_loadb(answer, len, 0, &jerr);
-		if (!json)
-			return paddock_fail(err, EPROTO, "paddockd's answer is not JSON: %s",
-					    jerr.text);
-	}
+	if (len > 0 && !(json = json_loadb(answer, len, 0, &jerr)))
+		return paddock_fail(err, EPROTO, "paddockd's answer is not JSON: %s", jerr.text);
 	*ret_json = json;
 	return 0;
 }
 
 /* ---- sandboxes and processes this backend made --------------------------------------------- */
 
-struct dsandbox *dsandbox_find(struct dbackend *b, const char *id, paddock_error *err)
+struct dsandbox *dsandbox_find(struct mcp_backend *mb, const char *id, paddock_error *err)
 {
-	for (struct dsandbox *s = b->sandboxes; s; s = s->next)
+	for (struct dsandbox *s = dbackend(mb)->sandboxes; s; s = s->next)
 		if (strcmp(s->id, id) == 0)
 			return s;
 	paddock_fail_field(err, ENOENT, "sandbox_id", "no sandbox '%s' in this session",
@@ -263,11 +254,18 @@ static void sandbox_unlink(struct dbackend *b, struct dsandbox *s)
 	free(s);
 }
 
-struct dproc *dproc_find(struct dsandbox *s, const char *tag, paddock_error *err)
+struct dproc *dproc_find(struct mcp_backend *mb, const char *id, const char *tag,
+			 struct dsandbox **ret_s, paddock_error *err)
 {
+	struct dsandbox *s = dsandbox_find(mb, id, err);
+
+	if (!s)
+		return NULL;
 	for (struct dproc *p = s->procs; p; p = p->next)
-		if (strcmp(p->tag, tag) == 0)
+		if (strcmp(p->tag, tag) == 0) {
+			*ret_s = s;
 			return p;
+		}
 	paddock_fail_field(err, ENOENT, "process_id", "no process '%s' in sandbox '%s'",
 			   PADDOCK_ESC(tag), s->id);
 	return NULL;
@@ -318,15 +316,10 @@ static bool valid_id(const char *id)
 
 static int sandbox_delete(struct dbackend *b, const char *id, paddock_error *err)
 {
-	_cleanup_free_ char *url = dbackend_url(SEGS(id), NULL);
-	int r;
+	int r = dcall(b, "DELETE", SEGS(id), NULL, NULL, 0, NULL, err);
 
-	if (!url)
-		return paddock_fail(err, ENOMEM, "out of memory");
-	r = dcall(b, "DELETE", url, NULL, 0, NULL, err);
-	if (r == -ENOENT) /* its TTL or idle timeout ran out, or paddockd lost it: gone anyway */
-		return 0;
-	return r;
+	/* -ENOENT: its TTL or idle timeout ran out, or paddockd lost it: gone anyway */
+	return r == -ENOENT ? 0 : r;
 }
 
 /* ---- create and destroy ------------------------------------------------------------------- */
@@ -349,10 +342,7 @@ static int put_secret_values(const paddock_spec *spec, json_t *req, paddock_erro
 		json_t *value;
 		int r;
 
-		if (!name)
-			return paddock_fail(err, EPROTO,
-					    "the spec's secrets do not match their JSON");
-		r = paddock_spec_secret_value(spec, name, &val, &n, err);
+		r = name ? paddock_spec_secret_value(spec, name, &val, &n, err) : -ENOENT;
 		if (r == -ENOENT)
 			return paddock_fail(err, EPROTO,
 					    "the spec's secrets do not match their JSON");
@@ -436,7 +426,7 @@ static int d_create(struct mcp_backend *mb, const paddock_spec *spec, char **ret
 	r = create_request(b, spec, &req, err);
 	if (r < 0)
 		return r;
-	r = dcall(b, "POST", "/v1/sandboxes", req, ANSWER_MAX, &answer, err);
+	r = dcall(b, "POST", NULL, NULL, req, ANSWER_MAX, &answer, err);
 	wipe_secret_values(req);
 	json_decref(req);
 	if (r < 0)
@@ -453,6 +443,7 @@ static int d_create(struct mcp_backend *mb, const paddock_spec *spec, char **ret
 		return paddock_fail(err, ENOMEM, "out of memory");
 	}
 	snprintf(s->id, sizeof(s->id), "%s", id);
+	s->b = b;
 	s->next = b->sandboxes;
 	b->sandboxes = s;
 	*ret_id = copy;
@@ -462,7 +453,7 @@ static int d_create(struct mcp_backend *mb, const paddock_spec *spec, char **ret
 static int d_destroy(struct mcp_backend *mb, const char *id, paddock_error *err)
 {
 	struct dbackend *b = dbackend(mb);
-	struct dsandbox *s = dsandbox_find(b, id, err);
+	struct dsandbox *s = dsandbox_find(mb, id, err);
 	int r;
 
 	if (!s)
@@ -477,18 +468,14 @@ static int d_destroy(struct mcp_backend *mb, const char *id, paddock_error *err)
 /* POST /v1/sandboxes/{id}/pause or .../resume (docs/api.md "Pause and resume") */
 static int d_set_paused(struct mcp_backend *mb, const char *id, bool pause, paddock_error *err)
 {
-	struct dbackend *b = dbackend(mb);
-	struct dsandbox *s = dsandbox_find(b, id, err);
-	_cleanup_free_ char *url = NULL;
+	struct dsandbox *s = dsandbox_find(mb, id, err);
 	json_t *answer = NULL;
 	int r;
 
 	if (!s)
 		return -ENOENT;
-	url = dbackend_url(SEGS(s->id, pause ? "pause" : "resume"), NULL);
-	if (!url)
-		return paddock_fail(err, ENOMEM, "out of memory");
-	r = dcall(b, "POST", url, NULL, 1u << 20, &answer, err);
+	r = dcall(s->b, "POST", SEGS(s->id, pause ? "pause" : "resume"), NULL, NULL, 1u << 20,
+		  &answer, err);
 	json_decref(answer);
 	return r;
 }
@@ -511,15 +498,13 @@ static void keepalive_cb(evutil_socket_t fd, short what, void *arg)
 	if (renew)
 		b->last_renew = mono_s();
 	for (struct dsandbox *s = b->sandboxes; s; s = s->next) {
-		_cleanup_free_ char *touch =
-			dbackend_url(SEGS(s->id, "files", "stat"), QUERY("path", "/"));
-		_cleanup_free_ char *renew_url = dbackend_url(SEGS(s->id, "ttl"), NULL);
 		paddock_error err = { 0 };
 
-		if (touch && b->idle_timeout_s > 0)
-			(void)dcall(b, "GET", touch, NULL, 0, NULL, &err);
-		if (renew_url && ttl && renew)
-			(void)dcall(b, "POST", renew_url, ttl, 0, NULL, &err);
+		if (b->idle_timeout_s > 0)
+			(void)dcall(b, "GET", SEGS(s->id, "files", "stat"), QUERY("path", "/"),
+				    NULL, 0, NULL, &err);
+		if (ttl && renew)
+			(void)dcall(b, "POST", SEGS(s->id, "ttl"), NULL, ttl, 0, NULL, &err);
 	}
 }
 
@@ -555,14 +540,8 @@ static int d_code_request(struct mcp_backend *mb, const char *id, const char *me
 			  const char *path, const char *body, size_t len, mcp_code_fn fn,
 			  void *userdata, paddock_error *err)
 {
-	struct dbackend *b = dbackend(mb);
-	struct dsandbox *s = dsandbox_find(b, id, err);
-	struct http_request req = { .method = method,
-				    .content_type = "application/json",
-				    .body = body,
-				    .body_len = len,
-				    .body_fd = -1 };
-	struct http_response resp = { 0 };
+	struct dsandbox *s = dsandbox_find(mb, id, err);
+	struct http_response resp;
 	struct http_conn *c = NULL;
 	char target[160];
 	int r;
@@ -573,17 +552,16 @@ static int d_code_request(struct mcp_backend *mb, const char *id, const char *me
 	if (!valid_id(id) || strlen(path) > 80 || path[0] != '/')
 		return paddock_fail_field(err, EINVAL, "sandbox_id", "not a sandbox id");
 	snprintf(target, sizeof(target), "/v1/sandboxes/%s/code%s", id, path);
-	req.target = target;
-	r = dconnect(b, &c, err);
+	r = dsend(s->b,
+		  &(struct http_request){ .method = method,
+					  .target = target,
+					  .content_type = "application/json",
+					  .body = body,
+					  .body_len = len,
+					  .body_fd = -1 },
+		  &c, &resp, err);
 	if (r < 0)
 		return r;
-	r = http_send_request(c, &req, err);
-	if (r >= 0)
-		r = http_read_response(c, &resp, err);
-	if (r < 0) {
-		http_conn_free(c);
-		return dbackend_io_error(r, err);
-	}
 	fn(c, &resp, NULL, userdata);
 	return 0;
 }
@@ -610,6 +588,8 @@ static const struct mcp_backend_ops daemon_ops = {
 int mcp_backend_daemon_new(struct event_base *base, const char *socket_path,
 			   unsigned idle_timeout_s, struct mcp_backend **ret, paddock_error *err)
 {
+	struct http_response resp;
+	struct http_conn *c = NULL;
 	struct dbackend *b;
 	unsigned period;
 	int r;
@@ -630,7 +610,9 @@ int mcp_backend_daemon_new(struct event_base *base, const char *socket_path,
 	}
 	memcpy(b->socket_path, socket_path, strlen(socket_path) + 1);
 	/* fail now, not at the agent's first tool call, when paddockd is not there */
-	r = dcall(b, "GET", "/healthz", NULL, 0, NULL, err);
+	r = dopen(b, &(struct http_request){ .method = "GET", .target = "/healthz", .body_fd = -1 },
+		  NULL, NULL, &c, &resp, err);
+	http_conn_free(c);
 	if (r < 0) {
 		free(b);
 		return r;

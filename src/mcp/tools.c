@@ -17,6 +17,7 @@
 #include "mcp.h"
 #include "schema.h"
 #include "tools-internal.h"
+#include "paddock/cleanup.h"
 
 /* ---- schemas ---------------------------------------------------------------------------- */
 
@@ -69,7 +70,6 @@
 	"ceiling timeout\"},\"cpu_time_s\":{\"type\":\"number\"},\"disk\":{\"type\":"              \
 	"[\"string\",\"integer\"]}"
 
-struct tool;
 typedef void (*tool_fn)(struct mcp_tools *t, struct mcp_call *c, json_t *args);
 
 static void create_sandbox(struct mcp_tools *t, struct mcp_call *c, json_t *args);
@@ -251,11 +251,9 @@ static const struct tool {
 	  tool_stop_process, false, true, false },
 };
 
-#define N_TOOLS (sizeof(tools) / sizeof(tools[0]))
-
 static const struct tool *find_tool(const char *name)
 {
-	for (size_t i = 0; i < N_TOOLS; i++)
+	for (size_t i = 0; i < ELEMENTSOF(tools); i++)
 		if (!strcmp(tools[i].name, name))
 			return &tools[i];
 	return NULL;
@@ -270,7 +268,7 @@ static json_t *build_list(void)
 {
 	json_t *list = json_array();
 
-	for (size_t i = 0; list && i < N_TOOLS; i++) {
+	for (size_t i = 0; list && i < ELEMENTSOF(tools); i++) {
 		const struct tool *tl = &tools[i];
 		json_t *in = json_loads(tl->input, 0, NULL), *out = json_loads(tl->output, 0, NULL);
 
@@ -299,15 +297,14 @@ int mcp_tools_new(struct mcp_backend *backend, const struct mcp_policy *policy,
 
 	if (!t)
 		return paddock_fail(err, ENOMEM, "allocate the tools");
-	t->list = build_list();
+	*t = (struct mcp_tools){
+		.backend = backend, .policy = policy, .base = base, .list = build_list()
+	};
 	if (!t->list) {
 		free(t);
 		/* the schemas are constants: only memory can fail here */
 		return paddock_fail(err, ENOMEM, "build the tool list");
 	}
-	t->backend = backend;
-	t->policy = policy;
-	t->base = base;
 	*ret = t;
 	return 0;
 }
@@ -363,40 +360,17 @@ json_t *mcp_tools_list(struct mcp_tools *t)
 	return json_deep_copy(t->list);
 }
 
-/* The spec as its JSON (every field, defaults included): what the tools read of it */
-static json_t *spec_json(const paddock_spec *spec, paddock_error *err)
-{
-	char *text = NULL;
-	json_t *j;
-
-	if (paddock_spec_to_json(spec, &text, err) < 0)
-		return NULL;
-	j = json_loads(text, 0, NULL);
-	free(text);
-	if (!j)
-		paddock_fail(err, ENOMEM, "read the spec's JSON");
-	return j;
-}
-
-/* Whether the spec's network asks a person about connections no rule names */
-static int network_asks(const paddock_spec *spec, bool *ret, paddock_error *err)
-{
-	json_t *j = spec_json(spec, err);
-	const char *u;
-
-	if (!j)
-		return -ENOMEM;
-	u = json_string_value(json_object_get(json_object_get(j, "network"), "unlisted"));
-	*ret = u && strcmp(u, "ask") == 0;
-	json_decref(j);
-	return 0;
-}
-
+/*
+ * A new sandbox of `spec`, and when ret_json is not NULL the spec's JSON (every field,
+ * defaults included): what the tools read of it.
+ */
 static int new_sandbox(struct mcp_tools *t, const paddock_spec *spec, bool is_default,
-		       struct sandbox **ret, paddock_error *err)
+		       struct sandbox **ret, json_t **ret_json, paddock_error *err)
 {
-	bool ask = false;
+	_cleanup_(json_decrefp) json_t *sj = NULL;
+	_cleanup_free_ char *text = NULL;
 	struct sandbox *sb;
+	const char *u;
 	int r;
 
 	if (!t->backend)
@@ -412,7 +386,9 @@ static int new_sandbox(struct mcp_tools *t, const paddock_spec *spec, bool is_de
 		return paddock_fail(err, ENOMEM, "allocate a sandbox");
 	r = paddock_spec_get_limit(spec, "timeout", &sb->timeout_s, err);
 	if (r >= 0)
-		r = network_asks(spec, &ask, err);
+		r = paddock_spec_to_json(spec, &text, err);
+	if (r >= 0 && !(sj = json_loads(text, 0, NULL)))
+		r = paddock_fail(err, ENOMEM, "read the spec's JSON");
 	if (r >= 0)
 		r = t->backend->ops->create(t->backend, spec, &sb->id, err);
 	if (r < 0) {
@@ -420,7 +396,8 @@ static int new_sandbox(struct mcp_tools *t, const paddock_spec *spec, bool is_de
 		return r;
 	}
 	/* a policy that asks: its questions go to the person at the client (or are denied) */
-	if (ask) {
+	u = json_string_value(json_object_get(json_object_get(sj, "network"), "unlisted"));
+	if (u && strcmp(u, "ask") == 0) {
 		r = t->backend->ops->watch_asks(t->backend, sb->id, tools_on_ask, t, err);
 		if (r < 0) {
 			paddock_error e = { 0 };
@@ -431,6 +408,8 @@ static int new_sandbox(struct mcp_tools *t, const paddock_spec *spec, bool is_de
 			return r;
 		}
 	}
+	if (ret_json)
+		*ret_json = TAKE_PTR(sj);
 	sb->is_default = is_default;
 	sb->next = t->sandboxes;
 	t->sandboxes = sb;
@@ -453,7 +432,7 @@ int tools_get_sandbox(struct mcp_tools *t, json_t *args, struct sandbox **ret, p
 			err, ENOENT, "sandbox_id",
 			"no sandbox '%s' in this session (list_sandboxes names them)",
 			PADDOCK_ESC(id));
-	return new_sandbox(t, t->policy->spec, true, ret, err);
+	return new_sandbox(t, t->policy->spec, true, ret, NULL, err);
 }
 
 char *tools_sandbox_path(const char *path)
@@ -485,7 +464,7 @@ static json_t *limits_json(const paddock_spec *spec)
 		     { "cpu_time_s", "cpu_time" }, { "disk_bytes", "disk" } };
 	json_t *o = json_object();
 
-	for (size_t i = 0; o && i < sizeof(keys) / sizeof(keys[0]); i++) {
+	for (size_t i = 0; o && i < ELEMENTSOF(keys); i++) {
 		paddock_error err = { 0 };
 		double v;
 
@@ -507,11 +486,10 @@ static void create_sandbox(struct mcp_tools *t, struct mcp_call *c, json_t *args
 	struct sandbox *sb;
 
 	if (mcp_policy_spec(t->policy, args, &spec, &err) < 0 ||
-	    new_sandbox(t, spec, false, &sb, &err) < 0) {
+	    new_sandbox(t, spec, false, &sb, &sj, &err) < 0) {
 		paddock_spec_free(spec);
 		return mcp_call_error(c, &err);
 	}
-	sj = spec_json(spec, &err);
 	net = json_object_get(sj, "network");
 	mcp_call_result(c, json_pack("{s:s, s:{s:O, s:O, s:O}, s:o, s:O?}", "sandbox_id", sb->id,
 				     "network", "mode", json_object_get(net, "mode"), "allow",
@@ -526,22 +504,15 @@ static void destroy_sandbox(struct mcp_tools *t, struct mcp_call *c, json_t *arg
 {
 	paddock_error err = { 0 };
 	struct sandbox *sb;
-	char *id;
+	json_t *result;
 
 	if (tools_get_sandbox(t, args, &sb, &err) < 0)
 		return mcp_call_error(c, &err);
-	id = strdup(sb->id);
-	if (!id) {
-		(void)tools_fail_oom(c);
-		return;
-	}
-	if (t->backend->ops->destroy(t->backend, sb->id, &err) < 0 && err.code != ENOENT) {
-		free(id);
+	if (t->backend->ops->destroy(t->backend, sb->id, &err) < 0 && err.code != ENOENT)
 		return mcp_call_error(c, &err);
-	}
+	result = json_pack("{s:s, s:b}", "sandbox_id", sb->id, "destroyed", 1);
 	sandbox_forget(t, sb);
-	mcp_call_result(c, json_pack("{s:s, s:b}", "sandbox_id", id, "destroyed", 1));
-	free(id);
+	mcp_call_result(c, result);
 }
 
 static void set_paused(struct mcp_tools *t, struct mcp_call *c, json_t *args, bool pause)
@@ -587,17 +558,15 @@ void mcp_tools_call(struct mcp_tools *t, struct mcp_call *c, const char *name, j
 {
 	const struct tool *tl = find_tool(name);
 	paddock_error err = { 0 };
-	size_t i;
 	json_t *schema;
 
-	/* the parsed inputSchema, as published */
-	for (i = 0; i < N_TOOLS && &tools[i] != tl; i++)
-		;
-	schema = json_object_get(json_array_get(t->list, i), "inputSchema");
-	if (!tl || mcp_schema_check(schema, args, &err) < 0) {
-		if (!tl)
-			paddock_fail_field(&err, EINVAL, "name", "no such tool");
+	if (!tl) {
+		paddock_fail_field(&err, EINVAL, "name", "no such tool");
 		return mcp_call_error(c, &err);
 	}
+	/* the parsed inputSchema, as published */
+	schema = json_object_get(json_array_get(t->list, (size_t)(tl - tools)), "inputSchema");
+	if (mcp_schema_check(schema, args, &err) < 0)
+		return mcp_call_error(c, &err);
 	tl->fn(t, c, args);
 }
