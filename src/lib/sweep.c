@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "paddock/paddock.h"
+#include "cgroup.h"
 #include "error.h"
 #include "util/cleanup.h"
 
@@ -37,11 +38,30 @@
 
 PD_DEFINE_CLEANUP(DIR, closedir)
 
+/*
+ * A sandbox paused before its supervisor died is frozen, init with it; on cgroup v1 a frozen
+ * task takes its SIGKILL only once thawed, so the kill would wait for ever and the slot stay
+ * taken. The slot is the kernel's word (/proc/PID/cgroup of the socket's peer, pinned by our
+ * connection), and only a slot of paddock's own hierarchy is thawed, as recover does.
+ */
+static void thaw_slot_of(pid_t pid)
+{
+	struct pd_cgroup *cg = NULL;
+	unsigned slot;
+
+	if (pd_cgroup_probe() == PD_CGROUP_NONE || pd_cgroup_freezer_slot(pid, &slot) < 0)
+		return; /* rootless, or no freezer: nothing was frozen */
+	if (pd_cgroup_adopt(slot, &cg, NULL) < 0)
+		return;
+	(void)pd_cgroup_freeze(cg, false, NULL);
+	pd_cgroup_free(cg);
+}
+
 int paddock_orphan_end(const char *socket_path, int *ret_pidfd, paddock_error *err)
 {
 	_cleanup_close_ int fd = -EBADF, pidfd = -EBADF;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	socklen_t len = sizeof(pidfd);
+	socklen_t len = sizeof(pidfd), len_cred = sizeof(struct ucred);
 	struct ucred cred;
 
 	if (!socket_path)
@@ -57,14 +77,11 @@ int paddock_orphan_end(const char *socket_path, int *ret_pidfd, paddock_error *e
 			return 0; /* nobody listens: its sandbox has ended */
 		return pd_fail(err, errno, "connect to '%s'", PD_ESC(socket_path));
 	}
+	/* the listener's pid is pinned by its socket while our connection holds it */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len_cred) < 0)
+		return pd_fail(err, errno, "peer credentials at '%s'", PD_ESC(socket_path));
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0) {
-		/*
-		 * COMPAT(kernel 6.5): no SO_PEERPIDFD; the listener's pid is pinned by its
-		 * socket while our connection holds it
-		 */
-		len = sizeof(cred);
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
-			return pd_fail(err, errno, "peer credentials at '%s'", PD_ESC(socket_path));
+		/* COMPAT(kernel 6.5): no SO_PEERPIDFD */
 		pidfd = (int)syscall(SYS_pidfd_open, cred.pid, 0);
 		if (pidfd < 0)
 			return pd_fail(err, errno, "pidfd of the init at '%s'",
@@ -72,6 +89,7 @@ int paddock_orphan_end(const char *socket_path, int *ret_pidfd, paddock_error *e
 	}
 	if (syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) < 0 && errno != ESRCH)
 		return pd_fail(err, errno, "kill the init at '%s'", PD_ESC(socket_path));
+	thaw_slot_of(cred.pid);
 	if (ret_pidfd)
 		*ret_pidfd = TAKE_FD(pidfd);
 	return 1;

@@ -332,6 +332,16 @@ void svc_json_set_bytes(json_t *o, const char *key, const void *data, size_t len
 /* a JSON string of s; bytes that are not UTF-8 become \\xNN */
 json_t *svc_json_text(const char *s);
 
+/* ---- start and end (open.c) ---- */
+/*
+ * Starts the core on d (its loop, libpaddock context and state_dir made, the adapter's
+ * hooks set): the event log, the store (a damaged one is moved aside and the live sandboxes
+ * recovered), the sandboxes a previous run left adopted, the reaper and the pool.
+ */
+int svc_open(struct daemon *d, paddock_error *err);
+/* The store and the event log closed (after svc_lifecycle_stop()). */
+void svc_close(struct daemon *d);
+
 /* ---- the event log (event-log.c) ---- */
 int svc_event_log_open(struct daemon *d, paddock_error *err);
 /* One line (with its '\n'), one write(); rotates the file once it is past the bound. */

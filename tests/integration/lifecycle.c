@@ -832,6 +832,12 @@ static void test_sweep_orphans(void **state)
 	/* our child (the test made it), so its pid cannot be reused before we reap it */
 	pidfd = (int)syscall(SYS_pidfd_open, paddock_sandbox_init_pid(orphan), 0);
 	assert_true(pidfd >= 0);
+	/*
+	 * paused when its supervisor went: frozen as root (v1 delivers a frozen task's SIGKILL
+	 * only once thawed, so the sweep must thaw it), stopped rootless
+	 */
+	if (paddock_sandbox_pause(orphan, &err) < 0)
+		fail_msg("pause: %s", err.msg);
 	paddock_sandbox_release(orphan);
 	paddock_sandbox_release(kept);
 	/* a socket nobody listens on any more (a sandbox that ended) */
