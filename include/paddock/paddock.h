@@ -315,7 +315,8 @@ PADDOCK_API int paddock_sandbox_recover(paddock_ctx *ctx, const char *socket_pat
 /*
  * Ends the sandbox whose init listens at `socket_path` (a reconnect socket) without taking it
  * over: SIGKILL through init's pidfd, which the kernel gives for the peer of a connection
- * (never a pid from a file); the kernel takes every process of the sandbox with its init.
+ * (never a pid from a file); the kernel takes every process of the sandbox with its init. A
+ * paused (frozen) sandbox is thawed after the kill, so the kill lands (cgroup v1).
  * Returns 1 when an init was killed: then *ret_pidfd (if not NULL; the caller closes it) is
  * its pidfd, which reads as ready once the sandbox is gone. Returns 0 when nobody listens
  * there (a socket its sandbox left), -errno on failure. Does not remove the socket file.
