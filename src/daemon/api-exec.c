@@ -397,7 +397,8 @@ int pdd_exec_parse(json_t *body, struct exec_req *q, paddock_error *err)
 	r = parse_env(body, q, err);
 	if (r < 0)
 		return r;
-	if (cwd && (!json_is_string(cwd) || json_string_value(cwd)[0] != '/'))
+	/* a string here; absolute is the core's check (svc_exec_check) */
+	if (cwd && !json_is_string(cwd))
 		return paddock_fail_field(err, EINVAL, "cwd", "expected an absolute path");
 	q->q.cwd = cwd ? json_string_value(cwd) : NULL;
 	r = parse_stdin(body, q, err);
@@ -412,30 +413,40 @@ int pdd_exec_parse(json_t *body, struct exec_req *q, paddock_error *err)
 	return parse_pty(body, q, err);
 }
 
-/* The command an exec body asks for, answered as the body asked (201, a stream, the result). */
-static int exec_start(struct evhttp_request *req, struct box *b, json_t *body, paddock_error *err)
+int pdd_exec_body_start(struct box *b, json_t *body, struct proc **ret, bool *ret_stream,
+			paddock_error *err)
 {
 	struct exec_req q = { 0 };
-	struct proc *p = NULL;
-	struct watcher *w;
 	int r;
 
 	r = pdd_exec_parse(body, &q, err);
 	if (r >= 0)
-		r = svc_exec_start(b, &q.q, &p, err);
-	if (r < 0)
-		goto out;
-	/* the answer waits for init: a 201 with the pid, the stream's start, or the result */
-	w = proc_watcher(req, p, q.q.background ? W_START : q.stream ? W_OUTPUT : W_RESULT);
-	if (!w) {
-		svc_proc_kill(p);
-		r = paddock_fail(err, ENOMEM, "out of memory");
-		goto out;
-	}
-	w->on_gone = watcher_gone;
-out:
+		r = svc_exec_start(b, &q.q, ret, err);
+	if (ret_stream)
+		*ret_stream = q.stream;
 	pdd_exec_req_release(&q);
 	return r;
+}
+
+/* The command an exec body asks for, answered as the body asked (201, a stream, the result). */
+static int exec_start(struct evhttp_request *req, struct box *b, json_t *body, paddock_error *err)
+{
+	struct proc *p = NULL;
+	struct watcher *w;
+	bool stream = false;
+	int r;
+
+	r = pdd_exec_body_start(b, body, &p, &stream, err);
+	if (r < 0)
+		return r;
+	/* the answer waits for init: a 201 with the pid, the stream's start, or the result */
+	w = proc_watcher(req, p, p->background ? W_START : stream ? W_OUTPUT : W_RESULT);
+	if (!w) {
+		svc_proc_kill(p);
+		return paddock_fail(err, ENOMEM, "out of memory");
+	}
+	w->on_gone = watcher_gone;
+	return 0;
 }
 
 void pdd_api_exec(struct request *r, struct box *b)

@@ -100,15 +100,11 @@ static const struct watcher_ops run_ops = {
 static int start(struct evhttp_request *req, struct box *b, json_t *exec, struct run *run,
 		 paddock_error *err)
 {
-	struct exec_req q = { 0 };
 	struct proc *p = NULL;
 	struct watcher *w;
 	int r;
 
-	r = pdd_exec_parse(exec, &q, err);
-	if (r >= 0)
-		r = svc_exec_start(b, &q.q, &p, err);
-	pdd_exec_req_release(&q);
+	r = pdd_exec_body_start(b, exec, &p, NULL, err);
 	if (r < 0)
 		return r;
 	w = pdd_proc_hook(req, p, &run_ops, run);

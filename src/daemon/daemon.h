@@ -200,6 +200,10 @@ struct exec_req {
  */
 int pdd_exec_parse(json_t *body, struct exec_req *q, paddock_error *err);
 void pdd_exec_req_release(struct exec_req *q);
+/* An exec body parsed and started in b (svc_exec_start()): 0 and *ret (and whether the body
+ * asked to stream), or -errno with err naming the field and nothing started. */
+int pdd_exec_body_start(struct box *b, json_t *body, struct proc **ret, bool *ret_stream,
+			paddock_error *err);
 /*
  * A W_HOOK watcher for req on a process (a route that formats its events itself: POST
  * /v1/run, E2B's Start and Connect); the caller sets its on_gone. NULL: no memory.
