@@ -38,6 +38,11 @@ typedef struct paddock_store paddock_store;
  * than this libpaddock understands fails with -EPROTO and leaves the file untouched.
  */
 PADDOCK_API int paddock_store_open(const char *path, paddock_store **ret_store, paddock_error *err);
+/*
+ * The path of a store kept in this process's memory only, gone when it is freed: for a core
+ * whose sandboxes die with its process (`paddock mcp`), which has nothing to keep on disk.
+ */
+#define PADDOCK_STORE_MEMORY ":memory:"
 /* Closes the store, rolling back an open transaction. Accepts NULL; returns NULL. */
 PADDOCK_API paddock_store *paddock_store_free(paddock_store *st);
 

@@ -491,13 +491,15 @@ static int migrate(sqlite3 *db, paddock_error *err)
 
 static int setup(paddock_store *st, const char *path, paddock_error *err)
 {
+	bool memory = strcmp(path, PADDOCK_STORE_MEMORY) == 0;
 	int rc, r;
 
-	r = create_file(path, err);
+	r = memory ? 0 : create_file(path, err);
 	if (r < 0)
 		return r;
 	rc = sqlite3_open_v2(path, &st->db,
-			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX,
+			     SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_NOMUTEX |
+				     (memory ? SQLITE_OPEN_MEMORY : 0),
 			     NULL);
 	if (rc != SQLITE_OK)
 		return fail_db(st->db, rc, err, "sqlite open");
@@ -508,7 +510,7 @@ static int setup(paddock_store *st, const char *path, paddock_error *err)
 	(void)sqlite3_db_config(st->db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
 
 	/* the first statement that reads the file: a file that is not a database fails here */
-	r = set_journal_mode_wal(st->db, err);
+	r = memory ? 0 : set_journal_mode_wal(st->db, err);
 	if (r < 0)
 		return r;
 	r = exec_sql(st->db, "PRAGMA synchronous = NORMAL", err);

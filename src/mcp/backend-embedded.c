@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The embedded backend: sandboxes made by libpaddock in this process, served from its event
- * loop. They have no reconnect directory, so each one's init dies with this process, even
- * on SIGKILL: nothing outlives the session. Output is hostile bytes: it is bounded as it
- * is read and turned into text only on the way out.
+ * The embedded backend: the service core (src/service) in this process, as paddockd runs it
+ * but kept in memory (d->in_process): the same lifecycle, process table, exec sessions,
+ * events and pause the --connect backend reaches over paddockd's HTTP API, without a socket
+ * or a state directory. Its sandboxes have no reconnect socket, so each one's init dies with
+ * this process, even on SIGKILL: nothing outlives the session. Output is hostile bytes: it is
+ * bounded as it is read and turned into text only on the way out.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <stddef.h>
 #include <sys/socket.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,94 +24,84 @@
 
 #include "backend.h"
 #include "client.h"
+#include "service.h"
 
-struct box;
-
-/*
- * A command: foreground (a tool call waits for it) or background (followed later). Its
- * output and stdin are libpaddock's exec session (held by reference until freed here):
- * libpaddock applies limits.output and the timeout, the same for every front end.
- */
-struct mcp_pending {
-	struct box *box;
-	paddock_exec *ex;      /* NULL once it ended */
-	paddock_exec *session; /* referenced: the output stays readable after the end */
-	bool background, cancelled;
-	char id[24];
-	int pid;
-	size_t cap;	  /* foreground: bytes of each stream shown in the tool's answer */
-	char *stdin_data; /* foreground: the call's stdin, written once it runs */
-	size_t stdin_len;
-	uint64_t since[2];   /* background: where the last bg_output() stopped */
-	uint64_t dropped[2]; /* background: bytes never shown (the ring, or past `max`) */
-	json_t *result;	     /* the report once it ended */
-	mcp_exec_done_fn fn;
-	void *userdata;
-	struct mcp_pending *next;
+/* A background process of ours: the core's tag, and how far bg_output() has read it. */
+struct bgproc {
+	char tag[16];
+	uint64_t since[2];   /* where the last bg_output() stopped */
+	uint64_t dropped[2]; /* bytes never shown (the ring, or past `max`) */
+	struct bgproc *next;
 };
 
-struct box {
-	struct embedded *e;
-	paddock_sandbox *sb;
-	char *id;
-	bool ended;
-	struct mcp_pending *cmds;
-	unsigned long next_bg;
+/* What this backend holds of one of the core's sandboxes. */
+struct mbox {
+	char id[32];
 	mcp_ask_fn ask_fn; /* watch_asks() */
 	void *ask_ud;
-	struct box *next;
+	unsigned long next_proc;
+	struct bgproc *procs;
+	struct mbox *next;
+};
+
+/* A foreground command a tool call waits for: a listener of the core's process. */
+struct mcp_pending {
+	struct svc_proc_listener l;
+	struct proc *p;
+	size_t cap; /* bytes of each stream shown in the tool's answer */
+	mcp_exec_done_fn fn;
+	void *userdata;
 };
 
 struct embedded {
 	struct mcp_backend base;
-	struct event_base *evbase;
-	paddock_ctx *ctx;
-	struct box *boxes;
+	struct daemon d; /* the core, in_process */
+	struct mbox *boxes;
 };
+
+static struct embedded *of_core(struct daemon *d)
+{
+	return (struct embedded *)((char *)d - offsetof(struct embedded, d));
+}
+
+static struct mbox *mbox_find(struct embedded *e, const char *id)
+{
+	for (struct mbox *m = e->boxes; m; m = m->next)
+		if (!strcmp(m->id, id))
+			return m;
+	return NULL;
+}
+
+/* The core's sandbox `id`: -ENOENT unknown, -ESRCH ended (unless `ended_ok`). */
+static int find_any(struct embedded *e, const char *id, bool ended_ok, struct box **ret,
+		    paddock_error *err)
+{
+	struct box *b = svc_box_find(&e->d, SVC_LOCAL_TENANT, id);
+
+	if (!b || !mbox_find(e, id))
+		return paddock_fail_field(err, ENOENT, "sandbox_id", "no sandbox '%s'",
+					  PADDOCK_ESC(id));
+	if (!ended_ok && (!b->sb || !paddock_sandbox_running(b->sb)))
+		return paddock_fail_field(err, ESRCH, "sandbox_id",
+					  "the sandbox '%s' has ended (a limit or a "
+					  "crash killed it); destroy it and make another",
+					  PADDOCK_ESC(id));
+	*ret = b;
+	return 0;
+}
 
 static int find_box(struct embedded *e, const char *id, struct box **ret, paddock_error *err)
 {
-	for (struct box *b = e->boxes; b; b = b->next)
-		if (!strcmp(b->id, id)) {
-			if (b->ended)
-				return paddock_fail_field(
-					err, ESRCH, "sandbox_id",
-					"the sandbox '%s' has ended (a limit or a "
-					"crash killed it); destroy it and make another",
-					PADDOCK_ESC(id));
-			*ret = b;
-			return 0;
-		}
-	return paddock_fail_field(err, ENOENT, "sandbox_id", "no sandbox '%s'", PADDOCK_ESC(id));
+	return find_any(e, id, false, ret, err);
 }
 
 /* ---- commands --------------------------------------------------------------------------- */
 
-static void cmd_unlink(struct mcp_pending *p)
-{
-	for (struct mcp_pending **pp = &p->box->cmds; *pp; pp = &(*pp)->next)
-		if (*pp == p) {
-			*pp = p->next;
-			break;
-		}
-}
-
-static void cmd_free(struct mcp_pending *p)
-{
-	cmd_unlink(p);
-	if (p->ex)
-		paddock_exec_set_callback(p->ex, NULL, NULL);
-	paddock_exec_unref(p->session);
-	json_decref(p->result);
-	free(p->stdin_data);
-	free(p);
-}
-
 /* The kept bytes of `stream` from *from to its end, at most `max` (the first ones) as text. */
-static json_t *stream_text(struct mcp_pending *p, int stream, uint64_t *from, size_t max)
+static json_t *stream_text(paddock_exec *session, int stream, uint64_t *from, size_t max)
 {
-	uint64_t end = paddock_exec_output_end(p->session, stream);
-	size_t want = end - *from < max ? (size_t)(end - *from) : max;
+	uint64_t end = session ? paddock_exec_output_end(session, stream) : 0;
+	size_t want = end > *from ? (end - *from < max ? (size_t)(end - *from) : max) : 0;
 	char *buf = malloc(want + 1);
 	size_t n = 0;
 	json_t *text;
@@ -116,7 +109,7 @@ static json_t *stream_text(struct mcp_pending *p, int stream, uint64_t *from, si
 	if (!buf)
 		return NULL;
 	while (n < want) {
-		size_t k = paddock_exec_read_output(p->session, stream, from, buf + n, want - n);
+		size_t k = paddock_exec_read_output(session, stream, from, buf + n, want - n);
 
 		if (k == 0)
 			break;
@@ -127,158 +120,104 @@ static json_t *stream_text(struct mcp_pending *p, int stream, uint64_t *from, si
 	return text;
 }
 
-static void exited(paddock_exec *ex, const struct paddock_result *res, void *userdata)
+/* run_command's answer (backend.h) from the core's ended process */
+static json_t *fg_result(struct proc *p, size_t cap)
 {
-	struct mcp_pending *p = userdata;
-	paddock_error err = { 0 };
-	char *report = NULL;
-	uint64_t from[2] = { 0, 0 }, kept[2];
-	json_t *out;
+	paddock_exec *s = p->session;
+	uint64_t from[2] = { 0, 0 }, kept[2], read[2];
 
-	(void)ex;
-	p->ex = NULL;
-	/* output_truncated is libpaddock's (limits.output), as for every front end */
-	if (paddock_result_to_json(res, &report, &err) >= 0)
-		p->result = json_loads(report, 0, NULL);
-	free(report);
-	if (p->background)
-		return; /* kept for bg_output() */
-	if (p->cancelled || !p->fn) {
-		cmd_free(p);
-		return;
+	for (int i = 0; i < 2; i++) {
+		kept[i] = s ? paddock_exec_output_end(s, i + 1) : 0;
+		read[i] = s ? paddock_exec_output_read(s, i + 1) : 0;
 	}
-	for (int i = 0; i < 2; i++)
-		kept[i] = paddock_exec_output_end(p->session, i + 1);
-	out = json_pack(
-		"{s:O?, s:s, s:O?, s:o, s:o, s:b, s:b, s:I, s:I, s:O?}", "exit_code",
-		json_object_get(p->result, "exit_code"), "reason",
-		paddock_end_reason_to_string(res->reason), "signal",
-		json_object_get(p->result, "signal"), "stdout", stream_text(p, 1, &from[0], p->cap),
-		"stderr", stream_text(p, 2, &from[1], p->cap), "stdout_truncated",
-		kept[0] > p->cap || paddock_exec_output_read(p->session, 1) > kept[0],
-		"stderr_truncated",
-		kept[1] > p->cap || paddock_exec_output_read(p->session, 2) > kept[1],
-		"stdout_bytes", (json_int_t)paddock_exec_output_read(p->session, 1), "stderr_bytes",
-		(json_int_t)paddock_exec_output_read(p->session, 2), "report", p->result);
-	if (!out)
-		paddock_fail(&err, ENOMEM, "the command's result");
-	p->fn(out, &err, p->userdata);
-	cmd_free(p);
+	return json_pack("{s:O?, s:O?, s:O?, s:o, s:o, s:b, s:b, s:I, s:I, s:O?}", "exit_code",
+			 json_object_get(p->result, "exit_code"), "reason",
+			 json_object_get(p->result, "reason"), "signal",
+			 json_object_get(p->result, "signal"), "stdout",
+			 stream_text(s, 1, &from[0], cap), "stderr",
+			 stream_text(s, 2, &from[1], cap), "stdout_truncated",
+			 kept[0] > cap || read[0] > kept[0], "stderr_truncated",
+			 kept[1] > cap || read[1] > kept[1], "stdout_bytes", (json_int_t)read[0],
+			 "stderr_bytes", (json_int_t)read[1], "report", p->result);
 }
 
-static int cmd_new(struct box *b, const struct mcp_exec_req *req, bool background,
-		   struct mcp_pending **ret, paddock_error *err)
+/* the core says the command ended (or its sandbox went): the tool call gets its answer */
+static void fg_ended(struct svc_proc_listener *l, struct proc *p, bool gone)
 {
-	struct mcp_pending *p = calloc(1, sizeof(*p));
-
-	if (!p)
-		return paddock_fail(err, ENOMEM, "allocate a command");
-	p->box = b;
-	p->background = background;
-	p->cap = req->output_max;
-	p->next = b->cmds;
-	b->cmds = p;
-	*ret = p;
-	return 0;
-}
-
-/* A foreground command runs: its stdin, when the call gave some, queued, then EOF. */
-static void fg_started(paddock_exec *ex, void *userdata)
-{
-	struct mcp_pending *p = userdata;
+	struct mcp_pending *m = (struct mcp_pending *)l;
 	paddock_error err = { 0 };
+	json_t *out = NULL;
 
-	p->pid = paddock_exec_pid(ex);
-	if (!p->stdin_data)
-		return;
-	if (p->stdin_len && paddock_exec_write_stdin(ex, p->stdin_data, p->stdin_len, &err) < 0 &&
-	    err.code != EPIPE)
-		(void)paddock_exec_terminate(ex, PADDOCK_END_ERROR, NULL);
-	(void)paddock_exec_close_stdin(ex, NULL);
-	free(p->stdin_data);
-	p->stdin_data = NULL;
+	if (gone)
+		paddock_fail_field(&err, ESRCH, "sandbox_id",
+				   "the sandbox was destroyed while the command ran");
+	else if (!(out = fg_result(p, m->cap)))
+		paddock_fail(&err, ENOMEM, "the command's result");
+	m->fn(out, &err, m->userdata);
+	free(m);
 }
 
-/*
- * Starts the command with libpaddock's session: a foreground one's output whole up to
- * limits.output (past it: reason "output"), a background one's in a ring. A foreground one
- * starts without waiting (fg_started()), a background one's pid is the answer.
- */
-static int start(struct box *b, struct mcp_pending *p, const struct mcp_exec_req *req,
-		 paddock_error *err)
+static const struct svc_proc_listener_ops fg_ops = { .ended = fg_ended };
+
+/* What the tool asked, as the core's request (its strings borrowed). */
+static struct svc_exec_req core_req(const struct mcp_exec_req *req)
 {
-	struct paddock_exec_opts opts = {
+	return (struct svc_exec_req){
 		.argv = req->argv,
 		.env = req->env,
 		.cwd = req->cwd,
-		.fds = { -1, -1, -1 },
-		.pipe_streams = req->stdin_data ? 1u : 0,
-		/* the tool's timeout_s, or none (tools.c applies the default and ceiling) */
-		.timeout_s = req->timeout_s > 0 ? req->timeout_s : -1,
-		.capture = p->background ? PADDOCK_CAPTURE_RING : PADDOCK_CAPTURE_ALL,
-		.on_started = p->background ? NULL : fg_started,
-	};
-	int r;
-
-	if (req->stdin_data) {
 		/* an empty stdin still gets a pipe, closed at once: EOF, as asked */
-		p->stdin_data = malloc(req->stdin_len + 1);
-		if (!p->stdin_data)
-			return paddock_fail(err, ENOMEM, "stdin");
-		memcpy(p->stdin_data, req->stdin_data, req->stdin_len);
-		p->stdin_len = req->stdin_len;
-	}
-	r = paddock_exec_start(b->sb, &opts, exited, p, &p->ex, err);
-	if (r < 0)
-		return r;
-	p->session = paddock_exec_ref(p->ex);
-	if (p->background)
-		p->pid = paddock_exec_pid(p->ex);
-	return 0;
+		.stdin_data = req->stdin_data,
+		.stdin_len = req->stdin_len,
+		.has_stdin = req->stdin_data != NULL,
+		/* the tool's timeout_s, or none (tools.c applies the default and ceiling) */
+		.timeout_s = req->timeout_s > 0 ? req->timeout_s : 0,
+	};
 }
 
+/*
+ * The core starts it with libpaddock's session: the output whole up to limits.output (past
+ * it: reason "output"), the timeout, stdin then EOF; the answer comes from fg_ended().
+ */
 static int embedded_exec(struct mcp_backend *base, const char *id, const struct mcp_exec_req *req,
 			 mcp_exec_done_fn fn, void *userdata, struct mcp_pending **ret_pending,
 			 paddock_error *err)
 {
 	struct embedded *e = (struct embedded *)base;
-	struct mcp_pending *p = NULL;
+	struct svc_exec_req q = core_req(req);
+	struct mcp_pending *m;
 	struct box *b;
 	int r;
 
 	r = find_box(e, id, &b, err);
 	if (r < 0)
 		return r;
-	r = cmd_new(b, req, false, &p, err);
-	if (r < 0)
-		return r;
-	p->fn = fn;
-	p->userdata = userdata;
-	r = start(b, p, req, err);
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return paddock_fail(err, ENOMEM, "allocate a command");
+	r = svc_exec_start(b, &q, &m->p, err);
 	if (r < 0) {
-		/* started and then failed: exited() frees it; never started: here */
-		if (!p->session)
-			cmd_free(p);
-		else
-			p->fn = NULL;
+		free(m);
 		return r;
 	}
-	*ret_pending = p;
+	m->l.ops = &fg_ops;
+	m->cap = req->output_max;
+	m->fn = fn;
+	m->userdata = userdata;
+	svc_proc_listen(m->p, &m->l);
+	*ret_pending = m;
 	return 0;
 }
 
-static void embedded_cancel(struct mcp_backend *base, struct mcp_pending *p)
+/* The call was cancelled: the command is killed, and nobody is told of its end. */
+static void embedded_cancel(struct mcp_backend *base, struct mcp_pending *m)
 {
 	(void)base;
-	if (!p)
+	if (!m)
 		return;
-	p->cancelled = true;
-	p->fn = NULL;
-	if (p->ex)
-		(void)paddock_exec_terminate(p->ex, PADDOCK_END_KILLED, NULL);
-	else
-		cmd_free(p);
-	/* else exited() frees it when the kill is reported */
+	svc_proc_unlisten(m->p, &m->l);
+	svc_proc_kill(m->p);
+	free(m);
 }
 
 /* ---- background ------------------------------------------------------------------------- */
@@ -288,86 +227,93 @@ static int embedded_bg_start(struct mcp_backend *base, const char *id,
 			     paddock_error *err)
 {
 	struct embedded *e = (struct embedded *)base;
-	struct mcp_pending *p = NULL;
+	struct svc_exec_req q = core_req(req);
+	struct bgproc *bp = calloc(1, sizeof(*bp));
+	struct mbox *m = mbox_find(e, id);
+	struct proc *p;
 	struct box *b;
-	char *proc;
 	int r;
 
+	if (!bp)
+		return paddock_fail(err, ENOMEM, "start_process");
 	r = find_box(e, id, &b, err);
-	if (r < 0)
-		return r;
-	r = cmd_new(b, req, true, &p, err);
-	if (r < 0)
-		return r;
-	snprintf(p->id, sizeof(p->id), "b%lu", ++b->next_bg);
-	proc = strdup(p->id);
-	r = proc ? start(b, p, req, err) : paddock_fail(err, ENOMEM, "start_process");
+	if (r >= 0) {
+		snprintf(bp->tag, sizeof(bp->tag), "p%lu", ++m->next_proc);
+		*ret_proc = strdup(bp->tag);
+		if (!*ret_proc)
+			r = paddock_fail(err, ENOMEM, "start_process");
+	}
+	q.background = true;
+	q.tag = bp->tag;
+	q.sync_start = true; /* the answer is its pid */
+	if (r >= 0 && (r = svc_exec_start(b, &q, &p, err)) < 0)
+		free(*ret_proc);
 	if (r < 0) {
-		free(proc);
-		if (!p->session)
-			cmd_free(p);
+		free(bp);
 		return r;
 	}
-	*ret_proc = proc;
+	bp->next = m->procs;
+	m->procs = bp;
 	*ret_pid = p->pid;
 	return 0;
 }
 
-static int find_bg(struct embedded *e, const char *id, const char *proc, struct mcp_pending **ret,
-		   paddock_error *err)
+static int find_bg(struct embedded *e, const char *id, const char *tag, struct bgproc **ret_bp,
+		   struct proc **ret, paddock_error *err)
 {
 	struct box *b;
 	int r = find_box(e, id, &b, err);
 
 	if (r < 0)
 		return r;
-	for (struct mcp_pending *p = b->cmds; p; p = p->next)
-		if (p->background && !strcmp(p->id, proc)) {
-			*ret = p;
+	for (struct bgproc *bp = mbox_find(e, id)->procs; bp; bp = bp->next)
+		if (!strcmp(bp->tag, tag) && (*ret = svc_proc_find(b, tag))) {
+			*ret_bp = bp;
 			return 0;
 		}
-	return paddock_fail_field(err, ENOENT, "process_id", "no process '%s'", PADDOCK_ESC(proc));
+	return paddock_fail_field(err, ENOENT, "process_id", "no process '%s'", PADDOCK_ESC(tag));
 }
 
 /*
  * What came since the last call, at most the newest `max` bytes of each stream; what the
  * ring dropped meanwhile, or what is older than those `max`, counts as dropped.
  */
-static json_t *bg_text(struct mcp_pending *p, int i, size_t max)
+static json_t *bg_text(struct bgproc *bp, paddock_exec *session, int i, size_t max)
 {
-	uint64_t end = paddock_exec_output_end(p->session, i + 1), from = p->since[i];
-	uint64_t probe = from;
+	uint64_t end = session ? paddock_exec_output_end(session, i + 1) : 0;
+	uint64_t from = bp->since[i], probe = from;
 	char c;
 
 	/* where the ring starts now: a read of one byte moves `probe` there */
-	if (paddock_exec_read_output(p->session, i + 1, &probe, &c, 1) > 0)
+	if (session && paddock_exec_read_output(session, i + 1, &probe, &c, 1) > 0)
 		probe--;
 	if (probe > from) {
-		p->dropped[i] += probe - from;
+		bp->dropped[i] += probe - from;
 		from = probe;
 	}
-	if (end - from > max) {
-		p->dropped[i] += end - from - max;
+	if (end > from && end - from > max) {
+		bp->dropped[i] += end - from - max;
 		from = end - max;
 	}
-	p->since[i] = end;
-	return stream_text(p, i + 1, &from, max);
+	bp->since[i] = end > from ? end : from;
+	return stream_text(session, i + 1, &from, max);
 }
 
 static int embedded_bg_output(struct mcp_backend *base, const char *id, const char *proc,
 			      size_t max, json_t **ret, paddock_error *err)
 {
-	struct mcp_pending *p;
+	struct bgproc *bp;
+	struct proc *p;
 	json_t *out, *text[2];
-	int r = find_bg((struct embedded *)base, id, proc, &p, err);
+	int r = find_bg((struct embedded *)base, id, proc, &bp, &p, err);
 
 	if (r < 0)
 		return r;
 	for (int i = 0; i < 2; i++)
-		text[i] = bg_text(p, i, max);
-	out = json_pack("{s:b, s:o, s:o, s:I, s:I, s:O?, s:O?, s:O?}", "running", p->ex != NULL,
+		text[i] = bg_text(bp, p->session, i, max);
+	out = json_pack("{s:b, s:o, s:o, s:I, s:I, s:O?, s:O?, s:O?}", "running", !p->exited,
 			"stdout", text[0], "stderr", text[1], "stdout_dropped",
-			(json_int_t)p->dropped[0], "stderr_dropped", (json_int_t)p->dropped[1],
+			(json_int_t)bp->dropped[0], "stderr_dropped", (json_int_t)bp->dropped[1],
 			"exit_code",
 			p->result ? json_object_get(p->result, "exit_code") : json_null(), "reason",
 			p->result ? json_object_get(p->result, "reason") : json_null(), "report",
@@ -381,8 +327,9 @@ static int embedded_bg_output(struct mcp_backend *base, const char *id, const ch
 static int embedded_bg_signal(struct mcp_backend *base, const char *id, const char *proc, int sig,
 			      paddock_error *err)
 {
-	struct mcp_pending *p;
-	int r = find_bg((struct embedded *)base, id, proc, &p, err);
+	struct bgproc *bp;
+	struct proc *p;
+	int r = find_bg((struct embedded *)base, id, proc, &bp, &p, err);
 
 	if (r < 0)
 		return r;
@@ -521,95 +468,89 @@ static int embedded_list_dir(struct mcp_backend *base, const char *id, const cha
 
 /* ---- sandboxes -------------------------------------------------------------------------- */
 
-static void box_exited(paddock_sandbox *sb, enum paddock_end_reason reason, void *userdata)
-{
-	struct box *b = userdata;
-
-	(void)sb;
-	(void)reason;
-	b->ended = true;
-}
-
 static int embedded_create(struct mcp_backend *base, const paddock_spec *spec, char **ret_id,
 			   paddock_error *err)
 {
 	struct embedded *e = (struct embedded *)base;
-	/* no reconnect directory: the sandbox dies with this process */
-	const struct paddock_sandbox_opts opts = { 0 };
-	struct box *b = calloc(1, sizeof(*b));
+	struct mbox *m = calloc(1, sizeof(*m));
+	json_t *body = NULL;
+	char *sj = NULL;
+	struct box *b;
 	int r;
 
-	if (!b)
+	if (!m)
 		return paddock_fail(err, ENOMEM, "allocate a sandbox");
-	r = paddock_sandbox_create_with(e->ctx, spec, &opts, &b->sb, err);
+	/* the core takes a create body, as paddockd's API does: the spec's own JSON */
+	r = paddock_spec_to_json(spec, &sj, err);
+	if (r >= 0 && !(body = json_loads(sj, 0, NULL)))
+		r = paddock_fail(err, ENOMEM, "allocate a sandbox");
+	if (r >= 0)
+		r = svc_box_create(&e->d, SVC_LOCAL_TENANT, body, &b, err);
+	json_decref(body);
+	free(sj);
+	if (r >= 0 && !(*ret_id = strdup(b->id))) {
+		svc_box_destroy(b, "deleted", NULL);
+		r = paddock_fail(err, ENOMEM, "allocate a sandbox");
+	}
 	if (r < 0) {
-		free(b);
+		free(m);
 		return r;
 	}
-	b->e = e;
-	b->id = strdup(paddock_sandbox_id(b->sb));
-	*ret_id = strdup(paddock_sandbox_id(b->sb));
-	if (!b->id || !*ret_id) {
-		free(b->id);
-		free(*ret_id);
-		paddock_sandbox_free(b->sb);
-		free(b);
-		return paddock_fail(err, ENOMEM, "allocate a sandbox");
-	}
-	paddock_sandbox_set_exit_callback(b->sb, box_exited, b);
-	b->next = e->boxes;
-	e->boxes = b;
+	snprintf(m->id, sizeof(m->id), "%s", b->id);
+	m->next = e->boxes;
+	e->boxes = m;
 	return 0;
 }
 
-static void box_free(struct embedded *e, struct box *b)
+static void mbox_free(struct embedded *e, struct mbox *m)
 {
-	for (struct box **pp = &e->boxes; *pp; pp = &(*pp)->next)
-		if (*pp == b) {
-			*pp = b->next;
+	for (struct mbox **pp = &e->boxes; *pp; pp = &(*pp)->next)
+		if (*pp == m) {
+			*pp = m->next;
 			break;
 		}
-	b->ask_fn = NULL; /* its decisions end with it, unheard */
-	/* its commands' callbacks will not come: a waiting call learns the sandbox is gone */
-	while (b->cmds) {
-		struct mcp_pending *p = b->cmds;
-		paddock_error err = { 0 };
+	while (m->procs) {
+		struct bgproc *bp = m->procs;
 
-		p->ex = NULL;
-		if (p->fn && !p->cancelled) {
-			paddock_fail_field(&err, ESRCH, "sandbox_id",
-					   "the sandbox was destroyed while the command ran");
-			p->fn(NULL, &err, p->userdata);
-		}
-		cmd_free(p);
+		m->procs = bp->next;
+		free(bp);
 	}
-	paddock_sandbox_free(b->sb);
-	free(b->id);
-	free(b);
+	free(m);
 }
 
+/* the core's hook: b goes (its processes' listeners were told): what we hold of it goes */
+static void release_clients(struct box *b)
+{
+	struct embedded *e = of_core(b->d);
+	struct mbox *m = mbox_find(e, b->id);
+
+	if (m)
+		mbox_free(e, m); /* its decisions end with it, unheard */
+}
+
+static const struct svc_hooks embedded_hooks = { .release_clients = release_clients };
+
+/* Ends it (SIGKILL, then the kernel's teardown, waited for here: d->in_process). */
 static int embedded_destroy(struct mcp_backend *base, const char *id, paddock_error *err)
 {
-	struct embedded *e = (struct embedded *)base;
+	struct box *b;
+	int r = find_any((struct embedded *)base, id, true, &b, err);
 
-	for (struct box *b = e->boxes; b; b = b->next)
-		if (!strcmp(b->id, id)) {
-			box_free(e, b);
-			return 0;
-		}
-	return paddock_fail_field(err, ENOENT, "sandbox_id", "no sandbox '%s'", PADDOCK_ESC(id));
+	if (r < 0)
+		return r;
+	svc_box_destroy(b, "deleted", NULL);
+	return 0;
 }
 
 static int embedded_set_paused(struct mcp_backend *base, const char *id, bool pause,
 			       paddock_error *err)
 {
-	struct embedded *e = (struct embedded *)base;
 	struct box *b;
-	int r = find_box(e, id, &b, err);
+	int r = find_box((struct embedded *)base, id, &b, err);
 
 	if (r < 0)
 		return r;
-	return pause ? paddock_sandbox_pause(b->sb, err) : paddock_sandbox_resume(b->sb, err);
+	return pause ? svc_box_pause(b, err) : svc_box_resume(b, err);
 }
 
 static void embedded_free(struct mcp_backend *base)
@@ -618,9 +559,14 @@ static void embedded_free(struct mcp_backend *base)
 
 	if (!e)
 		return;
+	if (e->d.store) {
+		e->d.stopping = true; /* each sandbox is ended and waited for now */
+		svc_lifecycle_stop(&e->d);
+	}
+	svc_close(&e->d);
+	paddock_ctx_free(e->d.ctx);
 	while (e->boxes)
-		box_free(e, e->boxes);
-	paddock_ctx_free(e->ctx);
+		mbox_free(e, e->boxes);
 	free(e);
 }
 
@@ -724,10 +670,12 @@ static void on_ask(paddock_sandbox *sb, const struct paddock_ask *a, void *userd
 {
 	struct embedded *e = userdata;
 
-	for (struct box *b = e->boxes; b; b = b->next)
-		if (b->sb == sb && b->ask_fn) {
-			struct mcp_ask m = {
-				.sandbox = b->id,
+	for (struct box *b = e->d.boxes; b; b = b->next) {
+		struct mbox *m = b->sb == sb ? mbox_find(e, b->id) : NULL;
+
+		if (m && m->ask_fn) {
+			struct mcp_ask ask = {
+				.sandbox = m->id,
 				.id = a->id,
 				.host = a->host,
 				.port = a->port,
@@ -739,23 +687,26 @@ static void on_ask(paddock_sandbox *sb, const struct paddock_ask *a, void *userd
 				.by = a->decided ? a->by : NULL,
 			};
 
-			b->ask_fn(&m, b->ask_ud);
+			m->ask_fn(&ask, m->ask_ud);
 			return;
 		}
+	}
 }
 
 static int embedded_watch_asks(struct mcp_backend *base, const char *id, mcp_ask_fn fn,
 			       void *userdata, paddock_error *err)
 {
 	struct embedded *e = (struct embedded *)base;
+	struct mbox *m;
 	struct box *b;
 	int r;
 
 	r = find_box(e, id, &b, err);
 	if (r < 0)
 		return r;
-	b->ask_fn = fn;
-	b->ask_ud = userdata;
+	m = mbox_find(e, id);
+	m->ask_fn = fn;
+	m->ask_ud = userdata;
 	/* none is pending yet (a sandbox is watched as it is made), or the loop tells it */
 	return 0;
 }
@@ -763,11 +714,10 @@ static int embedded_watch_asks(struct mcp_backend *base, const char *id, mcp_ask
 static int embedded_answer(struct mcp_backend *base, const char *id, uint64_t ask,
 			   enum paddock_ask_answer answer, const char *who, paddock_error *err)
 {
-	struct embedded *e = (struct embedded *)base;
 	struct box *b;
 	int r;
 
-	r = find_box(e, id, &b, err);
+	r = find_box((struct embedded *)base, id, &b, err);
 	if (r < 0)
 		return r;
 	return paddock_sandbox_answer(b->sb, ask, answer, "mcp", who, err);
@@ -792,15 +742,6 @@ static const struct mcp_backend_ops embedded_ops = {
 	.free = embedded_free,
 };
 
-static void log_event(const struct paddock_event *ev, void *userdata)
-{
-	FILE *f = userdata;
-
-	/* the record of every decision (egress, limits) for the operator: stderr or a file */
-	fprintf(f, "%s\n", ev->json);
-	fflush(f);
-}
-
 int mcp_backend_embedded_new(struct event_base *base, const char *resolve_hosts,
 			     const char *upstream_ca, struct mcp_backend **ret, paddock_error *err)
 {
@@ -810,26 +751,40 @@ int mcp_backend_embedded_new(struct event_base *base, const char *resolve_hosts,
 	if (!e)
 		return paddock_fail(err, ENOMEM, "allocate the embedded backend");
 	e->base.ops = &embedded_ops;
-	e->evbase = base;
-	r = paddock_ctx_new(base, &e->ctx, err);
+	/* the core as paddockd's, in memory; the operator's policy is tools.c's (policy.c) */
+	e->d = (struct daemon){ .base = base,
+				.in_process = true,
+				.destroy_on_exit = true,
+				.max_net = 2,
+				.max_templates = SVC_MAX_TEMPLATES,
+				.max_sandboxes = SVC_MAX_SANDBOXES,
+				.event_log_fd = -1,
+				.state_fd = -1,
+				.hooks = &embedded_hooks };
+	r = paddock_ctx_new(base, &e->d.ctx, err);
 	if (r >= 0)
-		paddock_ctx_set_ask_handler(e->ctx, on_ask, e);
+		paddock_ctx_set_ask_handler(e->d.ctx, on_ask, e);
 	if (r >= 0 && resolve_hosts)
-		r = paddock_ctx_set_resolve_hosts(e->ctx, resolve_hosts, err);
+		r = paddock_ctx_set_resolve_hosts(e->d.ctx, resolve_hosts, err);
 	if (r >= 0 && upstream_ca)
-		r = paddock_ctx_add_upstream_ca(e->ctx, upstream_ca, err);
+		r = paddock_ctx_add_upstream_ca(e->d.ctx, upstream_ca, err);
+	if (r >= 0)
+		r = svc_open(&e->d, err);
 	if (r < 0) {
-		paddock_ctx_free(e->ctx);
-		free(e);
+		embedded_free(&e->base);
 		return r;
 	}
 	*ret = &e->base;
 	return 0;
 }
 
+/* The core's event log is the operator's file: every event, one line each, never rotated. */
 void mcp_backend_embedded_set_events(struct mcp_backend *b, FILE *f)
 {
 	struct embedded *e = (struct embedded *)b;
 
-	paddock_ctx_set_event_sink(e->ctx, f ? log_event : NULL, f);
+	if (e->d.event_log_fd >= 0)
+		close(e->d.event_log_fd);
+	e->d.event_log_fd = f ? fcntl(fileno(f), F_DUPFD_CLOEXEC, 3) : -1;
+	e->d.event_log_max = 0;
 }

@@ -258,6 +258,10 @@ int svc_lifecycle_start(struct daemon *d, paddock_error *err)
 	uint64_t max_exec = 0;
 	int r;
 
+	if (d->in_process) {
+		r = svc_reaper_start(d, err); /* nothing to adopt: its sandboxes died with it */
+		return r < 0 ? r : svc_pool_start(d, err);
+	}
 	snprintf(d->reconnect_dir, sizeof(d->reconnect_dir), "%s/s", d->state_dir);
 	if (mkdir(d->reconnect_dir, 0700) < 0 && errno != EEXIST)
 		return paddock_fail(err, errno, "mkdir '%s'", d->reconnect_dir);

@@ -132,8 +132,11 @@ int svc_box_delete(struct box *b, const char *reason, void *deleter, bool force,
 	snprintf(b->removed_reason, sizeof(b->removed_reason), "%s", reason);
 	if (deleter && d->hooks && d->hooks->deleter_wait)
 		d->hooks->deleter_wait(b, deleter);
-	/* a sandbox still running is ended, and freed when the kernel has finished with it */
-	if (b->sb && paddock_sandbox_running(b->sb) && !d->stopping) {
+	/*
+	 * A sandbox still running is ended, and freed when the kernel has finished with it; in
+	 * one process (in_process), whose client waits for it anyway, freed now (SIGKILL, wait).
+	 */
+	if (b->sb && paddock_sandbox_running(b->sb) && !d->stopping && !d->in_process) {
 		paddock_sandbox_set_exit_callback(b->sb, box_dead, b);
 		b->next = d->dying;
 		d->dying = b;

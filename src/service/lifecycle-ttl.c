@@ -36,7 +36,7 @@ static void reaper_cb(evutil_socket_t fd, short what, void *arg)
 		for (struct proc *p = b->procs; p; p = p->next)
 			if (!p->exited)
 				b->last_active_ms = now;
-		if (now >= b->expires_ms) {
+		if (b->expires_ms && now >= b->expires_ms) { /* 0: none (in_process) */
 			if (!svc_box_pause_on_timeout(b))
 				svc_box_destroy(b, "ttl", NULL);
 		} else if (b->idle_timeout_s > 0 && !b->paused && !b->stopped &&

@@ -145,7 +145,8 @@ static int box_give_record(struct box *b, paddock_error *err)
 	char *rec;
 	int r;
 
-	if (!b->sb || !paddock_sandbox_running(b->sb))
+	/* in one process nothing is recovered: its sandboxes die with it */
+	if (b->d->in_process || !b->sb || !paddock_sandbox_running(b->sb))
 		return 0;
 	rec = box_record(b);
 	if (!rec)
@@ -622,7 +623,8 @@ int svc_box_create_keyed(struct daemon *d, const char *tenant, json_t *body, con
 		paddock_spec_free(spec);
 		return paddock_fail(err, ENOMEM, "allocate sandbox");
 	}
-	opts.reconnect_dir = d->reconnect_dir;
+	/* in one process: no socket to reconnect by, so init dies with the process */
+	opts.reconnect_dir = d->in_process ? NULL : d->reconnect_dir;
 	/* a ready sandbox of this template if the pool has one, else one made now */
 	r = svc_pool_claim(d, spec, &sb);
 	if (r < 0)
@@ -647,10 +649,11 @@ int svc_box_create_keyed(struct daemon *d, const char *tenant, json_t *body, con
 	b->sb = sb;
 	b->metadata = meta ? json_incref(meta) : json_object();
 	b->created_ms = b->last_active_ms = svc_now_ms();
-	b->ttl_s = ttl;
 	b->idle_timeout_s = idle;
 	b->pause_on_timeout = pause_on_timeout;
-	b->expires_ms = b->created_ms + ttl * 1000;
+	/* in one process: no TTL (expires_ms 0), it lives until deleted or the core closes */
+	b->ttl_s = d->in_process ? 0 : ttl;
+	b->expires_ms = d->in_process ? 0 : b->created_ms + ttl * 1000;
 	if (key) {
 		snprintf(b->idem_key, sizeof(b->idem_key), "%s", key);
 		snprintf(b->idem_fp, sizeof(b->idem_fp), "%s", fp);

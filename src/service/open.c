@@ -3,7 +3,8 @@
  * The core's start and end (service.h, svc_open()): the event log, the store at
  * <state-dir>/paddockd.db (checked; a damaged one moved aside and the live sandboxes
  * recovered from their own records), libpaddock's events into both, then the sandboxes a
- * previous run left (lifecycle-adopt.c), the reaper and the pool. An adapter's program
+ * previous run left (lifecycle-adopt.c), the reaper and the pool; for a core of one process
+ * (d->in_process) only the store, in memory, the reaper and the pool. An adapter's program
  * (paddockd's main.c) makes the loop and libpaddock's context, and sets what is its own (the
  * ask handler, its hooks) before.
  */
@@ -69,6 +70,14 @@ int svc_open(struct daemon *d, paddock_error *err)
 {
 	int r;
 
+	if (d->in_process) {
+		/* nothing on disk: the sandboxes end with the process, and so does their record */
+		r = paddock_store_open(PADDOCK_STORE_MEMORY, &d->store, err);
+		if (r < 0)
+			return r;
+		paddock_ctx_set_event_sink(d->ctx, svc_event_sink, d);
+		return svc_lifecycle_start(d, err);
+	}
 	r = svc_event_log_open(d, err);
 	if (r >= 0)
 		r = open_store(d, err);

@@ -230,7 +230,8 @@ static void on_output(paddock_exec *ex, int stream, const void *data, size_t n, 
 	(void)ex;
 	for (l = p->listeners; l; l = next) {
 		next = l->next;
-		l->ops->data(l, p, stream - 1, data, n);
+		if (l->ops->data)
+			l->ops->data(l, p, stream - 1, data, n);
 	}
 	pace(p);
 }
@@ -367,7 +368,8 @@ static void proc_started(paddock_exec *ex, void *userdata)
 		(void)paddock_exec_close_stdin(ex, NULL);
 	for (l = p->listeners; l; l = next) {
 		next = l->next;
-		l->ops->started(l, p);
+		if (l->ops->started)
+			l->ops->started(l, p);
 	}
 }
 
@@ -461,7 +463,7 @@ static void exec_opts(const struct svc_exec_req *q, struct paddock_exec_opts *op
 	} else {
 		opts->pipe_streams = (q->has_stdin || q->keep_stdin) ? 1 : 0;
 	}
-	opts->on_started = proc_started;
+	opts->on_started = q->sync_start ? NULL : proc_started; /* NULL: libpaddock waits */
 }
 
 /* the process's own copies of what it keeps of the request */
@@ -523,6 +525,8 @@ int svc_exec_start(struct box *b, const struct svc_exec_req *q, struct proc **re
 	snprintf(p->exec_str, sizeof(p->exec_str), "ex_%llu", (unsigned long long)p->exec_id);
 	p->started_ms = svc_now_ms();
 	*ret = p;
+	if (q->sync_start)
+		proc_started(ex, p); /* forked already: recorded now, stdin given */
 	return 0;
 }
 

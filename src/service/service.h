@@ -196,6 +196,13 @@ struct daemon {
 	uint64_t max_upload;
 	int orphan_timeout_s;
 	bool destroy_on_exit;
+	/*
+	 * A core for one process (`paddock mcp`, src/mcp/backend-embedded.c): the store in
+	 * memory, no state directory, no event log but the one the adapter gives, sandboxes
+	 * without a reconnect socket (each init dies with the process, even on SIGKILL) and
+	 * without a TTL (they live until deleted or the core is closed).
+	 */
+	bool in_process;
 	int max_net; /* the widest network.mode a client may ask for: 0 none, 1 allowlist, 2 open */
 	unsigned max_templates; /* a tenant's own templates at most (api-templates.c) */
 	unsigned max_sandboxes; /* a tenant's sandboxes at most (0: SVC_MAX_SANDBOXES) */
@@ -262,6 +269,12 @@ struct svc_exec_req {
 	/* < 0: absent (limits.timeout_s for a foreground command, none for a background one) */
 	double timeout_s; /* 0: none */
 	const char *tag;  /* NULL or "": none */
+	/*
+	 * svc_exec_start() returns once init forked it (pid known, listeners told), blocking
+	 * the loop for the fork: for an adapter whose answer needs the pid at once (MCP's
+	 * start_process); paddockd's never block.
+	 */
+	bool sync_start;
 };
 
 /*
@@ -269,10 +282,10 @@ struct svc_exec_req {
  * from the loop; a listener may unlisten itself inside any of them.
  */
 struct svc_proc_listener_ops {
-	void (*started)(struct svc_proc_listener *l, struct proc *p); /* pid known */
+	void (*started)(struct svc_proc_listener *l, struct proc *p); /* pid known; may be NULL */
 	/* it runs but could not be recorded (err names "store"): it is being ended */
 	void (*unrecorded)(struct svc_proc_listener *l, struct proc *p, const paddock_error *err);
-	/* output as it comes; stream 0 stdout, 1 stderr */
+	/* output as it comes; stream 0 stdout, 1 stderr; NULL: read from the session later */
 	void (*data)(struct svc_proc_listener *l, struct proc *p, int stream, const char *buf,
 		     size_t n);
 	/* the last call, l unlinked already: p ended (p->result), or `gone`: the sandbox went */

@@ -92,7 +92,10 @@ json_t *svc_json_text(const char *s)
 
 bool svc_socket_path(const struct daemon *d, const char *id, char *buf, size_t size)
 {
-	int n = snprintf(buf, size, "%s/%s", d->reconnect_dir, id);
+	int n;
 
+	if (!d->reconnect_dir[0])
+		return false; /* in_process: none */
+	n = snprintf(buf, size, "%s/%s", d->reconnect_dir, id);
 	return n > 0 && (size_t)n < size;
 }
