@@ -197,20 +197,6 @@ out:
 	return r;
 }
 
-static int write_all(int fd, const char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 static int download(struct api *api, const char *id, const char *path, const char *dst)
 {
 	struct http_request req = { .method = "GET", .body_fd = -1 };
@@ -265,7 +251,7 @@ static int download(struct api *api, const char *id, const char *path, const cha
 	}
 	buf = api_oom(malloc(65536));
 	while ((n = http_read_body(c, buf, 65536, &err)) > 0) {
-		int w = write_all(fd, buf, (size_t)n);
+		int w = http_write_all(fd, buf, (size_t)n);
 		if (w < 0) {
 			r = api_failf("write '%s': %s", created ? created : "stdout", strerror(-w));
 			goto out;

@@ -150,13 +150,17 @@ void http_conn_set_nonblocking(struct http_conn *c, bool nonblocking)
 
 /* ---- sending -------------------------------------------------------------------------- */
 
-/* 0, or -errno with EPIPE/ECONNRESET meaning the peer stopped reading. */
-static int send_all(int fd, const void *buf, size_t n)
+/*
+ * The one write-everything loop: send(MSG_NOSIGNAL) for the socket to paddockd, so a peer
+ * that stopped reading is -EPIPE and not a SIGPIPE; plain write() for anything else (files,
+ * pipes, a terminal), where send() would be -ENOTSOCK.
+ */
+static int put_all(int fd, const void *buf, size_t n, bool is_socket)
 {
 	const char *p = buf;
 
 	while (n > 0) {
-		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+		ssize_t w = is_socket ? send(fd, p, n, MSG_NOSIGNAL) : write(fd, p, n);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w < 0)
@@ -165,6 +169,17 @@ static int send_all(int fd, const void *buf, size_t n)
 		n -= (size_t)w;
 	}
 	return 0;
+}
+
+/* 0, or -errno with EPIPE/ECONNRESET meaning the peer stopped reading. */
+static int send_all(int fd, const void *buf, size_t n)
+{
+	return put_all(fd, buf, n, true);
+}
+
+int http_write_all(int fd, const void *buf, size_t n)
+{
+	return put_all(fd, buf, n, false);
 }
 
 static ssize_t read_some(int fd, void *buf, size_t n)

@@ -85,6 +85,13 @@ struct http_response {
 	bool chunked;
 };
 
+/*
+ * Writes all `n` bytes of `buf` to `fd` (a file, a pipe, stdout: where a body read with
+ * http_read_body() goes), retrying short writes and EINTR. 0, or -errno. A plain write():
+ * a reader that went away raises SIGPIPE as for any other program, unless it is ignored.
+ */
+int http_write_all(int fd, const void *buf, size_t n);
+
 /* Reads the status line and the headers (always blocking). -EPROTO for a malformed answer. */
 int http_read_response(struct http_conn *c, struct http_response *ret_resp, paddock_error *err);
 

@@ -190,6 +190,13 @@ int e2b_connect_envelope_add(struct evbuffer *out, uint8_t flags, const void *pa
 
 /* ---- requests ------------------------------------------------------------------------------- */
 
+/*
+ * What a message was instead of an object, for the error. Not libpaddock's twin in
+ * spec-json.c: libpaddock's API takes and gives JSON as text, never jansson's json_t, so it has
+ * none to share, and a copy in the core would still be a copy. The two also differ on purpose:
+ * a spec field that wants a whole number says "an integer" to tell 1 from 1.5, while here any
+ * number is refused alike and "a number" is enough.
+ */
 static const char *json_type_name(const json_t *v)
 {
 	switch (json_typeof(v)) {
