@@ -17,7 +17,7 @@ C='curl -sS -m 5 -o /dev/null -w %{http_code}'
 
 # mcp SCRIPT_JSON: one JSON line per call, in OUT
 mcp() {
-	OUT=$($PY "$DRIVE" "$1" -- "$PADDOCK" mcp --resolve-hosts "$H" \
+	OUT=$($PY "$DRIVE" "$1" -- "$PADDOCK" mcp ${MCP_EXTRA:-} --resolve-hosts "$H" \
 		--upstream-ca "$EGRESS_DIR/ca.pem" --allow allowed.test --allow '*.wild.test' \
 		--allow api.test --secret 'API_KEY@api.test' --memory 256M 2>"$T_TMP/mcp.err")
 	ST=$?
@@ -62,5 +62,34 @@ expect_match "the agent's result holds a placeholder of the same shape" 'ph=ghp_
 expect_no_match "no tool result holds the value" "$REAL" "$OUT"
 expect_match "a sandbox without network gets no secrets and is accepted" '"mode": "none"' "$(sed -n 2p <<<"$OUT")"
 expect_no_match "the server's stderr does not hold the value" "$REAL" "$(cat "$T_TMP/mcp.err")"
+
+# ---- --events: the record of every decision, in the file the operator names ----
+EV=$T_TMP/events.jsonl
+MCP_EXTRA="--events $EV" mcp '[["run_command", {"command": "'"$C"' http://denied.test/; echo; curl -sS -m 5 -H \"Authorization: Bearer $API_KEY\" https://api.test/echo-headers >/dev/null; echo done"}],
+      ["create_sandbox", {"network": {"mode": "none"}}],
+      ["destroy_sandbox", {"sandbox_id": "@2.sandbox_id"}]]'
+expect_eq "--events: the session ended cleanly" 0 "$ST"
+expect_eq "--events: the command ran" "$(printf '403\ndone')" "$(field 1 stdout)"
+ev() { $PY -c "import json,sys
+for l in open('$EV'):
+    e = json.loads(l)
+    if e.get('event') == sys.argv[1]: print(e.get(sys.argv[2], ''))" "$@"; }
+expect_match "--events: the refused request, naming the host" "denied.test" \
+	"$($PY -c "import json
+for l in open('$EV'):
+    e = json.loads(l)
+    if e.get('event') == 'egress.connection' and e.get('decision') == 'deny': print(e['host'])")"
+expect_match "--events: the secret's use, by name and host, never by value" "API_KEY api.test" \
+	"$($PY -c "import json
+for l in open('$EV'):
+    e = json.loads(l)
+    if e.get('event') == 'secret.used': print(e['secret'], e['host'])")"
+expect_eq "--events: both sandboxes' creation" 2 "$(ev sandbox.created sandbox | wc -l)"
+expect_eq "--events: both removed (destroy_sandbox, and the session's end)" \
+	"$(printf 'deleted\ndeleted')" "$(ev sandbox.removed reason)"
+expect_eq "--events: every line is JSON with a timestamp" "$(wc -l <"$EV")" \
+	"$(ev_all() { $PY -c "import json
+print(sum(1 for l in open('$EV') if 'ts' in json.loads(l)))"; }; ev_all)"
+expect_no_match "--events: the file does not hold the secret's value" "$REAL" "$(cat "$EV")"
 
 finish

@@ -675,6 +675,35 @@ static void test_file_mode_and_wal(void **state)
 	assert_int_equal(sb.st_mode & 07777, 0640);
 }
 
+/* PADDOCK_STORE_MEMORY: a whole store that touches no file, and is gone when freed */
+static void test_memory(void **state)
+{
+	struct fixture *fx = *state;
+	char cwd[4096], probe[320];
+	struct sandbox_rows rows;
+	paddock_error err = { 0 };
+	paddock_store *st = NULL;
+
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_int_equal(chdir(fx->dir), 0);
+	CHECK(paddock_store_open(PADDOCK_STORE_MEMORY, &st, &err), err);
+	put_sandbox(st, "sb_m", 7);
+	add_event(st, "sb_m", "{}");
+	list_sandboxes(st, &rows);
+	assert_int_equal(rows.n, 1);
+	assert_string_equal(rows.row[0].id, "sb_m");
+	paddock_store_free(st);
+	/* no file in the working directory, nor anywhere a path could name */
+	snprintf(probe, sizeof(probe), "%s/:memory:", fx->dir);
+	assert_int_equal(access(probe, F_OK), -1);
+	/* a new one starts empty */
+	CHECK(paddock_store_open(PADDOCK_STORE_MEMORY, &st, &err), err);
+	list_sandboxes(st, &rows);
+	assert_int_equal(rows.n, 0);
+	paddock_store_free(st);
+	assert_int_equal(chdir(cwd), 0);
+}
+
 static void test_reopen(void **state)
 {
 	struct fixture *fx = *state;
@@ -1251,6 +1280,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_idempotency, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_check, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_templates, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_memory, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
