@@ -26,11 +26,19 @@
 #include "client.h"
 #include "service.h"
 
-/* A background process of ours: the core's tag, and how far bg_output() has read it. */
+/*
+ * A background process of ours: a listener of the core's process while it runs, then its
+ * session (referenced) and report, so its output stays readable however many commands end
+ * after it (the core lists only the newest 64 ended), until its sandbox goes.
+ */
 struct bgproc {
+	struct svc_proc_listener l;
 	char tag[16];
-	uint64_t since[2];   /* where the last bg_output() stopped */
-	uint64_t dropped[2]; /* bytes never shown (the ring, or past `max`) */
+	struct proc *p;	       /* NULL once ended */
+	paddock_exec *session; /* its output (libpaddock's ring) */
+	json_t *result;	       /* the report once ended */
+	uint64_t since[2];     /* where the last bg_output() stopped */
+	uint64_t dropped[2];   /* bytes never shown (the ring, or past `max`) */
 	struct bgproc *next;
 };
 
@@ -222,6 +230,25 @@ static void embedded_cancel(struct mcp_backend *base, struct mcp_pending *m)
 
 /* ---- background ------------------------------------------------------------------------- */
 
+static void bg_ended(struct svc_proc_listener *l, struct proc *p, bool gone)
+{
+	struct bgproc *bp = (struct bgproc *)l;
+
+	bp->p = NULL;
+	bp->result = gone ? NULL : json_incref(p->result);
+}
+
+static const struct svc_proc_listener_ops bg_ops = { .ended = bg_ended };
+
+static void bgproc_free(struct bgproc *bp)
+{
+	if (bp->p)
+		svc_proc_unlisten(bp->p, &bp->l);
+	paddock_exec_unref(bp->session);
+	json_decref(bp->result);
+	free(bp);
+}
+
 static int embedded_bg_start(struct mcp_backend *base, const char *id,
 			     const struct mcp_exec_req *req, char **ret_proc, int *ret_pid,
 			     paddock_error *err)
@@ -230,7 +257,6 @@ static int embedded_bg_start(struct mcp_backend *base, const char *id,
 	struct svc_exec_req q = core_req(req);
 	struct bgproc *bp = calloc(1, sizeof(*bp));
 	struct mbox *m = mbox_find(e, id);
-	struct proc *p;
 	struct box *b;
 	int r;
 
@@ -246,20 +272,23 @@ static int embedded_bg_start(struct mcp_backend *base, const char *id,
 	q.background = true;
 	q.tag = bp->tag;
 	q.sync_start = true; /* the answer is its pid */
-	if (r >= 0 && (r = svc_exec_start(b, &q, &p, err)) < 0)
+	if (r >= 0 && (r = svc_exec_start(b, &q, &bp->p, err)) < 0)
 		free(*ret_proc);
 	if (r < 0) {
 		free(bp);
 		return r;
 	}
+	bp->l.ops = &bg_ops;
+	bp->session = paddock_exec_ref(bp->p->session);
+	*ret_pid = bp->p->pid;
+	svc_proc_listen(bp->p, &bp->l);
 	bp->next = m->procs;
 	m->procs = bp;
-	*ret_pid = p->pid;
 	return 0;
 }
 
-static int find_bg(struct embedded *e, const char *id, const char *tag, struct bgproc **ret_bp,
-		   struct proc **ret, paddock_error *err)
+static int find_bg(struct embedded *e, const char *id, const char *tag, struct bgproc **ret,
+		   paddock_error *err)
 {
 	struct box *b;
 	int r = find_box(e, id, &b, err);
@@ -267,8 +296,8 @@ static int find_bg(struct embedded *e, const char *id, const char *tag, struct b
 	if (r < 0)
 		return r;
 	for (struct bgproc *bp = mbox_find(e, id)->procs; bp; bp = bp->next)
-		if (!strcmp(bp->tag, tag) && (*ret = svc_proc_find(b, tag))) {
-			*ret_bp = bp;
+		if (!strcmp(bp->tag, tag)) {
+			*ret = bp;
 			return 0;
 		}
 	return paddock_fail_field(err, ENOENT, "process_id", "no process '%s'", PADDOCK_ESC(tag));
@@ -278,46 +307,43 @@ static int find_bg(struct embedded *e, const char *id, const char *tag, struct b
  * What came since the last call, at most the newest `max` bytes of each stream; what the
  * ring dropped meanwhile, or what is older than those `max`, counts as dropped.
  */
-static json_t *bg_text(struct bgproc *bp, paddock_exec *session, int i, size_t max)
+static json_t *bg_text(struct bgproc *bp, int i, size_t max)
 {
-	uint64_t end = session ? paddock_exec_output_end(session, i + 1) : 0;
+	uint64_t end = paddock_exec_output_end(bp->session, i + 1);
 	uint64_t from = bp->since[i], probe = from;
 	char c;
 
 	/* where the ring starts now: a read of one byte moves `probe` there */
-	if (session && paddock_exec_read_output(session, i + 1, &probe, &c, 1) > 0)
+	if (paddock_exec_read_output(bp->session, i + 1, &probe, &c, 1) > 0)
 		probe--;
 	if (probe > from) {
 		bp->dropped[i] += probe - from;
 		from = probe;
 	}
-	if (end > from && end - from > max) {
+	if (end - from > max) {
 		bp->dropped[i] += end - from - max;
 		from = end - max;
 	}
-	bp->since[i] = end > from ? end : from;
-	return stream_text(session, i + 1, &from, max);
+	bp->since[i] = end;
+	return stream_text(bp->session, i + 1, &from, max);
 }
 
 static int embedded_bg_output(struct mcp_backend *base, const char *id, const char *proc,
 			      size_t max, json_t **ret, paddock_error *err)
 {
 	struct bgproc *bp;
-	struct proc *p;
 	json_t *out, *text[2];
-	int r = find_bg((struct embedded *)base, id, proc, &bp, &p, err);
+	int r = find_bg((struct embedded *)base, id, proc, &bp, err);
 
 	if (r < 0)
 		return r;
 	for (int i = 0; i < 2; i++)
-		text[i] = bg_text(bp, p->session, i, max);
-	out = json_pack("{s:b, s:o, s:o, s:I, s:I, s:O?, s:O?, s:O?}", "running", !p->exited,
+		text[i] = bg_text(bp, i, max);
+	out = json_pack("{s:b, s:o, s:o, s:I, s:I, s:O?, s:O?, s:O?}", "running", bp->p != NULL,
 			"stdout", text[0], "stderr", text[1], "stdout_dropped",
 			(json_int_t)bp->dropped[0], "stderr_dropped", (json_int_t)bp->dropped[1],
-			"exit_code",
-			p->result ? json_object_get(p->result, "exit_code") : json_null(), "reason",
-			p->result ? json_object_get(p->result, "reason") : json_null(), "report",
-			p->result ? p->result : json_null());
+			"exit_code", json_object_get(bp->result, "exit_code"), "reason",
+			json_object_get(bp->result, "reason"), "report", bp->result);
 	if (!out)
 		return paddock_fail(err, ENOMEM, "read_process_output");
 	*ret = out;
@@ -328,15 +354,14 @@ static int embedded_bg_signal(struct mcp_backend *base, const char *id, const ch
 			      paddock_error *err)
 {
 	struct bgproc *bp;
-	struct proc *p;
-	int r = find_bg((struct embedded *)base, id, proc, &bp, &p, err);
+	int r = find_bg((struct embedded *)base, id, proc, &bp, err);
 
 	if (r < 0)
 		return r;
-	if (!p->ex)
+	if (!bp->p || !bp->p->ex)
 		return paddock_fail_field(err, ESRCH, "process_id",
 					  "process '%s' has already ended", PADDOCK_ESC(proc));
-	return paddock_exec_signal(p->ex, sig, err);
+	return paddock_exec_signal(bp->p->ex, sig, err);
 }
 
 /* ---- files ------------------------------------------------------------------------------ */
@@ -513,7 +538,7 @@ static void mbox_free(struct embedded *e, struct mbox *m)
 		struct bgproc *bp = m->procs;
 
 		m->procs = bp->next;
-		free(bp);
+		bgproc_free(bp);
 	}
 	free(m);
 }

@@ -3,7 +3,7 @@
  * The process table of a sandbox (service.h, "processes"): the commands started in it by a
  * typed request (struct svc_exec_req) from any adapter — paddockd's HTTP/JSON API, the E2B
  * endpoint — each recorded in the store, followed by listeners, adopted after a restart,
- * and listed after it ended (the newest PROC_ENDED_KEPT).
+ * and listed after it ended (the newest PROC_ENDED_KEPT foreground and background ones).
  *
  * Each command's output and stdin are its exec session, kept by libpaddock (exec-io.c): a
  * foreground command's output whole up to the sandbox's limits.output (then the command ends
@@ -22,7 +22,7 @@
 
 #include "service.h"
 
-#define PROC_ENDED_KEPT	   64	      /* ended processes listed per sandbox */
+#define PROC_ENDED_KEPT	   64	      /* ended processes listed per sandbox, of each kind */
 #define PROC_ARGV_MAX	   4096	      /* strings in a command line */
 #define PROC_STREAM_BEHIND (4u << 20) /* unsent output a listener may have */
 
@@ -119,15 +119,19 @@ void svc_box_free_procs(struct box *b)
 		svc_proc_free(b->procs);
 }
 
-/* Keeps the newest PROC_ENDED_KEPT ended processes. */
+/*
+ * The newest PROC_ENDED_KEPT ended foreground commands and as many background ones: a
+ * background process's output is read after its end (by polling), so a burst of short
+ * foreground commands, answered already, never pushes it out.
+ */
 static void prune_ended(struct box *b)
 {
-	unsigned ended = 0;
+	unsigned ended[2] = { 0, 0 };
 	struct proc *p, *next;
 
 	for (p = b->procs; p; p = next) {
 		next = p->next;
-		if (p->exited && !p->listeners && ++ended > PROC_ENDED_KEPT)
+		if (p->exited && !p->listeners && ++ended[p->background] > PROC_ENDED_KEPT)
 			svc_proc_free(p);
 	}
 }
@@ -272,8 +276,8 @@ static void exec_done(paddock_exec *ex, const struct paddock_result *res, void *
 	if (paddock_result_to_json(res, &json, NULL) >= 0)
 		p->result = json_loads(json, 0, NULL);
 	count_exec(d, res, svc_mono_s() - p->t0);
-	if (paddock_store_end_exec(d->store, p->box->id, p->exec_id, p->ended_ms,
-				   json ? json : "null", &err) < 0)
+	if (!d->in_process && paddock_store_end_exec(d->store, p->box->id, p->exec_id, p->ended_ms,
+						     json ? json : "null", &err) < 0)
 		fprintf(stderr, "paddockd: store: %s\n", err.msg);
 	free(json);
 	end_listeners(p, false);
@@ -283,8 +287,12 @@ static void exec_done(paddock_exec *ex, const struct paddock_result *res, void *
 static int record(struct proc *p, paddock_error *ret_err)
 {
 	paddock_error err = { 0 };
-	char *argv = json_dumps(p->argv, JSON_COMPACT);
+	char *argv;
 	int r;
+
+	if (p->box->d->in_process)
+		return 0; /* nothing is adopted in one process: the table in memory is the record */
+	argv = json_dumps(p->argv, JSON_COMPACT);
 	struct paddock_store_exec row = {
 		.sandbox_id = p->box->id,
 		.exec_id = p->exec_id,

@@ -133,7 +133,10 @@ SCRIPT=$($PY -c 'import json,sys; print(json.dumps([
     ["run_command", {"command": sys.argv[1]}],
     ["run_command", {"command": "sleep 30"}],
     ["run_command", {"command": "cat", "stdin": "hello\n"}],
-    ["run_command", {"command": "printf \"\\000\\377\\001hi\""}]]))' "$BIG")
+    ["run_command", {"command": "printf \"\\000\\377\\001hi\""}],
+    ["start_process", {"command": "echo early"}]] +
+    [["run_command", {"command": "true"}]] * 70 +
+    [["read_process_output", {"process_id": "@5.process_id", "wait_s": 5}]]))' "$BIG")
 for how in embedded connect; do
 	args=(mcp --config "$T_TMP/mcp.json")
 	[ "$how" = connect ] && args+=(--connect "$SOCK")
@@ -149,6 +152,8 @@ for how in embedded connect; do
 	expect_eq "mcp $how: stdin reaches the command" hello "$(j "$(line 3)" 'd["stdout"].strip()')"
 	expect_eq "mcp $how: binary output, as text (U+FFFD for what is not UTF-8)" \
 		"'\\ufffd\\ufffd\\x01hi'" "$(j "$(line 4)" 'ascii(d["stdout"])')"
+	expect_eq "mcp $how: a background process's output outlives 70 commands ended after it" \
+		"early exited" "$(j "$(line 76)" 'd["stdout"].strip() + " " + d["reason"]')"
 	[ "$T_FAILED" -gt 0 ] && diag "$(cut -c 1-300 <<<"$OUT")" "$(tail -n 5 "$T_TMP/mcp-$how.err")"
 	# a call the client abandons (notifications/cancelled) ends its command; limits.timeout_s
 	# here is longer than the call lives, so the timeout cannot be what ends it
