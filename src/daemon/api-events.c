@@ -185,6 +185,48 @@ bool pdd_metrics_shows(const char *tenant, const struct box *b)
 	return strcmp(tenant, SVC_LOCAL_TENANT) == 0 || strcmp(tenant, b->tenant) == 0;
 }
 
+static void pool_ready(unsigned seq, unsigned ready, void *ud)
+{
+	evbuffer_add_printf(ud, "paddock_pool_ready{template=\"%u\"} %u\n", seq, ready);
+}
+
+/* The warm pool's (the core's counters, d->pool.m) in Prometheus' text format. */
+static void pool_metrics(struct daemon *d, struct evbuffer *b)
+{
+	const struct pool *p = &d->pool;
+
+	evbuffer_add_printf(b, "# TYPE paddock_pool_ready gauge\n");
+	svc_pool_each_template(d, pool_ready, b);
+	evbuffer_add_printf(
+		b,
+		"# TYPE paddock_pool_hits_total counter\npaddock_pool_hits_total %llu\n"
+		"# TYPE paddock_pool_misses_total counter\npaddock_pool_misses_total "
+		"%llu\n# TYPE paddock_pool_low_memory_total counter\n"
+		"paddock_pool_low_memory_total %llu\n"
+		"# TYPE paddock_pool_given_back_total counter\n"
+		"paddock_pool_given_back_total %llu\n"
+		"# TYPE paddock_pool_refill_seconds summary\n"
+		"paddock_pool_refill_seconds_sum %.6f\npaddock_pool_refill_seconds_count "
+		"%llu\n# TYPE paddock_pool_claim_seconds histogram\n",
+		(unsigned long long)p->m.hits, (unsigned long long)p->m.misses,
+		(unsigned long long)p->m.low_memory, (unsigned long long)p->m.given_back,
+		p->m.refill_s, (unsigned long long)p->m.refills);
+	for (unsigned i = 0; i < SVC_POOL_BUCKETS; i++) {
+		char le[32];
+
+		if (i == SVC_POOL_BUCKETS - 1)
+			snprintf(le, sizeof(le), "+Inf");
+		else
+			snprintf(le, sizeof(le), "%g", svc_pool_buckets[i]);
+		evbuffer_add_printf(b, "paddock_pool_claim_seconds_bucket{le=\"%s\"} %llu\n", le,
+				    (unsigned long long)p->m.claim_buckets[i]);
+	}
+	evbuffer_add_printf(b,
+			    "paddock_pool_claim_seconds_sum %.6f\n"
+			    "paddock_pool_claim_seconds_count %llu\n",
+			    p->m.claim_sum, (unsigned long long)p->m.hits);
+}
+
 void pdd_api_metrics(struct request *r)
 {
 	static const char *const destroyed[4] = { "deleted", "ttl", "idle", "other" };
@@ -240,7 +282,7 @@ void pdd_api_metrics(struct request *r)
 				b, "paddock_seccomp_denied_total{sandbox=\"%s\"} %llu\n", x->id,
 				(unsigned long long)paddock_sandbox_seccomp_denied(x->sb));
 	pdd_metrics_egress(d, r->tenant, b);
-	svc_pool_metrics(d, b);
+	pool_metrics(d, b);
 	pdd_http_gate_metrics(d, b);
 	evbuffer_add_printf(b,
 			    "# TYPE paddock_http_streams_dropped_total counter\n"

@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <event2/buffer.h>
 #include <event2/event.h>
 #include <jansson.h>
 
@@ -385,42 +384,11 @@ static void pool_shrink(struct daemon *d)
 const double svc_pool_buckets[SVC_POOL_BUCKETS] = { 0.0005, 0.001, 0.002, 0.005, 0.01,
 						    0.02,   0.05,  0.1,	  0.5,	 1 };
 
-void svc_pool_metrics(struct daemon *d, struct evbuffer *b)
+void svc_pool_each_template(struct daemon *d, void (*fn)(unsigned seq, unsigned ready, void *ud),
+			    void *ud)
 {
-	unsigned i;
-
-	evbuffer_add_printf(b, "# TYPE paddock_pool_ready gauge\n");
 	for (struct pool_tmpl *t = d->pool.templates; t; t = t->next)
-		evbuffer_add_printf(b, "paddock_pool_ready{template=\"%u\"} %u\n", t->seq,
-				    t->n_ready);
-	evbuffer_add_printf(
-		b,
-		"# TYPE paddock_pool_hits_total counter\npaddock_pool_hits_total %llu\n"
-		"# TYPE paddock_pool_misses_total counter\npaddock_pool_misses_total "
-		"%llu\n# TYPE paddock_pool_low_memory_total counter\n"
-		"paddock_pool_low_memory_total %llu\n"
-		"# TYPE paddock_pool_given_back_total counter\n"
-		"paddock_pool_given_back_total %llu\n"
-		"# TYPE paddock_pool_refill_seconds summary\n"
-		"paddock_pool_refill_seconds_sum %.6f\npaddock_pool_refill_seconds_count "
-		"%llu\n# TYPE paddock_pool_claim_seconds histogram\n",
-		(unsigned long long)d->pool.m.hits, (unsigned long long)d->pool.m.misses,
-		(unsigned long long)d->pool.m.low_memory, (unsigned long long)d->pool.m.given_back,
-		d->pool.m.refill_s, (unsigned long long)d->pool.m.refills);
-	for (i = 0; i < SVC_POOL_BUCKETS; i++) {
-		char le[32];
-
-		if (i == SVC_POOL_BUCKETS - 1)
-			snprintf(le, sizeof(le), "+Inf");
-		else
-			snprintf(le, sizeof(le), "%g", svc_pool_buckets[i]);
-		evbuffer_add_printf(b, "paddock_pool_claim_seconds_bucket{le=\"%s\"} %llu\n", le,
-				    (unsigned long long)d->pool.m.claim_buckets[i]);
-	}
-	evbuffer_add_printf(b,
-			    "paddock_pool_claim_seconds_sum %.6f\n"
-			    "paddock_pool_claim_seconds_count %llu\n",
-			    d->pool.m.claim_sum, (unsigned long long)d->pool.m.hits);
+		fn(t->seq, t->n_ready, ud);
 }
 
 int svc_pool_start(struct daemon *d, paddock_error *err)

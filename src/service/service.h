@@ -251,8 +251,9 @@ void svc_pool_stop(struct daemon *d);
 int svc_pool_claim(struct daemon *d, const paddock_spec *spec, paddock_sandbox **ret_sb);
 /* Every request: a refill waits until they leave the loop alone for a moment. */
 void svc_pool_request(struct daemon *d);
-struct evbuffer;
-void svc_pool_metrics(struct daemon *d, struct evbuffer *b);
+/* Each pooled template: its number in the metrics and its ready sandboxes (d->pool.m: the rest). */
+void svc_pool_each_template(struct daemon *d, void (*fn)(unsigned seq, unsigned ready, void *ud),
+			    void *ud);
 
 /* ---- processes (proc.c) ---- */
 #define SVC_STDIN_REQUEST_MAX 65536 /* stdin in an exec request: what libpaddock queues at once */
