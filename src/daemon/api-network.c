@@ -53,64 +53,6 @@ static json_t *network_json(struct box *b)
 	return o;
 }
 
-/*
- * PUT replaces the policy: the mode is required and a rule list left out is empty, not the
- * old one, so the rules in force are exactly those sent. max_connections, a bound rather
- * than a rule, keeps its value unless given. Returns how many open connections the new
- * policy closed, or -errno.
- */
-int pdd_box_set_network(struct box *b, json_t *net, paddock_error *err)
-{
-	json_t *doc = json_pack("{s:O}", "network", net);
-	char *text = doc ? json_dumps(doc, JSON_COMPACT) : NULL, *spec_json = NULL;
-	paddock_spec *spec = NULL;
-	int k;
-
-	/* the rest of the spec is the sandbox's own: only its network section changes */
-	k = text ? paddock_spec_new(&spec, err) : paddock_fail(err, ENOMEM, "network policy");
-	if (k >= 0)
-		k = paddock_spec_load_json(spec, b->spec_json, strlen(b->spec_json), err);
-	if (k >= 0)
-		k = paddock_spec_load_json(spec, text, strlen(text), err);
-	if (k >= 0)
-		k = paddock_spec_validate(spec, err);
-	if (k >= 0)
-		k = paddock_spec_to_json(spec, &spec_json, err);
-	if (k >= 0)
-		k = svc_check_max_network(b->d, spec_json, err);
-	if (k >= 0)
-		k = paddock_sandbox_set_network(b->sb, spec, err);
-	if (k >= 0) {
-		char *old = b->spec_json;
-		int closed = k;
-
-		b->spec_json = spec_json;
-		spec_json = NULL;
-		/* a restarted daemon re-adopts the sandbox with this policy */
-		k = svc_box_persist(b, err);
-		if (k >= 0)
-			k = closed;
-		if (k < 0) {
-			/* not recorded: the policy in force goes back to the one that is */
-			spec_json = b->spec_json;
-			b->spec_json = old;
-			old = NULL;
-			paddock_spec_free(spec);
-			spec = NULL;
-			if (paddock_spec_new(&spec, NULL) >= 0 &&
-			    paddock_spec_load_json(spec, b->spec_json, strlen(b->spec_json),
-						   NULL) >= 0)
-				(void)paddock_sandbox_set_network(b->sb, spec, NULL);
-		}
-		free(old);
-	}
-	free(spec_json);
-	free(text);
-	json_decref(doc);
-	paddock_spec_free(spec);
-	return k;
-}
-
 static void put_network(struct request *r, struct box *b)
 {
 	static const char *const fields[] = {
@@ -145,7 +87,7 @@ static void put_network(struct request *r, struct box *b)
 	v = json_object_get(body, "unlisted");
 	if (net)
 		json_object_set_new(net, "unlisted", v ? json_incref(v) : json_string("deny"));
-	closed = net ? pdd_box_set_network(b, net, &err)
+	closed = net ? svc_box_set_network(b, net, &err)
 		     : paddock_fail(&err, ENOMEM, "network policy");
 	if (closed < 0) {
 		if (err.code == EPERM && strstr(err.msg, "--max-network"))

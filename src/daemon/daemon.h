@@ -253,12 +253,6 @@ void pdd_api_code(struct request *r, struct box *b);
 void pdd_api_metrics(struct request *r);
 void pdd_api_network(struct request *r, struct box *b);
 /*
- * Replaces a live sandbox's network section with `net` ({"mode", "allow", "deny", ...}):
- * validated as a spec, bounded by --max-network (-EPERM naming it), applied to the
- * sandbox's proxy at once (-EPERM for a sandbox made without egress), persisted.
- */
-int pdd_box_set_network(struct box *b, json_t *net, paddock_error *err);
-/*
  * Whether /metrics asked by `tenant` lists sandbox b's series: a TCP tenant sees its own
  * sandboxes only; the unix socket's (the operator's) sees every sandbox.
  */

@@ -2,7 +2,7 @@
 /*
  * E2B's egress configuration onto paddock's network section (docs/e2b.md): the create's
  * allow_internet_access and network.allowOut/denyOut, and PUT /sandboxes/{id}/network,
- * which replaces them on a live sandbox through pdd_box_set_network() (bounded by
+ * which replaces them on a live sandbox through svc_box_set_network() (bounded by
  * --max-network there). What E2B's network has and paddock does not is refused by name.
  *
  * Trust: r->tenant is the API key's tenant (e2b.c); every request is untrusted (control.c).
@@ -216,14 +216,14 @@ void e2b_ctl_put_network(struct e2b_req *r, const char *id)
 	if (!b)
 		goto out;
 	net = map_network(aia, allow_out, deny_out, &nm);
-	/* the metadata first: pdd_box_set_network() records both, or neither */
+	/* the metadata first: svc_box_set_network() records both, or neither */
 	old_aia = json_incref(json_object_get(b->metadata, META_INTERNET));
 	if (aia >= 0)
 		json_object_set_new(b->metadata, META_INTERNET,
 				    json_string(aia ? "true" : "false"));
 	else
 		json_object_del(b->metadata, META_INTERNET);
-	k = net ? pdd_box_set_network(b, net, &err) : paddock_fail(&err, ENOMEM, "network policy");
+	k = net ? svc_box_set_network(b, net, &err) : paddock_fail(&err, ENOMEM, "network policy");
 	if (k < 0) {
 		if (old_aia)
 			json_object_set(b->metadata, META_INTERNET, old_aia);

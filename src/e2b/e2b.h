@@ -31,9 +31,9 @@
  * listener (pdd_gate_*, pdd_http_gate_*), bounds of a request (PDD_MAX_BODY, PDD_MAX_HEADERS),
  * pdd_json_body(), pdd_http_status() (a paddock_error's status), pdd_http_no_delay(), port and
  * code forwarding (pdd_port_forward(), pdd_code_forward()), watchers bound to a request
- * (pdd_watcher_*), a hook watcher on a process of the core (pdd_proc_hook()) and
- * pdd_box_set_network() (api-network.c). Processes themselves are the core's (svc_exec_*,
- * svc_proc_*: a StartRequest becomes a struct svc_exec_req directly).
+ * (pdd_watcher_*) and a hook watcher on a process of the core (pdd_proc_hook()). Processes
+ * and a live network change are the core's (svc_exec_*, svc_proc_*: a StartRequest becomes a
+ * struct svc_exec_req directly; svc_box_set_network()).
  */
 #include "daemon.h"
 

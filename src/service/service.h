@@ -437,6 +437,15 @@ bool svc_stop_name_private(const char *name);
 struct paddock_image_store;
 int svc_images_open(struct daemon *d, struct paddock_image_store **ret, paddock_error *err);
 
+/* ---- the egress policy of a live sandbox (network.c) ---- */
+/*
+ * Replaces b's network section with `net` (a spec's "network" object; the rest of its spec
+ * stays): the rules in force are exactly those given. Returns how many open connections the
+ * new policy closed, or -errno with err naming the field: the spec's errors, -EPERM past
+ * --max-network or a change libpaddock cannot make live, the store's (then nothing changed).
+ */
+int svc_box_set_network(struct box *b, json_t *net, paddock_error *err);
+
 /* ---- pause and resume (pause.c) ---- */
 /* How long a sandbox its timeout paused is kept paused before it is removed. */
 #define SVC_PAUSED_KEEP_S E2B_MAX_TTL_S
