@@ -127,7 +127,7 @@ static void all_follower_gone(struct watcher *w)
 {
 	struct daemon *d = w->owner;
 
-	pdd_watcher_free(w, &d->event_watchers);
+	pdd_watcher_free(w, &d->http->event_watchers);
 }
 
 /*
@@ -148,7 +148,7 @@ void pdd_api_events_all(struct request *r)
 	if (sandbox && !pdd_sandbox_id_valid(sandbox))
 		return pdd_reply_error(r, 400, "invalid", "sandbox",
 				       "expected a sandbox id (sb_ and 12 characters)");
-	w = pdd_watcher_new(r, W_EVENTS, r->d, &r->d->event_watchers);
+	w = pdd_watcher_new(r, W_EVENTS, r->d, &r->d->http->event_watchers);
 	if (!w)
 		return pdd_reply_error(r, 500, "internal", NULL, "out of memory");
 	w->on_gone = all_follower_gone;
@@ -160,7 +160,7 @@ void pdd_api_events_all(struct request *r)
 
 void pdd_events_broadcast(struct daemon *d, const char *tenant, const char *sandbox, json_t *o)
 {
-	for (struct watcher *w = d->event_watchers; w; w = w->next) {
+	for (struct watcher *w = d->http->event_watchers; w; w = w->next) {
 		/* SECURITY: a tenant sees its own sandboxes' events; the operator every one */
 		if (strcmp(w->tenant, SVC_LOCAL_TENANT) != 0 &&
 		    (!tenant || strcmp(w->tenant, tenant) != 0))
@@ -173,9 +173,9 @@ void pdd_events_broadcast(struct daemon *d, const char *tenant, const char *sand
 
 void pdd_events_release(struct daemon *d)
 {
-	while (d->event_watchers) {
-		pdd_stream_end(d->event_watchers);
-		pdd_watcher_free(d->event_watchers, &d->event_watchers);
+	while (d->http->event_watchers) {
+		pdd_stream_end(d->http->event_watchers);
+		pdd_watcher_free(d->http->event_watchers, &d->http->event_watchers);
 	}
 }
 

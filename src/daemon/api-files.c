@@ -151,10 +151,10 @@ static void write_file(struct request *r, struct box *b, const char *path)
 	unsigned mode;
 	int fd;
 
-	if (evbuffer_get_length(in) > r->d->max_upload)
+	if (evbuffer_get_length(in) > r->d->http->max_upload)
 		return pdd_reply_error(r, 413, "too_large", "max_upload",
 				       "uploads are limited to %" PRIu64 " bytes",
-				       r->d->max_upload);
+				       r->d->http->max_upload);
 	if (!parse_mode(r, pdd_query(r, "mode"), 0644, &mode))
 		return;
 	if (paddock_sandbox_open_write(b->sb, path, mode, true, &w, &err) < 0)

@@ -95,6 +95,28 @@ struct tenant_token {
 	char token[256];
 };
 
+/* The bounds paddockd's gate puts on its listeners (http-gate.c). */
+struct pdd_http_limits {
+	unsigned max_conns;    /* per listener */
+	unsigned max_per_peer; /* per peer address, TCP only */
+	unsigned header_timeout_s;
+};
+
+/* paddockd's HTTP adapter: what it keeps beside the core (d->http; the core never reads it). */
+struct pdd_http {
+	struct evhttp *http_unix, *http_tcp;
+	struct pdd_http_limits http_limits;
+	struct gate *gate; /* http-gate.c */
+	char socket_path[108];
+	uint64_t max_upload;
+	struct watcher *event_watchers; /* GET /v1/events?follow=1: every sandbox's events */
+	uint64_t stream_behind_max;	/* --stream-backlog-max: PDD_STREAM_BEHIND_MAX */
+	struct tenant_token *tokens;
+	size_t n_tokens;
+	struct e2b *e2b; /* the E2B front end (src/e2b), NULL without --e2b */
+	struct event *sig_ev[3];
+};
+
 int pdd_http_listen_tcp(struct daemon *d, const char *addr, unsigned short port,
 			paddock_error *err);
 

@@ -199,7 +199,7 @@ static void trim_cb(evutil_socket_t fd, short what, void *arg)
 
 static void trim_later(struct daemon *d)
 {
-	struct gate *g = d->gate;
+	struct gate *g = d->http->gate;
 	struct timeval tv = { 0, 100000 };
 
 	if (g && g->trim && !evtimer_pending(g->trim, NULL))
@@ -225,7 +225,7 @@ static void deadline_cb(evutil_socket_t fd, short what, void *arg)
 	if (c->state == G_HEAD) {
 		c->l->refused[R_HEADER_TIMEOUT]++;
 		gate_log(c->l, "closed a connection whose request head did not come within %u s",
-			 c->l->d->http_limits.header_timeout_s);
+			 c->l->d->http->http_limits.header_timeout_s);
 	} else {
 		c->l->refused[R_IDLE_TIMEOUT]++;
 		gate_log(c->l, "closed a connection whose request body stopped for %d s",
@@ -265,7 +265,7 @@ static void update_deadline(struct gate_conn *c)
 	if (!waiting) {
 		evtimer_del(c->deadline);
 	} else if (!evtimer_pending(c->deadline, NULL)) {
-		struct timeval tv = { .tv_sec = c->l->d->http_limits.header_timeout_s };
+		struct timeval tv = { .tv_sec = c->l->d->http->http_limits.header_timeout_s };
 
 		evtimer_add(c->deadline, &tv);
 	}
@@ -350,12 +350,12 @@ static uint64_t route_limit(struct daemon *d, const struct pdd_gate_head *h, con
 	}
 	if (n >= 4 && !strcmp(seg[0], "v1") && !strcmp(seg[1], "sandboxes")) {
 		if (!strcmp(seg[3], "files") && n == 4 && h->method == PDD_M_PUT) {
-			limit = d->max_upload;
+			limit = d->http->max_upload;
 			*field = "max_upload";
 		} else if (!strcmp(seg[3], "processes") && n == 6 && !strcmp(seg[5], "stdin")) {
 			limit = PDD_STDIN_WRITE_MAX;
 		} else if (!strcmp(seg[3], "ports")) {
-			limit = d->max_upload; /* what the service inside takes: an upload */
+			limit = d->http->max_upload; /* what the service inside takes: an upload */
 		}
 	}
 	for (size_t i = 0; i < n; i++)
@@ -751,7 +751,7 @@ static void out_added(struct evbuffer *buf, const struct evbuffer_cb_info *info,
 
 static void listener_update(struct gate_listener *l)
 {
-	bool want = l->n < l->d->http_limits.max_conns;
+	bool want = l->n < l->d->http->http_limits.max_conns;
 
 	if (!l->lev)
 		return;
@@ -843,7 +843,7 @@ static void admit_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	for (struct gate_conn *o = l->conns; o; o = o->next)
 		same += o->tcp_peer && same_peer(&o->peer, &c->peer);
-	if (same <= l->d->http_limits.max_per_peer)
+	if (same <= l->d->http->http_limits.max_per_peer)
 		return;
 	l->refused[R_PER_PEER]++;
 	if (c->peer.ss_family == AF_INET)
@@ -955,9 +955,9 @@ static int gate_add(struct daemon *d, struct evhttp *http, bool tcp,
 
 	if (n_registry == sizeof(registry) / sizeof(registry[0]))
 		return -ENOSPC;
-	if (!d->gate) {
-		d->gate = calloc(1, sizeof(*d->gate));
-		if (!d->gate || !(d->gate->trim = evtimer_new(d->base, trim_cb, d)))
+	if (!d->http->gate) {
+		d->http->gate = calloc(1, sizeof(*d->http->gate));
+		if (!d->http->gate || !(d->http->gate->trim = evtimer_new(d->base, trim_cb, d)))
 			return -ENOMEM;
 	}
 	l = calloc(1, sizeof(*l));
@@ -1084,11 +1084,11 @@ void pdd_http_gate_stop(struct daemon *d)
 			event_free(registry[i]->resume);
 		registry[i]->resume = NULL;
 	}
-	if (d->gate) {
-		if (d->gate->trim)
-			event_free(d->gate->trim);
-		free(d->gate);
-		d->gate = NULL;
+	if (d->http->gate) {
+		if (d->http->gate->trim)
+			event_free(d->http->gate->trim);
+		free(d->http->gate);
+		d->http->gate = NULL;
 	}
 }
 

@@ -77,7 +77,7 @@ int pdd_gate_chunk_size(const char *line, size_t len, uint64_t *ret_size);
 
 /* ---- the gate (http-gate.c) --------------------------------------------------------------- */
 
-/* struct pdd_http_limits (service.h): kept in struct daemon, which the core owns. */
+/* struct pdd_http_limits (daemon.h): kept in struct pdd_http, paddockd's beside the core. */
 /*
  * Puts the gate in front of `http` (before it accepts anything): `tcp` listeners
  * authenticate by bearer token at the head. Returns 0 or -ENOMEM.

@@ -412,7 +412,8 @@ void pdd_stream_line(struct watcher *w, json_t *o)
 void pdd_stream_event(struct daemon *d, struct watcher *w, json_t *o)
 {
 	struct bufferevent *bev = w->evcon ? evhttp_connection_get_bufferevent(w->evcon) : NULL;
-	uint64_t max = d->stream_behind_max ? d->stream_behind_max : PDD_STREAM_BEHIND_MAX;
+	uint64_t max =
+		d->http->stream_behind_max ? d->http->stream_behind_max : PDD_STREAM_BEHIND_MAX;
 
 	/* a follower still replaying reads this one from the store, in its order */
 	if (w->behind || !w->req || w->replaying) {
@@ -545,15 +546,15 @@ const char *pdd_http_bearer_tenant(struct daemon *d, const char *h)
 		return NULL;
 	h += 7;
 	/* SECURITY: compare every token in full, in time independent of where they differ */
-	for (size_t i = 0; i < d->n_tokens; i++) {
-		const char *t = d->tokens[i].token;
+	for (size_t i = 0; i < d->http->n_tokens; i++) {
+		const char *t = d->http->tokens[i].token;
 		size_t lt = strlen(t), lh = strlen(h);
 		unsigned char diff = (unsigned char)(lt != lh);
 
 		for (size_t k = 0; k < lt; k++)
 			diff |= (unsigned char)(t[k] ^ (k < lh ? h[k] : 0));
 		if (!diff)
-			tenant = d->tokens[i].tenant;
+			tenant = d->http->tokens[i].tenant;
 	}
 	return tenant;
 }
@@ -705,7 +706,7 @@ static struct evhttp *new_http(struct daemon *d, void (*cb)(struct evhttp_reques
 	evhttp_set_gencb(h, cb, d);
 	/* a second wall: the gate bounds heads and bodies before evhttp reads them */
 	evhttp_set_max_headers_size(h, 2 * PDD_MAX_HEADERS);
-	evhttp_set_max_body_size(h, (ev_ssize_t)(d->max_upload + 65536));
+	evhttp_set_max_body_size(h, (ev_ssize_t)(d->http->max_upload + 65536));
 	/*
 	 * No evhttp timeouts: the gate times heads, bodies and stalled answers itself
 	 * (COMPAT(libevent 2.1.12): a filter's timeout timer can outlive the filter).
@@ -725,13 +726,13 @@ int pdd_http_setup(struct daemon *d, paddock_error *err)
 
 	struct evhttp_bound_socket *bound;
 
-	d->http_unix = new_http(d, handle_unix, false);
-	if (!d->http_unix)
+	d->http->http_unix = new_http(d, handle_unix, false);
+	if (!d->http->http_unix)
 		return paddock_fail(err, ENOMEM, "evhttp");
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return paddock_fail(err, errno, "socket");
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", d->socket_path);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", d->http->socket_path);
 	(void)unlink(sa.sun_path);
 	old = umask(0177);
 	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
@@ -739,14 +740,14 @@ int pdd_http_setup(struct daemon *d, paddock_error *err)
 	if (r < 0 || chmod(sa.sun_path, 0600) < 0 || listen(fd, 128) < 0) {
 		r = errno;
 		close(fd);
-		return paddock_fail(err, r, "listen on '%s'", d->socket_path);
+		return paddock_fail(err, r, "listen on '%s'", d->http->socket_path);
 	}
-	bound = evhttp_accept_socket_with_handle(d->http_unix, fd);
+	bound = evhttp_accept_socket_with_handle(d->http->http_unix, fd);
 	if (!bound) {
 		close(fd);
-		return paddock_fail(err, EIO, "serve '%s'", d->socket_path);
+		return paddock_fail(err, EIO, "serve '%s'", d->http->socket_path);
 	}
-	pdd_http_gate_listening(d, d->http_unix, evhttp_bound_socket_get_listener(bound));
+	pdd_http_gate_listening(d, d->http->http_unix, evhttp_bound_socket_get_listener(bound));
 	return 0;
 }
 
@@ -754,25 +755,25 @@ int pdd_http_listen_tcp(struct daemon *d, const char *addr, unsigned short port,
 {
 	struct evhttp_bound_socket *bound;
 
-	d->http_tcp = new_http(d, handle_tcp, true);
-	if (!d->http_tcp)
+	d->http->http_tcp = new_http(d, handle_tcp, true);
+	if (!d->http->http_tcp)
 		return paddock_fail(err, ENOMEM, "evhttp");
-	bound = evhttp_bind_socket_with_handle(d->http_tcp, addr, port);
+	bound = evhttp_bind_socket_with_handle(d->http->http_tcp, addr, port);
 	if (!bound)
 		return paddock_fail(err, errno ? errno : EADDRINUSE, "listen on %s:%u", addr, port);
-	pdd_http_gate_listening(d, d->http_tcp, evhttp_bound_socket_get_listener(bound));
+	pdd_http_gate_listening(d, d->http->http_tcp, evhttp_bound_socket_get_listener(bound));
 	return 0;
 }
 
 void pdd_http_stop(struct daemon *d)
 {
-	if (d->http_unix)
-		evhttp_free(d->http_unix);
-	if (d->http_tcp)
-		evhttp_free(d->http_tcp);
-	d->http_unix = d->http_tcp = NULL;
+	if (d->http->http_unix)
+		evhttp_free(d->http->http_unix);
+	if (d->http->http_tcp)
+		evhttp_free(d->http->http_tcp);
+	d->http->http_unix = d->http->http_tcp = NULL;
 	pdd_http_gate_stop(d);
-	(void)unlink(d->socket_path);
+	(void)unlink(d->http->socket_path);
 }
 
 /*

@@ -73,15 +73,15 @@ static int load_tokens(struct daemon *d, const char *path)
 			fclose(f);
 			return -1;
 		}
-		t = realloc(d->tokens, (d->n_tokens + 1) * sizeof(*t));
+		t = realloc(d->http->tokens, (d->http->n_tokens + 1) * sizeof(*t));
 		if (!t) {
 			fclose(f);
 			return -1;
 		}
-		d->tokens = t;
-		snprintf(t[d->n_tokens].tenant, sizeof(t->tenant), "%s", tenant);
-		snprintf(t[d->n_tokens].token, sizeof(t->token), "%s", token);
-		d->n_tokens++;
+		d->http->tokens = t;
+		snprintf(t[d->http->n_tokens].tenant, sizeof(t->tenant), "%s", tenant);
+		snprintf(t[d->http->n_tokens].token, sizeof(t->token), "%s", token);
+		d->http->n_tokens++;
 	}
 	fclose(f);
 	return 0;
@@ -172,11 +172,11 @@ static int parse_http_limit(struct daemon *d, int which, const char *s)
 		}
 	}
 	if (which == 'C')
-		d->http_limits.max_conns = (unsigned)v;
+		d->http->http_limits.max_conns = (unsigned)v;
 	else if (which == 'Q')
-		d->http_limits.max_per_peer = (unsigned)v;
+		d->http->http_limits.max_per_peer = (unsigned)v;
 	else
-		d->http_limits.header_timeout_s = (unsigned)v;
+		d->http->http_limits.header_timeout_s = (unsigned)v;
 	return 0;
 }
 
@@ -241,8 +241,8 @@ static int load_config(struct daemon *d, const char *path, const char **listen_a
 		bool str = json_is_string(v);
 		const char *s = json_string_value(v);
 
-		if (strcmp(k, "socket") == 0 && str && strlen(s) < sizeof(d->socket_path))
-			snprintf(d->socket_path, sizeof(d->socket_path), "%s", s);
+		if (strcmp(k, "socket") == 0 && str && strlen(s) < sizeof(d->http->socket_path))
+			snprintf(d->http->socket_path, sizeof(d->http->socket_path), "%s", s);
 		else if (strcmp(k, "state_dir") == 0 && str && strlen(s) < 64)
 			snprintf(d->state_dir, sizeof(d->state_dir), "%s", s);
 		else if (strcmp(k, "listen") == 0 && str)
@@ -251,7 +251,7 @@ static int load_config(struct daemon *d, const char *path, const char **listen_a
 			*tokens = s;
 		else if (strcmp(k, "max_upload") == 0 && json_is_integer(v) &&
 			 json_integer_value(v) > 0)
-			d->max_upload = (uint64_t)json_integer_value(v);
+			d->http->max_upload = (uint64_t)json_integer_value(v);
 		else if (strcmp(k, "orphan_timeout_s") == 0 && json_is_integer(v) &&
 			 json_integer_value(v) > 0 && json_integer_value(v) < INT32_MAX)
 			d->orphan_timeout_s = (int)json_integer_value(v);
@@ -323,8 +323,8 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 		return;
 	fprintf(stderr, "paddockd: %s: stopping\n", strsignal((int)sig));
 	d->stopping = true;
-	d->sig_ev[2] = event_new(d->base, -1, EV_PERSIST, drain_cb, d);
-	if (!d->sig_ev[2] || event_add(d->sig_ev[2], &tv) < 0)
+	d->http->sig_ev[2] = event_new(d->base, -1, EV_PERSIST, drain_cb, d);
+	if (!d->http->sig_ev[2] || event_add(d->http->sig_ev[2], &tv) < 0)
 		event_base_loopexit(d->base, NULL);
 }
 
@@ -404,10 +404,12 @@ static void default_paths(struct daemon *d)
 	if (paddock_host_root() || !rt) {
 		snprintf(d->state_dir, sizeof(d->state_dir), "%s",
 			 paddock_host_root() ? "/var/lib/paddock" : "/tmp/paddock");
-		snprintf(d->socket_path, sizeof(d->socket_path), "/run/paddock/paddockd.sock");
+		snprintf(d->http->socket_path, sizeof(d->http->socket_path),
+			 "/run/paddock/paddockd.sock");
 	} else {
 		snprintf(d->state_dir, sizeof(d->state_dir), "%s/paddock/state", rt);
-		snprintf(d->socket_path, sizeof(d->socket_path), "%s/paddock/paddockd.sock", rt);
+		snprintf(d->http->socket_path, sizeof(d->http->socket_path),
+			 "%s/paddock/paddockd.sock", rt);
 	}
 }
 
@@ -470,7 +472,7 @@ static int parse_backlog_max(struct daemon *d, const char *s)
 			s);
 		return -1;
 	}
-	d->stream_behind_max = v;
+	d->http->stream_behind_max = v;
 	return 0;
 }
 
@@ -481,11 +483,11 @@ static int parse_option(struct daemon *d, struct options *o, int c, const char *
 
 	switch (c) {
 	case 's':
-		if (strlen(arg) >= sizeof(d->socket_path)) {
+		if (strlen(arg) >= sizeof(d->http->socket_path)) {
 			fprintf(stderr, "paddockd: --socket: path too long\n");
 			return -1;
 		}
-		snprintf(d->socket_path, sizeof(d->socket_path), "%s", arg);
+		snprintf(d->http->socket_path, sizeof(d->http->socket_path), "%s", arg);
 		return 0;
 	case 'd':
 		if (strlen(arg) >= 64) {
@@ -502,8 +504,8 @@ static int parse_option(struct daemon *d, struct options *o, int c, const char *
 		o->tokens = arg;
 		return 0;
 	case 'u':
-		d->max_upload = strtoull(arg, &end, 10);
-		if (*end || d->max_upload == 0) {
+		d->http->max_upload = strtoull(arg, &end, 10);
+		if (*end || d->http->max_upload == 0) {
 			fprintf(stderr, "paddockd: --max-upload: expected bytes\n");
 			return -1;
 		}
@@ -643,12 +645,12 @@ static int parse_options(struct daemon *d, struct options *o, int argc, char **a
 /* The process and its directories: GO_ON, or the exit status. */
 static int prepare(struct daemon *d, const struct options *o)
 {
-	char dir[sizeof(d->socket_path)], *slash;
+	char dir[sizeof(d->http->socket_path)], *slash;
 
 	signal(SIGPIPE, SIG_IGN);
 	raise_nofile();
-	if (!d->http_limits.max_conns)
-		d->http_limits.max_conns = default_max_conns();
+	if (!d->http->http_limits.max_conns)
+		d->http->http_limits.max_conns = default_max_conns();
 	/*
 	 * file access into sandboxes runs with the sandbox user's fsuid: no group of ours may
 	 * count in those permission checks
@@ -657,7 +659,7 @@ static int prepare(struct daemon *d, const struct options *o)
 		fprintf(stderr, "paddockd: setgroups: %s\n", strerror(errno));
 		return 1;
 	}
-	snprintf(dir, sizeof(dir), "%s", d->socket_path);
+	snprintf(dir, sizeof(dir), "%s", d->http->socket_path);
 	slash = strrchr(dir, '/');
 	if (slash && slash != dir) {
 		*slash = '\0';
@@ -737,11 +739,11 @@ static int listen_all(struct daemon *d, const struct options *o, paddock_error *
 /* Serves until SIGTERM or SIGINT has drained the requests in flight (on_signal()). */
 static void run(struct daemon *d)
 {
-	d->sig_ev[0] = evsignal_new(d->base, SIGTERM, on_signal, d);
-	d->sig_ev[1] = evsignal_new(d->base, SIGINT, on_signal, d);
-	event_add(d->sig_ev[0], NULL);
-	event_add(d->sig_ev[1], NULL);
-	fprintf(stderr, "paddockd: serving %s (state in %s)\n", d->socket_path, d->state_dir);
+	d->http->sig_ev[0] = evsignal_new(d->base, SIGTERM, on_signal, d);
+	d->http->sig_ev[1] = evsignal_new(d->base, SIGINT, on_signal, d);
+	event_add(d->http->sig_ev[0], NULL);
+	event_add(d->http->sig_ev[1], NULL);
+	fprintf(stderr, "paddockd: serving %s (state in %s)\n", d->http->socket_path, d->state_dir);
 	event_base_dispatch(d->base);
 }
 
@@ -754,14 +756,14 @@ static void stop(struct daemon *d)
 	if (d->ctx)
 		svc_lifecycle_stop(d);
 	for (int i = 0; i < 3; i++)
-		if (d->sig_ev[i])
-			event_free(d->sig_ev[i]);
+		if (d->http->sig_ev[i])
+			event_free(d->http->sig_ev[i]);
 	svc_close(d);
 	paddock_ctx_free(d->ctx);
 	if (d->base)
 		event_base_free(d->base);
 	pdd_http_gate_free(d);
-	free(d->tokens);
+	free(d->http->tokens);
 	for (size_t i = 0; i < d->n_host_paths; i++)
 		free(d->host_paths[i]);
 	free(d->host_paths);
@@ -769,17 +771,18 @@ static void stop(struct daemon *d)
 
 int main(int argc, char **argv)
 {
-	struct daemon d = { .max_upload = 256u << 20,
+	struct pdd_http http = { .max_upload = 256u << 20,
+				 .stream_behind_max = PDD_STREAM_BEHIND_MAX,
+				 .http_limits = { .max_per_peer = PDD_MAX_PER_PEER,
+						  .header_timeout_s = PDD_HEADER_TIMEOUT_S } };
+	struct daemon d = { .http = &http,
 			    .orphan_timeout_s = 3600,
 			    .max_net = 2,
 			    .max_templates = SVC_MAX_TEMPLATES,
 			    .max_sandboxes = SVC_MAX_SANDBOXES,
 			    .event_log_fd = -1,
 			    .state_fd = -1,
-			    .stream_behind_max = PDD_STREAM_BEHIND_MAX,
 			    .hooks = &pdd_service_hooks,
-			    .http_limits = { .max_per_peer = PDD_MAX_PER_PEER,
-					     .header_timeout_s = PDD_HEADER_TIMEOUT_S },
 			    .event_log_max = SVC_EVENT_LOG_MAX,
 			    .event_log_keep = SVC_EVENT_LOG_KEEP,
 			    .pool = { .max_templates = 4, .min_avail_pct = 10 } };

@@ -62,9 +62,9 @@ static const char *api_key_tenant(struct e2b *e, const char *key)
 		return NULL;
 	if (e->open_keys)
 		return SVC_LOCAL_TENANT;
-	for (size_t i = 0; i < e->d->n_tokens; i++)
-		if (same_secret(e->d->tokens[i].token, key))
-			tenant = e->d->tokens[i].tenant;
+	for (size_t i = 0; i < e->d->http->n_tokens; i++)
+		if (same_secret(e->d->http->tokens[i].token, key))
+			tenant = e->d->http->tokens[i].tenant;
 	return tenant;
 }
 
@@ -587,7 +587,7 @@ static int gate_envd(struct e2b *e, const struct pdd_gate_head *h, const char *p
 
 	v->shape = path[1] != 'f' || strncmp(path, "/filesystem.", 12) == 0 ? SHAPE_CONNECT
 									    : SHAPE_JSON;
-	v->limit = files ? e->d->max_upload + (64u << 10) : E2B_CONNECT_MAX_MESSAGE + 64;
+	v->limit = files ? e->d->http->max_upload + (64u << 10) : E2B_CONNECT_MAX_MESSAGE + 64;
 	if (strcmp(path, "/health") == 0) {
 		v->limit = 0; /* a health check names no one and sends nothing */
 		v->shape = SHAPE_JSON;
@@ -648,12 +648,12 @@ static int gate_check(void *arg, const struct pdd_gate_head *h, struct pdd_gate_
 	value_str(&h->sandbox_port, sport, sizeof(sport));
 	if (parse_host(e, host, &port, id, sizeof(id))) {
 		if (port != E2B_ENVD_PORT)
-			v->limit = e->d->max_upload; /* public: the service inside decides */
+			v->limit = e->d->http->max_upload; /* public: the service inside decides */
 		else
 			r = gate_envd(e, h, path, query, id, v);
 	} else if (sport[0] && (port = strtol(sport, &end, 10)) >= 1 && port <= 65535 && !*end &&
 		   port != E2B_ENVD_PORT) {
-		v->limit = e->d->max_upload;
+		v->limit = e->d->http->max_upload;
 	} else if (is_envd_path(path)) {
 		value_str(&h->sandbox_id, id, sizeof(id));
 		r = gate_envd(e, h, path, query, id, v);
@@ -834,8 +834,8 @@ static int load_templates(struct e2b *e, const char *file, paddock_error *err)
 /* the daemon's box_gone hook: a sandbox going ends its file watchers */
 static void box_gone(struct daemon *d, struct box *b)
 {
-	if (d->e2b)
-		e2b_fs_release(d->e2b, b);
+	if (d->http->e2b)
+		e2b_fs_release(d->http->e2b, b);
 }
 
 int e2b_start(struct daemon *d, const char *addr_port, const char *domain,
@@ -848,7 +848,7 @@ int e2b_start(struct daemon *d, const char *addr_port, const char *domain,
 
 	if (!e)
 		return paddock_fail(err, ENOMEM, "e2b");
-	d->e2b = e;
+	d->http->e2b = e;
 	d->box_gone = box_gone;
 	e->d = d;
 	snprintf(e->domain, sizeof(e->domain), "%s", domain && *domain ? domain : "localhost");
@@ -864,7 +864,7 @@ int e2b_start(struct daemon *d, const char *addr_port, const char *domain,
 		addr[strlen(addr) - 1] = '\0';
 	}
 	/* SECURITY: without tokens every key is the local tenant: loopback only */
-	e->open_keys = d->n_tokens == 0;
+	e->open_keys = d->http->n_tokens == 0;
 	if (e->open_keys && strcmp(addr, "127.0.0.1") != 0 && strcmp(addr, "::1") != 0 &&
 	    strcmp(addr, "localhost") != 0)
 		return paddock_fail(err, EPERM,
@@ -887,7 +887,7 @@ int e2b_start(struct daemon *d, const char *addr_port, const char *domain,
 	 * (COMPAT(libevent 2.1.12): a filter's timeout timer can outlive the filter).
 	 */
 	evhttp_set_max_headers_size(e->http, 2 * PDD_MAX_HEADERS);
-	evhttp_set_max_body_size(e->http, (ev_ssize_t)(d->max_upload + (64u << 10)));
+	evhttp_set_max_body_size(e->http, (ev_ssize_t)(d->http->max_upload + (64u << 10)));
 	evhttp_set_allowed_methods(e->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
 						    EVHTTP_REQ_DELETE | EVHTTP_REQ_HEAD |
 						    EVHTTP_REQ_PATCH | EVHTTP_REQ_OPTIONS);
@@ -936,7 +936,7 @@ int e2b_start(struct daemon *d, const char *addr_port, const char *domain,
 
 void e2b_stop(struct daemon *d)
 {
-	struct e2b *e = d->e2b;
+	struct e2b *e = d->http->e2b;
 
 	if (!e)
 		return;
@@ -949,6 +949,6 @@ void e2b_stop(struct daemon *d)
 	}
 	json_decref(e->templates);
 	free(e);
-	d->e2b = NULL;
+	d->http->e2b = NULL;
 	d->box_gone = NULL;
 }

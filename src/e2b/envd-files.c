@@ -763,7 +763,7 @@ static bool write_one(struct e2b_req *r, const struct upload *u, struct evbuffer
 	}
 	fd = paddock_file_writer_fd(w);
 	if (body && gzip) {
-		struct sink s = { .fd = fd, .max = r->d->max_upload };
+		struct sink s = { .fd = fd, .max = r->d->http->max_upload };
 
 		k = gunzip(body, &s);
 	} else if (body) {
@@ -779,7 +779,7 @@ static bool write_one(struct e2b_req *r, const struct upload *u, struct evbuffer
 			e2b_reply_error(r, 413,
 					"the body inflates to more than %" PRIu64
 					" bytes (paddockd's max upload)",
-					r->d->max_upload);
+					r->d->http->max_upload);
 		else if (k == -EBADMSG)
 			e2b_reply_error(r, 400,
 					"error decompressing request body: not gzip, or cut short");
@@ -819,7 +819,7 @@ static void files_post_multipart(struct e2b_req *r, const struct files_query *fq
 				 bool gzip)
 {
 	struct evbuffer *in = evhttp_request_get_input_buffer(r->req);
-	struct sink s = { .fd = -1, .max = r->d->max_upload };
+	struct sink s = { .fd = -1, .max = r->d->http->max_upload };
 	struct upload *ups = NULL;
 	struct e2b_part *parts = NULL;
 	size_t n_parts = 0, n_ups = 0;
@@ -840,7 +840,7 @@ static void files_post_multipart(struct e2b_req *r, const struct files_query *fq
 			e2b_reply_error(r, 413,
 					"the body inflates to more than %" PRIu64
 					" bytes (paddockd's max upload)",
-					r->d->max_upload);
+					r->d->http->max_upload);
 			goto out;
 		}
 		if (k < 0) {
@@ -992,10 +992,10 @@ static void files_post(struct e2b_req *r, const struct files_query *fq)
 				       "%.80s: file metadata (extended attributes) is "
 				       "not supported by paddock",
 				       h->key);
-	if (evbuffer_get_length(evhttp_request_get_input_buffer(r->req)) > r->d->max_upload)
+	if (evbuffer_get_length(evhttp_request_get_input_buffer(r->req)) > r->d->http->max_upload)
 		return e2b_reply_error(
 			r, 413, "uploads are limited to %" PRIu64 " bytes (paddockd's max upload)",
-			r->d->max_upload);
+			r->d->http->max_upload);
 	media_type(ce ? ce : "", enc, sizeof(enc));
 	if (strcasecmp(enc, "gzip") == 0 || strcasecmp(enc, "x-gzip") == 0)
 		gzip = true;

@@ -113,7 +113,9 @@ void svc_log_event(struct daemon *d, const char *tenant, const char *event, cons
 	va_list ap;
 	int n;
 
-	if (d->event_log_fd < 0 && !d->event_watchers)
+	bool followed = d->hooks && d->hooks->event;
+
+	if (d->event_log_fd < 0 && !followed)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(fields, sizeof(fields), fmt, ap);
@@ -125,7 +127,7 @@ void svc_log_event(struct daemon *d, const char *tenant, const char *event, cons
 	if (n <= 0 || (size_t)n >= sizeof(line))
 		return;
 	svc_event_log_write(d, line, (size_t)n);
-	if (d->event_watchers) {
+	if (followed) {
 		json_t *o = json_loadb(line, (size_t)n, 0, NULL);
 
 		if (o)

@@ -27,23 +27,12 @@
 struct event;
 struct event_base;
 struct evbuffer;
-struct evhttp;
-struct gate;
 struct watcher;
 struct file_watch;
 struct finishing;
-struct tenant_token;
-struct e2b;
 struct daemon;
 struct box;
 struct proc;
-
-/* The bounds paddockd's gate puts on its listeners (http-gate.c); kept in struct daemon. */
-struct pdd_http_limits {
-	unsigned max_conns;    /* per listener */
-	unsigned max_per_peer; /* per peer address, TCP only */
-	unsigned header_timeout_s;
-};
 
 /*
  * What the core asks of the adapter that holds clients of its sandboxes (paddockd's HTTP:
@@ -177,14 +166,13 @@ struct pool {
 	} m;
 };
 
+struct pdd_http;
 struct daemon {
 	struct event_base *base;
+	/* paddockd's HTTP adapter (src/daemon/daemon.h): opaque here, the core never touches it */
+	struct pdd_http *http;
 	paddock_ctx *ctx;
 	paddock_store *store;
-	/* paddockd's HTTP adapter's (src/daemon): opaque here, the core never touches them */
-	struct evhttp *http_unix, *http_tcp;
-	struct pdd_http_limits http_limits; /* by value: defined here for that, read by the gate */
-	struct gate *gate;		    /* http-gate.c */
 	char state_dir[256];
 	/* <state_dir>/s: the inits' reconnect sockets, one per sandbox id (svc_lifecycle_start) */
 	char reconnect_dir[264];
@@ -192,8 +180,6 @@ struct daemon {
 	/* host directories a TCP tenant's spec may name (workspace, binds, rootfs) */
 	char **host_paths;
 	size_t n_host_paths;
-	char socket_path[108];
-	uint64_t max_upload;
 	int orphan_timeout_s;
 	bool destroy_on_exit;
 	/*
@@ -220,20 +206,15 @@ struct daemon {
 	struct finishing *finishing; /* "deleting" rows whose teardown a restart interrupted */
 	struct box *boxes;
 	struct box *dying; /* torn down: init killed, waiting for the kernel to finish */
-	struct watcher *event_watchers; /* GET /v1/events?follow=1: every sandbox's events */
-	uint64_t stream_behind_max;	/* --stream-backlog-max: PDD_STREAM_BEHIND_MAX */
-	struct tenant_token *tokens;
-	size_t n_tokens;
 	struct metrics m;
 	struct pool pool;
-	struct e2b *e2b; /* the E2B front end (src/e2b), NULL without --e2b */
 	/*
 	 * Called as a sandbox goes, for an adapter on the daemon (src/e2b) to drop what it holds
 	 * of it (file watchers): the daemon calls no adapter by name.
 	 */
 	void (*box_gone)(struct daemon *d, struct box *b);
 	const struct svc_hooks *hooks; /* paddockd's HTTP adapter (src/daemon/http.c) */
-	struct event *reaper_ev, *sig_ev[3];
+	struct event *reaper_ev;
 	uint64_t reaper_ticks;
 	/* events of a sandbox being created, before its row exists (the store's foreign key) */
 	struct pending_event {

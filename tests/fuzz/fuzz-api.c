@@ -15,7 +15,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static struct daemon d;
+	static struct pdd_http http;
+	static struct daemon d = { .http = &http };
 	struct box b = { .d = &d };
 	struct request r = { .d = &d };
 	json_t *o;
