@@ -274,7 +274,7 @@ void pdd_api_metrics(struct request *r)
 	evbuffer_add_printf(b, "# TYPE paddock_http_requests_total counter\n");
 	for (int i = 1; i < 6; i++)
 		evbuffer_add_printf(b, "paddock_http_requests_total{code=\"%dxx\"} %llu\n", i,
-				    (unsigned long long)d->m.http_by_class[i]);
+				    (unsigned long long)d->http->http_by_class[i]);
 	evbuffer_add_printf(b, "# TYPE paddock_seccomp_denied_total counter\n");
 	for (struct box *x = d->boxes; x; x = x->next)
 		if (x->sb && pdd_metrics_shows(r->tenant, x))
@@ -287,10 +287,10 @@ void pdd_api_metrics(struct request *r)
 	evbuffer_add_printf(b,
 			    "# TYPE paddock_http_streams_dropped_total counter\n"
 			    "paddock_http_streams_dropped_total %llu\n",
-			    (unsigned long long)d->m.streams_dropped);
+			    (unsigned long long)d->http->streams_dropped);
 	evhttp_add_header(evhttp_request_get_output_headers(r->req), "Content-Type",
 			  "text/plain; version=0.0.4");
-	d->m.http_by_class[2]++;
+	d->http->http_by_class[2]++;
 	evhttp_send_reply(r->req, 200, "OK", b);
 	evbuffer_free(b);
 }

@@ -138,7 +138,7 @@ static void read_file(struct request *r, struct box *b, const char *path)
 			 off + len - 1, size);
 		evhttp_add_header(evhttp_request_get_output_headers(r->req), "Content-Range", hdr);
 	}
-	r->d->m.http_by_class[2]++;
+	r->d->http->http_by_class[2]++;
 	evhttp_send_reply(r->req, rr > 0 ? 206 : 200, rr > 0 ? "Partial Content" : "OK", out);
 	evbuffer_free(out);
 }

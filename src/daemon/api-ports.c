@@ -257,7 +257,7 @@ static bool relay_head(struct forward *f)
 			evhttp_add_header(out_h, line, v);
 	}
 	free(head);
-	f->d->m.http_by_class[status / 100]++;
+	f->d->http->http_by_class[status / 100]++;
 	/* from here the client's connection is the clock: no timeout while the body comes */
 	bufferevent_set_timeouts(f->bev, NULL, NULL);
 	f->streaming = true;

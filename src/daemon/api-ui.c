@@ -93,7 +93,7 @@ void pdd_api_ui(struct request *r)
 	}
 	evhttp_add_header(h, "Content-Type", a->content_type);
 	r->status = 200;
-	r->d->m.http_by_class[2]++;
+	r->d->http->http_by_class[2]++;
 	evhttp_send_reply(r->req, 200, "OK", b);
 	evbuffer_free(b);
 }

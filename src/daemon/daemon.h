@@ -115,6 +115,8 @@ struct pdd_http {
 	size_t n_tokens;
 	struct e2b *e2b; /* the E2B front end (src/e2b), NULL without --e2b */
 	struct event *sig_ev[3];
+	uint64_t http_by_class[6]; /* answers by status class (metrics) */
+	uint64_t streams_dropped;  /* events followers closed for reading too slowly */
 };
 
 int pdd_http_listen_tcp(struct daemon *d, const char *addr, unsigned short port,

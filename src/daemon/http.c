@@ -31,7 +31,7 @@
 static void count_status(struct daemon *d, int status)
 {
 	if (status >= 100 && status < 600)
-		d->m.http_by_class[status / 100]++;
+		d->http->http_by_class[status / 100]++;
 }
 
 void pdd_http_reply_json(struct daemon *d, struct evhttp_request *req, int status, json_t *body)
@@ -424,7 +424,7 @@ void pdd_stream_event(struct daemon *d, struct watcher *w, json_t *o)
 	if (bev && evbuffer_get_length(bufferevent_get_output(bev)) > max) {
 		json_decref(o);
 		w->behind = true;
-		d->m.streams_dropped++;
+		d->http->streams_dropped++;
 		/*
 		 * hup_cb frees the connection from the loop, which unlinks and frees w. Without
 		 * EV_CLOSED (not epoll) it stays until the client goes, sent nothing more.

@@ -133,9 +133,8 @@ struct box {
 	struct box *next;
 };
 struct metrics {
-	uint64_t created, destroyed_by[8], execs_by[_PADDOCK_END_MAX], http_by_class[6];
+	uint64_t created, destroyed_by[8], execs_by[_PADDOCK_END_MAX];
 	uint64_t exec_buckets[12], exec_count;
-	uint64_t streams_dropped; /* events followers closed for reading too slowly */
 	double exec_sum;
 };
 
