@@ -136,36 +136,9 @@ static json_t *decision_json(const struct paddock_ask *a)
 			 "timed_out", a->decided && a->timed_out);
 }
 
-/* allow_always added a rule to the sandbox's policy: its spec says so, and so does its row. */
-static void keep_rule(struct box *b, const char *rule)
+/* the core's hook (svc_hooks.ask): a decision of b, asked or ended, to its followers */
+void pdd_network_asked(struct box *b, const struct paddock_ask *a)
 {
-	paddock_spec *spec = NULL;
-	char *json = NULL;
-
-	if (paddock_spec_new(&spec, NULL) < 0 ||
-	    paddock_spec_load_json(spec, b->spec_json, strlen(b->spec_json), NULL) < 0 ||
-	    paddock_spec_set(spec, "network.allow", rule, NULL) < 0 ||
-	    paddock_spec_to_json(spec, &json, NULL) < 0) {
-		paddock_spec_free(spec);
-		return; /* the rule is in force; GET .../network will not show it */
-	}
-	paddock_spec_free(spec);
-	free(b->spec_json);
-	b->spec_json = json;
-	svc_box_persist_or_warn(b); /* a restarted daemon re-adopts the sandbox with the rule */
-}
-
-void pdd_network_ask(paddock_sandbox *sb, const struct paddock_ask *a, void *userdata)
-{
-	struct daemon *d = userdata;
-	struct box *b;
-
-	for (b = d->boxes; b && b->sb != sb; b = b->next)
-		;
-	if (!b)
-		return; /* a sandbox being torn down or released: nobody follows it */
-	if (a->decided && a->answer == PADDOCK_ASK_ALLOW_ALWAYS && strcmp(a->by, "policy") != 0)
-		keep_rule(b, a->rule);
 	for (struct watcher *w = b->ask_watchers; w; w = w->next)
 		pdd_stream_line(w, decision_json(a));
 }

@@ -296,8 +296,8 @@ struct decision_req {
 	const char *who; /* borrowed from the body, or NULL */
 };
 bool pdd_decision_parse(struct request *r, json_t *body, struct decision_req *q);
-/* The context's ask handler: streams decisions to followers, keeps allow_always's rule. */
-void pdd_network_ask(paddock_sandbox *sb, const struct paddock_ask *ask, void *userdata);
+/* The core's ask hook: a decision of b, asked or ended, to its followers (GET …/pending). */
+void pdd_network_asked(struct box *b, const struct paddock_ask *a);
 /* Ends the follow streams of a box that goes (lifecycle-delete.c: svc_box_unlink()). */
 void pdd_network_release(struct box *b);
 /* The per-sandbox egress counters of /metrics, of the sandboxes `tenant` sees (api-network.c). */

@@ -699,8 +699,6 @@ static int start(struct daemon *d, const struct options *o, paddock_error *err)
 	for (size_t i = 0; i < o->n_upstream_ca; i++)
 		if ((r = paddock_ctx_add_upstream_ca(d->ctx, o->upstream_ca[i], err)) < 0)
 			return r;
-	/* a sandbox's egress questions go to paddockd's API (api-network.c) */
-	paddock_ctx_set_ask_handler(d->ctx, pdd_network_ask, d);
 	return svc_open(d, err);
 }
 

@@ -553,8 +553,6 @@ static void release_clients(struct box *b)
 		mbox_free(e, m); /* its decisions end with it, unheard */
 }
 
-static const struct svc_hooks embedded_hooks = { .release_clients = release_clients };
-
 /* Ends it (SIGKILL, then the kernel's teardown, waited for here: d->in_process). */
 static int embedded_destroy(struct mcp_backend *base, const char *id, paddock_error *err)
 {
@@ -691,30 +689,25 @@ static int embedded_code_request(struct mcp_backend *base, const char *id, const
 
 /* ---- asking a person --------------------------------------------------------------------- */
 
-static void on_ask(paddock_sandbox *sb, const struct paddock_ask *a, void *userdata)
+/* the core's hook (it kept an allow_always rule already): to the tool that follows b */
+static void on_ask(struct box *b, const struct paddock_ask *a)
 {
-	struct embedded *e = userdata;
+	struct mbox *m = mbox_find(of_core(b->d), b->id);
 
-	for (struct box *b = e->d.boxes; b; b = b->next) {
-		struct mbox *m = b->sb == sb ? mbox_find(e, b->id) : NULL;
+	if (m && m->ask_fn) {
+		struct mcp_ask ask = {
+			.sandbox = m->id,
+			.id = a->id,
+			.host = a->host,
+			.port = a->port,
+			.rule = a->rule,
+			.expires_ms = a->expires_ms,
+			.decided = a->decided,
+			.answer = a->decided ? paddock_ask_answer_to_string(a->answer) : NULL,
+			.by = a->decided ? a->by : NULL,
+		};
 
-		if (m && m->ask_fn) {
-			struct mcp_ask ask = {
-				.sandbox = m->id,
-				.id = a->id,
-				.host = a->host,
-				.port = a->port,
-				.rule = a->rule,
-				.expires_ms = a->expires_ms,
-				.decided = a->decided,
-				.answer =
-					a->decided ? paddock_ask_answer_to_string(a->answer) : NULL,
-				.by = a->decided ? a->by : NULL,
-			};
-
-			m->ask_fn(&ask, m->ask_ud);
-			return;
-		}
+		m->ask_fn(&ask, m->ask_ud);
 	}
 }
 
@@ -747,6 +740,9 @@ static int embedded_answer(struct mcp_backend *base, const char *id, uint64_t as
 		return r;
 	return paddock_sandbox_answer(b->sb, ask, answer, "mcp", who, err);
 }
+
+static const struct svc_hooks embedded_hooks = { .release_clients = release_clients,
+						 .ask = on_ask };
 
 static const struct mcp_backend_ops embedded_ops = {
 	.name = "embedded",
@@ -787,8 +783,6 @@ int mcp_backend_embedded_new(struct event_base *base, const char *resolve_hosts,
 				.state_fd = -1,
 				.hooks = &embedded_hooks };
 	r = paddock_ctx_new(base, &e->d.ctx, err);
-	if (r >= 0)
-		paddock_ctx_set_ask_handler(e->d.ctx, on_ask, e);
 	if (r >= 0 && resolve_hosts)
 		r = paddock_ctx_set_resolve_hosts(e->d.ctx, resolve_hosts, err);
 	if (r >= 0 && upstream_ca)

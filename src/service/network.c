@@ -4,7 +4,9 @@
  * create's would be (the spec's validation, --max-network), put in force by libpaddock
  * (which closes the open connections the new policy refuses), and recorded; a change that
  * cannot be recorded is undone. paddockd's PUT .../network and E2B's network update are its
- * adapters.
+ * adapters. And a sandbox's decisions (network.unlisted "ask"): the context's ask handler is
+ * the core's (svc_ask()), which keeps an allow_always rule in the sandbox's spec and record,
+ * then tells the adapter's hook (paddockd's followers, MCP's elicitation).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -62,4 +64,38 @@ int svc_box_set_network(struct box *b, json_t *net, paddock_error *err)
 	json_decref(doc);
 	paddock_spec_free(spec);
 	return k;
+}
+
+/* allow_always added a rule to the sandbox's policy: its spec says so, and so does its row. */
+static void keep_rule(struct box *b, const char *rule)
+{
+	paddock_spec *spec = NULL;
+	char *json = NULL;
+
+	if (paddock_spec_new(&spec, NULL) < 0 ||
+	    paddock_spec_load_json(spec, b->spec_json, strlen(b->spec_json), NULL) < 0 ||
+	    paddock_spec_set(spec, "network.allow", rule, NULL) < 0 ||
+	    paddock_spec_to_json(spec, &json, NULL) < 0) {
+		paddock_spec_free(spec);
+		return; /* the rule is in force; GET .../network will not show it */
+	}
+	paddock_spec_free(spec);
+	free(b->spec_json);
+	b->spec_json = json;
+	svc_box_persist_or_warn(b); /* a restarted daemon re-adopts the sandbox with the rule */
+}
+
+void svc_ask(paddock_sandbox *sb, const struct paddock_ask *a, void *userdata)
+{
+	struct daemon *d = userdata;
+	struct box *b;
+
+	for (b = d->boxes; b && b->sb != sb; b = b->next)
+		;
+	if (!b)
+		return; /* a sandbox being torn down or released: nobody follows it */
+	if (a->decided && a->answer == PADDOCK_ASK_ALLOW_ALWAYS && strcmp(a->by, "policy") != 0)
+		keep_rule(b, a->rule);
+	if (d->hooks && d->hooks->ask)
+		d->hooks->ask(b, a);
 }

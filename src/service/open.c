@@ -5,8 +5,7 @@
  * recovered from their own records), libpaddock's events into both, then the sandboxes a
  * previous run left (lifecycle-adopt.c), the reaper and the pool; for a core of one process
  * (d->in_process) only the store, in memory, the reaper and the pool. An adapter's program
- * (paddockd's main.c) makes the loop and libpaddock's context, and sets what is its own (the
- * ask handler, its hooks) before.
+ * (paddockd's main.c) makes the loop and libpaddock's context, and sets its hooks before.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -69,6 +68,8 @@ static int open_store(struct daemon *d, paddock_error *err)
 int svc_open(struct daemon *d, paddock_error *err)
 {
 	int r;
+
+	paddock_ctx_set_ask_handler(d->ctx, svc_ask, d);
 
 	if (d->in_process) {
 		/* nothing on disk: the sandboxes end with the process, and so does their record */

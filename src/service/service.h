@@ -49,6 +49,8 @@ struct svc_hooks {
 	void (*box_freed)(struct box *b);
 	/* an event of b (o: its JSON) to b's followers */
 	void (*box_event)(struct box *b, json_t *o);
+	/* a decision of b (network.unlisted "ask"), once asked and once ended, to its followers */
+	void (*ask)(struct box *b, const struct paddock_ask *a);
 	/* an event of `tenant`'s sandbox (NULL, NULL: the host's) to followers that may see it */
 	void (*event)(struct daemon *d, const char *tenant, const char *sandbox, json_t *o);
 };
@@ -425,6 +427,12 @@ int svc_images_open(struct daemon *d, struct paddock_image_store **ret, paddock_
  * --max-network or a change libpaddock cannot make live, the store's (then nothing changed).
  */
 int svc_box_set_network(struct box *b, json_t *net, paddock_error *err);
+/*
+ * The context's ask handler (svc_open() sets it; userdata: d): an allow_always answer's rule
+ * is kept in the sandbox's spec and record (a restart re-adopts it with the rule), then the
+ * adapter's hooks->ask hears of the decision.
+ */
+void svc_ask(paddock_sandbox *sb, const struct paddock_ask *a, void *userdata);
 
 /* ---- pause and resume (pause.c) ---- */
 /* How long a sandbox its timeout paused is kept paused before it is removed. */
