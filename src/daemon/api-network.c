@@ -136,7 +136,7 @@ static json_t *decision_json(const struct paddock_ask *a)
 			 "timed_out", a->decided && a->timed_out);
 }
 
-/* the core's hook (svc_hooks.ask): a decision of b, asked or ended, to its followers */
+/* the core's hook (svc_hooks.box_asked): a decision of b, asked or ended, to its followers */
 void pdd_network_asked(struct box *b, const struct paddock_ask *a)
 {
 	for (struct watcher *w = b->ask_watchers; w; w = w->next)

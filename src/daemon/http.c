@@ -838,6 +838,6 @@ const struct svc_hooks pdd_service_hooks = {
 	.deleter_wait = hook_deleter_wait,
 	.box_freed = hook_box_freed,
 	.box_event = hook_box_event,
-	.ask = pdd_network_asked,
+	.box_asked = pdd_network_asked,
 	.event = pdd_events_broadcast,
 };

@@ -497,9 +497,9 @@ static int embedded_create(struct mcp_backend *base, const paddock_spec *spec, c
 			   paddock_error *err)
 {
 	struct embedded *e = (struct embedded *)base;
-	struct mbox *m = calloc(1, sizeof(*m));
-	json_t *body = NULL;
-	char *sj = NULL;
+	_cleanup_free_ struct mbox *m = calloc(1, sizeof(*m));
+	_cleanup_free_ char *sj = NULL;
+	_cleanup_json_ json_t *body = NULL;
 	struct box *b;
 	int r;
 
@@ -511,19 +511,16 @@ static int embedded_create(struct mcp_backend *base, const paddock_spec *spec, c
 		r = paddock_fail(err, ENOMEM, "allocate a sandbox");
 	if (r >= 0)
 		r = svc_box_create(&e->d, SVC_LOCAL_TENANT, body, &b, err);
-	json_decref(body);
-	free(sj);
-	if (r >= 0 && !(*ret_id = strdup(b->id))) {
-		svc_box_destroy(b, "deleted", NULL);
-		r = paddock_fail(err, ENOMEM, "allocate a sandbox");
-	}
-	if (r < 0) {
-		free(m);
+	if (r < 0)
 		return r;
+	*ret_id = strdup(b->id);
+	if (!*ret_id) {
+		svc_box_destroy(b, "deleted", NULL);
+		return paddock_fail(err, ENOMEM, "allocate a sandbox");
 	}
 	snprintf(m->id, sizeof(m->id), "%s", b->id);
 	m->next = e->boxes;
-	e->boxes = m;
+	e->boxes = TAKE_PTR(m);
 	return 0;
 }
 
@@ -544,7 +541,7 @@ static void mbox_free(struct embedded *e, struct mbox *m)
 }
 
 /* the core's hook: b goes (its processes' listeners were told): what we hold of it goes */
-static void release_clients(struct box *b)
+static void hook_release(struct box *b)
 {
 	struct embedded *e = of_core(b->d);
 	struct mbox *m = mbox_find(e, b->id);
@@ -690,7 +687,7 @@ static int embedded_code_request(struct mcp_backend *base, const char *id, const
 /* ---- asking a person --------------------------------------------------------------------- */
 
 /* the core's hook (it kept an allow_always rule already): to the tool that follows b */
-static void on_ask(struct box *b, const struct paddock_ask *a)
+static void hook_ask(struct box *b, const struct paddock_ask *a)
 {
 	struct mbox *m = mbox_find(of_core(b->d), b->id);
 
@@ -741,8 +738,8 @@ static int embedded_answer(struct mcp_backend *base, const char *id, uint64_t as
 	return paddock_sandbox_answer(b->sb, ask, answer, "mcp", who, err);
 }
 
-static const struct svc_hooks embedded_hooks = { .release_clients = release_clients,
-						 .ask = on_ask };
+static const struct svc_hooks embedded_hooks = { .release_clients = hook_release,
+						 .box_asked = hook_ask };
 
 static const struct mcp_backend_ops embedded_ops = {
 	.name = "embedded",

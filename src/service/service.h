@@ -21,8 +21,13 @@
 #include <stdint.h>
 #include <jansson.h>
 
+#include "paddock/cleanup.h"
 #include "paddock/paddock.h"
 #include "paddock/store.h"
+
+/* the core's cleanups (paddock/cleanup.h is the idiom) */
+PADDOCK_DEFINE_CLEANUP(paddock_spec, paddock_spec_free)
+#define _cleanup_json_ _cleanup_(json_decrefp)
 
 struct event;
 struct event_base;
@@ -50,7 +55,7 @@ struct svc_hooks {
 	/* an event of b (o: its JSON) to b's followers */
 	void (*box_event)(struct box *b, json_t *o);
 	/* a decision of b (network.unlisted "ask"), once asked and once ended, to its followers */
-	void (*ask)(struct box *b, const struct paddock_ask *a);
+	void (*box_asked)(struct box *b, const struct paddock_ask *a);
 	/* an event of `tenant`'s sandbox (NULL, NULL: the host's) to followers that may see it */
 	void (*event)(struct daemon *d, const char *tenant, const char *sandbox, json_t *o);
 };
@@ -430,7 +435,7 @@ int svc_box_set_network(struct box *b, json_t *net, paddock_error *err);
 /*
  * The context's ask handler (svc_open() sets it; userdata: d): an allow_always answer's rule
  * is kept in the sandbox's spec and record (a restart re-adopts it with the rule), then the
- * adapter's hooks->ask hears of the decision.
+ * adapter's hooks->box_asked hears of the decision.
  */
 void svc_ask(paddock_sandbox *sb, const struct paddock_ask *a, void *userdata);
 
