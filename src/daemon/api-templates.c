@@ -43,7 +43,7 @@ static char *check_spec(struct request *r, json_t *spec)
 {
 	paddock_spec *s = NULL;
 	paddock_error err = { 0 };
-	char *text = json_dumps(spec, JSON_COMPACT), *canon = NULL;
+	char *text = json_dumps(spec, JSON_COMPACT);
 	int k;
 
 	if (!text) {
@@ -55,12 +55,9 @@ static char *check_spec(struct request *r, json_t *spec)
 		k = paddock_spec_load_json(s, text, strlen(text), &err);
 	if (k >= 0)
 		k = paddock_spec_validate(s, &err);
-	if (k >= 0)
-		k = paddock_spec_to_json(s, &canon, &err);
 	/* the operator's network ceiling, on the spec with its defaults (as a create checks) */
 	if (k >= 0)
-		k = svc_check_max_network(r->d, canon, &err);
-	free(canon);
+		k = svc_check_max_network(r->d, s, &err);
 	paddock_spec_free(s);
 	if (k < 0) {
 		if (err.field[0] && strncmp(err.field, "spec", 4) != 0) {

@@ -606,17 +606,10 @@ int svc_box_create_keyed(struct daemon *d, const char *tenant, json_t *body, con
 		r = svc_create_parse(d, tenant, body, &spec, &ttl, &idle, err);
 	if (r < 0)
 		return r;
-	{
-		char *sj = NULL;
-
-		r = paddock_spec_to_json(spec, &sj, err);
-		if (r >= 0)
-			r = svc_check_max_network(d, sj, err);
-		free(sj);
-		if (r < 0) {
-			paddock_spec_free(spec);
-			return r;
-		}
+	r = svc_check_max_network(d, spec, err);
+	if (r < 0) {
+		paddock_spec_free(spec);
+		return r;
 	}
 	b = svc_box_new(d, "sb_pending", tenant);
 	if (!b) {

@@ -33,9 +33,9 @@ static int spec_with_network(struct box *b, json_t *net, paddock_spec **ret, cha
 	if (k >= 0)
 		k = paddock_spec_validate(spec, err);
 	if (k >= 0)
-		k = paddock_spec_to_json(spec, &json, err);
+		k = svc_check_max_network(b->d, spec, err);
 	if (k >= 0)
-		k = svc_check_max_network(b->d, json, err);
+		k = paddock_spec_to_json(spec, &json, err);
 	if (k < 0)
 		return k;
 	*ret = TAKE_PTR(spec);

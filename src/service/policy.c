@@ -20,10 +20,9 @@ int svc_max_network_parse(const char *s)
 	return -1;
 }
 
-int svc_check_max_network(struct daemon *d, const char *spec_json, paddock_error *err)
+int svc_check_max_network(struct daemon *d, const paddock_spec *spec, paddock_error *err)
 {
 	paddock_policy *p = NULL;
-	paddock_spec *spec = NULL;
 	int r;
 
 	/* SECURITY: the operator's bound on egress holds for every tenant, at create and PUT */
@@ -31,17 +30,12 @@ int svc_check_max_network(struct daemon *d, const char *spec_json, paddock_error
 	if (r >= 0)
 		r = paddock_policy_set_max_network(p, net_modes[d->max_net], err);
 	if (r >= 0)
-		r = paddock_spec_new(&spec, err);
-	if (r >= 0)
-		r = paddock_spec_load_json(spec, spec_json, strlen(spec_json), err);
-	if (r >= 0)
 		r = paddock_policy_check_network(p, spec, err);
 	if (r == -EPERM) {
 		size_t n = strlen(err->msg);
 
 		snprintf(err->msg + n, sizeof(err->msg) - n, " (--max-network)");
 	}
-	paddock_spec_free(spec);
 	paddock_policy_free(p);
 	return r;
 }

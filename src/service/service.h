@@ -475,8 +475,8 @@ void svc_event_sink(const struct paddock_event *ev, void *userdata);
 /* the create body: spec fields plus ttl_s, idle_timeout_s, metadata (lifecycle.c) */
 int svc_create_parse(struct daemon *d, const char *tenant, json_t *body, paddock_spec **ret_spec,
 		     int64_t *ret_ttl, int64_t *ret_idle, paddock_error *err);
-/* -EPERM (err names network.mode) when spec_json asks for more egress than --max-network. */
-int svc_check_max_network(struct daemon *d, const char *spec_json, paddock_error *err);
+/* -EPERM (err names network.mode) when spec asks for more egress than --max-network. */
+int svc_check_max_network(struct daemon *d, const paddock_spec *spec, paddock_error *err);
 int svc_max_network_parse(const char *s); /* 0..2, or -1 */
 bool svc_template_name_valid(const char *s);
 /* What a listing of templates (svc_template_collect(), the store's callback) gathers. */

@@ -268,12 +268,12 @@ static int start_spec(struct box *b, paddock_spec **ret, paddock_error *err)
 	json_decref(spec);
 	if (!text)
 		return paddock_fail(err, ENOMEM, "format spec");
-	/* the operator may have narrowed --max-network since the create */
-	r = svc_check_max_network(b->d, text, err);
-	if (r >= 0)
-		r = paddock_spec_new(&ps, err);
+	r = paddock_spec_new(&ps, err);
 	if (r >= 0)
 		r = paddock_spec_load_json(ps, text, strlen(text), err);
+	/* the operator may have narrowed --max-network since the create */
+	if (r >= 0)
+		r = svc_check_max_network(b->d, ps, err);
 	free(text);
 	if (r < 0) {
 		paddock_spec_free(ps);
