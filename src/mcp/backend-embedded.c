@@ -795,12 +795,17 @@ int mcp_backend_embedded_new(struct event_base *base, const char *resolve_hosts,
 }
 
 /* The core's event log is the operator's file: every event, one line each, never rotated. */
-void mcp_backend_embedded_set_events(struct mcp_backend *b, FILE *f)
+int mcp_backend_embedded_set_events(struct mcp_backend *b, FILE *f)
 {
 	struct embedded *e = (struct embedded *)b;
+	int fd = f ? fcntl(fileno(f), F_DUPFD_CLOEXEC, 3) : -1;
 
+	/* the operator asked for the record: no file to write it to is an error, not silence */
+	if (f && fd < 0)
+		return -errno;
 	if (e->d.event_log_fd >= 0)
 		close(e->d.event_log_fd);
-	e->d.event_log_fd = f ? fcntl(fileno(f), F_DUPFD_CLOEXEC, 3) : -1;
+	e->d.event_log_fd = fd;
 	e->d.event_log_max = 0;
+	return 0;
 }

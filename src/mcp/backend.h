@@ -171,7 +171,7 @@ struct mcp_backend {
 int mcp_backend_embedded_new(struct event_base *base, const char *resolve_hosts,
 			     const char *upstream_ca, struct mcp_backend **ret, paddock_error *err);
 /* Every event of the embedded sandboxes (JSON lines, docs/events.md) to `f`; NULL: none. */
-void mcp_backend_embedded_set_events(struct mcp_backend *b, FILE *f);
+int mcp_backend_embedded_set_events(struct mcp_backend *b, FILE *f); /* 0, -errno */
 /* paddockd at the unix socket `socket_path`; sandboxes get idle_timeout_s (0: none). */
 int mcp_backend_daemon_new(struct event_base *base, const char *socket_path,
 			   unsigned idle_timeout_s, struct mcp_backend **ret, paddock_error *err);

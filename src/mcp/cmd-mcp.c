@@ -740,7 +740,11 @@ int cmd_mcp(int argc, char **argv)
 				strerror(errno));
 			goto out;
 		}
-		mcp_backend_embedded_set_events(backend, events);
+		r = mcp_backend_embedded_set_events(backend, events);
+		if (r < 0) {
+			fprintf(stderr, "paddock mcp: --events %s: %s\n", a.events, strerror(-r));
+			goto out;
+		}
 	}
 	if (a.http) {
 		status = serve_http(s.base, &a, backend, &policy) < 0 ? PADDOCK_EXIT_FAILURE : 0;
